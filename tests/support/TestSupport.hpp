@@ -1,0 +1,2 @@
+// Helpers shared by every test tier.
+#pragma once
