@@ -1,7 +1,9 @@
 # Writes OUT: a C++ file that defines tessel::embedded_device_headers(), the device headers
 # as (include name, text) pairs, so that NVRTC never reads the source tree at run time.
 # Inputs: FILES (absolute paths), ROOT (the folder include names are relative to).
+string(REPLACE "|" ";" FILES "${FILES}")
 set(body "")
+set(entries "")
 set(index 0)
 foreach(f ${FILES})
   file(RELATIVE_PATH name ${ROOT} ${f})
@@ -21,9 +23,10 @@ ${body}
 const EmbeddedFile kTable[] = {
     ${table}
 };
+const std::size_t kCount = ${index};
 }  // namespace
 
-std::span<const EmbeddedFile> embedded_device_headers() { return {kTable, sizeof(kTable) / sizeof(kTable[0])}; }
+std::span<const EmbeddedFile> embedded_device_headers() { return {kTable, kCount}; }
 
 }  // namespace tessel
 ")

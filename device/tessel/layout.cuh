@@ -1,0 +1,84 @@
+// Shared-memory tile layouts: (row, col) -> element offset inside a Rows x Cols tile.
+//
+// A layout type is what the compiler's layout inference picks for an alloc_shared buffer;
+// copy.cuh writes through it and gemm.cuh reads through it. Every layout here provides
+//   kRows, kCols, kSize (elements, no padding) and offset(r, c),
+// and satisfies two properties the copy and GEMM code rely on to hoist address math:
+//   * 16-byte chunks stay contiguous and 16-byte aligned (cp.async and ldmatrix move them);
+//   * offset(r + kRowPeriod * j, c) == offset(r, c) + kRowPeriod * j * kCols.
+#pragma once
+
+namespace tessel {
+
+namespace layout_detail {
+// log2 of a power of two, at compile time.
+constexpr int log2_exact(int x) { return x <= 1 ? 0 : 1 + log2_exact(x / 2); }
+constexpr bool is_pow2(int x) { return x > 0 && (x & (x - 1)) == 0; }
+}  // namespace layout_detail
+
+// Plain row-major. For scalar fallbacks, non-16-bit element types and tiles whose row size
+// does not admit the swizzle. Bank conflicts are the caller's problem.
+template <int Rows, int Cols>
+struct RowMajorLayout {
+  static_assert(Rows > 0 && Cols > 0, "RowMajorLayout: Rows and Cols must be positive");
+  static constexpr int kRows = Rows;
+  static constexpr int kCols = Cols;
+  static constexpr int kSize = Rows * Cols;
+  static constexpr int kRowPeriod = 1;
+
+  __host__ __device__ static constexpr int offset(int r, int c) { return r * Cols + c; }
+};
+
+// Row-major with 16-byte chunks XOR-swizzled so that the two access patterns of the mma.sync
+// path hit 8 different 16-byte bank groups (a 128-byte shared-memory wavefront) each:
+//   (a) 8 threads writing 8 consecutive chunks of the tile (one cp.async wavefront), and
+//   (b) one ldmatrix 8x8 matrix: 8 consecutive rows (first row a multiple of 8), same
+//       logical chunk. .trans reads the same bytes, so it is covered too.
+//
+// Think of the tile as 128-byte lines of 8 chunks. Pattern (a) stays conflict-free for any
+// permutation of chunks within a row, so only (b) constrains the swizzle:
+//   * rows >= 128 bytes (ChunksPerRow >= 8): a row owns whole lines; XOR the chunk index's
+//     low 3 bits with (r % 8) -> the 8 rows of a matrix land in 8 distinct slots.
+//   * 64-byte rows (4 chunks): two rows share a line. Row parity already picks the line half;
+//     XOR the chunk index with (r / 2) % 4 to spread the 4 row pairs over the 4 slots.
+//   * 32-byte rows (2 chunks): four rows per line, XOR with (r / 4) % 2.
+//   * 16-byte rows: eight rows per line already fill it; no swizzle.
+// The XOR only touches chunk bits below ChunksPerRow, so every element stays in its row.
+template <int Rows, int Cols, int ElemBytes>
+struct SwizzledLayout {
+  static_assert(Rows > 0 && Cols > 0, "SwizzledLayout: Rows and Cols must be positive");
+  static_assert(ElemBytes == 1 || ElemBytes == 2 || ElemBytes == 4 || ElemBytes == 8,
+                "SwizzledLayout: ElemBytes must be 1, 2, 4 or 8");
+  static_assert((Cols * ElemBytes) % 16 == 0,
+                "SwizzledLayout: a row must be a whole number of 16-byte chunks; use "
+                "RowMajorLayout for this tile");
+
+  static constexpr int kRows = Rows;
+  static constexpr int kCols = Cols;
+  static constexpr int kSize = Rows * Cols;
+  static constexpr int kElemsPerChunk = 16 / ElemBytes;
+  static constexpr int kChunksPerRow = Cols / kElemsPerChunk;
+
+  static_assert(layout_detail::is_pow2(kChunksPerRow) || kChunksPerRow % 8 == 0,
+                "SwizzledLayout: row size must be 16, 32, 64 or a multiple of 128 bytes; use "
+                "RowMajorLayout for this tile");
+
+  static constexpr int kRowPeriod = 8;
+
+ private:
+  static constexpr int kChunkShift = layout_detail::log2_exact(kElemsPerChunk);
+  // Rows sharing one 128-byte line (1 when a row spans whole lines).
+  static constexpr int kRowsPerLine = kChunksPerRow >= 8 ? 1 : 8 / kChunksPerRow;
+  static constexpr int kLineShift = layout_detail::log2_exact(kRowsPerLine);
+  static constexpr int kXorMask = kChunksPerRow >= 8 ? 7 : kChunksPerRow - 1;
+
+ public:
+  // The chunk-index XOR applied to row r.
+  __host__ __device__ static constexpr int swizzle(int r) { return (r >> kLineShift) & kXorMask; }
+
+  __host__ __device__ static constexpr int offset(int r, int c) {
+    return r * Cols + (c ^ (swizzle(r) << kChunkShift));
+  }
+};
+
+}  // namespace tessel

@@ -1,0 +1,182 @@
+// The tile language as kernel authors write it: ordinary C++ calls that record IR. Every call
+// that can be misused takes the caller's std::source_location, so errors name the author's line.
+//
+//   T::PrimFunc f("matmul");
+//   auto A = f.tensor("A", {M, K}, T::f16);
+//   f.body([&] { T::Kernel(gx, gy, 128, [&](T::Var bx, T::Var by) { ... }); });
+#pragma once
+
+#include <functional>
+#include <initializer_list>
+#include <memory>
+#include <source_location>
+#include <string>
+#include <vector>
+
+#include "tessel/DType.hpp"
+#include "tessel/Error.hpp"
+#include "tessel/ir/IR.hpp"
+
+namespace tessel {
+
+using ir::Expr;
+using ir::GemmWarpPolicy;
+using ir::Var;
+using Loc = std::source_location;
+
+class Buffer;
+
+// An element access `buf(i, j)`. As a value it is a load; assigned to, it records a store; passed
+// to copy it names the region that starts there.
+class BufferRef : public ir::Expr {
+ public:
+  BufferRef(ir::Buffer b, std::vector<Expr> indices, Loc where);
+  BufferRef(const BufferRef&) = default;
+  BufferRef& operator=(const Expr& value);
+  BufferRef& operator=(const BufferRef& value);
+  BufferRef& operator=(double value) { return *this = Expr(value); }
+  BufferRef& operator=(int value) { return *this = Expr(value); }
+  BufferRef& operator+=(const Expr& v);
+  BufferRef& operator-=(const Expr& v);
+  BufferRef& operator*=(const Expr& v);
+  const ir::Buffer& buffer() const { return buffer_; }
+  const std::vector<Expr>& indices() const { return indices_; }
+
+ private:
+  ir::Buffer buffer_;
+  std::vector<Expr> indices_;
+  Loc where_;
+};
+
+// A buffer handle in the author's hands: a tensor parameter or an allocated tile.
+class Buffer {
+ public:
+  Buffer() = default;
+  explicit Buffer(ir::Buffer b) : b_(std::move(b)) {}
+  template <class... I>
+  BufferRef operator()(I... idx) const {
+    return BufferRef(b_, std::vector<Expr>{Expr(idx)...}, Loc::current());
+  }
+  BufferRef at(std::vector<Expr> idx, Loc where = Loc::current()) const { return BufferRef(b_, std::move(idx), where); }
+  const ir::Buffer& ir() const { return b_; }
+  const std::string& name() const { return b_->name; }
+  DType dtype() const { return b_->dtype; }
+  const std::vector<Expr>& shape() const { return b_->shape; }
+  int ndim() const { return b_.ndim(); }
+
+ private:
+  ir::Buffer b_;
+};
+
+// What copy and fill accept: a whole buffer, `buf(i, j)` (a region starting there whose extents
+// come from the other side), or an explicit region.
+class RegionArg {
+ public:
+  RegionArg(const Buffer& b);     // NOLINT: implicit by design
+  RegionArg(const BufferRef& r);  // NOLINT
+  RegionArg(ir::Region r) : region_(std::move(r)) {}  // NOLINT
+  const ir::Region& region() const { return region_; }
+
+ private:
+  ir::Region region_;
+};
+
+// An explicit region: region(A, {row0, col0}, {rows, cols}).
+ir::Region region(const Buffer& b, std::vector<Expr> starts, std::vector<Expr> extents);
+
+// ---- programs --------------------------------------------------------------------------------------
+
+class PrimFunc {
+ public:
+  explicit PrimFunc(std::string name);
+  // A global tensor parameter, in call order.
+  Buffer tensor(const std::string& name, std::vector<Expr> shape, DType dtype, Loc where = Loc::current());
+  // Records the program body by running `fn` once.
+  void body(const std::function<void()>& fn, Loc where = Loc::current());
+  const ir::PrimFuncNode& ir() const { return *node_; }
+  std::shared_ptr<const ir::PrimFuncNode> ir_ptr() const { return node_; }
+  const std::string& name() const { return node_->name; }
+  // The IR text (stable; see ir/Printer.hpp).
+  std::string script() const;
+
+ private:
+  std::shared_ptr<ir::PrimFuncNode> node_;
+};
+
+// A launch of grid blocks of `threads` threads each; the body receives the block indices.
+void Kernel(Expr gx, int threads, const std::function<void(Var)>& body, Loc where = Loc::current());
+void Kernel(Expr gx, Expr gy, int threads, const std::function<void(Var, Var)>& body, Loc where = Loc::current());
+void Kernel(Expr gx, Expr gy, Expr gz, int threads, const std::function<void(Var, Var, Var)>& body,
+            Loc where = Loc::current());
+
+Buffer alloc_shared(std::vector<Expr> shape, DType dtype, Loc where = Loc::current());
+Buffer alloc_fragment(std::vector<Expr> shape, DType dtype, Loc where = Loc::current());
+Buffer alloc_local(std::vector<Expr> shape, DType dtype, Loc where = Loc::current());
+
+// ---- tile ops -------------------------------------------------------------------------------------
+
+void copy(const RegionArg& src, const RegionArg& dst, Loc where = Loc::current());
+// A copy whose reads past a global tensor's edge give `pad` instead of zero.
+void copy_padded(const RegionArg& src, const RegionArg& dst, Expr pad, Loc where = Loc::current());
+void gemm(const Buffer& A, const Buffer& B, const Buffer& C, bool transpose_A = false, bool transpose_B = false,
+          GemmWarpPolicy policy = GemmWarpPolicy::Square, Loc where = Loc::current());
+void fill(const RegionArg& dst, Expr value, Loc where = Loc::current());
+void clear(const RegionArg& dst, Loc where = Loc::current());
+void reduce_max(const Buffer& src, const Buffer& dst, int dim = -1, bool clear = true, Loc where = Loc::current());
+void reduce_min(const Buffer& src, const Buffer& dst, int dim = -1, bool clear = true, Loc where = Loc::current());
+void reduce_sum(const Buffer& src, const Buffer& dst, int dim = -1, bool clear = true, Loc where = Loc::current());
+// Rasterizes blocks in panels of `panel_size` for L2 reuse.
+void use_swizzle(int panel_size, bool enable = true, Loc where = Loc::current());
+
+// ---- loops ------------------------------------------------------------------------------------------
+
+// A loop the compiler software-pipelines: global->shared copies of iteration k + num_stages - 1
+// overlap the compute of iteration k over num_stages shared buffers.
+void Pipelined(Expr extent, int num_stages, const std::function<void(Var)>& body, Loc where = Loc::current());
+void Serial(Expr extent, const std::function<void(Var)>& body, Loc where = Loc::current());
+void Unroll(Expr extent, const std::function<void(Var)>& body, Loc where = Loc::current());
+// An element-wise nest over a tile, spread over the block's threads by the compiler.
+void Parallel(Expr e0, const std::function<void(Var)>& body, Loc where = Loc::current());
+void Parallel(Expr e0, Expr e1, const std::function<void(Var, Var)>& body, Loc where = Loc::current());
+void Parallel(Expr e0, Expr e1, Expr e2, const std::function<void(Var, Var, Var)>& body, Loc where = Loc::current());
+void If(Expr cond, const std::function<void()>& then_body, Loc where = Loc::current());
+
+// ---- expressions ------------------------------------------------------------------------------------
+
+Expr ceildiv(Expr a, Expr b);
+Expr min(Expr a, Expr b);
+Expr max(Expr a, Expr b);
+Expr select(Expr cond, Expr if_true, Expr if_false);
+inline Expr if_then_else(Expr c, Expr t, Expr f) { return select(std::move(c), std::move(t), std::move(f)); }
+Expr cast(DType t, Expr v);
+Expr exp(Expr v);
+Expr exp2(Expr v);
+Expr log(Expr v);
+Expr log2(Expr v);
+Expr sqrt(Expr v);
+Expr rsqrt(Expr v);
+Expr abs(Expr v);
+Expr infinity(DType t);
+Expr float_imm(double v, DType t);
+Expr int_imm(long long v, DType t = DType::i32);
+
+}  // namespace tessel
+
+namespace tessel::ir {
+// Operators live beside Expr so argument-dependent lookup finds them for Var and BufferRef too.
+Expr operator+(Expr a, Expr b);
+Expr operator-(Expr a, Expr b);
+Expr operator*(Expr a, Expr b);
+Expr operator/(Expr a, Expr b);
+Expr operator%(Expr a, Expr b);
+Expr operator-(Expr a);
+Expr operator==(Expr a, Expr b);
+Expr operator!=(Expr a, Expr b);
+Expr operator<(Expr a, Expr b);
+Expr operator<=(Expr a, Expr b);
+Expr operator>(Expr a, Expr b);
+Expr operator>=(Expr a, Expr b);
+Expr operator&&(Expr a, Expr b);
+Expr operator||(Expr a, Expr b);
+Expr operator!(Expr a);
+}  // namespace tessel::ir

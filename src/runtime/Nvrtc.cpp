@@ -1,0 +1,174 @@
+#include "tessel/runtime/Nvrtc.hpp"
+
+#include <nvrtc.h>
+
+#include <algorithm>
+#include <chrono>
+#include <memory>
+#include <regex>
+
+#include "tessel/runtime/EmbeddedHeaders.hpp"
+
+namespace tessel {
+
+namespace {
+
+// The embedded headers as the C string arrays nvrtcCreateProgram takes; built once (a
+// function-local static is initialised thread-safely) and read-only after.
+struct HeaderTable {
+  std::vector<std::string> names, texts;
+  std::vector<const char*> name_ptrs, text_ptrs;
+};
+
+const HeaderTable& header_table() {
+  static const HeaderTable table = [] {
+    HeaderTable t;
+    for (const EmbeddedFile& f : embedded_device_headers()) {
+      t.names.emplace_back(f.include_name);
+      t.texts.emplace_back(f.text);
+    }
+    for (size_t i = 0; i < t.names.size(); ++i) {
+      t.name_ptrs.push_back(t.names[i].c_str());
+      t.text_ptrs.push_back(t.texts[i].c_str());
+    }
+    return t;
+  }();
+  return table;
+}
+
+struct ProgramDeleter {
+  void operator()(nvrtcProgram p) const { nvrtcDestroyProgram(&p); }
+};
+using ProgramHandle = std::unique_ptr<std::remove_pointer_t<nvrtcProgram>, ProgramDeleter>;
+
+std::string program_log(nvrtcProgram p) {
+  size_t size = 0;
+  if (nvrtcGetProgramLogSize(p, &size) != NVRTC_SUCCESS || size == 0) return {};
+  std::string log(size, '\0');
+  if (nvrtcGetProgramLog(p, log.data()) != NVRTC_SUCCESS) return {};
+  while (!log.empty() && log.back() == '\0') log.pop_back();
+  return log;
+}
+
+// NVRTC API failures other than compile errors (out of memory, bad option): the program's
+// log, if any, still says the most.
+void check_nvrtc(nvrtcResult r, const char* what, const std::string& program_name, nvrtcProgram p) {
+  if (r == NVRTC_SUCCESS) return;
+  std::string log = p ? program_log(p) : std::string();
+  throw NvrtcError(program_name, std::string(what) + ": " + nvrtcGetErrorString(r), log);
+}
+
+int match_int(const std::string& text, const std::regex& re) {
+  std::smatch m;
+  return std::regex_search(text, m, re) ? std::stoi(m[1].str()) : -1;
+}
+
+}  // namespace
+
+NvrtcError::NvrtcError(const std::string& program_name, const std::string& stage, const std::string& log)
+    : RuntimeError("NVRTC failed to compile " + program_name + " (" + stage + ")" +
+                   (log.empty() ? std::string(" with no log") : ":\n" + log)),
+      log_(log) {}
+
+int nvrtc_version() {
+  int major = 0, minor = 0;
+  if (nvrtcVersion(&major, &minor) != NVRTC_SUCCESS) return 0;
+  return major * 1000 + minor * 10;
+}
+
+std::vector<std::string> nvrtc_flags(const CompileOptions& options) {
+  std::vector<std::string> flags = {"-std=c++17", "--gpu-architecture=" + options.arch, "-default-device",
+                                    "--ptxas-options=-v", "-lineinfo", "-DTESSEL_NVRTC"};
+  flags.insert(flags.end(), options.extra_flags.begin(), options.extra_flags.end());
+  return flags;
+}
+
+Resources parse_ptxas_log(const std::string& log, const std::string& function_name) {
+  // Cut the log down to the block of one entry function: from its "Compiling entry function"
+  // line to the next one.
+  static const std::regex entry_re(R"(Compiling entry function '([^']*)')");
+  std::string block = log;
+  std::vector<std::pair<size_t, std::string>> entries;
+  for (auto it = std::sregex_iterator(log.begin(), log.end(), entry_re); it != std::sregex_iterator(); ++it)
+    entries.emplace_back(static_cast<size_t>(it->position(0)), (*it)[1].str());
+  if (!entries.empty()) {
+    size_t pick = 0;
+    for (size_t i = 0; i < entries.size(); ++i)
+      if (entries[i].second == function_name) pick = i;
+    size_t end = pick + 1 < entries.size() ? entries[pick + 1].first : log.size();
+    block = log.substr(entries[pick].first, end - entries[pick].first);
+  }
+  static const std::regex arch_re(R"(for '(sm_[0-9]+[a-z]?)')");
+  static const std::regex regs_re(R"(Used ([0-9]+) registers)");
+  static const std::regex stack_re(R"(([0-9]+) bytes stack frame)");
+  static const std::regex spill_store_re(R"(([0-9]+) bytes spill stores)");
+  static const std::regex spill_load_re(R"(([0-9]+) bytes spill loads)");
+  static const std::regex smem_re(R"(([0-9]+) bytes smem)");
+  static const std::regex barriers_re(R"(used ([0-9]+) barriers)");
+  Resources r;
+  r.registers = match_int(block, regs_re);
+  r.stack_frame_bytes = std::max(0, match_int(block, stack_re));
+  r.spill_store_bytes = std::max(0, match_int(block, spill_store_re));
+  r.spill_load_bytes = std::max(0, match_int(block, spill_load_re));
+  r.static_smem_bytes = std::max(0, match_int(block, smem_re));
+  r.barriers = std::max(0, match_int(block, barriers_re));
+  std::smatch m;
+  if (std::regex_search(block, m, arch_re)) r.arch = m[1].str();
+  return r;
+}
+
+CompiledKernel nvrtc_compile(const std::string& source, const std::string& kernel_name,
+                             const CompileOptions& options) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const HeaderTable& headers = header_table();
+  const std::string& name = options.program_name;
+
+  nvrtcProgram raw = nullptr;
+  check_nvrtc(nvrtcCreateProgram(&raw, source.c_str(), name.c_str(), static_cast<int>(headers.names.size()),
+                                 headers.text_ptrs.data(), headers.name_ptrs.data()),
+              "nvrtcCreateProgram", name, nullptr);
+  ProgramHandle program(raw);
+  // A name expression works for extern "C" and C++-mangled kernels alike, and makes NVRTC
+  // report a missing kernel as a compile error that names it.
+  check_nvrtc(nvrtcAddNameExpression(raw, kernel_name.c_str()), "nvrtcAddNameExpression", name, raw);
+
+  const std::vector<std::string> flags = nvrtc_flags(options);
+  std::vector<const char*> flag_ptrs;
+  for (const std::string& f : flags) flag_ptrs.push_back(f.c_str());
+  nvrtcResult result = nvrtcCompileProgram(raw, static_cast<int>(flag_ptrs.size()), flag_ptrs.data());
+
+  CompiledKernel out;
+  out.source = source;
+  out.log = program_log(raw);
+  if (result != NVRTC_SUCCESS) {
+    std::string flat;
+    for (const std::string& f : flags) flat += (flat.empty() ? "" : " ") + f;
+    throw NvrtcError(name, std::string(nvrtcGetErrorString(result)) + ", flags: " + flat, out.log);
+  }
+
+  const char* lowered = nullptr;
+  check_nvrtc(nvrtcGetLoweredName(raw, kernel_name.c_str(), &lowered), "nvrtcGetLoweredName", name, raw);
+  out.lowered_name = lowered ? lowered : kernel_name;
+
+  size_t ptx_size = 0;
+  check_nvrtc(nvrtcGetPTXSize(raw, &ptx_size), "nvrtcGetPTXSize", name, raw);
+  out.ptx.assign(ptx_size, '\0');
+  check_nvrtc(nvrtcGetPTX(raw, out.ptx.data()), "nvrtcGetPTX", name, raw);
+  while (!out.ptx.empty() && out.ptx.back() == '\0') out.ptx.pop_back();
+
+  size_t cubin_size = 0;
+  check_nvrtc(nvrtcGetCUBINSize(raw, &cubin_size), "nvrtcGetCUBINSize", name, raw);
+  if (cubin_size == 0)  // a virtual arch (compute_XX) yields PTX only; Tessel always loads cubins
+    throw NvrtcError(name, "no cubin for --gpu-architecture=" + options.arch + " (a real sm_XX arch is needed)",
+                     out.log);
+  out.cubin.resize(cubin_size);
+  check_nvrtc(nvrtcGetCUBIN(raw, out.cubin.data()), "nvrtcGetCUBIN", name, raw);
+
+  out.resources = parse_ptxas_log(out.log, out.lowered_name);
+  if (out.resources.arch.empty()) out.resources.arch = options.arch;
+  out.resources.compile_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  return out;
+}
+
+}  // namespace tessel
