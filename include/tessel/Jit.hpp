@@ -1,0 +1,79 @@
+// From a recorded program to something you can call: lower (src/Lower.cpp), generate CUDA C++,
+// compile with NVRTC (through the kernel cache), load and launch through the driver API.
+//
+//   T::JitKernel k = T::jit(f, {.out_idx = {-1}});
+//   T::Tensor c = k(a, b);          // allocates C, launches on the default stream
+//   k.source(); k.ptx(); k.resources();
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "tessel/Frontend.hpp"
+#include "tessel/runtime/Nvrtc.hpp"
+#include "tessel/runtime/Tensor.hpp"
+
+typedef struct CUstream_st* CUstream;
+
+namespace tessel {
+
+struct JitOptions {
+  // Parameters the call allocates and returns instead of taking them (negative: from the end).
+  std::vector<int> out_idx;
+  // NVRTC target ("sm_80", "sm_90a", ...). Empty: the GPU's own arch, or sm_90a with no GPU.
+  std::string arch;
+  // Shared memory a block may use. 0: the GPU's opt-in cap, or the target's known cap.
+  int smem_cap_bytes = 0;
+};
+
+// What the lowered kernel does, for tools and tests: the launch shape and the features used.
+struct KernelInfo {
+  std::string kernel_name;
+  int threads = 0;
+  int dynamic_smem_bytes = 0;
+  std::string arch;
+  // Which of "mma.sync", "wgmma", "ldmatrix", "cp.async", "cp.async.bulk.tensor" the PTX holds.
+  std::vector<std::string> instructions;
+};
+
+class JitKernelImpl;
+
+class JitKernel {
+ public:
+  JitKernel() = default;
+  explicit JitKernel(std::shared_ptr<JitKernelImpl> impl) : impl_(std::move(impl)) {}
+
+  const std::string& name() const;
+  const std::string& source() const;  // the generated CUDA C++
+  const std::string& ptx() const;
+  const std::string& compile_log() const;
+  const Resources& resources() const;  // registers, spills, compile ms, cache hit
+  const KernelInfo& info() const;
+  const ir::PrimFuncNode& program() const;
+  // The IR after lowering (what codegen saw).
+  std::string lowered_ir() const;
+
+  // Inputs are the parameters not in out_idx, in order; returns the outputs, in order.
+  std::vector<Tensor> call(const std::vector<Tensor>& inputs, CUstream stream = nullptr) const;
+  // Every parameter given; nothing allocated.
+  void launch(const std::vector<Tensor>& args, CUstream stream = nullptr) const;
+  // kernel(a, b) -> the single output.
+  template <class... A>
+  Tensor operator()(const A&... inputs) const {
+    auto out = call(std::vector<Tensor>{inputs...});
+    return single_output(out);
+  }
+
+  bool defined() const { return impl_ != nullptr; }
+
+ private:
+  Tensor single_output(std::vector<Tensor>& out) const;
+  std::shared_ptr<JitKernelImpl> impl_;
+};
+
+// Lowers, generates and compiles `f`. Compile errors in the program are CompileError (with the
+// author's line); a failure of the generated code to compile is InternalError.
+JitKernel jit(const PrimFunc& f, const JitOptions& options = {});
+
+}  // namespace tessel
