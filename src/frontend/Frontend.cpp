@@ -247,7 +247,9 @@ void copy_padded(const RegionArg& src, const RegionArg& dst, Expr pad, Loc where
 void gemm(const Buffer& A, const Buffer& B, const Buffer& C, bool transpose_A, bool transpose_B,
           GemmWarpPolicy policy, Loc where) {
   require_kernel("gemm", where);
-  emit(ir::make_gemm(A.ir(), B.ir(), C.ir(), transpose_A, transpose_B, policy, where), "gemm", where);
+  emit(ir::make_gemm(ir::whole_region(A.ir()), ir::whole_region(B.ir()), ir::whole_region(C.ir()), transpose_A,
+                     transpose_B, policy, where),
+       "gemm", where);
 }
 
 void fill(const RegionArg& dst, Expr value, Loc where) {

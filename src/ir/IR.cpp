@@ -360,8 +360,17 @@ Stmt make_copy(Region src, Region dst, Expr pad, std::source_location w) {
   return Stmt(std::make_shared<const CopyStmt>(std::move(src), std::move(dst), std::move(pad), w));
 }
 
-Stmt make_gemm(Buffer a, Buffer b, Buffer c, bool ta, bool tb, GemmWarpPolicy p, std::source_location w) {
-  TESSEL_INTERNAL_CHECK(a.defined() && b.defined() && c.defined(), "gemm with an undefined buffer");
+Region whole_region(const Buffer& b) {
+  Region r{b, {}, {}};
+  for (const Expr& d : b->shape) {
+    r.starts.push_back(make_int(0));
+    r.extents.push_back(d);
+  }
+  return r;
+}
+
+Stmt make_gemm(Region a, Region b, Region c, bool ta, bool tb, GemmWarpPolicy p, std::source_location w) {
+  TESSEL_INTERNAL_CHECK(a.buffer.defined() && b.buffer.defined() && c.buffer.defined(), "gemm with an undefined buffer");
   return Stmt(std::make_shared<const GemmStmt>(std::move(a), std::move(b), std::move(c), ta, tb, p, w));
 }
 

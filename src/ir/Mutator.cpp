@@ -88,9 +88,9 @@ void IRVisitor::visit_node(const CopyStmt* op) {
   visit(op->pad);
 }
 void IRVisitor::visit_node(const GemmStmt* op) {
-  visit_buffer(op->A);
-  visit_buffer(op->B);
-  visit_buffer(op->C);
+  visit_region(op->A);
+  visit_region(op->B);
+  visit_region(op->C);
 }
 void IRVisitor::visit_node(const FillStmt* op) {
   visit_region(op->dst);
@@ -242,8 +242,9 @@ Stmt IRMutator::mutate_node(const CopyStmt* op, const Stmt& self) {
   return make_copy(s, d, pad, op->where);
 }
 Stmt IRMutator::mutate_node(const GemmStmt* op, const Stmt& self) {
-  Buffer a = mutate_buffer(op->A), b = mutate_buffer(op->B), c = mutate_buffer(op->C);
-  if (a.same_as(op->A) && b.same_as(op->B) && c.same_as(op->C)) return self;
+  bool changed = false;
+  Region a = mutate_region(op->A, &changed), b = mutate_region(op->B, &changed), c = mutate_region(op->C, &changed);
+  if (!changed) return self;
   return make_gemm(a, b, c, op->trans_a, op->trans_b, op->policy, op->where);
 }
 Stmt IRMutator::mutate_node(const FillStmt* op, const Stmt& self) {

@@ -100,6 +100,15 @@ class Printer {
     return out + "]";
   }
 
+  // A whole-buffer operand prints as its name; a part of a buffer as a region.
+  std::string operand(const Region& r) {
+    bool whole = true;
+    for (size_t i = 0; i < r.starts.size(); ++i)
+      whole = whole && is_const_int(r.starts[i], 0) && i < r.extents.size() && i < r.buffer->shape.size() &&
+              as_const_int(r.extents[i]) == as_const_int(r.buffer->shape[i]);
+    return whole ? r.buffer->name : region(r);
+  }
+
   std::string buffer_type(const Buffer& b) {
     return std::string(dtype_name(b->dtype)) + "[" + join(b->shape) + "]";
   }
@@ -143,8 +152,8 @@ class Printer {
       if (c->pad.defined()) os << ", pad=" << expr(c->pad);
       os << ")\n";
     } else if (const auto* g = s.as<GemmStmt>()) {
-      os << pad << "gemm(" << g->A->name << (g->trans_a ? "^T" : "") << ", " << g->B->name
-         << (g->trans_b ? "^T" : "") << " -> " << g->C->name << ", policy=" << gemm_warp_policy_name(g->policy)
+      os << pad << "gemm(" << operand(g->A) << (g->trans_a ? "^T" : "") << ", " << operand(g->B)
+         << (g->trans_b ? "^T" : "") << " -> " << operand(g->C) << ", policy=" << gemm_warp_policy_name(g->policy)
          << ")\n";
     } else if (const auto* f = s.as<FillStmt>()) {
       os << pad << "fill(" << region(f->dst) << ", " << expr(f->value) << ")\n";

@@ -336,13 +336,16 @@ struct CopyStmt : StmtNode {
 enum class GemmWarpPolicy : std::uint8_t { Square, FullRow, FullCol };
 const char* gemm_warp_policy_name(GemmWarpPolicy p);
 
-// Tile op: C += op(A) * op(B); A, B in shared memory, C a fragment accumulator.
+// Tile op: C += op(A) * op(B); A, B in shared memory, C a fragment accumulator. Operands are
+// regions so that a pipelined loop can point the gemm at one stage of a multi-buffered tile; the
+// frontend passes whole buffers. A region's trailing two extents are the matrix; leading
+// extents are 1.
 struct GemmStmt : StmtNode {
   static constexpr NodeKind kKind = NodeKind::GemmStmt;
-  GemmStmt(Buffer a, Buffer b, Buffer c, bool ta, bool tb, GemmWarpPolicy p, std::source_location w)
+  GemmStmt(Region a, Region b, Region c, bool ta, bool tb, GemmWarpPolicy p, std::source_location w)
       : StmtNode(kKind, w), A(std::move(a)), B(std::move(b)), C(std::move(c)), trans_a(ta), trans_b(tb),
         policy(p) {}
-  const Buffer A, B, C;
+  const Region A, B, C;
   const bool trans_a, trans_b;
   const GemmWarpPolicy policy;
 };
@@ -430,7 +433,9 @@ Stmt make_decl(Buffer b, std::source_location w);
 Stmt make_kernel(std::vector<Expr> grid, int threads, std::vector<Var> block_vars, Stmt body,
                  std::source_location w);
 Stmt make_copy(Region src, Region dst, Expr pad, std::source_location w);
-Stmt make_gemm(Buffer a, Buffer b, Buffer c, bool ta, bool tb, GemmWarpPolicy p, std::source_location w);
+Stmt make_gemm(Region a, Region b, Region c, bool ta, bool tb, GemmWarpPolicy p, std::source_location w);
+// The region covering all of b.
+Region whole_region(const Buffer& b);
 Stmt make_fill(Region dst, Expr value, std::source_location w);
 Stmt make_reduce(Buffer src, Buffer dst, ReduceOp op, int dim, bool clear, std::source_location w);
 Stmt make_swizzle(int panel, std::source_location w);
