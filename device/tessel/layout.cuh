@@ -12,8 +12,8 @@ namespace tessel {
 
 namespace layout_detail {
 // log2 of a power of two, at compile time.
-constexpr int log2_exact(int x) { return x <= 1 ? 0 : 1 + log2_exact(x / 2); }
-constexpr bool is_pow2(int x) { return x > 0 && (x & (x - 1)) == 0; }
+__host__ __device__ constexpr int log2_exact(int x) { return x <= 1 ? 0 : 1 + log2_exact(x / 2); }
+__host__ __device__ constexpr bool is_pow2(int x) { return x > 0 && (x & (x - 1)) == 0; }
 }  // namespace layout_detail
 
 // Plain row-major. For scalar fallbacks, non-16-bit element types and tiles whose row size
@@ -80,5 +80,30 @@ struct SwizzledLayout {
     return r * Cols + (c ^ (swizzle(r) << kChunkShift));
   }
 };
+
+// True when SwizzledLayout<?, Cols, ElemBytes> exists (the row size admits the swizzle).
+__host__ __device__ constexpr bool swizzle_supported(int cols, int elem_bytes) {
+  return (elem_bytes == 1 || elem_bytes == 2 || elem_bytes == 4 || elem_bytes == 8) &&
+         cols > 0 && (cols * elem_bytes) % 16 == 0 &&
+         (layout_detail::is_pow2(cols * elem_bytes / 16) || (cols * elem_bytes / 16) % 8 == 0);
+}
+
+namespace layout_detail {
+template <bool Swizzle, int Rows, int Cols, int ElemBytes>
+struct PreferredSharedLayout {
+  using type = SwizzledLayout<Rows, Cols, ElemBytes>;
+};
+template <int Rows, int Cols, int ElemBytes>
+struct PreferredSharedLayout<false, Rows, Cols, ElemBytes> {
+  using type = RowMajorLayout<Rows, Cols>;
+};
+}  // namespace layout_detail
+
+// The swizzled layout where the row size admits it, else row-major. For scratch tiles whose
+// shape is fixed by a template (the epilogue's staging buffer) rather than by the compiler.
+template <int Rows, int Cols, int ElemBytes>
+using PreferredSharedLayout =
+    typename layout_detail::PreferredSharedLayout<swizzle_supported(Cols, ElemBytes), Rows,
+                                                  Cols, ElemBytes>::type;
 
 }  // namespace tessel

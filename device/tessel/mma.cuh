@@ -13,28 +13,44 @@
 
 namespace tessel {
 
-__device__ inline void ldmatrix_x4(unsigned (&r)[4], const void* smem) {
+// Shared-window address versions (see smem.cuh): what BlockGemm calls, so that per-lane
+// offsets are added to one base address per stage instead of re-deriving each pointer.
+__device__ inline void ldmatrix_x4(unsigned (&r)[4], unsigned smem_addr) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(smem_address(smem)));
+               : "r"(smem_addr));
 }
 
-__device__ inline void ldmatrix_x4_trans(unsigned (&r)[4], const void* smem) {
+__device__ inline void ldmatrix_x4_trans(unsigned (&r)[4], unsigned smem_addr) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(smem_address(smem)));
+               : "r"(smem_addr));
 }
 
-__device__ inline void ldmatrix_x2(unsigned (&r)[2], const void* smem) {
+__device__ inline void ldmatrix_x2(unsigned (&r)[2], unsigned smem_addr) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0, %1}, [%2];\n"
                : "=r"(r[0]), "=r"(r[1])
-               : "r"(smem_address(smem)));
+               : "r"(smem_addr));
 }
 
-__device__ inline void ldmatrix_x2_trans(unsigned (&r)[2], const void* smem) {
+__device__ inline void ldmatrix_x2_trans(unsigned (&r)[2], unsigned smem_addr) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0, %1}, [%2];\n"
                : "=r"(r[0]), "=r"(r[1])
-               : "r"(smem_address(smem)));
+               : "r"(smem_addr));
+}
+
+// Generic-pointer versions; `smem` must point into shared memory.
+__device__ inline void ldmatrix_x4(unsigned (&r)[4], const void* smem) {
+  ldmatrix_x4(r, smem_address(smem));
+}
+__device__ inline void ldmatrix_x4_trans(unsigned (&r)[4], const void* smem) {
+  ldmatrix_x4_trans(r, smem_address(smem));
+}
+__device__ inline void ldmatrix_x2(unsigned (&r)[2], const void* smem) {
+  ldmatrix_x2(r, smem_address(smem));
+}
+__device__ inline void ldmatrix_x2_trans(unsigned (&r)[2], const void* smem) {
+  ldmatrix_x2_trans(r, smem_address(smem));
 }
 
 // ldmatrix is volatile because it reads shared memory behind the compiler's back (it must

@@ -1,0 +1,33 @@
+// Block-level scheduling helpers: block-index rasterization and the block barrier.
+#pragma once
+
+namespace tessel {
+
+// Remaps the launch-order block index (bx, by) of a grid_x x grid_y grid to the tile
+// (out_x, out_y) it computes, so that blocks running at the same time share operand tiles
+// in L2. The grid's columns are cut into panels of `panel` columns (the last one may be
+// narrower); blocks are handed out panel by panel, row-major inside a panel. In a GEMM,
+// x indexes N tiles and y indexes M tiles, so a wave of blocks reads a few B column panels
+// and a tall strip of A instead of all of B.
+// A bijection on the grid for every panel >= 1 and every grid size; panel <= 0 is the
+// identity. constexpr so that tests can check the bijection at compile time.
+__host__ __device__ constexpr void rasterize(int panel, int bx, int by, int grid_x, int grid_y,
+                                             int& out_x, int& out_y) {
+  if (panel <= 0 || panel >= grid_x) {
+    out_x = bx;
+    out_y = by;
+    return;
+  }
+  const int linear = by * grid_x + bx;
+  const int panel_blocks = panel * grid_y;
+  const int first_col = (linear / panel_blocks) * panel;
+  const int in_panel = linear % panel_blocks;
+  const int width = grid_x - first_col < panel ? grid_x - first_col : panel;
+  out_x = first_col + in_panel % width;
+  out_y = in_panel / width;
+}
+
+// __syncthreads under the name generated code uses.
+__device__ inline void barrier() { __syncthreads(); }
+
+}  // namespace tessel

@@ -1,0 +1,91 @@
+// Epilogues: BlockGemm accumulators -> a row-major global tile, converted to TOut and
+// bounds-masked (element (r, c) is written iff r < rows_valid && c < cols_valid).
+//
+// Two variants, same result:
+//   store_accumulators: straight from registers. Each thread writes its two adjacent
+//     columns per fragment row, so a warp touches 8 rows x 16 bytes (f16) per store:
+//     half-used 32-byte sectors. Needs no shared memory.
+//   store_accumulators_via_shared: stages the tile through shared memory (swizzled, so the
+//     fragment writes are conflict-free) and writes whole 16-byte chunks of consecutive
+//     row data, fully coalesced. For large tiles where the epilogue's DRAM writes matter.
+#pragma once
+
+#include "copy.cuh"
+#include "cp_async.cuh"
+#include "layout.cuh"
+#include "types.cuh"
+
+namespace tessel {
+
+namespace epilogue_detail {
+
+// Writes the pair (acc[i], acc[i + 1]) = columns c, c + 1 of one row to p[0], p[1].
+// Pair: one 4-byte (16-bit TOut) or 8-byte (float) store; the address must be aligned to
+// two elements. Otherwise element stores. `n_valid` says how many of the two exist.
+template <class TOut, bool Pair>
+__device__ inline void store_pair(TOut* p, float lo, float hi, int n_valid) {
+  if constexpr (Pair && is_mma_16bit<TOut>::value) {
+    if (n_valid >= 2) {
+      *reinterpret_cast<unsigned int*>(p) = pack2<TOut>(lo, hi);
+      return;
+    }
+  } else if constexpr (Pair && is_same<TOut, float>::value) {
+    if (n_valid >= 2) {
+      *reinterpret_cast<float2*>(p) = make_float2(lo, hi);
+      return;
+    }
+  }
+  if (n_valid >= 1) p[0] = from_float<TOut>(lo);
+  if (n_valid >= 2) p[1] = from_float<TOut>(hi);
+}
+
+}  // namespace epilogue_detail
+
+// Vectorized: ld is even and gmem is aligned to 2 * sizeof(TOut), so column pairs are
+// stored with one instruction.
+template <class TOut, class Gemm, bool Vectorized = false>
+__device__ inline void store_accumulators(const float (&acc)[Gemm::kAccPerThread], TOut* gmem,
+                                          long long ld, int rows_valid, int cols_valid) {
+#pragma unroll
+  for (int i = 0; i < Gemm::kAccPerThread; i += 2) {
+    const int r = Gemm::acc_row(i);
+    const int c = Gemm::acc_col(i);
+    if (r < rows_valid) {
+      epilogue_detail::store_pair<TOut, Vectorized>(gmem + r * ld + c, acc[i], acc[i + 1],
+                                                    cols_valid - c);
+    }
+  }
+}
+
+// smem_scratch: Gemm::kBM * Gemm::kBN elements of TOut, 16-byte aligned; it may alias the
+// GEMM's operand buffers: this function first drains this thread's cp.async groups and
+// barriers, so no copy or ldmatrix still touches it. It returns without a final barrier:
+// barrier before reusing the scratch.
+// Vectorized: ld * sizeof(TOut) % 16 == 0 and gmem is 16-byte aligned (16-byte stores).
+template <class TOut, class Gemm, bool Vectorized = false>
+__device__ inline void store_accumulators_via_shared(const float (&acc)[Gemm::kAccPerThread],
+                                                     TOut* smem_scratch, TOut* gmem,
+                                                     long long ld, int rows_valid,
+                                                     int cols_valid) {
+  using Scratch = PreferredSharedLayout<Gemm::kBM, Gemm::kBN, sizeof(TOut)>;
+  static_assert(!Vectorized || (Gemm::kBN * sizeof(TOut)) % 16 == 0,
+                "store_accumulators_via_shared<Vectorized>: BN * sizeof(TOut) must be a "
+                "multiple of 16 bytes");
+  cp_async_wait_all();
+  __syncthreads();
+  // A thread's column pair never straddles a 16-byte chunk (c is even), so it stays
+  // contiguous under the swizzle and can be stored as a pair.
+  constexpr bool kPair = (Gemm::kBN * sizeof(TOut)) % 16 == 0;
+#pragma unroll
+  for (int i = 0; i < Gemm::kAccPerThread; i += 2) {
+    const int r = Gemm::acc_row(i);
+    const int c = Gemm::acc_col(i);
+    epilogue_detail::store_pair<TOut, kPair>(smem_scratch + Scratch::offset(r, c), acc[i],
+                                             acc[i + 1], 2);
+  }
+  __syncthreads();
+  copy_shared_to_global<TOut, Gemm::kBM, Gemm::kBN, Scratch, Gemm::kThreads, Vectorized>(
+      gmem, smem_scratch, ld, rows_valid, cols_valid);
+}
+
+}  // namespace tessel
