@@ -26,6 +26,13 @@ const HeaderTable& header_table() {
     for (const EmbeddedFile& f : embedded_device_headers()) {
       t.names.emplace_back(f.include_name);
       t.texts.emplace_back(f.text);
+      // The headers include each other by bare name ("gemm.cuh"); NVRTC matches in-memory
+      // headers by the exact include string, so each is also registered under its bare name.
+      std::string_view n = f.include_name;
+      if (auto slash = n.rfind('/'); slash != std::string_view::npos) {
+        t.names.emplace_back(n.substr(slash + 1));
+        t.texts.emplace_back(f.text);
+      }
     }
     for (size_t i = 0; i < t.names.size(); ++i) {
       t.name_ptrs.push_back(t.names[i].c_str());

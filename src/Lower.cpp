@@ -1,0 +1,100 @@
+// The pass pipeline, in one place. Each pass is in src/passes/<Name>.cpp with its contract;
+// the comment at each step says why it sits where it does. After every pass the IR is
+// checked (verify_ir) and can be printed: TESSEL_DUMP=after:<pass>[,after:<pass>...] or
+// TESSEL_DUMP=after:all writes it to stderr.
+#include "Lower.hpp"
+
+#include <cstdlib>
+#include <iostream>
+
+#include "passes/Passes.hpp"
+#include "tessel/ir/Printer.hpp"
+
+namespace tessel {
+
+namespace {
+
+using PassFn = ir::Stmt (*)(const ir::Stmt&, passes::PassContext&);
+
+struct PassEntry {
+  const char* name;
+  PassFn fn;
+};
+
+// The order, and why:
+const PassEntry kPasses[] = {
+    // First: every later pass assumes a well-formed program with region extents filled in,
+    // and the author's mistakes must be reported before anything is rewritten.
+    {"verify_program", passes::verify_program},
+    // Layouts next: gemm fixes the accumulator and operand layouts that copies, Parallel nests
+    // and the pipeline's multi-buffered tiles must all follow.
+    {"infer_layouts", passes::infer_layouts},
+    // Pipelining works on tile ops (it moves whole copies between iterations), so it runs
+    // before they are lowered; it multi-buffers shared tiles, so after layouts are known.
+    {"plan_pipelines", passes::plan_pipelines},
+    // Parallel nests become per-register loops before tile ops are lowered, because lowering
+    // replaces fragments by register arrays that the nests must index the same way.
+    {"lower_parallel_loops", passes::lower_parallel_loops},
+    {"lower_tile_ops", passes::lower_tile_ops},
+    // Last: the final set and sizes of shared buffers are known only after pipelining.
+    {"plan_shared_memory", passes::plan_shared_memory},
+};
+
+bool dump_requested(const char* pass) {
+  const char* env = std::getenv("TESSEL_DUMP");
+  if (!env) return false;
+  std::string spec = env;
+  if (spec.find("after:all") != std::string::npos) return true;
+  std::string want = std::string("after:") + pass;
+  size_t pos = 0;
+  while ((pos = spec.find(want, pos)) != std::string::npos) {
+    size_t end = pos + want.size();
+    if (end == spec.size() || spec[end] == ',') return true;
+    pos = end;
+  }
+  return false;
+}
+
+}  // namespace
+
+const std::vector<std::string>& pass_names() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> n;
+    for (const auto& p : kPasses) n.push_back(p.name);
+    return n;
+  }();
+  return names;
+}
+
+int default_smem_cap(const std::string& arch) {
+  if (arch.rfind("sm_90", 0) == 0 || arch.rfind("sm_100", 0) == 0) return 232448;  // 227 KB
+  if (arch == "sm_80" || arch == "sm_87") return 166912;                          // 163 KB
+  if (arch.rfind("sm_8", 0) == 0 || arch.rfind("sm_12", 0) == 0) return 101376;   // 99 KB
+  return 49152;
+}
+
+LoweredFunc lower(const ir::PrimFuncNode& f, const passes::Target& target, bool keep_stages) {
+  LoweredFunc out;
+  out.name = f.name;
+  out.params = f.params;
+  out.ctx.target = target;
+  out.ctx.func_name = f.name;
+  out.ctx.params = f.params;
+  if (!f.body.defined())
+    TESSEL_USER_ERROR("jit", std::source_location(), f.name << " has no body; call PrimFunc::body() first");
+  ir::Stmt body = f.body;
+  for (const auto& p : kPasses) {
+    body = p.fn(body, out.ctx);
+    passes::verify_ir(body, out.ctx, p.name);
+    if (keep_stages || dump_requested(p.name)) {
+      ir::PrimFuncNode stage{f.name, f.params, body};
+      std::string text = ir::to_string(stage);
+      if (dump_requested(p.name)) std::cerr << "// TESSEL_DUMP after " << p.name << "\n" << text;
+      if (keep_stages) out.stages.emplace_back(p.name, text);
+    }
+  }
+  out.body = body;
+  return out;
+}
+
+}  // namespace tessel

@@ -1,0 +1,30 @@
+// The lowering pipeline: a recorded program in, thread-level IR plus everything codegen needs out.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "passes/PassContext.hpp"
+#include "tessel/ir/IR.hpp"
+
+namespace tessel {
+
+struct LoweredFunc {
+  std::string name;
+  std::vector<ir::Buffer> params;
+  ir::Stmt body;  // the thread-level kernel body (the KernelStmt is kept at the top)
+  passes::PassContext ctx;
+  // IR text after each pass, in order, when asked for (keep_stages).
+  std::vector<std::pair<std::string, std::string>> stages;
+};
+
+// The passes in order (their names, for TESSEL_DUMP=after:<name> and tests).
+const std::vector<std::string>& pass_names();
+
+// Runs every pass. CompileError for the author's mistakes, InternalError for ours.
+LoweredFunc lower(const ir::PrimFuncNode& f, const passes::Target& target, bool keep_stages = false);
+
+// The known shared-memory cap of an arch when no GPU can be asked (bytes per block, opt-in).
+int default_smem_cap(const std::string& arch);
+
+}  // namespace tessel

@@ -1,0 +1,195 @@
+// jit(): lower -> generate CUDA -> NVRTC (through the kernel cache) -> a callable kernel.
+// The module is loaded on the first call, so compiling works on a machine with no GPU.
+#include "tessel/Jit.hpp"
+
+#include <mutex>
+#include <sstream>
+
+#include "Lower.hpp"
+#include "codegen/CodegenCuda.hpp"
+#include "tessel/ir/Printer.hpp"
+#include "tessel/runtime/Cache.hpp"
+#include "tessel/runtime/Driver.hpp"
+#include "tessel/runtime/Module.hpp"
+
+namespace tessel {
+
+class JitKernelImpl {
+ public:
+  std::shared_ptr<const ir::PrimFuncNode> program;
+  JitOptions options;
+  LoweredFunc lowered;
+  CompiledKernel compiled;
+  KernelInfo info;
+  Dim3 grid{1, 1, 1};
+  std::vector<int> outputs;  // parameter indices, in order
+  mutable std::mutex load_mutex;
+  mutable std::unique_ptr<LoadedKernel> loaded;
+
+  const LoadedKernel& kernel() const {
+    std::lock_guard<std::mutex> lock(load_mutex);
+    if (!loaded) loaded = std::make_unique<LoadedKernel>(compiled);
+    return *loaded;
+  }
+};
+
+namespace {
+
+std::string shape_text(const std::vector<std::int64_t>& s) {
+  std::string out = "[";
+  for (size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
+  return out + "]";
+}
+
+std::vector<std::string> instructions_in(const std::string& ptx) {
+  std::vector<std::string> out;
+  auto has = [&](const char* needle) { return ptx.find(needle) != std::string::npos; };
+  if (has("mma.sync")) out.push_back("mma.sync");
+  if (has("wgmma.mma_async")) out.push_back("wgmma");
+  if (has("ldmatrix")) out.push_back("ldmatrix");
+  if (has("cp.async.ca") || has("cp.async.cg")) out.push_back("cp.async");
+  if (has("cp.async.bulk.tensor")) out.push_back("cp.async.bulk.tensor");
+  return out;
+}
+
+int smem_cap_for(const std::string& arch, const JitOptions& o) {
+  if (o.smem_cap_bytes > 0) return o.smem_cap_bytes;
+  if (gpu_available() && current_device().arch() == arch) return current_device().smem_optin_per_block;
+  return default_smem_cap(arch);
+}
+
+int sm_of(const std::string& arch) {
+  int v = 0;
+  for (char c : arch)
+    if (std::isdigit(static_cast<unsigned char>(c))) v = v * 10 + (c - '0');
+  return v;
+}
+
+}  // namespace
+
+JitKernel jit(const PrimFunc& f, const JitOptions& options) {
+  auto impl = std::make_shared<JitKernelImpl>();
+  impl->program = f.ir_ptr();
+  impl->options = options;
+  const ir::PrimFuncNode& prog = *impl->program;
+  std::string arch = options.arch;
+  if (arch.empty()) arch = gpu_available() ? current_device().arch() : "sm_90a";
+  passes::Target target{arch, sm_of(arch), smem_cap_for(arch, options)};
+
+  int nparams = static_cast<int>(prog.params.size());
+  for (int idx : options.out_idx) {
+    int i = idx < 0 ? idx + nparams : idx;
+    if (i < 0 || i >= nparams)
+      TESSEL_USER_ERROR("jit", std::source_location(), "out_idx " << idx << " is out of range for " << prog.name
+                                                                  << " with " << nparams << " parameters");
+    impl->outputs.push_back(i);
+  }
+
+  impl->lowered = lower(prog, target);
+  std::string source = codegen::generate_cuda(impl->lowered);
+  std::string name = codegen::kernel_name(prog.name);
+  CompileOptions copts;
+  copts.arch = arch;
+  copts.program_name = prog.name + ".cu";
+  try {
+    impl->compiled = compile_cached(source, name, copts);
+  } catch (const NvrtcError& e) {
+    throw_internal_error("the CUDA generated for " + prog.name + " does not compile:\n" + e.what() +
+                         "\n--- generated source ---\n" + source);
+  }
+  impl->compiled.source = source;
+
+  const auto& ctx = impl->lowered.ctx;
+  std::int64_t g[3] = {1, 1, 1};
+  for (size_t d = 0; d < ctx.grid.size(); ++d) {
+    auto v = ir::as_const_int(ctx.grid[d]);
+    TESSEL_INTERNAL_CHECK(v.has_value(), "grid dimension " << d << " is not constant: " << ir::to_string(ctx.grid[d]));
+    g[d] = *v;
+  }
+  if (g[1] > 65535 || g[2] > 65535)
+    TESSEL_USER_ERROR("Kernel", std::source_location(), "the grid is " << g[0] << " x " << g[1] << " x " << g[2]
+                                                                       << "; the y and z extents may be at most 65535");
+  impl->grid = Dim3{static_cast<unsigned>(g[0]), static_cast<unsigned>(g[1]), static_cast<unsigned>(g[2])};
+  impl->info.kernel_name = name;
+  impl->info.threads = ctx.threads;
+  impl->info.dynamic_smem_bytes = static_cast<int>(ctx.smem_bytes);
+  impl->info.arch = arch;
+  impl->info.instructions = instructions_in(impl->compiled.ptx);
+  return JitKernel(impl);
+}
+
+const std::string& JitKernel::name() const { return impl_->program->name; }
+const std::string& JitKernel::source() const { return impl_->compiled.source; }
+const std::string& JitKernel::ptx() const { return impl_->compiled.ptx; }
+const std::string& JitKernel::compile_log() const { return impl_->compiled.log; }
+const Resources& JitKernel::resources() const { return impl_->compiled.resources; }
+const KernelInfo& JitKernel::info() const { return impl_->info; }
+const ir::PrimFuncNode& JitKernel::program() const { return *impl_->program; }
+
+std::string JitKernel::lowered_ir() const {
+  ir::PrimFuncNode f{impl_->program->name, impl_->program->params, impl_->lowered.body};
+  return ir::to_string(f);
+}
+
+void JitKernel::launch(const std::vector<Tensor>& args, CUstream stream) const {
+  const auto& params = impl_->program->params;
+  const std::string& fn = impl_->program->name;
+  if (args.size() != params.size())
+    throw RuntimeError(fn + ": expected " + std::to_string(params.size()) + " tensors, got " +
+                       std::to_string(args.size()));
+  std::vector<CUdeviceptr> ptrs(args.size());
+  std::vector<void*> argv(args.size());
+  for (size_t i = 0; i < args.size(); ++i) {
+    const Tensor& t = args[i];
+    const ir::Buffer& p = params[i];
+    std::string which = fn + ": argument " + std::to_string(i) + " (" + p->name + ")";
+    if (!t.defined()) throw RuntimeError(which + " is an undefined tensor");
+    if (t.dtype() != p->dtype)
+      throw RuntimeError(which + " has dtype " + std::string(dtype_name(t.dtype())) + "; expected " +
+                         std::string(dtype_name(p->dtype)));
+    std::vector<std::int64_t> want = p.const_shape();
+    if (t.shape() != want)
+      throw RuntimeError(which + " has shape " + shape_text(t.shape()) + "; expected " + shape_text(want));
+    if (!t.is_contiguous()) throw RuntimeError(which + " is not contiguous; Tessel kernels take row-major tensors");
+    if (t.device_ptr() % 16 != 0)
+      throw RuntimeError(which + " is at address " + std::to_string(t.device_ptr()) +
+                         ", not 16-byte aligned; Tessel's vectorized copies need 16-byte aligned tensors");
+    if (gpu_available() && t.device() != current_device().ordinal)
+      throw RuntimeError(which + " is on cuda:" + std::to_string(t.device()) + " but the kernel runs on cuda:" +
+                         std::to_string(current_device().ordinal));
+    ptrs[i] = t.device_ptr();
+    argv[i] = &ptrs[i];
+  }
+  const auto& info = impl_->info;
+  impl_->kernel().launch(impl_->grid, Dim3{static_cast<unsigned>(info.threads), 1, 1}, info.dynamic_smem_bytes,
+                         stream, argv.data());
+}
+
+std::vector<Tensor> JitKernel::call(const std::vector<Tensor>& inputs, CUstream stream) const {
+  const auto& params = impl_->program->params;
+  const auto& outs = impl_->outputs;
+  if (inputs.size() + outs.size() != params.size())
+    throw RuntimeError(impl_->program->name + ": expected " + std::to_string(params.size() - outs.size()) +
+                       " input tensors (" + std::to_string(params.size()) + " parameters, " +
+                       std::to_string(outs.size()) + " allocated as outputs), got " + std::to_string(inputs.size()));
+  std::vector<Tensor> all(params.size());
+  std::vector<Tensor> result;
+  for (int o : outs) {
+    all[o] = Tensor::empty(params[o].const_shape(), params[o]->dtype);
+  }
+  size_t next = 0;
+  for (size_t i = 0; i < params.size(); ++i)
+    if (!all[i].defined()) all[i] = inputs[next++];
+  launch(all, stream);
+  for (int o : outs) result.push_back(all[o]);
+  return result;
+}
+
+Tensor JitKernel::single_output(std::vector<Tensor>& out) const {
+  if (out.size() != 1)
+    throw RuntimeError(impl_->program->name + " returns " + std::to_string(out.size()) +
+                       " outputs; use call() to get them all");
+  return out[0];
+}
+
+}  // namespace tessel

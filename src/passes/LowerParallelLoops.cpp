@@ -1,0 +1,163 @@
+// lower_parallel_loops
+//   Does:     spreads each Parallel nest over the block's threads. A nest that touches a
+//             fragment follows that fragment's layout: each thread visits its own registers l
+//             and recovers the element's coordinates from the layout, so fragment accesses
+//             become register accesses with no data movement. A nest with no fragment is split
+//             flat over threads (element f goes to thread f % threads).
+//   Requires: infer_layouts. Fragments inside a nest are indexed by the nest's variables in
+//             order (checked: anything else would need data from another thread).
+//   Ensures:  no ForStmt of kind Parallel remains; fragment accesses inside former nests are
+//             accesses to ctx.registers_of(fragment) with one index.
+#include <functional>
+
+#include "passes/Passes.hpp"
+#include "tessel/ir/Mutator.hpp"
+#include "tessel/ir/Printer.hpp"
+
+namespace tessel::passes {
+
+using namespace ir;
+
+namespace {
+
+struct FragmentUse : IRVisitor {
+  std::vector<Buffer> fragments;
+  void visit_buffer(const Buffer& b) override {
+    if (b->scope != Scope::Fragment) return;
+    for (const Buffer& f : fragments)
+      if (f.same_as(b)) return;
+    fragments.push_back(b);
+  }
+};
+
+bool same_layout(const FragmentLayout& a, const FragmentLayout& b) {
+  return a.kind == b.kind && a.shape == b.shape && a.gemm_type == b.gemm_type;
+}
+
+// Rewrites fragment(i, j) -> registers[l] inside one nest, checking the indices.
+class RegisterAccess : public IRMutator {
+ public:
+  RegisterAccess(PassContext& ctx, const std::vector<Var>& vars, Expr l, std::source_location w)
+      : ctx_(ctx), vars_(vars), l_(std::move(l)), where_(w) {}
+
+ protected:
+  void check(const Buffer& b, const std::vector<Expr>& idx) {
+    bool ok = idx.size() == vars_.size();
+    for (size_t d = 0; ok && d < idx.size(); ++d) ok = idx[d].same_as(vars_[d]);
+    if (!ok) {
+      std::string got;
+      for (size_t d = 0; d < idx.size(); ++d) got += (d ? ", " : "") + to_string(idx[d]);
+      TESSEL_USER_ERROR("Parallel", where_, "fragment " << b->name << " is indexed as " << b->name << "(" << got
+                                                        << "); inside a Parallel nest, index fragments with the nest's "
+                                                        << "variables in order (an element of another thread cannot be "
+                                                        << "reached)");
+    }
+  }
+  Expr mutate_node(const BufferLoad* op, const Expr& self) override {
+    if (op->buffer->scope != Scope::Fragment) return IRMutator::mutate_node(op, self);
+    check(op->buffer, op->indices);
+    return make_load(ctx_.registers_of(op->buffer), {l_});
+  }
+  Stmt mutate_node(const BufferStore* op, const Stmt& self) override {
+    if (op->buffer->scope != Scope::Fragment) return IRMutator::mutate_node(op, self);
+    check(op->buffer, op->indices);
+    return make_store(ctx_.registers_of(op->buffer), {l_}, mutate(op->value), op->where);
+  }
+
+ private:
+  PassContext& ctx_;
+  const std::vector<Var>& vars_;
+  Expr l_;
+  std::source_location where_;
+};
+
+// Binds vars to the coordinates of flat row-major index f over `shape`.
+Stmt bind_coordinates(const std::vector<Var>& vars, const std::vector<std::int64_t>& shape, const Expr& f, Stmt body,
+                      std::source_location w) {
+  std::int64_t stride = 1;
+  std::vector<Expr> coords(vars.size());
+  for (int d = static_cast<int>(vars.size()) - 1; d >= 0; --d) {
+    Expr c = stride == 1 ? f : make_binary(BinaryOp::Div, f, make_int(stride));
+    if (d > 0) c = make_binary(BinaryOp::Mod, c, make_int(shape[d]));
+    coords[d] = c;
+    stride *= shape[d];
+  }
+  for (int d = static_cast<int>(vars.size()) - 1; d >= 0; --d) body = make_let(vars[d], coords[d], body, w);
+  return body;
+}
+
+class ParallelLowering : public IRMutator {
+ public:
+  explicit ParallelLowering(PassContext& ctx) : ctx_(ctx) {}
+
+ protected:
+  Stmt mutate_node(const ForStmt* op, const Stmt& self) override {
+    if (op->kind != ForKind::Parallel) return IRMutator::mutate_node(op, self);
+    std::vector<Var> vars;
+    std::vector<std::int64_t> shape;
+    Stmt body = self;
+    while (const auto* f = body.as<ForStmt>()) {
+      if (f->kind != ForKind::Parallel) break;
+      auto e = as_const_int(f->extent);
+      if (!e || !is_const_int(f->min, 0))
+        TESSEL_USER_ERROR("Parallel", op->where, "extent " << to_string(f->extent)
+                                                           << " is not a compile-time constant; Parallel nests cover tiles");
+      vars.push_back(f->var);
+      shape.push_back(*e);
+      body = f->body;
+    }
+    body = mutate(body);  // nested nests inside are lowered on their own
+    FragmentUse use;
+    use.visit(body);
+    std::int64_t numel = 1;
+    for (auto s : shape) numel *= s;
+    const int threads = ctx_.threads;
+    auto w = op->where;
+    if (use.fragments.empty()) {
+      // Flat split over threads.
+      Var t("t");
+      Expr f = make_binary(BinaryOp::Add, make_binary(BinaryOp::Mul, t, make_int(threads)), ctx_.thread_index);
+      Stmt inner = bind_coordinates(vars, shape, f, body, w);
+      if (numel % threads) inner = make_if(make_binary(BinaryOp::LT, f, make_int(numel)), inner, Stmt(), w);
+      return make_for(t, make_int(0), make_int((numel + threads - 1) / threads), ForKind::Unrolled, 0, inner, w);
+    }
+    const Buffer& lead = use.fragments[0];
+    const FragmentLayout& layout = ctx_.fragment_layouts.at(lead->id);
+    if (layout.shape != shape)
+      TESSEL_USER_ERROR("Parallel", w, "the nest covers " << shape_text(shape) << " but fragment " << lead->name
+                                                          << " is " << shape_text(layout.shape)
+                                                          << "; a Parallel nest over a fragment must cover all of it");
+    for (const Buffer& b : use.fragments)
+      if (!same_layout(ctx_.fragment_layouts.at(b->id), layout))
+        TESSEL_USER_ERROR("Parallel", w, "fragments " << lead->name << " and " << b->name
+                                                      << " are spread over threads differently (one is a gemm "
+                                                      << "accumulator); a Parallel nest can only combine fragments "
+                                                      << "with the same layout");
+    Var l("l");
+    Stmt inner = RegisterAccess(ctx_, vars, l, w).mutate(body);
+    if (layout.kind == FragmentLayout::Kind::GemmAccumulator) {
+      TESSEL_INTERNAL_CHECK(vars.size() == 2, "gemm accumulator nest is not 2-D");
+      inner = make_let(vars[1], make_call(layout.gemm_type + "::acc_col", {l}, DType::i32), inner, w);
+      inner = make_let(vars[0], make_call(layout.gemm_type + "::acc_row", {l}, DType::i32), inner, w);
+    } else {
+      Expr f = make_binary(BinaryOp::Add, make_binary(BinaryOp::Mul, l, make_int(threads)), ctx_.thread_index);
+      inner = bind_coordinates(vars, shape, f, inner, w);
+      if (numel % threads) inner = make_if(make_binary(BinaryOp::LT, f, make_int(numel)), inner, Stmt(), w);
+    }
+    return make_for(l, make_int(0), make_int(layout.per_thread), ForKind::Unrolled, 0, inner, w);
+  }
+
+ private:
+  static std::string shape_text(const std::vector<std::int64_t>& s) {
+    std::string out = "[";
+    for (size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
+    return out + "]";
+  }
+  PassContext& ctx_;
+};
+
+}  // namespace
+
+Stmt lower_parallel_loops(const Stmt& body, PassContext& ctx) { return ParallelLowering(ctx).mutate(body); }
+
+}  // namespace tessel::passes

@@ -1,0 +1,310 @@
+// lower_tile_ops
+//   Does:     replaces each tile op by thread-level code:
+//             - copy global->shared: tessel::copy_global_to_shared (16-byte cp.async when the
+//               tensor's rows and the region's column start are 16-byte aligned, masked
+//               element copies otherwise);
+//             - copy gemm-accumulator fragment->global: tessel::store_accumulators;
+//             - any other copy, and fill: element loops over the fragment's registers (its
+//               layout gives each register's coordinates) or split flat over threads, with
+//               reads past a global tensor's edge giving the pad value and writes dropped;
+//             - gemm: BlockGemm<...>::run on the operands' stages;
+//             and fragments become per-thread register arrays.
+//   Requires: plan_pipelines (shared writes are fenced), lower_parallel_loops, infer_layouts.
+//   Ensures:  no CopyStmt, GemmStmt, FillStmt or Fragment-scope buffer remains.
+#include <numeric>
+
+#include "passes/Passes.hpp"
+#include "tessel/ir/Mutator.hpp"
+#include "tessel/ir/Printer.hpp"
+
+namespace tessel::passes {
+
+using namespace ir;
+
+namespace {
+
+Expr add(Expr a, Expr b) { return make_binary(BinaryOp::Add, std::move(a), std::move(b)); }
+Expr mul(Expr a, Expr b) { return make_binary(BinaryOp::Mul, std::move(a), std::move(b)); }
+Expr sub(Expr a, Expr b) { return make_binary(BinaryOp::Sub, std::move(a), std::move(b)); }
+Expr lt(Expr a, Expr b) { return make_binary(BinaryOp::LT, std::move(a), std::move(b)); }
+Expr i64(Expr e) { return make_cast(DType::i64, std::move(e)); }
+
+// The largest power of two that provably divides e (block indices and loop variables count
+// as arbitrary integers). Used to prove 16-byte alignment of copy regions.
+std::int64_t known_divisor(const Expr& e) {
+  if (auto c = as_const_int(e)) return *c == 0 ? (std::int64_t(1) << 30) : (*c & -*c);
+  if (const auto* b = e.as<Binary>()) {
+    std::int64_t x = known_divisor(b->a), y = known_divisor(b->b);
+    if (b->op == BinaryOp::Mul) return std::min<std::int64_t>(x * y, std::int64_t(1) << 30);
+    if (b->op == BinaryOp::Add || b->op == BinaryOp::Sub) return std::min(x, y);
+  }
+  if (const auto* c = e.as<Cast>()) return known_divisor(c->value);
+  return 1;
+}
+
+// Row-major element offset of a region's start inside its buffer.
+Expr linear_offset(const Region& r) {
+  Expr off = make_int(0, DType::i64);
+  for (size_t d = 0; d < r.starts.size(); ++d) off = add(mul(off, i64(r.buffer->shape[d])), i64(r.starts[d]));
+  return off;
+}
+
+// The last two extents of a region (the matrix a copy or gemm moves); leading ones are 1.
+std::pair<std::int64_t, std::int64_t> matrix_extents(const Region& r, std::source_location where, const char* op) {
+  std::vector<std::int64_t> e;
+  for (const Expr& x : r.extents) e.push_back(*as_const_int(x));
+  while (e.size() > 2 && e.front() == 1) e.erase(e.begin());
+  if (e.size() == 1) e.insert(e.begin(), 1);
+  if (e.size() != 2)
+    TESSEL_USER_ERROR(op, where, "the region " << to_string(r) << " is not 2-D; this version copies 2-D tiles");
+  return {e[0], e[1]};
+}
+
+std::string dtype_cuda(DType t) { return std::string(dtype_cuda_name(t)); }
+
+class TileOpLowering : public IRMutator {
+ public:
+  explicit TileOpLowering(PassContext& ctx) : ctx_(ctx) {}
+
+ protected:
+  Stmt mutate_node(const DeclBuffer* op, const Stmt& self) override {
+    if (op->buffer->scope == Scope::Fragment) return make_decl(ctx_.registers_of(op->buffer), op->where);
+    return self;
+  }
+
+  Expr mutate_node(const BufferLoad* op, const Expr& self) override {
+    if (op->buffer->scope == Scope::Fragment)
+      TESSEL_USER_ERROR("load", op->buffer->where, "fragment " << op->buffer->name << " is read element-wise outside a "
+                                                               << "Parallel nest; use T::Parallel over the fragment");
+    return IRMutator::mutate_node(op, self);
+  }
+
+  Stmt mutate_node(const BufferStore* op, const Stmt& self) override {
+    if (op->buffer->scope == Scope::Fragment)
+      TESSEL_USER_ERROR("store", op->where, "fragment " << op->buffer->name << " is written element-wise outside a "
+                                                        << "Parallel nest; use T::Parallel over the fragment");
+    return IRMutator::mutate_node(op, self);
+  }
+
+  Stmt mutate_node(const GemmStmt* op, const Stmt&) override {
+    const FragmentLayout& l = ctx_.fragment_layouts.at(op->C.buffer->id);
+    std::vector<DeviceCallArg> args{{Expr(), op->A.buffer, linear_offset(op->A)},
+                                    {Expr(), op->B.buffer, linear_offset(op->B)},
+                                    {Expr(), ctx_.registers_of(op->C.buffer), Expr()}};
+    return make_device_call(l.gemm_type + "::run", {}, args, op->where);
+  }
+
+  Stmt mutate_node(const CopyStmt* op, const Stmt&) override {
+    const Region &src = op->src, &dst = op->dst;
+    Scope ss = src.buffer->scope, ds = dst.buffer->scope;
+    if (ss == Scope::Global && ds == Scope::Shared && !op->pad.defined()) return global_to_shared(op);
+    if (ss == Scope::Fragment && ds == Scope::Global) {
+      const FragmentLayout& l = ctx_.fragment_layouts.at(src.buffer->id);
+      if (l.kind == FragmentLayout::Kind::GemmAccumulator && whole(src)) return accumulators_to_global(op, l);
+    }
+    return element_copy(op);
+  }
+
+  Stmt mutate_node(const FillStmt* op, const Stmt&) override {
+    const Region& r = op->dst;
+    auto w = op->where;
+    if (r.buffer->scope == Scope::Fragment) {
+      const FragmentLayout& l = ctx_.fragment_layouts.at(r.buffer->id);
+      if (!whole(r))
+        TESSEL_USER_ERROR("fill", w, "fills part of fragment " << r.buffer->name << "; fill the whole fragment, or use "
+                                                               << "T::Parallel with a condition");
+      Var v("l");
+      return make_for(v, make_int(0), make_int(l.per_thread), ForKind::Unrolled, 0,
+                      make_store(ctx_.registers_of(r.buffer), {v}, op->value, w), w);
+    }
+    return over_region(r, w, [&](const std::vector<Expr>& idx) {
+      return guarded_store(r.buffer, idx, op->value, w);
+    });
+  }
+
+ private:
+  static bool whole(const Region& r) {
+    for (size_t d = 0; d < r.starts.size(); ++d)
+      if (!is_const_int(r.starts[d], 0) || as_const_int(r.extents[d]) != as_const_int(r.buffer->shape[d])) return false;
+    return true;
+  }
+
+  Stmt global_to_shared(const CopyStmt* op) {
+    const Region &src = op->src, &dst = op->dst;
+    const Buffer& g = src.buffer;
+    auto w = op->where;
+    if (g.ndim() != 2)
+      TESSEL_USER_ERROR("copy", w, "global " << g->name << " has " << g.ndim() << " dimensions; global->shared copies "
+                                             << "take 2-D tensors in this version");
+    auto [rows, cols] = matrix_extents(dst, w, "copy");
+    const SharedLayout& layout = ctx_.shared_layouts.at(dst.buffer->id);
+    TESSEL_INTERNAL_CHECK(layout.cols == cols && layout.rows == rows,
+                          "shared layout " << layout.type_name << " does not match the copied tile " << rows << "x"
+                                           << cols);
+    int elem = dtype_bytes(g->dtype);
+    Expr ld = g->shape[1];
+    std::int64_t vec = 16 / elem;
+    bool vectorized = elem <= 16 && known_divisor(ld) % vec == 0 && known_divisor(src.starts[1]) % vec == 0 &&
+                      (cols * elem) % 16 == 0;
+    Expr rows_valid = sub(g->shape[0], src.starts[0]);
+    Expr cols_valid = sub(g->shape[1], src.starts[1]);
+    Expr goff = add(mul(i64(src.starts[0]), i64(ld)), i64(src.starts[1]));
+    std::vector<std::string> targs{dtype_cuda(g->dtype),      std::to_string(rows),
+                                   std::to_string(cols),      layout.type_name,
+                                   std::to_string(ctx_.threads), vectorized ? "true" : "false"};
+    std::vector<DeviceCallArg> args{{Expr(), dst.buffer, linear_offset(dst)},
+                                    {Expr(), g, goff},
+                                    {i64(ld), Buffer(), Expr()},
+                                    {rows_valid, Buffer(), Expr()},
+                                    {cols_valid, Buffer(), Expr()}};
+    return make_device_call("tessel::copy_global_to_shared", targs, args, w);
+  }
+
+  Stmt accumulators_to_global(const CopyStmt* op, const FragmentLayout& l) {
+    const Region& dst = op->dst;
+    const Buffer& g = dst.buffer;
+    auto w = op->where;
+    if (g.ndim() != 2)
+      TESSEL_USER_ERROR("copy", w, "global " << g->name << " has " << g.ndim() << " dimensions; fragment->global "
+                                             << "copies take 2-D tensors in this version");
+    int elem = dtype_bytes(g->dtype);
+    Expr ld = g->shape[1];
+    // Two adjacent columns go out as one store when both the row length and the region's
+    // column start keep pairs aligned.
+    bool pairs = elem <= 4 && known_divisor(ld) % 2 == 0 && known_divisor(dst.starts[1]) % 2 == 0;
+    Expr goff = add(mul(i64(dst.starts[0]), i64(ld)), i64(dst.starts[1]));
+    std::vector<DeviceCallArg> args{{Expr(), ctx_.registers_of(op->src.buffer), Expr()},
+                                    {Expr(), g, goff},
+                                    {i64(ld), Buffer(), Expr()},
+                                    {sub(g->shape[0], dst.starts[0]), Buffer(), Expr()},
+                                    {sub(g->shape[1], dst.starts[1]), Buffer(), Expr()}};
+    return make_device_call("tessel::store_accumulators", {dtype_cuda(g->dtype), l.gemm_type, pairs ? "true" : "false"},
+                            args, w);
+  }
+
+  // dst[...] = value, dropped when a global index is past the tensor's edge.
+  Stmt guarded_store(const Buffer& b, const std::vector<Expr>& idx, const Expr& value, std::source_location w) {
+    Stmt s = make_store(b, idx, value, w);
+    Expr in = in_bounds(b, idx);
+    return in.defined() ? make_if(in, s, Stmt(), w) : s;
+  }
+
+  static Expr in_bounds(const Buffer& b, const std::vector<Expr>& idx) {
+    if (b->scope != Scope::Global) return Expr();
+    Expr cond;
+    for (size_t d = 0; d < idx.size(); ++d) {
+      Expr c = lt(idx[d], b->shape[d]);
+      if (is_const_int(c, 1)) continue;
+      cond = cond.defined() ? make_binary(BinaryOp::And, cond, c) : c;
+    }
+    return cond;
+  }
+
+  // Runs body(indices into r's buffer) for every element of region r, split over threads.
+  template <class F>
+  Stmt over_region(const Region& r, std::source_location w, F&& body) {
+    std::vector<std::int64_t> ext;
+    std::int64_t numel = 1;
+    for (const Expr& e : r.extents) {
+      ext.push_back(*as_const_int(e));
+      numel *= ext.back();
+    }
+    const int threads = ctx_.threads;
+    Var t("t");
+    Expr f = add(mul(t, make_int(threads)), ctx_.thread_index);
+    std::vector<Expr> idx(ext.size());
+    std::int64_t stride = 1;
+    for (int d = static_cast<int>(ext.size()) - 1; d >= 0; --d) {
+      Expr c = stride == 1 ? f : make_binary(BinaryOp::Div, f, make_int(stride));
+      if (d > 0) c = make_binary(BinaryOp::Mod, c, make_int(ext[d]));
+      idx[d] = add(r.starts[d], c);
+      stride *= ext[d];
+    }
+    Stmt inner = body(idx);
+    if (numel % threads) inner = make_if(lt(f, make_int(numel)), inner, Stmt(), w);
+    return make_for(t, make_int(0), make_int((numel + threads - 1) / threads), ForKind::Serial, 0, inner, w);
+  }
+
+  // Maps the squeezed coordinates of one side of a copy onto the other side's indices.
+  static std::vector<Expr> map_indices(const Region& from, const std::vector<Expr>& from_idx, const Region& to) {
+    std::vector<Expr> rel;
+    for (size_t d = 0; d < from_idx.size(); ++d)
+      if (!is_const_int(from.extents[d], 1)) rel.push_back(sub(from_idx[d], from.starts[d]));
+    std::vector<Expr> out(to.starts.size());
+    int k = static_cast<int>(rel.size()) - 1;
+    for (int d = static_cast<int>(to.starts.size()) - 1; d >= 0; --d) {
+      if (is_const_int(to.extents[d], 1) || k < 0) {
+        out[d] = to.starts[d];
+      } else {
+        out[d] = add(to.starts[d], rel[k--]);
+      }
+    }
+    return out;
+  }
+
+  Expr read(const Region& src, const std::vector<Expr>& idx, const Expr& pad, DType to) {
+    Expr v = make_load(src.buffer, idx);
+    Expr in = in_bounds(src.buffer, idx);
+    if (in.defined()) v = make_select(in, v, pad.defined() ? pad : make_int(0));
+    return make_cast(to, v);
+  }
+
+  Stmt element_copy(const CopyStmt* op) {
+    const Region &src = op->src, &dst = op->dst;
+    auto w = op->where;
+    const Region* frag = src.buffer->scope == Scope::Fragment ? &src
+                         : dst.buffer->scope == Scope::Fragment ? &dst
+                                                                : nullptr;
+    if (!frag) {
+      return over_region(dst, w, [&](const std::vector<Expr>& didx) {
+        auto sidx = map_indices(dst, didx, src);
+        return guarded_store(dst.buffer, didx, read(src, sidx, op->pad, dst.buffer->dtype), w);
+      });
+    }
+    if (!whole(*frag))
+      TESSEL_USER_ERROR("copy", w, "copies part of fragment " << frag->buffer->name
+                                                              << "; copies to or from a fragment cover all of it");
+    const FragmentLayout& l = ctx_.fragment_layouts.at(frag->buffer->id);
+    const Buffer& regs = ctx_.registers_of(frag->buffer);
+    Var v("l");
+    std::vector<Var> coords;
+    std::vector<Expr> fidx;
+    for (size_t d = 0; d < l.shape.size(); ++d) {
+      coords.emplace_back(std::to_string(d).insert(0, "c"));
+      fidx.push_back(coords.back());
+    }
+    Stmt body;
+    if (frag == &src) {
+      auto didx = map_indices(src, fidx, dst);
+      body = guarded_store(dst.buffer, didx, make_cast(dst.buffer->dtype, make_load(regs, {v})), w);
+    } else {
+      auto sidx = map_indices(dst, fidx, src);
+      body = make_store(regs, {v}, read(src, sidx, op->pad, dst.buffer->dtype), w);
+    }
+    std::int64_t numel = 1;
+    for (auto s : l.shape) numel *= s;
+    if (l.kind == FragmentLayout::Kind::GemmAccumulator) {
+      body = make_let(coords[1], make_call(l.gemm_type + "::acc_col", {v}, DType::i32), body, w);
+      body = make_let(coords[0], make_call(l.gemm_type + "::acc_row", {v}, DType::i32), body, w);
+    } else {
+      Expr f = add(mul(v, make_int(ctx_.threads)), ctx_.thread_index);
+      std::int64_t stride = 1;
+      for (int d = static_cast<int>(coords.size()) - 1; d >= 0; --d) {
+        Expr c = stride == 1 ? f : make_binary(BinaryOp::Div, f, make_int(stride));
+        if (d > 0) c = make_binary(BinaryOp::Mod, c, make_int(l.shape[d]));
+        body = make_let(coords[d], c, body, w);
+        stride *= l.shape[d];
+      }
+      if (numel % ctx_.threads) body = make_if(lt(f, make_int(numel)), body, Stmt(), w);
+    }
+    return make_for(v, make_int(0), make_int(l.per_thread), ForKind::Unrolled, 0, body, w);
+  }
+
+  PassContext& ctx_;
+};
+
+}  // namespace
+
+Stmt lower_tile_ops(const Stmt& body, PassContext& ctx) { return TileOpLowering(ctx).mutate(body); }
+
+}  // namespace tessel::passes

@@ -1,0 +1,76 @@
+// What the lowering passes share beside the IR itself: the target, the layouts that
+// infer_layouts chose, the shared-memory plan, and the kernel's launch shape. Passes read and
+// fill it in the order src/Lower.cpp runs them; each pass says which fields it needs.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "tessel/ir/IR.hpp"
+
+namespace tessel::passes {
+
+struct Target {
+  std::string arch;   // "sm_80", "sm_90a", ...
+  int sm = 80;        // 80, 86, 89, 90, ...
+  int smem_cap = 0;   // bytes of shared memory a block may use
+};
+
+// How a fragment's elements are spread over the block's threads.
+struct FragmentLayout {
+  enum class Kind {
+    // The accumulator tile of tessel::BlockGemm<...> (device/tessel/gemm.cuh): element
+    // (Gemm::acc_row(l), Gemm::acc_col(l)) is this thread's register l.
+    GemmAccumulator,
+    // Flat row-major element f lives in thread f % threads, register f / threads.
+    Strided,
+  };
+  Kind kind = Kind::Strided;
+  std::vector<std::int64_t> shape;
+  int per_thread = 0;         // registers each thread holds
+  std::string gemm_type;      // GemmAccumulator: the BlockGemm instantiation
+  int warps_m = 0, warps_n = 0;
+};
+
+// How a shared tile is laid out: the device layout type that both its writers (copies) and its
+// readers (gemm) use, so they agree by construction.
+struct SharedLayout {
+  bool swizzled = false;
+  std::string type_name;  // e.g. "tessel::SwizzledLayout<128, 32, 2>"
+  std::int64_t rows = 0, cols = 0;  // the 2-D matrix the layout covers (one stage)
+};
+
+struct PassContext {
+  Target target;
+  std::string func_name;
+  std::vector<ir::Buffer> params;
+
+  // Set by verify_program.
+  int threads = 0;
+  std::vector<ir::Expr> grid;
+  std::vector<ir::Var> block_vars;
+  ir::Var thread_index{"tx"};  // threadIdx.x, bound by codegen
+
+  // Set by infer_layouts, keyed by Buffer id.
+  std::map<int, FragmentLayout> fragment_layouts;
+  std::map<int, SharedLayout> shared_layouts;
+
+  // The per-thread register array that holds each fragment after lowering (a Local buffer of
+  // FragmentLayout::per_thread elements), by fragment id; made on first use.
+  std::map<int, ir::Buffer> fragment_registers;
+  const ir::Buffer& registers_of(const ir::Buffer& fragment) {
+    auto it = fragment_registers.find(fragment->id);
+    if (it != fragment_registers.end()) return it->second;
+    const FragmentLayout& l = fragment_layouts.at(fragment->id);
+    ir::Buffer r = ir::Buffer::make(fragment->name, {ir::make_int(l.per_thread)}, fragment->dtype, ir::Scope::Local,
+                                    fragment->where);
+    return fragment_registers.emplace(fragment->id, r).first->second;
+  }
+
+  // Set by plan_shared_memory.
+  std::map<int, std::int64_t> smem_offsets;  // byte offset of each shared buffer
+  std::int64_t smem_bytes = 0;
+};
+
+}  // namespace tessel::passes

