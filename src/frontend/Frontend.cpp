@@ -19,6 +19,8 @@ struct BuilderState {
   std::vector<Frame> frames;
   int kernel_depth = 0;
   bool in_body = false;
+  int next_buffer = 0;  // names shared_0, fragment_1, ... count from 0 in each program, so that
+                        // the same program always generates the same source (and cache key)
 };
 
 thread_local BuilderState g_state;
@@ -58,8 +60,7 @@ Buffer alloc(std::vector<Expr> shape, DType dtype, ir::Scope scope, const char* 
                                                         << "; tile shapes must be compile-time constants");
     if (*v <= 0) TESSEL_USER_ERROR(op, where, "dimension " << i << " is " << *v << "; tile dimensions must be >= 1");
   }
-  static thread_local int counter = 0;
-  std::string name = std::string(prefix) + "_" + std::to_string(counter++);
+  std::string name = std::string(prefix) + "_" + std::to_string(g_state.next_buffer++);
   ir::Buffer b = ir::Buffer::make(name, std::move(shape), dtype, scope, where);
   emit(ir::make_decl(b, where), op, where);
   return Buffer(b);
@@ -169,6 +170,7 @@ void PrimFunc::body(const std::function<void()>& fn, Loc where) {
   if (node_->body.defined()) TESSEL_USER_ERROR("body", where, node_->name << " already has a body");
   if (g_state.in_body) TESSEL_USER_ERROR("body", where, "program bodies cannot nest");
   g_state.in_body = true;
+  g_state.next_buffer = 0;
   try {
     node_->body = record(fn, where);
   } catch (...) {

@@ -1,0 +1,186 @@
+// The pipeline on small programs: IR text after passes, generated code, and the author-facing
+// errors (message text and the author's line).
+#include <gtest/gtest.h>
+
+#include "Lower.hpp"
+#include "codegen/CodegenCuda.hpp"
+#include "kernels/gemm/Matmul.hpp"
+#include "tessel/ir/Printer.hpp"
+#include "tessel/tessel.hpp"
+
+namespace T = tessel;
+
+namespace {
+
+tessel::passes::Target sm90() { return {"sm_90a", 90, 232448}; }
+
+std::string error_of(const std::function<void()>& fn) {
+  try {
+    fn();
+  } catch (const tessel::CompileError& e) {
+    return e.what();
+  }
+  return "<no error>";
+}
+
+TEST(Frontend, MatmulRecordsTheTutorialProgram) {
+  auto f = tessel::kernels::matmul_program(256, 256, 256, {});
+  std::string ir = f.script();
+  EXPECT_NE(ir.find("func matmul(A: f16[256, 256], B: f16[256, 256], C: f16[256, 256])"), std::string::npos) << ir;
+  EXPECT_NE(ir.find("kernel grid(2, 2) threads(128) (bx, by)"), std::string::npos) << ir;
+  EXPECT_NE(ir.find("pipelined ko in [0, 0 + 8) stages=3"), std::string::npos) << ir;
+  EXPECT_NE(ir.find("copy(A[(by * 128), (ko * 32)] -> shared_"), std::string::npos) << ir;
+  EXPECT_NE(ir.find("policy=square"), std::string::npos) << ir;
+}
+
+TEST(Passes, PipelineMultiBuffersAndOrdersCopies) {
+  auto f = tessel::kernels::matmul_program(256, 256, 256, {});
+  auto lowered = tessel::lower(f.ir(), sm90(), true);
+  ASSERT_EQ(lowered.stages.size(), tessel::pass_names().size());
+  const std::string& piped = lowered.stages[2].second;
+  EXPECT_EQ(lowered.stages[2].first, "plan_pipelines");
+  EXPECT_NE(piped.find(": f16[3, 128, 32]"), std::string::npos) << piped;
+  // Prologue of stages-1 tiles, then wait / barrier / next copy / commit / gemm.
+  EXPECT_NE(piped.find("unrolled s in [0, 0 + 2)"), std::string::npos) << piped;
+  auto wait = piped.find("async_wait(1)"), bar = piped.find("barrier()", wait), gemm = piped.find("gemm(", bar);
+  EXPECT_TRUE(wait != std::string::npos && bar != std::string::npos && gemm != std::string::npos) << piped;
+  EXPECT_EQ(lowered.ctx.smem_bytes, (128 * 32 + 32 * 128) * 2 * 3);
+}
+
+TEST(Passes, LoweredIrHasNoTileOps) {
+  auto f = tessel::kernels::matmul_program(300, 200, 40, {});
+  auto lowered = tessel::lower(f.ir(), sm90());
+  std::string ir = tessel::ir::to_string(lowered.body);
+  EXPECT_EQ(ir.find("copy("), std::string::npos) << ir;
+  EXPECT_EQ(ir.find("gemm("), std::string::npos) << ir;
+  EXPECT_EQ(ir.find("fragment "), std::string::npos) << ir;
+  EXPECT_NE(ir.find("::run("), std::string::npos) << ir;
+  EXPECT_NE(ir.find("tessel::store_accumulators"), std::string::npos) << ir;
+}
+
+TEST(Codegen, EmitsReadableKernel) {
+  auto f = tessel::kernels::matmul_program(256, 256, 256, {});
+  auto lowered = tessel::lower(f.ir(), sm90());
+  std::string src = tessel::codegen::generate_cuda(lowered);
+  EXPECT_NE(src.find("extern \"C\" __global__ void __launch_bounds__(128) matmul_kernel("), std::string::npos) << src;
+  EXPECT_NE(src.find("tessel::cp_async_wait<1>();"), std::string::npos) << src;
+  EXPECT_NE(src.find("__syncthreads();"), std::string::npos) << src;
+  EXPECT_NE(src.find("#include <tessel/tessel.cuh>"), std::string::npos) << src;
+}
+
+TEST(Codegen, ParallelEpilogueFollowsTheAccumulatorLayout) {
+  T::PrimFunc f("relu_gemm");
+  auto A = f.tensor("A", {128, 64}, T::f16);
+  auto B = f.tensor("B", {64, 128}, T::f16);
+  auto C = f.tensor("C", {128, 128}, T::f16);
+  f.body([&] {
+    T::Kernel(1, 1, 128, [&](T::Var, T::Var) {
+      auto As = T::alloc_shared({128, 64}, T::f16);
+      auto Bs = T::alloc_shared({64, 128}, T::f16);
+      auto Cl = T::alloc_fragment({128, 128}, T::f32);
+      T::clear(Cl);
+      T::copy(A(0, 0), As);
+      T::copy(B(0, 0), Bs);
+      T::gemm(As, Bs, Cl);
+      T::Parallel(128, 128, [&](T::Var i, T::Var j) { Cl(i, j) = T::max(Cl(i, j) * 0.5f, 0.0f); });
+      T::copy(Cl, C(0, 0));
+    });
+  });
+  auto lowered = tessel::lower(f.ir(), sm90());
+  std::string src = tessel::codegen::generate_cuda(lowered);
+  EXPECT_NE(src.find("::acc_row(l)"), std::string::npos) << src;
+  EXPECT_NE(src.find("max(("), std::string::npos) << src;
+}
+
+TEST(Errors, GemmTileNotDividingTheInstructionIsRejected) {
+  tessel::kernels::MatmulConfig c;
+  c.block_K = 24;
+  std::string msg = error_of([&] { tessel::lower(tessel::kernels::matmul_program(256, 256, 256, c).ir(), sm90()); });
+  EXPECT_NE(msg.find("error in gemm: the K tile is 24, not a multiple of 16 (mma.sync m16n8k16)"), std::string::npos)
+      << msg;
+  EXPECT_NE(msg.find("Matmul.cpp:"), std::string::npos) << msg;
+}
+
+TEST(Errors, WarpPartitionImpossible) {
+  tessel::kernels::MatmulConfig c;
+  c.block_M = 16;
+  c.block_N = 8;
+  c.threads = 256;
+  std::string msg = error_of([&] { tessel::lower(tessel::kernels::matmul_program(256, 256, 256, c).ir(), sm90()); });
+  EXPECT_NE(msg.find("cannot be split over 8 warps"), std::string::npos) << msg;
+}
+
+TEST(Errors, SharedMemoryOverTheCap) {
+  tessel::kernels::MatmulConfig c;
+  c.block_M = c.block_N = 256;
+  c.block_K = 64;
+  c.num_stages = 4;
+  c.threads = 256;
+  std::string msg = error_of([&] { tessel::lower(tessel::kernels::matmul_program(512, 512, 512, c).ir(), sm90()); });
+  EXPECT_NE(msg.find("the kernel needs 262144 bytes of shared memory"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("sm_90a allows 232448 bytes per block"), std::string::npos) << msg;
+}
+
+TEST(Errors, ThreadsMustBeAWarpMultiple) {
+  std::string msg = error_of([] {
+    T::PrimFunc f("bad");
+    f.body([&] { T::Kernel(1, 100, [&](T::Var) {}); });
+  });
+  EXPECT_NE(msg.find("error in Kernel: threads = 100; legal: a multiple of 32 from 32 to 1024"), std::string::npos)
+      << msg;
+  EXPECT_NE(msg.find("LoweringTest.cpp:"), std::string::npos) << msg;
+}
+
+TEST(Errors, CopyExtentsMustMatch) {
+  T::PrimFunc f("bad_copy");
+  auto A = f.tensor("A", {64, 64}, T::f16);
+  f.body([&] {
+    T::Kernel(1, 128, [&](T::Var) {
+      auto s1 = T::alloc_shared({32, 32}, T::f16);
+      auto s2 = T::alloc_shared({16, 32}, T::f16);
+      T::copy(A(0, 0), s1);
+      T::copy(s1, s2);
+    });
+  });
+  std::string msg = error_of([&] { tessel::lower(f.ir(), sm90()); });
+  EXPECT_NE(msg.find("error in copy: the regions have different extents"), std::string::npos) << msg;
+}
+
+TEST(Errors, BufferUsedOutsideItsKernel) {
+  std::string msg = error_of([] {
+    T::PrimFunc f("escape");
+    auto A = f.tensor("A", {64, 64}, T::f16);
+    T::Buffer leaked;
+    f.body([&] {
+      T::Kernel(1, 128, [&](T::Var) { leaked = T::alloc_shared({64, 64}, T::f16); });
+      T::copy(A(0, 0), leaked);
+    });
+  });
+  EXPECT_NE(msg.find("error in copy: called outside a kernel"), std::string::npos) << msg;
+}
+
+TEST(Errors, GemmShapesMustChain) {
+  T::PrimFunc f("bad_gemm");
+  f.body([&] {
+    T::Kernel(1, 128, [&](T::Var) {
+      auto a = T::alloc_shared({64, 32}, T::f16);
+      auto b = T::alloc_shared({64, 64}, T::f16);
+      auto c = T::alloc_fragment({64, 64}, T::f32);
+      T::gemm(a, b, c);
+    });
+  });
+  std::string msg = error_of([&] { tessel::lower(f.ir(), sm90()); });
+  EXPECT_NE(msg.find("tile shapes do not chain: A is 64x32, B is 64x64, C is 64x64"), std::string::npos) << msg;
+}
+
+TEST(Dump, EnvPrintsIrAfterAPass) {
+  setenv("TESSEL_DUMP", "after:lower_tile_ops", 1);
+  testing::internal::CaptureStderr();
+  tessel::lower(tessel::kernels::matmul_program(128, 128, 128, {}).ir(), sm90());
+  std::string err = testing::internal::GetCapturedStderr();
+  unsetenv("TESSEL_DUMP");
+  EXPECT_NE(err.find("// TESSEL_DUMP after lower_tile_ops"), std::string::npos) << err;
+  EXPECT_EQ(err.find("after plan_pipelines"), std::string::npos) << err;
+}
+
+}  // namespace

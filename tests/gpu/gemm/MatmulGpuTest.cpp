@@ -1,0 +1,138 @@
+// The tutorial GEMM on the GPU against cuBLAS (large shapes) and a float64 CPU reference (small
+// ones), f16 and bf16, outputs poisoned with NaN before every run.
+#include <cublas_v2.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "kernels/gemm/Matmul.hpp"
+#include "support/TestSupport.hpp"
+#include "tessel/runtime/Driver.hpp"
+
+namespace {
+
+using tessel::DType;
+using tessel::Tensor;
+using tessel::kernels::MatmulConfig;
+
+// C = A * B (row-major) with cuBLAS: in column-major terms C^T = B^T * A^T.
+void cublas_gemm(const Tensor& a, const Tensor& b, Tensor& c, int M, int N, int K) {
+  static cublasHandle_t handle = [] {
+    cublasHandle_t h;
+    EXPECT_EQ(cublasCreate(&h), CUBLAS_STATUS_SUCCESS);
+    return h;
+  }();
+  float alpha = 1, beta = 0;
+  cudaDataType t = a.dtype() == DType::f16 ? CUDA_R_16F : CUDA_R_16BF;
+  ASSERT_EQ(cublasGemmEx(handle, CUBLAS_OP_N, CUBLAS_OP_N, N, M, K, &alpha, b.data_ptr(), t, N, a.data_ptr(), t, K,
+                         &beta, c.data_ptr(), t, N, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+            CUBLAS_STATUS_SUCCESS);
+}
+
+struct Case {
+  int M, N, K;
+  MatmulConfig cfg;
+};
+
+void run_case(const Case& c, DType dtype) {
+  MatmulConfig cfg = c.cfg;
+  cfg.dtype = dtype;
+  SCOPED_TRACE("M=" + std::to_string(c.M) + " N=" + std::to_string(c.N) + " K=" + std::to_string(c.K) + " " +
+               cfg.describe() + " " + std::string(tessel::dtype_name(dtype)));
+  auto kernel = tessel::kernels::make_matmul(c.M, c.N, c.K, cfg);
+  static std::mt19937_64 seeds(std::random_device{}());
+  Tensor a = Tensor::empty({c.M, c.K}, dtype), b = Tensor::empty({c.K, c.N}, dtype);
+  a.fill_random(seeds());
+  b.fill_random(seeds());
+  Tensor out = Tensor::empty({c.M, c.N}, dtype);
+  out.fill(std::nan(""));
+  kernel.launch({a, b, out});
+  tessel::check_cu(tessel::driver().cuCtxSynchronize(), "cuCtxSynchronize");
+  std::vector<double> got = out.to_host_f64();
+  std::vector<double> ref;
+  if (1LL * c.M * c.N * c.K <= (1LL << 27)) {
+    ref = tessel::test::reference_gemm(a.to_host_f64(), b.to_host_f64(), c.M, c.N, c.K);
+  } else {
+    Tensor r = Tensor::empty({c.M, c.N}, dtype);
+    r.fill(std::nan(""));
+    cublas_gemm(a, b, r, c.M, c.N, c.K);
+    tessel::check_cu(tessel::driver().cuCtxSynchronize(), "cuCtxSynchronize");
+    ref = r.to_host_f64();
+  }
+  double err = tessel::test::rel_error(got, ref);
+  EXPECT_LE(err, 2e-2) << "relative Frobenius error " << err;
+  // A second run on the same inputs must give the same bits (no races).
+  Tensor again = Tensor::empty({c.M, c.N}, dtype);
+  again.fill(std::nan(""));
+  kernel.launch({a, b, again});
+  tessel::check_cu(tessel::driver().cuCtxSynchronize(), "cuCtxSynchronize");
+  EXPECT_EQ(again.to_host_f64(), got) << "two runs on the same inputs differ";
+}
+
+MatmulConfig knob(int bm, int bn, int bk, int st, int thr, bool swz) {
+  MatmulConfig c;
+  c.block_M = bm;
+  c.block_N = bn;
+  c.block_K = bk;
+  c.num_stages = st;
+  c.threads = thr;
+  c.use_swizzle = swz;
+  return c;
+}
+
+class MatmulShapes : public ::testing::TestWithParam<std::tuple<Case, DType>> {};
+
+TEST_P(MatmulShapes, MatchesReference) {
+  TESSEL_REQUIRE_GPU();
+  run_case(std::get<0>(GetParam()), std::get<1>(GetParam()));
+}
+
+const MatmulConfig kDefault = knob(128, 128, 32, 3, 128, false);
+
+INSTANTIATE_TEST_SUITE_P(
+    Shapes, MatmulShapes,
+    ::testing::Combine(::testing::Values(Case{2048, 2048, 2048, kDefault}, Case{4096, 4096, 4096, kDefault},
+                                         Case{1000, 1000, 1000, kDefault}, Case{17, 33, 65, kDefault},
+                                         Case{1, 4096, 4096, kDefault}, Case{4096, 1, 4096, kDefault},
+                                         Case{4096, 4096, 8, kDefault}, Case{300, 200, 40, kDefault},
+                                         Case{2048, 2048, 2048, knob(128, 256, 32, 3, 256, true)}),
+                       ::testing::Values(DType::f16, DType::bf16)));
+
+INSTANTIATE_TEST_SUITE_P(
+    TutorialKnobs, MatmulShapes,
+    ::testing::Combine(::testing::Values(Case{2048, 2048, 2048, knob(64, 64, 32, 2, 128, false)},
+                                         Case{2048, 2048, 2048, knob(128, 128, 32, 2, 128, false)},
+                                         Case{2048, 2048, 2048, knob(128, 128, 32, 2, 128, true)},
+                                         Case{2048, 2048, 2048, knob(128, 128, 32, 3, 128, false)},
+                                         Case{2048, 2048, 2048, knob(128, 128, 64, 2, 256, false)},
+                                         Case{2048, 2048, 2048, knob(128, 256, 32, 2, 256, false)}),
+                       ::testing::Values(DType::f16)));
+
+TEST(MatmulArguments, WrongShapeDtypeAndCountAreReported) {
+  TESSEL_REQUIRE_GPU();
+  auto kernel = tessel::kernels::make_matmul(64, 64, 64);
+  Tensor a = Tensor::empty({64, 64}, DType::f16), bad = Tensor::empty({32, 64}, DType::f16);
+  Tensor wrong_type = Tensor::empty({64, 64}, DType::f32);
+  try {
+    kernel(a, bad);
+    FAIL() << "no error for a wrong shape";
+  } catch (const tessel::RuntimeError& e) {
+    EXPECT_NE(std::string(e.what()).find("argument 1 (B) has shape [32, 64]; expected [64, 64]"), std::string::npos)
+        << e.what();
+  }
+  try {
+    kernel(a, wrong_type);
+    FAIL() << "no error for a wrong dtype";
+  } catch (const tessel::RuntimeError& e) {
+    EXPECT_NE(std::string(e.what()).find("has dtype f32; expected f16"), std::string::npos) << e.what();
+  }
+  try {
+    kernel(a);
+    FAIL() << "no error for a missing argument";
+  } catch (const tessel::RuntimeError& e) {
+    EXPECT_NE(std::string(e.what()).find("expected 2 input tensors"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
