@@ -74,7 +74,9 @@ __device__ inline float to_float(bfloat16_t x) {
 
 __device__ inline float to_float(float x) { return x; }
 __device__ inline double to_float(double x) { return x; }
-__device__ inline int to_float(int x) { return x; }
+__device__ inline int to_float(int x) { return x; }  // int8/uint8/int16 promote to this one
+__device__ inline unsigned int to_float(unsigned int x) { return x; }
+__device__ inline long long to_float(long long x) { return x; }
 
 // ---- from_float<T>: round a float to the element type ----------------------------------
 // 16-bit targets round to nearest even (cvt.rn), the same rounding as cuBLAS epilogues.
@@ -82,7 +84,8 @@ __device__ inline int to_float(int x) { return x; }
 template <class T>
 __device__ inline T from_float(float x) {
   static_assert(sizeof(T) == 0,
-                "tessel::from_float<T>: T must be half_t, bfloat16_t, float, double or int");
+                "tessel::from_float<T>: T must be half_t, bfloat16_t, float, double or int; "
+                "int8_t, uint8_t, uint32_t, int64_t");
   return T{};
 }
 
@@ -108,10 +111,26 @@ template <>
 __device__ inline double from_float<double>(float x) {
   return static_cast<double>(x);
 }
-// C semantics (truncation toward zero), as a cast in the user's program would do.
+// Integers: C semantics (truncation toward zero), as a cast in the user's program would do.
 template <>
 __device__ inline int from_float<int>(float x) {
   return static_cast<int>(x);
+}
+template <>
+__device__ inline long long from_float<long long>(float x) {
+  return static_cast<long long>(x);
+}
+template <>
+__device__ inline unsigned int from_float<unsigned int>(float x) {
+  return static_cast<unsigned int>(x);
+}
+template <>
+__device__ inline signed char from_float<signed char>(float x) {
+  return static_cast<signed char>(x);
+}
+template <>
+__device__ inline unsigned char from_float<unsigned char>(float x) {
+  return static_cast<unsigned char>(x);
 }
 
 // ---- pack2<T>: two floats -> one 32-bit register of two 16-bit values --------------------

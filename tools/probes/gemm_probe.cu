@@ -5,7 +5,7 @@
 //   nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -I device \
 //        tools/probes/gemm_probe.cu -lcublas -o build-probe/gemm_probe
 // Run: build-probe/gemm_probe            (exit status 1 if any result is wrong)
-// Output: a table, then one JSON object per case on its own line (prefix "JSON ").
+// Output: a table, then one JSON object per case, each alone on a line starting with "{".
 //
 // Kernel shape (what the compiler emits for T::Pipelined + T::gemm): grid (ceil(N/BN),
 // ceil(M/BM)), dynamic shared memory with `stages` A and B buffers, a cp.async pipeline
@@ -400,7 +400,7 @@ void print_results() {
     const double flop = 2.0 * r.M * r.N * r.K;
     auto num = [](double x) { return std::isfinite(x) ? std::to_string(x) : std::string("null"); };
     std::printf(
-        "JSON {\"config\":\"%s\",\"variant\":\"%s\",\"M\":%d,\"N\":%d,\"K\":%d,\"panel\":%d,"
+        "{\"config\":\"%s\",\"variant\":\"%s\",\"M\":%d,\"N\":%d,\"K\":%d,\"panel\":%d,"
         "\"ms\":%s,\"tflops\":%s,\"cublas_ms\":%s,\"cublas_tflops\":%s,\"ratio\":%s,"
         "\"rel_err\":%s,\"ok\":%s,\"note\":\"%s\"}\n",
         r.config.c_str(), r.variant.c_str(), r.M, r.N, r.K, r.panel, num(r.ms).c_str(),

@@ -12,7 +12,7 @@
 
 namespace {
 
-using tessel_test::CompileResult;
+using tessel_device_test::CompileResult;
 
 // The PTX ISA's definitions, restated independently of gemm.cuh:
 //   ldmatrix .x4/.x2: thread t addresses row t % 8 of matrix t / 8; lane l's register j
@@ -161,11 +161,10 @@ static_assert(check_all_orders<32, 48, 32, 2, 2, false>(), "warp tile 16x24: x4 
 static_assert(check_all_orders<16, 8, 16, 1, 1>(), "one mma");
 )cuda";
 
+// Pure compile-time evaluation, the same for every target: one arch is enough.
 TEST(BlockGemmFragments, MatchPtxDefinitionsAndAreConflictFree) {
-  for (const std::string& arch : tessel_test::arches()) {
-    const CompileResult r = tessel_test::compile(kFragmentChecks, arch);
-    EXPECT_TRUE(r.ok) << arch << ":\n" << r.log;
-  }
+  const CompileResult r = tessel_device_test::compile(kFragmentChecks, "sm_80");
+  EXPECT_TRUE(r.ok) << r.log;
 }
 
 // A pipelined GEMM kernel written the way the compiler emits one (see
@@ -244,21 +243,21 @@ TEST_P(GemmKernel, CompilesWithTensorCoreInstructionsAndNoSpills) {
   std::string src = kGemmKernel;
   for (bool ta : {false, true})
     for (bool tb : {false, true}) src += instantiate(c, ta, tb);
-  const CompileResult r = tessel_test::compile(src, arch);
+  const CompileResult r = tessel_device_test::compile(src, arch);
   ASSERT_TRUE(r.ok) << r.log;
   EXPECT_EQ(r.log.find("warning"), std::string::npos) << r.log;
 
-  EXPECT_GE(tessel_test::count(r.ptx, "mma.sync.aligned.m16n8k16.row.col.f32"), 4);
-  EXPECT_GE(tessel_test::count(r.ptx, "ldmatrix.sync.aligned.m8n8.x4.shared.b16"), 1);
-  EXPECT_GE(tessel_test::count(r.ptx, "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16"), 1);
-  EXPECT_GE(tessel_test::count(r.ptx, std::string("mma.sync.aligned.m16n8k16.row.col.f32.") +
+  EXPECT_GE(tessel_device_test::count(r.ptx, "mma.sync.aligned.m16n8k16.row.col.f32"), 4);
+  EXPECT_GE(tessel_device_test::count(r.ptx, "ldmatrix.sync.aligned.m8n8.x4.shared.b16"), 1);
+  EXPECT_GE(tessel_device_test::count(r.ptx, "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16"), 1);
+  EXPECT_GE(tessel_device_test::count(r.ptx, std::string("mma.sync.aligned.m16n8k16.row.col.f32.") +
                                           (std::string(c.type) == "half_t" ? "f16.f16" : "bf16.bf16")),
             4);
   if (c.vectorized) {
-    EXPECT_GE(tessel_test::count(r.ptx, "cp.async.cg.shared.global"), 4);
-    EXPECT_GE(tessel_test::count(r.ptx, "cp.async.wait_group"), 4);
+    EXPECT_GE(tessel_device_test::count(r.ptx, "cp.async.cg.shared.global"), 4);
+    EXPECT_GE(tessel_device_test::count(r.ptx, "cp.async.wait_group"), 4);
   }
-  EXPECT_GE(tessel_test::count(r.ptx, "cp.async.commit_group"), 4);
+  EXPECT_GE(tessel_device_test::count(r.ptx, "cp.async.commit_group"), 4);
 
   ASSERT_EQ(r.kernels.size(), 4u) << r.log;
   for (const auto& k : r.kernels) {
@@ -284,7 +283,7 @@ const GemmCase kGemmCases[] = {
 
 INSTANTIATE_TEST_SUITE_P(DeviceHeaders, GemmKernel,
                          ::testing::Combine(::testing::ValuesIn(kGemmCases),
-                                            ::testing::ValuesIn(tessel_test::arches())),
+                                            ::testing::ValuesIn(tessel_device_test::arches())),
                          [](const auto& info) {
                            return std::string(std::get<0>(info.param).name) + "_" +
                                   std::get<1>(info.param);

@@ -14,7 +14,7 @@
 
 namespace {
 
-using tessel_test::CompileResult;
+using tessel_device_test::CompileResult;
 
 std::string read_header(const std::string& name) {
   std::ifstream in(std::string(TESSEL_DEVICE_INCLUDE_DIR) + "/tessel/" + name);
@@ -39,7 +39,10 @@ __global__ void k(float* f, tessel::half_t* h, tessel::bfloat16_t* b, unsigned* 
   f[2] = tessel::to_float(h[1]) + tessel::to_float(b[1]) + tessel::to_float(f[3]) +
          (float)tessel::to_float(2.0) + tessel::to_float(i32) + i8 + i64 + u8;
   f[4] = tessel::from_float<float>(f[5]) + (float)tessel::from_float<double>(f[6]) +
-         tessel::from_float<int>(f[7]) + tessel::infinity_f32() + tessel::nan_f32();
+         tessel::from_float<int>(f[7]) + tessel::infinity_f32() + tessel::nan_f32() +
+         tessel::from_float<tessel::int8_t>(f[0]) + tessel::from_float<tessel::uint8_t>(f[0]) +
+         tessel::from_float<tessel::int64_t>(f[0]) + tessel::from_float<tessel::uint32_t>(f[0]) +
+         tessel::to_float(i64) + tessel::to_float(u8) + tessel::to_float(i8) + tessel::to_float(1u);
   u[0] = tessel::pack2<tessel::half_t>(f[8], f[9]) ^ tessel::pack2<tessel::bfloat16_t>(f[8], f[9]);
 })cuda"},
     {"smem.cuh", R"cuda(
@@ -138,7 +141,7 @@ TEST_P(EachHeader, CompilesAloneWithoutWarnings) {
   const HeaderCase& c = std::get<0>(GetParam());
   const std::string& arch = std::get<1>(GetParam());
   const std::string src = std::string("#include <tessel/") + c.header + ">\n" + c.use + "\n";
-  const CompileResult r = tessel_test::compile(src, arch);
+  const CompileResult r = tessel_device_test::compile(src, arch);
   ASSERT_TRUE(r.ok) << c.header << " for " << arch << ":\n" << r.log;
   EXPECT_EQ(r.log.find("warning"), std::string::npos) << r.log;
   EXPECT_FALSE(r.ptx.empty());
@@ -151,7 +154,7 @@ TEST_P(EachHeader, CompilesAloneWithoutWarnings) {
 INSTANTIATE_TEST_SUITE_P(
     DeviceHeaders, EachHeader,
     ::testing::Combine(::testing::ValuesIn(kHeaderCases),
-                       ::testing::ValuesIn(tessel_test::arches())),
+                       ::testing::ValuesIn(tessel_device_test::arches())),
     [](const auto& info) {
       std::string h = std::get<0>(info.param).header;
       h = h.substr(0, h.find('.'));
@@ -190,8 +193,8 @@ TEST(DeviceHeaderRules, IncludesMessagesAndSize) {
 }
 
 void expect_compiles(const std::string& src) {
-  for (const std::string& arch : tessel_test::arches()) {
-    const CompileResult r = tessel_test::compile(src, arch);
+  for (const std::string& arch : tessel_device_test::arches()) {
+    const CompileResult r = tessel_device_test::compile(src, arch);
     EXPECT_TRUE(r.ok) << arch << ":\n" << r.log;
   }
 }
@@ -333,7 +336,7 @@ struct ErrorCase {
 class DeviceHeaderErrors : public ::testing::TestWithParam<ErrorCase> {};
 
 TEST_P(DeviceHeaderErrors, StaticAssertSaysWhatIsLegal) {
-  const CompileResult r = tessel_test::compile(GetParam().source, "sm_80");
+  const CompileResult r = tessel_device_test::compile(GetParam().source, "sm_80");
   ASSERT_FALSE(r.ok) << GetParam().source;
   EXPECT_NE(r.log.find(GetParam().message), std::string::npos) << r.log;
 }

@@ -16,7 +16,7 @@
 #define TESSEL_DEVICE_INCLUDE_DIR "/work/main/device"
 #endif
 
-namespace tessel_test {
+namespace tessel_device_test {
 
 // One kernel's line of `ptxas -v` output.
 struct KernelResources {
@@ -119,4 +119,4 @@ inline const std::vector<std::string>& arches() {
   return a;
 }
 
-}  // namespace tessel_test
+}  // namespace tessel_device_test
