@@ -9,8 +9,8 @@
 //
 // Warps: warp w owns the kWarpM x kWarpN sub-tile at (warp_m, warp_n) with
 //   warp_m = w % WarpsM, warp_n = w / WarpsM
-// (warps sharing a column of B tiles are adjacent, which has no measured effect; it is
-// fixed because the accumulator layout below depends on it).
+// (an arbitrary choice as far as speed goes; it is fixed because the accumulator layout
+// below depends on it).
 //
 // Accumulator layout (the epilogue and the compiler's fragment layouts depend on it): the
 // warp's sub-tile is a grid of (kWarpM/16) x (kWarpN/8) m16n8 C fragments. For

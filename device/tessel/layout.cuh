@@ -6,6 +6,9 @@
 // and satisfies two properties the copy and GEMM code rely on to hoist address math:
 //   * 16-byte chunks stay contiguous and 16-byte aligned (cp.async and ldmatrix move them);
 //   * offset(r + kRowPeriod * j, c) == offset(r, c) + kRowPeriod * j * kCols.
+// The second one also means a multi-stage buffer [S][R][C] may use the layout of [S*R][C]:
+// stage s is then exactly the layout of [R][C] at element offset s * R * C (R % 8 == 0),
+// which is the single-stage type BlockGemm and the copies must be given.
 #pragma once
 
 namespace tessel {
