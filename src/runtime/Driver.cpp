@@ -52,11 +52,11 @@ void load(DriverState& s) {
     return;
   }
   Driver& d = s.driver;
-#define TESSEL_DRIVER_LOAD(name, symbol)                                                         \
-  d.name = reinterpret_cast<decltype(d.name)>(find_symbol(lib, symbol));                         \
-  if (!d.name) {                                                                                 \
+#define TESSEL_DRIVER_LOAD(name, symbol)                                                        \
+  d.name = reinterpret_cast<decltype(d.name)>(find_symbol(lib, symbol));                        \
+  if (!d.name) {                                                                                \
     s.reason = "libcuda.so.1 has no symbol " symbol " (the driver is older than Tessel needs)"; \
-    return;                                                                                      \
+    return;                                                                                     \
   }
   TESSEL_DRIVER_FUNCTIONS(TESSEL_DRIVER_LOAD)
 #undef TESSEL_DRIVER_LOAD
@@ -118,9 +118,13 @@ const Driver* loaded_table() {
 
 }  // namespace
 
-bool gpu_available() { return state().available; }
+bool gpu_available() {
+  return state().available;
+}
 
-std::string gpu_unavailable_reason() { return state().available ? std::string() : state().reason; }
+std::string gpu_unavailable_reason() {
+  return state().available ? std::string() : state().reason;
+}
 
 Driver& driver() {
   DriverState& s = state();
@@ -158,7 +162,9 @@ void check_cu(CUresult result, const char* what) {
   throw RuntimeError(std::string("CUDA driver call ") + what + " failed: " + cu_error_text(result));
 }
 
-void check_cu(CUresult result, const std::string& what) { check_cu(result, what.c_str()); }
+void check_cu(CUresult result, const std::string& what) {
+  check_cu(result, what.c_str());
+}
 
 std::string arch_for_compute_capability(int major, int minor) {
   std::string arch = "sm_" + std::to_string(major) + std::to_string(minor);
@@ -168,7 +174,9 @@ std::string arch_for_compute_capability(int major, int minor) {
   return arch;
 }
 
-std::string DeviceInfo::arch() const { return arch_for_compute_capability(cc_major, cc_minor); }
+std::string DeviceInfo::arch() const {
+  return arch_for_compute_capability(cc_major, cc_minor);
+}
 
 const DeviceInfo& current_device() {
   static std::once_flag once;
@@ -243,7 +251,9 @@ EventTimer::EventTimer() {
   }
 }
 
-EventTimer::~EventTimer() { destroy(); }
+EventTimer::~EventTimer() {
+  destroy();
+}
 
 EventTimer::EventTimer(EventTimer&& other) noexcept
     : start_(std::exchange(other.start_, nullptr)), stop_(std::exchange(other.stop_, nullptr)) {}
@@ -265,9 +275,13 @@ void EventTimer::destroy() noexcept {
   start_ = stop_ = nullptr;
 }
 
-void EventTimer::start(CUstream stream) { check_cu(driver().cuEventRecord(start_, stream), "cuEventRecord(start)"); }
+void EventTimer::start(CUstream stream) {
+  check_cu(driver().cuEventRecord(start_, stream), "cuEventRecord(start)");
+}
 
-void EventTimer::stop(CUstream stream) { check_cu(driver().cuEventRecord(stop_, stream), "cuEventRecord(stop)"); }
+void EventTimer::stop(CUstream stream) {
+  check_cu(driver().cuEventRecord(stop_, stream), "cuEventRecord(stop)");
+}
 
 float EventTimer::elapsed_ms() const {
   Driver& d = driver();

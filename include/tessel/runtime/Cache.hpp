@@ -8,7 +8,6 @@
 // it (truncated, flipped bits, another format) is removed and rebuilt.
 #pragma once
 
-#include <atomic>
 #include <cstdint>
 #include <filesystem>
 #include <functional>
@@ -35,7 +34,8 @@ std::optional<CompiledKernel> read_cache_entry(const std::filesystem::path& file
                                                bool remove_if_bad = true);
 // Writes one entry atomically (temp file in the same directory, then rename). Returns false,
 // without throwing, when the directory cannot be written: the cache is only an optimisation.
-bool write_cache_entry(const std::filesystem::path& file, const std::string& key, const CompiledKernel& kernel);
+bool write_cache_entry(const std::filesystem::path& file, const std::string& key,
+                       const CompiledKernel& kernel);
 
 class KernelCache {
  public:
@@ -57,7 +57,8 @@ class KernelCache {
 
   // The cache key: sha256 of the source, kernel name, arch, NVRTC flags, NVRTC version,
   // TESSEL_VERSION and the embedded device headers (a header edit must not hit old entries).
-  static std::string key(const std::string& source, const std::string& kernel_name, const CompileOptions& options);
+  static std::string key(const std::string& source, const std::string& kernel_name,
+                         const CompileOptions& options);
 
   // memory -> disk -> compile. Sets resources.cache_hit and resources.compile_ms (the time
   // this call took, so a hit reports its own cost).

@@ -15,7 +15,8 @@
 #if defined(CUDA_API_PER_THREAD_DEFAULT_STREAM)
 // cuda.h would rename the members below to their _ptsz/_ptds spellings in this translation
 // unit only; the Driver table is filled with the legacy-stream entry points.
-#error "Tessel's Driver table assumes the legacy default stream; do not define CUDA_API_PER_THREAD_DEFAULT_STREAM"
+#error \
+    "Tessel's Driver table assumes the legacy default stream; do not define CUDA_API_PER_THREAD_DEFAULT_STREAM"
 #endif
 
 namespace tessel {
@@ -24,46 +25,46 @@ namespace tessel {
 // `driver().cuMemAlloc(...)` reads like driver code; cuda.h's macros rename the member and its
 // declared type consistently (cuMemAlloc -> cuMemAlloc_v2), and the string is what libcuda
 // exports for that version of the call.
-#define TESSEL_DRIVER_FUNCTIONS(X)                            \
-  X(cuInit, "cuInit")                                         \
-  X(cuDriverGetVersion, "cuDriverGetVersion")                 \
-  X(cuGetErrorName, "cuGetErrorName")                         \
-  X(cuGetErrorString, "cuGetErrorString")                     \
-  X(cuDeviceGet, "cuDeviceGet")                               \
-  X(cuDeviceGetCount, "cuDeviceGetCount")                     \
-  X(cuDeviceGetAttribute, "cuDeviceGetAttribute")             \
-  X(cuDeviceGetName, "cuDeviceGetName")                       \
-  X(cuDeviceTotalMem, "cuDeviceTotalMem_v2")                  \
-  X(cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain")     \
-  X(cuCtxSetCurrent, "cuCtxSetCurrent")                       \
-  X(cuCtxGetCurrent, "cuCtxGetCurrent")                       \
-  X(cuCtxSynchronize, "cuCtxSynchronize")                     \
-  X(cuModuleLoadData, "cuModuleLoadData")                     \
-  X(cuModuleGetFunction, "cuModuleGetFunction")               \
-  X(cuModuleUnload, "cuModuleUnload")                         \
-  X(cuFuncSetAttribute, "cuFuncSetAttribute")                 \
-  X(cuFuncGetAttribute, "cuFuncGetAttribute")                 \
-  X(cuLaunchKernel, "cuLaunchKernel")                         \
-  X(cuMemAlloc, "cuMemAlloc_v2")                              \
-  X(cuMemFree, "cuMemFree_v2")                                \
-  X(cuMemcpyHtoD, "cuMemcpyHtoD_v2")                          \
-  X(cuMemcpyDtoH, "cuMemcpyDtoH_v2")                          \
-  X(cuMemcpyDtoD, "cuMemcpyDtoD_v2")                          \
-  X(cuMemcpyHtoDAsync, "cuMemcpyHtoDAsync_v2")                \
-  X(cuMemcpyDtoHAsync, "cuMemcpyDtoHAsync_v2")                \
-  X(cuMemcpyDtoDAsync, "cuMemcpyDtoDAsync_v2")                \
-  X(cuMemsetD8, "cuMemsetD8_v2")                              \
-  X(cuMemsetD16, "cuMemsetD16_v2")                            \
-  X(cuMemsetD32, "cuMemsetD32_v2")                            \
-  X(cuMemsetD8Async, "cuMemsetD8Async")                       \
-  X(cuPointerGetAttribute, "cuPointerGetAttribute")           \
-  X(cuStreamCreate, "cuStreamCreate")                         \
-  X(cuStreamDestroy, "cuStreamDestroy_v2")                    \
-  X(cuStreamSynchronize, "cuStreamSynchronize")               \
-  X(cuEventCreate, "cuEventCreate")                           \
-  X(cuEventRecord, "cuEventRecord")                           \
-  X(cuEventSynchronize, "cuEventSynchronize")                 \
-  X(cuEventElapsedTime, "cuEventElapsedTime_v2")              \
+#define TESSEL_DRIVER_FUNCTIONS(X)                        \
+  X(cuInit, "cuInit")                                     \
+  X(cuDriverGetVersion, "cuDriverGetVersion")             \
+  X(cuGetErrorName, "cuGetErrorName")                     \
+  X(cuGetErrorString, "cuGetErrorString")                 \
+  X(cuDeviceGet, "cuDeviceGet")                           \
+  X(cuDeviceGetCount, "cuDeviceGetCount")                 \
+  X(cuDeviceGetAttribute, "cuDeviceGetAttribute")         \
+  X(cuDeviceGetName, "cuDeviceGetName")                   \
+  X(cuDeviceTotalMem, "cuDeviceTotalMem_v2")              \
+  X(cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain") \
+  X(cuCtxSetCurrent, "cuCtxSetCurrent")                   \
+  X(cuCtxGetCurrent, "cuCtxGetCurrent")                   \
+  X(cuCtxSynchronize, "cuCtxSynchronize")                 \
+  X(cuModuleLoadData, "cuModuleLoadData")                 \
+  X(cuModuleGetFunction, "cuModuleGetFunction")           \
+  X(cuModuleUnload, "cuModuleUnload")                     \
+  X(cuFuncSetAttribute, "cuFuncSetAttribute")             \
+  X(cuFuncGetAttribute, "cuFuncGetAttribute")             \
+  X(cuLaunchKernel, "cuLaunchKernel")                     \
+  X(cuMemAlloc, "cuMemAlloc_v2")                          \
+  X(cuMemFree, "cuMemFree_v2")                            \
+  X(cuMemcpyHtoD, "cuMemcpyHtoD_v2")                      \
+  X(cuMemcpyDtoH, "cuMemcpyDtoH_v2")                      \
+  X(cuMemcpyDtoD, "cuMemcpyDtoD_v2")                      \
+  X(cuMemcpyHtoDAsync, "cuMemcpyHtoDAsync_v2")            \
+  X(cuMemcpyDtoHAsync, "cuMemcpyDtoHAsync_v2")            \
+  X(cuMemcpyDtoDAsync, "cuMemcpyDtoDAsync_v2")            \
+  X(cuMemsetD8, "cuMemsetD8_v2")                          \
+  X(cuMemsetD16, "cuMemsetD16_v2")                        \
+  X(cuMemsetD32, "cuMemsetD32_v2")                        \
+  X(cuMemsetD8Async, "cuMemsetD8Async")                   \
+  X(cuPointerGetAttribute, "cuPointerGetAttribute")       \
+  X(cuStreamCreate, "cuStreamCreate")                     \
+  X(cuStreamDestroy, "cuStreamDestroy_v2")                \
+  X(cuStreamSynchronize, "cuStreamSynchronize")           \
+  X(cuEventCreate, "cuEventCreate")                       \
+  X(cuEventRecord, "cuEventRecord")                       \
+  X(cuEventSynchronize, "cuEventSynchronize")             \
+  X(cuEventElapsedTime, "cuEventElapsedTime_v2")          \
   X(cuEventDestroy, "cuEventDestroy_v2")
 
 struct Driver {

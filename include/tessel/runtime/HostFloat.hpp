@@ -23,7 +23,9 @@ inline float half_bits_to_float(std::uint16_t h) {
   return std::bit_cast<float>(sign | ((exponent + 127 - 15) << 23) | (mantissa << 13));
 }
 
-inline float bf16_bits_to_float(std::uint16_t b) { return std::bit_cast<float>(static_cast<std::uint32_t>(b) << 16); }
+inline float bf16_bits_to_float(std::uint16_t b) {
+  return std::bit_cast<float>(static_cast<std::uint32_t>(b) << 16);
+}
 
 inline std::uint16_t float_to_half_bits(float f) {
   const std::uint32_t x = std::bit_cast<std::uint32_t>(f);
@@ -61,7 +63,11 @@ inline std::uint16_t float_to_bf16_bits(float f) {
 }
 
 // The value after a round trip through the narrow type.
-inline float round_to_half(float f) { return half_bits_to_float(float_to_half_bits(f)); }
-inline float round_to_bf16(float f) { return bf16_bits_to_float(float_to_bf16_bits(f)); }
+inline float round_to_half(float f) {
+  return half_bits_to_float(float_to_half_bits(f));
+}
+inline float round_to_bf16(float f) {
+  return bf16_bits_to_float(float_to_bf16_bits(f));
+}
 
 }  // namespace tessel
