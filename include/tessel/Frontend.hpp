@@ -53,9 +53,17 @@ class Buffer {
  public:
   Buffer() = default;
   explicit Buffer(ir::Buffer b) : b_(std::move(b)) {}
+  // The first index carries the caller's line: a default argument of its constructor is
+  // evaluated where the author wrote buf(i, j).
+  struct FirstIndex {
+    template <class T>
+    FirstIndex(T v, Loc w = Loc::current()) : expr(Expr(v)), where(w) {}  // NOLINT: implicit by design
+    Expr expr;
+    Loc where;
+  };
   template <class... I>
-  BufferRef operator()(I... idx) const {
-    return BufferRef(b_, std::vector<Expr>{Expr(idx)...}, Loc::current());
+  BufferRef operator()(FirstIndex first, I... rest) const {
+    return BufferRef(b_, std::vector<Expr>{first.expr, Expr(rest)...}, first.where);
   }
   BufferRef at(std::vector<Expr> idx, Loc where = Loc::current()) const { return BufferRef(b_, std::move(idx), where); }
   const ir::Buffer& ir() const { return b_; }

@@ -139,14 +139,40 @@ class PipelinePlanner : public IRMutator {
     return make_seq({prologue, main, make_async_wait(0, w), make_barrier(w)}, w);
   }
 
-  Stmt mutate_node(const CopyStmt* op, const Stmt& self) override { return fence(op->where, self); }
-  Stmt mutate_node(const FillStmt* op, const Stmt& self) override { return fence(op->where, self); }
+  // A run of adjacent shared-memory writes is fenced once: barrier, the writes, drain the
+  // cp.async groups, barrier.
+  Stmt mutate_node(const SeqStmt* op, const Stmt&) override {
+    std::vector<Stmt> out, run;
+    auto flush = [&] {
+      if (run.empty()) return;
+      out.push_back(fence(run));
+      run.clear();
+    };
+    for (const Stmt& s : op->stmts) {
+      if (writes_shared(s)) {
+        run.push_back(s);
+      } else {
+        flush();
+        out.push_back(mutate(s));
+      }
+    }
+    flush();
+    return make_seq(out, op->where);
+  }
+  Stmt mutate_node(const CopyStmt*, const Stmt& self) override { return fence({self}); }
+  Stmt mutate_node(const FillStmt*, const Stmt& self) override { return fence({self}); }
 
  private:
-  Stmt fence(std::source_location w, const Stmt& s) {
-    if (!writes_shared(s)) return s;
-    std::vector<Stmt> out{make_barrier(w), s};
-    if (is_producer(s)) {
+  Stmt fence(const std::vector<Stmt>& writes) {
+    if (writes.size() == 1 && !writes_shared(writes[0])) return writes[0];
+    auto w = writes[0]->where;
+    std::vector<Stmt> out{make_barrier(w)};
+    bool async = false;
+    for (const Stmt& s : writes) {
+      out.push_back(s);
+      async = async || is_producer(s);
+    }
+    if (async) {
       out.push_back(make_async_commit(w));
       out.push_back(make_async_wait(0, w));
     }

@@ -18,7 +18,7 @@ using namespace ir;
 namespace {
 class Checker : public IRVisitor {
  public:
-  Checker(const PassContext& ctx, const char* pass) : pass_(pass) {
+  Checker(const PassContext& ctx, const char* pass) : ctx_(ctx), pass_(pass) {
     for (const Buffer& p : ctx.params) buffers_.insert(p->id);
     vars_.insert(ctx.thread_index.get());
   }
@@ -48,12 +48,19 @@ class Checker : public IRVisitor {
     for (const Var& v : op->block_vars) vars_.insert(v.get());
     visit(op->body);
   }
-  void visit_node(const DeclBuffer* op) override { buffers_.insert(op->buffer->id); }
+  void visit_node(const DeclBuffer* op) override {
+    buffers_.insert(op->buffer->id);
+    // Between lower_parallel_loops and lower_tile_ops a fragment is declared as a fragment
+    // while Parallel nests already use its register array.
+    auto regs = ctx_.fragment_registers.find(op->buffer->id);
+    if (regs != ctx_.fragment_registers.end()) buffers_.insert(regs->second->id);
+  }
   void visit_buffer(const Buffer& b) override {
     if (!buffers_.count(b->id)) fail("buffer " + b->name + " is used but not declared");
   }
 
  private:
+  const PassContext& ctx_;
   const char* pass_;
   std::set<const ExprNode*> vars_;
   std::set<int> buffers_;

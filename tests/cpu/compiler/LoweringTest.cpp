@@ -88,7 +88,9 @@ TEST(Codegen, ParallelEpilogueFollowsTheAccumulatorLayout) {
   });
   auto lowered = tessel::lower(f.ir(), sm90());
   std::string src = tessel::codegen::generate_cuda(lowered);
-  EXPECT_NE(src.find("::acc_row(l)"), std::string::npos) << src;
+  EXPECT_NE(src.find("::acc_row(l"), std::string::npos) << src;
+  // The two copies into shared memory are fenced once, not twice.
+  EXPECT_EQ(src.find("__syncthreads();\n  __syncthreads();"), std::string::npos) << src;
   EXPECT_NE(src.find("max(("), std::string::npos) << src;
 }
 
@@ -181,6 +183,37 @@ TEST(Dump, EnvPrintsIrAfterAPass) {
   unsetenv("TESSEL_DUMP");
   EXPECT_NE(err.find("// TESSEL_DUMP after lower_tile_ops"), std::string::npos) << err;
   EXPECT_EQ(err.find("after plan_pipelines"), std::string::npos) << err;
+}
+
+}  // namespace
+
+namespace {
+
+TEST(Errors, FragmentStoreOutsideParallelNamesTheAuthorsLine) {
+  T::PrimFunc f("loose_store");
+  f.body([&] {
+    T::Kernel(1, 128, [&](T::Var) {
+      auto frag = T::alloc_fragment({64, 64}, T::f32);
+      T::clear(frag);
+      frag(0, 0) = 1.0f;  // the line the error must name
+    });
+  });
+  std::string msg = error_of([&] { tessel::lower(f.ir(), sm90()); });
+  EXPECT_NE(msg.find("is written element-wise outside a Parallel nest"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("LoweringTest.cpp:" + std::to_string(__LINE__ - 5)), std::string::npos) << msg;
+}
+
+TEST(Errors, ParallelMustIndexFragmentsWithItsVariables) {
+  T::PrimFunc f("transposed_access");
+  f.body([&] {
+    T::Kernel(1, 128, [&](T::Var) {
+      auto frag = T::alloc_fragment({32, 32}, T::f32);
+      T::clear(frag);
+      T::Parallel(32, 32, [&](T::Var i, T::Var j) { frag(i, j) = frag(j, i); });
+    });
+  });
+  std::string msg = error_of([&] { tessel::lower(f.ir(), sm90()); });
+  EXPECT_NE(msg.find("fragment fragment_0 is indexed as fragment_0(j, i)"), std::string::npos) << msg;
 }
 
 }  // namespace
