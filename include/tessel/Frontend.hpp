@@ -96,7 +96,7 @@ ir::Region region(const Buffer& b, std::vector<Expr> starts, std::vector<Expr> e
 
 class PrimFunc {
  public:
-  explicit PrimFunc(std::string name);
+  explicit PrimFunc(std::string name = "unnamed");
   // A global tensor parameter, in call order.
   Buffer tensor(const std::string& name, std::vector<Expr> shape, DType dtype, Loc where = Loc::current());
   // Records the program body by running `fn` once.

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "tessel/Frontend.hpp"
+#include "tessel/interp/HostTensor.hpp"
 #include "tessel/runtime/Nvrtc.hpp"
 #include "tessel/runtime/Tensor.hpp"
 
@@ -64,6 +65,10 @@ class JitKernel {
     auto out = call(std::vector<Tensor>{inputs...});
     return single_output(out);
   }
+
+  // The same program on the CPU reference interpreter (src/interp): same argument checks,
+  // same meaning, host tensors in and out. For tests without a GPU and for hunting bugs.
+  std::vector<interp::HostTensor> run_on_cpu(const std::vector<interp::HostTensor>& inputs) const;
 
   bool defined() const { return impl_ != nullptr; }
 

@@ -7,6 +7,7 @@
 
 #include "Lower.hpp"
 #include "codegen/CodegenCuda.hpp"
+#include "tessel/interp/Interpreter.hpp"
 #include "tessel/ir/Printer.hpp"
 #include "tessel/runtime/Cache.hpp"
 #include "tessel/runtime/Driver.hpp"
@@ -17,6 +18,7 @@ namespace tessel {
 class JitKernelImpl {
  public:
   std::shared_ptr<const ir::PrimFuncNode> program;
+  PrimFunc func;  // what run_on_cpu interprets
   JitOptions options;
   LoweredFunc lowered;
   CompiledKernel compiled;
@@ -70,6 +72,7 @@ int sm_of(const std::string& arch) {
 JitKernel jit(const PrimFunc& f, const JitOptions& options) {
   auto impl = std::make_shared<JitKernelImpl>();
   impl->program = f.ir_ptr();
+  impl->func = f;
   impl->options = options;
   const ir::PrimFuncNode& prog = *impl->program;
   std::string arch = options.arch;
@@ -183,6 +186,10 @@ std::vector<Tensor> JitKernel::call(const std::vector<Tensor>& inputs, CUstream 
   launch(all, stream);
   for (int o : outs) result.push_back(all[o]);
   return result;
+}
+
+std::vector<interp::HostTensor> JitKernel::run_on_cpu(const std::vector<interp::HostTensor>& inputs) const {
+  return interp::run_on_cpu(impl_->func, inputs, impl_->options.out_idx);
 }
 
 Tensor JitKernel::single_output(std::vector<Tensor>& out) const {
