@@ -8,6 +8,7 @@
 #include <iostream>
 
 #include "passes/Passes.hpp"
+#include "tessel/ir/Mutator.hpp"
 #include "tessel/ir/Printer.hpp"
 
 namespace tessel {
@@ -39,6 +40,31 @@ const PassEntry kPasses[] = {
     // Last: the final set and sizes of shared buffers are known only after pipelining.
     {"plan_shared_memory", passes::plan_shared_memory},
 };
+
+// What infer_layouts decided, as text under the IR (layouts live beside the IR, in the context).
+std::string layouts_text(const ir::Stmt& body, const passes::PassContext& ctx) {
+  struct Decls : ir::IRVisitor {
+    std::vector<ir::Buffer> buffers;
+    void visit_node(const ir::DeclBuffer* op) override { buffers.push_back(op->buffer); }
+  } decls;
+  decls.visit(body);
+  std::string out;
+  for (const ir::Buffer& b : decls.buffers) {
+    if (auto f = ctx.fragment_layouts.find(b->id); f != ctx.fragment_layouts.end()) {
+      const auto& l = f->second;
+      out += "// layout " + b->name + ": " +
+             (l.kind == passes::FragmentLayout::Kind::GemmAccumulator
+                  ? "gemm accumulator, warps " + std::to_string(l.warps_m) + "x" + std::to_string(l.warps_n)
+                  : std::string("strided over threads")) +
+             ", " + std::to_string(l.per_thread) + " registers per thread\n";
+    } else if (auto s = ctx.shared_layouts.find(b->id); s != ctx.shared_layouts.end()) {
+      out += "// layout " + b->name + ": " + s->second.type_name + "\n";
+    }
+    if (auto o = ctx.smem_offsets.find(b->id); o != ctx.smem_offsets.end())
+      out += "// smem " + b->name + ": offset " + std::to_string(o->second) + "\n";
+  }
+  return out;
+}
 
 bool dump_requested(const char* pass) {
   const char* env = std::getenv("TESSEL_DUMP");
@@ -88,7 +114,7 @@ LoweredFunc lower(const ir::PrimFuncNode& f, const passes::Target& target, bool 
     passes::verify_ir(body, out.ctx, p.name);
     if (keep_stages || dump_requested(p.name)) {
       ir::PrimFuncNode stage{f.name, f.params, body};
-      std::string text = ir::to_string(stage);
+      std::string text = ir::to_string(stage) + layouts_text(body, out.ctx);
       if (dump_requested(p.name)) std::cerr << "// TESSEL_DUMP after " << p.name << "\n" << text;
       if (keep_stages) out.stages.emplace_back(p.name, text);
     }

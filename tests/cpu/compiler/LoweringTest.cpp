@@ -45,6 +45,13 @@ TEST(Passes, PipelineMultiBuffersAndOrdersCopies) {
   auto wait = piped.find("async_wait(1)"), bar = piped.find("barrier()", wait), gemm = piped.find("gemm(", bar);
   EXPECT_TRUE(wait != std::string::npos && bar != std::string::npos && gemm != std::string::npos) << piped;
   EXPECT_EQ(lowered.ctx.smem_bytes, (128 * 32 + 32 * 128) * 2 * 3);
+  const std::string& layouts = lowered.stages[1].second;
+  EXPECT_NE(layouts.find("// layout fragment_2: gemm accumulator, warps 2x2, 128 registers per thread"),
+            std::string::npos)
+      << layouts;
+  EXPECT_NE(layouts.find("// layout shared_0: tessel::SwizzledLayout<128, 32, 2>"), std::string::npos) << layouts;
+  EXPECT_NE(lowered.stages.back().second.find("// smem shared_1: offset 24576"), std::string::npos)
+      << lowered.stages.back().second;
 }
 
 TEST(Passes, LoweredIrHasNoTileOps) {
