@@ -36,6 +36,9 @@ const PassEntry kPasses[] = {
     // Parallel nests become per-register loops before tile ops are lowered, because lowering
     // replaces fragments by register arrays that the nests must index the same way.
     {"lower_parallel_loops", passes::lower_parallel_loops},
+    // Reductions read and write fragments, so they are lowered while fragments still exist
+    // and before lower_tile_ops turns every remaining fragment into registers.
+    {"lower_reductions", passes::lower_reductions},
     {"lower_tile_ops", passes::lower_tile_ops},
     // Last: the final set and sizes of shared buffers are known only after pipelining.
     {"plan_shared_memory", passes::plan_shared_memory},

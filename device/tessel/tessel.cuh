@@ -2,6 +2,7 @@
 #pragma once
 
 #include "block.cuh"
+#include "reduce.cuh"
 #include "copy.cuh"
 #include "cp_async.cuh"
 #include "epilogue.cuh"

@@ -119,20 +119,114 @@ class LayoutInference : public IRVisitor {
     ctx_.fragment_layouts[C->id] = f;
   }
 
+  void visit_node(const CopyStmt* op) override {
+    // Fragments exchanged with global tensors move in 16-byte vectors of the global dtype.
+    const Region &s = op->src, &d = op->dst;
+    bool with_global = s.buffer->scope == Scope::Global || d.buffer->scope == Scope::Global;
+    bool with_fragment = s.buffer->scope == Scope::Fragment || d.buffer->scope == Scope::Fragment;
+    if (with_global && with_fragment) {
+      int bytes = dtype_bytes(s.buffer->scope == Scope::Global ? s.buffer->dtype : d.buffer->dtype);
+      vec_ = std::min(vec_, 16 / bytes);
+    }
+  }
+
+  void visit_node(const ReduceStmt* op) override { reduces_.push_back(op); }
+
  public:
   void finish() {
+    if (vec_ > 16) vec_ = 4;  // no fragment meets a global tensor: f32 vectors
     for (const Buffer& b : decls_) {
       if (b->scope == Scope::Fragment && !ctx_.fragment_layouts.count(b->id)) {
-        FragmentLayout f;
-        f.kind = FragmentLayout::Kind::Strided;
-        f.shape = b.const_shape();
-        f.per_thread = static_cast<int>((b.const_numel() + ctx_.threads - 1) / ctx_.threads);
-        ctx_.fragment_layouts[b->id] = f;
+        if (b.ndim() == 2) {
+          if (auto l = row_blocked(b.const_shape())) {
+            ctx_.fragment_layouts[b->id] = *l;
+            continue;
+          }
+        }
+        ctx_.fragment_layouts[b->id] = strided(b);
       } else if (b->scope == Scope::Shared && !ctx_.shared_layouts.count(b->id)) {
         set_shared(b, false, b->where);
       }
     }
+    // A reduction's result follows the rows of its source.
+    for (const ReduceStmt* r : reduces_) {
+      const FragmentLayout& src = ctx_.fragment_layouts.at(r->src->id);
+      if (r->src->scope != Scope::Fragment || r->dst->scope != Scope::Fragment)
+        TESSEL_USER_ERROR(reduce_name(r), r->where, "reduces " << r->src->name << " into " << r->dst->name
+                                                               << "; both must be fragments (T::alloc_fragment)");
+      if (src.kind != FragmentLayout::Kind::RowBlocked || r->dim != 1)
+        TESSEL_USER_ERROR(reduce_name(r), r->where,
+                          "cannot lay out " << r->src->name << " " << shape_text(src.shape) << " for a reduction over "
+                                            << "dim " << r->dim << " with " << ctx_.threads << " threads; this version "
+                                            << "reduces 2-D tiles along dim 1 whose columns are a multiple of "
+                                            << vec_ << " (one 16-byte vector) and whose rows divide evenly over the "
+                                            << "threads");
+      if (r->dst.ndim() != 1 || r->dst.const_shape()[0] != src.shape[0])
+        TESSEL_USER_ERROR(reduce_name(r), r->where, "the result " << r->dst->name << " must be a 1-D fragment of "
+                                                                  << src.shape[0] << " elements (one per row of "
+                                                                  << r->src->name << ")");
+      FragmentLayout d = src;
+      d.kind = FragmentLayout::Kind::RowOf;
+      d.shape = {src.shape[0]};
+      d.per_thread = static_cast<int>(src.shape[0] / src.rows_per_pass);
+      auto old = ctx_.fragment_layouts.find(r->dst->id);
+      if (old != ctx_.fragment_layouts.end() && old->second.kind == FragmentLayout::Kind::RowOf &&
+          (old->second.lanes != d.lanes || old->second.rows_per_pass != d.rows_per_pass))
+        TESSEL_USER_ERROR(reduce_name(r), r->where, r->dst->name << " receives reductions of tiles laid out "
+                                                                 << "differently; reduce tiles of one shape into it");
+      ctx_.fragment_layouts[r->dst->id] = d;
+    }
   }
+
+ private:
+  static const char* reduce_name(const ReduceStmt* r) {
+    switch (r->op) {
+      case ReduceOp::Max: return "reduce_max";
+      case ReduceOp::Min: return "reduce_min";
+      case ReduceOp::Sum: return "reduce_sum";
+    }
+    return "reduce";
+  }
+  static std::string shape_text(const std::vector<std::int64_t>& s) {
+    std::string out = "[";
+    for (size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
+    return out + "]";
+  }
+
+  FragmentLayout strided(const Buffer& b) const {
+    FragmentLayout f;
+    f.kind = FragmentLayout::Kind::Strided;
+    f.shape = b.const_shape();
+    f.per_thread = static_cast<int>((b.const_numel() + ctx_.threads - 1) / ctx_.threads);
+    return f;
+  }
+
+  // Rows over threads: as many lanes per row as the columns allow (whole vectors, a power of
+  // two dividing the block), the remaining threads on further rows.
+  std::optional<FragmentLayout> row_blocked(const std::vector<std::int64_t>& shape) const {
+    std::int64_t R = shape[0], C = shape[1];
+    int vec = vec_;
+    while (vec > 1 && C % vec) vec /= 2;
+    std::int64_t max_lanes = 1;
+    while (max_lanes * 2 <= ctx_.threads && C % (max_lanes * 2 * vec) == 0) max_lanes *= 2;
+    // Up to a warp per row keeps reductions in shuffles; wider only when the rows run out.
+    std::int64_t lanes = std::min<std::int64_t>(max_lanes, 32);
+    while (lanes < max_lanes && R % (ctx_.threads / lanes)) lanes *= 2;
+    std::int64_t rows_per_pass = ctx_.threads / lanes;
+    if (ctx_.threads % lanes || R % rows_per_pass) return std::nullopt;
+    FragmentLayout f;
+    f.kind = FragmentLayout::Kind::RowBlocked;
+    f.shape = shape;
+    f.vec = vec;
+    f.lanes = static_cast<int>(lanes);
+    f.rows_per_pass = static_cast<int>(rows_per_pass);
+    f.chunks = static_cast<int>(C / (lanes * vec));
+    f.per_thread = static_cast<int>(R / rows_per_pass) * f.chunks * vec;
+    return f;
+  }
+
+  int vec_ = 1 << 20;
+  std::vector<const ReduceStmt*> reduces_;
 
  private:
   void set_shared(const Buffer& b, bool swizzled, std::source_location) {

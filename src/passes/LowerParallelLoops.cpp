@@ -9,7 +9,9 @@
 //   Ensures:  no ForStmt of kind Parallel remains; fragment accesses inside former nests are
 //             accesses to ctx.registers_of(fragment) with one index.
 #include <functional>
+#include <map>
 
+#include "passes/FragmentCoordinates.hpp"
 #include "passes/Passes.hpp"
 #include "tessel/ir/Mutator.hpp"
 #include "tessel/ir/Printer.hpp"
@@ -31,43 +33,52 @@ struct FragmentUse : IRVisitor {
 };
 
 bool same_layout(const FragmentLayout& a, const FragmentLayout& b) {
-  return a.kind == b.kind && a.shape == b.shape && a.gemm_type == b.gemm_type;
+  return a.kind == b.kind && a.shape == b.shape && a.gemm_type == b.gemm_type && a.vec == b.vec &&
+         a.lanes == b.lanes && a.rows_per_pass == b.rows_per_pass;
 }
 
-// Rewrites fragment(i, j) -> registers[l] inside one nest, checking the indices.
+// How one fragment in a nest is reached: the nest variables it must be indexed with and the
+// register that holds that element in the calling thread.
+struct RegisterMap {
+  std::vector<Var> vars;
+  Expr reg;
+};
+
+// Rewrites fragment(i, j) -> registers[reg] inside one nest, checking the indices.
 class RegisterAccess : public IRMutator {
  public:
-  RegisterAccess(PassContext& ctx, const std::vector<Var>& vars, Expr l, std::source_location w)
-      : ctx_(ctx), vars_(vars), l_(std::move(l)), where_(w) {}
+  RegisterAccess(PassContext& ctx, const std::map<int, RegisterMap>& maps, std::source_location w)
+      : ctx_(ctx), maps_(maps), where_(w) {}
 
  protected:
-  void check(const Buffer& b, const std::vector<Expr>& idx) {
-    bool ok = idx.size() == vars_.size();
-    for (size_t d = 0; ok && d < idx.size(); ++d) ok = idx[d].same_as(vars_[d]);
+  const RegisterMap& check(const Buffer& b, const std::vector<Expr>& idx) {
+    const RegisterMap& m = maps_.at(b->id);
+    bool ok = idx.size() == m.vars.size();
+    for (size_t d = 0; ok && d < idx.size(); ++d) ok = idx[d].same_as(m.vars[d]);
     if (!ok) {
-      std::string got;
+      std::string got, want;
       for (size_t d = 0; d < idx.size(); ++d) got += (d ? ", " : "") + to_string(idx[d]);
+      for (size_t d = 0; d < m.vars.size(); ++d) want += (d ? ", " : "") + m.vars[d].name();
       TESSEL_USER_ERROR("Parallel", where_, "fragment " << b->name << " is indexed as " << b->name << "(" << got
-                                                        << "); inside a Parallel nest, index fragments with the nest's "
-                                                        << "variables in order (an element of another thread cannot be "
+                                                        << "); inside this Parallel nest it must be " << b->name << "("
+                                                        << want << ") (an element of another thread cannot be "
                                                         << "reached)");
     }
+    return m;
   }
   Expr mutate_node(const BufferLoad* op, const Expr& self) override {
     if (op->buffer->scope != Scope::Fragment) return IRMutator::mutate_node(op, self);
-    check(op->buffer, op->indices);
-    return make_load(ctx_.registers_of(op->buffer), {l_});
+    return make_load(ctx_.registers_of(op->buffer), {check(op->buffer, op->indices).reg});
   }
   Stmt mutate_node(const BufferStore* op, const Stmt& self) override {
     if (op->buffer->scope != Scope::Fragment) return IRMutator::mutate_node(op, self);
-    check(op->buffer, op->indices);
-    return make_store(ctx_.registers_of(op->buffer), {l_}, mutate(op->value), op->where);
+    Expr reg = check(op->buffer, op->indices).reg;
+    return make_store(ctx_.registers_of(op->buffer), {reg}, mutate(op->value), op->where);
   }
 
  private:
   PassContext& ctx_;
-  const std::vector<Var>& vars_;
-  Expr l_;
+  const std::map<int, RegisterMap>& maps_;
   std::source_location where_;
 };
 
@@ -121,29 +132,39 @@ class ParallelLowering : public IRMutator {
       if (numel % threads) inner = make_if(make_binary(BinaryOp::LT, f, make_int(numel)), inner, Stmt(), w);
       return make_for(t, make_int(0), make_int((numel + threads - 1) / threads), ForKind::Unrolled, 0, inner, w);
     }
-    const Buffer& lead = use.fragments[0];
+    // The nest follows the fragment of the highest rank; 1-D row vectors (RowOf) ride along
+    // with the row-blocked tile they were reduced from.
+    Buffer lead = use.fragments[0];
+    for (const Buffer& b : use.fragments)
+      if (b.ndim() > lead.ndim()) lead = b;
     const FragmentLayout& layout = ctx_.fragment_layouts.at(lead->id);
     if (layout.shape != shape)
       TESSEL_USER_ERROR("Parallel", w, "the nest covers " << shape_text(shape) << " but fragment " << lead->name
                                                           << " is " << shape_text(layout.shape)
                                                           << "; a Parallel nest over a fragment must cover all of it");
-    for (const Buffer& b : use.fragments)
-      if (!same_layout(ctx_.fragment_layouts.at(b->id), layout))
-        TESSEL_USER_ERROR("Parallel", w, "fragments " << lead->name << " and " << b->name
-                                                      << " are spread over threads differently (one is a gemm "
-                                                      << "accumulator); a Parallel nest can only combine fragments "
-                                                      << "with the same layout");
     Var l("l");
-    Stmt inner = RegisterAccess(ctx_, vars, l, w).mutate(body);
-    if (layout.kind == FragmentLayout::Kind::GemmAccumulator) {
-      TESSEL_INTERNAL_CHECK(vars.size() == 2, "gemm accumulator nest is not 2-D");
-      inner = make_let(vars[1], make_call(layout.gemm_type + "::acc_col", {l}, DType::i32), inner, w);
-      inner = make_let(vars[0], make_call(layout.gemm_type + "::acc_row", {l}, DType::i32), inner, w);
-    } else {
-      Expr f = make_binary(BinaryOp::Add, make_binary(BinaryOp::Mul, l, make_int(threads)), ctx_.thread_index);
-      inner = bind_coordinates(vars, shape, f, inner, w);
-      if (numel % threads) inner = make_if(make_binary(BinaryOp::LT, f, make_int(numel)), inner, Stmt(), w);
+    std::map<int, RegisterMap> maps;
+    for (const Buffer& b : use.fragments) {
+      const FragmentLayout& bl = ctx_.fragment_layouts.at(b->id);
+      if (same_layout(bl, layout)) {
+        maps[b->id] = RegisterMap{vars, l};
+      } else if (layout.kind == FragmentLayout::Kind::RowBlocked && bl.kind == FragmentLayout::Kind::RowOf &&
+                 bl.shape[0] == layout.shape[0] && bl.lanes == layout.lanes &&
+                 bl.rows_per_pass == layout.rows_per_pass) {
+        Expr reg = make_binary(BinaryOp::Div, l, make_int(std::int64_t(layout.chunks) * layout.vec));
+        maps[b->id] = RegisterMap{{vars[0]}, reg};
+      } else {
+        TESSEL_USER_ERROR("Parallel", w, "fragments " << lead->name << " and " << b->name
+                                                      << " are spread over threads differently; a Parallel nest can "
+                                                      << "combine fragments of one layout, and a tile with the row "
+                                                      << "vectors reduced from it");
+      }
     }
+    Stmt inner = RegisterAccess(ctx_, maps, w).mutate(body);
+    std::vector<Expr> coords = fragment_coordinates(layout, l, ctx_.thread_index, threads);
+    for (int d = static_cast<int>(vars.size()) - 1; d >= 0; --d) inner = make_let(vars[d], coords[d], inner, w);
+    if (Expr valid = fragment_register_valid(layout, l, ctx_.thread_index, threads); valid.defined())
+      inner = make_if(valid, inner, Stmt(), w);
     return make_for(l, make_int(0), make_int(layout.per_thread), ForKind::Unrolled, 0, inner, w);
   }
 

@@ -13,6 +13,7 @@
 //   Ensures:  no CopyStmt, GemmStmt, FillStmt or Fragment-scope buffer remains.
 #include <numeric>
 
+#include "passes/FragmentCoordinates.hpp"
 #include "passes/Passes.hpp"
 #include "tessel/ir/Mutator.hpp"
 #include "tessel/ir/Printer.hpp"
@@ -265,39 +266,54 @@ class TileOpLowering : public IRMutator {
       TESSEL_USER_ERROR("copy", w, "copies part of fragment " << frag->buffer->name
                                                               << "; copies to or from a fragment cover all of it");
     const FragmentLayout& l = ctx_.fragment_layouts.at(frag->buffer->id);
+    const Region& other = frag == &src ? dst : src;
+    if (l.kind == FragmentLayout::Kind::RowBlocked && other.buffer->scope == Scope::Global && other.buffer.ndim() == 2 &&
+        frag->buffer->dtype == DType::f32 && l.vec > 1)
+      return row_vector_copy(op, l);
     const Buffer& regs = ctx_.registers_of(frag->buffer);
     Var v("l");
-    std::vector<Var> coords;
-    std::vector<Expr> fidx;
-    for (size_t d = 0; d < l.shape.size(); ++d) {
-      coords.emplace_back(std::to_string(d).insert(0, "c"));
-      fidx.push_back(coords.back());
-    }
+    std::vector<Expr> coords = fragment_coordinates(l, v, ctx_.thread_index, ctx_.threads);
     Stmt body;
     if (frag == &src) {
-      auto didx = map_indices(src, fidx, dst);
+      auto didx = map_indices(src, coords, dst);
       body = guarded_store(dst.buffer, didx, make_cast(dst.buffer->dtype, make_load(regs, {v})), w);
     } else {
-      auto sidx = map_indices(dst, fidx, src);
+      auto sidx = map_indices(dst, coords, src);
       body = make_store(regs, {v}, read(src, sidx, op->pad, dst.buffer->dtype), w);
     }
-    std::int64_t numel = 1;
-    for (auto s : l.shape) numel *= s;
-    if (l.kind == FragmentLayout::Kind::GemmAccumulator) {
-      body = make_let(coords[1], make_call(l.gemm_type + "::acc_col", {v}, DType::i32), body, w);
-      body = make_let(coords[0], make_call(l.gemm_type + "::acc_row", {v}, DType::i32), body, w);
-    } else {
-      Expr f = add(mul(v, make_int(ctx_.threads)), ctx_.thread_index);
-      std::int64_t stride = 1;
-      for (int d = static_cast<int>(coords.size()) - 1; d >= 0; --d) {
-        Expr c = stride == 1 ? f : make_binary(BinaryOp::Div, f, make_int(stride));
-        if (d > 0) c = make_binary(BinaryOp::Mod, c, make_int(l.shape[d]));
-        body = make_let(coords[d], c, body, w);
-        stride *= l.shape[d];
-      }
-      if (numel % ctx_.threads) body = make_if(lt(f, make_int(numel)), body, Stmt(), w);
-    }
+    if (Expr valid = fragment_register_valid(l, v, ctx_.thread_index, ctx_.threads); valid.defined())
+      body = make_if(valid, body, Stmt(), w);
     return make_for(v, make_int(0), make_int(l.per_thread), ForKind::Unrolled, 0, body, w);
+  }
+
+  // Row-blocked fragment <-> 2-D global tensor: one vector of `vec` contiguous elements per
+  // register group, 16 bytes wide when the row is in bounds and aligned, masked otherwise.
+  Stmt row_vector_copy(const CopyStmt* op, const FragmentLayout& l) {
+    auto w = op->where;
+    bool load = op->src.buffer->scope == Scope::Global;
+    const Region& g = load ? op->src : op->dst;
+    const Region& f = load ? op->dst : op->src;
+    const Buffer& regs = ctx_.registers_of(f.buffer);
+    Var grp("g");
+    Expr first = mul(grp, make_int(l.vec));
+    std::vector<Expr> coords = fragment_coordinates(l, first, ctx_.thread_index, ctx_.threads);
+    Expr row = add(g.starts[0], coords[0]), col = add(g.starts[1], coords[1]);
+    const Buffer& t = g.buffer;
+    Expr valid = make_select(lt(row, t->shape[0]), sub(t->shape[1], col), make_int(0));
+    Expr offset = add(mul(i64(row), i64(t->shape[1])), i64(col));
+    std::vector<std::string> targs{dtype_cuda(t->dtype), std::to_string(l.vec)};
+    Stmt call;
+    if (load) {
+      Expr pad = op->pad.defined() ? make_cast(DType::f32, op->pad) : make_float(0.0);
+      call = make_device_call("tessel::load_row_vector", targs,
+                              {{Expr(), t, offset}, {valid, Buffer(), Expr()}, {pad, Buffer(), Expr()},
+                               {Expr(), regs, first}},
+                              w);
+    } else {
+      call = make_device_call("tessel::store_row_vector", targs,
+                              {{Expr(), t, offset}, {valid, Buffer(), Expr()}, {Expr(), regs, first}}, w);
+    }
+    return make_for(grp, make_int(0), make_int(l.per_thread / l.vec), ForKind::Unrolled, 0, call, w);
   }
 
   PassContext& ctx_;

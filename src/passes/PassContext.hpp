@@ -25,12 +25,23 @@ struct FragmentLayout {
     GemmAccumulator,
     // Flat row-major element f lives in thread f % threads, register f / threads.
     Strided,
+    // A [rows, cols] tile for row-wise work (softmax): each row is spread over `lanes`
+    // consecutive threads, each holding runs of `vec` contiguous elements; `rows_per_pass`
+    // rows are covered at once by all threads. Register l of thread t holds
+    //   row = (l / (chunks * vec)) * rows_per_pass + t / lanes
+    //   col = ((l / vec) % chunks * lanes + t % lanes) * vec + l % vec
+    RowBlocked,
+    // A [rows] vector that a reduction produced from a RowBlocked tile: every thread holds the
+    // values of the rows it covers there (register l is row l * rows_per_pass + t / lanes),
+    // replicated over the row's lanes.
+    RowOf,
   };
   Kind kind = Kind::Strided;
   std::vector<std::int64_t> shape;
   int per_thread = 0;         // registers each thread holds
   std::string gemm_type;      // GemmAccumulator: the BlockGemm instantiation
   int warps_m = 0, warps_n = 0;
+  int vec = 1, lanes = 1, rows_per_pass = 1, chunks = 1;  // RowBlocked and RowOf
 };
 
 // How a shared tile is laid out: the device layout type that both its writers (copies) and its

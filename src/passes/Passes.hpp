@@ -9,6 +9,7 @@ namespace tessel::passes {
 ir::Stmt verify_program(const ir::Stmt& body, PassContext& ctx);
 ir::Stmt infer_layouts(const ir::Stmt& body, PassContext& ctx);
 ir::Stmt plan_pipelines(const ir::Stmt& body, PassContext& ctx);
+ir::Stmt lower_reductions(const ir::Stmt& body, PassContext& ctx);
 ir::Stmt lower_tile_ops(const ir::Stmt& body, PassContext& ctx);
 ir::Stmt lower_parallel_loops(const ir::Stmt& body, PassContext& ctx);
 ir::Stmt plan_shared_memory(const ir::Stmt& body, PassContext& ctx);

@@ -1,0 +1,133 @@
+// Row reductions and row-vector copies for fragments in the row-blocked layout (the layout the
+// compiler gives element-wise tiles such as softmax rows): each row of a tile is spread over
+// `Lanes` consecutive threads, each holding runs of `Vec` contiguous elements.
+//
+// A reduction is: per-thread partial over its registers, then a butterfly of warp shuffles
+// over the lanes of a row, then (rows wider than a warp) one value per warp through shared
+// memory. Max and min propagate NaN like PyTorch, not like fmaxf.
+#pragma once
+
+#include "types.cuh"
+
+namespace tessel {
+
+struct ReduceMaxOp {
+  __device__ static float identity() { return -__int_as_float(0x7f800000); }
+  __device__ static float combine(float a, float b) { return (a != a || a > b) ? a : b; }
+};
+struct ReduceMinOp {
+  __device__ static float identity() { return __int_as_float(0x7f800000); }
+  __device__ static float combine(float a, float b) { return (a != a || a < b) ? a : b; }
+};
+struct ReduceSumOp {
+  __device__ static float identity() { return 0.0f; }
+  __device__ static float combine(float a, float b) { return a + b; }
+};
+
+// Combines v over groups of `Width` consecutive lanes (Width a power of two <= 32); every lane
+// of a group ends with the group's result.
+template <class Op, int Width>
+__device__ inline float reduce_lanes(float v) {
+  static_assert(Width >= 1 && Width <= 32 && (Width & (Width - 1)) == 0,
+                "reduce_lanes: Width must be a power of two from 1 to 32");
+#pragma unroll
+  for (int offset = Width / 2; offset > 0; offset /= 2) v = Op::combine(v, __shfl_xor_sync(0xffffffffu, v, offset));
+  return v;
+}
+
+// Combines one value per warp across the `WarpsPerRow` warps that share a row. All threads of
+// the block must call it (it has barriers). `scratch` holds RowsPerPass * WarpsPerRow floats.
+template <class Op, int WarpsPerRow>
+__device__ inline float reduce_warps(float v, float* scratch) {
+  static_assert(WarpsPerRow >= 1 && WarpsPerRow <= 32, "reduce_warps: 1 to 32 warps per row");
+  if (WarpsPerRow == 1) return v;
+  const int warp = threadIdx.x / 32;
+  if (threadIdx.x % 32 == 0) scratch[warp] = v;
+  __syncthreads();
+  const int first = warp / WarpsPerRow * WarpsPerRow;
+  float r = scratch[first];
+#pragma unroll
+  for (int w = 1; w < WarpsPerRow; ++w) r = Op::combine(r, scratch[first + w]);
+  __syncthreads();  // the scratch may be reused by the next reduction
+  return r;
+}
+
+// In-place forms over register arrays, for generated code: out[0] = Op over src[0..N).
+template <class Op, int N>
+__device__ inline void reduce_registers(const float* src, float* out) {
+  float v = src[0];
+#pragma unroll
+  for (int i = 1; i < N; ++i) v = Op::combine(v, src[i]);
+  out[0] = v;
+}
+template <class Op, int Width>
+__device__ inline void reduce_lanes_inplace(float* v) {
+  v[0] = reduce_lanes<Op, Width>(v[0]);
+}
+template <class Op, int WarpsPerRow>
+__device__ inline void reduce_warps_inplace(float* v, float* scratch) {
+  v[0] = reduce_warps<Op, WarpsPerRow>(v[0], scratch);
+}
+
+namespace reduce_detail {
+template <int Bytes>
+struct VectorWord {};
+template <>
+struct VectorWord<16> {
+  typedef uint4 type;
+};
+template <>
+struct VectorWord<8> {
+  typedef uint2 type;
+};
+template <>
+struct VectorWord<4> {
+  typedef unsigned type;
+};
+}  // namespace reduce_detail
+
+// Loads Vec elements g[0..Vec) as floats into dst[0..Vec); elements at or past `valid` are
+// `pad`. One 16-byte (or 8/4-byte) load when all Vec are valid and the address is aligned.
+template <class T, int Vec>
+__device__ inline void load_row_vector(const T* g, int valid, float pad, float* dst) {
+  constexpr int kBytes = Vec * static_cast<int>(sizeof(T));
+  if constexpr (kBytes == 16 || kBytes == 8 || kBytes == 4) {
+    typedef typename reduce_detail::VectorWord<kBytes>::type Word;
+    if (valid >= Vec && (reinterpret_cast<unsigned long long>(g) % kBytes) == 0) {
+      union {
+        Word word;
+        T elems[Vec];
+      } pack;
+      pack.word = __ldg(reinterpret_cast<const Word*>(g));
+#pragma unroll
+      for (int v = 0; v < Vec; ++v) dst[v] = static_cast<float>(to_float(pack.elems[v]));
+      return;
+    }
+  }
+#pragma unroll
+  for (int v = 0; v < Vec; ++v) dst[v] = v < valid ? static_cast<float>(to_float(g[v])) : pad;
+}
+
+// Stores src[0..Vec) converted to T into g[0..Vec), dropping elements at or past `valid`.
+template <class T, int Vec>
+__device__ inline void store_row_vector(T* g, int valid, const float* src) {
+  constexpr int kBytes = Vec * static_cast<int>(sizeof(T));
+  if constexpr (kBytes == 16 || kBytes == 8 || kBytes == 4) {
+    typedef typename reduce_detail::VectorWord<kBytes>::type Word;
+    if (valid >= Vec && (reinterpret_cast<unsigned long long>(g) % kBytes) == 0) {
+      union {
+        Word word;
+        T elems[Vec];
+      } pack;
+#pragma unroll
+      for (int v = 0; v < Vec; ++v) pack.elems[v] = from_float<T>(src[v]);
+      *reinterpret_cast<Word*>(g) = pack.word;
+      return;
+    }
+  }
+#pragma unroll
+  for (int v = 0; v < Vec; ++v)
+    if (v < valid) g[v] = from_float<T>(src[v]);
+}
+
+}  // namespace tessel

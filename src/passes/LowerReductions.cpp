@@ -1,0 +1,87 @@
+// lower_reductions
+//   Does:     turns reduce_max/min/sum of a row-blocked fragment along its rows into thread-level
+//             code: each thread combines its own registers of a row, a butterfly of warp
+//             shuffles combines the row's lanes, and rows wider than a warp go through one
+//             shared-memory word per warp (tessel::reduce_warps_inplace, which holds the block's
+//             barriers). The result lands in every lane of the row (the RowOf layout), combined
+//             with the old value when clear is false.
+//   Requires: infer_layouts (src is RowBlocked, dst RowOf; checked there with the author's
+//             line). Reductions run in uniform control flow: every thread reaches them.
+//   Ensures:  no ReduceStmt remains; any scratch tile is declared (plan_shared_memory places it).
+#include "passes/Passes.hpp"
+#include "tessel/ir/Mutator.hpp"
+
+namespace tessel::passes {
+
+using namespace ir;
+
+namespace {
+
+const char* op_type(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::Max: return "tessel::ReduceMaxOp";
+    case ReduceOp::Min: return "tessel::ReduceMinOp";
+    case ReduceOp::Sum: return "tessel::ReduceSumOp";
+  }
+  return "?";
+}
+
+class ReductionLowering : public IRMutator {
+ public:
+  explicit ReductionLowering(PassContext& ctx) : ctx_(ctx) {}
+
+ protected:
+  Stmt mutate_node(const ReduceStmt* op, const Stmt&) override {
+    auto w = op->where;
+    const FragmentLayout& src = ctx_.fragment_layouts.at(op->src->id);
+    if (op->src->dtype != DType::f32 || op->dst->dtype != DType::f32)
+      TESSEL_USER_ERROR("reduce", w, "reduces " << dtype_name(op->src->dtype) << " " << op->src->name << " into "
+                                                << dtype_name(op->dst->dtype) << " " << op->dst->name
+                                                << "; reductions take f32 fragments (accumulate in f32)");
+    TESSEL_INTERNAL_CHECK(src.kind == FragmentLayout::Kind::RowBlocked, "reduce source is not row-blocked");
+    const Buffer& in = ctx_.registers_of(op->src);
+    const Buffer& out = ctx_.registers_of(op->dst);
+    const int per_row = src.chunks * src.vec;
+    const int row_slots = static_cast<int>(src.shape[0] / src.rows_per_pass);
+    const int lanes_in_warp = std::min(src.lanes, 32);
+    const int warps_per_row = src.lanes / lanes_in_warp;
+    std::string opname = op_type(op->op);
+    std::vector<Stmt> stmts;
+    Buffer partial = Buffer::make(op->dst->name + "_partial", {make_int(1)}, DType::f32, Scope::Local, w);
+    stmts.push_back(make_decl(partial, w));
+    Buffer scratch;
+    if (warps_per_row > 1) {
+      std::int64_t words = ctx_.threads / 32;
+      scratch = Buffer::make(op->dst->name + "_scratch", {make_int(words)}, DType::f32, Scope::Shared, w);
+      ctx_.shared_layouts[scratch->id] = SharedLayout{false, "tessel::RowMajorLayout<1, " + std::to_string(words) + ">",
+                                                      1, words};
+      stmts.push_back(make_decl(scratch, w));
+    }
+    Var slot("r");
+    std::vector<Stmt> body;
+    body.push_back(make_device_call("tessel::reduce_registers", {opname, std::to_string(per_row)},
+                                    {{Expr(), in, make_binary(BinaryOp::Mul, slot, make_int(per_row))},
+                                     {Expr(), partial, Expr()}},
+                                    w));
+    if (lanes_in_warp > 1)
+      body.push_back(make_device_call("tessel::reduce_lanes_inplace", {opname, std::to_string(lanes_in_warp)},
+                                      {{Expr(), partial, Expr()}}, w));
+    if (warps_per_row > 1)
+      body.push_back(make_device_call("tessel::reduce_warps_inplace", {opname, std::to_string(warps_per_row)},
+                                      {{Expr(), partial, Expr()}, {Expr(), scratch, Expr()}}, w));
+    Expr value = make_load(partial, {make_int(0)});
+    if (!op->clear) value = make_call(opname + "::combine", {make_load(out, {slot}), value}, DType::f32);
+    body.push_back(make_store(out, {slot}, value, w));
+    stmts.push_back(make_for(slot, make_int(0), make_int(row_slots), ForKind::Unrolled, 0, make_seq(body, w), w));
+    return make_seq(stmts, w);
+  }
+
+ private:
+  PassContext& ctx_;
+};
+
+}  // namespace
+
+Stmt lower_reductions(const Stmt& body, PassContext& ctx) { return ReductionLowering(ctx).mutate(body); }
+
+}  // namespace tessel::passes
