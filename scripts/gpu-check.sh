@@ -1,0 +1,117 @@
+#!/usr/bin/env bash
+# On the GPU machine, from the repository root: runs what build-gpu/ holds (built on the CPU
+# machine by scripts/build-gpu.sh; nothing is rebuilt here) and collects the results:
+#   the gpu test tier, `tessel tutorial --section 1,2,3`, `tessel bench gemm` over 2048^3 and
+#   4096^3 in f16 and bf16, `tessel bench compile`.
+# Writes at most 5 files into OUTDIR — gpu-check.log (everything printed), gpu-tests.json and
+# three result JSONs named <date>-<what>.json as bench/results/ wants them — and prints a
+# summary table last. Exit status: 0 when every step succeeded.
+#
+#   scripts/gpu-check.sh OUTDIR            (env: TESSEL_BUILD_DIR=build-gpu, TESSEL_GIT_COMMIT)
+set -uo pipefail
+
+out=${1:?usage: scripts/gpu-check.sh OUTDIR}
+mkdir -p "$out" && out=$(cd "$out" && pwd)
+cd "$(dirname "$0")/.."
+build=${TESSEL_BUILD_DIR:-build-gpu}
+log="$out/gpu-check.log"
+: >"$log"
+day=$(date -u +%Y-%m-%d)
+tutorial_json="$out/$day-tutorial-h200.json"
+gemm_json="$out/$day-gemm-h200.json"
+compile_json="$out/$day-compile-h200.json"
+
+if [[ -z "${TESSEL_GIT_COMMIT:-}" ]]; then
+  TESSEL_GIT_COMMIT=$(cat "$build/git-commit.txt" 2>/dev/null || git rev-parse HEAD 2>/dev/null || echo unknown)
+fi
+export TESSEL_GIT_COMMIT
+export TESSEL_NO_PROGRESS=1
+# A private kernel cache: nothing left in the machine's home, nothing extra in OUTDIR.
+TESSEL_CACHE_DIR=$(mktemp -d /tmp/tessel-gpu-check-cache-XXXXXX)
+export TESSEL_CACHE_DIR
+trap 'rm -rf "$TESSEL_CACHE_DIR"' EXIT
+
+declare -a step_names step_codes step_secs
+run_step() {  # run_step NAME TIMEOUT_S COMMAND...
+  local name=$1 limit=$2
+  shift 2
+  echo "" | tee -a "$log"
+  echo "### $name: $*" | tee -a "$log"
+  local start=$SECONDS
+  timeout "$limit" "$@" 2>&1 | tee -a "$log"
+  local code=${PIPESTATUS[0]}
+  echo "### $name: exit $code after $((SECONDS - start)) s" | tee -a "$log"
+  step_names+=("$name")
+  step_codes+=("$code")
+  step_secs+=($((SECONDS - start)))
+}
+
+for exe in tessel tessel_tests_gpu; do
+  if [[ ! -x "$build/$exe" ]]; then
+    echo "gpu-check: $build/$exe is missing; build it on the CPU machine with scripts/build-gpu.sh" | tee -a "$log"
+    exit 2
+  fi
+done
+
+echo "gpu-check: $(date -u +%Y-%m-%dT%H:%M:%SZ), commit $TESSEL_GIT_COMMIT, binaries from $build/" | tee -a "$log"
+command -v nvidia-smi >/dev/null &&
+  nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm --format=csv 2>&1 | tee -a "$log"
+
+run_step "info" 60 "$build/tessel" info
+run_step "gpu tests" 600 "$build/tessel_tests_gpu" --gtest_output="json:$out/gpu-tests.json"
+run_step "tutorial 1-3" 600 "$build/tessel" tutorial --section 1,2,3 --json "$tutorial_json"
+run_step "bench gemm" 600 "$build/tessel" bench gemm --shapes 2048x2048x2048,4096x4096x4096 --dtype f16,bf16 \
+  --json "$gemm_json"
+run_step "bench compile" 300 "$build/tessel" bench compile --json "$compile_json"
+
+summary() {
+  echo ""
+  echo "================================ gpu-check summary ================================"
+  printf "%-16s %-6s %6s\n" "step" "exit" "secs"
+  local failed=0 i
+  for i in "${!step_names[@]}"; do
+    printf "%-16s %-6s %6s\n" "${step_names[$i]}" "${step_codes[$i]}" "${step_secs[$i]}"
+    [[ ${step_codes[$i]} -ne 0 ]] && failed=1
+  done
+  if command -v python3 >/dev/null; then
+    python3 - "$out/gpu-tests.json" "$gemm_json" "$compile_json" <<'PY'
+import json, sys
+def load(path):
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return None
+tests, gemm, comp = (load(p) for p in sys.argv[1:4])
+if tests:
+    skipped = sum(1 for s in tests.get("testsuites", []) for t in s.get("testsuite", [])
+                  if t.get("result") == "SKIPPED")
+    print(f"\ngpu tests: {tests.get('tests', 0)} run, {tests.get('failures', 0)} failed, "
+          f"{tests.get('errors', 0)} errors, {skipped} skipped")
+if gemm:
+    print(f"\n{'shape':<16} {'dtype':<5} {'config':<18} {'Tessel':>8} {'cuBLAS':>8} {'ratio':>7} {'rel.err':>8}  TFLOP/s")
+    for c in gemm.get("cases", []):
+        shape = f"{c['M']}x{c['N']}x{c['K']}"
+        cfg = c.get("config", {}).get("text", "?")
+        if c.get("status") in ("ok", "wrong"):
+            err = c.get("rel_error")
+            err = f"{err:.1e}" if err is not None else "nan"
+            flag = "" if c["status"] == "ok" else "  WRONG"
+            print(f"{shape:<16} {c['dtype']:<5} {cfg:<18} {c['tessel_tflops']:8.1f} {c['cublas_tflops']:8.1f} "
+                  f"{100 * c['ratio']:6.1f}% {err:>8}{flag}")
+        else:
+            print(f"{shape:<16} {c['dtype']:<5} {cfg:<18} {c.get('status', '?')}: "
+                  f"{c.get('error', {}).get('kind', '')}")
+if comp:
+    print(f"\ncompile: cold {comp['cold_median_ms']:.0f} ms (first {comp['cold_first_ms']:.0f} ms; target < 1000), "
+          f"hit {comp['memory_hit_median_ms']:.2f} ms memory / {comp['disk_hit_median_ms']:.2f} ms disk (target < 10)")
+PY
+  else
+    grep -E "^(  [0-9]+x[0-9]+x[0-9]+|  cold|  memory hit|  disk hit)" "$log" || true
+  fi
+  echo ""
+  echo "files in $out: $(cd "$out" && ls | tr '\n' ' ')"
+  return $failed
+}
+summary 2>&1 | tee -a "$log"
+exit "${PIPESTATUS[0]}"

@@ -1,0 +1,150 @@
+// The tessel CLI as a user runs it: the built executable, found next to this test binary (both
+// land in the build folder's root), run through the shell with its output captured.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace {
+
+namespace fs = std::filesystem;
+
+fs::path tessel_executable() {
+  return fs::read_symlink("/proc/self/exe").parent_path() / "tessel";
+}
+
+struct CliRun {
+  int exit_code = -1;
+  std::string output;  // stdout and stderr together
+};
+
+CliRun run_tessel(const std::string& args) {
+  const std::string command = "'" + tessel_executable().string() + "' " + args + " 2>&1";
+  CliRun r;
+  FILE* pipe = popen(command.c_str(), "r");
+  if (!pipe) return r;
+  std::array<char, 4096> buf;
+  std::size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), pipe)) > 0) r.output.append(buf.data(), n);
+  const int status = pclose(pipe);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+class Cli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(fs::exists(tessel_executable()))
+        << "the tessel executable is not at " << tessel_executable() << " (build the tessel_cli target)";
+  }
+};
+
+TEST_F(Cli, HelpListsEveryCommand) {
+  const CliRun r = run_tessel("--help");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  for (const char* command : {"tutorial", "bench", "dump", "info"})
+    EXPECT_NE(r.output.find(command), std::string::npos) << "--help does not mention '" << command << "':\n"
+                                                         << r.output;
+}
+
+TEST_F(Cli, SubcommandHelpShowsTheirOptions) {
+  CliRun r = run_tessel("tutorial --help");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("--section"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("--json"), std::string::npos) << r.output;
+  r = run_tessel("bench gemm --help");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  for (const char* option : {"--shapes", "--dtype", "--config", "--repeats", "--json"})
+    EXPECT_NE(r.output.find(option), std::string::npos) << option << " missing from:\n" << r.output;
+}
+
+TEST_F(Cli, NoCommandIsAUsageError) {
+  const CliRun r = run_tessel("");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+}
+
+TEST_F(Cli, DumpGemmIrPrintsTheTutorialProgram) {
+  const CliRun r = run_tessel("dump gemm --ir");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  // The 2048^3 default: bench gemm's table gives 128x128x32, 3 stages, 128 threads.
+  for (const char* text : {"matmul", "kernel grid(", "threads(128)", "stages=3", "gemm(", "copy("})
+    EXPECT_NE(r.output.find(text), std::string::npos) << "'" << text << "' missing from:\n" << r.output;
+}
+
+TEST_F(Cli, DumpGemmTakesAConfig) {
+  const CliRun r = run_tessel("dump gemm --ir --m 256 --n 512 --k 64 --config 64x64x32:2:128:swz");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("stages=2"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("use_swizzle("), std::string::npos) << r.output;
+}
+
+TEST_F(Cli, DumpGemmRejectsABadConfigAndSaysWhatIsLegal) {
+  const CliRun r = run_tessel("dump gemm --ir --config 128x128:3");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("bad GEMM config '128x128:3'"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("BMxBNxBK:stages:threads[:swz]"), std::string::npos) << r.output;
+}
+
+TEST_F(Cli, DumpGemmAllowsOneView) {
+  const CliRun r = run_tessel("dump gemm --ir --ptx");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("choose one of"), std::string::npos) << r.output;
+}
+
+TEST_F(Cli, BenchGemmRejectsABadShape) {
+  const CliRun r = run_tessel("bench gemm --shapes 2048x2048");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("expected MxNxK"), std::string::npos) << r.output;
+}
+
+TEST_F(Cli, TutorialRejectsAnUnknownSection) {
+  const CliRun r = run_tessel("tutorial --section 9");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+}
+
+TEST_F(Cli, InfoRunsWithOrWithoutAGpu) {
+  const CliRun r = run_tessel("info");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("NVRTC:"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("GPU"), std::string::npos) << r.output;
+}
+
+TEST_F(Cli, UnimplementedSectionsSaySo) {
+  const CliRun r = run_tessel("tutorial --section 4,7");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("not yet implemented in this build (issue #4)"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("not yet implemented in this build (issue #6)"), std::string::npos) << r.output;
+}
+
+TEST_F(Cli, TutorialOnTheInterpreterChecksEveryCandidate) {
+  const CliRun r = run_tessel("tutorial --cpu --section 2,3");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("CPU reference interpreter"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find(": OK"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("WRONG"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("failed"), std::string::npos) << r.output;
+}
+
+TEST_F(Cli, TutorialWritesJsonWithItsProvenance) {
+  const fs::path file = fs::temp_directory_path() / ("tessel-cli-test-" + std::to_string(getpid()) + ".json");
+  const CliRun r = run_tessel("tutorial --section 1,5 --json '" + file.string() + "'");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  std::ifstream in(file);
+  ASSERT_TRUE(in.good()) << "no JSON written to " << file;
+  const nlohmann::json j = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  fs::remove(file);
+  ASSERT_FALSE(j.is_discarded()) << "the tutorial's JSON does not parse";
+  for (const char* key : {"date", "command", "git_commit", "tessel_version", "device", "sections"})
+    EXPECT_TRUE(j.contains(key)) << "missing '" << key << "' in " << j.dump(2);
+  EXPECT_TRUE(j["sections"].contains("1")) << j.dump(2);
+  EXPECT_EQ(j["sections"]["5"]["implemented"], false) << j.dump(2);
+}
+
+}  // namespace

@@ -1,0 +1,192 @@
+// tessel bench gemm: Tessel's GEMM beside cuBLAS, shape by shape and dtype by dtype, in one
+// process on the same inputs (see GemmBench.hpp for how it measures).
+#include <cmath>
+#include <iostream>
+#include <memory>
+
+#include "kernels/gemm/Matmul.hpp"
+#include "tools/tessel/Commands.hpp"
+#include "tools/tessel/GemmBench.hpp"
+#include "tools/tessel/GemmConfigs.hpp"
+#include "tools/tessel/Output.hpp"
+#include "tools/tessel/System.hpp"
+
+namespace tessel::cli {
+
+namespace {
+
+struct BenchGemmOptions {
+  std::vector<std::string> shapes = {"2048x2048x2048", "4096x4096x4096"};
+  std::vector<std::string> dtypes = {"f16", "bf16"};
+  std::string config;
+  int repeats = 50;
+  int warmup = 10;
+  std::uint64_t seed = 1;
+  std::string json_file;
+};
+
+struct Case {
+  GemmShape shape;
+  DType dtype;
+};
+
+void print_header() {
+  std::cout << "  " << left("shape", 18) << left("dtype", 6) << left("config", 20) << right("Tessel ms", 10)
+            << right("TFLOP/s", 9) << right("cuBLAS ms", 11) << right("TFLOP/s", 9) << right("ratio", 8)
+            << right("rel.err", 9) << "\n";
+}
+
+std::string row_start(const Case& c, const kernels::MatmulConfig& config) {
+  return "  " + left(c.shape.describe(), 18) + left(std::string(dtype_name(c.dtype)), 6) +
+         left(format_matmul_config(config), 20);
+}
+
+int run_bench_gemm(const BenchGemmOptions& o) {
+  std::vector<Case> cases;
+  try {
+    for (const std::string& d : o.dtypes) {
+      const auto dtype = parse_dtype(d);
+      if (!dtype || (*dtype != DType::f16 && *dtype != DType::bf16))
+        throw std::invalid_argument("--dtype takes f16 and bf16, not '" + d + "'");
+    }
+    for (const std::string& text : o.shapes)
+      for (const std::string& d : o.dtypes) cases.push_back({parse_gemm_shape(text), *parse_dtype(d)});
+    if (!o.config.empty()) (void)parse_matmul_config(o.config, DType::f16);
+  } catch (const std::invalid_argument& e) {
+    std::cerr << "tessel bench gemm: " << e.what() << "\n";
+    return kExitUsage;
+  }
+  const SystemInfo& s = system_info();
+  if (!s.gpu) {
+    std::cerr
+        << "tessel bench gemm needs a GPU, and there is none: " << s.no_gpu_reason << "\n"
+        << "(`tessel dump gemm --resources` and `tessel tutorial` report what the kernels compile to without "
+           "one)\n";
+    return kExitNoGpu;
+  }
+
+  std::cout << "Tessel vs cuBLAS (cublasGemmEx, f32 accumulation), " << s.device.name << ": medians of "
+            << o.repeats << " interleaved runs after " << o.warmup
+            << " warm-up runs, L2 flushed before each\n";
+  print_header();
+  GemmBench bench;
+  nlohmann::json results = nlohmann::json::array();
+  int problems = 0;
+  Progress progress(static_cast<int>(cases.size()), true);
+  for (std::size_t i = 0; i < cases.size(); ++i) {
+    const Case& c = cases[i];
+    const kernels::MatmulConfig config = o.config.empty()
+                                             ? default_gemm_config(c.shape, c.dtype, s.smem_cap())
+                                             : parse_matmul_config(o.config, c.dtype);
+    nlohmann::json r = {{"M", c.shape.M},
+                        {"N", c.shape.N},
+                        {"K", c.shape.K},
+                        {"dtype", std::string(dtype_name(c.dtype))},
+                        {"config", config_json(config)},
+                        {"config_source", o.config.empty() ? "default table" : "--config"}};
+    progress.step(c.shape.describe() + " " + std::string(dtype_name(c.dtype)) + " " +
+                  format_matmul_config(config));
+    if (kernels::matmul_smem_bytes(config) > s.smem_cap()) {
+      progress.clear();
+      std::cout << row_start(c, config) << "SKIPPED (over smem budget: " << kernels::matmul_smem_bytes(config)
+                << " > " << s.smem_cap() << " bytes)\n";
+      r["status"] = "skipped";
+      results.push_back(r);
+      continue;
+    }
+    try {
+      const JitKernel k = kernels::make_matmul(c.shape.M, c.shape.N, c.shape.K, config);
+      GemmInputs in = make_gemm_inputs(c.shape, c.dtype, o.seed + 2 * i);
+      bench.compute_reference(in);
+      const double err = bench.check(k, in);
+      const bool ok = !std::isnan(err) && err <= kGemmTolerance;
+      const auto [ours, theirs] = bench.time_interleaved(
+          [&] { bench.launch_tessel(k, in); }, [&] { bench.launch_cublas(in); }, o.warmup, o.repeats);
+      const double tf = gemm_tflops(c.shape.M, c.shape.N, c.shape.K, ours.median_ms);
+      const double tf_ref = gemm_tflops(c.shape.M, c.shape.N, c.shape.K, theirs.median_ms);
+      const double ratio = theirs.median_ms / ours.median_ms;
+      progress.clear();
+      std::cout << row_start(c, config) << right(fixed(ours.median_ms, 4), 10) << right(fixed(tf, 1), 9)
+                << right(fixed(theirs.median_ms, 4), 11) << right(fixed(tf_ref, 1), 9)
+                << right(fixed(100 * ratio, 1) + "%", 8) << right(scientific(err), 9)
+                << (ok ? "" : "  NUMERICALLY WRONG") << "\n";
+      const Resources& res = k.resources();
+      r.update({{"status", ok ? "ok" : "wrong"},
+                {"tessel_ms", ours.median_ms},
+                {"cublas_ms", theirs.median_ms},
+                {"tessel_tflops", tf},
+                {"cublas_tflops", tf_ref},
+                {"ratio", ratio},
+                {"rel_error", std::isnan(err) ? nlohmann::json(nullptr) : nlohmann::json(err)},
+                {"tessel_ms_all", ours.ms},
+                {"cublas_ms_all", theirs.ms},
+                {"registers", res.registers},
+                {"spill_bytes", res.spill_store_bytes + res.spill_load_bytes},
+                {"compile_ms", res.compile_ms},
+                {"instructions", k.info().instructions}});
+      if (!ok) ++problems;
+    } catch (const std::exception& e) {
+      progress.clear();
+      std::cout << row_start(c, config) << "failed: " << error_kind(e) << " (" << error_summary(e, 120)
+                << ")\n";
+      r["status"] = "failed";
+      r["error"] = {{"kind", error_kind(e)}, {"message", e.what()}};
+      ++problems;
+    }
+    results.push_back(r);
+    std::cout.flush();
+  }
+  progress.clear();
+
+  if (!o.json_file.empty()) {
+    nlohmann::json j = provenance_json();
+    j["tool"] = "tessel bench gemm";
+    j["method"] = {
+        {"baseline", "cublasGemmEx, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT, row-major by operand swap"},
+        {"timing", "CUDA events on the legacy default stream, interleaved rep by rep, order alternating"},
+        {"warmup", o.warmup},
+        {"repeats", o.repeats},
+        {"statistic", "median"},
+        {"l2_flush_bytes", GemmBench::kL2FlushBytes},
+        {"inputs", "uniform [-1, 1), fresh per case, outputs poisoned with NaN before the checked run"},
+        {"tolerance", kGemmTolerance},
+        {"seed", o.seed}};
+    j["cases"] = results;
+    j["problems"] = problems;
+    write_json_file(o.json_file, j);
+    std::cout << "wrote " << o.json_file << "\n";
+  }
+  return problems ? kExitCheckFailed : kExitOk;
+}
+
+}  // namespace
+
+Command add_bench_gemm_command(CLI::App& bench) {
+  auto o = std::make_shared<BenchGemmOptions>();
+  CLI::App* app = bench.add_subcommand(
+      "gemm",
+      "Tessel's GEMM against cuBLAS on the same inputs: ms, TFLOP/s, ratio, relative error (needs a GPU)");
+  app->add_option("--shapes", o->shapes, "Problem shapes MxNxK, comma-separated")
+      ->delimiter(',')
+      ->capture_default_str();
+  app->add_option("--dtype", o->dtypes, "Element types, comma-separated (f16, bf16)")
+      ->delimiter(',')
+      ->capture_default_str();
+  app->add_option(
+         "--config", o->config,
+         "One config for every case, BMxBNxBK:stages:threads[:swz] (default: a built-in table per shape)")
+      ->type_name("CONFIG");
+  app->add_option("--repeats", o->repeats, "Timed runs of each side (median reported)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app->add_option("--warmup", o->warmup, "Untimed runs of each side first")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  app->add_option("--seed", o->seed, "Seed of the random inputs")->capture_default_str();
+  app->add_option("--json", o->json_file,
+                  "Also write the results, with date, device, command and commit, to FILE")
+      ->type_name("FILE");
+  return {app, [o] { return run_bench_gemm(*o); }};
+}
+
+}  // namespace tessel::cli

@@ -1,0 +1,166 @@
+#include "tools/tessel/GemmBench.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <string>
+
+#include "tessel/runtime/Driver.hpp"
+#include "tools/tessel/Output.hpp"
+
+namespace tessel::cli {
+
+namespace {
+
+void check_cublas(cublasStatus_t status, const char* what) {
+  if (status == CUBLAS_STATUS_SUCCESS) return;
+  throw RuntimeError(std::string("cuBLAS call ") + what + " failed: " + cublasGetStatusName(status) + ": " +
+                     cublasGetStatusString(status));
+}
+
+cudaDataType_t cublas_type(DType t) {
+  switch (t) {
+    case DType::f16:
+      return CUDA_R_16F;
+    case DType::bf16:
+      return CUDA_R_16BF;
+    case DType::f32:
+      return CUDA_R_32F;
+    default:
+      throw RuntimeError("the cuBLAS baseline supports f16, bf16 and f32, not " + std::string(dtype_name(t)));
+  }
+}
+
+}  // namespace
+
+GemmInputs make_gemm_inputs(const GemmShape& shape, DType dtype, std::uint64_t seed) {
+  GemmInputs in;
+  in.shape = shape;
+  in.dtype = dtype;
+  in.A = Tensor::empty({shape.M, shape.K}, dtype);
+  in.B = Tensor::empty({shape.K, shape.N}, dtype);
+  in.C = Tensor::empty({shape.M, shape.N}, dtype);
+  in.C_ref = Tensor::empty({shape.M, shape.N}, dtype);
+  in.A.fill_random(seed);
+  in.B.fill_random(seed + 1);
+  return in;
+}
+
+GemmBench::GemmBench() {
+  ensure_context();  // cuBLAS then finds the primary context current and shares it
+  check_cublas(cublasCreate(&handle_), "cublasCreate");
+  // Tessel launches on the legacy default stream; cuBLAS joins it so the two stay ordered.
+  check_cublas(cublasSetStream(handle_, nullptr), "cublasSetStream");
+  scratch_ = Tensor::empty({kL2FlushBytes}, DType::u8);
+}
+
+GemmBench::~GemmBench() {
+  if (handle_) (void)cublasDestroy(handle_);
+}
+
+void GemmBench::flush_l2() {
+  // A write of the whole scratch buffer evicts the inputs and outputs of the last run from L2.
+  ++flush_value_;
+  check_cu(driver().cuMemsetD8Async(scratch_.device_ptr(), flush_value_, static_cast<size_t>(kL2FlushBytes),
+                                    nullptr),
+           "cuMemsetD8Async (L2 flush)");
+}
+
+void GemmBench::cublas_gemm(const GemmInputs& in, const Tensor& C_out) {
+  // Row-major C[M,N] = A[M,K] B[K,N] is column-major C^T[N,M] = B^T[N,K] A^T[K,M]: hand cuBLAS
+  // B as its first operand and A as its second, with leading dimensions N, K and N.
+  const float alpha = 1.0f, beta = 0.0f;
+  const cudaDataType_t t = cublas_type(in.dtype);
+  const int M = in.shape.M, N = in.shape.N, K = in.shape.K;
+  check_cublas(
+      cublasGemmEx(handle_, CUBLAS_OP_N, CUBLAS_OP_N, N, M, K, &alpha, in.B.data_ptr(), t, N, in.A.data_ptr(),
+                   t, K, &beta, C_out.data_ptr(), t, N, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+      "cublasGemmEx");
+}
+
+void GemmBench::compute_reference(GemmInputs& in) {
+  in.C_ref.fill(std::numeric_limits<double>::quiet_NaN());
+  cublas_gemm(in, in.C_ref);
+  check_cu(driver().cuCtxSynchronize(), "cuCtxSynchronize (after cuBLAS)");
+}
+
+void GemmBench::launch_tessel(const JitKernel& kernel, const GemmInputs& in) {
+  kernel.launch({in.A, in.B, in.C}, nullptr);
+}
+
+void GemmBench::launch_cublas(const GemmInputs& in) {
+  cublas_gemm(in, in.C_ref);
+}
+
+double GemmBench::check(const JitKernel& kernel, GemmInputs& in) {
+  in.C.fill(std::numeric_limits<double>::quiet_NaN());
+  launch_tessel(kernel, in);
+  check_cu(driver().cuCtxSynchronize(), "cuCtxSynchronize (after the Tessel kernel)");
+  return relative_frobenius_error(in.C, in.C_ref);
+}
+
+Timing GemmBench::time(const std::function<void()>& run, int warmup, int repeats) {
+  for (int i = 0; i < warmup; ++i) run();
+  check_cu(driver().cuCtxSynchronize(), "cuCtxSynchronize (after warm-up)");
+  Timing t;
+  EventTimer timer;
+  for (int i = 0; i < repeats; ++i) {
+    flush_l2();
+    timer.start(nullptr);
+    run();
+    timer.stop(nullptr);
+    t.ms.push_back(timer.elapsed_ms());
+  }
+  t.median_ms = median(t.ms);
+  return t;
+}
+
+std::pair<Timing, Timing> GemmBench::time_interleaved(const std::function<void()>& a,
+                                                      const std::function<void()>& b, int warmup,
+                                                      int repeats) {
+  for (int i = 0; i < warmup; ++i) {
+    a();
+    b();
+  }
+  check_cu(driver().cuCtxSynchronize(), "cuCtxSynchronize (after warm-up)");
+  Timing ta, tb;
+  EventTimer timer_a, timer_b;
+  auto timed = [&](const std::function<void()>& run, EventTimer& timer) {
+    flush_l2();
+    timer.start(nullptr);
+    run();
+    timer.stop(nullptr);
+  };
+  for (int i = 0; i < repeats; ++i) {
+    // Alternate the order so that neither side always runs right after the other's flush.
+    if (i % 2 == 0) {
+      timed(a, timer_a);
+      timed(b, timer_b);
+    } else {
+      timed(b, timer_b);
+      timed(a, timer_a);
+    }
+    ta.ms.push_back(timer_a.elapsed_ms());
+    tb.ms.push_back(timer_b.elapsed_ms());
+  }
+  ta.median_ms = median(ta.ms);
+  tb.median_ms = median(tb.ms);
+  return {ta, tb};
+}
+
+double relative_frobenius_error(const Tensor& out, const Tensor& ref) {
+  const std::vector<double> o = out.to_host_f64();
+  const std::vector<double> r = ref.to_host_f64();
+  if (o.size() != r.size()) throw RuntimeError("relative_frobenius_error: tensors of different sizes");
+  double diff = 0, norm = 0;
+  for (std::size_t i = 0; i < o.size(); ++i) {
+    if (std::isnan(o[i]) || std::isnan(r[i])) return std::numeric_limits<double>::quiet_NaN();
+    const double d = o[i] - r[i];
+    diff += d * d;
+    norm += r[i] * r[i];
+  }
+  if (norm == 0) return std::numeric_limits<double>::quiet_NaN();
+  return std::sqrt(diff) / std::sqrt(norm);
+}
+
+}  // namespace tessel::cli

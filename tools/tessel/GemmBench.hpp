@@ -1,0 +1,74 @@
+// Measuring a Tessel GEMM against cuBLAS on the GPU, the way GPU.md asks: the same inputs in one
+// process, cuBLAS called as cublasGemmEx (f32 compute) on row-major data by swapping operands,
+// outputs poisoned with NaN before every checked run, CUDA events, warm-up, L2 flushed (a
+// 256 MiB scratch write) before every timed launch, medians of interleaved repeats.
+#pragma once
+
+#include <cublas_v2.h>
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "tessel/Jit.hpp"
+#include "tessel/runtime/Tensor.hpp"
+#include "tools/tessel/GemmConfigs.hpp"
+
+namespace tessel::cli {
+
+// A relative Frobenius error at or below this counts as correct (the tutorial's bar).
+inline constexpr double kGemmTolerance = 2e-2;
+
+struct GemmInputs {
+  GemmShape shape;
+  DType dtype = DType::f16;
+  Tensor A, B;      // random in [-1, 1)
+  Tensor C, C_ref;  // Tessel's output, cuBLAS's output
+};
+
+// Fresh random inputs (seeded) and allocated outputs. Needs a GPU.
+GemmInputs make_gemm_inputs(const GemmShape& shape, DType dtype, std::uint64_t seed);
+
+struct Timing {
+  std::vector<double> ms;  // one per repeat, in order
+  double median_ms = 0;
+};
+
+class GemmBench {
+ public:
+  GemmBench();  // cuBLAS handle and the L2 scratch buffer; throws RuntimeError without a GPU
+  ~GemmBench();
+  GemmBench(const GemmBench&) = delete;
+  GemmBench& operator=(const GemmBench&) = delete;
+
+  // C_out = A * B with cuBLAS (row-major).
+  void cublas_gemm(const GemmInputs& in, const Tensor& C_out);
+  // Poisons in.C_ref, runs cuBLAS into it.
+  void compute_reference(GemmInputs& in);
+  // Poisons in.C, launches `kernel` into it, returns ||C - C_ref||_F / ||C_ref||_F (NaN if any
+  // output element is NaN, so an unwritten tile cannot pass).
+  double check(const JitKernel& kernel, GemmInputs& in);
+
+  // Unchecked launches for timing: Tessel into in.C, cuBLAS into in.C_ref.
+  void launch_tessel(const JitKernel& kernel, const GemmInputs& in);
+  void launch_cublas(const GemmInputs& in);
+
+  // Times `run` alone: `warmup` untimed runs, then `repeats` timed ones, L2 flushed before each.
+  Timing time(const std::function<void()>& run, int warmup, int repeats);
+  // Times `a` and `b` rep by rep, alternating which goes first.
+  std::pair<Timing, Timing> time_interleaved(const std::function<void()>& a, const std::function<void()>& b,
+                                             int warmup, int repeats);
+
+  static constexpr std::int64_t kL2FlushBytes = 256LL << 20;
+
+ private:
+  void flush_l2();
+  cublasHandle_t handle_ = nullptr;
+  Tensor scratch_;
+  unsigned char flush_value_ = 0;
+};
+
+// ||out - ref||_F / ||ref||_F over the host copies; NaN when `out` holds a NaN or ref is zero.
+double relative_frobenius_error(const Tensor& out, const Tensor& ref);
+
+}  // namespace tessel::cli

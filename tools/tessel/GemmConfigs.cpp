@@ -1,0 +1,99 @@
+#include "tools/tessel/GemmConfigs.hpp"
+
+#include <charconv>
+#include <stdexcept>
+
+namespace tessel::cli {
+
+namespace {
+
+std::vector<std::string> split(const std::string& s, char sep) {
+  std::vector<std::string> parts;
+  std::size_t begin = 0;
+  while (true) {
+    std::size_t end = s.find(sep, begin);
+    parts.push_back(s.substr(begin, end == std::string::npos ? std::string::npos : end - begin));
+    if (end == std::string::npos) return parts;
+    begin = end + 1;
+  }
+}
+
+bool parse_positive(const std::string& s, int& out) {
+  if (s.empty()) return false;
+  auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
+  return ec == std::errc() && ptr == s.data() + s.size() && out > 0;
+}
+
+}  // namespace
+
+std::string GemmShape::describe() const {
+  return std::to_string(M) + "x" + std::to_string(N) + "x" + std::to_string(K);
+}
+
+GemmShape parse_gemm_shape(const std::string& text) {
+  const auto parts = split(text, 'x');
+  GemmShape s;
+  if (parts.size() != 3 || !parse_positive(parts[0], s.M) || !parse_positive(parts[1], s.N) ||
+      !parse_positive(parts[2], s.K))
+    throw std::invalid_argument("bad GEMM shape '" + text +
+                                "': expected MxNxK with positive integers, e.g. 4096x4096x4096");
+  return s;
+}
+
+kernels::MatmulConfig parse_matmul_config(const std::string& text, DType dtype) {
+  const std::string expected =
+      "expected BMxBNxBK:stages:threads[:swz], e.g. 128x256x32:3:256 or 128x128x32:2:128:swz";
+  const auto fields = split(text, ':');
+  if (fields.size() < 3 || fields.size() > 4)
+    throw std::invalid_argument("bad GEMM config '" + text + "': " + expected);
+  const auto tile = split(fields[0], 'x');
+  kernels::MatmulConfig c;
+  c.dtype = dtype;
+  if (tile.size() != 3 || !parse_positive(tile[0], c.block_M) || !parse_positive(tile[1], c.block_N) ||
+      !parse_positive(tile[2], c.block_K) || !parse_positive(fields[1], c.num_stages) ||
+      !parse_positive(fields[2], c.threads))
+    throw std::invalid_argument("bad GEMM config '" + text + "': " + expected);
+  if (fields.size() == 4) {
+    if (fields[3] != "swz" && fields[3] != "swizzle")
+      throw std::invalid_argument("bad GEMM config '" + text + "': the optional 4th field is 'swz'");
+    c.use_swizzle = true;
+  }
+  return c;
+}
+
+std::string format_matmul_config(const kernels::MatmulConfig& c) {
+  return std::to_string(c.block_M) + "x" + std::to_string(c.block_N) + "x" + std::to_string(c.block_K) + ":" +
+         std::to_string(c.num_stages) + ":" + std::to_string(c.threads) + (c.use_swizzle ? ":swz" : "");
+}
+
+kernels::MatmulConfig fit_stages(kernels::MatmulConfig c, int smem_cap) {
+  while (c.num_stages > 1 && kernels::matmul_smem_bytes(c) > smem_cap) --c.num_stages;
+  return c;
+}
+
+kernels::MatmulConfig default_gemm_config(const GemmShape& shape, DType dtype, int smem_cap) {
+  kernels::MatmulConfig c;
+  c.dtype = dtype;
+  const bool large = 1LL * shape.M * shape.N >= 4096LL * 4096LL;
+  if (large) {
+    c.block_M = 128, c.block_N = 256, c.block_K = 32, c.num_stages = 3, c.threads = 256;
+  } else {
+    c.block_M = 128, c.block_N = 128, c.block_K = 32, c.num_stages = 3, c.threads = 128;
+  }
+  return fit_stages(c, smem_cap);
+}
+
+nlohmann::json config_json(const kernels::MatmulConfig& c) {
+  return {{"block_M", c.block_M},
+          {"block_N", c.block_N},
+          {"block_K", c.block_K},
+          {"num_stages", c.num_stages},
+          {"threads", c.threads},
+          {"use_swizzle", c.use_swizzle},
+          {"panel_size", c.panel_size},
+          {"dtype", std::string(dtype_name(c.dtype))},
+          {"accum_dtype", std::string(dtype_name(c.accum_dtype))},
+          {"text", format_matmul_config(c)}};
+}
+
+}  // namespace tessel::cli
