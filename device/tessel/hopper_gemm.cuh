@@ -1,0 +1,238 @@
+// Block GEMM on the sm_90a path: C[M][N] = A[M][K] * B[K][N] (row-major, 16-bit inputs, f32
+// accumulation), TMA loads into a Stages-deep shared-memory ring, wgmma from shared memory,
+// warp specialization with setmaxnreg, and a persistent tile loop.
+//
+// Block = 1 producer warpgroup + ConsumerWGs consumer warpgroups (128 threads each):
+//   warpgroup 0 (threads 0..127): producer. Gives registers back (setmaxnreg.dec) and one
+//     thread issues, per K tile, the TMA loads of A [BM][BK] and B [BK][BN] into stage s,
+//     after waiting for empty[s]; the loads complete on full[s] (expect_tx).
+//   warpgroup 1 + c: consumer c. Takes registers (setmaxnreg.inc), owns rows
+//     [c * kWgRows, (c + 1) * kWgRows) of the block tile, waits for full[s], issues its
+//     wgmmas on stage s, and releases stage s (one arrive per warp on empty[s]) once
+//     wgmma_wait says the wgmmas that read it are complete. One group stays in flight, so
+//     the tensor core always has the next K tile queued.
+// Tiles are handed out persistently: block b computes linear tiles b, b + gridDim.x, ...,
+// remapped by rasterize(panel) (block.cuh) for L2 reuse. The ring's stage/phase counters
+// run on across tiles, so the producer prefetches the next tile during the epilogue.
+//
+// Shared tiles: A stage = WgmmaSwizzle128Layout<BM, BK, 2> (K-major, wgmma TransA = 0);
+// B stage = WgmmaSwizzle128Layout<BK, BN, 2> (N-major: the tutorial's B is N-contiguous,
+// wgmma TransB = 1). Both are exactly what TMA with SWIZZLE_128B writes (tma.cuh).
+//
+// Accumulator layout (consumer threads; the compiler's Parallel epilogues address it):
+// consumer c = threadIdx.x / 128 - 1, warp w = (threadIdx.x / 32) % 4, lane l, and
+//   i = mb * (BN / 2) + j,   mb < kMBlocks (64-row blocks of the warpgroup), j < BN / 2:
+//   acc_row(i) = c * kWgRows + mb * 64 + 16 w + l / 4 + 8 ((j / 2) % 2)
+//   acc_col(i) = 8 (j / 4) + 2 (l % 4) + j % 2
+// so acc[i], acc[i + 1] (i even) are horizontally adjacent (one packed 16-bit pair).
+//
+// Host, per launch (see tools/probes/wgmma_probe.cu): tensor maps of A (box {64, BM}) and B
+// (box {64, BK}) as in tma.cuh, dynamic shared memory kSmemBytes (raise the limit with
+// cudaFuncSetAttribute), kThreads threads, grid = min(tiles, SM count) (or tiles).
+#pragma once
+
+#include "block.cuh"
+#include "hopper_layout.cuh"
+#include "mbarrier.cuh"
+#include "smem.cuh"
+#include "tma.cuh"
+#include "types.cuh"
+#include "wgmma.cuh"
+
+namespace tessel {
+
+template <class TIn, int BM, int BN, int BK, int Stages, int ConsumerWGs = 2,
+          int ProducerRegs = 40, int ConsumerRegs = 232>
+struct HopperGemm {
+  static_assert(is_mma_16bit<TIn>::value, "HopperGemm: TIn must be half_t or bfloat16_t");
+  static_assert(ConsumerWGs == 1 || ConsumerWGs == 2, "HopperGemm: 1 or 2 consumer warpgroups");
+  static_assert(BM % (64 * ConsumerWGs) == 0,
+                "HopperGemm: BM must be a multiple of 64 * ConsumerWGs (wgmma is m64)");
+  static_assert(BM <= 256, "HopperGemm: BM <= 256 (a TMA box extent is at most 256)");
+  static_assert(BN % 64 == 0 && BN <= 256,
+                "HopperGemm: BN must be a multiple of 64 (one 128-byte swizzle panel) <= 256");
+  static_assert(BK % 64 == 0 && BK <= 256,
+                "HopperGemm: BK must be a multiple of 64 (one 128-byte row of K) <= 256");
+  static_assert(Stages >= 2, "HopperGemm: the ring needs at least 2 stages");
+  static_assert(ProducerRegs * 128 + ConsumerRegs * 128 * ConsumerWGs <= 65536,
+                "HopperGemm: setmaxnreg budgets exceed the 64K registers of an SM");
+
+  static constexpr int kConsumerWGs = ConsumerWGs;
+  static constexpr int kThreads = 128 * (ConsumerWGs + 1);
+  static constexpr int kWgRows = BM / ConsumerWGs;
+  static constexpr int kMBlocks = kWgRows / 64;
+  static constexpr int kAccPerMBlock = BN / 2;
+  static constexpr int kAccPerThread = kMBlocks * kAccPerMBlock;
+  static constexpr int kKSteps = BK / 16;
+  static_assert(kAccPerThread <= 192,
+                "HopperGemm: more than 192 f32 accumulators per consumer thread would spill");
+
+  using LayoutA = WgmmaSwizzle128Layout<BM, BK, 2>;
+  using LayoutB = WgmmaSwizzle128Layout<BK, BN, 2>;
+  static constexpr int kStageBytes = LayoutA::kBytes + LayoutB::kBytes;
+  // Operand ring, then 2 * Stages mbarriers; +1024 so the ring can be aligned by hand.
+  static constexpr int kSmemBytes = 1024 + Stages * kStageBytes + 2 * Stages * 8;
+
+  // ---- accumulator layout (file comment) --------------------------------------------------
+  __host__ __device__ static constexpr int acc_row_in_wg(int i, int t) {
+    return (i / kAccPerMBlock) * 64 + 16 * ((t / 32) % 4) + (t % 32) / 4 +
+           8 * (((i % kAccPerMBlock) / 2) % 2);
+  }
+  __host__ __device__ static constexpr int acc_col_in_wg(int i, int t) {
+    return 8 * ((i % kAccPerMBlock) / 4) + 2 * (t % 4) + i % 2;
+  }
+  __device__ static int consumer_index() { return static_cast<int>(threadIdx.x) / 128 - 1; }
+  __device__ static int acc_row(int i) {
+    return consumer_index() * kWgRows + acc_row_in_wg(i, threadIdx.x % 128);
+  }
+  __device__ static int acc_col(int i) { return acc_col_in_wg(i, threadIdx.x % 128); }
+
+  // Where linear tile `t` of a tiles_n x tiles_m grid lands (x indexes N tiles).
+  __device__ static void tile_coords(int t, int tiles_n, int tiles_m, int panel, int& tn,
+                                     int& tm) {
+    rasterize(panel, t % tiles_n, t / tiles_n, tiles_n, tiles_m, tn, tm);
+  }
+
+  // The whole kernel body. smem_raw: kSmemBytes of dynamic shared memory. Every thread of
+  // the block calls it; there is no block-wide barrier after the role split.
+  template <class TOut>
+  __device__ static void run(const TmaDescriptor* tmap_a, const TmaDescriptor* tmap_b,
+                             TOut* C, int M, int N, int K, int panel, unsigned char* smem_raw) {
+    const unsigned base = (smem_address(smem_raw) + 1023u) & ~1023u;
+    const unsigned ring_a = base;                                // Stages x A tiles
+    const unsigned ring_b = base + Stages * LayoutA::kBytes;     // Stages x B tiles
+    const unsigned full = base + Stages * kStageBytes;           // Stages mbarriers
+    const unsigned empty = full + Stages * 8;                    // Stages mbarriers
+    const int wg = static_cast<int>(threadIdx.x) / 128;
+
+    if (threadIdx.x == 0) {
+      tma_prefetch_descriptor(tmap_a);
+      tma_prefetch_descriptor(tmap_b);
+      for (int s = 0; s < Stages; ++s) {
+        mbarrier_init(full + 8 * s, 1);                      // the producer's expect_tx
+        mbarrier_init(empty + 8 * s, 4 * ConsumerWGs);       // one arrive per consumer warp
+      }
+      mbarrier_init_fence();
+    }
+    __syncthreads();
+
+    const int tiles_m = (M + BM - 1) / BM;
+    const int tiles_n = (N + BN - 1) / BN;
+    const int tiles = tiles_m * tiles_n;
+    const int k_tiles = (K + BK - 1) / BK;
+
+    if (wg == 0) {
+      setmaxnreg_dec<ProducerRegs>();
+      if (threadIdx.x != 0) return;
+      int stage = 0;
+      unsigned phase = 0;
+      for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
+        int tn, tm;
+        tile_coords(t, tiles_n, tiles_m, panel, tn, tm);
+        for (int kt = 0; kt < k_tiles; ++kt) {
+          mbarrier_wait_parity(empty + 8 * stage, phase ^ 1);
+          const unsigned bar = full + 8 * stage;
+          mbarrier_arrive_expect_tx(bar, kStageBytes);
+          const unsigned a_dst = ring_a + stage * LayoutA::kBytes;
+          const unsigned b_dst = ring_b + stage * LayoutB::kBytes;
+#pragma unroll
+          for (int p = 0; p < LayoutA::kPanels; ++p)
+            tma_load_2d(a_dst + p * LayoutA::kPanelBytes, tmap_a, bar, kt * BK + p * 64, tm * BM);
+#pragma unroll
+          for (int p = 0; p < LayoutB::kPanels; ++p)
+            tma_load_2d(b_dst + p * LayoutB::kPanelBytes, tmap_b, bar, tn * BN + p * 64, kt * BK);
+          if (++stage == Stages) {
+            stage = 0;
+            phase ^= 1;
+          }
+        }
+      }
+      return;
+    }
+
+    setmaxnreg_inc<ConsumerRegs>();
+    const int c = wg - 1;
+    const bool warp_leader = threadIdx.x % 32 == 0;
+    // Descriptors of stage 0; a stage/k-step/row offset is added to the address field (its
+    // 14 bits hold any shared address >> 4, so the addition never carries out of it).
+    const unsigned long long desc_a0 = wgmma_desc_kmajor_sw128(ring_a + c * kWgRows * 128);
+    const unsigned long long desc_b0 = wgmma_desc_mnmajor_sw128(ring_b, LayoutB::kPanelBytes);
+    float acc[kAccPerThread];
+    int stage = 0;
+    unsigned phase = 0;
+    for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
+      int tn, tm;
+      tile_coords(t, tiles_n, tiles_m, panel, tn, tm);
+#pragma unroll
+      for (int i = 0; i < kAccPerThread; ++i) acc[i] = 0.0f;
+      int prev_stage = -1;
+      for (int kt = 0; kt < k_tiles; ++kt) {
+        mbarrier_wait_parity(full + 8 * stage, phase);
+        wgmma_fence_operand(acc);
+        wgmma_fence();
+#pragma unroll
+        for (int kk = 0; kk < kKSteps; ++kk) {
+          const unsigned a_off = stage * LayoutA::kBytes + (kk / 4) * LayoutA::kPanelBytes + (kk % 4) * 32;
+          const unsigned b_off = stage * LayoutB::kBytes + kk * 16 * 128;
+#pragma unroll
+          for (int mb = 0; mb < kMBlocks; ++mb) {
+            float(&d)[kAccPerMBlock] = *reinterpret_cast<float(*)[kAccPerMBlock]>(&acc[mb * kAccPerMBlock]);
+            wgmma_ss<TIn, BN, 0, 1>(d, desc_a0 + ((a_off + mb * 64 * 128) >> 4), desc_b0 + (b_off >> 4), 1);
+          }
+        }
+        wgmma_commit();
+        wgmma_fence_operand(acc);
+        // The group of K tile kt-1 is complete now: its stage may be refilled.
+        wgmma_wait<1>();
+        if (prev_stage >= 0 && warp_leader) mbarrier_arrive(empty + 8 * prev_stage);
+        prev_stage = stage;
+        if (++stage == Stages) {
+          stage = 0;
+          phase ^= 1;
+        }
+      }
+      wgmma_wait<0>();
+      wgmma_fence_operand(acc);
+      if (prev_stage >= 0 && warp_leader) mbarrier_arrive(empty + 8 * prev_stage);
+      store_tile<TOut>(acc, C, N, tm * BM, tn * BN, M - tm * BM, N - tn * BN);
+    }
+  }
+
+  // Epilogue: converts and stores this consumer thread's accumulators straight to global,
+  // bounds-masked (element (r, c) of the block tile is written iff r < rows && c < cols).
+  // Column pairs go out as one 4-byte store when N is even (then 4-byte aligned).
+  template <class TOut>
+  __device__ static void store_tile(const float (&acc)[kAccPerThread], TOut* C, int ldc, int m0,
+                                    int n0, int rows, int cols) {
+    TOut* tile = C + static_cast<long long>(m0) * ldc + n0;
+    const bool pairs = (ldc % 2) == 0;
+#pragma unroll
+    for (int i = 0; i < kAccPerThread; i += 2) {
+      const int r = acc_row(i);
+      const int col = acc_col(i);
+      if (r >= rows) continue;
+      TOut* p = tile + static_cast<long long>(r) * ldc + col;
+      if constexpr (is_mma_16bit<TOut>::value) {
+        if (pairs && col + 1 < cols) {
+          *reinterpret_cast<unsigned*>(p) = pack2<TOut>(acc[i], acc[i + 1]);
+          continue;
+        }
+      }
+      if (col < cols) p[0] = from_float<TOut>(acc[i]);
+      if (col + 1 < cols) p[1] = from_float<TOut>(acc[i + 1]);
+    }
+  }
+};
+
+// The kernel the probe launches (generated code emits its own, calling Gemm::run the same
+// way). Tensor maps by value in the parameter space (__grid_constant__).
+template <class Gemm, class TOut>
+__global__ void __launch_bounds__(Gemm::kThreads, 1)
+    hopper_gemm_kernel(const __grid_constant__ TmaDescriptor tmap_a,
+                       const __grid_constant__ TmaDescriptor tmap_b, TOut* C, int M, int N,
+                       int K, int panel) {
+  extern __shared__ __align__(1024) unsigned char hopper_gemm_smem[];
+  Gemm::template run<TOut>(&tmap_a, &tmap_b, C, M, N, K, panel, hopper_gemm_smem);
+}
+
+}  // namespace tessel

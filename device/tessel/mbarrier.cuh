@@ -1,0 +1,83 @@
+// mbarrier: the shared-memory barrier objects that TMA loads complete on and that the
+// producer/consumer warpgroups of a Hopper pipeline hand buffers over with (sm_90).
+//
+// One barrier is 8 bytes of shared memory (8-byte aligned) holding an expected arrival
+// count, a pending transaction-byte count and a phase bit. A phase completes when every
+// expected thread arrived AND all expected transaction bytes landed; the phase bit then
+// flips. Waiters name the parity of the phase they wait for, so a ring buffer of Stages
+// slots tracks one parity bit per pass around the ring (flipped each time the slot index
+// wraps). Waiting on parity 1 of a freshly initialised barrier returns at once (the phase
+// "before" phase 0 counts as complete): a producer's first pass over empty slots therefore
+// waits on parity (phase ^ 1) with phase starting at 0 and does not block.
+//
+// All addresses are 32-bit shared-window addresses (smem_address in smem.cuh).
+#pragma once
+
+#include "smem.cuh"
+
+namespace tessel {
+
+// Initialises the barrier for `count` arrivals per phase. One thread does it; then
+// mbarrier_init_fence() and a block barrier before anyone else (the TMA unit included,
+// which is another proxy) uses it.
+__device__ inline void mbarrier_init(unsigned bar, unsigned count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(bar), "r"(count) : "memory");
+}
+
+// Makes initialised barriers visible to the async proxy (TMA complete_tx) and the cluster.
+__device__ inline void mbarrier_init_fence() {
+  asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+}
+
+// One arrival (release semantics: this thread's earlier shared-memory accesses happen
+// before the waiter's later ones).
+__device__ inline void mbarrier_arrive(unsigned bar) {
+  asm volatile(
+      "{\n .reg .b64 st;\n mbarrier.arrive.release.cta.shared::cta.b64 st, [%0];\n}" ::"r"(bar)
+      : "memory");
+}
+
+// One arrival that also raises the phase's expected transaction bytes by `bytes`: the
+// producer calls it once per stage before (or after; the count may go negative meanwhile)
+// issuing the TMA loads that complete_tx on this barrier.
+__device__ inline void mbarrier_arrive_expect_tx(unsigned bar, unsigned bytes) {
+  asm volatile(
+      "{\n .reg .b64 st;\n mbarrier.arrive.expect_tx.release.cta.shared::cta.b64 st, [%0], "
+      "%1;\n}" ::"r"(bar),
+      "r"(bytes)
+      : "memory");
+}
+
+// Non-blocking probe: true once the phase with this parity has completed (acquire).
+__device__ inline bool mbarrier_try_wait_parity(unsigned bar, unsigned parity) {
+  unsigned ok;
+  asm volatile(
+      "{\n .reg .pred p;\n mbarrier.try_wait.parity.acquire.cta.shared::cta.b64 p, [%1], %2;\n"
+      " selp.u32 %0, 1, 0, p;\n}"
+      : "=r"(ok)
+      : "r"(bar), "r"(parity)
+      : "memory");
+  return ok != 0;
+}
+
+// Blocks until the phase with this parity has completed. try_wait itself suspends the
+// thread for a hardware-chosen time before returning false, so the loop does not spin hot.
+__device__ inline void mbarrier_wait_parity(unsigned bar, unsigned parity) {
+  while (!mbarrier_try_wait_parity(bar, parity)) {
+  }
+}
+
+// Orders this thread's generic-proxy shared-memory writes (st.shared, stmatrix) before
+// later async-proxy accesses (TMA store reading the tile, wgmma reading a descriptor
+// operand). Each writing thread executes it, then the block (or a named) barrier.
+__device__ inline void fence_proxy_async_shared() {
+  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+}
+
+// Named barrier for a subset of warps (ids 1..15; 0 is __syncthreads). `threads` is a
+// multiple of 32: e.g. the 128 threads of one consumer warpgroup.
+__device__ inline void named_barrier_sync(unsigned id, unsigned threads) {
+  asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(threads) : "memory");
+}
+
+}  // namespace tessel
