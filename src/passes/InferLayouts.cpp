@@ -132,28 +132,44 @@ class LayoutInference : public IRVisitor {
 
   void visit_node(const ReduceStmt* op) override { reduces_.push_back(op); }
 
+  // The fragments each outermost Parallel nest touches, for propagation in finish().
+  void visit_node(const ForStmt* op) override {
+    if (op->kind == ForKind::Parallel && !in_nest_) {
+      struct Uses : IRVisitor {
+        std::vector<Buffer> fragments;
+        void visit_buffer(const Buffer& b) override {
+          if (b->scope != Scope::Fragment) return;
+          for (const Buffer& f : fragments)
+            if (f.same_as(b)) return;
+          fragments.push_back(b);
+        }
+      } uses;
+      uses.visit(op->body);
+      nests_.push_back(uses.fragments);
+      in_nest_ = true;
+      IRVisitor::visit_node(op);
+      in_nest_ = false;
+      return;
+    }
+    IRVisitor::visit_node(op);
+  }
+
  public:
   void finish() {
     if (vec_ > 16) vec_ = 4;  // no fragment meets a global tensor: f32 vectors
+    // Strict: gemm accumulators (done). Common: 2-D tiles get the row-blocked layout.
     for (const Buffer& b : decls_) {
-      if (b->scope == Scope::Fragment && !ctx_.fragment_layouts.count(b->id)) {
-        if (b.ndim() == 2) {
-          if (auto l = row_blocked(b.const_shape())) {
-            ctx_.fragment_layouts[b->id] = *l;
-            continue;
-          }
-        }
-        ctx_.fragment_layouts[b->id] = strided(b);
-      } else if (b->scope == Scope::Shared && !ctx_.shared_layouts.count(b->id)) {
-        set_shared(b, false, b->where);
-      }
+      if (b->scope == Scope::Fragment && !ctx_.fragment_layouts.count(b->id) && b.ndim() == 2)
+        if (auto l = row_blocked(b.const_shape())) ctx_.fragment_layouts[b->id] = *l;
+      if (b->scope == Scope::Shared && !ctx_.shared_layouts.count(b->id)) set_shared(b, false, b->where);
     }
     // A reduction's result follows the rows of its source.
     for (const ReduceStmt* r : reduces_) {
-      const FragmentLayout& src = ctx_.fragment_layouts.at(r->src->id);
       if (r->src->scope != Scope::Fragment || r->dst->scope != Scope::Fragment)
         TESSEL_USER_ERROR(reduce_name(r), r->where, "reduces " << r->src->name << " into " << r->dst->name
                                                                << "; both must be fragments (T::alloc_fragment)");
+      auto found = ctx_.fragment_layouts.find(r->src->id);
+      FragmentLayout src = found != ctx_.fragment_layouts.end() ? found->second : strided(r->src);
       if (src.kind != FragmentLayout::Kind::RowBlocked || r->dim != 1)
         TESSEL_USER_ERROR(reduce_name(r), r->where,
                           "cannot lay out " << r->src->name << " " << shape_text(src.shape) << " for a reduction over "
@@ -176,6 +192,33 @@ class LayoutInference : public IRVisitor {
                                                                  << "differently; reduce tiles of one shape into it");
       ctx_.fragment_layouts[r->dst->id] = d;
     }
+    // Free: a 1-D fragment used in a Parallel nest beside a row-blocked tile or a row vector
+    // takes that row layout (a running max next to a reduction's result, say), until nothing
+    // changes; whatever is still free is strided.
+    for (bool changed = true; changed;) {
+      changed = false;
+      for (const auto& nest : nests_) {
+        const FragmentLayout* rows = nullptr;
+        for (const Buffer& b : nest) {
+          auto it = ctx_.fragment_layouts.find(b->id);
+          if (it == ctx_.fragment_layouts.end()) continue;
+          if (it->second.kind == FragmentLayout::Kind::RowOf || it->second.kind == FragmentLayout::Kind::RowBlocked)
+            rows = &it->second;
+        }
+        if (!rows) continue;
+        FragmentLayout row_of = *rows;
+        row_of.kind = FragmentLayout::Kind::RowOf;
+        row_of.shape = {rows->shape[0]};
+        row_of.per_thread = static_cast<int>(rows->shape[0] / rows->rows_per_pass);
+        for (const Buffer& b : nest) {
+          if (ctx_.fragment_layouts.count(b->id) || b.ndim() != 1 || b.const_shape()[0] != row_of.shape[0]) continue;
+          ctx_.fragment_layouts[b->id] = row_of;
+          changed = true;
+        }
+      }
+    }
+    for (const Buffer& b : decls_)
+      if (b->scope == Scope::Fragment && !ctx_.fragment_layouts.count(b->id)) ctx_.fragment_layouts[b->id] = strided(b);
   }
 
  private:
@@ -227,6 +270,8 @@ class LayoutInference : public IRVisitor {
 
   int vec_ = 1 << 20;
   std::vector<const ReduceStmt*> reduces_;
+  std::vector<std::vector<Buffer>> nests_;
+  bool in_nest_ = false;
 
  private:
   void set_shared(const Buffer& b, bool swizzled, std::source_location) {

@@ -1,0 +1,38 @@
+// Softmax over the last dimension of a 2-D tensor (batch dimensions flattened by the caller),
+// written in Tessel: each element read once and written once (rows that fit in registers), math
+// in f32, PyTorch's semantics for -inf and NaN.
+#pragma once
+
+#include <string>
+
+#include "tessel/Frontend.hpp"
+#include "tessel/Jit.hpp"
+
+namespace tessel::kernels {
+
+enum class SoftmaxVariant {
+  Rows,    // several rows per block, a warp (or fewer lanes) per row: short rows
+  Row,     // one row per block spread over all threads: rows up to ~128 K elements
+  Online,  // one row per block in chunks: running max and sum, then a normalizing pass
+};
+const char* softmax_variant_name(SoftmaxVariant v);
+
+struct SoftmaxConfig {
+  SoftmaxVariant variant = SoftmaxVariant::Rows;
+  int threads = 256;
+  int rows_per_block = 8;  // Rows only
+  int block_N = 0;         // columns per tile (0: derived from N and the variant)
+  std::string describe() const;
+};
+
+// The config the dispatcher picks for an M x N softmax of `dtype` (overridden by a tuned entry
+// once the autotuner lands).
+SoftmaxConfig default_softmax_config(long long M, long long N, DType dtype);
+
+PrimFunc softmax_program(long long M, long long N, DType dtype, const SoftmaxConfig& c);
+JitKernel make_softmax(long long M, long long N, DType dtype, const SoftmaxConfig& c, const JitOptions& options = {});
+inline JitKernel make_softmax(long long M, long long N, DType dtype) {
+  return make_softmax(M, N, dtype, default_softmax_config(M, N, dtype));
+}
+
+}  // namespace tessel::kernels

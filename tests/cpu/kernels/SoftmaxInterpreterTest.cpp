@@ -1,0 +1,51 @@
+// The softmax kernels' numerics on the CPU interpreter (CI has no GPU), every variant, against a
+// float64 reference.
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "kernels/softmax/Softmax.hpp"
+#include "support/SoftmaxReference.hpp"
+#include "support/TestSupport.hpp"
+#include "tessel/interp/Interpreter.hpp"
+
+namespace {
+
+using tessel::DType;
+using tessel::kernels::SoftmaxConfig;
+using tessel::kernels::SoftmaxVariant;
+
+void check(long long M, long long N, DType t, const SoftmaxConfig& c) {
+  SCOPED_TRACE(std::to_string(M) + "x" + std::to_string(N) + " " + std::string(tessel::dtype_name(t)) + " " +
+               c.describe());
+  std::mt19937_64 seeds(std::random_device{}());
+  auto x = tessel::interp::HostTensor::random(t, {M, N}, seeds(), -4, 4);
+  auto y = tessel::interp::run_on_cpu(tessel::kernels::softmax_program(M, N, t, c), {x}, {-1});
+  auto ref = tessel::test::reference_softmax(x.to_values(), M, N);
+  double err = tessel::test::rel_error(y[0].to_values(), ref);
+  EXPECT_LE(err, t == DType::f32 ? 1e-5 : 1e-2) << "relative error " << err;
+}
+
+TEST(SoftmaxInterpreter, DefaultConfigsAcrossWidths) {
+  for (DType t : {DType::f32, DType::f16, DType::bf16})
+    for (long long N : {1, 2, 7, 31, 100, 256, 1000})
+      check(12, N, t, tessel::kernels::default_softmax_config(12, N, t));
+}
+
+TEST(SoftmaxInterpreter, OneRowPerBlock) {
+  SoftmaxConfig c;
+  c.variant = SoftmaxVariant::Row;
+  c.threads = 128;
+  c.block_N = 4096;
+  check(3, 4097 - 1024, DType::f16, c);
+}
+
+TEST(SoftmaxInterpreter, OnlineTwoPassOverChunks) {
+  SoftmaxConfig c;
+  c.variant = SoftmaxVariant::Online;
+  c.threads = 64;
+  c.block_N = 512;
+  for (DType t : {DType::f32, DType::bf16}) check(3, 1500, t, c);
+}
+
+}  // namespace

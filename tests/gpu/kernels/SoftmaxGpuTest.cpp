@@ -1,0 +1,76 @@
+// Softmax on the GPU against float64: every width the issue names, every dtype, -inf and NaN rows.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <random>
+
+#include "kernels/softmax/Softmax.hpp"
+#include "support/SoftmaxReference.hpp"
+#include "support/TestSupport.hpp"
+#include "tessel/runtime/Driver.hpp"
+
+namespace {
+
+using tessel::DType;
+using tessel::Tensor;
+
+class SoftmaxWidths : public ::testing::TestWithParam<std::tuple<long long, DType>> {};
+
+TEST_P(SoftmaxWidths, MatchesFloat64) {
+  TESSEL_REQUIRE_GPU();
+  auto [N, t] = GetParam();
+  long long M = std::max<long long>(3, std::min<long long>(300, (1LL << 22) / N));
+  auto k = tessel::kernels::make_softmax(M, N, t);
+  std::mt19937_64 seeds(std::random_device{}());
+  Tensor x = Tensor::empty({M, N}, t);
+  x.fill_random(seeds(), -8, 8);
+  std::vector<double> host = x.to_host_f64();
+  // Row 1: some -inf entries (fine); row 2: all -inf (NaN row, as PyTorch).
+  for (long long c = 0; c < N; c += 3) host[1 * N + c] = -std::numeric_limits<double>::infinity();
+  for (long long c = 0; c < N; ++c) host[2 * N + c] = -std::numeric_limits<double>::infinity();
+  std::vector<unsigned char> bytes(x.nbytes());
+  for (long long i = 0; i < M * N; ++i) tessel::store_host_element(host[i], t, bytes.data() + i * tessel::dtype_bytes(t));
+  x.copy_from_host(bytes.data());
+  Tensor y = Tensor::empty({M, N}, t);
+  y.fill(std::nan(""));
+  k.launch({x, y});
+  tessel::check_cu(tessel::driver().cuCtxSynchronize(), "cuCtxSynchronize");
+  std::vector<double> out = y.to_host_f64(), ref = tessel::test::reference_softmax(host, M, N);
+  for (long long c = 0; c < N; ++c) ASSERT_TRUE(std::isnan(out[2 * N + c])) << "all -inf row must be NaN at " << c;
+  // Compare the finite rows.
+  std::vector<double> o, r;
+  for (long long i = 0; i < M * N; ++i)
+    if (i / N != 2) {
+      o.push_back(out[i]);
+      r.push_back(ref[i]);
+    }
+  double err = tessel::test::rel_error(o, r);
+  EXPECT_LE(err, t == DType::f32 ? 1e-3 : 1e-2) << "relative error " << err;
+  for (long long row : {0LL, M - 1}) {
+    double s = 0;
+    for (long long c = 0; c < N; ++c) s += out[row * N + c];
+    EXPECT_NEAR(s, 1.0, t == DType::f32 ? 1e-4 : 2e-2) << "row " << row << " sums to " << s;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(IssueWidths, SoftmaxWidths,
+                         ::testing::Combine(::testing::Values(1, 2, 7, 31, 256, 1000, 1024, 4097, 16384, 65536, 100003,
+                                                              1048576),
+                                            ::testing::Values(DType::f32, DType::f16, DType::bf16)));
+
+TEST(SoftmaxNaN, PropagatesThroughTheRow) {
+  TESSEL_REQUIRE_GPU();
+  for (long long N : {256LL, 4097LL, 100003LL}) {
+    auto k = tessel::kernels::make_softmax(4, N, DType::f32);
+    std::vector<float> h(4 * N, 0.5f);
+    h[1 * N + N / 2] = std::nanf("");
+    Tensor x = Tensor::from_host(h, {4, N}, DType::f32);
+    Tensor y = k(x);
+    auto out = y.to_host_f64();
+    for (long long c = 0; c < N; ++c) ASSERT_TRUE(std::isnan(out[N + c])) << "N=" << N << " col " << c;
+    EXPECT_NEAR(out[0], 1.0 / N, 1e-6);
+  }
+}
+
+}  // namespace

@@ -1,0 +1,58 @@
+// Every softmax variant the dispatcher picks compiles for sm_80 and sm_90a with no spills and
+// 16-byte global accesses.
+#include <gtest/gtest.h>
+
+#include "kernels/softmax/Softmax.hpp"
+
+namespace {
+
+class SoftmaxCompile : public ::testing::TestWithParam<std::tuple<long long, std::string>> {};
+
+TEST_P(SoftmaxCompile, NoSpillsAndVectorAccesses) {
+  auto [N, arch] = GetParam();
+  for (tessel::DType t : {tessel::DType::f16, tessel::DType::f32}) {
+    auto c = tessel::kernels::default_softmax_config(4096, N, t);
+    tessel::JitOptions o;
+    o.arch = arch;
+    auto k = tessel::kernels::make_softmax(4096, N, t, c, o);
+    SCOPED_TRACE(c.describe());
+    EXPECT_EQ(k.resources().spill_store_bytes, 0) << k.compile_log();
+    EXPECT_EQ(k.resources().spill_load_bytes, 0) << k.compile_log();
+    if (N >= 8) {
+      EXPECT_NE(k.ptx().find("ld.global.nc.v4"), std::string::npos) << "no 16-byte loads";
+      EXPECT_NE(k.ptx().find("st.global.v4"), std::string::npos) << "no 16-byte stores";
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Widths, SoftmaxCompile,
+                         ::testing::Combine(::testing::Values(1, 7, 256, 1000, 4096, 4097, 16384, 65536, 100003,
+                                                              1048576),
+                                            ::testing::Values(std::string("sm_80"), std::string("sm_90a"))));
+
+TEST(SoftmaxCompileErrors, ReductionThatCannotBeLaidOut) {
+  namespace T = tessel;
+  T::PrimFunc f("bad_reduce");
+  auto X = f.tensor("X", {64, 24}, T::f32);
+  f.body([&] {
+    T::Kernel(1, 128, [&](T::Var) {
+      auto x = T::alloc_fragment({1, 24}, T::f32);
+      auto m = T::alloc_fragment({1}, T::f32);
+      T::copy(X(0, 0), x);
+      T::reduce_max(x, m, 1);
+    });
+  });
+  try {
+    T::jit(f);
+    FAIL() << "no error";
+  } catch (const T::CompileError& e) {
+    std::string msg = e.what();
+    EXPECT_NE(msg.find("error in reduce_max: cannot lay out fragment_0 [1, 24] for a reduction over dim 1 with "
+                       "128 threads"),
+              std::string::npos)
+        << msg;
+    EXPECT_NE(msg.find("SoftmaxCompileTest.cpp:"), std::string::npos) << msg;
+  }
+}
+
+}  // namespace
