@@ -41,8 +41,8 @@
 
 namespace tessel {
 
-template <class TIn, int BM, int BN, int BK, int Stages, int ConsumerWGs = 2,
-          int ProducerRegs = 40, int ConsumerRegs = 232>
+template <class TIn, int BM, int BN, int BK, int Stages, int ConsumerWGs = 2, int ProducerRegs = 40,
+          int ConsumerRegs = 232, int ClusterM = 1>
 struct HopperGemm {
   static_assert(is_mma_16bit<TIn>::value, "HopperGemm: TIn must be half_t or bfloat16_t");
   static_assert(ConsumerWGs == 1 || ConsumerWGs == 2, "HopperGemm: 1 or 2 consumer warpgroups");
@@ -54,10 +54,14 @@ struct HopperGemm {
   static_assert(BK % 64 == 0 && BK <= 256,
                 "HopperGemm: BK must be a multiple of 64 (one 128-byte row of K) <= 256");
   static_assert(Stages >= 2, "HopperGemm: the ring needs at least 2 stages");
+  static_assert(ClusterM == 1 || ClusterM == 2, "HopperGemm: ClusterM is 1 or 2");
+  static_assert((BN / 64) % ClusterM == 0,
+                "HopperGemm: the B tile's 64-column panels must split evenly over the cluster");
   static_assert(ProducerRegs * 128 + ConsumerRegs * 128 * ConsumerWGs <= 65536,
                 "HopperGemm: setmaxnreg budgets exceed the 64K registers of an SM");
 
   static constexpr int kConsumerWGs = ConsumerWGs;
+  static constexpr int kClusterM = ClusterM;
   static constexpr int kThreads = 128 * (ConsumerWGs + 1);
   static constexpr int kWgRows = BM / ConsumerWGs;
   static constexpr int kMBlocks = kWgRows / 64;
@@ -88,70 +92,105 @@ struct HopperGemm {
   __device__ static int acc_col(int i) { return acc_col_in_wg(i, threadIdx.x % 128); }
 
   // Where linear tile `t` of a tiles_n x tiles_m grid lands (x indexes N tiles).
-  __device__ static void tile_coords(int t, int tiles_n, int tiles_m, int panel, int& tn,
-                                     int& tm) {
+  __device__ static void tile_coords(int t, int tiles_n, int tiles_m, int panel, int& tn, int& tm) {
     rasterize(panel, t % tiles_n, t / tiles_n, tiles_n, tiles_m, tn, tm);
   }
 
   // The whole kernel body. smem_raw: kSmemBytes of dynamic shared memory. Every thread of
   // the block calls it; there is no block-wide barrier after the role split.
   template <class TOut>
-  __device__ static void run(const TmaDescriptor* tmap_a, const TmaDescriptor* tmap_b,
-                             TOut* C, int M, int N, int K, int panel, unsigned char* smem_raw) {
+  __device__ static void run(const TmaDescriptor* tmap_a, const TmaDescriptor* tmap_b, TOut* C, int M, int N,
+                             int K, int panel, unsigned char* smem_raw) {
     const unsigned base = (smem_address(smem_raw) + 1023u) & ~1023u;
-    const unsigned ring_a = base;                                // Stages x A tiles
-    const unsigned ring_b = base + Stages * LayoutA::kBytes;     // Stages x B tiles
-    const unsigned full = base + Stages * kStageBytes;           // Stages mbarriers
-    const unsigned empty = full + Stages * 8;                    // Stages mbarriers
+    const unsigned ring_a = base;                             // Stages x A tiles
+    const unsigned ring_b = base + Stages * LayoutA::kBytes;  // Stages x B tiles
+    const unsigned full = base + Stages * kStageBytes;        // Stages mbarriers
+    const unsigned empty = full + Stages * 8;                 // Stages mbarriers
     const int wg = static_cast<int>(threadIdx.x) / 128;
+    const int rank = ClusterM > 1 ? static_cast<int>(cluster_ctarank()) : 0;
 
     if (threadIdx.x == 0) {
       tma_prefetch_descriptor(tmap_a);
       tma_prefetch_descriptor(tmap_b);
       for (int s = 0; s < Stages; ++s) {
-        mbarrier_init(full + 8 * s, 1);                      // the producer's expect_tx
-        mbarrier_init(empty + 8 * s, 4 * ConsumerWGs);       // one arrive per consumer warp
+        mbarrier_init(full + 8 * s, 1);  // the producer's expect_tx
+        // One arrive per consumer warp of every CTA whose data this CTA's producer writes.
+        mbarrier_init(empty + 8 * s, 4 * ConsumerWGs * ClusterM);
       }
       mbarrier_init_fence();
     }
-    __syncthreads();
+    if constexpr (ClusterM > 1) {
+      cluster_sync();  // the peers' barriers exist before anyone arrives on or fills them
+    } else {
+      __syncthreads();
+    }
 
     const int tiles_m = (M + BM - 1) / BM;
     const int tiles_n = (N + BN - 1) / BN;
-    const int tiles = tiles_m * tiles_n;
+    // Clusters take ClusterM vertically adjacent tiles (same B columns, B multicast).
+    const int tiles_mc = (tiles_m + ClusterM - 1) / ClusterM;
+    const int tiles = tiles_mc * tiles_n;
+    const int cluster_id = static_cast<int>(blockIdx.x) / ClusterM;
+    const int clusters = static_cast<int>(gridDim.x) / ClusterM;
     const int k_tiles = (K + BK - 1) / BK;
 
     if (wg == 0) {
       setmaxnreg_dec<ProducerRegs>();
-      if (threadIdx.x != 0) return;
-      int stage = 0;
-      unsigned phase = 0;
-      for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
-        int tn, tm;
-        tile_coords(t, tiles_n, tiles_m, panel, tn, tm);
-        for (int kt = 0; kt < k_tiles; ++kt) {
-          mbarrier_wait_parity(empty + 8 * stage, phase ^ 1);
-          const unsigned bar = full + 8 * stage;
-          mbarrier_arrive_expect_tx(bar, kStageBytes);
-          const unsigned a_dst = ring_a + stage * LayoutA::kBytes;
-          const unsigned b_dst = ring_b + stage * LayoutB::kBytes;
+      if (threadIdx.x == 0)
+        produce(tmap_a, tmap_b, ring_a, ring_b, full, empty, rank, cluster_id, clusters, tiles, tiles_n,
+                tiles_mc, k_tiles, panel);
+    } else {
+      setmaxnreg_inc<ConsumerRegs>();
+      consume<TOut>(C, M, N, ring_a, ring_b, full, empty, wg - 1, rank, cluster_id, clusters, tiles, tiles_n,
+                    tiles_mc, k_tiles, panel);
+    }
+    // A CTA stays resident until its peers stopped arriving on its barriers and writing
+    // into its shared memory.
+    if constexpr (ClusterM > 1) cluster_sync();
+  }
+
+  __device__ static void produce(const TmaDescriptor* tmap_a, const TmaDescriptor* tmap_b, unsigned ring_a,
+                                 unsigned ring_b, unsigned full, unsigned empty, int rank, int cluster_id,
+                                 int clusters, int tiles, int tiles_n, int tiles_mc, int k_tiles, int panel) {
+    constexpr int kBPanelsPerCta = LayoutB::kPanels / ClusterM;
+    int stage = 0;
+    unsigned phase = 0;
+    for (int t = cluster_id; t < tiles; t += clusters) {
+      int tn, tmc;
+      tile_coords(t, tiles_n, tiles_mc, panel, tn, tmc);
+      const int tm = tmc * ClusterM + rank;
+      for (int kt = 0; kt < k_tiles; ++kt) {
+        mbarrier_wait_parity(empty + 8 * stage, phase ^ 1);
+        const unsigned bar = full + 8 * stage;
+        mbarrier_arrive_expect_tx(bar, kStageBytes);
+        const unsigned a_dst = ring_a + stage * LayoutA::kBytes;
+        const unsigned b_dst = ring_b + stage * LayoutB::kBytes;
 #pragma unroll
-          for (int p = 0; p < LayoutA::kPanels; ++p)
-            tma_load_2d(a_dst + p * LayoutA::kPanelBytes, tmap_a, bar, kt * BK + p * 64, tm * BM);
+        for (int p = 0; p < LayoutA::kPanels; ++p)
+          tma_load_2d(a_dst + p * LayoutA::kPanelBytes, tmap_a, bar, kt * BK + p * 64, tm * BM);
 #pragma unroll
-          for (int p = 0; p < LayoutB::kPanels; ++p)
+        for (int q = 0; q < kBPanelsPerCta; ++q) {
+          const int p = rank * kBPanelsPerCta + q;
+          if constexpr (ClusterM > 1) {
+            tma_load_2d_multicast(b_dst + p * LayoutB::kPanelBytes, tmap_b, bar, tn * BN + p * 64, kt * BK,
+                                  (1u << ClusterM) - 1);
+          } else {
             tma_load_2d(b_dst + p * LayoutB::kPanelBytes, tmap_b, bar, tn * BN + p * 64, kt * BK);
-          if (++stage == Stages) {
-            stage = 0;
-            phase ^= 1;
           }
         }
+        if (++stage == Stages) {
+          stage = 0;
+          phase ^= 1;
+        }
       }
-      return;
     }
+  }
 
-    setmaxnreg_inc<ConsumerRegs>();
-    const int c = wg - 1;
+  // Consumer warpgroup c: the mainloop and the epilogue of every tile of this CTA.
+  template <class TOut>
+  __device__ static void consume(TOut* C, int M, int N, unsigned ring_a, unsigned ring_b, unsigned full,
+                                 unsigned empty, int c, int rank, int cluster_id, int clusters, int tiles,
+                                 int tiles_n, int tiles_mc, int k_tiles, int panel) {
     const bool warp_leader = threadIdx.x % 32 == 0;
     // Descriptors of stage 0; a stage/k-step/row offset is added to the address field (its
     // 14 bits hold any shared address >> 4, so the addition never carries out of it).
@@ -160,9 +199,10 @@ struct HopperGemm {
     float acc[kAccPerThread];
     int stage = 0;
     unsigned phase = 0;
-    for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
-      int tn, tm;
-      tile_coords(t, tiles_n, tiles_m, panel, tn, tm);
+    for (int t = cluster_id; t < tiles; t += clusters) {
+      int tn, tmc;
+      tile_coords(t, tiles_n, tiles_mc, panel, tn, tmc);
+      const int tm = tmc * ClusterM + rank;  // may be past M: loads zero-fill, stores masked
 #pragma unroll
       for (int i = 0; i < kAccPerThread; ++i) acc[i] = 0.0f;
       int prev_stage = -1;
@@ -184,7 +224,7 @@ struct HopperGemm {
         wgmma_fence_operand(acc);
         // The group of K tile kt-1 is complete now: its stage may be refilled.
         wgmma_wait<1>();
-        if (prev_stage >= 0 && warp_leader) mbarrier_arrive(empty + 8 * prev_stage);
+        if (prev_stage >= 0 && warp_leader) release(empty + 8 * prev_stage);
         prev_stage = stage;
         if (++stage == Stages) {
           stage = 0;
@@ -193,8 +233,18 @@ struct HopperGemm {
       }
       wgmma_wait<0>();
       wgmma_fence_operand(acc);
-      if (prev_stage >= 0 && warp_leader) mbarrier_arrive(empty + 8 * prev_stage);
+      if (prev_stage >= 0 && warp_leader) release(empty + 8 * prev_stage);
       store_tile<TOut>(acc, C, N, tm * BM, tn * BN, M - tm * BM, N - tn * BN);
+    }
+  }
+
+  // A consumer warp hands a stage back to every producer that writes into it.
+  __device__ static void release(unsigned empty_bar) {
+    if constexpr (ClusterM > 1) {
+#pragma unroll
+      for (int r = 0; r < ClusterM; ++r) mbarrier_arrive_cluster(empty_bar, r);
+    } else {
+      mbarrier_arrive(empty_bar);
     }
   }
 
@@ -202,8 +252,8 @@ struct HopperGemm {
   // bounds-masked (element (r, c) of the block tile is written iff r < rows && c < cols).
   // Column pairs go out as one 4-byte store when N is even (then 4-byte aligned).
   template <class TOut>
-  __device__ static void store_tile(const float (&acc)[kAccPerThread], TOut* C, int ldc, int m0,
-                                    int n0, int rows, int cols) {
+  __device__ static void store_tile(const float (&acc)[kAccPerThread], TOut* C, int ldc, int m0, int n0,
+                                    int rows, int cols) {
     TOut* tile = C + static_cast<long long>(m0) * ldc + n0;
     const bool pairs = (ldc % 2) == 0;
 #pragma unroll
@@ -229,8 +279,8 @@ struct HopperGemm {
 template <class Gemm, class TOut>
 __global__ void __launch_bounds__(Gemm::kThreads, 1)
     hopper_gemm_kernel(const __grid_constant__ TmaDescriptor tmap_a,
-                       const __grid_constant__ TmaDescriptor tmap_b, TOut* C, int M, int N,
-                       int K, int panel) {
+                       const __grid_constant__ TmaDescriptor tmap_b, TOut* C, int M, int N, int K,
+                       int panel) {
   extern __shared__ __align__(1024) unsigned char hopper_gemm_smem[];
   Gemm::template run<TOut>(&tmap_a, &tmap_b, C, M, N, K, panel, hopper_gemm_smem);
 }

@@ -36,13 +36,13 @@ struct WgmmaSwizzle128Layout {
 
   static constexpr int kRows = Rows;
   static constexpr int kCols = Cols;
-  static constexpr int kSize = Rows * Cols;                 // elements
+  static constexpr int kSize = Rows * Cols;  // elements
   static constexpr int kBytes = Rows * Cols * ElemBytes;
-  static constexpr int kPanelCols = 128 / ElemBytes;         // elements per 128-byte row
+  static constexpr int kPanelCols = 128 / ElemBytes;  // elements per 128-byte row
   static constexpr int kPanels = Cols / kPanelCols;
   static constexpr int kPanelBytes = Rows * 128;
-  static constexpr int kAlignment = 1024;                    // bytes, of the tile's base
-  static constexpr int kRowPeriod = 8;                       // the swizzle repeats every 8 rows
+  static constexpr int kAlignment = 1024;  // bytes, of the tile's base
+  static constexpr int kRowPeriod = 8;     // the swizzle repeats every 8 rows
 
   // Byte offset of element (r, c) from the tile base.
   __host__ __device__ static constexpr int byte_offset(int r, int c) {
@@ -52,9 +52,7 @@ struct WgmmaSwizzle128Layout {
     return panel * kPanelBytes + r * 128 + chunk * 16 + cb % 16;
   }
   // Element offset (what copy.cuh-style element-wise code indexes with).
-  __host__ __device__ static constexpr int offset(int r, int c) {
-    return byte_offset(r, c) / ElemBytes;
-  }
+  __host__ __device__ static constexpr int offset(int r, int c) { return byte_offset(r, c) / ElemBytes; }
 };
 
 }  // namespace tessel

@@ -31,8 +31,7 @@ namespace tessel {
 struct alignas(64) TmaDescriptor {
   unsigned long long opaque[16];
 };
-static_assert(sizeof(TmaDescriptor) == 128,
-              "TmaDescriptor must have the size of CUtensorMap (128 bytes)");
+static_assert(sizeof(TmaDescriptor) == 128, "TmaDescriptor must have the size of CUtensorMap (128 bytes)");
 
 __device__ inline unsigned long long tma_desc_address(const TmaDescriptor* desc) {
   return reinterpret_cast<unsigned long long>(desc);
@@ -46,8 +45,7 @@ __device__ inline void tma_prefetch_descriptor(const TmaDescriptor* desc) {
 // Global -> shared, 2-D box at element coordinates (c0 = innermost, c1); completion is
 // signalled on the mbarrier `bar` (complete_tx of the box's byte count). One thread issues.
 // dst: shared-window address, 128-byte aligned (1024 for the 128B swizzle).
-__device__ inline void tma_load_2d(unsigned dst, const TmaDescriptor* desc, unsigned bar,
-                                   int c0, int c1) {
+__device__ inline void tma_load_2d(unsigned dst, const TmaDescriptor* desc, unsigned bar, int c0, int c1) {
   asm volatile(
       "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
       " [%0], [%1, {%3, %4}], [%2];" ::"r"(dst),
@@ -55,15 +53,26 @@ __device__ inline void tma_load_2d(unsigned dst, const TmaDescriptor* desc, unsi
       : "memory");
 }
 
+// The same box written to the same shared offset of every CTA in `cta_mask` (bit i = cluster
+// rank i), each completing on ITS mbarrier at offset `bar`: operands shared by the CTAs of
+// a cluster are read from L2 once.
+__device__ inline void tma_load_2d_multicast(unsigned dst, const TmaDescriptor* desc, unsigned bar, int c0,
+                                             int c1, unsigned short cta_mask) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+      ".multicast::cluster [%0], [%1, {%3, %4}], [%2], %5;" ::"r"(dst),
+      "l"(tma_desc_address(desc)), "r"(bar), "r"(c0), "r"(c1), "h"(cta_mask)
+      : "memory");
+}
+
 // Shared -> global, 2-D box; out-of-range parts of the box are not written, so a tile on
 // the matrix edge needs no masking. The writing threads must have executed
 // fence_proxy_async_shared() and synchronized before one thread issues this.
 __device__ inline void tma_store_2d(const TmaDescriptor* desc, unsigned src, int c0, int c1) {
-  asm volatile(
-      "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%2, %3}], [%1];" ::"l"(
-          tma_desc_address(desc)),
-      "r"(src), "r"(c0), "r"(c1)
-      : "memory");
+  asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%2, %3}], [%1];" ::"l"(
+                   tma_desc_address(desc)),
+               "r"(src), "r"(c0), "r"(c1)
+               : "memory");
 }
 
 // Store bookkeeping (per issuing thread): commit the stores issued so far into a group;

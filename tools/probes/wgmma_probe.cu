@@ -31,29 +31,29 @@
 
 #include <tessel/hopper_gemm.cuh>
 
-#define CHECK_CUDA(x)                                                                       \
-  do {                                                                                      \
-    cudaError_t err_ = (x);                                                                 \
-    if (err_ != cudaSuccess) {                                                              \
+#define CHECK_CUDA(x)                                                                            \
+  do {                                                                                           \
+    cudaError_t err_ = (x);                                                                      \
+    if (err_ != cudaSuccess) {                                                                   \
       std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(err_)); \
-      std::exit(2);                                                                         \
-    }                                                                                       \
+      std::exit(2);                                                                              \
+    }                                                                                            \
   } while (0)
-#define CHECK_CU(x)                                                                         \
-  do {                                                                                      \
-    CUresult r_ = (x);                                                                      \
-    if (r_ != CUDA_SUCCESS) {                                                               \
-      std::fprintf(stderr, "%s:%d: %s: CUresult %d\n", __FILE__, __LINE__, #x, (int)r_);    \
-      std::exit(2);                                                                         \
-    }                                                                                       \
+#define CHECK_CU(x)                                                                      \
+  do {                                                                                   \
+    CUresult r_ = (x);                                                                   \
+    if (r_ != CUDA_SUCCESS) {                                                            \
+      std::fprintf(stderr, "%s:%d: %s: CUresult %d\n", __FILE__, __LINE__, #x, (int)r_); \
+      std::exit(2);                                                                      \
+    }                                                                                    \
   } while (0)
-#define CHECK_CUBLAS(x)                                                                     \
-  do {                                                                                      \
-    cublasStatus_t st_ = (x);                                                               \
-    if (st_ != CUBLAS_STATUS_SUCCESS) {                                                     \
+#define CHECK_CUBLAS(x)                                                                        \
+  do {                                                                                         \
+    cublasStatus_t st_ = (x);                                                                  \
+    if (st_ != CUBLAS_STATUS_SUCCESS) {                                                        \
       std::fprintf(stderr, "%s:%d: %s: cuBLAS status %d\n", __FILE__, __LINE__, #x, (int)st_); \
-      std::exit(2);                                                                         \
-    }                                                                                       \
+      std::exit(2);                                                                            \
+    }                                                                                          \
   } while (0)
 
 namespace {
@@ -69,8 +69,7 @@ tessel::TmaDescriptor make_tmap(const void* ptr, int rows, int cols, int box_row
   CHECK_CU(cuTensorMapEncodeTiled(
       &map, bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 2,
       const_cast<void*>(ptr), dims, strides, box, estrides, CU_TENSOR_MAP_INTERLEAVE_NONE,
-      CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-      CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE));
+      CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE));
   tessel::TmaDescriptor d;
   std::memcpy(&d, &map, sizeof d);
   return d;
@@ -129,9 +128,8 @@ void* upload_random(size_t n, bool bf16) {
 void cublas_gemm(cublasHandle_t h, const Problem& p, void* C, cudaDataType c_type) {
   const float alpha = 1.0f, beta = 0.0f;
   const cudaDataType ab = p.bf16 ? CUDA_R_16BF : CUDA_R_16F;
-  CHECK_CUBLAS(cublasGemmEx(h, CUBLAS_OP_N, CUBLAS_OP_N, p.N, p.M, p.K, &alpha, p.B, ab, p.N,
-                            p.A, ab, p.K, &beta, C, c_type, p.N, CUBLAS_COMPUTE_32F,
-                            CUBLAS_GEMM_DEFAULT));
+  CHECK_CUBLAS(cublasGemmEx(h, CUBLAS_OP_N, CUBLAS_OP_N, p.N, p.M, p.K, &alpha, p.B, ab, p.N, p.A, ab, p.K,
+                            &beta, C, c_type, p.N, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
 }
 
 Problem make_problem(cublasHandle_t h, int M, int N, int K, bool bf16) {
@@ -172,12 +170,12 @@ std::vector<Row> g_rows;
 int g_sms = 132;
 constexpr int kWarmup = 5, kTimed = 20;
 
-template <class T, int BM, int BN, int BK, int Stages, int CW>
+template <class T, int BM, int BN, int BK, int Stages, int CW, int Cl = 1>
 void run_case(cublasHandle_t handle, Problem& p, int panel, bool persistent, bool time_it) {
-  using G = tessel::HopperGemm<T, BM, BN, BK, Stages, CW>;
+  using G = tessel::HopperGemm<T, BM, BN, BK, Stages, CW, 40, 232, Cl>;
   Row row;
   char name[96];
-  std::snprintf(name, sizeof name, "%dx%dx%d_s%d_c%d", BM, BN, BK, Stages, CW);
+  std::snprintf(name, sizeof name, "%dx%dx%d_s%d_c%d_cl%d", BM, BN, BK, Stages, CW, Cl);
   row.config = name;
   row.variant = std::string(persistent ? "persistent" : "grid") + "_p" + std::to_string(panel);
   row.M = p.M, row.N = p.N, row.K = p.K, row.bf16 = p.bf16;
@@ -190,10 +188,30 @@ void run_case(cublasHandle_t handle, Problem& p, int panel, bool persistent, boo
   CHECK_CUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, G::kSmemBytes));
   const tessel::TmaDescriptor ta = make_tmap(p.A, p.M, p.K, BM, p.bf16);
   const tessel::TmaDescriptor tb = make_tmap(p.B, p.K, p.N, BK, p.bf16);
-  const int tiles = ((p.M + BM - 1) / BM) * ((p.N + BN - 1) / BN);
-  const int grid = persistent ? std::min(tiles, g_sms) : tiles;
+  // Grid: one CTA per tile, or (persistent) as many clusters as fit on the GPU at once.
+  const int tiles = ((p.M + BM * Cl - 1) / (BM * Cl)) * Cl * ((p.N + BN - 1) / BN);
+  cudaLaunchConfig_t cfg = {};
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeClusterDimension;
+  attr[0].val.clusterDim.x = Cl;
+  attr[0].val.clusterDim.y = 1;
+  attr[0].val.clusterDim.z = 1;
+  cfg.blockDim = dim3(G::kThreads);
+  cfg.dynamicSmemBytes = G::kSmemBytes;
+  cfg.attrs = attr;
+  cfg.numAttrs = 1;
+  int resident = g_sms;
+  if (Cl > 1) {
+    cfg.gridDim = dim3(tiles);
+    int clusters = 0;
+    CHECK_CUDA(cudaOccupancyMaxActiveClusters(&clusters, kernel, &cfg));
+    resident = clusters * Cl;
+  }
+  const int grid = persistent ? std::min(tiles, resident) : tiles;
+  cfg.gridDim = dim3(grid);
+  if (row.note.empty() && Cl > 1) row.note = "grid " + std::to_string(grid);
   auto launch = [&] {
-    kernel<<<grid, G::kThreads, G::kSmemBytes>>>(ta, tb, static_cast<T*>(p.C), p.M, p.N, p.K, panel);
+    CHECK_CUDA(cudaLaunchKernelEx(&cfg, kernel, ta, tb, static_cast<T*>(p.C), p.M, p.N, p.K, panel));
   };
   const size_t mn = (size_t)p.M * p.N;
   CHECK_CUDA(cudaMemset(p.C, 0xFF, (mn + kGuard) * 2));
@@ -248,15 +266,13 @@ void run_case(cublasHandle_t handle, Problem& p, int panel, bool persistent, boo
 }
 
 void print_results() {
-  std::printf("%-20s %-14s %-4s %5s %5s %5s %9s %8s %9s %8s %6s %9s %s\n", "config", "variant",
-              "type", "M", "N", "K", "ms", "TFLOP/s", "cuBLAS ms", "cuBLAS", "ratio", "rel_err",
-              "status");
+  std::printf("%-20s %-14s %-4s %5s %5s %5s %9s %8s %9s %8s %6s %9s %s\n", "config", "variant", "type", "M",
+              "N", "K", "ms", "TFLOP/s", "cuBLAS ms", "cuBLAS", "ratio", "rel_err", "status");
   for (const Row& r : g_rows) {
     const double flop = 2.0 * r.M * r.N * r.K;
-    std::printf("%-20s %-14s %-4s %5d %5d %5d %9.4f %8.1f %9.4f %8.1f %6.3f %9.2e %s %s\n",
-                r.config.c_str(), r.variant.c_str(), r.bf16 ? "bf16" : "f16", r.M, r.N, r.K,
-                r.ms, flop / (r.ms * 1e-3) / 1e12, r.cublas_ms,
-                flop / (r.cublas_ms * 1e-3) / 1e12, r.cublas_ms / r.ms, r.rel_err,
+    std::printf("%-20s %-14s %-4s %5d %5d %5d %9.4f %8.1f %9.4f %8.1f %6.3f %9.2e %s %s\n", r.config.c_str(),
+                r.variant.c_str(), r.bf16 ? "bf16" : "f16", r.M, r.N, r.K, r.ms, flop / (r.ms * 1e-3) / 1e12,
+                r.cublas_ms, flop / (r.cublas_ms * 1e-3) / 1e12, r.cublas_ms / r.ms, r.rel_err,
                 r.ok ? "ok" : (r.note.rfind("skipped", 0) == 0 ? "skip" : "FAIL"), r.note.c_str());
   }
   auto num = [](double x) { return std::isfinite(x) ? std::to_string(x) : std::string("null"); };
@@ -266,8 +282,8 @@ void print_results() {
         "{\"config\":\"%s\",\"variant\":\"%s\",\"dtype\":\"%s\",\"M\":%d,\"N\":%d,\"K\":%d,"
         "\"ms\":%s,\"tflops\":%s,\"cublas_ms\":%s,\"cublas_tflops\":%s,\"ratio\":%s,"
         "\"rel_err\":%s,\"ok\":%s,\"note\":\"%s\"}\n",
-        r.config.c_str(), r.variant.c_str(), r.bf16 ? "bf16" : "f16", r.M, r.N, r.K,
-        num(r.ms).c_str(), num(flop / (r.ms * 1e-3) / 1e12).c_str(), num(r.cublas_ms).c_str(),
+        r.config.c_str(), r.variant.c_str(), r.bf16 ? "bf16" : "f16", r.M, r.N, r.K, num(r.ms).c_str(),
+        num(flop / (r.ms * 1e-3) / 1e12).c_str(), num(r.cublas_ms).c_str(),
         num(flop / (r.cublas_ms * 1e-3) / 1e12).c_str(), num(r.cublas_ms / r.ms).c_str(),
         num(r.rel_err).c_str(), r.ok ? "true" : "false", r.note.c_str());
   }
@@ -281,19 +297,23 @@ void run_dtype(cublasHandle_t h, bool bf16, bool quick) {
     run_case<half, 128, 256, 64, 4, 2>(h, s, 0, true, false);
     run_case<half, 128, 128, 64, 6, 1>(h, s, 0, true, false);
     run_case<half, 256, 128, 64, 4, 2>(h, s, 0, true, false);
+    run_case<half, 128, 256, 64, 4, 2, 2>(h, s, 0, true, false);
     free_problem(s);
     Problem o = make_problem(h, 1000, 1000, 1000, bf16);
     run_case<half, 128, 256, 64, 4, 2>(h, o, 0, true, false);
+    run_case<half, 128, 256, 64, 4, 2, 2>(h, o, 0, true, false);
+    run_case<half, 256, 128, 64, 4, 2, 2>(h, o, 0, true, false);
     free_problem(o);
     return;
   }
   for (int n : {4096, 2048, 8192}) {
     Problem p = make_problem(h, n, n, n, bf16);
-    run_case<half, 128, 256, 64, 4, 2>(h, p, 8, true, true);
     run_case<half, 128, 256, 64, 4, 2>(h, p, 16, true, true);
-    run_case<half, 128, 256, 64, 4, 2>(h, p, 0, false, true);
     run_case<half, 256, 128, 64, 4, 2>(h, p, 8, true, true);
-    run_case<half, 128, 128, 64, 6, 1>(h, p, 8, true, true);
+    run_case<half, 128, 256, 64, 4, 2, 2>(h, p, 8, true, true);
+    run_case<half, 128, 256, 64, 4, 2, 2>(h, p, 16, true, true);
+    run_case<half, 256, 128, 64, 4, 2, 2>(h, p, 8, true, true);
+    run_case<half, 256, 128, 64, 4, 2, 2>(h, p, 16, true, true);
     free_problem(p);
   }
   Problem o = make_problem(h, 1000, 1000, 1000, bf16);
@@ -302,6 +322,7 @@ void run_dtype(cublasHandle_t h, bool bf16, bool quick) {
   free_problem(o);
   Problem e = make_problem(h, 300, 264, 72, bf16);  // one partial K tile, ragged M and N
   run_case<half, 128, 256, 64, 4, 2>(h, e, 0, true, false);
+  run_case<half, 128, 256, 64, 4, 2, 2>(h, e, 0, true, false);
   free_problem(e);
   Problem t = make_problem(h, 17, 33, 65, bf16);
   run_case<half, 128, 256, 64, 4, 2>(h, t, 0, true, false);

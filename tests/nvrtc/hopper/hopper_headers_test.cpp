@@ -1,0 +1,244 @@
+// The sm_90a device headers (wgmma, mbarrier, tma, hopper_layout, hopper_gemm) under NVRTC:
+//  * each compiles alone for sm_90a with a small kernel that uses it, with no warnings;
+//  * they follow the device-header rules (includes, static_assert messages, size, no std::);
+//  * the 128B-swizzle layout and HopperGemm's accumulator layout are bijections (checked at
+//    compile time in the NVRTC source);
+//  * instantiated HopperGemm kernels carry wgmma.mma_async, cp.async.bulk.tensor, mbarrier
+//    and setmaxnreg in their PTX, and ptxas neither spills nor ignores setmaxnreg.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <fstream>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "nvrtc/device/nvrtc_compile.hpp"
+
+namespace {
+
+using tessel_device_test::CompileResult;
+
+struct HeaderCase {
+  const char* header;
+  const char* use;
+};
+
+const HeaderCase kHopperHeaders[] = {
+    {"mbarrier.cuh", R"cuda(
+__global__ void k(int* out) {
+  __shared__ __align__(8) unsigned long long bar[2];
+  const unsigned b = tessel::smem_address(bar);
+  if (threadIdx.x == 0) { tessel::mbarrier_init(b, 1); tessel::mbarrier_init(b + 8, 32); }
+  tessel::mbarrier_init_fence();
+  __syncthreads();
+  if (threadIdx.x == 0) tessel::mbarrier_arrive_expect_tx(b, 0);
+  tessel::mbarrier_arrive(b + 8);
+  tessel::mbarrier_wait_parity(b + 8, 0);
+  tessel::fence_proxy_async_shared();
+  tessel::named_barrier_sync(1, 32);
+  out[threadIdx.x] = tessel::mbarrier_try_wait_parity(b, 0) + tessel::cluster_ctarank();
+})cuda"},
+    {"tma.cuh", R"cuda(
+__global__ void k(const __grid_constant__ tessel::TmaDescriptor m, int x) {
+  extern __shared__ __align__(1024) unsigned char s[];
+  __shared__ __align__(8) unsigned long long bar;
+  const unsigned a = tessel::smem_address(s), b = tessel::smem_address(&bar);
+  tessel::tma_prefetch_descriptor(&m);
+  tessel::tma_load_2d(a, &m, b, x, 0);
+  tessel::tma_load_2d_multicast(a, &m, b, x, 64, 3);
+  tessel::tma_store_2d(&m, a, x, 0);
+  tessel::tma_store_commit();
+  tessel::tma_store_wait_read<0>();
+  tessel::tma_store_wait<0>();
+})cuda"},
+    {"hopper_layout.cuh", R"cuda(
+using L = tessel::WgmmaSwizzle128Layout<64, 256, 2>;
+static_assert(L::offset(0, 0) == 0 && L::offset(1, 0) == 64 + 8 && L::offset(0, 64) == 64 * 64,
+              "swizzle: row 1 chunk 0 sits in physical chunk 1; column 64 starts panel 1");
+__global__ void k(float* out) { out[threadIdx.x] = L::offset(threadIdx.x % 64, threadIdx.x); })cuda"},
+    {"wgmma.cuh", R"cuda(
+__global__ void __launch_bounds__(256, 1) k(float* out, int sd) {
+  __shared__ __align__(1024) unsigned char s[128 * 64 * 2 + 64 * 256 * 2];
+  const unsigned a = tessel::smem_address(s);
+  const unsigned long long da = tessel::wgmma_desc_kmajor_sw128(a);
+  const unsigned long long db = tessel::wgmma_desc_mnmajor_sw128(a + 16384, 8192);
+  float d256[128] = {}, d64[32] = {}, d96[48] = {};
+  unsigned ar[4] = {threadIdx.x, 1u, 2u, 3u};
+  if (threadIdx.x >= 128) tessel::setmaxnreg_inc<240>(); else tessel::setmaxnreg_dec<40>();
+  tessel::wgmma_fence();
+  tessel::wgmma_ss<tessel::half_t, 256, 0, 1>(d256, da, db, sd);
+  tessel::wgmma_ss<tessel::bfloat16_t, 64, 0, 0>(d64, da, db, 1);
+  tessel::wgmma_rs<tessel::half_t, 96, 1>(d96, ar, db, 0);
+  tessel::wgmma_rs<tessel::bfloat16_t, 64, 0>(d64, ar, db, 1);
+  tessel::wgmma_commit();
+  tessel::wgmma_wait<0>();
+  tessel::wgmma_fence_operand(d256);
+  float t = 0;
+  for (int i = 0; i < 128; ++i) t += d256[i];
+  for (int i = 0; i < 32; ++i) t += d64[i];
+  for (int i = 0; i < 48; ++i) t += d96[i];
+  out[threadIdx.x] = t;
+})cuda"},
+    {"hopper_gemm.cuh", R"cuda(
+using G = tessel::HopperGemm<tessel::half_t, 128, 128, 64, 4, 1>;
+extern "C" __global__ void __launch_bounds__(G::kThreads, 1)
+    k(const __grid_constant__ tessel::TmaDescriptor a, const __grid_constant__ tessel::TmaDescriptor b,
+      tessel::half_t* c, int m, int n, int kk) {
+  extern __shared__ __align__(1024) unsigned char s[];
+  G::run<tessel::half_t>(&a, &b, c, m, n, kk, 8, s);
+})cuda"},
+};
+
+std::string read_header(const std::string& name) {
+  std::ifstream f(std::string(TESSEL_DEVICE_INCLUDE_DIR) + "/tessel/" + name);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+class HopperHeader : public ::testing::TestWithParam<HeaderCase> {};
+
+TEST_P(HopperHeader, CompilesAloneForSm90a) {
+  const HeaderCase& c = GetParam();
+  const std::string src = std::string("#include <tessel/") + c.header + ">\n" + c.use + "\n";
+  const CompileResult r = tessel_device_test::compile(src, "sm_90a");
+  ASSERT_TRUE(r.ok) << c.header << ":\n" << r.log;
+  EXPECT_EQ(r.log.find("warning"), std::string::npos) << r.log;
+  for (const auto& k : r.kernels) {
+    EXPECT_EQ(k.spill_store_bytes, 0) << c.header << " " << k.name;
+    EXPECT_EQ(k.spill_load_bytes, 0) << c.header << " " << k.name;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Hopper, HopperHeader, ::testing::ValuesIn(kHopperHeaders), [](const auto& info) {
+  std::string h = info.param.header;
+  return h.substr(0, h.find('.'));
+});
+
+TEST(HopperHeaderRules, IncludesMessagesAndSize) {
+  for (const HeaderCase& c : kHopperHeaders) {
+    const std::string text = read_header(c.header);
+    ASSERT_FALSE(text.empty()) << "cannot read " << c.header;
+    SCOPED_TRACE(c.header);
+    EXPECT_NE(text.find("#pragma once"), std::string::npos);
+    const std::regex include_line(R"(#include\s*([<"])([^>"]+)[>"])");
+    for (std::sregex_iterator it(text.begin(), text.end(), include_line), end; it != end; ++it) {
+      EXPECT_EQ((*it)[1].str(), "\"") << "system include " << (*it)[2].str();
+    }
+    for (size_t p = text.find("static_assert("); p != std::string::npos;
+         p = text.find("static_assert(", p + 1)) {
+      const size_t end = text.find(");", p);
+      ASSERT_NE(end, std::string::npos);
+      EXPECT_NE(text.substr(p, end - p).find('"'), std::string::npos)
+          << "static_assert without a message: " << text.substr(p, end - p);
+    }
+    EXPECT_LT(std::count(text.begin(), text.end(), '\n'), 400);
+    EXPECT_NE(text.find("namespace tessel {"), std::string::npos);
+    EXPECT_EQ(text.find("std::"), std::string::npos);
+  }
+}
+
+// Layout bijections, evaluated by NVRTC's constexpr engine: every element of the swizzled
+// tile has its own slot, and every accumulator (thread, i) of HopperGemm its own tile
+// element, the way the compiler's Parallel epilogues will address them.
+const char* kLayoutChecks = R"cuda(
+#include <tessel/hopper_gemm.cuh>
+template <class L>
+__host__ __device__ constexpr bool swizzle_is_bijection() {
+  bool seen[L::kSize] = {};
+  for (int r = 0; r < L::kRows; ++r)
+    for (int c = 0; c < L::kCols; ++c) {
+      const int o = L::offset(r, c);
+      if (o < 0 || o >= L::kSize || seen[o]) return false;
+      seen[o] = true;
+    }
+  return true;
+}
+template <class G, int BM, int BN>
+__host__ __device__ constexpr bool acc_is_bijection() {
+  bool seen[BM * BN] = {};
+  for (int t = 128; t < G::kThreads; ++t)
+    for (int i = 0; i < G::kAccPerThread; ++i) {
+      const int r = (t / 128 - 1) * G::kWgRows + G::acc_row_in_wg(i, t % 128);
+      const int c = G::acc_col_in_wg(i, t % 128);
+      if (r < 0 || r >= BM || c < 0 || c >= BN || seen[r * BN + c]) return false;
+      if (i % 2 == 0 && G::acc_col_in_wg(i + 1, t % 128) != c + 1) return false;
+      seen[r * BN + c] = true;
+    }
+  return true;
+}
+static_assert(swizzle_is_bijection<tessel::WgmmaSwizzle128Layout<64, 128, 2>>(), "swizzle 64x128");
+static_assert(swizzle_is_bijection<tessel::WgmmaSwizzle128Layout<16, 64, 2>>(), "swizzle 16x64");
+static_assert(acc_is_bijection<tessel::HopperGemm<tessel::half_t, 128, 64, 64, 4, 2>, 128, 64>(),
+              "acc 128x64 c2");
+static_assert(acc_is_bijection<tessel::HopperGemm<tessel::half_t, 128, 128, 64, 4, 1>, 128, 128>(),
+              "acc 128x128 c1");
+__global__ void k(int* o) { o[0] = 1; }
+)cuda";
+
+TEST(HopperLayouts, SwizzleAndAccumulatorAreBijections) {
+  const CompileResult r = tessel_device_test::compile(kLayoutChecks, "sm_90a");
+  EXPECT_TRUE(r.ok) << r.log;
+}
+
+// The probe's configurations, instantiated the way generated code will: one extern "C"
+// kernel per config calling HopperGemm::run.
+std::string gemm_kernel_source(const std::string& type, int bm, int bn, int stages, int cw, int cluster) {
+  std::ostringstream s;
+  s << "#include <tessel/hopper_gemm.cuh>\n"
+    << "using G = tessel::HopperGemm<tessel::" << type << ", " << bm << ", " << bn << ", 64, " << stages
+    << ", " << cw << ", 40, 232, " << cluster << ">;\n"
+    << R"cuda(extern "C" __global__ void __launch_bounds__(G::kThreads, 1)
+    gemm(const __grid_constant__ tessel::TmaDescriptor a,
+         const __grid_constant__ tessel::TmaDescriptor b, tessel::)cuda"
+    << type << R"cuda(* c, int m, int n, int k, int panel) {
+  extern __shared__ __align__(1024) unsigned char smem[];
+  G::run<tessel::)cuda"
+    << type << ">(&a, &b, c, m, n, k, panel, smem);\n}\n";
+  return s.str();
+}
+
+struct GemmCase {
+  const char* type;
+  int bm, bn, stages, cw, cluster;
+};
+
+class HopperGemmPtx : public ::testing::TestWithParam<GemmCase> {};
+
+TEST_P(HopperGemmPtx, HasHopperInstructionsAndNoSpills) {
+  const GemmCase& g = GetParam();
+  const CompileResult r = tessel_device_test::compile(
+      gemm_kernel_source(g.type, g.bm, g.bn, g.stages, g.cw, g.cluster), "sm_90a");
+  ASSERT_TRUE(r.ok) << r.log;
+  EXPECT_GT(tessel_device_test::count(r.ptx, "wgmma.mma_async"), 0);
+  EXPECT_GT(tessel_device_test::count(r.ptx, "cp.async.bulk.tensor"), 0);
+  EXPECT_GT(tessel_device_test::count(r.ptx, "mbarrier.try_wait"), 0);
+  EXPECT_GT(tessel_device_test::count(r.ptx, "mbarrier.arrive"), 0);
+  EXPECT_GT(tessel_device_test::count(r.ptx, "setmaxnreg.inc"), 0);
+  EXPECT_GT(tessel_device_test::count(r.ptx, "setmaxnreg.dec"), 0);
+  if (g.cluster > 1) {
+    EXPECT_GT(tessel_device_test::count(r.ptx, ".multicast::cluster"), 0);
+  }
+  EXPECT_EQ(r.log.find("C7508"), std::string::npos) << "ptxas ignored setmaxnreg:\n" << r.log;
+  EXPECT_EQ(r.log.find("warning"), std::string::npos) << r.log;
+  ASSERT_EQ(r.kernels.size(), 1u) << r.log;
+  EXPECT_EQ(r.kernels[0].spill_store_bytes, 0) << r.log;
+  EXPECT_EQ(r.kernels[0].spill_load_bytes, 0) << r.log;
+  EXPECT_EQ(r.kernels[0].stack_bytes, 0) << r.log;
+}
+
+INSTANTIATE_TEST_SUITE_P(Hopper, HopperGemmPtx,
+                         ::testing::Values(GemmCase{"half_t", 128, 256, 4, 2, 1},
+                                           GemmCase{"bfloat16_t", 128, 256, 4, 2, 1},
+                                           GemmCase{"half_t", 256, 128, 4, 2, 2},
+                                           GemmCase{"bfloat16_t", 128, 128, 6, 1, 1}),
+                         [](const auto& info) {
+                           const GemmCase& g = info.param;
+                           return std::string(g.type).substr(0, 4) + "_" + std::to_string(g.bm) + "x" +
+                                  std::to_string(g.bn) + "_c" + std::to_string(g.cw) + "_cl" +
+                                  std::to_string(g.cluster);
+                         });
+
+}  // namespace
