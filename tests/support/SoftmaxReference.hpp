@@ -21,7 +21,7 @@ inline std::vector<double> reference_softmax(const std::vector<double>& x, long 
     double s = 0;
     for (long long c = 0; c < N; ++c) s += std::exp(row[c] - m);
     for (long long c = 0; c < N; ++c)
-      y[r * N + c] = nan || std::isinf(m) && m < 0 ? std::nan("") : std::exp(row[c] - m) / s;
+      y[r * N + c] = (nan || (std::isinf(m) && m < 0)) ? std::nan("") : std::exp(row[c] - m) / s;
   }
   return y;
 }

@@ -25,5 +25,6 @@ Command add_tutorial_command(CLI::App& root);
 Command add_dump_command(CLI::App& root);
 Command add_bench_gemm_command(CLI::App& bench);
 Command add_bench_compile_command(CLI::App& bench);
+Command add_bench_softmax_command(CLI::App& bench);
 
 }  // namespace tessel::cli

@@ -24,10 +24,11 @@ int main(int argc, char** argv) {
   commands.push_back(cli::add_tutorial_command(app));
   commands.push_back(cli::add_dump_command(app));
   CLI::App* bench =
-      app.add_subcommand("bench", "Benchmarks: Tessel against cuBLAS, and the JIT's compile times");
+      app.add_subcommand("bench", "Benchmarks: Tessel against cuBLAS and cuDNN, and the JIT's compile times");
   bench->require_subcommand(1);
   commands.push_back(cli::add_bench_gemm_command(*bench));
   commands.push_back(cli::add_bench_compile_command(*bench));
+  commands.push_back(cli::add_bench_softmax_command(*bench));
 
   try {
     app.parse(argc, argv);
