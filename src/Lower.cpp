@@ -27,6 +27,10 @@ const PassEntry kPasses[] = {
     // First: every later pass assumes a well-formed program with region extents filled in,
     // and the author's mistakes must be reported before anything is rewritten.
     {"verify_program", passes::verify_program},
+    // On sm_90a a whole tutorial-shaped GEMM kernel becomes the warp-specialized TMA + wgmma
+    // kernel; it must see the tile ops as the author wrote them, before layouts are chosen
+    // for the mma.sync path.
+    {"select_hopper_gemm", passes::select_hopper_gemm},
     // Layouts next: gemm fixes the accumulator and operand layouts that copies, Parallel nests
     // and the pipeline's multi-buffered tiles must all follow.
     {"infer_layouts", passes::infer_layouts},
@@ -103,7 +107,15 @@ int default_smem_cap(const std::string& arch) {
 }
 
 LoweredFunc lower(const ir::PrimFuncNode& f, const passes::Target& target, bool keep_stages) {
+  return lower(f, target, passes::PassContext::Switches{}, keep_stages);
+}
+
+LoweredFunc lower(const ir::PrimFuncNode& f, const passes::Target& target, const passes::PassContext::Switches& s,
+                  bool keep_stages) {
   LoweredFunc out;
+  out.ctx.allow_tma = s.allow_tma;
+  out.ctx.allow_wgmma = s.allow_wgmma;
+  out.ctx.allow_warp_specialization = s.allow_warp_specialization;
   out.name = f.name;
   out.params = f.params;
   out.ctx.target = target;

@@ -26,6 +26,12 @@ struct JitOptions {
   std::string arch;
   // Shared memory a block may use. 0: the GPU's opt-in cap, or the target's known cap.
   int smem_cap_bytes = 0;
+  // Debugging switches for the sm_90a path (TMA loads, wgmma, warp specialization). They
+  // come as one kernel today, so turning off any of them falls back to the mma.sync path,
+  // which must give the same results.
+  bool disable_tma = false;
+  bool disable_wgmma = false;
+  bool disable_warp_specialization = false;
 };
 
 // What the lowered kernel does, for tools and tests: the launch shape and the features used.
@@ -34,8 +40,14 @@ struct KernelInfo {
   int threads = 0;
   int dynamic_smem_bytes = 0;
   std::string arch;
-  // Which of "mma.sync", "wgmma", "ldmatrix", "cp.async", "cp.async.bulk.tensor" the PTX holds.
+  // Which of "mma.sync", "wgmma", "ldmatrix", "cp.async", "cp.async.bulk.tensor", "mbarrier",
+  // "setmaxnreg" the PTX holds.
   std::vector<std::string> instructions;
+  // "sm90 TMA + wgmma, warp-specialized, persistent" or "mma.sync"; and, on sm_90a when the
+  // mma.sync path was kept, why the Hopper path was not taken.
+  std::string path;
+  std::string hopper_declined;
+  bool persistent = false;  // the grid is min(tiles, SMs)
 };
 
 class JitKernelImpl;

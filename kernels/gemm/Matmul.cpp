@@ -9,6 +9,36 @@ std::string MatmulConfig::describe() const {
          std::to_string(num_stages) + " t" + std::to_string(threads) + (use_swizzle ? " swz" : "");
 }
 
+MatmulConfig default_matmul_config(long long M, long long N, long long K, DType dtype, const std::string& arch,
+                                   int sm_count) {
+  MatmulConfig c;
+  c.dtype = dtype;
+  auto tiles = [&](long long bm, long long bn) { return ((M + bm - 1) / bm) * ((N + bn - 1) / bn); };
+  if (arch.rfind("sm_90", 0) == 0 && K % 8 == 0 && N % 8 == 0) {
+    // Measured on the H200 with the wgmma probe (docs/perf-notes.md): 128x256x64, 4 stages, two
+    // consumer warpgroups, panel 16 at 4096^3; smaller tiles when 128x256 tiles leave SMs idle.
+    c.block_K = 64;
+    c.use_swizzle = true;
+    c.panel_size = 16;
+    if (M <= 64) {
+      c.block_M = 64, c.block_N = 256, c.num_stages = 4, c.threads = 128;
+    } else if (tiles(128, 256) >= 2 * sm_count) {
+      c.block_M = 128, c.block_N = 256, c.num_stages = 4, c.threads = 256;
+    } else if (tiles(128, 128) >= sm_count) {
+      c.block_M = 128, c.block_N = 128, c.num_stages = 5, c.threads = 256;
+    } else {
+      c.block_M = 128, c.block_N = 128, c.num_stages = 6, c.threads = 128;
+    }
+    return c;
+  }
+  if (M * N >= 4096LL * 4096LL) {
+    c.block_M = 128, c.block_N = 256, c.block_K = 32, c.num_stages = 3, c.threads = 256;
+  } else {
+    c.block_M = 128, c.block_N = 128, c.block_K = 32, c.num_stages = 3, c.threads = 128;
+  }
+  return c;
+}
+
 long long matmul_smem_bytes(const MatmulConfig& c) {
   return (1LL * c.block_M * c.block_K + 1LL * c.block_K * c.block_N) * dtype_bytes(c.dtype) * c.num_stages;
 }

@@ -2,6 +2,7 @@
 // The module is loaded on the first call, so compiling works on a machine with no GPU.
 #include "tessel/Jit.hpp"
 
+#include <algorithm>
 #include <mutex>
 #include <sstream>
 
@@ -51,6 +52,8 @@ std::vector<std::string> instructions_in(const std::string& ptx) {
   if (has("ldmatrix")) out.push_back("ldmatrix");
   if (has("cp.async.ca") || has("cp.async.cg")) out.push_back("cp.async");
   if (has("cp.async.bulk.tensor")) out.push_back("cp.async.bulk.tensor");
+  if (has("mbarrier.")) out.push_back("mbarrier");
+  if (has("setmaxnreg")) out.push_back("setmaxnreg");
   return out;
 }
 
@@ -58,6 +61,23 @@ int smem_cap_for(const std::string& arch, const JitOptions& o) {
   if (o.smem_cap_bytes > 0) return o.smem_cap_bytes;
   if (gpu_available() && current_device().arch() == arch) return current_device().smem_optin_per_block;
   return default_smem_cap(arch);
+}
+
+// A 2-D row-major tensor as TMA sees it: {cols, rows}, 128-byte swizzled boxes of
+// box_rows x box_cols, zero fill past the edges (which the GEMM relies on for partial tiles).
+CUtensorMap encode_tensor_map(const Tensor& t, const passes::TmaParam& p) {
+  CUtensorMap map;
+  const cuuint64_t dims[2] = {static_cast<cuuint64_t>(t.size(1)), static_cast<cuuint64_t>(t.size(0))};
+  const cuuint64_t strides[1] = {static_cast<cuuint64_t>(t.size(1) * dtype_bytes(t.dtype()))};
+  const cuuint32_t box[2] = {static_cast<cuuint32_t>(p.box_cols), static_cast<cuuint32_t>(p.box_rows)};
+  const cuuint32_t element_strides[2] = {1, 1};
+  CUtensorMapDataType type =
+      t.dtype() == DType::bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
+  check_cu(driver().cuTensorMapEncodeTiled(&map, type, 2, t.data_ptr(), dims, strides, box, element_strides,
+                                           CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                                           CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE),
+           "cuTensorMapEncodeTiled (tensor map of " + p.tensor->name + ")");
+  return map;
 }
 
 int sm_of(const std::string& arch) {
@@ -78,6 +98,8 @@ JitKernel jit(const PrimFunc& f, const JitOptions& options) {
   std::string arch = options.arch;
   if (arch.empty()) arch = gpu_available() ? current_device().arch() : "sm_90a";
   passes::Target target{arch, sm_of(arch), smem_cap_for(arch, options)};
+  passes::PassContext::Switches switches{!options.disable_tma, !options.disable_wgmma,
+                                         !options.disable_warp_specialization};
 
   int nparams = static_cast<int>(prog.params.size());
   for (int idx : options.out_idx) {
@@ -88,7 +110,7 @@ JitKernel jit(const PrimFunc& f, const JitOptions& options) {
     impl->outputs.push_back(i);
   }
 
-  impl->lowered = lower(prog, target);
+  impl->lowered = lower(prog, target, switches);
   std::string source = codegen::generate_cuda(impl->lowered);
   std::string name = codegen::kernel_name(prog.name);
   CompileOptions copts;
@@ -118,6 +140,14 @@ JitKernel jit(const PrimFunc& f, const JitOptions& options) {
   impl->info.dynamic_smem_bytes = static_cast<int>(ctx.smem_bytes);
   impl->info.arch = arch;
   impl->info.instructions = instructions_in(impl->compiled.ptx);
+  const passes::HopperPlan& hopper = ctx.hopper;
+  impl->info.path = hopper.selected ? "sm90 TMA + wgmma, warp-specialized, persistent" : "mma.sync";
+  impl->info.hopper_declined = hopper.why_not;
+  impl->info.persistent = hopper.selected;
+  if (hopper.selected) {
+    impl->info.threads = hopper.launch_threads;
+    impl->info.dynamic_smem_bytes = hopper.smem_bytes;
+  }
   return JitKernel(impl);
 }
 
@@ -163,9 +193,21 @@ void JitKernel::launch(const std::vector<Tensor>& args, CUstream stream) const {
     ptrs[i] = t.device_ptr();
     argv[i] = &ptrs[i];
   }
+  // Tensor maps (TMA) are encoded for this launch's pointers and passed by value.
+  const auto& tma = impl_->lowered.ctx.tma_params;
+  std::vector<CUtensorMap> maps(tma.size());
+  for (size_t i = 0; i < tma.size(); ++i) {
+    size_t index = 0;
+    while (!params[index].same_as(tma[i].tensor)) ++index;
+    maps[i] = encode_tensor_map(args[index], tma[i]);
+    argv.push_back(&maps[i]);
+  }
   const auto& info = impl_->info;
-  impl_->kernel().launch(impl_->grid, Dim3{static_cast<unsigned>(info.threads), 1, 1}, info.dynamic_smem_bytes,
-                         stream, argv.data());
+  Dim3 grid = impl_->grid;
+  if (info.persistent)
+    grid.x = static_cast<unsigned>(std::min<std::int64_t>(grid.x, current_device().sm_count));
+  impl_->kernel().launch(grid, Dim3{static_cast<unsigned>(info.threads), 1, 1}, info.dynamic_smem_bytes, stream,
+                         argv.data());
 }
 
 std::vector<Tensor> JitKernel::call(const std::vector<Tensor>& inputs, CUstream stream) const {

@@ -52,10 +52,39 @@ struct SharedLayout {
   std::int64_t rows = 0, cols = 0;  // the 2-D matrix the layout covers (one stage)
 };
 
+// A tensor the kernel reads through TMA: the host encodes its tensor map before each launch and
+// passes it by value (a __grid_constant__ parameter named by `var`).
+struct TmaParam {
+  ir::Var var;
+  ir::Buffer tensor;       // a 2-D global parameter
+  int box_cols = 0;        // the box: box_rows x box_cols elements, 128-byte swizzled
+  int box_rows = 0;
+};
+
+// Set when select_hopper_gemm replaced the kernel by the sm_90a warp-specialized GEMM.
+struct HopperPlan {
+  bool selected = false;
+  std::string gemm_type;   // tessel::HopperGemm<...>
+  int launch_threads = 0;  // producer + consumer warpgroups
+  int smem_bytes = 0;      // the ring, its mbarriers and alignment slack
+  std::int64_t tiles = 0;  // output tiles; the grid is min(tiles, SMs) (persistent)
+  std::string why_not;     // when not selected on sm_90a: the reason, for tools and tests
+};
+
 struct PassContext {
   Target target;
   std::string func_name;
   std::vector<ir::Buffer> params;
+
+  // Feature switches (JitOptions), for debugging: each must still give correct results.
+  struct Switches {
+    bool allow_tma = true, allow_wgmma = true, allow_warp_specialization = true;
+  };
+  bool allow_tma = true, allow_wgmma = true, allow_warp_specialization = true;
+
+  // Set by select_hopper_gemm.
+  HopperPlan hopper;
+  std::vector<TmaParam> tma_params;
 
   // Set by verify_program.
   int threads = 0;

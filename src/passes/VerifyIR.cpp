@@ -21,6 +21,7 @@ class Checker : public IRVisitor {
   Checker(const PassContext& ctx, const char* pass) : ctx_(ctx), pass_(pass) {
     for (const Buffer& p : ctx.params) buffers_.insert(p->id);
     vars_.insert(ctx.thread_index.get());
+    for (const TmaParam& t : ctx.tma_params) vars_.insert(t.var.get());
   }
 
  protected:

@@ -3,6 +3,8 @@
 #include <charconv>
 #include <stdexcept>
 
+#include "tools/tessel/System.hpp"
+
 namespace tessel::cli {
 
 namespace {
@@ -72,15 +74,10 @@ kernels::MatmulConfig fit_stages(kernels::MatmulConfig c, int smem_cap) {
 }
 
 kernels::MatmulConfig default_gemm_config(const GemmShape& shape, DType dtype, int smem_cap) {
-  kernels::MatmulConfig c;
-  c.dtype = dtype;
-  const bool large = 1LL * shape.M * shape.N >= 4096LL * 4096LL;
-  if (large) {
-    c.block_M = 128, c.block_N = 256, c.block_K = 32, c.num_stages = 3, c.threads = 256;
-  } else {
-    c.block_M = 128, c.block_N = 128, c.block_K = 32, c.num_stages = 3, c.threads = 128;
-  }
-  return fit_stages(c, smem_cap);
+  const SystemInfo& s = system_info();
+  const std::string arch = s.arch();
+  const int sms = s.gpu ? s.device.sm_count : 132;
+  return fit_stages(kernels::default_matmul_config(shape.M, shape.N, shape.K, dtype, arch, sms), smem_cap);
 }
 
 nlohmann::json config_json(const kernels::MatmulConfig& c) {

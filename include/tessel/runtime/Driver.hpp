@@ -65,7 +65,8 @@ namespace tessel {
   X(cuEventRecord, "cuEventRecord")                       \
   X(cuEventSynchronize, "cuEventSynchronize")             \
   X(cuEventElapsedTime, "cuEventElapsedTime_v2")          \
-  X(cuEventDestroy, "cuEventDestroy_v2")
+  X(cuEventDestroy, "cuEventDestroy_v2")                  \
+  X(cuTensorMapEncodeTiled, "cuTensorMapEncodeTiled")
 
 struct Driver {
 #define TESSEL_DRIVER_MEMBER(name, symbol) decltype(&::name) name = nullptr;

@@ -35,12 +35,12 @@ struct Case {
   MatmulConfig cfg;
 };
 
-void run_case(const Case& c, DType dtype) {
+void run_case(const Case& c, DType dtype, const tessel::JitOptions& options = {}) {
   MatmulConfig cfg = c.cfg;
   cfg.dtype = dtype;
   SCOPED_TRACE("M=" + std::to_string(c.M) + " N=" + std::to_string(c.N) + " K=" + std::to_string(c.K) + " " +
                cfg.describe() + " " + std::string(tessel::dtype_name(dtype)));
-  auto kernel = tessel::kernels::make_matmul(c.M, c.N, c.K, cfg);
+  auto kernel = tessel::kernels::make_matmul(c.M, c.N, c.K, cfg, options);
   static std::mt19937_64 seeds(std::random_device{}());
   Tensor a = Tensor::empty({c.M, c.K}, dtype), b = Tensor::empty({c.K, c.N}, dtype);
   a.fill_random(seeds());
@@ -108,6 +108,48 @@ INSTANTIATE_TEST_SUITE_P(
                                          Case{2048, 2048, 2048, knob(128, 128, 64, 2, 256, false)},
                                          Case{2048, 2048, 2048, knob(128, 256, 32, 2, 256, false)}),
                        ::testing::Values(DType::f16)));
+
+// The sm_90a path (TMA + wgmma, warp-specialized, persistent) where the tile allows it, and the
+// same configs with each feature turned off (the mma.sync fallback).
+MatmulConfig hopper(int bm, int bn, int st, int thr, int panel) {
+  MatmulConfig c = knob(bm, bn, 64, st, thr, panel > 0);
+  c.panel_size = panel;
+  return c;
+}
+
+class HopperShapes : public ::testing::TestWithParam<std::tuple<Case, DType, int>> {};
+
+TEST_P(HopperShapes, MatchesReference) {
+  TESSEL_REQUIRE_GPU();
+  if (tessel::current_device().arch() != "sm_90a") GTEST_SKIP() << "SKIPPED: not an sm_90a GPU";
+  auto [c, dtype, off] = GetParam();
+  tessel::JitOptions o;
+  o.disable_tma = off == 1;
+  o.disable_wgmma = off == 2;
+  o.disable_warp_specialization = off == 3;
+  MatmulConfig cfg = c.cfg;
+  cfg.dtype = dtype;
+  auto k = tessel::kernels::make_matmul(c.M, c.N, c.K, cfg, o);
+  bool tma_legal = c.K % 8 == 0 && c.N % 8 == 0;
+  EXPECT_EQ(k.info().path == "mma.sync", off != 0 || !tma_legal) << k.info().hopper_declined;
+  run_case(c, dtype, o);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Hopper, HopperShapes,
+    ::testing::Combine(
+        ::testing::Values(Case{2048, 2048, 2048, hopper(128, 256, 4, 256, 16)}, Case{4096, 4096, 4096, hopper(128, 256, 4, 256, 16)},
+                          Case{1000, 1000, 1000, hopper(128, 128, 6, 128, 0)}, Case{1, 4096, 4096, hopper(64, 256, 4, 128, 0)},
+                          Case{4096, 1, 4096, hopper(128, 128, 4, 256, 0)}, Case{4096, 4096, 8, hopper(128, 256, 4, 256, 16)},
+                          Case{17, 33, 65, hopper(128, 128, 4, 256, 0)}, Case{300, 200, 1000, hopper(128, 128, 3, 256, 0)},
+                          Case{512, 512, 64, hopper(128, 128, 2, 128, 0)},
+                          Case{8192, 28672, 8192, hopper(128, 256, 4, 256, 8)}),
+        ::testing::Values(DType::f16, DType::bf16), ::testing::Values(0)));
+
+INSTANTIATE_TEST_SUITE_P(
+    HopperFeaturesOff, HopperShapes,
+    ::testing::Combine(::testing::Values(Case{1000, 1000, 1000, hopper(128, 128, 4, 256, 0)}),
+                       ::testing::Values(DType::f16), ::testing::Values(1, 2, 3)));
 
 TEST(MatmulArguments, WrongShapeDtypeAndCountAreReported) {
   TESSEL_REQUIRE_GPU();

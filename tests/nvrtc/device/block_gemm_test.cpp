@@ -168,12 +168,14 @@ TEST(BlockGemmFragments, MatchPtxDefinitionsAndAreConflictFree) {
 }
 
 // A pipelined GEMM kernel written the way the compiler emits one (see
-// tools/probes/gemm_probe.cu for the annotated version that runs on a GPU).
+// tools/probes/gemm_probe.cu for the annotated version that runs on a GPU): Pipe = false is
+// today's emission (BlockGemm::run per K tile), Pipe = true the software-pipelined one
+// (BlockGemm::load_first / run_pipelined, fragments carried across K tiles).
 const char* kGemmKernel = R"cuda(
 #include <tessel/tessel.cuh>
 
 template <class T, int BM, int BN, int BK, int WM, int WN, int Stages, bool TA, bool TB,
-          bool Vec, bool Staged>
+          bool Vec, bool Staged, bool Pipe>
 __global__ void __launch_bounds__(32 * WM * WN, 1)
     gemm(const T* __restrict__ A, const T* __restrict__ B, T* __restrict__ C, int M, int N, int K) {
   using LA = tessel::SwizzledLayout<TA ? BK : BM, TA ? BM : BK, sizeof(T)>;
@@ -200,15 +202,36 @@ __global__ void __launch_bounds__(32 * WM * WN, 1)
     tessel::cp_async_commit();
   }
   int rs = 0, ws = Stages - 1;
-  for (int kt = 0; kt < k_tiles; ++kt) {
+  if constexpr (!Pipe) {
+    for (int kt = 0; kt < k_tiles; ++kt) {
+      tessel::cp_async_wait<Stages - 2>();
+      tessel::barrier();
+      if (kt + Stages - 1 < k_tiles) issue(kt + Stages - 1, ws);
+      tessel::cp_async_commit();
+      G::run(sA + rs * LA::kSize, sB + rs * LB::kSize, acc);
+      rs = rs + 1 == Stages ? 0 : rs + 1;
+      ws = ws + 1 == Stages ? 0 : ws + 1;
+    }
+  } else {
     tessel::cp_async_wait<Stages - 2>();
     tessel::barrier();
-    if (kt + Stages - 1 < k_tiles) issue(kt + Stages - 1, ws);
-    tessel::cp_async_commit();
-    G::run(sA + rs * LA::kSize, sB + rs * LB::kSize, acc);
-    rs = rs + 1 == Stages ? 0 : rs + 1;
-    ws = ws + 1 == Stages ? 0 : ws + 1;
+    typename G::Fragments frag[2];
+    G::load_first(frag, sA, sB);
+    for (int kt = 0; kt < k_tiles; ++kt) {
+      const int ns = rs + 1 == Stages ? 0 : rs + 1;
+      G::run_pipelined(frag, sA + rs * LA::kSize, sB + rs * LB::kSize, sA + ns * LA::kSize,
+                       sB + ns * LB::kSize, acc,
+                       [&] { tessel::cp_async_wait<Stages - 2>(); tessel::barrier(); },
+                       [&] {
+                         if (kt + Stages - 1 < k_tiles) issue(kt + Stages - 1, ws);
+                         tessel::cp_async_commit();
+                       });
+      rs = ns;
+      ws = ws + 1 == Stages ? 0 : ws + 1;
+    }
   }
+  tessel::cp_async_wait<0>();
+  tessel::barrier();
   if constexpr (Staged)
     tessel::store_accumulators_via_shared<T, G, true>(acc, reinterpret_cast<T*>(smem), C + (long long)m0 * N + n0, N, M - m0, N - n0);
   else
@@ -221,16 +244,18 @@ struct GemmCase {
   const char* type;
   int bm, bn, bk, warps_m, warps_n, stages;
   bool vectorized, staged;
+  bool pipelined = false;
 };
 
 std::string instantiate(const GemmCase& c, bool ta, bool tb) {
   char buf[512];
   std::snprintf(buf, sizeof buf,
                 "template __global__ void gemm<tessel::%s, %d, %d, %d, %d, %d, %d, %s, %s, %s, "
-                "%s>(const tessel::%s*, const tessel::%s*, tessel::%s*, int, int, int);\n",
+                "%s, %s>(const tessel::%s*, const tessel::%s*, tessel::%s*, int, int, int);\n",
                 c.type, c.bm, c.bn, c.bk, c.warps_m, c.warps_n, c.stages, ta ? "true" : "false",
                 tb ? "true" : "false", c.vectorized ? "true" : "false",
-                c.staged ? "true" : "false", c.type, c.type, c.type);
+                c.staged ? "true" : "false", c.pipelined ? "true" : "false", c.type, c.type,
+                c.type);
   return buf;
 }
 
@@ -279,6 +304,10 @@ const GemmCase kGemmCases[] = {
     // The scalar (unaligned) copy path and the staged epilogue.
     {"f16_128x128x32_2x2_s3_scalar", "half_t", 128, 128, 32, 2, 2, 3, false, false},
     {"f16_128x256x64_2x4_s3_staged", "half_t", 128, 256, 64, 2, 4, 3, true, true},
+    // The software-pipelined main loop (the measured best: 128x256x64, staged epilogue).
+    {"f16_128x256x64_2x4_s3_pipe_staged", "half_t", 128, 256, 64, 2, 4, 3, true, true, true},
+    {"bf16_128x128x64_2x2_s3_pipe", "bfloat16_t", 128, 128, 64, 2, 2, 3, true, false, true},
+    {"f16_128x128x32_2x2_s3_pipe_scalar", "half_t", 128, 128, 32, 2, 2, 3, false, false, true},
 };
 
 INSTANTIATE_TEST_SUITE_P(DeviceHeaders, GemmKernel,

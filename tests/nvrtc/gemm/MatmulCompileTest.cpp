@@ -72,3 +72,64 @@ TEST(MatmulCompile, SecondJitIsACacheHit) {
 }
 
 }  // namespace
+
+namespace {
+
+tessel::kernels::MatmulConfig hopper_config() {
+  tessel::kernels::MatmulConfig c;
+  c.block_M = 128;
+  c.block_N = 256;
+  c.block_K = 64;
+  c.num_stages = 4;
+  c.threads = 256;
+  c.use_swizzle = true;
+  c.panel_size = 16;
+  return c;
+}
+
+TEST(HopperPath, TutorialGemmGetsTmaWgmmaAndWarpSpecialization) {
+  tessel::JitOptions o;
+  o.arch = "sm_90a";
+  auto k = tessel::kernels::make_matmul(4096, 4096, 4096, hopper_config(), o);
+  for (const char* needle : {"wgmma.mma_async", "cp.async.bulk.tensor", "mbarrier", "setmaxnreg"})
+    EXPECT_NE(k.ptx().find(needle), std::string::npos) << needle;
+  EXPECT_EQ(k.ptx().find("mma.sync"), std::string::npos);
+  EXPECT_EQ(k.resources().spill_store_bytes, 0) << k.compile_log();
+  EXPECT_EQ(k.info().path, "sm90 TMA + wgmma, warp-specialized, persistent");
+  EXPECT_EQ(k.info().threads, 384);  // a producer warpgroup beside the author's two
+  EXPECT_TRUE(k.info().persistent);
+}
+
+TEST(HopperPath, EachSwitchFallsBackToMmaSync) {
+  for (int which = 0; which < 3; ++which) {
+    tessel::JitOptions o;
+    o.arch = "sm_90a";
+    o.disable_tma = which == 0;
+    o.disable_wgmma = which == 1;
+    o.disable_warp_specialization = which == 2;
+    auto k = tessel::kernels::make_matmul(1024, 1024, 1024, hopper_config(), o);
+    EXPECT_NE(k.ptx().find("mma.sync"), std::string::npos) << which;
+    EXPECT_EQ(k.ptx().find("wgmma"), std::string::npos) << which;
+    EXPECT_EQ(k.info().path, "mma.sync");
+    EXPECT_NE(k.info().hopper_declined.find("turned off by JitOptions"), std::string::npos);
+  }
+}
+
+TEST(HopperPath, DeclinedShapesSayWhy) {
+  tessel::JitOptions o;
+  o.arch = "sm_90a";
+  auto tutorial = tessel::kernels::make_matmul(2048, 2048, 2048, tessel::kernels::MatmulConfig{}, o);
+  EXPECT_EQ(tutorial.info().path, "mma.sync");
+  EXPECT_NE(tutorial.info().hopper_declined.find("block_K is not a multiple of 64"), std::string::npos)
+      << tutorial.info().hopper_declined;
+  auto odd = tessel::kernels::make_matmul(17, 33, 65, hopper_config(), o);
+  EXPECT_NE(odd.info().hopper_declined.find("TMA needs 16-byte row strides"), std::string::npos)
+      << odd.info().hopper_declined;
+  o.arch = "sm_80";
+  auto two_stages = hopper_config();
+  two_stages.num_stages = 2;  // 4 stages of 128x256x64 exceed sm_80's 163 KB
+  auto ampere = tessel::kernels::make_matmul(2048, 2048, 2048, two_stages, o);
+  EXPECT_EQ(ampere.info().path, "mma.sync");
+}
+
+}  // namespace

@@ -1,0 +1,172 @@
+// select_hopper_gemm
+//   Does:     on sm_90a, recognizes the tutorial's GEMM kernel — clear(C_local); a Pipelined
+//             loop of {copy A tile, copy B tile, gemm}; copy(C_local -> C) — and, when its tile
+//             fits the Hopper instructions, replaces the whole kernel by the warp-specialized
+//             persistent GEMM of device/tessel/hopper_gemm.cuh: a TMA producer warpgroup feeding
+//             a num_stages-deep ring of 128-byte-swizzled tiles through full/empty mbarriers,
+//             and threads/128 consumer warpgroups issuing wgmma (setmaxnreg moves registers to
+//             them). The author's block_M/N/K, num_stages, threads and use_swizzle panel carry
+//             over. Anything else (an epilogue on C_local, a transposed operand, tiles that do
+//             not divide the wgmma/TMA shapes, rows that are not 16-byte aligned) keeps the
+//             mma.sync path, and ctx.hopper.why_not says why.
+//   Requires: verify_program (extents filled in); runs before infer_layouts, which the
+//             replaced kernel no longer needs.
+//   Ensures:  when selected: one KernelStmt whose body is a single DeviceCall, ctx.hopper and
+//             ctx.tma_params describe the launch; otherwise the IR is unchanged.
+#include "passes/Passes.hpp"
+#include "tessel/ir/Printer.hpp"
+
+namespace tessel::passes {
+
+using namespace ir;
+
+namespace {
+
+struct GemmKernel {
+  const KernelStmt* kernel = nullptr;
+  const FillStmt* clear = nullptr;
+  const ForStmt* loop = nullptr;
+  const CopyStmt *copy_a = nullptr, *copy_b = nullptr, *store = nullptr;
+  const GemmStmt* gemm = nullptr;
+  int panel = 0;
+};
+
+std::vector<Stmt> flatten(const Stmt& s) {
+  if (const auto* seq = s.as<SeqStmt>()) return seq->stmts;
+  return {s};
+}
+
+bool whole(const Region& r) {
+  for (size_t d = 0; d < r.starts.size(); ++d)
+    if (!is_const_int(r.starts[d], 0) || as_const_int(r.extents[d]) != as_const_int(r.buffer->shape[d])) return false;
+  return true;
+}
+
+bool same_text(const Expr& a, const Expr& b) { return to_string(a) == to_string(b); }
+
+// Matches the kernel's statements against the tutorial GEMM; a message when it does not match.
+std::string match(const Stmt& body, GemmKernel& g) {
+  std::vector<Stmt> top = flatten(body);
+  const KernelStmt* k = top.size() == 1 ? top[0].as<KernelStmt>() : nullptr;
+  if (!k) return "the program is not a single kernel";
+  g.kernel = k;
+  if (k->grid.size() != 2) return "the kernel grid is not 2-D";
+  std::vector<Stmt> steps;
+  for (const Stmt& s : flatten(k->body)) {
+    if (s.as<DeclBuffer>()) continue;
+    if (const auto* sw = s.as<SwizzleStmt>()) {
+      g.panel = sw->panel_size;
+      continue;
+    }
+    steps.push_back(s);
+  }
+  if (steps.size() != 3) return "the kernel body is not clear; pipelined loop; store";
+  g.clear = steps[0].as<FillStmt>();
+  g.loop = steps[1].as<ForStmt>();
+  g.store = steps[2].as<CopyStmt>();
+  if (!g.clear || !g.loop || !g.store || g.loop->kind != ForKind::Pipelined)
+    return "the kernel body is not clear; pipelined loop; store";
+  std::vector<Stmt> inner = flatten(g.loop->body);
+  if (inner.size() != 3) return "the pipelined loop is not {copy A, copy B, gemm}";
+  g.gemm = inner[2].as<GemmStmt>();
+  const auto* c0 = inner[0].as<CopyStmt>();
+  const auto* c1 = inner[1].as<CopyStmt>();
+  if (!g.gemm || !c0 || !c1) return "the pipelined loop is not {copy A, copy B, gemm}";
+  g.copy_a = c0->dst.buffer.same_as(g.gemm->A.buffer) ? c0 : c1;
+  g.copy_b = c0->dst.buffer.same_as(g.gemm->A.buffer) ? c1 : c0;
+  if (!g.copy_a->dst.buffer.same_as(g.gemm->A.buffer) || !g.copy_b->dst.buffer.same_as(g.gemm->B.buffer))
+    return "the loop's copies do not fill the gemm's operands";
+  if (g.gemm->trans_a || g.gemm->trans_b) return "a transposed gemm operand";
+  if (!whole(g.gemm->A) || !whole(g.gemm->B) || !whole(g.gemm->C) || !whole(g.copy_a->dst) ||
+      !whole(g.copy_b->dst) || !whole(g.store->src))
+    return "the tiles are not used whole";
+  if (!g.clear->dst.buffer.same_as(g.gemm->C.buffer) || !whole(g.clear->dst) ||
+      !(is_const_int(g.clear->value, 0) || (g.clear->value.as<FloatImm>() && g.clear->value.as<FloatImm>()->value == 0)))
+    return "the accumulator is not cleared to zero before the loop";
+  if (!g.store->src.buffer.same_as(g.gemm->C.buffer) || g.store->dst.buffer->scope != Scope::Global)
+    return "the accumulator is not stored straight to a global tensor (an epilogue keeps the mma.sync path)";
+  if (g.copy_a->src.buffer->scope != Scope::Global || g.copy_b->src.buffer->scope != Scope::Global ||
+      g.copy_a->pad.defined() || g.copy_b->pad.defined())
+    return "the operands are not plain copies from global tensors";
+  return "";
+}
+
+}  // namespace
+
+Stmt select_hopper_gemm(const Stmt& body, PassContext& ctx) {
+  HopperPlan& plan = ctx.hopper;
+  if (ctx.target.sm != 90) {
+    plan.why_not = "the target is " + ctx.target.arch + ", not sm_90a";
+    return body;
+  }
+  if (!ctx.allow_tma || !ctx.allow_wgmma || !ctx.allow_warp_specialization) {
+    plan.why_not = "turned off by JitOptions (disable_tma / disable_wgmma / disable_warp_specialization)";
+    return body;
+  }
+  GemmKernel g;
+  std::string why = match(body, g);
+  auto reject = [&](const std::string& reason) {
+    plan.why_not = reason;
+    return body;
+  };
+  if (!why.empty()) return reject(why);
+  const Buffer &A = g.copy_a->src.buffer, &B = g.copy_b->src.buffer, &C = g.store->dst.buffer;
+  if (A.ndim() != 2 || B.ndim() != 2 || C.ndim() != 2) return reject("the tensors are not 2-D");
+  auto a = A.const_shape(), b = B.const_shape(), c = C.const_shape();
+  std::int64_t M = a[0], K = a[1], N = b[1];
+  if (b[0] != K || c[0] != M || c[1] != N) return reject("A, B and C are not M x K, K x N and M x N");
+  auto cs = g.gemm->C.buffer.const_shape(), as = g.gemm->A.buffer.const_shape();
+  std::int64_t BM = cs[0], BN = cs[1], BK = as[1];
+  const Var &bx = g.kernel->block_vars[0], &by = g.kernel->block_vars[1], &ko = g.loop->var;
+  auto mul = [](const Expr& x, std::int64_t v) { return make_binary(BinaryOp::Mul, x, make_int(v)); };
+  if (!same_text(g.copy_a->src.starts[0], mul(by, BM)) || !same_text(g.copy_a->src.starts[1], mul(ko, BK)) ||
+      !same_text(g.copy_b->src.starts[0], mul(ko, BK)) || !same_text(g.copy_b->src.starts[1], mul(bx, BN)) ||
+      !same_text(g.store->dst.starts[0], mul(by, BM)) || !same_text(g.store->dst.starts[1], mul(bx, BN)))
+    return reject("the tiles are not addressed as A(by*BM, ko*BK), B(ko*BK, bx*BN), C(by*BM, bx*BN)");
+  if (as_const_int(g.kernel->grid[0]) != (N + BN - 1) / BN || as_const_int(g.kernel->grid[1]) != (M + BM - 1) / BM ||
+      as_const_int(g.loop->extent) != (K + BK - 1) / BK || !is_const_int(g.loop->min, 0))
+    return reject("the grid or the K loop does not cover the problem tile by tile");
+  DType t = A->dtype;
+  if ((t != DType::f16 && t != DType::bf16) || B->dtype != t) return reject("A and B are not both f16 or both bf16");
+  if (C->dtype != t && C->dtype != DType::f32) return reject("C is neither the input dtype nor f32");
+  const int consumers = ctx.threads / 128;
+  const int stages = g.loop->num_stages;
+  if (ctx.threads % 128 || consumers < 1 || consumers > 2)
+    return reject("threads = " + std::to_string(ctx.threads) + " is not 128 or 256 (one or two consumer warpgroups)");
+  if (BM % (64 * consumers) || BM > 256) return reject("block_M is not a multiple of 64 per consumer warpgroup, <= 256");
+  if (BN % 64 || BN > 256) return reject("block_N is not a multiple of 64 up to 256");
+  if (BK % 64 || BK > 256) return reject("block_K is not a multiple of 64 (one 128-byte swizzle row) up to 256");
+  if (stages < 2) return reject("num_stages < 2");
+  if ((BM / consumers / 64) * (BN / 2) > 192) return reject("more than 192 accumulators per consumer thread");
+  if (K % 8 || N % 8) return reject("K or N is not a multiple of 8: TMA needs 16-byte row strides");
+  std::int64_t smem = 1024 + stages * (BM * BK + BK * BN) * 2 + 16 * stages;
+  if (smem > ctx.target.smem_cap) return reject("the ring needs " + std::to_string(smem) + " bytes of shared memory");
+
+  plan.selected = true;
+  plan.gemm_type = "tessel::HopperGemm<" + std::string(dtype_cuda_name(t)) + ", " + std::to_string(BM) + ", " +
+                   std::to_string(BN) + ", " + std::to_string(BK) + ", " + std::to_string(stages) + ", " +
+                   std::to_string(consumers) + ">";
+  plan.launch_threads = 128 * (consumers + 1);
+  plan.smem_bytes = static_cast<int>(smem);
+  plan.tiles = ((M + BM - 1) / BM) * ((N + BN - 1) / BN);
+  Var ta("tmap_" + A->name, DType::i64), tb("tmap_" + B->name, DType::i64);
+  ctx.tma_params = {{ta, A, 64, static_cast<int>(BM)}, {tb, B, 64, static_cast<int>(BK)}};
+  auto w = g.kernel->where;
+  std::vector<DeviceCallArg> args{{make_call("address_of", {ta}, DType::i64), Buffer(), Expr()},
+                                  {make_call("address_of", {tb}, DType::i64), Buffer(), Expr()},
+                                  {Expr(), C, Expr()},
+                                  {make_int(M), Buffer(), Expr()},
+                                  {make_int(N), Buffer(), Expr()},
+                                  {make_int(K), Buffer(), Expr()},
+                                  {make_int(g.panel), Buffer(), Expr()},
+                                  {make_call("dynamic_smem", {}, DType::i64), Buffer(), Expr()}};
+  Stmt call = make_device_call(plan.gemm_type + "::template run", {std::string(dtype_cuda_name(C->dtype))}, args,
+                               g.gemm->where);
+  Var block("bx");
+  ctx.grid = {make_int(plan.tiles)};
+  ctx.block_vars = {block};
+  ctx.threads = plan.launch_threads;
+  return make_kernel({make_int(plan.tiles)}, plan.launch_threads, {block}, call, w);
+}
+
+}  // namespace tessel::passes
