@@ -14,6 +14,10 @@ if [[ ! -f build/CMakeCache.txt ]]; then
 fi
 cmake --build build -j "$CMAKE_BUILD_PARALLEL_LEVEL"
 
+if [[ -f build-gpu/CMakeCache.txt ]]; then
+  echo "build-gpu.sh: build-gpu/ is a CMake build tree; not replacing it (run gpu-check.sh on it as it is)" >&2
+  exit 1
+fi
 rm -rf build-gpu
 mkdir -p build-gpu
 for exe in tessel tessel_tests_cpu tessel_tests_nvrtc tessel_tests_gpu; do

@@ -2,12 +2,14 @@
 # On the GPU machine, from the repository root: runs what build-gpu/ holds (built on the CPU
 # machine by scripts/build-gpu.sh; nothing is rebuilt here) and collects the results:
 #   the gpu test tier, `tessel tutorial --section 1,2,3`, `tessel bench gemm` over 2048^3 and
-#   4096^3 in f16 and bf16, `tessel bench compile`.
-# Writes at most 5 files into OUTDIR — gpu-check.log (everything printed), gpu-tests.json and
-# three result JSONs named <date>-<what>.json as bench/results/ wants them — and prints a
-# summary table last. Exit status: 0 when every step succeeded.
+#   4096^3 in f16 and bf16, `tessel bench compile`, and `tessel bench softmax` when the build
+#   has it.
+# Writes at most 6 files into OUTDIR (the transfer limit is 8) — gpu-check.log (everything
+# printed), gpu-tests.json and up to four result JSONs named <date>-<what>-<tag>.json as
+# bench/results/ wants them — and prints a summary table last. Exit status: 0 when every step
+# succeeded.
 #
-#   scripts/gpu-check.sh OUTDIR            (env: TESSEL_BUILD_DIR=build-gpu, TESSEL_GIT_COMMIT)
+#   scripts/gpu-check.sh OUTDIR   (env: TESSEL_BUILD_DIR=build-gpu, TESSEL_GIT_COMMIT, TESSEL_RESULT_TAG=h200)
 set -uo pipefail
 
 out=${1:?usage: scripts/gpu-check.sh OUTDIR}
@@ -17,12 +19,16 @@ build=${TESSEL_BUILD_DIR:-build-gpu}
 log="$out/gpu-check.log"
 : >"$log"
 day=$(date -u +%Y-%m-%d)
-tutorial_json="$out/$day-tutorial-h200.json"
-gemm_json="$out/$day-gemm-h200.json"
-compile_json="$out/$day-compile-h200.json"
+tag=${TESSEL_RESULT_TAG:-h200}  # names the machine in the result files
+tutorial_json="$out/$day-tutorial-$tag.json"
+gemm_json="$out/$day-gemm-$tag.json"
+compile_json="$out/$day-compile-$tag.json"
+softmax_json="$out/$day-softmax-$tag.json"
 
 if [[ -z "${TESSEL_GIT_COMMIT:-}" ]]; then
-  TESSEL_GIT_COMMIT=$(cat "$build/git-commit.txt" 2>/dev/null || git rev-parse HEAD 2>/dev/null || echo unknown)
+  # One line, whatever the file's layout ("<sha>" or "<sha>-dirty" or "<sha>\ndirty").
+  TESSEL_GIT_COMMIT=$( (cat "$build/git-commit.txt" 2>/dev/null || git rev-parse HEAD 2>/dev/null || echo unknown) |
+    tr -s ' \n\t' '-' | sed 's/-$//')
 fi
 export TESSEL_GIT_COMMIT
 export TESSEL_NO_PROGRESS=1
@@ -63,6 +69,9 @@ run_step "tutorial 1-3" 600 "$build/tessel" tutorial --section 1,2,3 --json "$tu
 run_step "bench gemm" 600 "$build/tessel" bench gemm --shapes 2048x2048x2048,4096x4096x4096 --dtype f16,bf16 \
   --json "$gemm_json"
 run_step "bench compile" 300 "$build/tessel" bench compile --json "$compile_json"
+if "$build/tessel" bench softmax --help >/dev/null 2>&1; then
+  run_step "bench softmax" 600 "$build/tessel" bench softmax --json "$softmax_json"
+fi
 
 summary() {
   echo ""
@@ -74,7 +83,7 @@ summary() {
     [[ ${step_codes[$i]} -ne 0 ]] && failed=1
   done
   if command -v python3 >/dev/null; then
-    python3 - "$out/gpu-tests.json" "$gemm_json" "$compile_json" <<'PY'
+    python3 - "$out/gpu-tests.json" "$gemm_json" "$compile_json" "$softmax_json" <<'PY'
 import json, sys
 def load(path):
     try:
@@ -82,26 +91,39 @@ def load(path):
             return json.load(f)
     except (OSError, ValueError):
         return None
-tests, gemm, comp = (load(p) for p in sys.argv[1:4])
+tests, gemm, comp, softmax = (load(p) for p in sys.argv[1:5])
 if tests:
     skipped = sum(1 for s in tests.get("testsuites", []) for t in s.get("testsuite", [])
                   if t.get("result") == "SKIPPED")
     print(f"\ngpu tests: {tests.get('tests', 0)} run, {tests.get('failures', 0)} failed, "
           f"{tests.get('errors', 0)} errors, {skipped} skipped")
 if gemm:
-    print(f"\n{'shape':<16} {'dtype':<5} {'config':<18} {'Tessel':>8} {'cuBLAS':>8} {'ratio':>7} {'rel.err':>8}  TFLOP/s")
+    print(f"\n{'shape':<16} {'dtype':<5} {'config':<18} {'TFLOP/s:':>8} {'Tessel':>8} {'cuBLAS':>8} {'ratio':>7} "
+          f"{'rel.err':>8} {'vs f64':>8}")
     for c in gemm.get("cases", []):
         shape = f"{c['M']}x{c['N']}x{c['K']}"
         cfg = c.get("config", {}).get("text", "?")
         if c.get("status") in ("ok", "wrong"):
             err = c.get("rel_error")
             err = f"{err:.1e}" if err is not None else "nan"
+            f64 = c.get("rel_error_f64_sampled")
+            f64 = f"{f64:.1e}" if f64 is not None else "-"
             flag = "" if c["status"] == "ok" else "  WRONG"
-            print(f"{shape:<16} {c['dtype']:<5} {cfg:<18} {c['tessel_tflops']:8.1f} {c['cublas_tflops']:8.1f} "
-                  f"{100 * c['ratio']:6.1f}% {err:>8}{flag}")
+            print(f"{shape:<16} {c['dtype']:<5} {cfg:<18} {'':>8} {c['tessel_tflops']:8.1f} {c['cublas_tflops']:8.1f} "
+                  f"{100 * c['ratio']:6.1f}% {err:>8} {f64:>8}{flag}")
         else:
             print(f"{shape:<16} {c['dtype']:<5} {cfg:<18} {c.get('status', '?')}: "
                   f"{c.get('error', {}).get('kind', '')}")
+if softmax:
+    print(f"\n{'softmax':<16} {'dtype':<5} {'GB/s:':>8} {'Tessel':>8} {'cuDNN':>8} {'copy':>8} {'of copy':>8}")
+    for c in softmax.get("cases", []):
+        shape = f"{c['M']}x{c['N']}"
+        if c.get("status") in ("ok", "wrong"):
+            flag = "" if c["status"] == "ok" else "  WRONG"
+            print(f"{shape:<16} {c['dtype']:<5} {'':>8} {c['tessel_gbs']:8.0f} {c.get('cudnn_gbs') or float('nan'):8.0f} "
+                  f"{c['copy_gbs']:8.0f} {100 * c['fraction_of_copy']:7.1f}%{flag}")
+        else:
+            print(f"{shape:<16} {c['dtype']:<5} {c.get('status', '?')}")
 if comp:
     print(f"\ncompile: cold {comp['cold_median_ms']:.0f} ms (first {comp['cold_first_ms']:.0f} ms; target < 1000), "
           f"hit {comp['memory_hit_median_ms']:.2f} ms memory / {comp['disk_hit_median_ms']:.2f} ms disk (target < 10)")

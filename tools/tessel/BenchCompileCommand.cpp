@@ -58,12 +58,21 @@ struct Sample {
   double wall_ms;     // the whole make_matmul call: frontend, passes, codegen, cache/NVRTC
   double compile_ms;  // the cache's own report (resources().compile_ms)
   bool cache_hit;
+  std::string source_sha256;  // so that runs can be shown to have compiled the same thing
+  std::size_t source_bytes, ptx_bytes;
+  int registers;
 };
 
 nlohmann::json samples_json(const std::vector<Sample>& v) {
   nlohmann::json a = nlohmann::json::array();
   for (const Sample& s : v)
-    a.push_back({{"wall_ms", s.wall_ms}, {"compile_ms", s.compile_ms}, {"cache_hit", s.cache_hit}});
+    a.push_back({{"wall_ms", s.wall_ms},
+                 {"compile_ms", s.compile_ms},
+                 {"cache_hit", s.cache_hit},
+                 {"source_sha256", s.source_sha256},
+                 {"source_bytes", s.source_bytes},
+                 {"ptx_bytes", s.ptx_bytes},
+                 {"registers", s.registers}});
   return a;
 }
 
@@ -96,8 +105,13 @@ int run_bench_compile(const BenchCompileOptions& o) {
     const auto t0 = std::chrono::steady_clock::now();
     const JitKernel k = kernels::make_matmul(o.M, o.N, o.K, config, jo);
     const auto t1 = std::chrono::steady_clock::now();
-    return Sample{std::chrono::duration<double, std::milli>(t1 - t0).count(), k.resources().compile_ms,
-                  k.resources().cache_hit};
+    return Sample{std::chrono::duration<double, std::milli>(t1 - t0).count(),
+                  k.resources().compile_ms,
+                  k.resources().cache_hit,
+                  sha256_hex(k.source()),
+                  k.source().size(),
+                  k.ptx().size(),
+                  k.resources().registers};
   };
 
   char tmpl[] = "/tmp/tessel-bench-compile-XXXXXX";
@@ -139,13 +153,20 @@ int run_bench_compile(const BenchCompileOptions& o) {
   std::error_code ec;
   fs::remove_all(root, ec);
 
+  bool same_source = true;
+  for (const auto* v : {&cold, &memory_hits, &disk_hits})
+    for (const Sample& x : *v) same_source = same_source && x.source_sha256 == cold.front().source_sha256;
+  const std::string kernel_line = std::string("  kernel: ") + std::to_string(cold.front().source_bytes) +
+                                  " B of CUDA C++ (sha256 " + cold.front().source_sha256.substr(0, 12) +
+                                  "), " + std::to_string(cold.front().ptx_bytes) + " B of PTX, " +
+                                  std::to_string(cold.front().registers) + " registers\n";
   const double cold_first = cold.front().wall_ms, cold_median = median_wall(cold);
   const double mem_median = median_wall(memory_hits), disk_median = median_wall(disk_hits);
   auto verdict = [](double ms, double target) { return ms < target ? "meets" : "MISSES"; };
   std::cout << "JIT compile of the tutorial GEMM " << shape.describe() << " " << dtype_name(*dtype)
             << ", config " << format_matmul_config(config) << ", for " << jo.arch << " (NVRTC "
             << cuda_version_string(s.nvrtc_version) << ")\n"
-            << "  cold, first in this process: " << right(fixed(cold_first, 1), 9) << " ms\n"
+            << kernel_line << "  cold, first in this process: " << right(fixed(cold_first, 1), 9) << " ms\n"
             << "  cold, median of " << right(std::to_string(cold.size()), 3) << ":          "
             << right(fixed(cold_median, 1), 9) << " ms   " << verdict(cold_median, kColdTargetMs) << " the < "
             << kColdTargetMs << " ms target\n"
@@ -156,6 +177,7 @@ int run_bench_compile(const BenchCompileOptions& o) {
             << right(fixed(disk_median, 3), 9) << " ms   " << verdict(disk_median, kHitTargetMs) << " the < "
             << kHitTargetMs << " ms target\n"
             << "  (wall time of the whole jit call: frontend, passes, codegen, cache look-up or NVRTC)\n";
+  if (!same_source) std::cout << "  warning: the runs did not all generate the same source\n";
   bool honest = true;
   for (const Sample& c : cold) honest = honest && !c.cache_hit;
   for (const Sample& h : memory_hits) honest = honest && h.cache_hit;
@@ -181,7 +203,7 @@ int run_bench_compile(const BenchCompileOptions& o) {
     j["samples"] = {{"cold", samples_json(cold)},
                     {"memory_hit", samples_json(memory_hits)},
                     {"disk_hit", samples_json(disk_hits)}};
-    j["consistent"] = honest;
+    j["consistent"] = honest && same_source;
     write_json_file(o.json_file, j);
     std::cout << "wrote " << o.json_file << "\n";
   }
@@ -199,7 +221,7 @@ Command add_bench_compile_command(CLI::App& bench) {
   app->add_option("--n", o->N, "Columns of B and C")->capture_default_str()->check(CLI::PositiveNumber);
   app->add_option("--k", o->K, "Columns of A, rows of B")->capture_default_str()->check(CLI::PositiveNumber);
   app->add_option("--dtype", o->dtype, "f16 or bf16")->capture_default_str();
-  app->add_option("--config", o->config, "BMxBNxBK:stages:threads[:swz] (default: bench gemm's table)")
+  app->add_option("--config", o->config, "BMxBNxBK:stages:threads[:swz[N]] (default: the built-in table)")
       ->type_name("CONFIG");
   app->add_option("--arch", o->arch, "NVRTC target (default: the GPU's, else sm_90a)");
   app->add_option("--cold-repeats", o->cold_repeats, "Cold compiles, each with an empty cache")

@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "kernels/gemm/Matmul.hpp"
+#include "tessel/runtime/Cache.hpp"
 #include "tools/tessel/Commands.hpp"
 #include "tools/tessel/GemmBench.hpp"
 #include "tools/tessel/GemmConfigs.hpp"
@@ -33,7 +34,7 @@ struct Case {
 void print_header() {
   std::cout << "  " << left("shape", 18) << left("dtype", 6) << left("config", 20) << right("Tessel ms", 10)
             << right("TFLOP/s", 9) << right("cuBLAS ms", 11) << right("TFLOP/s", 9) << right("ratio", 8)
-            << right("rel.err", 9) << "\n";
+            << right("rel.err", 9) << right("vs f64", 9) << "\n";
 }
 
 std::string row_start(const Case& c, const kernels::MatmulConfig& config) {
@@ -99,7 +100,9 @@ int run_bench_gemm(const BenchGemmOptions& o) {
       GemmInputs in = make_gemm_inputs(c.shape, c.dtype, o.seed + 2 * i);
       bench.compute_reference(in);
       const double err = bench.check(k, in);
-      const bool ok = !std::isnan(err) && err <= kGemmTolerance;
+      const double err_f64 = sampled_f64_error(in, in.C), ref_err_f64 = sampled_f64_error(in, in.C_ref);
+      const bool ok =
+          !std::isnan(err) && err <= kGemmTolerance && !std::isnan(err_f64) && err_f64 <= kGemmTolerance;
       const auto [ours, theirs] = bench.time_interleaved(
           [&] { bench.launch_tessel(k, in); }, [&] { bench.launch_cublas(in); }, o.warmup, o.repeats);
       const double tf = gemm_tflops(c.shape.M, c.shape.N, c.shape.K, ours.median_ms);
@@ -109,21 +112,27 @@ int run_bench_gemm(const BenchGemmOptions& o) {
       std::cout << row_start(c, config) << right(fixed(ours.median_ms, 4), 10) << right(fixed(tf, 1), 9)
                 << right(fixed(theirs.median_ms, 4), 11) << right(fixed(tf_ref, 1), 9)
                 << right(fixed(100 * ratio, 1) + "%", 8) << right(scientific(err), 9)
-                << (ok ? "" : "  NUMERICALLY WRONG") << "\n";
+                << right(scientific(err_f64), 9) << (ok ? "" : "  NUMERICALLY WRONG") << "\n";
       const Resources& res = k.resources();
-      r.update({{"status", ok ? "ok" : "wrong"},
-                {"tessel_ms", ours.median_ms},
-                {"cublas_ms", theirs.median_ms},
-                {"tessel_tflops", tf},
-                {"cublas_tflops", tf_ref},
-                {"ratio", ratio},
-                {"rel_error", std::isnan(err) ? nlohmann::json(nullptr) : nlohmann::json(err)},
-                {"tessel_ms_all", ours.ms},
-                {"cublas_ms_all", theirs.ms},
-                {"registers", res.registers},
-                {"spill_bytes", res.spill_store_bytes + res.spill_load_bytes},
-                {"compile_ms", res.compile_ms},
-                {"instructions", k.info().instructions}});
+      r.update(
+          {{"status", ok ? "ok" : "wrong"},
+           {"tessel_ms", ours.median_ms},
+           {"cublas_ms", theirs.median_ms},
+           {"tessel_tflops", tf},
+           {"cublas_tflops", tf_ref},
+           {"ratio", ratio},
+           {"rel_error", std::isnan(err) ? nlohmann::json(nullptr) : nlohmann::json(err)},
+           {"rel_error_f64_sampled", std::isnan(err_f64) ? nlohmann::json(nullptr) : nlohmann::json(err_f64)},
+           {"cublas_rel_error_f64_sampled",
+            std::isnan(ref_err_f64) ? nlohmann::json(nullptr) : nlohmann::json(ref_err_f64)},
+           {"cache_hit", res.cache_hit},
+           {"source_sha256", sha256_hex(k.source())},
+           {"tessel_ms_all", ours.ms},
+           {"cublas_ms_all", theirs.ms},
+           {"registers", res.registers},
+           {"spill_bytes", res.spill_store_bytes + res.spill_load_bytes},
+           {"compile_ms", res.compile_ms},
+           {"instructions", k.info().instructions}});
       if (!ok) ++problems;
     } catch (const std::exception& e) {
       progress.clear();
@@ -150,6 +159,8 @@ int run_bench_gemm(const BenchGemmOptions& o) {
         {"l2_flush_bytes", GemmBench::kL2FlushBytes},
         {"inputs", "uniform [-1, 1), fresh per case, outputs poisoned with NaN before the checked run"},
         {"tolerance", kGemmTolerance},
+        {"f64_check", "relative error over " + std::to_string(kF64Samples) +
+                          " sampled entries against float64 on the host, for Tessel and for cuBLAS"},
         {"seed", o.seed}};
     j["cases"] = results;
     j["problems"] = problems;
@@ -174,7 +185,7 @@ Command add_bench_gemm_command(CLI::App& bench) {
       ->capture_default_str();
   app->add_option(
          "--config", o->config,
-         "One config for every case, BMxBNxBK:stages:threads[:swz] (default: a built-in table per shape)")
+         "One config for every case, BMxBNxBK:stages:threads[:swz[N]] (default: a built-in table per shape)")
       ->type_name("CONFIG");
   app->add_option("--repeats", o->repeats, "Timed runs of each side (median reported)")
       ->capture_default_str()

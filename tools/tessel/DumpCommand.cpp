@@ -86,7 +86,7 @@ Command add_dump_command(CLI::App& root) {
   app->add_option("--k", o->K, "Columns of A, rows of B")->capture_default_str()->check(CLI::PositiveNumber);
   app->add_option("--dtype", o->dtype, "f16 or bf16")->capture_default_str();
   app->add_option("--config", o->config,
-                  "BMxBNxBK:stages:threads[:swz], e.g. 128x128x32:3:128 (default: bench gemm's table)")
+                  "BMxBNxBK:stages:threads[:swz[N]], e.g. 128x128x32:3:128 (default: the built-in table)")
       ->type_name("CONFIG");
   app->add_option("--arch", o->arch, "NVRTC target, e.g. sm_80 or sm_90a (default: the GPU's, else sm_90a)");
   app->add_flag("--ir", o->ir, "The program's IR, as recorded from the C++ (PrimFunc::script)");

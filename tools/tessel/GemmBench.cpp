@@ -163,4 +163,26 @@ double relative_frobenius_error(const Tensor& out, const Tensor& ref) {
   return std::sqrt(diff) / std::sqrt(norm);
 }
 
+double sampled_f64_error(const GemmInputs& in, const Tensor& out, int samples) {
+  const std::vector<double> a = in.A.to_host_f64(), b = in.B.to_host_f64(), c = out.to_host_f64();
+  const std::int64_t M = in.shape.M, N = in.shape.N, K = in.shape.K;
+  std::uint64_t state = 0x2545f4914f6cdd1dull;  // xorshift64: fixed entries, every machine alike
+  auto next = [&state] {
+    state ^= state << 13, state ^= state >> 7, state ^= state << 17;
+    return state;
+  };
+  double diff = 0, norm = 0;
+  for (int s = 0; s < samples; ++s) {
+    const std::int64_t m = static_cast<std::int64_t>(next() % static_cast<std::uint64_t>(M));
+    const std::int64_t n = static_cast<std::int64_t>(next() % static_cast<std::uint64_t>(N));
+    double want = 0;
+    for (std::int64_t k = 0; k < K; ++k) want += a[m * K + k] * b[k * N + n];
+    const double got = c[m * N + n];
+    if (!std::isfinite(got)) return std::numeric_limits<double>::quiet_NaN();
+    diff += (got - want) * (got - want);
+    norm += want * want;
+  }
+  return norm > 0 ? std::sqrt(diff / norm) : std::numeric_limits<double>::quiet_NaN();
+}
+
 }  // namespace tessel::cli

@@ -44,7 +44,7 @@ GemmShape parse_gemm_shape(const std::string& text) {
 
 kernels::MatmulConfig parse_matmul_config(const std::string& text, DType dtype) {
   const std::string expected =
-      "expected BMxBNxBK:stages:threads[:swz], e.g. 128x256x32:3:256 or 128x128x32:2:128:swz";
+      "expected BMxBNxBK:stages:threads[:swz[N]], e.g. 128x256x32:3:256 or 128x128x32:2:128:swz";
   const auto fields = split(text, ':');
   if (fields.size() < 3 || fields.size() > 4)
     throw std::invalid_argument("bad GEMM config '" + text + "': " + expected);
@@ -56,8 +56,12 @@ kernels::MatmulConfig parse_matmul_config(const std::string& text, DType dtype) 
       !parse_positive(fields[2], c.threads))
     throw std::invalid_argument("bad GEMM config '" + text + "': " + expected);
   if (fields.size() == 4) {
-    if (fields[3] != "swz" && fields[3] != "swizzle")
-      throw std::invalid_argument("bad GEMM config '" + text + "': the optional 4th field is 'swz'");
+    // "swz" (panels of 10 blocks, the tutorial's) or "swzN" (panels of N).
+    const std::string& f = fields[3];
+    if (f.rfind("swz", 0) != 0 || (f.size() > 3 && !parse_positive(f.substr(3), c.panel_size)))
+      throw std::invalid_argument(
+          "bad GEMM config '" + text +
+          "': the optional 4th field is 'swz' or 'swzN' (swizzle panels of N blocks)");
     c.use_swizzle = true;
   }
   return c;
@@ -65,7 +69,10 @@ kernels::MatmulConfig parse_matmul_config(const std::string& text, DType dtype) 
 
 std::string format_matmul_config(const kernels::MatmulConfig& c) {
   return std::to_string(c.block_M) + "x" + std::to_string(c.block_N) + "x" + std::to_string(c.block_K) + ":" +
-         std::to_string(c.num_stages) + ":" + std::to_string(c.threads) + (c.use_swizzle ? ":swz" : "");
+         std::to_string(c.num_stages) + ":" + std::to_string(c.threads) +
+         (!c.use_swizzle       ? ""
+          : c.panel_size == 10 ? ":swz"
+                               : ":swz" + std::to_string(c.panel_size));
 }
 
 kernels::MatmulConfig fit_stages(kernels::MatmulConfig c, int smem_cap) {

@@ -18,16 +18,14 @@ struct GemmShape {
 
 // "MxNxK" -> shape; throws std::invalid_argument naming the text and the expected form.
 GemmShape parse_gemm_shape(const std::string& text);
-// "BMxBNxBK:stages:threads[:swz]" -> config (dtype left as given); throws std::invalid_argument.
+// "BMxBNxBK:stages:threads[:swz[N]]" -> config (dtype left as given); throws std::invalid_argument.
 kernels::MatmulConfig parse_matmul_config(const std::string& text, DType dtype);
 // The inverse of parse_matmul_config: "128x256x32:3:256" or "128x128x32:2:128:swz".
 std::string format_matmul_config(const kernels::MatmulConfig& c);
 
-// The config `tessel bench gemm` uses for a shape when --config is absent. One table, meant to
-// be tuned by hand until the autotuner lands:
-//   large problems (M*N >= 4096*4096)  128x256x32, 3 stages, 256 threads
-//   everything else                    128x128x32, 3 stages, 128 threads
-// The stage count is then lowered until the pipeline fits `smem_cap` bytes.
+// The config `tessel bench gemm`, `bench compile` and `dump gemm` use when --config is absent:
+// kernels::default_matmul_config for this machine's arch (sm_90a without a GPU) and SM count,
+// with the stage count then lowered until the pipeline fits `smem_cap` bytes.
 kernels::MatmulConfig default_gemm_config(const GemmShape& shape, DType dtype, int smem_cap);
 
 // Lowers num_stages (not below 1) until matmul_smem_bytes fits `smem_cap`.

@@ -112,7 +112,12 @@ void section_gemm(TutorialContext& ctx) {
     const bool ok = passes(err);
     std::cout << "  check:   relative Frobenius error vs cuBLAS " << scientific(err) << " (bar "
               << scientific(kGemmTolerance) << "): " << (ok ? "OK" : "NUMERICALLY WRONG") << "\n";
-    if (!ok) ++ctx.problems;
+    const double err_f64 = sampled_f64_error(in, in.C), ref_err_f64 = sampled_f64_error(in, in.C_ref);
+    std::cout << "  float64 spot check (" << kF64Samples << " entries): Tessel " << scientific(err_f64)
+              << ", cuBLAS " << scientific(ref_err_f64) << (passes(err_f64) ? "" : "   <- NUMERICALLY WRONG")
+              << "\n";
+    if (!ok || !passes(err_f64)) ++ctx.problems;
+    j.update({{"rel_error_f64_sampled", err_f64}, {"cublas_rel_error_f64_sampled", ref_err_f64}});
     const auto [ours, theirs] = bench.time_interleaved(
         [&] { bench.launch_tessel(k, in); }, [&] { bench.launch_cublas(in); }, ctx.warmup, ctx.repeats);
     const double tf = gemm_tflops(kSize, kSize, kSize, ours.median_ms);
