@@ -6,13 +6,14 @@
 // larger than the tile. Missing elements read as zero, so a GEMM over a ragged edge needs no
 // masking in its math.
 //
-// Thread-to-data mapping: consecutive threads take consecutive 16-byte chunks (or elements)
-// of a row, so each warp reads whole 128-byte lines of global memory and writes one
+// Thread-to-data mapping: consecutive threads take consecutive chunks (or elements) of a
+// row, so each warp reads whole 128-byte lines of global memory and writes one
 // conflict-free shared wavefront per 8 threads (see SwizzledLayout).
 #pragma once
 
 #include "cp_async.cuh"
 #include "layout.cuh"
+#include "smem.cuh"
 
 namespace tessel {
 
@@ -20,22 +21,122 @@ namespace copy_detail {
 
 __host__ __device__ constexpr int ceil_div(int a, int b) { return (a + b - 1) / b; }
 
-// Scalar path: elements are loaded in batches into registers and then stored, so that the
+// Element path: elements are loaded in batches into registers and then stored, so that the
 // loads of a batch are in flight together (the compiler cannot reorder a global load past a
 // shared store it cannot prove disjoint). A batch of 8 keeps register use small because a
 // GEMM's accumulators are live across the copy.
 constexpr int kScalarBatch = 8;
 
+// True when a tile row of Cols elements of T is a whole number of Bytes-byte chunks.
+template <class T, int Cols, int Bytes>
+__host__ __device__ constexpr bool chunkable() {
+  return Bytes % sizeof(T) == 0 && (Cols * sizeof(T)) % Bytes == 0;
+}
+
+// cp.async of Bytes-byte chunks (4, 8 or 16). Needs ld * sizeof(T) % Bytes == 0 and
+// Bytes-aligned gmem and smem. A chunk cut by cols_valid copies its valid part and
+// zero-fills the rest (src-size), so any cols_valid works.
+template <class T, int Rows, int Cols, class Layout, int Threads, int Bytes>
+__device__ inline void copy_chunks(T* smem, const T* gmem, long long ld, int rows_valid,
+                                   int cols_valid) {
+  static_assert(chunkable<T, Cols, Bytes>(), "copy_chunks: a row must be whole chunks");
+  constexpr int kElemsPerChunk = Bytes / sizeof(T);
+  constexpr int kChunksPerRow = Cols / kElemsPerChunk;
+  const int tid = threadIdx.x;
+  // Bytes of the chunk at column c that exist (0 when none).
+  auto src_bytes = [&](int c) {
+    const int n = (cols_valid - c) * static_cast<int>(sizeof(T));
+    return n >= Bytes ? Bytes : (n > 0 ? n : 0);
+  };
+  if constexpr (Threads % kChunksPerRow == 0) {
+    // Each thread keeps one chunk column and walks down the rows, so the column test and
+    // (when the row step is a multiple of the swizzle period) the shared offset are
+    // computed once.
+    constexpr int kRowStep = Threads / kChunksPerRow;
+    constexpr int kIters = ceil_div(Rows, kRowStep);
+    const int c = (tid % kChunksPerRow) * kElemsPerChunk;
+    const int r0 = tid / kChunksPerRow;
+    const T* src0 = gmem + r0 * ld + c;
+    auto smem_offset = [&](int k) {
+      if constexpr (kRowStep % Layout::kRowPeriod == 0) {
+        return Layout::offset(r0, c) + k * kRowStep * Cols;
+      } else {
+        return Layout::offset(r0 + k * kRowStep, c);
+      }
+    };
+    if (rows_valid >= Rows && cols_valid >= Cols) {
+      // Interior tile (uniform across the block): no per-chunk predicate or pointer
+      // select, which is most of the copy's instructions in a GEMM main loop.
+#pragma unroll
+      for (int k = 0; k < kIters; ++k) {
+        if constexpr (Rows % kRowStep != 0) {
+          if (r0 + k * kRowStep >= Rows) break;
+        }
+        cp_async_n<Bytes>(smem + smem_offset(k), src0 + k * kRowStep * ld, Bytes);
+      }
+    } else {
+      // Edge tile: a loop that stays a loop (unrolled by half at most). Fully unrolled,
+      // ptxas if-converts the interior/edge branch inside a GEMM main loop and every tile
+      // then issues both paths' instructions (measured: 20M instead of 12M instructions for
+      // 128x128x32 at 2048^3).
+      constexpr int kEdgeUnroll = kIters >= 4 ? kIters / 2 : 1;
+      const int col_bytes = src_bytes(c);
+#pragma unroll kEdgeUnroll
+      for (int k = 0; k < kIters; ++k) {
+        const int r = r0 + k * kRowStep;
+        if constexpr (Rows % kRowStep != 0) {
+          if (r >= Rows) break;
+        }
+        const bool in = col_bytes > 0 && r < rows_valid;
+        cp_async_n<Bytes>(smem + smem_offset(k), in ? src0 + k * kRowStep * ld : gmem,
+                          in ? col_bytes : 0);
+      }
+    }
+  } else {
+    constexpr int kChunks = Rows * kChunksPerRow;
+    auto one = [&](int k) {
+      const int i = tid + k * Threads;
+      const int r = i / kChunksPerRow;
+      const int c = (i % kChunksPerRow) * kElemsPerChunk;
+      const int n = r < rows_valid ? src_bytes(c) : 0;
+      if (kChunks % Threads == 0 || i < kChunks)
+        cp_async_n<Bytes>(smem + Layout::offset(r, c), n > 0 ? gmem + r * ld + c : gmem, n);
+    };
+    if (rows_valid >= Rows && cols_valid >= Cols) {
+#pragma unroll
+      for (int k = 0; k < ceil_div(kChunks, Threads); ++k) one(k);
+    } else {
+#pragma unroll 1
+      for (int k = 0; k < ceil_div(kChunks, Threads); ++k) one(k);
+    }
+  }
+}
+
+// Whether the Bytes-chunk path applies to this call (uniform across the block).
+template <class T, int Cols, int Bytes>
+__device__ inline bool chunks_fit(const T* smem, const T* gmem, long long ld) {
+  if constexpr (!chunkable<T, Cols, Bytes>()) {
+    return false;
+  } else {
+    return (ld * static_cast<long long>(sizeof(T))) % Bytes == 0 &&
+           reinterpret_cast<unsigned long long>(gmem) % Bytes == 0 &&
+           smem_address(smem) % Bytes == 0;
+  }
+}
+
 }  // namespace copy_detail
 
-// Global -> shared.
-// Vectorized: 16-byte cp.async per chunk, asynchronous: the caller commits and waits
-//   (cp_async_commit / cp_async_wait) and then barriers. Requires ld * sizeof(T) % 16 == 0,
-//   a 16-byte aligned gmem and smem, and cols_valid a multiple of 16 / sizeof(T) or >= Cols
-//   (a chunk is wholly in or wholly out). gmem must be a valid address even when the whole
-//   tile is out of bounds: it is the dummy source of zero-filled chunks.
-// !Vectorized: element loads and shared stores, synchronous for the calling thread (a
-//   barrier is still needed before other threads read). No alignment requirement.
+// Global -> shared. Asynchronous on both paths: the caller commits and waits
+// (cp_async_commit / cp_async_wait) and then barriers before reading the tile.
+// Vectorized: 16-byte cp.async per chunk. Requires ld * sizeof(T) % 16 == 0 and a 16-byte
+//   aligned gmem and smem. gmem must be a valid address even when the whole tile is out of
+//   bounds: it is the dummy source of zero-filled chunks. (A chunk cut by cols_valid is
+//   copied in part and zero-filled, so cols_valid need not be a multiple of 16 bytes.)
+// !Vectorized: no alignment requirement. Picks at run time (uniformly across the block) the
+//   cp.async chunk, 16 or 4 bytes, that ld, gmem and smem allow; when neither does (an odd
+//   ld of 16-bit elements, say), element loads and shared stores, which are synchronous for
+//   the calling thread. (An 8-byte path was 10-20% faster for ld % 8 == 4 but made the
+//   pipelined 128x128x32 kernel spill under NVRTC.)
 template <class T, int Rows, int Cols, class Layout, int Threads, bool Vectorized>
 __device__ inline void copy_global_to_shared(T* smem, const T* gmem, long long ld,
                                              int rows_valid, int cols_valid) {
@@ -43,67 +144,27 @@ __device__ inline void copy_global_to_shared(T* smem, const T* gmem, long long l
                 "copy_global_to_shared: Layout's kRows/kCols must equal Rows/Cols");
   static_assert(Threads > 0 && Threads % 32 == 0,
                 "copy_global_to_shared: Threads must be a positive multiple of 32");
-  const int tid = threadIdx.x;
 
   if constexpr (Vectorized) {
-    static_assert(16 % sizeof(T) == 0 && (Cols * sizeof(T)) % 16 == 0,
+    static_assert(copy_detail::chunkable<T, Cols, 16>(),
                   "copy_global_to_shared<Vectorized>: a tile row must be a whole number of "
                   "16-byte chunks");
-    constexpr int kElemsPerChunk = 16 / sizeof(T);
-    constexpr int kChunksPerRow = Cols / kElemsPerChunk;
-    if constexpr (Threads % kChunksPerRow == 0) {
-      // Each thread keeps one chunk column and walks down the rows, so the column test and
-      // (when the row step is a multiple of the swizzle period) the shared offset are
-      // computed once.
-      constexpr int kRowStep = Threads / kChunksPerRow;
-      constexpr int kIters = copy_detail::ceil_div(Rows, kRowStep);
-      const int c = (tid % kChunksPerRow) * kElemsPerChunk;
-      const int r0 = tid / kChunksPerRow;
-      const T* src0 = gmem + r0 * ld + c;
-      auto smem_offset = [&](int k) {
-        if constexpr (kRowStep % Layout::kRowPeriod == 0) {
-          return Layout::offset(r0, c) + k * kRowStep * Cols;
-        } else {
-          return Layout::offset(r0 + k * kRowStep, c);
-        }
-      };
-      if (rows_valid >= Rows && cols_valid >= Cols) {
-        // Interior tile (uniform across the block): no per-chunk predicate or pointer
-        // select, which is most of the copy's instructions in a GEMM main loop.
-#pragma unroll
-        for (int k = 0; k < kIters; ++k) {
-          if constexpr (Rows % kRowStep != 0) {
-            if (r0 + k * kRowStep >= Rows) break;
-          }
-          cp_async_16(smem + smem_offset(k), src0 + k * kRowStep * ld, true);
-        }
-      } else {
-        const bool col_in = c < cols_valid;
-#pragma unroll
-        for (int k = 0; k < kIters; ++k) {
-          const int r = r0 + k * kRowStep;
-          if constexpr (Rows % kRowStep != 0) {
-            if (r >= Rows) break;
-          }
-          const bool in = col_in && r < rows_valid;
-          cp_async_16(smem + smem_offset(k), in ? src0 + k * kRowStep * ld : gmem, in);
-        }
-      }
-    } else {
-      constexpr int kChunks = Rows * kChunksPerRow;
-#pragma unroll
-      for (int k = 0; k < copy_detail::ceil_div(kChunks, Threads); ++k) {
-        const int i = tid + k * Threads;
-        if constexpr (kChunks % Threads != 0) {
-          if (i >= kChunks) break;
-        }
-        const int r = i / kChunksPerRow;
-        const int c = (i % kChunksPerRow) * kElemsPerChunk;
-        const bool in = r < rows_valid && c < cols_valid;
-        cp_async_16(smem + Layout::offset(r, c), in ? gmem + r * ld + c : gmem, in);
-      }
-    }
+    copy_detail::copy_chunks<T, Rows, Cols, Layout, Threads, 16>(smem, gmem, ld, rows_valid,
+                                                                 cols_valid);
   } else {
+    if (copy_detail::chunks_fit<T, Cols, 16>(smem, gmem, ld)) {
+      if constexpr (copy_detail::chunkable<T, Cols, 16>())
+        copy_detail::copy_chunks<T, Rows, Cols, Layout, Threads, 16>(smem, gmem, ld,
+                                                                     rows_valid, cols_valid);
+      return;
+    }
+    if (copy_detail::chunks_fit<T, Cols, 4>(smem, gmem, ld)) {
+      if constexpr (copy_detail::chunkable<T, Cols, 4>())
+        copy_detail::copy_chunks<T, Rows, Cols, Layout, Threads, 4>(smem, gmem, ld, rows_valid,
+                                                                    cols_valid);
+      return;
+    }
+    const int tid = threadIdx.x;
     constexpr int kElems = Rows * Cols;
     constexpr int kIters = copy_detail::ceil_div(kElems, Threads);
     constexpr int kBatch = copy_detail::kScalarBatch;

@@ -1,4 +1,4 @@
-// cp.async (sm_80+): asynchronous 16-byte global -> shared copies and their group waits.
+// cp.async (sm_80+): asynchronous 4/8/16-byte global -> shared copies and their group waits.
 // All cp.async inline PTX lives here.
 //
 // Usage pattern the compiler emits for a pipeline: issue copies, cp_async_commit() once per
@@ -26,6 +26,35 @@ __device__ inline void cp_async_16(void* smem, const void* gmem, bool pred) {
       "}\n" ::"r"(dst),
       "l"(gmem), "r"(src_bytes)
       : "memory");
+}
+
+// Copies src_bytes (0..Bytes) from gmem and zero-fills the rest of the Bytes-byte chunk at
+// smem. Bytes is 4, 8 or 16; both addresses must be Bytes-aligned, and gmem must be a valid
+// global address even when src_bytes == 0 (nothing is read then). 16 bytes go through L2
+// only (.cg); 4 and 8 bytes must use .ca (PTX allows .cg for 16 bytes alone).
+template <int Bytes>
+__device__ inline void cp_async_n(void* smem, const void* gmem, int src_bytes) {
+  static_assert(Bytes == 4 || Bytes == 8 || Bytes == 16, "cp_async_n: Bytes must be 4, 8 or 16");
+  const unsigned int dst = smem_address(smem);
+  if constexpr (Bytes == 16) {
+    asm volatile(
+        "{\n"
+        "  .reg .u64 src;\n"
+        "  cvta.to.global.u64 src, %1;\n"
+        "  cp.async.cg.shared.global.L2::128B [%0], [src], 16, %2;\n"
+        "}\n" ::"r"(dst),
+        "l"(gmem), "r"(src_bytes)
+        : "memory");
+  } else {
+    asm volatile(
+        "{\n"
+        "  .reg .u64 src;\n"
+        "  cvta.to.global.u64 src, %1;\n"
+        "  cp.async.ca.shared.global [%0], [src], %2, %3;\n"
+        "}\n" ::"r"(dst),
+        "l"(gmem), "n"(Bytes), "r"(src_bytes)
+        : "memory");
+  }
 }
 
 // Closes the group of all cp.async issued by this thread since the previous commit.

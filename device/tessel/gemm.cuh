@@ -24,6 +24,11 @@
 #include "smem.cuh"
 #include "types.cuh"
 
+// 0 turns off BlockGemm's XOR form of the ldmatrix addresses (for A/B timing in the probe).
+#ifndef TESSEL_GEMM_XOR_ADDRESSING
+#define TESSEL_GEMM_XOR_ADDRESSING 1
+#endif
+
 namespace tessel {
 
 // A tile coordinate: (row, col) in the shared tile's own indexing.
@@ -106,14 +111,92 @@ struct BlockGemm {
     unsigned b[kMmaN][2];
   };
 
+  // ---- cheap per-lane addressing ----------------------------------------------------------
+  // Element offset of the row address `lane` gives to the A (IsA) or B ldmatrix number i
+  // (mi, or the even ni of an x4 pair) of k step kk, for warp w (warp_m or warp_n).
+  template <bool IsA>
+  __host__ __device__ static constexpr int lane_offset(int lane, int w, int i, int kk) {
+    if constexpr (IsA) {
+      const TileCoord c = a_load_coord(lane, w, i, kk);
+      return LayoutA::offset(c.row, c.col);
+    } else {
+      const TileCoord c = b_load_coord(lane, w, i, kk);
+      return LayoutB::offset(c.row, c.col);
+    }
+  }
+  static constexpr int kIStepA = 1;  // A loads step over mi
+  static constexpr int kIStepB = 2;  // B x4 loads step over ni pairs
+  template <bool IsA>
+  static constexpr int kLoads = IsA ? kMmaM : kMmaN / 2;
+  // The swizzle is an XOR of chunk bits with row bits, and m16/k16 steps move either whole
+  // swizzle periods of rows (an addition) or chunk columns (an XOR). So every row address
+  // is offset(lane, w, 0, 0), computed once, XOR a constant plus a constant:
+  //   plan 1: XOR depends on kk, addition on i;  plan 2: the other way round.
+  // Which plan holds (if any; 0 = compute each offset) is checked here for every lane and
+  // warp at compile time, so a layout without that structure just takes the slow path.
+  template <bool IsA>
+  __host__ __device__ static constexpr int xor_part(int plan, int i, int kk) {
+    const int o = lane_offset<IsA>(0, 0, 0, 0);
+    return plan == 1 ? (lane_offset<IsA>(0, 0, 0, kk) ^ o) : (lane_offset<IsA>(0, 0, i, 0) ^ o);
+  }
+  template <bool IsA>
+  __host__ __device__ static constexpr int add_part(int plan, int i, int kk) {
+    const int o = lane_offset<IsA>(0, 0, 0, 0);
+    return plan == 1 ? lane_offset<IsA>(0, 0, i, 0) - o : lane_offset<IsA>(0, 0, 0, kk) - o;
+  }
+  template <bool IsA>
+  __host__ __device__ static constexpr int address_plan() {
+    constexpr int kW = IsA ? WarpsM : WarpsN;
+    constexpr int kStep = IsA ? kIStepA : kIStepB;
+    for (int plan = 1; plan <= 2; ++plan) {
+      bool ok = true;
+      for (int w = 0; w < kW && ok; ++w)
+        for (int lane = 0; lane < 32 && ok; ++lane)
+          for (int j = 0; j < kLoads<IsA> && ok; ++j)
+            for (int kk = 0; kk < kKSteps && ok; ++kk)
+              ok = lane_offset<IsA>(lane, w, j * kStep, kk) ==
+                   ((lane_offset<IsA>(lane, w, 0, 0) ^ xor_part<IsA>(plan, j * kStep, kk)) +
+                    add_part<IsA>(plan, j * kStep, kk));
+      if (ok) return plan;
+    }
+    return 0;
+  }
+  static constexpr int kPlanA = TESSEL_GEMM_XOR_ADDRESSING ? address_plan<true>() : 0;
+  static constexpr int kPlanB = TESSEL_GEMM_XOR_ADDRESSING ? address_plan<false>() : 0;
+
+  // Shared-window byte address of A load mi / B load ni at step kk; a0 / b0 are
+  // lane_offset<..>(lane, w, 0, 0). Xor = false: the plain offset computation (measured
+  // faster for run() with two k steps, where the XOR form cost 10% on an H200; the XOR form
+  // was 1-3.5% faster everywhere else, and cuts 15-25 registers in run_pipelined).
+  template <bool Xor>
+  __device__ static unsigned a_address(unsigned a_base, int a0, int lane, int wm, int mi, int kk) {
+    if constexpr (Xor && kPlanA != 0) {
+      return a_base + ((a0 ^ xor_part<true>(kPlanA, mi, kk)) + add_part<true>(kPlanA, mi, kk)) *
+                          static_cast<int>(sizeof(TIn));
+    } else {
+      return a_base + lane_offset<true>(lane, wm, mi, kk) * static_cast<int>(sizeof(TIn));
+    }
+  }
+  template <bool Xor>
+  __device__ static unsigned b_address(unsigned b_base, int b0, int lane, int wn, int ni, int kk) {
+    if constexpr (Xor && kPlanB != 0) {
+      return b_base + ((b0 ^ xor_part<false>(kPlanB, ni, kk)) + add_part<false>(kPlanB, ni, kk)) *
+                          static_cast<int>(sizeof(TIn));
+    } else {
+      return b_base + lane_offset<false>(lane, wn, ni, kk) * static_cast<int>(sizeof(TIn));
+    }
+  }
+
   // a_base, b_base: shared-window addresses of the tiles (smem_address).
+  template <bool Xor = true>
   __device__ static void load_fragments(Fragments& f, unsigned a_base, unsigned b_base, int kk,
                                         int lane, int wm, int wn) {
     constexpr unsigned kBytes = sizeof(TIn);
+    const int a0 = lane_offset<true>(lane, wm, 0, 0);
+    const int b0 = lane_offset<false>(lane, wn, 0, 0);
 #pragma unroll
     for (int mi = 0; mi < kMmaM; ++mi) {
-      const TileCoord c = a_load_coord(lane, wm, mi, kk);
-      const unsigned p = a_base + LayoutA::offset(c.row, c.col) * kBytes;
+      const unsigned p = a_address<Xor>(a_base, a0, lane, wm, mi, kk);
       if constexpr (TransA) {
         ldmatrix_x4_trans(f.a[mi], p);
       } else {
@@ -122,8 +205,7 @@ struct BlockGemm {
     }
 #pragma unroll
     for (int ni = 0; ni + 1 < kMmaN; ni += 2) {
-      const TileCoord c = b_load_coord(lane, wn, ni, kk);
-      const unsigned p = b_base + LayoutB::offset(c.row, c.col) * kBytes;
+      const unsigned p = b_address<Xor>(b_base, b0, lane, wn, ni, kk);
       unsigned r[4];
       if constexpr (TransB) {
         ldmatrix_x4(r, p);
@@ -150,6 +232,7 @@ struct BlockGemm {
   // warp-collective); the caller barriers so that the tiles are complete.
   // The fragments of k step kk + 1 are loaded before the mmas of step kk so that shared
   // memory latency overlaps tensor-core work within the warp.
+  static constexpr bool kRunXor = true;
   __device__ static void run(const TIn* sA, const TIn* sB, float (&acc)[kAccPerThread]) {
     const int lane = threadIdx.x % 32;
     const int wm = warp_m();
@@ -157,22 +240,117 @@ struct BlockGemm {
     const unsigned a_base = smem_address(sA);
     const unsigned b_base = smem_address(sB);
     Fragments frag[2];
-    load_fragments(frag[0], a_base, b_base, 0, lane, wm, wn);
+    load_fragments<kRunXor>(frag[0], a_base, b_base, 0, lane, wm, wn);
 #pragma unroll
     for (int kk = 0; kk < kKSteps; ++kk) {
-      if (kk + 1 < kKSteps) load_fragments(frag[(kk + 1) % 2], a_base, b_base, kk + 1, lane, wm, wn);
-      const Fragments& f = frag[kk % 2];
+      if (kk + 1 < kKSteps)
+        load_fragments<kRunXor>(frag[(kk + 1) % 2], a_base, b_base, kk + 1, lane, wm, wn);
+      mma_all(frag[kk % 2], acc);
+    }
+  }
+
+  // ---- software-pipelined main loop --------------------------------------------------------
+  // run() starts each K tile cold: after the caller's barrier every warp waits for its first
+  // ldmatrix before its first mma, and all warps of the block wait together. The pipelined
+  // form carries k step 0's fragments of the next tile across the tile boundary in
+  // registers, so that the barrier and those loads overlap the last k step's mmas. The
+  // caller's loop becomes (S stages; see tools/probes/gemm_probe.cu, Mode::kPipelined):
+  //
+  //   prologue: issue tiles 0 .. S-2, one cp_async_commit() each (as before)
+  //   cp_async_wait<S-2>(); __syncthreads();
+  //   Gemm::Fragments frag[2];
+  //   Gemm::load_first(frag, sA(stage 0), sB(stage 0));
+  //   for kt:
+  //     Gemm::run_pipelined(frag, sA(kt % S), sB(kt % S), sA((kt+1) % S), sB((kt+1) % S), acc,
+  //         [&] { cp_async_wait<S-2>(); __syncthreads(); },              // sync_next
+  //         [&] { if (kt+S-1 < n) copies of tile kt+S-1 into stage (kt+S-1) % S;
+  //               cp_async_commit(); });                                  // issue
+  //   cp_async_wait<0>(); __syncthreads();
+  //
+  // Why one barrier per tile still suffices: the copies of tile kt+S-1 overwrite the stage of
+  // tile kt-1, whose last ldmatrix came before the barrier inside tile kt-1's run (sync_next),
+  // and they are issued after that barrier. sync_next makes tile kt+1 visible (its group is
+  // S-2 groups older than the newest). On the last tile the next-stage loads read a stage
+  // that holds stale data; the fragments are never used.
+
+  // Loads k step 0 of the tile at (sA, sB) into frag[0]. After the barrier that makes it
+  // visible.
+  __device__ static void load_first(Fragments (&frag)[2], const TIn* sA, const TIn* sB) {
+    load_fragments(frag[0], smem_address(sA), smem_address(sB), 0, threadIdx.x % 32, warp_m(),
+                   warp_n());
+  }
+
+  // acc += A_tile * B_tile for the tile at (sA, sB), whose k step 0 is already in frag[0].
+  // Calls issue() once, after the mmas of k step 0 are issued (the caller's copies of a
+  // later tile), and sync_next() before the last k step (the caller's wait + barrier for
+  // the tile at (sA_next, sB_next)), then loads that tile's k step 0 into frag[0].
+  // All threads of the block call it, with the same arguments.
+  // Schedule knobs (tools/probes/gemm_probe.cu times them): IssueStep = the k step after
+  // whose mmas issue() runs (-1: before the first mma; never the last step, see below);
+  // SplitLast = issue half of the last k step's mmas before sync_next(). The default was
+  // the fastest on an H200 (2026-12-02): after step 1 with BK >= 64, first with BK = 32.
+  static constexpr int kDefaultIssueStep = kKSteps >= 4 ? 1 : -1;
+  template <int IssueStep = kDefaultIssueStep, bool SplitLast = false, class SyncNext,
+            class Issue>
+  __device__ static void run_pipelined(Fragments (&frag)[2], const TIn* sA, const TIn* sB,
+                                       const TIn* sA_next, const TIn* sB_next,
+                                       float (&acc)[kAccPerThread], SyncNext&& sync_next,
+                                       Issue&& issue) {
+    const int lane = threadIdx.x % 32;
+    const int wm = warp_m();
+    const int wn = warp_n();
+    const unsigned a_base = smem_address(sA);
+    const unsigned b_base = smem_address(sB);
+    // With an even number of k steps the last one computes from frag[1], so the next tile's
+    // step 0 can land in frag[0] while it runs; with an odd number (frag[0] busy), the loads
+    // follow the mmas.
+    constexpr bool kOverlapNext = kKSteps % 2 == 0;
+    constexpr int kSplit = SplitLast && kOverlapNext ? kMmaM / 2 : 0;
+    // issue() commits a cp.async group; it must come before sync_next() so that sync_next's
+    // wait<S-2> covers the next tile. With one k step it therefore runs first.
+    static_assert(IssueStep < kKSteps - 1 || (IssueStep == 0 && kKSteps == 1),
+                  "run_pipelined: IssueStep must name a k step before the last one");
+    constexpr int kIssueAt = kKSteps == 1 ? -1 : IssueStep;
+    if constexpr (kIssueAt < 0) issue();
 #pragma unroll
-      for (int mi = 0; mi < kMmaM; ++mi) {
-#pragma unroll
-        for (int n = 0; n < kMmaN; ++n) {
-          // Serpentine over n: consecutive mmas share an operand register set.
-          const int ni = (mi % 2 == 0) ? n : kMmaN - 1 - n;
-          float(&d)[4] = *reinterpret_cast<float(*)[4]>(&acc[(mi * kMmaN + ni) * 4]);
-          mma_m16n8k16<TIn>(d, f.a[mi], f.b[ni]);
-        }
+    for (int kk = 0; kk < kKSteps; ++kk) {
+      const bool last = kk + 1 == kKSteps;
+      if (last) {
+        if constexpr (kSplit > 0) mma_rows<0, kSplit>(frag[kk % 2], acc);
+        sync_next();
+        if constexpr (kOverlapNext)
+          load_fragments(frag[0], smem_address(sA_next), smem_address(sB_next), 0, lane, wm, wn);
+        mma_rows<kSplit, kMmaM>(frag[kk % 2], acc);
+      } else {
+        load_fragments(frag[(kk + 1) % 2], a_base, b_base, kk + 1, lane, wm, wn);
+        mma_rows<0, kMmaM>(frag[kk % 2], acc);
+      }
+      if (kk == kIssueAt) issue();
+      if constexpr (!kOverlapNext) {
+        if (last)
+          load_fragments(frag[0], smem_address(sA_next), smem_address(sB_next), 0, lane, wm, wn);
       }
     }
+  }
+
+  // The mmas of m16 rows [MiBegin, MiEnd) of one k step.
+  template <int MiBegin, int MiEnd>
+  __device__ static void mma_rows(const Fragments& f, float (&acc)[kAccPerThread]) {
+#pragma unroll
+    for (int mi = MiBegin; mi < MiEnd; ++mi) {
+#pragma unroll
+      for (int n = 0; n < kMmaN; ++n) {
+        // Serpentine over n: consecutive mmas share an operand register set.
+        const int ni = (mi % 2 == 0) ? n : kMmaN - 1 - n;
+        float(&d)[4] = *reinterpret_cast<float(*)[4]>(&acc[(mi * kMmaN + ni) * 4]);
+        mma_m16n8k16<TIn>(d, f.a[mi], f.b[ni]);
+      }
+    }
+  }
+
+  // The kMmaM x kMmaN mmas of one k step.
+  __device__ static void mma_all(const Fragments& f, float (&acc)[kAccPerThread]) {
+    mma_rows<0, kMmaM>(f, acc);
   }
 };
 

@@ -90,9 +90,27 @@ struct Config {
 };
 
 // A: [M][K] (ld K), or [K][M] (ld M) when TransA. B: [K][N] (ld N), or [N][K] (ld K) when
-// TransB. C: [M][N] (ld N). VecCopy: 16-byte cp.async (needs the contiguous dims % 8 == 0).
+// TransB. C: [M][N] (ld N). VecCopy: 16-byte cp.async (needs the contiguous dims % 8 == 0);
+// otherwise the compiler's !Vectorized copy, which picks its chunk size at run time.
 // VecStore: 2-element stores (N even). Staged: epilogue through shared memory (N % 8 == 0).
-template <class Cfg, bool VecCopy, bool VecStore, bool Staged>
+// Mode: kBase = what the compiler emits today (wait, barrier, copies, commit, run per K
+// tile); kPipelined = BlockGemm::run_pipelined, the fragments of the next tile's first k step
+// carried across the tile boundary, the copies issued where run_pipelined's default says;
+// the others are its schedule knobs: copies before the first mma (kPipeIssueFirst), after
+// the first k step's mmas (kPipeIssueLate, named "pipe_issue0"), half the last k step's
+// mmas before the barrier (kPipeSplit).
+enum Mode { kBase = 0, kPipelined = 1, kPipeIssueFirst = 2, kPipeSplit = 3, kPipeIssueLate = 4 };
+const char* mode_name(int m) {
+  switch (m) {
+    case kBase: return "base";
+    case kPipelined: return "pipe";
+    case kPipeIssueFirst: return "pipe_issue_first";
+    case kPipeSplit: return "pipe_split";
+    default: return "pipe_issue0";
+  }
+}
+
+template <class Cfg, bool VecCopy, bool VecStore, bool Staged, int Mode_>
 __global__ void __launch_bounds__(Cfg::kThreads, 1)
     gemm_kernel(const typename Cfg::Elem* __restrict__ A, const typename Cfg::Elem* __restrict__ B,
                 typename Cfg::Elem* __restrict__ C, int M, int N, int K, int panel) {
@@ -145,19 +163,50 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
     tessel::cp_async_commit();
   }
 
-  int read_stage = 0;
-  int write_stage = kStages - 1;
-  for (int kt = 0; kt < k_tiles; ++kt) {
+  if constexpr (Mode_ == kBase) {
+    int read_stage = 0;
+    int write_stage = kStages - 1;
+    for (int kt = 0; kt < k_tiles; ++kt) {
+      tessel::cp_async_wait<kStages - 2>();
+      // Makes tile kt visible to all warps AND guarantees every warp finished computing
+      // tile kt-1, whose buffer (write_stage) the copy below overwrites.
+      tessel::barrier();
+      if (kt + kStages - 1 < k_tiles) issue_tile(kt + kStages - 1, write_stage);
+      tessel::cp_async_commit();
+      Gemm::run(sA + read_stage * LayoutA::kSize, sB + read_stage * LayoutB::kSize, acc);
+      read_stage = read_stage + 1 == kStages ? 0 : read_stage + 1;
+      write_stage = write_stage + 1 == kStages ? 0 : write_stage + 1;
+    }
+  } else {
     tessel::cp_async_wait<kStages - 2>();
-    // Makes tile kt visible to all warps AND guarantees every warp finished computing tile
-    // kt-1, whose buffer (write_stage) the copy below overwrites.
     tessel::barrier();
-    if (kt + kStages - 1 < k_tiles) issue_tile(kt + kStages - 1, write_stage);
-    tessel::cp_async_commit();
-    Gemm::run(sA + read_stage * LayoutA::kSize, sB + read_stage * LayoutB::kSize, acc);
-    read_stage = read_stage + 1 == kStages ? 0 : read_stage + 1;
-    write_stage = write_stage + 1 == kStages ? 0 : write_stage + 1;
+    typename Gemm::Fragments frag[2];
+    Gemm::load_first(frag, sA, sB);
+    int read_stage = 0;
+    int write_stage = kStages - 1;
+    for (int kt = 0; kt < k_tiles; ++kt) {
+      const int next_stage = read_stage + 1 == kStages ? 0 : read_stage + 1;
+      constexpr int kIssueStep = Mode_ == kPipeIssueFirst  ? -1
+                                 : Mode_ == kPipeIssueLate ? 0
+                                                           : Gemm::kDefaultIssueStep;
+      Gemm::template run_pipelined<kIssueStep, Mode_ == kPipeSplit>(
+          frag, sA + read_stage * LayoutA::kSize, sB + read_stage * LayoutB::kSize,
+          sA + next_stage * LayoutA::kSize, sB + next_stage * LayoutB::kSize, acc,
+          [&] {
+            tessel::cp_async_wait<kStages - 2>();
+            tessel::barrier();
+          },
+          [&] {
+            if (kt + kStages - 1 < k_tiles) issue_tile(kt + kStages - 1, write_stage);
+            tessel::cp_async_commit();
+          });
+      read_stage = next_stage;
+      write_stage = write_stage + 1 == kStages ? 0 : write_stage + 1;
+    }
   }
+  // The compiler closes every pipeline with these two (and the staged epilogue repeats them).
+  tessel::cp_async_wait<0>();
+  tessel::barrier();
 
   T* c_tile = C + (long long)m0 * N + n0;
   if constexpr (Staged) {
@@ -275,18 +324,57 @@ struct Row {
 };
 std::vector<Row> g_rows;
 
+// Lazily made problems, keyed by shape, order and type (one set of inputs per key).
+struct Problems {
+  cublasHandle_t h;
+  std::vector<std::pair<std::string, Problem>> made;
+  Problem& get(int M, int N, int K, bool ta = false, bool tb = false, bool bf16 = false) {
+    char key[96];
+    std::snprintf(key, sizeof key, "%d,%d,%d,%d,%d,%d", M, N, K, ta, tb, bf16);
+    for (auto& kv : made)
+      if (kv.first == key) return kv.second;
+    made.emplace_back(key, make_problem(h, M, N, K, ta, tb, bf16));
+    return made.back().second;
+  }
+  void clear() {
+    for (auto& kv : made) free_problem(kv.second);
+    made.clear();
+  }
+};
+
 constexpr int kWarmup = 5;
 constexpr int kTimed = 20;
+std::string g_filter;   // --only SUBSTRING of "config/variant"
+bool g_no_time = false;  // --no-time: correctness only (for ncu)
+bool g_short = false;    // --short: the main configurations only
+// --only takes comma-separated substrings of "config/mode:variant/M"; a case runs if any
+// matches.
+bool selected(const std::string& name) {
+  if (g_filter.empty()) return true;
+  size_t b = 0;
+  while (b <= g_filter.size()) {
+    size_t e = g_filter.find(',', b);
+    if (e == std::string::npos) e = g_filter.size();
+    if (e > b && name.find(g_filter.substr(b, e - b)) != std::string::npos) return true;
+    b = e + 1;
+  }
+  return false;
+}
 
-template <class Cfg, bool VecCopy, bool VecStore, bool Staged>
-void run_case(cublasHandle_t handle, Problem& p, int panel, bool time_it) {
+template <class Cfg, bool VecCopy, bool VecStore, bool Staged, int Mode_>
+void run_case(Problems& P, int M, int N, int K, int panel, bool time_it) {
   static_assert(sizeof(typename Cfg::Elem) == 2, "probe: 16-bit inputs only");
   Row row;
   row.config = Cfg::name();
-  row.M = p.M, row.N = p.N, row.K = p.K, row.panel = panel;
-  row.variant = std::string(VecCopy ? "vec" : "scalar") + (Staged ? "+staged" : "") +
+  row.M = M, row.N = N, row.K = K, row.panel = panel;
+  row.variant = std::string(mode_name(Mode_)) + ":" +
+                (VecCopy ? "vec" : "scalar") + (Staged ? "+staged" : "") +
                 (VecStore ? "" : "+scalar_store");
-  auto kernel = gemm_kernel<Cfg, VecCopy, VecStore, Staged>;
+  if (!selected(row.config + "/" + row.variant + "/" + std::to_string(M))) return;
+  cublasHandle_t handle = P.h;
+  Problem& p = P.get(M, N, K, Cfg::TransA, Cfg::TransB,
+                     tessel::is_same<typename Cfg::Elem, tessel::bfloat16_t>::value);
+  auto kernel = gemm_kernel<Cfg, VecCopy, VecStore, Staged, Mode_>;
   const int smem = Cfg::kSmemBytes;
   int dev = 0, max_smem = 0;
   CHECK_CUDA(cudaGetDevice(&dev));
@@ -325,7 +413,7 @@ void run_case(cublasHandle_t handle, Problem& p, int panel, bool time_it) {
   row.ok = row.rel_err < 2e-2 && guard_ok;  // NaN fails
   if (!guard_ok) row.note = "wrote past the end of C";
 
-  if (time_it) {
+  if (time_it && !g_no_time) {
     cudaEvent_t e0, e1, e2, e3;
     CHECK_CUDA(cudaEventCreate(&e0));
     CHECK_CUDA(cudaEventCreate(&e1));
@@ -360,31 +448,59 @@ void run_case(cublasHandle_t handle, Problem& p, int panel, bool time_it) {
   g_rows.push_back(row);
 }
 
-// The five configurations the lead asked for (f16, A [M][K], B [K][N]). WarpsM x WarpsN is
-// chosen so that every warp owns a 64x64 (or 64x32) sub-tile.
-using C128x128x32 = Config<tessel::half_t, 128, 128, 32, 2, 2, 3, false, false>;
-using C128x256x32 = Config<tessel::half_t, 128, 256, 32, 2, 4, 3, false, false>;
-using C128x256x64 = Config<tessel::half_t, 128, 256, 64, 2, 4, 3, false, false>;
-using C256x128x32 = Config<tessel::half_t, 256, 128, 32, 4, 2, 3, false, false>;
-using C128x128x64 = Config<tessel::half_t, 128, 128, 64, 2, 4, 4, false, false>;
+// Configurations (f16 unless named, A [M][K], B [K][N]). WarpsM x WarpsN is chosen so that
+// every warp owns a 64x64 sub-tile (~230 registers: 8 warps per SM at most).
+using f16 = tessel::half_t;
+using C128x128x32s3 = Config<f16, 128, 128, 32, 2, 2, 3, false, false>;
+using C128x128x32s4 = Config<f16, 128, 128, 32, 2, 2, 4, false, false>;
+using C128x128x64s3 = Config<f16, 128, 128, 64, 2, 2, 3, false, false>;
+using C128x256x32s3 = Config<f16, 128, 256, 32, 2, 4, 3, false, false>;
+using C128x256x64s3 = Config<f16, 128, 256, 64, 2, 4, 3, false, false>;
+using C128x256x64s4 = Config<f16, 128, 256, 64, 2, 4, 4, false, false>;
+using C256x128x64s3 = Config<f16, 256, 128, 64, 4, 2, 3, false, false>;
 
+// Big sizes, both modes: the speed table.
 template <class Cfg>
-void run_standard(cublasHandle_t h, Problem& p4096, Problem& p2048, Problem& p1000,
-                  Problem& p_tiny) {
-  for (int panel : {0, 8}) {
-    run_case<Cfg, true, true, false>(h, p4096, panel, true);
-    run_case<Cfg, true, true, false>(h, p2048, panel, true);
+void run_speed(Problems& P, bool pipelined_panel8 = false) {
+  run_case<Cfg, true, true, false, kBase>(P, 4096, 4096, 4096, 0, true);
+  run_case<Cfg, true, true, false, kBase>(P, 2048, 2048, 2048, 0, true);
+  run_case<Cfg, true, true, false, kPipelined>(P, 4096, 4096, 4096, 0, true);
+  run_case<Cfg, true, true, false, kPipelined>(P, 2048, 2048, 2048, 0, true);
+  if (pipelined_panel8) {
+    run_case<Cfg, true, true, false, kPipelined>(P, 4096, 4096, 4096, 8, true);
+    run_case<Cfg, true, true, false, kPipelined>(P, 2048, 2048, 2048, 8, true);
   }
-  run_case<Cfg, false, true, false>(h, p1000, 0, true);  // scalar copy path, N even
-  run_case<Cfg, false, false, false>(h, p_tiny, 0, true);  // nothing aligned
 }
 
-// Other operand orders and bf16: correctness first, timed for information.
-template <class T, bool TA, bool TB>
-void run_variant(cublasHandle_t h, Problem& big, Problem& tiny) {
-  using Cfg = Config<T, 128, 256, 32, 2, 4, 3, TA, TB>;
-  run_case<Cfg, true, true, false>(h, big, 8, true);
-  run_case<Cfg, false, false, false>(h, tiny, 0, false);
+// The schedule knobs of run_pipelined, big sizes.
+template <class Cfg>
+void run_knobs(Problems& P) {
+  for (int n : {4096, 2048}) {
+    run_case<Cfg, true, true, false, kPipeIssueFirst>(P, n, n, n, 0, true);
+    run_case<Cfg, true, true, false, kPipeSplit>(P, n, n, n, 0, true);
+    run_case<Cfg, true, true, false, kPipeIssueLate>(P, n, n, n, 0, true);
+  }
+}
+
+// The !Vectorized copy at sizes whose rows allow 16-, 4-byte and no cp.async chunks,
+// and a tiny ragged problem; both modes.
+template <class Cfg, int Mode_>
+void run_unaligned(Problems& P) {
+  run_case<Cfg, false, true, false, Mode_>(P, 1000, 1000, 1000, 0, true);   // 16 B
+  run_case<Cfg, false, true, false, Mode_>(P, 1004, 1004, 1004, 0, true);   // 4 B (ld % 8 == 4)
+  run_case<Cfg, false, true, false, Mode_>(P, 1002, 1002, 1002, 0, true);   // 4 B
+  run_case<Cfg, false, false, false, Mode_>(P, 1001, 1001, 1001, 0, true);  // elements
+  run_case<Cfg, false, false, false, Mode_>(P, 17, 33, 65, 0, false);
+  run_case<Cfg, true, true, false, Mode_>(P, 1000, 1000, 1000, 0, true);   // vec, ragged K
+}
+
+// Other operand orders and bf16: correctness, timed for information.
+template <class T, bool TA, bool TB, int BK, int Mode_>
+void run_order(Problems& P) {
+  using Cfg = Config<T, 128, 128, BK, 2, 2, 3, TA, TB>;
+  run_case<Cfg, true, true, false, Mode_>(P, 2048, 2048, 2048, 0, true);
+  run_case<Cfg, false, false, false, Mode_>(P, 17, 33, 65, 0, false);
+  run_case<Cfg, false, true, false, Mode_>(P, 1002, 1002, 1002, 0, false);
 }
 
 void print_results() {
@@ -413,51 +529,69 @@ void print_results() {
 
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--only" && i + 1 < argc) {
+      g_filter = argv[++i];
+    } else if (a == "--short") {
+      g_short = true;
+    } else if (a == "--no-time") {
+      g_no_time = true;
+    } else {
+      std::fprintf(stderr, "usage: %s [--only SUBSTRING[,...]] [--no-time] [--short]\n", argv[0]);
+      return 2;
+    }
+  }
   cudaDeviceProp prop;
   CHECK_CUDA(cudaGetDeviceProperties(&prop, 0));
   std::printf("device: %s (sm_%d%d, %d SMs)\n", prop.name, prop.major, prop.minor,
               prop.multiProcessorCount);
   cublasHandle_t h;
   CHECK_CUBLAS(cublasCreate(&h));
+  Problems P{h, {}};
+  // Problems are made on first use: a filter that skips a case skips its inputs too.
 
-  {
-    Problem p4096 = make_problem(h, 4096, 4096, 4096, false, false, false);
-    Problem p2048 = make_problem(h, 2048, 2048, 2048, false, false, false);
-    Problem p1000 = make_problem(h, 1000, 1000, 1000, false, false, false);
-    Problem p_tiny = make_problem(h, 17, 33, 65, false, false, false);
-    run_standard<C128x128x32>(h, p4096, p2048, p1000, p_tiny);
-    run_standard<C128x256x32>(h, p4096, p2048, p1000, p_tiny);
-    run_standard<C128x256x64>(h, p4096, p2048, p1000, p_tiny);
-    run_standard<C256x128x32>(h, p4096, p2048, p1000, p_tiny);
-    run_standard<C128x128x64>(h, p4096, p2048, p1000, p_tiny);
-    // The coalesced, shared-memory-staged epilogue on the expected winner.
-    run_case<C128x256x64, true, true, true>(h, p4096, 8, true);
-    run_case<C128x256x64, true, true, true>(h, p1000, 0, false);
-    free_problem(p4096);
-    free_problem(p2048);
-    free_problem(p1000);
-    free_problem(p_tiny);
+  if (!g_short) {
+    run_speed<C128x128x32s3>(P, true);
+    run_speed<C128x128x32s4>(P);
+    run_speed<C128x128x64s3>(P, true);
+    run_speed<C128x256x32s3>(P);
+    run_speed<C128x256x64s3>(P, true);
+    run_speed<C128x256x64s4>(P);
+    run_speed<C256x128x64s3>(P);
+    run_knobs<C128x128x32s3>(P);
+    run_knobs<C128x128x64s3>(P);
+    run_knobs<C128x256x64s3>(P);
+  } else {
+    run_speed<C128x128x32s3>(P);
+    run_speed<C128x128x64s3>(P);
+    run_speed<C128x256x64s3>(P);
+    run_speed<C256x128x64s3>(P);
   }
-  {
-    Problem nt = make_problem(h, 2048, 2048, 2048, false, true, false);
-    Problem nt_tiny = make_problem(h, 17, 33, 65, false, true, false);
-    run_variant<tessel::half_t, false, true>(h, nt, nt_tiny);
-    Problem tn = make_problem(h, 2048, 2048, 2048, true, false, false);
-    Problem tn_tiny = make_problem(h, 17, 33, 65, true, false, false);
-    run_variant<tessel::half_t, true, false>(h, tn, tn_tiny);
-    Problem tt = make_problem(h, 2048, 2048, 2048, true, true, false);
-    Problem tt_tiny = make_problem(h, 17, 33, 65, true, true, false);
-    run_variant<tessel::half_t, true, true>(h, tt, tt_tiny);
-    for (Problem* p : {&nt, &nt_tiny, &tn, &tn_tiny, &tt, &tt_tiny}) free_problem(*p);
+  // The coalesced, shared-memory-staged epilogue.
+  for (int n : {4096, 2048}) {
+    run_case<C128x128x64s3, true, true, true, kPipelined>(P, n, n, n, 0, true);
+    run_case<C128x256x64s3, true, true, true, kPipelined>(P, n, n, n, 0, true);
+    run_case<C256x128x64s3, true, true, true, kPipelined>(P, n, n, n, 0, true);
+    run_case<C128x256x64s3, true, true, true, kPipelined>(P, n, n, n, 8, true);
+    run_case<C128x128x32s3, true, true, true, kBase>(P, n, n, n, 0, true);
   }
-  {
-    Problem b = make_problem(h, 4096, 4096, 4096, false, false, true);
-    Problem b_tiny = make_problem(h, 17, 33, 65, false, false, true);
-    run_variant<tessel::bfloat16_t, false, false>(h, b, b_tiny);
-    free_problem(b);
-    free_problem(b_tiny);
-  }
+  run_case<C128x256x64s3, true, true, true, kPipelined>(P, 1000, 1000, 1000, 0, true);
+  P.clear();
+  run_unaligned<C128x128x32s3, kBase>(P);
+  run_unaligned<C128x128x32s3, kPipelined>(P);
+  run_unaligned<C128x128x64s3, kPipelined>(P);
+  run_unaligned<C128x256x64s3, kPipelined>(P);
+  P.clear();
+  run_order<f16, false, true, 32, kBase>(P);
+  run_order<f16, false, true, 64, kPipelined>(P);
+  run_order<f16, true, false, 64, kPipelined>(P);
+  run_order<f16, true, true, 64, kPipelined>(P);
+  run_order<f16, true, true, 32, kPipelined>(P);
+  P.clear();
+  run_order<tessel::bfloat16_t, false, false, 64, kPipelined>(P);
+  P.clear();
 
   print_results();
   cublasDestroy(h);
