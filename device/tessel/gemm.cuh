@@ -232,7 +232,7 @@ struct BlockGemm {
   // warp-collective); the caller barriers so that the tiles are complete.
   // The fragments of k step kk + 1 are loaded before the mmas of step kk so that shared
   // memory latency overlaps tensor-core work within the warp.
-  static constexpr bool kRunXor = true;
+  static constexpr bool kRunXor = kKSteps >= 4;
   __device__ static void run(const TIn* sA, const TIn* sB, float (&acc)[kAccPerThread]) {
     const int lane = threadIdx.x % 32;
     const int wm = warp_m();
