@@ -15,20 +15,29 @@
 // remapped by rasterize(panel) (block.cuh) for L2 reuse. The ring's stage/phase counters
 // run on across tiles, so the producer prefetches the next tile during the epilogue.
 //
-// Shared tiles: A stage = WgmmaSwizzle128Layout<BM, BK, 2> (K-major, wgmma TransA = 0);
-// B stage = WgmmaSwizzle128Layout<BK, BN, 2> (N-major: the tutorial's B is N-contiguous,
-// wgmma TransB = 1). Both are exactly what TMA with SWIZZLE_128B writes (tma.cuh).
+// Ping-pong (PingPong = 1, 2 consumers): consumer c takes every other tile of the CTA and
+// all BM rows of it, so its epilogue overlaps the other consumer's mainloop.
+//
+// Shared tiles: A stage = WgmmaSwizzleLayout<BM, BK, 2, SA> (K-major, wgmma TransA = 0) with
+// SA = 128 (bytes) for BK >= 64 and SA = 64 for BK = 32; B stage = WgmmaSwizzle128Layout<BK,
+// BN, 2> (N-major: the tutorial's B is N-contiguous, wgmma TransB = 1). Both are exactly
+// what TMA writes with the tensor maps below (tma.cuh).
 //
 // Accumulator layout (consumer threads; the compiler's Parallel epilogues address it):
 // consumer c = threadIdx.x / 128 - 1, warp w = (threadIdx.x / 32) % 4, lane l, and
 //   i = mb * (BN / 2) + j,   mb < kMBlocks (64-row blocks of the warpgroup), j < BN / 2:
-//   acc_row(i) = c * kWgRows + mb * 64 + 16 w + l / 4 + 8 ((j / 2) % 2)
+//   acc_row(i) = c0 + mb * 64 + 16 w + l / 4 + 8 ((j / 2) % 2)   (c0 = c * kWgRows;
+//                                                                 0 for ping-pong)
 //   acc_col(i) = 8 (j / 4) + 2 (l % 4) + j % 2
 // so acc[i], acc[i + 1] (i even) are horizontally adjacent (one packed 16-bit pair).
 //
-// Host, per launch (see tools/probes/wgmma_probe.cu): tensor maps of A (box {64, BM}) and B
-// (box {64, BK}) as in tma.cuh, dynamic shared memory kSmemBytes (raise the limit with
-// cudaFuncSetAttribute), kThreads threads, grid = min(tiles, SM count) (or tiles).
+// Host, per launch (see tools/probes/wgmma_probe.cu): tensor maps (tma.cuh) of
+//   A [M][K]: box {BK >= 64 ? 64 : BK, BM}, swizzle BK >= 64 ? SWIZZLE_128B : SWIZZLE_64B
+//             (BK = 32: box {32, BM}, CU_TENSOR_MAP_SWIZZLE_64B);
+//   B [K][N]: box {64, BK}, CU_TENSOR_MAP_SWIZZLE_128B (any BK);
+// dynamic shared memory kSmemBytes = 1024 + Stages * (BM * BK + BK * BN) * 2 + 16 * Stages
+// (raise the limit with cudaFuncSetAttribute), kThreads = 128 * (ConsumerWGs + 1) threads,
+// grid = min(tiles, SM count) (or tiles); no cluster attribute unless ClusterM > 1.
 #pragma once
 
 #include "block.cuh"
@@ -42,17 +51,21 @@
 namespace tessel {
 
 template <class TIn, int BM, int BN, int BK, int Stages, int ConsumerWGs = 2, int ProducerRegs = 40,
-          int ConsumerRegs = 232, int ClusterM = 1>
+          int ConsumerRegs = 232, int ClusterM = 1, int PingPong = 0, int WideStores = 1>
 struct HopperGemm {
   static_assert(is_mma_16bit<TIn>::value, "HopperGemm: TIn must be half_t or bfloat16_t");
   static_assert(ConsumerWGs == 1 || ConsumerWGs == 2, "HopperGemm: 1 or 2 consumer warpgroups");
-  static_assert(BM % (64 * ConsumerWGs) == 0,
+  static_assert(PingPong == 0 || ConsumerWGs == 2, "HopperGemm: ping-pong needs 2 consumer warpgroups");
+  static constexpr bool kPingPong = PingPong != 0;
+  // Rows of the block tile one consumer warpgroup computes.
+  static constexpr int kWgRows = kPingPong ? BM : BM / ConsumerWGs;
+  static_assert(kWgRows % 64 == 0 && BM % kWgRows == 0,
                 "HopperGemm: BM must be a multiple of 64 * ConsumerWGs (wgmma is m64)");
   static_assert(BM <= 256, "HopperGemm: BM <= 256 (a TMA box extent is at most 256)");
   static_assert(BN % 64 == 0 && BN <= 256,
                 "HopperGemm: BN must be a multiple of 64 (one 128-byte swizzle panel) <= 256");
-  static_assert(BK % 64 == 0 && BK <= 256,
-                "HopperGemm: BK must be a multiple of 64 (one 128-byte row of K) <= 256");
+  static_assert(BK == 32 || (BK % 64 == 0 && BK <= 256),
+                "HopperGemm: BK must be 32 (64-byte swizzle) or a multiple of 64 up to 256");
   static_assert(Stages >= 2, "HopperGemm: the ring needs at least 2 stages");
   static_assert(ClusterM == 1 || ClusterM == 2, "HopperGemm: ClusterM is 1 or 2");
   static_assert((BN / 64) % ClusterM == 0,
@@ -63,7 +76,6 @@ struct HopperGemm {
   static constexpr int kConsumerWGs = ConsumerWGs;
   static constexpr int kClusterM = ClusterM;
   static constexpr int kThreads = 128 * (ConsumerWGs + 1);
-  static constexpr int kWgRows = BM / ConsumerWGs;
   static constexpr int kMBlocks = kWgRows / 64;
   static constexpr int kAccPerMBlock = BN / 2;
   static constexpr int kAccPerThread = kMBlocks * kAccPerMBlock;
@@ -71,7 +83,9 @@ struct HopperGemm {
   static_assert(kAccPerThread <= 192,
                 "HopperGemm: more than 192 f32 accumulators per consumer thread would spill");
 
-  using LayoutA = WgmmaSwizzle128Layout<BM, BK, 2>;
+  // A rows are BK * 2 bytes: the 128-byte swizzle for BK >= 64, the 64-byte one for BK = 32.
+  static constexpr int kSwizzleA = BK >= 64 ? 128 : 64;
+  using LayoutA = WgmmaSwizzleLayout<BM, BK, 2, kSwizzleA>;
   using LayoutB = WgmmaSwizzle128Layout<BK, BN, 2>;
   static constexpr int kStageBytes = LayoutA::kBytes + LayoutB::kBytes;
   // Operand ring, then 2 * Stages mbarriers; +1024 so the ring can be aligned by hand.
@@ -86,8 +100,9 @@ struct HopperGemm {
     return 8 * ((i % kAccPerMBlock) / 4) + 2 * (t % 4) + i % 2;
   }
   __device__ static int consumer_index() { return static_cast<int>(threadIdx.x) / 128 - 1; }
+  // Row of the block tile (of the tile this consumer is computing, for ping-pong).
   __device__ static int acc_row(int i) {
-    return consumer_index() * kWgRows + acc_row_in_wg(i, threadIdx.x % 128);
+    return (kPingPong ? 0 : consumer_index() * kWgRows) + acc_row_in_wg(i, threadIdx.x % 128);
   }
   __device__ static int acc_col(int i) { return acc_col_in_wg(i, threadIdx.x % 128); }
 
@@ -114,8 +129,9 @@ struct HopperGemm {
       tma_prefetch_descriptor(tmap_b);
       for (int s = 0; s < Stages; ++s) {
         mbarrier_init(full + 8 * s, 1);  // the producer's expect_tx
-        // One arrive per consumer warp of every CTA whose data this CTA's producer writes.
-        mbarrier_init(empty + 8 * s, 4 * ConsumerWGs * ClusterM);
+        // One arrive per consumer warp that reads the stage, in every CTA whose data this
+        // CTA's producer writes (ping-pong: one warpgroup reads each stage).
+        mbarrier_init(empty + 8 * s, 4 * (kPingPong ? 1 : ConsumerWGs) * ClusterM);
       }
       mbarrier_init_fence();
     }
@@ -167,7 +183,7 @@ struct HopperGemm {
         const unsigned b_dst = ring_b + stage * LayoutB::kBytes;
 #pragma unroll
         for (int p = 0; p < LayoutA::kPanels; ++p)
-          tma_load_2d(a_dst + p * LayoutA::kPanelBytes, tmap_a, bar, kt * BK + p * 64, tm * BM);
+          tma_load_2d(a_dst + p * LayoutA::kPanelBytes, tmap_a, bar, kt * BK + p * LayoutA::kPanelCols, tm * BM);
 #pragma unroll
         for (int q = 0; q < kBPanelsPerCta; ++q) {
           const int p = rank * kBPanelsPerCta + q;
@@ -186,7 +202,11 @@ struct HopperGemm {
     }
   }
 
-  // Consumer warpgroup c: the mainloop and the epilogue of every tile of this CTA.
+  // Consumer warpgroup c: the mainloop and the epilogue of its tiles. Cooperative: every
+  // tile of this CTA, rows [c * kWgRows, +kWgRows). Ping-pong: every other tile of this CTA
+  // (c = 0 the even ones), all BM rows, so one warpgroup's epilogue runs while the other's
+  // wgmmas keep the tensor core busy; the ring hands out the tiles' K tiles in order, so
+  // a warpgroup skips the other's k_tiles ring slots.
   template <class TOut>
   __device__ static void consume(TOut* C, int M, int N, unsigned ring_a, unsigned ring_b, unsigned full,
                                  unsigned empty, int c, int rank, int cluster_id, int clusters, int tiles,
@@ -194,30 +214,39 @@ struct HopperGemm {
     const bool warp_leader = threadIdx.x % 32 == 0;
     // Descriptors of stage 0; a stage/k-step/row offset is added to the address field (its
     // 14 bits hold any shared address >> 4, so the addition never carries out of it).
-    const unsigned long long desc_a0 = wgmma_desc_kmajor_sw128(ring_a + c * kWgRows * 128);
+    const unsigned long long desc_a0 =
+        wgmma_desc_kmajor(ring_a + (kPingPong ? 0 : c * kWgRows * kSwizzleA), kSwizzleA);
     const unsigned long long desc_b0 = wgmma_desc_mnmajor_sw128(ring_b, LayoutB::kPanelBytes);
+    constexpr int kStep = kPingPong ? 2 : 1;  // tiles between two of this warpgroup's tiles
     float acc[kAccPerThread];
-    int stage = 0;
-    unsigned phase = 0;
-    for (int t = cluster_id; t < tiles; t += clusters) {
+    unsigned it = kPingPong ? static_cast<unsigned>(c * k_tiles) : 0u;  // ring position
+    for (int t = cluster_id + (kPingPong ? c * clusters : 0); t < tiles; t += kStep * clusters) {
       int tn, tmc;
       tile_coords(t, tiles_n, tiles_mc, panel, tn, tmc);
       const int tm = tmc * ClusterM + rank;  // may be past M: loads zero-fill, stores masked
 #pragma unroll
       for (int i = 0; i < kAccPerThread; ++i) acc[i] = 0.0f;
+      // Ping-pong: the mainloops take turns (named barrier 1 + c: "c's turn"). Besides keeping
+      // the tensor core to one warpgroup, this is what makes the parity waits below sound: a
+      // warpgroup waits on ring position `it` only after every earlier position was waited
+      // for, so the full barrier's pending phase is exactly it / Stages.
+      if (kPingPong && t != cluster_id) named_barrier_sync(1 + c, 256);
       int prev_stage = -1;
-      for (int kt = 0; kt < k_tiles; ++kt) {
-        mbarrier_wait_parity(full + 8 * stage, phase);
+      for (int kt = 0; kt < k_tiles; ++kt, ++it) {
+        const int stage = static_cast<int>(it % Stages);
+        mbarrier_wait_parity(full + 8 * stage, (it / Stages) & 1);
         wgmma_fence_operand(acc);
         wgmma_fence();
 #pragma unroll
         for (int kk = 0; kk < kKSteps; ++kk) {
-          const unsigned a_off = stage * LayoutA::kBytes + (kk / 4) * LayoutA::kPanelBytes + (kk % 4) * 32;
+          const unsigned a_off = stage * LayoutA::kBytes + (kk * 32 / kSwizzleA) * LayoutA::kPanelBytes +
+                                 (kk * 32) % kSwizzleA;
           const unsigned b_off = stage * LayoutB::kBytes + kk * 16 * 128;
 #pragma unroll
           for (int mb = 0; mb < kMBlocks; ++mb) {
             float(&d)[kAccPerMBlock] = *reinterpret_cast<float(*)[kAccPerMBlock]>(&acc[mb * kAccPerMBlock]);
-            wgmma_ss<TIn, BN, 0, 1>(d, desc_a0 + ((a_off + mb * 64 * 128) >> 4), desc_b0 + (b_off >> 4), 1);
+            wgmma_ss<TIn, BN, 0, 1>(d, desc_a0 + ((a_off + mb * 64 * kSwizzleA) >> 4), desc_b0 + (b_off >> 4),
+                                    1);
           }
         }
         wgmma_commit();
@@ -226,15 +255,14 @@ struct HopperGemm {
         wgmma_wait<1>();
         if (prev_stage >= 0 && warp_leader) release(empty + 8 * prev_stage);
         prev_stage = stage;
-        if (++stage == Stages) {
-          stage = 0;
-          phase ^= 1;
-        }
       }
+      // The other warpgroup's tile (the next one of this CTA) may start its mainloop.
+      if (kPingPong && t + clusters < tiles) named_barrier_arrive(2 - c, 256);
       wgmma_wait<0>();
       wgmma_fence_operand(acc);
       if (prev_stage >= 0 && warp_leader) release(empty + 8 * prev_stage);
       store_tile<TOut>(acc, C, N, tm * BM, tn * BN, M - tm * BM, N - tn * BN);
+      if constexpr (kPingPong) it += k_tiles;  // the other warpgroup's tile
     }
   }
 
@@ -250,26 +278,73 @@ struct HopperGemm {
 
   // Epilogue: converts and stores this consumer thread's accumulators straight to global,
   // bounds-masked (element (r, c) of the block tile is written iff r < rows && c < cols).
-  // Column pairs go out as one 4-byte store when N is even (then 4-byte aligned).
+  // 16-bit outputs (WideStores): the 4 lanes of a quad hold one row's 32 columns as a 4x4
+  // matrix of column pairs; two xor shuffles transpose it so that each lane stores 8
+  // consecutive columns with one 16-byte store (when ldc % 8 == 0 and all 8 are in range).
+  // Otherwise column pairs go out as one 4-byte store when ldc is even, else per element.
   template <class TOut>
   __device__ static void store_tile(const float (&acc)[kAccPerThread], TOut* C, int ldc, int m0, int n0,
                                     int rows, int cols) {
-    TOut* tile = C + static_cast<long long>(m0) * ldc + n0;
-    const bool pairs = (ldc % 2) == 0;
+    TOut* tile = C + static_cast<long long>(m0) * ldc + n0 + (kPingPong ? 0 : consumer_index() * kWgRows) * ldc;
+    if (!kPingPong) rows -= consumer_index() * kWgRows;
+    const int t = threadIdx.x % 128;
+    if constexpr (is_mma_16bit<TOut>::value && WideStores != 0) {
+      const int q = t % 4;
+      const bool vec = ldc % 8 == 0;
 #pragma unroll
-    for (int i = 0; i < kAccPerThread; i += 2) {
-      const int r = acc_row(i);
-      const int col = acc_col(i);
-      if (r >= rows) continue;
-      TOut* p = tile + static_cast<long long>(r) * ldc + col;
-      if constexpr (is_mma_16bit<TOut>::value) {
-        if (pairs && col + 1 < cols) {
-          *reinterpret_cast<unsigned*>(p) = pack2<TOut>(acc[i], acc[i + 1]);
-          continue;
+      for (int mb = 0; mb < kMBlocks; ++mb)
+#pragma unroll
+        for (int h = 0; h < 2; ++h)
+#pragma unroll
+          for (int g = 0; g < BN / 32; ++g) {
+            unsigned w[4];
+#pragma unroll
+            for (int b = 0; b < 4; ++b) {
+              const int i = mb * kAccPerMBlock + (4 * g + b) * 4 + 2 * h;
+              w[b] = pack2<TOut>(acc[i], acc[i + 1]);
+            }
+#pragma unroll
+            for (int p = 0; p < 2; ++p) {  // 2x2 blocks: swap with the lane q ^ 1
+              const unsigned v = __shfl_xor_sync(0xffffffffu, (q & 1) ? w[2 * p] : w[2 * p + 1], 1);
+              if (q & 1) w[2 * p] = v; else w[2 * p + 1] = v;
+            }
+#pragma unroll
+            for (int p = 0; p < 2; ++p) {  // the blocks: swap with the lane q ^ 2
+              const unsigned v = __shfl_xor_sync(0xffffffffu, (q & 2) ? w[p] : w[p + 2], 2);
+              if (q & 2) w[p] = v; else w[p + 2] = v;
+            }
+            const int r = acc_row_in_wg(mb * kAccPerMBlock + 2 * h, t);
+            const int col = 8 * (4 * g + q);
+            if (r >= rows) continue;
+            TOut* p = tile + static_cast<long long>(r) * ldc + col;
+            if (vec && col + 8 <= cols) {
+              *reinterpret_cast<uint4*>(p) = make_uint4(w[0], w[1], w[2], w[3]);
+              continue;
+            }
+#pragma unroll
+            for (int e = 0; e < 8; ++e) {
+              if (col + e >= cols) break;
+              const unsigned short bits = static_cast<unsigned short>(w[e / 2] >> (16 * (e % 2)));
+              *reinterpret_cast<unsigned short*>(p + e) = bits;
+            }
+          }
+    } else {
+      const bool pairs = (ldc % 2) == 0;
+#pragma unroll
+      for (int i = 0; i < kAccPerThread; i += 2) {
+        const int r = acc_row_in_wg(i, t);
+        const int col = acc_col_in_wg(i, t);
+        if (r >= rows) continue;
+        TOut* p = tile + static_cast<long long>(r) * ldc + col;
+        if constexpr (is_mma_16bit<TOut>::value) {
+          if (pairs && col + 1 < cols) {
+            *reinterpret_cast<unsigned*>(p) = pack2<TOut>(acc[i], acc[i + 1]);
+            continue;
+          }
         }
+        if (col < cols) p[0] = from_float<TOut>(acc[i]);
+        if (col + 1 < cols) p[1] = from_float<TOut>(acc[i + 1]);
       }
-      if (col < cols) p[0] = from_float<TOut>(acc[i]);
-      if (col + 1 < cols) p[1] = from_float<TOut>(acc[i + 1]);
     }
   }
 };

@@ -79,6 +79,13 @@ __device__ inline void named_barrier_sync(unsigned id, unsigned threads) {
   asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(threads) : "memory");
 }
 
+// Arrives on named barrier `id` without waiting (the signalling side of a producer/consumer
+// hand-off between warpgroups; the waiting side calls named_barrier_sync with the same
+// `threads`, which counts the arriving and the waiting threads together).
+__device__ inline void named_barrier_arrive(unsigned id, unsigned threads) {
+  asm volatile("bar.arrive %0, %1;" ::"r"(id), "r"(threads) : "memory");
+}
+
 // ---- thread-block clusters ---------------------------------------------------------------
 // This CTA's rank in its cluster (0 when launched without clusters).
 __device__ inline unsigned cluster_ctarank() {

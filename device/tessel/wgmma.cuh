@@ -68,6 +68,16 @@ __device__ inline unsigned long long wgmma_desc_mnmajor_sw128(unsigned smem_addr
 #endif
 }
 
+// K-major operand in WgmmaSwizzleLayout<..., S> (S = 32, 64 or 128 byte rows, 16-bit
+// elements): 8-row groups 8 * S bytes apart (SBO); a k16 step (32 bytes) stays inside a row
+// for S >= 32, so LBO is unused. wgmma_desc_kmajor(a, 128) == wgmma_desc_kmajor_sw128(a).
+__device__ inline unsigned long long wgmma_desc_kmajor(unsigned smem_addr, int swizzle_bytes) {
+  const WgmmaSwizzle swz = swizzle_bytes == 128  ? WgmmaSwizzle::k128B
+                           : swizzle_bytes == 64 ? WgmmaSwizzle::k64B
+                                                 : WgmmaSwizzle::k32B;
+  return make_wgmma_desc(smem_addr, 16, 8 * swizzle_bytes, swz);
+}
+
 // ---- ordering ------------------------------------------------------------------------------
 __device__ inline void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
 __device__ inline void wgmma_commit() {

@@ -4,7 +4,7 @@
 //
 // Build: tools/probes/build_wgmma.sh  (nvcc ... -lcublas -lcuda; the driver API encodes the
 // tensor maps here; the Tessel runtime does the same through its dlopen'd libcuda).
-// Run:   .carry-hopper/wgmma_probe [quick]   (exit status 1 if any result is wrong)
+// Run:   .carry-hopper2/wgmma_probe [quick]   (exit status 1 if any result is wrong)
 // Output: a table, then one JSON object per case on its own line starting with "{".
 // ratio = cuBLAS ms / our ms (1.0 = parity).
 //
@@ -22,6 +22,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -58,18 +59,19 @@
 
 namespace {
 
-// Row-major [rows][cols] 16-bit tensor, box {64, box_rows}, 128-byte swizzle, zero OOB fill.
-tessel::TmaDescriptor make_tmap(const void* ptr, int rows, int cols, int box_rows, bool bf16) {
+// Row-major [rows][cols] 16-bit tensor, box {box_cols, box_rows}, swizzle box_cols * 2 bytes
+// (64 -> SWIZZLE_128B, 32 -> SWIZZLE_64B), zero OOB fill.
+tessel::TmaDescriptor make_tmap(const void* ptr, int rows, int cols, int box_rows, bool bf16, int box_cols = 64) {
   static_assert(sizeof(tessel::TmaDescriptor) == sizeof(CUtensorMap), "tensor map size");
   CUtensorMap map;
   const cuuint64_t dims[2] = {(cuuint64_t)cols, (cuuint64_t)rows};
   const cuuint64_t strides[1] = {(cuuint64_t)cols * 2};
-  const cuuint32_t box[2] = {64, (cuuint32_t)box_rows};
+  const cuuint32_t box[2] = {(cuuint32_t)box_cols, (cuuint32_t)box_rows};
   const cuuint32_t estrides[2] = {1, 1};
   CHECK_CU(cuTensorMapEncodeTiled(
       &map, bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 2,
       const_cast<void*>(ptr), dims, strides, box, estrides, CU_TENSOR_MAP_INTERLEAVE_NONE,
-      CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE));
+      box_cols == 64 ? CU_TENSOR_MAP_SWIZZLE_128B : CU_TENSOR_MAP_SWIZZLE_64B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE));
   tessel::TmaDescriptor d;
   std::memcpy(&d, &map, sizeof d);
   return d;
@@ -168,16 +170,23 @@ struct Row {
 };
 std::vector<Row> g_rows;
 int g_sms = 132;
+int g_max_grid = 1 << 30;  // correctness runs cap the grid so that each CTA takes many tiles
 constexpr int kWarmup = 5, kTimed = 20;
 
-template <class T, int BM, int BN, int BK, int Stages, int CW, int Cl = 1>
-void run_case(cublasHandle_t handle, Problem& p, int panel, bool persistent, bool time_it) {
-  using G = tessel::HopperGemm<T, BM, BN, BK, Stages, CW, 40, 232, Cl>;
+// PP: ping-pong consumers; WS: 16-byte epilogue stores; PR/CR: setmaxnreg budgets;
+// attr: launch with a 1x1x1 cluster attribute even when Cl == 1 (the runtime launches with
+// cuLaunchKernel and no attribute, which is the default here).
+template <class T, int BM, int BN, int BK, int Stages, int CW, int Cl = 1, int PP = 0, int WS = 1, int PR = 40,
+          int CR = 232>
+void run_case(cublasHandle_t handle, Problem& p, int panel, bool time_it, bool attr = false) {
+  using G = tessel::HopperGemm<T, BM, BN, BK, Stages, CW, PR, CR, Cl, PP, WS>;
+  const bool persistent = true;
   Row row;
   char name[96];
-  std::snprintf(name, sizeof name, "%dx%dx%d_s%d_c%d_cl%d", BM, BN, BK, Stages, CW, Cl);
+  std::snprintf(name, sizeof name, "%dx%dx%d_s%d_c%d_cl%d%s%s%s", BM, BN, BK, Stages, CW, Cl, PP ? "_pp" : "",
+                WS ? "" : "_ws0", CR != 232 ? "_r240" : "");
   row.config = name;
-  row.variant = std::string(persistent ? "persistent" : "grid") + "_p" + std::to_string(panel);
+  row.variant = std::string("p") + std::to_string(panel) + (attr ? "_attr" : "");
   row.M = p.M, row.N = p.N, row.K = p.K, row.bf16 = p.bf16;
   if ((p.K * 2) % 16 != 0 || (p.N * 2) % 16 != 0) {
     row.note = "skipped: TMA needs 16-byte row strides (K % 8, N % 8); use the mma.sync path";
@@ -186,21 +195,21 @@ void run_case(cublasHandle_t handle, Problem& p, int panel, bool persistent, boo
   }
   auto kernel = tessel::hopper_gemm_kernel<G, T>;
   CHECK_CUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, G::kSmemBytes));
-  const tessel::TmaDescriptor ta = make_tmap(p.A, p.M, p.K, BM, p.bf16);
+  const tessel::TmaDescriptor ta = make_tmap(p.A, p.M, p.K, BM, p.bf16, BK >= 64 ? 64 : BK);
   const tessel::TmaDescriptor tb = make_tmap(p.B, p.K, p.N, BK, p.bf16);
   // Grid: one CTA per tile, or (persistent) as many clusters as fit on the GPU at once.
   const int tiles = ((p.M + BM * Cl - 1) / (BM * Cl)) * Cl * ((p.N + BN - 1) / BN);
   cudaLaunchConfig_t cfg = {};
-  cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeClusterDimension;
-  attr[0].val.clusterDim.x = Cl;
-  attr[0].val.clusterDim.y = 1;
-  attr[0].val.clusterDim.z = 1;
+  cudaLaunchAttribute la[1];
+  la[0].id = cudaLaunchAttributeClusterDimension;
+  la[0].val.clusterDim.x = Cl;
+  la[0].val.clusterDim.y = 1;
+  la[0].val.clusterDim.z = 1;
   cfg.blockDim = dim3(G::kThreads);
   cfg.dynamicSmemBytes = G::kSmemBytes;
-  cfg.attrs = attr;
-  cfg.numAttrs = 1;
-  int resident = g_sms;
+  cfg.attrs = la;
+  cfg.numAttrs = (Cl > 1 || attr) ? 1 : 0;
+  int resident = std::min(g_sms, g_max_grid / Cl * Cl);
   if (Cl > 1) {
     cfg.gridDim = dim3(tiles);
     int clusters = 0;
@@ -262,6 +271,9 @@ void run_case(cublasHandle_t handle, Problem& p, int panel, bool persistent, boo
     cudaEventDestroy(e1);
     cudaEventDestroy(e2);
   }
+  std::fprintf(stderr, "# %s %s %s %dx%dx%d ms %.4f cublas %.4f ratio %.3f err %.2e %s\n", row.config.c_str(),
+               row.variant.c_str(), p.bf16 ? "bf16" : "f16", p.M, p.N, p.K, row.ms, row.cublas_ms,
+               row.cublas_ms / row.ms, row.rel_err, row.ok ? "ok" : "FAIL");
   g_rows.push_back(row);
 }
 
@@ -290,43 +302,69 @@ void print_results() {
 }
 
 template <class T>
+void correctness(cublasHandle_t h, Problem& p) {
+  g_max_grid = 6;
+  run_case<T, 128, 256, 64, 4, 2>(h, p, 0, false);
+  run_case<T, 128, 256, 64, 4, 2, 1, 0, 0>(h, p, 0, false);
+  run_case<T, 128, 256, 64, 4, 2, 2>(h, p, 0, false);
+  run_case<T, 256, 128, 64, 4, 2>(h, p, 0, false);
+  run_case<T, 128, 128, 64, 6, 2, 1, 1>(h, p, 0, false);
+  run_case<T, 128, 192, 64, 5, 2, 1, 1>(h, p, 0, false);
+  run_case<T, 64, 256, 64, 5, 2, 1, 1>(h, p, 0, false);
+  run_case<T, 128, 128, 64, 6, 1>(h, p, 0, false);
+  run_case<T, 128, 128, 32, 3, 1>(h, p, 0, false);  // the tutorial's config, 64-byte swizzle A
+  run_case<T, 128, 256, 32, 8, 2>(h, p, 0, false);
+  run_case<T, 128, 128, 32, 10, 2, 1, 1>(h, p, 0, false);
+  g_max_grid = 1 << 30;
+}
+
+template <class T>
+void timed(cublasHandle_t h, Problem& p, int pn) {
+  run_case<T, 128, 256, 64, 4, 2, 1, 0, 0>(h, p, 16, true, true);  // the 2026-12-02 kernel
+  run_case<T, 128, 256, 64, 4, 2>(h, p, 16, true);
+  run_case<T, 128, 256, 64, 4, 2>(h, p, pn, true);
+  run_case<T, 256, 128, 64, 4, 2>(h, p, pn, true);
+  run_case<T, 128, 128, 64, 6, 2, 1, 1>(h, p, pn, true);
+  run_case<T, 128, 128, 64, 7, 2, 1, 1>(h, p, 16, true);
+  run_case<T, 128, 192, 64, 5, 2, 1, 1>(h, p, pn, true);
+  run_case<T, 64, 256, 64, 5, 2, 1, 1>(h, p, pn, true);
+  run_case<T, 128, 128, 32, 3, 1>(h, p, pn, true);
+  run_case<T, 128, 128, 32, 10, 2, 1, 1>(h, p, pn, true);
+  run_case<T, 128, 256, 32, 8, 2>(h, p, pn, true);
+}
+
+template <class T>
 void run_dtype(cublasHandle_t h, bool bf16, bool quick) {
-  using half = T;
-  if (quick) {
-    Problem s = make_problem(h, 256, 512, 128, bf16);
-    run_case<half, 128, 256, 64, 4, 2>(h, s, 0, true, false);
-    run_case<half, 128, 128, 64, 6, 1>(h, s, 0, true, false);
-    run_case<half, 256, 128, 64, 4, 2>(h, s, 0, true, false);
-    run_case<half, 128, 256, 64, 4, 2, 2>(h, s, 0, true, false);
-    free_problem(s);
-    Problem o = make_problem(h, 1000, 1000, 1000, bf16);
-    run_case<half, 128, 256, 64, 4, 2>(h, o, 0, true, false);
-    run_case<half, 128, 256, 64, 4, 2, 2>(h, o, 0, true, false);
-    run_case<half, 256, 128, 64, 4, 2, 2>(h, o, 0, true, false);
-    free_problem(o);
-    return;
+  for (auto [m, n, k] : {std::array<int, 3>{300, 264, 72}, {256, 512, 64}, {1000, 1000, 1000}, {200, 136, 40}}) {
+    Problem e = make_problem(h, m, n, k, bf16);  // ragged M, N; partial K tile; one K tile
+    correctness<T>(h, e);
+    free_problem(e);
   }
-  for (int n : {4096, 2048, 8192}) {
+  Problem t = make_problem(h, 17, 33, 65, bf16);
+  run_case<T, 128, 256, 64, 4, 2>(h, t, 0, false);
+  free_problem(t);
+  if (quick) return;
+  for (int n : {4096, 2048}) {
     Problem p = make_problem(h, n, n, n, bf16);
-    run_case<half, 128, 256, 64, 4, 2>(h, p, 16, true, true);
-    run_case<half, 256, 128, 64, 4, 2>(h, p, 8, true, true);
-    run_case<half, 128, 256, 64, 4, 2, 2>(h, p, 8, true, true);
-    run_case<half, 128, 256, 64, 4, 2, 2>(h, p, 16, true, true);
-    run_case<half, 256, 128, 64, 4, 2, 2>(h, p, 8, true, true);
-    run_case<half, 256, 128, 64, 4, 2, 2>(h, p, 16, true, true);
+    timed<T>(h, p, 8);
+    free_problem(p);
+  }
+  for (int k : {64, 512}) {  // fixed cost: K sweep at 2048 x 2048
+    Problem p = make_problem(h, 2048, 2048, k, bf16);
+    run_case<T, 128, 256, 64, 4, 2, 1, 0, 0>(h, p, 16, true, true);
+    run_case<T, 128, 256, 64, 4, 2>(h, p, 16, true);
+    run_case<T, 128, 128, 64, 6, 2, 1, 1>(h, p, 8, true);
     free_problem(p);
   }
   Problem o = make_problem(h, 1000, 1000, 1000, bf16);
-  run_case<half, 128, 256, 64, 4, 2>(h, o, 0, true, true);
-  run_case<half, 128, 128, 64, 6, 1>(h, o, 0, true, true);
+  run_case<T, 128, 128, 64, 6, 2, 1, 1>(h, o, 0, true);
+  run_case<T, 128, 128, 64, 6, 1>(h, o, 0, true);
+  run_case<T, 64, 256, 64, 5, 2, 1, 1>(h, o, 0, true);
   free_problem(o);
-  Problem e = make_problem(h, 300, 264, 72, bf16);  // one partial K tile, ragged M and N
-  run_case<half, 128, 256, 64, 4, 2>(h, e, 0, true, false);
-  run_case<half, 128, 256, 64, 4, 2, 2>(h, e, 0, true, false);
-  free_problem(e);
-  Problem t = make_problem(h, 17, 33, 65, bf16);
-  run_case<half, 128, 256, 64, 4, 2>(h, t, 0, true, false);
-  free_problem(t);
+  Problem b = make_problem(h, 8192, 8192, 8192, bf16);
+  run_case<T, 128, 256, 64, 4, 2>(h, b, 8, true);
+  run_case<T, 128, 128, 64, 6, 2, 1, 1>(h, b, 8, true);
+  free_problem(b);
 }
 
 }  // namespace

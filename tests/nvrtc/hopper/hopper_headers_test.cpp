@@ -159,9 +159,10 @@ __host__ __device__ constexpr bool swizzle_is_bijection() {
 template <class G, int BM, int BN>
 __host__ __device__ constexpr bool acc_is_bijection() {
   bool seen[BM * BN] = {};
-  for (int t = 128; t < G::kThreads; ++t)
+  // Ping-pong: each consumer warpgroup covers the whole tile by itself.
+  for (int t = 128; t < (G::kPingPong ? 256 : G::kThreads); ++t)
     for (int i = 0; i < G::kAccPerThread; ++i) {
-      const int r = (t / 128 - 1) * G::kWgRows + G::acc_row_in_wg(i, t % 128);
+      const int r = (G::kPingPong ? 0 : (t / 128 - 1) * G::kWgRows) + G::acc_row_in_wg(i, t % 128);
       const int c = G::acc_col_in_wg(i, t % 128);
       if (r < 0 || r >= BM || c < 0 || c >= BN || seen[r * BN + c]) return false;
       if (i % 2 == 0 && G::acc_col_in_wg(i + 1, t % 128) != c + 1) return false;
@@ -175,6 +176,14 @@ static_assert(acc_is_bijection<tessel::HopperGemm<tessel::half_t, 128, 64, 64, 4
               "acc 128x64 c2");
 static_assert(acc_is_bijection<tessel::HopperGemm<tessel::half_t, 128, 128, 64, 4, 1>, 128, 128>(),
               "acc 128x128 c1");
+static_assert(acc_is_bijection<tessel::HopperGemm<tessel::half_t, 128, 128, 64, 6, 2, 40, 232, 1, 1>, 128, 128>(),
+              "acc 128x128 ping-pong");
+static_assert(swizzle_is_bijection<tessel::WgmmaSwizzleLayout<128, 32, 2, 64>>(), "swizzle64 128x32");
+static_assert(swizzle_is_bijection<tessel::WgmmaSwizzleLayout<16, 64, 2, 64>>(), "swizzle64 16x64");
+// The 64-byte swizzle: row r's 16-byte chunk j sits at chunk j ^ ((r / 2) % 4).
+static_assert(tessel::WgmmaSwizzleLayout<16, 32, 2, 64>::byte_offset(2, 0) == 2 * 64 + 16 &&
+                  tessel::WgmmaSwizzleLayout<16, 32, 2, 64>::byte_offset(7, 8) == 7 * 64 + 16 * (1 ^ 3),
+              "swizzle64 pattern");
 __global__ void k(int* o) { o[0] = 1; }
 )cuda";
 
@@ -185,11 +194,12 @@ TEST(HopperLayouts, SwizzleAndAccumulatorAreBijections) {
 
 // The probe's configurations, instantiated the way generated code will: one extern "C"
 // kernel per config calling HopperGemm::run.
-std::string gemm_kernel_source(const std::string& type, int bm, int bn, int stages, int cw, int cluster) {
+std::string gemm_kernel_source(const std::string& type, int bm, int bn, int bk, int stages, int cw, int cluster,
+                               int pp) {
   std::ostringstream s;
   s << "#include <tessel/hopper_gemm.cuh>\n"
-    << "using G = tessel::HopperGemm<tessel::" << type << ", " << bm << ", " << bn << ", 64, " << stages
-    << ", " << cw << ", 40, 232, " << cluster << ">;\n"
+    << "using G = tessel::HopperGemm<tessel::" << type << ", " << bm << ", " << bn << ", " << bk << ", " << stages
+    << ", " << cw << ", 40, 232, " << cluster << ", " << pp << ">;\n"
     << R"cuda(extern "C" __global__ void __launch_bounds__(G::kThreads, 1)
     gemm(const __grid_constant__ tessel::TmaDescriptor a,
          const __grid_constant__ tessel::TmaDescriptor b, tessel::)cuda"
@@ -203,6 +213,7 @@ std::string gemm_kernel_source(const std::string& type, int bm, int bn, int stag
 struct GemmCase {
   const char* type;
   int bm, bn, stages, cw, cluster;
+  int bk = 64, pp = 0;
 };
 
 class HopperGemmPtx : public ::testing::TestWithParam<GemmCase> {};
@@ -210,7 +221,7 @@ class HopperGemmPtx : public ::testing::TestWithParam<GemmCase> {};
 TEST_P(HopperGemmPtx, HasHopperInstructionsAndNoSpills) {
   const GemmCase& g = GetParam();
   const CompileResult r = tessel_device_test::compile(
-      gemm_kernel_source(g.type, g.bm, g.bn, g.stages, g.cw, g.cluster), "sm_90a");
+      gemm_kernel_source(g.type, g.bm, g.bn, g.bk, g.stages, g.cw, g.cluster, g.pp), "sm_90a");
   ASSERT_TRUE(r.ok) << r.log;
   EXPECT_GT(tessel_device_test::count(r.ptx, "wgmma.mma_async"), 0);
   EXPECT_GT(tessel_device_test::count(r.ptx, "cp.async.bulk.tensor"), 0);
@@ -233,12 +244,17 @@ INSTANTIATE_TEST_SUITE_P(Hopper, HopperGemmPtx,
                          ::testing::Values(GemmCase{"half_t", 128, 256, 4, 2, 1},
                                            GemmCase{"bfloat16_t", 128, 256, 4, 2, 1},
                                            GemmCase{"half_t", 256, 128, 4, 2, 2},
-                                           GemmCase{"bfloat16_t", 128, 128, 6, 1, 1}),
+                                           GemmCase{"bfloat16_t", 128, 128, 6, 1, 1},
+                                           GemmCase{"half_t", 128, 128, 3, 1, 1, 32, 0},
+                                           GemmCase{"bfloat16_t", 128, 256, 8, 2, 1, 32, 0},
+                                           GemmCase{"half_t", 128, 128, 6, 2, 1, 64, 1},
+                                           GemmCase{"bfloat16_t", 128, 192, 5, 2, 1, 64, 1}),
                          [](const auto& info) {
                            const GemmCase& g = info.param;
                            return std::string(g.type).substr(0, 4) + "_" + std::to_string(g.bm) + "x" +
                                   std::to_string(g.bn) + "_c" + std::to_string(g.cw) + "_cl" +
-                                  std::to_string(g.cluster);
+                                  std::to_string(g.cluster) + "_k" + std::to_string(g.bk) +
+                                  (g.pp ? "_pp" : "");
                          });
 
 }  // namespace
