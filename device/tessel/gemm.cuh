@@ -292,7 +292,7 @@ struct BlockGemm {
   static constexpr int kDefaultIssueStep = kKSteps >= 4 ? 1 : -1;
   template <int IssueStep = kDefaultIssueStep, bool SplitLast = false, class SyncNext,
             class Issue>
-  __device__ static void run_pipelined(Fragments (&frag)[2], const TIn* sA, const TIn* sB,
+  __device__ __forceinline__ static void run_pipelined(Fragments (&frag)[2], const TIn* sA, const TIn* sB,
                                        const TIn* sA_next, const TIn* sB_next,
                                        float (&acc)[kAccPerThread], SyncNext&& sync_next,
                                        Issue&& issue) {

@@ -8,6 +8,7 @@
 #include "epilogue.cuh"
 #include "gemm.cuh"
 #include "layout.cuh"
+#include "mainloop.cuh"
 #include "mma.cuh"
 #include "smem.cuh"
 #include "types.cuh"

@@ -319,6 +319,9 @@ class CudaEmitter {
   }
 
   void device_call(const DeviceCall* dc) {
+    bool has_lambda = false;
+    for (const auto& a : dc->args) has_lambda = has_lambda || a.lambda_body.defined();
+    if (has_lambda) return device_call_with_lambdas(dc);
     std::ostringstream call;
     call << dc->callee;
     if (!dc->template_args.empty()) {
@@ -339,6 +342,40 @@ class CudaEmitter {
     }
     call << ");";
     line() << call.str();
+  }
+
+  // callee<...>(a, b,
+  //     [&](int p) {
+  //       ...
+  //     });
+  void device_call_with_lambdas(const DeviceCall* dc) {
+    std::string head = dc->callee;
+    if (!dc->template_args.empty()) {
+      head += "<";
+      for (size_t i = 0; i < dc->template_args.size(); ++i) head += (i ? ", " : "") + dc->template_args[i];
+      head += ">";
+    }
+    line() << head << "(";
+    indent_ += 2;
+    for (size_t i = 0; i < dc->args.size(); ++i) {
+      const auto& a = dc->args[i];
+      const char* end = i + 1 == dc->args.size() ? ");" : ",";
+      if (a.lambda_body.defined()) {
+        std::string params;
+        for (size_t p = 0; p < a.lambda_params.size(); ++p)
+          params += (p ? ", int " : "int ") + var_name(a.lambda_params[p].as<VarNode>());
+        line() << "[&](" << params << ") {";
+        block(a.lambda_body);
+        line() << "}" << end;
+      } else if (a.buffer.defined()) {
+        std::string arg = name_of(a.buffer);
+        if (a.offset.defined() && !is_const_int(a.offset, 0)) arg += " + " + expr(a.offset);
+        line() << arg << end;
+      } else {
+        line() << expr(a.expr) << end;
+      }
+    }
+    indent_ -= 2;
   }
 
   const LoweredFunc& f_;

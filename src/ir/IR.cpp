@@ -391,7 +391,8 @@ Stmt make_swizzle(int panel, std::source_location w) {
 Stmt make_device_call(std::string callee, std::vector<std::string> template_args, std::vector<DeviceCallArg> args,
                       std::source_location w) {
   for (const auto& a : args)
-    TESSEL_INTERNAL_CHECK(a.expr.defined() != a.buffer.defined(), "device call arg must be a value or a buffer");
+    TESSEL_INTERNAL_CHECK(int(a.expr.defined()) + int(a.buffer.defined()) + int(a.lambda_body.defined()) == 1,
+                          "device call arg must be one of a value, a buffer or a lambda");
   return Stmt(std::make_shared<const DeviceCall>(std::move(callee), std::move(template_args), std::move(args), w));
 }
 

@@ -106,6 +106,7 @@ void IRVisitor::visit_node(const DeviceCall* op) {
     if (a.buffer.defined()) visit_buffer(a.buffer);
     visit(a.expr);
     visit(a.offset);
+    visit(a.lambda_body);
   }
 }
 void IRVisitor::visit_node(const BarrierStmt*) {}
@@ -264,8 +265,11 @@ Stmt IRMutator::mutate_node(const DeviceCall* op, const Stmt& self) {
   bool changed = false;
   std::vector<DeviceCallArg> args;
   for (const auto& a : op->args) {
-    DeviceCallArg n{mutate(a.expr), a.buffer.defined() ? mutate_buffer(a.buffer) : a.buffer, mutate(a.offset)};
-    if (!n.expr.same_as(a.expr) || !n.buffer.same_as(a.buffer) || !n.offset.same_as(a.offset)) changed = true;
+    DeviceCallArg n{mutate(a.expr), a.buffer.defined() ? mutate_buffer(a.buffer) : a.buffer, mutate(a.offset),
+                    a.lambda_params, mutate(a.lambda_body)};
+    if (!n.expr.same_as(a.expr) || !n.buffer.same_as(a.buffer) || !n.offset.same_as(a.offset) ||
+        !n.lambda_body.same_as(a.lambda_body))
+      changed = true;
     args.push_back(n);
   }
   return changed ? make_device_call(op->callee, op->template_args, args, op->where) : self;

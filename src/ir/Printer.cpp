@@ -173,7 +173,14 @@ class Printer {
       for (size_t i = 0; i < dc->args.size(); ++i) {
         if (i) os << ", ";
         const auto& a = dc->args[i];
-        if (a.buffer.defined()) {
+        if (a.lambda_body.defined()) {
+          os << "lambda(";
+          for (size_t p = 0; p < a.lambda_params.size(); ++p)
+            os << (p ? ", " : "") << var_name(a.lambda_params[p].as<VarNode>());
+          os << ") {\n";
+          stmt(os, a.lambda_body, indent + 1);
+          os << pad << "}";
+        } else if (a.buffer.defined()) {
           os << "&" << a.buffer->name;
           if (a.offset.defined() && !is_const_int(a.offset, 0)) os << "[" << expr(a.offset) << "]";
         } else {

@@ -63,7 +63,7 @@ int smem_cap_for(const std::string& arch, const JitOptions& o) {
   return default_smem_cap(arch);
 }
 
-// A 2-D row-major tensor as TMA sees it: {cols, rows}, 128-byte swizzled boxes of
+// A 2-D row-major tensor as TMA sees it: {cols, rows}, swizzled (by the box's row size) boxes of
 // box_rows x box_cols, zero fill past the edges (which the GEMM relies on for partial tiles).
 CUtensorMap encode_tensor_map(const Tensor& t, const passes::TmaParam& p) {
   CUtensorMap map;
@@ -73,8 +73,12 @@ CUtensorMap encode_tensor_map(const Tensor& t, const passes::TmaParam& p) {
   const cuuint32_t element_strides[2] = {1, 1};
   CUtensorMapDataType type =
       t.dtype() == DType::bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
+  const int row_bytes = p.box_cols * dtype_bytes(t.dtype());
+  CUtensorMapSwizzle swizzle = row_bytes >= 128 ? CU_TENSOR_MAP_SWIZZLE_128B
+                               : row_bytes == 64 ? CU_TENSOR_MAP_SWIZZLE_64B
+                                                 : CU_TENSOR_MAP_SWIZZLE_32B;
   check_cu(driver().cuTensorMapEncodeTiled(&map, type, 2, t.data_ptr(), dims, strides, box, element_strides,
-                                           CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                                           CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle,
                                            CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE),
            "cuTensorMapEncodeTiled (tensor map of " + p.tensor->name + ")");
   return map;

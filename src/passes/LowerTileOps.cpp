@@ -73,6 +73,11 @@ class TileOpLowering : public IRMutator {
     return self;
   }
 
+  // Fragments passed whole to device calls (a main loop's accumulators) become their registers.
+  Buffer mutate_buffer(const Buffer& b) override {
+    return b->scope == Scope::Fragment ? ctx_.registers_of(b) : b;
+  }
+
   Expr mutate_node(const BufferLoad* op, const Expr& self) override {
     if (op->buffer->scope == Scope::Fragment)
       TESSEL_USER_ERROR("load", op->buffer->where, "fragment " << op->buffer->name << " is read element-wise outside a "
@@ -179,6 +184,21 @@ class TileOpLowering : public IRMutator {
                                     {i64(ld), Buffer(), Expr()},
                                     {sub(g->shape[0], dst.starts[0]), Buffer(), Expr()},
                                     {sub(g->shape[1], dst.starts[1]), Buffer(), Expr()}};
+    // Through shared memory when the drained ring of the gemm's main loop can hold the tile:
+    // whole 16-byte rows go out instead of 4-byte pairs.
+    auto scratch = ctx_.epilogue_scratch.find(op->src.buffer->id);
+    if (scratch != ctx_.epilogue_scratch.end()) {
+      const Buffer& a = scratch->second.a;
+      std::int64_t a_bytes = a.const_numel() * dtype_bytes(a->dtype);
+      std::int64_t ring = a_bytes + scratch->second.b.const_numel() * dtype_bytes(scratch->second.b->dtype);
+      std::int64_t need = l.shape[0] * l.shape[1] * elem;
+      if (a->dtype == g->dtype && a_bytes % 128 == 0 && need <= ring) {
+        args.insert(args.begin() + 1, DeviceCallArg{Expr(), a, Expr()});
+        ctx_.smem_contiguous.emplace_back(scratch->second.a, scratch->second.b);
+        return make_device_call("tessel::store_accumulators_via_shared",
+                                {dtype_cuda(g->dtype), l.gemm_type, pairs ? "true" : "false"}, args, w);
+      }
+    }
     return make_device_call("tessel::store_accumulators", {dtype_cuda(g->dtype), l.gemm_type, pairs ? "true" : "false"},
                             args, w);
   }

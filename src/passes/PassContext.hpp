@@ -57,8 +57,8 @@ struct SharedLayout {
 struct TmaParam {
   ir::Var var;
   ir::Buffer tensor;       // a 2-D global parameter
-  int box_cols = 0;        // the box: box_rows x box_cols elements, 128-byte swizzled
-  int box_rows = 0;
+  int box_cols = 0;        // the box: box_rows x box_cols elements, swizzled by its row size
+  int box_rows = 0;        // (box_cols * 2 bytes: 128-byte or 64-byte swizzle)
 };
 
 // Set when select_hopper_gemm replaced the kernel by the sm_90a warp-specialized GEMM.
@@ -107,6 +107,16 @@ struct PassContext {
                                     fragment->where);
     return fragment_registers.emplace(fragment->id, r).first->second;
   }
+
+  // Set by plan_pipelines: for a gemm accumulator whose main loop owns a ring of staged A and B
+  // tiles, those tiles (A first; the epilogue may stage C through their memory once the ring is
+  // drained). plan_shared_memory checks that B directly follows A.
+  struct EpilogueScratch {
+    ir::Buffer a, b;
+  };
+  std::map<int, EpilogueScratch> epilogue_scratch;
+  // Pairs of shared buffers that lower_tile_ops relies on being adjacent (first, then second).
+  std::vector<std::pair<ir::Buffer, ir::Buffer>> smem_contiguous;
 
   // Set by plan_shared_memory.
   std::map<int, std::int64_t> smem_offsets;  // byte offset of each shared buffer

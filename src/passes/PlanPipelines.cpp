@@ -119,12 +119,13 @@ class PipelinePlanner : public IRMutator {
                                                  "copies; only global->shared copies can be pipelined");
     const Expr n = op->extent;
     const Var& k = op->var;
-    auto issue = [&](const Expr& iter) {
+    // The producers for tile `iter` into ring stage `stage`.
+    auto issue_at = [&](const Expr& iter, const Expr& stage) {
       std::vector<Stmt> out;
-      Expr stage = make_binary(BinaryOp::Mod, iter, make_int(S));
       for (const Stmt& p : producers) out.push_back(StageRewriter(local, stage).mutate(substitute(p, {{k, iter}})));
       return make_seq(out, w);
     };
+    auto issue = [&](const Expr& iter) { return issue_at(iter, make_binary(BinaryOp::Mod, iter, make_int(S))); };
     Var s("s");
     Stmt prologue = make_for(
         s, make_int(0), make_int(S - 1), ForKind::Unrolled, 0,
@@ -133,6 +134,7 @@ class PipelinePlanner : public IRMutator {
     std::vector<Stmt> steady{make_async_wait(S - 2, w), make_barrier(w),
                              make_if(make_binary(BinaryOp::LT, next, n), issue(next), Stmt(), w),
                              make_async_commit(w)};
+    if (Stmt fused = gemm_mainloop(op, consumers, local, issue_at); fused.defined()) return fused;
     Expr stage = make_binary(BinaryOp::Mod, k, make_int(S));
     for (const Stmt& c : consumers) steady.push_back(StageRewriter(local, stage).mutate(c));
     Stmt main = make_for(k, op->min, n, ForKind::Serial, 0, make_seq(steady, w), w);
@@ -163,6 +165,37 @@ class PipelinePlanner : public IRMutator {
   Stmt mutate_node(const FillStmt*, const Stmt& self) override { return fence({self}); }
 
  private:
+  // A loop whose only compute is one gemm on the staged tiles becomes tessel::gemm_mainloop
+  // (device/tessel/mainloop.cuh), which carries the gemm's register fragments across tiles so
+  // that the next tile's first loads overlap the current tile's last mmas; the copies go in as
+  // a lambda of (tile, stage). Anything else keeps the generic schedule.
+  template <class IssueAt>
+  Stmt gemm_mainloop(const ForStmt* op, const std::vector<Stmt>& consumers,
+                     const std::map<int, Buffer>& local, IssueAt&& issue_at) {
+    if (consumers.size() != 1 || !is_const_int(op->min, 0)) return Stmt();
+    const auto* g = consumers[0].as<GemmStmt>();
+    if (!g || !local.count(g->A.buffer->id) || !local.count(g->B.buffer->id) || local.size() != 2) return Stmt();
+    auto layout = ctx_.fragment_layouts.find(g->C.buffer->id);
+    if (layout == ctx_.fragment_layouts.end() || layout->second.kind != FragmentLayout::Kind::GemmAccumulator)
+      return Stmt();
+    // Small warp tiles gain nothing from carrying fragments across tiles (and ptxas spilled
+    // the 32x32-per-warp case on sm_80); they keep the generic schedule.
+    if (layout->second.per_thread < 64) return Stmt();
+    const Buffer& a = local.at(g->A.buffer->id);
+    const Buffer& b = local.at(g->B.buffer->id);
+    Var tile("k_tile"), stage("stage");
+    std::vector<DeviceCallArg> args{{op->extent, Buffer(), Expr()},
+                                    {Expr(), a, Expr()},
+                                    {Expr(), b, Expr()},
+                                    {make_int(g->A.buffer.const_numel()), Buffer(), Expr()},
+                                    {make_int(g->B.buffer.const_numel()), Buffer(), Expr()},
+                                    {Expr(), g->C.buffer, Expr()},
+                                    {Expr(), Buffer(), Expr(), {tile, stage}, issue_at(tile, stage)}};
+    ctx_.epilogue_scratch[g->C.buffer->id] = PassContext::EpilogueScratch{a, b};
+    return make_device_call("tessel::gemm_mainloop", {layout->second.gemm_type, std::to_string(op->num_stages)},
+                            args, g->where);
+  }
+
   Stmt fence(const std::vector<Stmt>& writes) {
     if (writes.size() == 1 && !writes_shared(writes[0])) return writes[0];
     auto w = writes[0]->where;

@@ -42,6 +42,12 @@ Stmt plan_shared_memory(const Stmt& body, PassContext& ctx) {
     offset += bytes;
   }
   ctx.smem_bytes = offset;
+  for (const auto& [first, second] : ctx.smem_contiguous) {
+    std::int64_t end = ctx.smem_offsets.at(first->id) + first.const_numel() * dtype_bytes(first->dtype);
+    TESSEL_INTERNAL_CHECK(ctx.smem_offsets.at(second->id) == end,
+                          second->name << " does not directly follow " << first->name
+                                       << " in shared memory, but the epilogue stages through both");
+  }
   if (offset > ctx.target.smem_cap)
     TESSEL_USER_ERROR("Kernel", c.kernel_where,
                       "the kernel needs " << offset << " bytes of shared memory (" << parts.str() << ") but "

@@ -13,6 +13,8 @@
 //             replaced kernel no longer needs.
 //   Ensures:  when selected: one KernelStmt whose body is a single DeviceCall, ctx.hopper and
 //             ctx.tma_params describe the launch; otherwise the IR is unchanged.
+#include <algorithm>
+
 #include "passes/Passes.hpp"
 #include "tessel/ir/Printer.hpp"
 
@@ -135,7 +137,8 @@ Stmt select_hopper_gemm(const Stmt& body, PassContext& ctx) {
     return reject("threads = " + std::to_string(ctx.threads) + " is not 128 or 256 (one or two consumer warpgroups)");
   if (BM % (64 * consumers) || BM > 256) return reject("block_M is not a multiple of 64 per consumer warpgroup, <= 256");
   if (BN % 64 || BN > 256) return reject("block_N is not a multiple of 64 up to 256");
-  if (BK % 64 || BK > 256) return reject("block_K is not a multiple of 64 (one 128-byte swizzle row) up to 256");
+  if (BK != 32 && (BK % 64 || BK > 256))
+    return reject("block_K is not 32 (64-byte swizzle) or a multiple of 64 (128-byte swizzle) up to 256");
   if (stages < 2) return reject("num_stages < 2");
   if ((BM / consumers / 64) * (BN / 2) > 192) return reject("more than 192 accumulators per consumer thread");
   if (K % 8 || N % 8) return reject("K or N is not a multiple of 8: TMA needs 16-byte row strides");
@@ -150,7 +153,10 @@ Stmt select_hopper_gemm(const Stmt& body, PassContext& ctx) {
   plan.smem_bytes = static_cast<int>(smem);
   plan.tiles = ((M + BM - 1) / BM) * ((N + BN - 1) / BN);
   Var ta("tmap_" + A->name, DType::i64), tb("tmap_" + B->name, DType::i64);
-  ctx.tma_params = {{ta, A, 64, static_cast<int>(BM)}, {tb, B, 64, static_cast<int>(BK)}};
+  // A's box is one swizzle row of K (64 elements, or 32 with the 64-byte swizzle) by BM rows;
+  // B's is 64 columns of N by BK rows (hopper_gemm.cuh).
+  ctx.tma_params = {{ta, A, static_cast<int>(std::min<std::int64_t>(BK, 64)), static_cast<int>(BM)},
+                    {tb, B, 64, static_cast<int>(BK)}};
   auto w = g.kernel->where;
   std::vector<DeviceCallArg> args{{make_call("address_of", {ta}, DType::i64), Buffer(), Expr()},
                                   {make_call("address_of", {tb}, DType::i64), Buffer(), Expr()},

@@ -49,6 +49,16 @@ class Checker : public IRVisitor {
     for (const Var& v : op->block_vars) vars_.insert(v.get());
     visit(op->body);
   }
+  void visit_node(const DeviceCall* op) override {
+    for (const auto& a : op->args) {
+      if (a.buffer.defined()) visit_buffer(a.buffer);
+      visit(a.expr);
+      visit(a.offset);
+      for (const Var& v : a.lambda_params) vars_.insert(v.get());
+      visit(a.lambda_body);
+      for (const Var& v : a.lambda_params) vars_.erase(v.get());
+    }
+  }
   void visit_node(const DeclBuffer* op) override {
     buffers_.insert(op->buffer->id);
     // Between lower_parallel_loops and lower_tile_ops a fragment is declared as a fragment

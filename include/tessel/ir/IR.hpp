@@ -381,11 +381,14 @@ struct SwizzleStmt : StmtNode {
 
 // Thread level: a call into a device template, `callee<template_args>(args...)`. Buffers named in
 // args are passed as pointers to their first element (a shared or global buffer) or as the
-// register array (fragment/local).
+// register array (fragment/local). A lambda argument is code the callee runs when it chooses
+// (a main loop's copies): its parameters are ints bound for its body.
 struct DeviceCallArg {
   Expr expr;      // a value, or
-  Buffer buffer;  // a buffer (then `offset` is an element offset into it, may be undefined)
+  Buffer buffer;  // a buffer (then `offset` is an element offset into it, may be undefined), or
   Expr offset;
+  std::vector<Var> lambda_params;  // a lambda: [&](int p0, int p1, ...) { lambda_body }
+  Stmt lambda_body;
 };
 
 struct DeviceCall : StmtNode {

@@ -31,7 +31,7 @@ TEST_P(TutorialKernels, CompileWithTensorCoresAndNoSpills) {
   const std::string& ptx = k.ptx();
   // On sm_90a a tile that the wgmma/TMA path takes (block_K 64) goes there; the rest, and every
   // sm_80 kernel, is the mma.sync path.
-  bool hopper = arch == "sm_90a" && cfg.block_K % 64 == 0;
+  bool hopper = arch == "sm_90a" && (cfg.block_K == 32 || cfg.block_K % 64 == 0);
   EXPECT_EQ(k.info().path, hopper ? "sm90 TMA + wgmma, warp-specialized, persistent" : "mma.sync")
       << k.info().hopper_declined;
   if (hopper) {
@@ -128,10 +128,15 @@ TEST(HopperPath, EachSwitchFallsBackToMmaSync) {
 TEST(HopperPath, DeclinedShapesSayWhy) {
   tessel::JitOptions o;
   o.arch = "sm_90a";
+  // The tutorial's own 128x128x32 takes the Hopper path (64-byte swizzle for A's 32-wide rows).
   auto tutorial = tessel::kernels::make_matmul(2048, 2048, 2048, tessel::kernels::MatmulConfig{}, o);
-  EXPECT_EQ(tutorial.info().path, "mma.sync");
-  EXPECT_NE(tutorial.info().hopper_declined.find("block_K is not a multiple of 64"), std::string::npos)
-      << tutorial.info().hopper_declined;
+  EXPECT_EQ(tutorial.info().path, "sm90 TMA + wgmma, warp-specialized, persistent") << tutorial.info().hopper_declined;
+  tessel::kernels::MatmulConfig k16;
+  k16.block_K = 16;
+  auto narrow = tessel::kernels::make_matmul(2048, 2048, 2048, k16, o);
+  EXPECT_EQ(narrow.info().path, "mma.sync");
+  EXPECT_NE(narrow.info().hopper_declined.find("block_K is not 32"), std::string::npos)
+      << narrow.info().hopper_declined;
   auto odd = tessel::kernels::make_matmul(17, 33, 65, hopper_config(), o);
   EXPECT_NE(odd.info().hopper_declined.find("TMA needs 16-byte row strides"), std::string::npos)
       << odd.info().hopper_declined;
