@@ -28,7 +28,8 @@ struct JitOptions {
   int smem_cap_bytes = 0;
   // Debugging switches for the sm_90a path (TMA loads, wgmma, warp specialization). They
   // come as one kernel today, so turning off any of them falls back to the mma.sync path,
-  // which must give the same results.
+  // which must give the same results. The environment variable
+  // TESSEL_DISABLE=tma,wgmma,warp_specialization (any of them) does the same for every jit.
   bool disable_tma = false;
   bool disable_wgmma = false;
   bool disable_warp_specialization = false;

@@ -3,6 +3,7 @@
 #include "tessel/Jit.hpp"
 
 #include <algorithm>
+#include <cstdlib>
 #include <mutex>
 #include <sstream>
 
@@ -102,8 +103,13 @@ JitKernel jit(const PrimFunc& f, const JitOptions& options) {
   std::string arch = options.arch;
   if (arch.empty()) arch = gpu_available() ? current_device().arch() : "sm_90a";
   passes::Target target{arch, sm_of(arch), smem_cap_for(arch, options)};
-  passes::PassContext::Switches switches{!options.disable_tma, !options.disable_wgmma,
-                                         !options.disable_warp_specialization};
+  // TESSEL_DISABLE=tma,wgmma,warp_specialization turns the same switches off from outside a
+  // program (the CLI's benchmarks, a user bisecting a wrong result).
+  std::string disabled = std::getenv("TESSEL_DISABLE") ? std::getenv("TESSEL_DISABLE") : "";
+  auto env_off = [&](const char* name) { return disabled.find(name) != std::string::npos; };
+  passes::PassContext::Switches switches{!options.disable_tma && !env_off("tma"),
+                                         !options.disable_wgmma && !env_off("wgmma"),
+                                         !options.disable_warp_specialization && !env_off("warp_specialization")};
 
   int nparams = static_cast<int>(prog.params.size());
   for (int idx : options.out_idx) {
