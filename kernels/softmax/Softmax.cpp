@@ -44,7 +44,7 @@ std::string SoftmaxConfig::describe() const {
 SoftmaxConfig default_softmax_config(long long /*M*/, long long N, DType dtype) {
   const long long vec = 16 / dtype_bytes(dtype);
   SoftmaxConfig c;
-  if (N <= 4096) {
+  if (N <= 1024) {
     // A warp (or fewer lanes, for short rows) per row; enough rows that every thread has a
     // few 16-byte loads in flight.
     long long lanes = std::min<long long>(32, next_pow2((N + vec - 1) / vec));
@@ -55,11 +55,16 @@ SoftmaxConfig default_softmax_config(long long /*M*/, long long N, DType dtype) 
     long long rows_per_pass = c.threads / lanes;
     c.rows_per_block = static_cast<int>(rows_per_pass * std::max<long long>(1, 4 / chunks));
     c.block_N = static_cast<int>(bn);
-  } else if (N <= 16384) {
-    // The row in registers: 16384 f32 over 512 threads is 32 registers each.
-    c.variant = SoftmaxVariant::Row;
-    c.threads = 512;
-    c.block_N = static_cast<int>(round_up(N, c.threads * vec));
+  } else if (N <= 1024 * vec * 4) {
+    // Four 16-byte vectors per thread (registers stay low, four loads in flight); as many
+    // lanes per row as that takes, and several rows per block while a row needs fewer than
+    // 256 threads. Measured first with a warp per row and 16 vectors per thread (195 registers,
+    // 31 % of the copy at N = 4096, bench/results/2026-12-02-softmax-h200.json).
+    long long lanes = next_pow2((N + 4 * vec - 1) / (4 * vec));
+    c.threads = static_cast<int>(std::max<long long>(256, lanes));
+    c.variant = SoftmaxVariant::Rows;
+    c.rows_per_block = static_cast<int>(c.threads / lanes);
+    c.block_N = static_cast<int>(round_up(N, lanes * vec));
   } else {
     // Longer rows do not fit in one block's registers; the second read of a row mostly hits
     // L2 (one row per SM in flight is a few hundred KB against a 60 MB L2).

@@ -44,5 +44,7 @@ void section_knobs(TutorialContext& ctx);
 // The same two sections on the CPU reference interpreter (`--cpu`), at small sizes.
 void section_gemm_cpu(TutorialContext& ctx);
 void section_knobs_cpu(TutorialContext& ctx);
+// Section 4, the fused softmax: on the GPU, compile-only, or on the interpreter (cpu).
+void section_softmax(TutorialContext& ctx, bool cpu);
 
 }  // namespace tessel::cli

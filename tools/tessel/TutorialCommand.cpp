@@ -25,7 +25,7 @@ struct TutorialOptions {
 // Sections whose kernels have not landed: say so, and where the work is tracked.
 void section_not_implemented(int n, TutorialContext& ctx) {
   static const char* const titles[] = {
-      "", "", "", "", "4. Fused softmax", "5. FlashAttention", "6. Under the hood", "7. Autotuning"};
+      "", "", "", "", "", "5. FlashAttention", "6. Under the hood", "7. Autotuning"};
   static const char* const trackers[] = {
       "", "", "", "", "issue #4", "no issue filed yet", "no issue filed yet", "issue #6"};
   print_banner(titles[n]);
@@ -56,6 +56,9 @@ int run_tutorial(const TutorialOptions& o) {
         break;
       case 3:
         o.cpu ? section_knobs_cpu(ctx) : section_knobs(ctx);
+        break;
+      case 4:
+        section_softmax(ctx, o.cpu);
         break;
       default:
         section_not_implemented(n, ctx);
@@ -160,8 +163,8 @@ Command add_tutorial_command(CLI::App& root) {
   CLI::App* app = root.add_subcommand("tutorial",
                                       "Run the tutorial: 1 setup, 2 tensor-core GEMM, 3 knobs, 4 fused "
                                       "softmax, 5 FlashAttention, 6 under the hood, "
-                                      "7 autotuning (4-7 are not implemented yet). Without a GPU, sections "
-                                      "2-3 compile their kernels and report "
+                                      "7 autotuning (5-7 are not implemented yet). Without a GPU, sections "
+                                      "2-4 compile their kernels and report "
                                       "instructions and resources instead of timings");
   app->add_option("--section", o->sections, "Sections to run, e.g. 2 or 1,2,3 (default: all)")
       ->delimiter(',')
@@ -176,7 +179,7 @@ Command add_tutorial_command(CLI::App& root) {
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
   app->add_flag("--cpu", o->cpu,
-                "Run sections 2-3 on the CPU reference interpreter at small sizes, checked against float64 "
+                "Run sections 2-4 on the CPU reference interpreter at small sizes, checked against float64 "
                 "(no GPU needed; checks results, times nothing that matters)");
   return {app, [o] { return run_tutorial(*o); }};
 }
