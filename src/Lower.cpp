@@ -101,8 +101,8 @@ const std::vector<std::string>& pass_names() {
 
 int default_smem_cap(const std::string& arch) {
   if (arch.rfind("sm_90", 0) == 0 || arch.rfind("sm_100", 0) == 0) return 232448;  // 227 KB
-  if (arch == "sm_80" || arch == "sm_87") return 166912;                          // 163 KB
-  if (arch.rfind("sm_8", 0) == 0 || arch.rfind("sm_12", 0) == 0) return 101376;   // 99 KB
+  if (arch == "sm_80" || arch == "sm_87") return 166912;                           // 163 KB
+  if (arch.rfind("sm_8", 0) == 0 || arch.rfind("sm_12", 0) == 0) return 101376;    // 99 KB
   return 49152;
 }
 
@@ -110,8 +110,8 @@ LoweredFunc lower(const ir::PrimFuncNode& f, const passes::Target& target, bool 
   return lower(f, target, passes::PassContext::Switches{}, keep_stages);
 }
 
-LoweredFunc lower(const ir::PrimFuncNode& f, const passes::Target& target, const passes::PassContext::Switches& s,
-                  bool keep_stages) {
+LoweredFunc lower(const ir::PrimFuncNode& f, const passes::Target& target,
+                  const passes::PassContext::Switches& s, bool keep_stages) {
   LoweredFunc out;
   out.ctx.allow_tma = s.allow_tma;
   out.ctx.allow_wgmma = s.allow_wgmma;

@@ -23,8 +23,8 @@ const std::vector<std::string>& pass_names();
 
 // Runs every pass. CompileError for the author's mistakes, InternalError for ours.
 LoweredFunc lower(const ir::PrimFuncNode& f, const passes::Target& target, bool keep_stages = false);
-LoweredFunc lower(const ir::PrimFuncNode& f, const passes::Target& target, const passes::PassContext::Switches& s,
-                  bool keep_stages = false);
+LoweredFunc lower(const ir::PrimFuncNode& f, const passes::Target& target,
+                  const passes::PassContext::Switches& s, bool keep_stages = false);
 
 // The known shared-memory cap of an arch when no GPU can be asked (bytes per block, opt-in).
 int default_smem_cap(const std::string& arch);

@@ -11,8 +11,8 @@ namespace tessel {
 // and a tall strip of A instead of all of B.
 // A bijection on the grid for every panel >= 1 and every grid size; panel <= 0 is the
 // identity. constexpr so that tests can check the bijection at compile time.
-__host__ __device__ constexpr void rasterize(int panel, int bx, int by, int grid_x, int grid_y,
-                                             int& out_x, int& out_y) {
+__host__ __device__ constexpr void rasterize(int panel, int bx, int by, int grid_x, int grid_y, int& out_x,
+                                             int& out_y) {
   if (panel <= 0 || panel >= grid_x) {
     out_x = bx;
     out_y = by;
@@ -28,6 +28,8 @@ __host__ __device__ constexpr void rasterize(int panel, int bx, int by, int grid
 }
 
 // __syncthreads under the name generated code uses.
-__device__ inline void barrier() { __syncthreads(); }
+__device__ inline void barrier() {
+  __syncthreads();
+}
 
 }  // namespace tessel

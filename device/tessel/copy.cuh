@@ -19,7 +19,9 @@ namespace tessel {
 
 namespace copy_detail {
 
-__host__ __device__ constexpr int ceil_div(int a, int b) { return (a + b - 1) / b; }
+__host__ __device__ constexpr int ceil_div(int a, int b) {
+  return (a + b - 1) / b;
+}
 
 // Element path: elements are loaded in batches into registers and then stored, so that the
 // loads of a batch are in flight together (the compiler cannot reorder a global load past a
@@ -37,8 +39,7 @@ __host__ __device__ constexpr bool chunkable() {
 // Bytes-aligned gmem and smem. A chunk cut by cols_valid copies its valid part and
 // zero-fills the rest (src-size), so any cols_valid works.
 template <class T, int Rows, int Cols, class Layout, int Threads, int Bytes>
-__device__ inline void copy_chunks(T* smem, const T* gmem, long long ld, int rows_valid,
-                                   int cols_valid) {
+__device__ inline void copy_chunks(T* smem, const T* gmem, long long ld, int rows_valid, int cols_valid) {
   static_assert(chunkable<T, Cols, Bytes>(), "copy_chunks: a row must be whole chunks");
   constexpr int kElemsPerChunk = Bytes / sizeof(T);
   constexpr int kChunksPerRow = Cols / kElemsPerChunk;
@@ -88,8 +89,7 @@ __device__ inline void copy_chunks(T* smem, const T* gmem, long long ld, int row
           if (r >= Rows) break;
         }
         const bool in = col_bytes > 0 && r < rows_valid;
-        cp_async_n<Bytes>(smem + smem_offset(k), in ? src0 + k * kRowStep * ld : gmem,
-                          in ? col_bytes : 0);
+        cp_async_n<Bytes>(smem + smem_offset(k), in ? src0 + k * kRowStep * ld : gmem, in ? col_bytes : 0);
       }
     }
   } else {
@@ -119,8 +119,7 @@ __device__ inline bool chunks_fit(const T* smem, const T* gmem, long long ld) {
     return false;
   } else {
     return (ld * static_cast<long long>(sizeof(T))) % Bytes == 0 &&
-           reinterpret_cast<unsigned long long>(gmem) % Bytes == 0 &&
-           smem_address(smem) % Bytes == 0;
+           reinterpret_cast<unsigned long long>(gmem) % Bytes == 0 && smem_address(smem) % Bytes == 0;
   }
 }
 
@@ -138,8 +137,8 @@ __device__ inline bool chunks_fit(const T* smem, const T* gmem, long long ld) {
 //   the calling thread. (An 8-byte path was 10-20% faster for ld % 8 == 4 but made the
 //   pipelined 128x128x32 kernel spill under NVRTC.)
 template <class T, int Rows, int Cols, class Layout, int Threads, bool Vectorized>
-__device__ inline void copy_global_to_shared(T* smem, const T* gmem, long long ld,
-                                             int rows_valid, int cols_valid) {
+__device__ inline void copy_global_to_shared(T* smem, const T* gmem, long long ld, int rows_valid,
+                                             int cols_valid) {
   static_assert(Layout::kRows == Rows && Layout::kCols == Cols,
                 "copy_global_to_shared: Layout's kRows/kCols must equal Rows/Cols");
   static_assert(Threads > 0 && Threads % 32 == 0,
@@ -149,19 +148,16 @@ __device__ inline void copy_global_to_shared(T* smem, const T* gmem, long long l
     static_assert(copy_detail::chunkable<T, Cols, 16>(),
                   "copy_global_to_shared<Vectorized>: a tile row must be a whole number of "
                   "16-byte chunks");
-    copy_detail::copy_chunks<T, Rows, Cols, Layout, Threads, 16>(smem, gmem, ld, rows_valid,
-                                                                 cols_valid);
+    copy_detail::copy_chunks<T, Rows, Cols, Layout, Threads, 16>(smem, gmem, ld, rows_valid, cols_valid);
   } else {
     if (copy_detail::chunks_fit<T, Cols, 16>(smem, gmem, ld)) {
       if constexpr (copy_detail::chunkable<T, Cols, 16>())
-        copy_detail::copy_chunks<T, Rows, Cols, Layout, Threads, 16>(smem, gmem, ld,
-                                                                     rows_valid, cols_valid);
+        copy_detail::copy_chunks<T, Rows, Cols, Layout, Threads, 16>(smem, gmem, ld, rows_valid, cols_valid);
       return;
     }
     if (copy_detail::chunks_fit<T, Cols, 4>(smem, gmem, ld)) {
       if constexpr (copy_detail::chunkable<T, Cols, 4>())
-        copy_detail::copy_chunks<T, Rows, Cols, Layout, Threads, 4>(smem, gmem, ld, rows_valid,
-                                                                    cols_valid);
+        copy_detail::copy_chunks<T, Rows, Cols, Layout, Threads, 4>(smem, gmem, ld, rows_valid, cols_valid);
       return;
     }
     const int tid = threadIdx.x;
@@ -195,8 +191,8 @@ __device__ inline void copy_global_to_shared(T* smem, const T* gmem, long long l
 // the tile. Vectorized: 16-byte stores for whole in-bounds chunks (needs ld * sizeof(T) % 16
 // == 0 and a 16-byte aligned gmem); chunks cut by cols_valid fall back to element stores.
 template <class T, int Rows, int Cols, class Layout, int Threads, bool Vectorized = false>
-__device__ inline void copy_shared_to_global(T* gmem, const T* smem, long long ld,
-                                             int rows_valid, int cols_valid) {
+__device__ inline void copy_shared_to_global(T* gmem, const T* smem, long long ld, int rows_valid,
+                                             int cols_valid) {
   static_assert(Layout::kRows == Rows && Layout::kCols == Cols,
                 "copy_shared_to_global: Layout's kRows/kCols must equal Rows/Cols");
   static_assert(Threads > 0 && Threads % 32 == 0,

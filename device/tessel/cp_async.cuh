@@ -58,7 +58,9 @@ __device__ inline void cp_async_n(void* smem, const void* gmem, int src_bytes) {
 }
 
 // Closes the group of all cp.async issued by this thread since the previous commit.
-__device__ inline void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+__device__ inline void cp_async_commit() {
+  asm volatile("cp.async.commit_group;\n" ::: "memory");
+}
 
 // Waits until at most N of this thread's committed groups are still in flight. Only this
 // thread's copies are covered: a barrier is needed before other threads read the data.
@@ -69,6 +71,8 @@ __device__ inline void cp_async_wait() {
 }
 
 // Waits for every cp.async this thread issued, committed or not.
-__device__ inline void cp_async_wait_all() { asm volatile("cp.async.wait_all;\n" ::: "memory"); }
+__device__ inline void cp_async_wait_all() {
+  asm volatile("cp.async.wait_all;\n" ::: "memory");
+}
 
 }  // namespace tessel

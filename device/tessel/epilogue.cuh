@@ -44,15 +44,14 @@ __device__ inline void store_pair(TOut* p, float lo, float hi, int n_valid) {
 // Vectorized: ld is even and gmem is aligned to 2 * sizeof(TOut), so column pairs are
 // stored with one instruction.
 template <class TOut, class Gemm, bool Vectorized = false>
-__device__ inline void store_accumulators(const float (&acc)[Gemm::kAccPerThread], TOut* gmem,
-                                          long long ld, int rows_valid, int cols_valid) {
+__device__ inline void store_accumulators(const float (&acc)[Gemm::kAccPerThread], TOut* gmem, long long ld,
+                                          int rows_valid, int cols_valid) {
 #pragma unroll
   for (int i = 0; i < Gemm::kAccPerThread; i += 2) {
     const int r = Gemm::acc_row(i);
     const int c = Gemm::acc_col(i);
     if (r < rows_valid) {
-      epilogue_detail::store_pair<TOut, Vectorized>(gmem + r * ld + c, acc[i], acc[i + 1],
-                                                    cols_valid - c);
+      epilogue_detail::store_pair<TOut, Vectorized>(gmem + r * ld + c, acc[i], acc[i + 1], cols_valid - c);
     }
   }
 }
@@ -64,9 +63,8 @@ __device__ inline void store_accumulators(const float (&acc)[Gemm::kAccPerThread
 // Vectorized: ld * sizeof(TOut) % 16 == 0 and gmem is 16-byte aligned (16-byte stores).
 template <class TOut, class Gemm, bool Vectorized = false>
 __device__ inline void store_accumulators_via_shared(const float (&acc)[Gemm::kAccPerThread],
-                                                     TOut* smem_scratch, TOut* gmem,
-                                                     long long ld, int rows_valid,
-                                                     int cols_valid) {
+                                                     TOut* smem_scratch, TOut* gmem, long long ld,
+                                                     int rows_valid, int cols_valid) {
   using Scratch = PreferredSharedLayout<Gemm::kBM, Gemm::kBN, sizeof(TOut)>;
   static_assert(!Vectorized || (Gemm::kBN * sizeof(TOut)) % 16 == 0,
                 "store_accumulators_via_shared<Vectorized>: BN * sizeof(TOut) must be a "
@@ -80,8 +78,7 @@ __device__ inline void store_accumulators_via_shared(const float (&acc)[Gemm::kA
   for (int i = 0; i < Gemm::kAccPerThread; i += 2) {
     const int r = Gemm::acc_row(i);
     const int c = Gemm::acc_col(i);
-    epilogue_detail::store_pair<TOut, kPair>(smem_scratch + Scratch::offset(r, c), acc[i],
-                                             acc[i + 1], 2);
+    epilogue_detail::store_pair<TOut, kPair>(smem_scratch + Scratch::offset(r, c), acc[i], acc[i + 1], 2);
   }
   __syncthreads();
   copy_shared_to_global<TOut, Gemm::kBM, Gemm::kBN, Scratch, Gemm::kThreads, Vectorized>(

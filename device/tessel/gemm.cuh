@@ -37,8 +37,8 @@ struct TileCoord {
   int col;
 };
 
-template <class TIn, int BM, int BN, int BK, int WarpsM, int WarpsN, bool TransA, bool TransB,
-          class LayoutA, class LayoutB>
+template <class TIn, int BM, int BN, int BK, int WarpsM, int WarpsN, bool TransA, bool TransB, class LayoutA,
+          class LayoutB>
 struct BlockGemm {
   static_assert(is_mma_16bit<TIn>::value, "BlockGemm: TIn must be half_t or bfloat16_t");
   static_assert(WarpsM > 0 && WarpsN > 0, "BlockGemm: WarpsM and WarpsN must be positive");
@@ -76,12 +76,8 @@ struct BlockGemm {
   }
   __device__ static int warp_m() { return (threadIdx.x / 32) % WarpsM; }
   __device__ static int warp_n() { return (threadIdx.x / 32) / WarpsM; }
-  __device__ static int acc_row(int i) {
-    return warp_m() * kWarpM + acc_row_in_warp(i, threadIdx.x % 32);
-  }
-  __device__ static int acc_col(int i) {
-    return warp_n() * kWarpN + acc_col_in_warp(i, threadIdx.x % 32);
-  }
+  __device__ static int acc_row(int i) { return warp_m() * kWarpM + acc_row_in_warp(i, threadIdx.x % 32); }
+  __device__ static int acc_col(int i) { return warp_n() * kWarpN + acc_col_in_warp(i, threadIdx.x % 32); }
 
   // ---- ldmatrix addressing ----------------------------------------------------------------
   // The tile coordinate whose address `lane` gives to ldmatrix (thread t addresses row t % 8
@@ -189,8 +185,8 @@ struct BlockGemm {
 
   // a_base, b_base: shared-window addresses of the tiles (smem_address).
   template <bool Xor = true>
-  __device__ static void load_fragments(Fragments& f, unsigned a_base, unsigned b_base, int kk,
-                                        int lane, int wm, int wn) {
+  __device__ static void load_fragments(Fragments& f, unsigned a_base, unsigned b_base, int kk, int lane,
+                                        int wm, int wn) {
     constexpr unsigned kBytes = sizeof(TIn);
     const int a0 = lane_offset<true>(lane, wm, 0, 0);
     const int b0 = lane_offset<false>(lane, wn, 0, 0);
@@ -243,8 +239,7 @@ struct BlockGemm {
     load_fragments<kRunXor>(frag[0], a_base, b_base, 0, lane, wm, wn);
 #pragma unroll
     for (int kk = 0; kk < kKSteps; ++kk) {
-      if (kk + 1 < kKSteps)
-        load_fragments<kRunXor>(frag[(kk + 1) % 2], a_base, b_base, kk + 1, lane, wm, wn);
+      if (kk + 1 < kKSteps) load_fragments<kRunXor>(frag[(kk + 1) % 2], a_base, b_base, kk + 1, lane, wm, wn);
       mma_all(frag[kk % 2], acc);
     }
   }
@@ -276,8 +271,7 @@ struct BlockGemm {
   // Loads k step 0 of the tile at (sA, sB) into frag[0]. After the barrier that makes it
   // visible.
   __device__ static void load_first(Fragments (&frag)[2], const TIn* sA, const TIn* sB) {
-    load_fragments(frag[0], smem_address(sA), smem_address(sB), 0, threadIdx.x % 32, warp_m(),
-                   warp_n());
+    load_fragments(frag[0], smem_address(sA), smem_address(sB), 0, threadIdx.x % 32, warp_m(), warp_n());
   }
 
   // acc += A_tile * B_tile for the tile at (sA, sB), whose k step 0 is already in frag[0].
@@ -290,12 +284,11 @@ struct BlockGemm {
   // SplitLast = issue half of the last k step's mmas before sync_next(). The default was
   // the fastest on an H200 (2026-12-02): after step 1 with BK >= 64, first with BK = 32.
   static constexpr int kDefaultIssueStep = kKSteps >= 4 ? 1 : -1;
-  template <int IssueStep = kDefaultIssueStep, bool SplitLast = false, class SyncNext,
-            class Issue>
+  template <int IssueStep = kDefaultIssueStep, bool SplitLast = false, class SyncNext, class Issue>
   __device__ __forceinline__ static void run_pipelined(Fragments (&frag)[2], const TIn* sA, const TIn* sB,
-                                       const TIn* sA_next, const TIn* sB_next,
-                                       float (&acc)[kAccPerThread], SyncNext&& sync_next,
-                                       Issue&& issue) {
+                                                       const TIn* sA_next, const TIn* sB_next,
+                                                       float (&acc)[kAccPerThread], SyncNext&& sync_next,
+                                                       Issue&& issue) {
     const int lane = threadIdx.x % 32;
     const int wm = warp_m();
     const int wn = warp_n();
@@ -327,8 +320,7 @@ struct BlockGemm {
       }
       if (kk == kIssueAt) issue();
       if constexpr (!kOverlapNext) {
-        if (last)
-          load_fragments(frag[0], smem_address(sA_next), smem_address(sB_next), 0, lane, wm, wn);
+        if (last) load_fragments(frag[0], smem_address(sA_next), smem_address(sB_next), 0, lane, wm, wn);
       }
     }
   }

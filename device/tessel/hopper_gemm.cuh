@@ -183,7 +183,8 @@ struct HopperGemm {
         const unsigned b_dst = ring_b + stage * LayoutB::kBytes;
 #pragma unroll
         for (int p = 0; p < LayoutA::kPanels; ++p)
-          tma_load_2d(a_dst + p * LayoutA::kPanelBytes, tmap_a, bar, kt * BK + p * LayoutA::kPanelCols, tm * BM);
+          tma_load_2d(a_dst + p * LayoutA::kPanelBytes, tmap_a, bar, kt * BK + p * LayoutA::kPanelCols,
+                      tm * BM);
 #pragma unroll
         for (int q = 0; q < kBPanelsPerCta; ++q) {
           const int p = rank * kBPanelsPerCta + q;
@@ -239,8 +240,8 @@ struct HopperGemm {
         wgmma_fence();
 #pragma unroll
         for (int kk = 0; kk < kKSteps; ++kk) {
-          const unsigned a_off = stage * LayoutA::kBytes + (kk * 32 / kSwizzleA) * LayoutA::kPanelBytes +
-                                 (kk * 32) % kSwizzleA;
+          const unsigned a_off =
+              stage * LayoutA::kBytes + (kk * 32 / kSwizzleA) * LayoutA::kPanelBytes + (kk * 32) % kSwizzleA;
           const unsigned b_off = stage * LayoutB::kBytes + kk * 16 * 128;
 #pragma unroll
           for (int mb = 0; mb < kMBlocks; ++mb) {
@@ -285,7 +286,8 @@ struct HopperGemm {
   template <class TOut>
   __device__ static void store_tile(const float (&acc)[kAccPerThread], TOut* C, int ldc, int m0, int n0,
                                     int rows, int cols) {
-    TOut* tile = C + static_cast<long long>(m0) * ldc + n0 + (kPingPong ? 0 : consumer_index() * kWgRows) * ldc;
+    TOut* tile =
+        C + static_cast<long long>(m0) * ldc + n0 + (kPingPong ? 0 : consumer_index() * kWgRows) * ldc;
     if (!kPingPong) rows -= consumer_index() * kWgRows;
     const int t = threadIdx.x % 128;
     if constexpr (is_mma_16bit<TOut>::value && WideStores != 0) {
@@ -306,12 +308,18 @@ struct HopperGemm {
 #pragma unroll
             for (int p = 0; p < 2; ++p) {  // 2x2 blocks: swap with the lane q ^ 1
               const unsigned v = __shfl_xor_sync(0xffffffffu, (q & 1) ? w[2 * p] : w[2 * p + 1], 1);
-              if (q & 1) w[2 * p] = v; else w[2 * p + 1] = v;
+              if (q & 1)
+                w[2 * p] = v;
+              else
+                w[2 * p + 1] = v;
             }
 #pragma unroll
             for (int p = 0; p < 2; ++p) {  // the blocks: swap with the lane q ^ 2
               const unsigned v = __shfl_xor_sync(0xffffffffu, (q & 2) ? w[p] : w[p + 2], 2);
-              if (q & 2) w[p] = v; else w[p + 2] = v;
+              if (q & 2)
+                w[p] = v;
+              else
+                w[p + 2] = v;
             }
             const int r = acc_row_in_wg(mb * kAccPerMBlock + 2 * h, t);
             const int col = 8 * (4 * g + q);

@@ -51,8 +51,8 @@ struct WgmmaSwizzleLayout {
   static constexpr int kPanelCols = SwizzleBytes / ElemBytes;  // elements per panel row
   static constexpr int kPanels = Cols / kPanelCols;
   static constexpr int kPanelBytes = Rows * SwizzleBytes;
-  static constexpr int kAlignment = 1024;  // bytes, of the tile's base (>= 8 * SwizzleBytes)
-  static constexpr int kRowPeriod = 8;     // the swizzle repeats every 8 rows
+  static constexpr int kAlignment = 1024;                 // bytes, of the tile's base (>= 8 * SwizzleBytes)
+  static constexpr int kRowPeriod = 8;                    // the swizzle repeats every 8 rows
   static constexpr int kRowsPerXor = 128 / SwizzleBytes;  // rows sharing one XOR value
 
   // Byte offset of element (r, c) from the tile base.

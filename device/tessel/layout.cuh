@@ -15,8 +15,12 @@ namespace tessel {
 
 namespace layout_detail {
 // log2 of a power of two, at compile time.
-__host__ __device__ constexpr int log2_exact(int x) { return x <= 1 ? 0 : 1 + log2_exact(x / 2); }
-__host__ __device__ constexpr bool is_pow2(int x) { return x > 0 && (x & (x - 1)) == 0; }
+__host__ __device__ constexpr int log2_exact(int x) {
+  return x <= 1 ? 0 : 1 + log2_exact(x / 2);
+}
+__host__ __device__ constexpr bool is_pow2(int x) {
+  return x > 0 && (x & (x - 1)) == 0;
+}
 }  // namespace layout_detail
 
 // Plain row-major. For scalar fallbacks, non-16-bit element types and tiles whose row size
@@ -86,8 +90,8 @@ struct SwizzledLayout {
 
 // True when SwizzledLayout<?, Cols, ElemBytes> exists (the row size admits the swizzle).
 __host__ __device__ constexpr bool swizzle_supported(int cols, int elem_bytes) {
-  return (elem_bytes == 1 || elem_bytes == 2 || elem_bytes == 4 || elem_bytes == 8) &&
-         cols > 0 && (cols * elem_bytes) % 16 == 0 &&
+  return (elem_bytes == 1 || elem_bytes == 2 || elem_bytes == 4 || elem_bytes == 8) && cols > 0 &&
+         (cols * elem_bytes) % 16 == 0 &&
          (layout_detail::is_pow2(cols * elem_bytes / 16) || (cols * elem_bytes / 16) % 8 == 0);
 }
 
@@ -106,7 +110,7 @@ struct PreferredSharedLayout<false, Rows, Cols, ElemBytes> {
 // shape is fixed by a template (the epilogue's staging buffer) rather than by the compiler.
 template <int Rows, int Cols, int ElemBytes>
 using PreferredSharedLayout =
-    typename layout_detail::PreferredSharedLayout<swizzle_supported(Cols, ElemBytes), Rows,
-                                                  Cols, ElemBytes>::type;
+    typename layout_detail::PreferredSharedLayout<swizzle_supported(Cols, ElemBytes), Rows, Cols,
+                                                  ElemBytes>::type;
 
 }  // namespace tessel

@@ -20,8 +20,9 @@
 namespace tessel {
 
 template <class Gemm, int Stages, class TIn, class Issue>
-__device__ __forceinline__ void gemm_mainloop(int k_tiles, TIn* sA, TIn* sB, int stage_elems_a, int stage_elems_b,
-                                     float (&acc)[Gemm::kAccPerThread], Issue&& issue) {
+__device__ __forceinline__ void gemm_mainloop(int k_tiles, TIn* sA, TIn* sB, int stage_elems_a,
+                                              int stage_elems_b, float (&acc)[Gemm::kAccPerThread],
+                                              Issue&& issue) {
   static_assert(Stages >= 2, "gemm_mainloop: the ring needs at least 2 stages (1 stage is a plain loop)");
 #pragma unroll
   for (int s = 0; s < Stages - 1; ++s) {

@@ -31,7 +31,8 @@ __device__ inline float reduce_lanes(float v) {
   static_assert(Width >= 1 && Width <= 32 && (Width & (Width - 1)) == 0,
                 "reduce_lanes: Width must be a power of two from 1 to 32");
 #pragma unroll
-  for (int offset = Width / 2; offset > 0; offset /= 2) v = Op::combine(v, __shfl_xor_sync(0xffffffffu, v, offset));
+  for (int offset = Width / 2; offset > 0; offset /= 2)
+    v = Op::combine(v, __shfl_xor_sync(0xffffffffu, v, offset));
   return v;
 }
 

@@ -2,7 +2,6 @@
 #pragma once
 
 #include "block.cuh"
-#include "reduce.cuh"
 #include "copy.cuh"
 #include "cp_async.cuh"
 #include "epilogue.cuh"
@@ -10,5 +9,6 @@
 #include "layout.cuh"
 #include "mainloop.cuh"
 #include "mma.cuh"
+#include "reduce.cuh"
 #include "smem.cuh"
 #include "types.cuh"

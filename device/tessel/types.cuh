@@ -72,11 +72,21 @@ __device__ inline float to_float(bfloat16_t x) {
   return __int_as_float(static_cast<int>(static_cast<unsigned int>(x.bits) << 16));
 }
 
-__device__ inline float to_float(float x) { return x; }
-__device__ inline double to_float(double x) { return x; }
-__device__ inline int to_float(int x) { return x; }  // int8/uint8/int16 promote to this one
-__device__ inline unsigned int to_float(unsigned int x) { return x; }
-__device__ inline long long to_float(long long x) { return x; }
+__device__ inline float to_float(float x) {
+  return x;
+}
+__device__ inline double to_float(double x) {
+  return x;
+}
+__device__ inline int to_float(int x) {
+  return x;
+}  // int8/uint8/int16 promote to this one
+__device__ inline unsigned int to_float(unsigned int x) {
+  return x;
+}
+__device__ inline long long to_float(long long x) {
+  return x;
+}
 
 // ---- from_float<T>: round a float to the element type ----------------------------------
 // 16-bit targets round to nearest even (cvt.rn), the same rounding as cuBLAS epilogues.
@@ -154,7 +164,11 @@ __device__ inline unsigned int pack2(float lo, float hi) {
 // Bit patterns rather than 1.0f/0.0f, which NVRTC folds with a warning and fast-math may
 // not preserve. Used as identities of max/min reductions.
 
-__device__ inline float infinity_f32() { return __int_as_float(0x7f800000); }
-__device__ inline float nan_f32() { return __int_as_float(0x7fffffff); }
+__device__ inline float infinity_f32() {
+  return __int_as_float(0x7f800000);
+}
+__device__ inline float nan_f32() {
+  return __int_as_float(0x7fffffff);
+}
 
 }  // namespace tessel

@@ -59,8 +59,7 @@ __device__ inline unsigned long long make_wgmma_desc(unsigned smem_addr, unsigne
 __device__ inline unsigned long long wgmma_desc_kmajor_sw128(unsigned smem_addr) {
   return make_wgmma_desc(smem_addr, 16, 1024, WgmmaSwizzle::k128B);
 }
-__device__ inline unsigned long long wgmma_desc_mnmajor_sw128(unsigned smem_addr,
-                                                              unsigned panel_bytes) {
+__device__ inline unsigned long long wgmma_desc_mnmajor_sw128(unsigned smem_addr, unsigned panel_bytes) {
 #ifdef TESSEL_WGMMA_MN_SWAP_OFFSETS  // debugging aid: the other reading of LBO/SBO
   return make_wgmma_desc(smem_addr, 1024, panel_bytes, WgmmaSwizzle::k128B);
 #else
@@ -79,7 +78,9 @@ __device__ inline unsigned long long wgmma_desc_kmajor(unsigned smem_addr, int s
 }
 
 // ---- ordering ------------------------------------------------------------------------------
-__device__ inline void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
+__device__ inline void wgmma_fence() {
+  asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+}
 __device__ inline void wgmma_commit() {
   asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
 }
@@ -109,81 +110,115 @@ struct Wgmma {
 #define TESSEL_WGMMA_OPS(...) __VA_ARGS__
 // Operand numbering after the N/2 accumulators: %I0 desc_b, %I1 scale_d, %I2 trans_b, then
 // ss: %I3 desc_a, %I4 trans_a;  rs: %I3..%I6 the four A registers.
-#define TESSEL_WGMMA_DEFINE(N, TYPE, TS, DREGS, OPS, I0, I1, I2, I3, I4, I5, I6)             \
-  template <>                                                                               \
-  struct Wgmma<TYPE, N> {                                                                   \
-    template <int TA, int TB>                                                               \
-    __device__ static void ss(float (&d)[N / 2], unsigned long long da,                     \
-                              unsigned long long db, int scale_d) {                         \
-      asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %" I1 ", 0;\n"                         \
-                   "wgmma.mma_async.sync.aligned.m64n" #N "k16.f32." TS "." TS " " DREGS    \
-                   ", %" I3 ", %" I0 ", p, 1, 1, %" I4 ", %" I2 ";\n}\n"                    \
-                   : OPS                                                                    \
-                   : "l"(db), "r"(scale_d), "n"(TB), "l"(da), "n"(TA));                     \
-    }                                                                                       \
-    template <int TB>                                                                       \
-    __device__ static void rs(float (&d)[N / 2], const unsigned (&a)[4],                    \
-                              unsigned long long db, int scale_d) {                         \
-      asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %" I1 ", 0;\n"                         \
-                   "wgmma.mma_async.sync.aligned.m64n" #N "k16.f32." TS "." TS " " DREGS    \
-                   ", {%" I3 ", %" I4 ", %" I5 ", %" I6 "}, %" I0 ", p, 1, 1, %" I2 ";\n}\n" \
-                   : OPS                                                                    \
-                   : "l"(db), "r"(scale_d), "n"(TB), "r"(a[0]), "r"(a[1]), "r"(a[2]),       \
-                     "r"(a[3]));                                                            \
-    }                                                                                       \
+#define TESSEL_WGMMA_DEFINE(N, TYPE, TS, DREGS, OPS, I0, I1, I2, I3, I4, I5, I6)                            \
+  template <>                                                                                               \
+  struct Wgmma<TYPE, N> {                                                                                   \
+    template <int TA, int TB>                                                                               \
+    __device__ static void ss(float (&d)[N / 2], unsigned long long da, unsigned long long db,              \
+                              int scale_d) {                                                                \
+      asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %" I1                                                  \
+                   ", 0;\n"                                                                                 \
+                   "wgmma.mma_async.sync.aligned.m64n" #N "k16.f32." TS "." TS " " DREGS ", %" I3 ", %" I0  \
+                   ", p, 1, 1, %" I4 ", %" I2 ";\n}\n"                                                      \
+                   : OPS                                                                                    \
+                   : "l"(db), "r"(scale_d), "n"(TB), "l"(da), "n"(TA));                                     \
+    }                                                                                                       \
+    template <int TB>                                                                                       \
+    __device__ static void rs(float (&d)[N / 2], const unsigned (&a)[4], unsigned long long db,             \
+                              int scale_d) {                                                                \
+      asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %" I1                                                  \
+                   ", 0;\n"                                                                                 \
+                   "wgmma.mma_async.sync.aligned.m64n" #N "k16.f32." TS "." TS " " DREGS ", {%" I3 ", %" I4 \
+                   ", %" I5 ", %" I6 "}, %" I0 ", p, 1, 1, %" I2 ";\n}\n"                                   \
+                   : OPS                                                                                    \
+                   : "l"(db), "r"(scale_d), "n"(TB), "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]));           \
+    }                                                                                                       \
   };
 
 // Register lists "{%0, ..., %R-1}" for R = N/2 accumulators (string literals: inline asm
 // cannot build them at compile time).
-#define TESSEL_WGMMA_D32 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}"
-#define TESSEL_WGMMA_D48 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47}"
-#define TESSEL_WGMMA_D64 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}"
-#define TESSEL_WGMMA_D80 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79}"
-#define TESSEL_WGMMA_D96 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95}"
-#define TESSEL_WGMMA_D112 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111}"
-#define TESSEL_WGMMA_D128 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}"
+#define TESSEL_WGMMA_D32                                                                                  \
+  "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, " \
+  "%22, %23, %24, %25, %26, %27, %28, %29, %30, %31}"
+#define TESSEL_WGMMA_D48                                                                                  \
+  "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, " \
+  "%22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, "  \
+  "%42, %43, %44, %45, %46, %47}"
+#define TESSEL_WGMMA_D64                                                                                  \
+  "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, " \
+  "%22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, "  \
+  "%42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, "  \
+  "%62, %63}"
+#define TESSEL_WGMMA_D80                                                                                  \
+  "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, " \
+  "%22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, "  \
+  "%42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, "  \
+  "%62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79}"
+#define TESSEL_WGMMA_D96                                                                                  \
+  "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, " \
+  "%22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, "  \
+  "%42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, "  \
+  "%62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, "  \
+  "%82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95}"
+#define TESSEL_WGMMA_D112                                                                                  \
+  "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, "  \
+  "%22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, "   \
+  "%42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, "   \
+  "%62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, "   \
+  "%82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, " \
+  "%102, %103, %104, %105, %106, %107, %108, %109, %110, %111}"
+#define TESSEL_WGMMA_D128                                                                                  \
+  "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, "  \
+  "%22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, "   \
+  "%42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, "   \
+  "%62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, "   \
+  "%82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, " \
+  "%102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, " \
+  "%119, %120, %121, %122, %123, %124, %125, %126, %127}"
 
-TESSEL_WGMMA_DEFINE(64, half_t, "f16", TESSEL_WGMMA_D32,
-                    TESSEL_WGMMA_OPS(TESSEL_WGMMA_F32(0)),
-                    "32", "33", "34", "35", "36", "37", "38")
-TESSEL_WGMMA_DEFINE(64, bfloat16_t, "bf16", TESSEL_WGMMA_D32,
-                    TESSEL_WGMMA_OPS(TESSEL_WGMMA_F32(0)),
-                    "32", "33", "34", "35", "36", "37", "38")
+TESSEL_WGMMA_DEFINE(64, half_t, "f16", TESSEL_WGMMA_D32, TESSEL_WGMMA_OPS(TESSEL_WGMMA_F32(0)), "32", "33",
+                    "34", "35", "36", "37", "38")
+TESSEL_WGMMA_DEFINE(64, bfloat16_t, "bf16", TESSEL_WGMMA_D32, TESSEL_WGMMA_OPS(TESSEL_WGMMA_F32(0)), "32",
+                    "33", "34", "35", "36", "37", "38")
 TESSEL_WGMMA_DEFINE(96, half_t, "f16", TESSEL_WGMMA_D48,
-                    TESSEL_WGMMA_OPS(TESSEL_WGMMA_F32(0), TESSEL_WGMMA_F16(32)),
-                    "48", "49", "50", "51", "52", "53", "54")
+                    TESSEL_WGMMA_OPS(TESSEL_WGMMA_F32(0), TESSEL_WGMMA_F16(32)), "48", "49", "50", "51", "52",
+                    "53", "54")
 TESSEL_WGMMA_DEFINE(96, bfloat16_t, "bf16", TESSEL_WGMMA_D48,
-                    TESSEL_WGMMA_OPS(TESSEL_WGMMA_F32(0), TESSEL_WGMMA_F16(32)),
-                    "48", "49", "50", "51", "52", "53", "54")
+                    TESSEL_WGMMA_OPS(TESSEL_WGMMA_F32(0), TESSEL_WGMMA_F16(32)), "48", "49", "50", "51", "52",
+                    "53", "54")
 TESSEL_WGMMA_DEFINE(128, half_t, "f16", TESSEL_WGMMA_D64,
-                    TESSEL_WGMMA_OPS(TESSEL_WGMMA_F32(0), TESSEL_WGMMA_F32(32)),
-                    "64", "65", "66", "67", "68", "69", "70")
+                    TESSEL_WGMMA_OPS(TESSEL_WGMMA_F32(0), TESSEL_WGMMA_F32(32)), "64", "65", "66", "67", "68",
+                    "69", "70")
 TESSEL_WGMMA_DEFINE(128, bfloat16_t, "bf16", TESSEL_WGMMA_D64,
-                    TESSEL_WGMMA_OPS(TESSEL_WGMMA_F32(0), TESSEL_WGMMA_F32(32)),
-                    "64", "65", "66", "67", "68", "69", "70")
+                    TESSEL_WGMMA_OPS(TESSEL_WGMMA_F32(0), TESSEL_WGMMA_F32(32)), "64", "65", "66", "67", "68",
+                    "69", "70")
 TESSEL_WGMMA_DEFINE(160, half_t, "f16", TESSEL_WGMMA_D80,
-                    TESSEL_WGMMA_OPS(TESSEL_WGMMA_F32(0), TESSEL_WGMMA_F32(32), TESSEL_WGMMA_F16(64)),
-                    "80", "81", "82", "83", "84", "85", "86")
+                    TESSEL_WGMMA_OPS(TESSEL_WGMMA_F32(0), TESSEL_WGMMA_F32(32), TESSEL_WGMMA_F16(64)), "80",
+                    "81", "82", "83", "84", "85", "86")
 TESSEL_WGMMA_DEFINE(160, bfloat16_t, "bf16", TESSEL_WGMMA_D80,
-                    TESSEL_WGMMA_OPS(TESSEL_WGMMA_F32(0), TESSEL_WGMMA_F32(32), TESSEL_WGMMA_F16(64)),
-                    "80", "81", "82", "83", "84", "85", "86")
+                    TESSEL_WGMMA_OPS(TESSEL_WGMMA_F32(0), TESSEL_WGMMA_F32(32), TESSEL_WGMMA_F16(64)), "80",
+                    "81", "82", "83", "84", "85", "86")
 TESSEL_WGMMA_DEFINE(192, half_t, "f16", TESSEL_WGMMA_D96,
-                    TESSEL_WGMMA_OPS(TESSEL_WGMMA_F32(0), TESSEL_WGMMA_F32(32), TESSEL_WGMMA_F32(64)),
-                    "96", "97", "98", "99", "100", "101", "102")
+                    TESSEL_WGMMA_OPS(TESSEL_WGMMA_F32(0), TESSEL_WGMMA_F32(32), TESSEL_WGMMA_F32(64)), "96",
+                    "97", "98", "99", "100", "101", "102")
 TESSEL_WGMMA_DEFINE(192, bfloat16_t, "bf16", TESSEL_WGMMA_D96,
-                    TESSEL_WGMMA_OPS(TESSEL_WGMMA_F32(0), TESSEL_WGMMA_F32(32), TESSEL_WGMMA_F32(64)),
-                    "96", "97", "98", "99", "100", "101", "102")
+                    TESSEL_WGMMA_OPS(TESSEL_WGMMA_F32(0), TESSEL_WGMMA_F32(32), TESSEL_WGMMA_F32(64)), "96",
+                    "97", "98", "99", "100", "101", "102")
 TESSEL_WGMMA_DEFINE(224, half_t, "f16", TESSEL_WGMMA_D112,
-                    TESSEL_WGMMA_OPS(TESSEL_WGMMA_F32(0), TESSEL_WGMMA_F32(32), TESSEL_WGMMA_F32(64), TESSEL_WGMMA_F16(96)),
+                    TESSEL_WGMMA_OPS(TESSEL_WGMMA_F32(0), TESSEL_WGMMA_F32(32), TESSEL_WGMMA_F32(64),
+                                     TESSEL_WGMMA_F16(96)),
                     "112", "113", "114", "115", "116", "117", "118")
 TESSEL_WGMMA_DEFINE(224, bfloat16_t, "bf16", TESSEL_WGMMA_D112,
-                    TESSEL_WGMMA_OPS(TESSEL_WGMMA_F32(0), TESSEL_WGMMA_F32(32), TESSEL_WGMMA_F32(64), TESSEL_WGMMA_F16(96)),
+                    TESSEL_WGMMA_OPS(TESSEL_WGMMA_F32(0), TESSEL_WGMMA_F32(32), TESSEL_WGMMA_F32(64),
+                                     TESSEL_WGMMA_F16(96)),
                     "112", "113", "114", "115", "116", "117", "118")
 TESSEL_WGMMA_DEFINE(256, half_t, "f16", TESSEL_WGMMA_D128,
-                    TESSEL_WGMMA_OPS(TESSEL_WGMMA_F32(0), TESSEL_WGMMA_F32(32), TESSEL_WGMMA_F32(64), TESSEL_WGMMA_F32(96)),
+                    TESSEL_WGMMA_OPS(TESSEL_WGMMA_F32(0), TESSEL_WGMMA_F32(32), TESSEL_WGMMA_F32(64),
+                                     TESSEL_WGMMA_F32(96)),
                     "128", "129", "130", "131", "132", "133", "134")
 TESSEL_WGMMA_DEFINE(256, bfloat16_t, "bf16", TESSEL_WGMMA_D128,
-                    TESSEL_WGMMA_OPS(TESSEL_WGMMA_F32(0), TESSEL_WGMMA_F32(32), TESSEL_WGMMA_F32(64), TESSEL_WGMMA_F32(96)),
+                    TESSEL_WGMMA_OPS(TESSEL_WGMMA_F32(0), TESSEL_WGMMA_F32(32), TESSEL_WGMMA_F32(64),
+                                     TESSEL_WGMMA_F32(96)),
                     "128", "129", "130", "131", "132", "133", "134")
 
 #undef TESSEL_WGMMA_DEFINE
@@ -201,8 +236,8 @@ TESSEL_WGMMA_DEFINE(256, bfloat16_t, "bf16", TESSEL_WGMMA_D128,
 
 // d (+)= A * B for one m64nNk16 step, both operands from shared memory.
 template <class T, int N, int TransA, int TransB>
-__device__ inline void wgmma_ss(float (&d)[N / 2], unsigned long long desc_a,
-                                unsigned long long desc_b, int scale_d) {
+__device__ inline void wgmma_ss(float (&d)[N / 2], unsigned long long desc_a, unsigned long long desc_b,
+                                int scale_d) {
   static_assert(is_mma_16bit<T>::value, "wgmma_ss: T must be half_t or bfloat16_t");
   static_assert(TransA == 0 || TransA == 1, "wgmma_ss: TransA is 0 (K-major) or 1 (M-major)");
   static_assert(TransB == 0 || TransB == 1, "wgmma_ss: TransB is 0 (K-major) or 1 (N-major)");
@@ -214,8 +249,8 @@ __device__ inline void wgmma_ss(float (&d)[N / 2], unsigned long long desc_a,
 // first) -- the same fragment mma.m16n8k16 takes, so an accumulator tile converted with
 // pack2 pairs (i, i+1) and regrouped per k16 is a ready A operand (FlashAttention's P*V).
 template <class T, int N, int TransB>
-__device__ inline void wgmma_rs(float (&d)[N / 2], const unsigned (&a)[4],
-                                unsigned long long desc_b, int scale_d) {
+__device__ inline void wgmma_rs(float (&d)[N / 2], const unsigned (&a)[4], unsigned long long desc_b,
+                                int scale_d) {
   static_assert(is_mma_16bit<T>::value, "wgmma_rs: T must be half_t or bfloat16_t");
   static_assert(TransB == 0 || TransB == 1, "wgmma_rs: TransB is 0 (K-major) or 1 (N-major)");
   Wgmma<T, N>::template rs<TransB>(d, a, desc_b, scale_d);

@@ -11,15 +11,15 @@ namespace tessel {
 
 // X(enum name, user-facing name, bytes, CUDA device type, DLPack code, DLPack bits)
 // DLPack codes: 0 int, 1 uint, 2 float, 4 bfloat, 6 bool.
-#define TESSEL_DTYPES(X)                                   \
-  X(f16, "f16", 2, "tessel::half_t", 2, 16)                \
-  X(bf16, "bf16", 2, "tessel::bfloat16_t", 4, 16)          \
-  X(f32, "f32", 4, "float", 2, 32)                         \
-  X(f64, "f64", 8, "double", 2, 64)                        \
-  X(i8, "i8", 1, "signed char", 0, 8)                      \
-  X(u8, "u8", 1, "unsigned char", 1, 8)                    \
-  X(i32, "i32", 4, "int", 0, 32)                           \
-  X(i64, "i64", 8, "long long", 0, 64)                     \
+#define TESSEL_DTYPES(X)                          \
+  X(f16, "f16", 2, "tessel::half_t", 2, 16)       \
+  X(bf16, "bf16", 2, "tessel::bfloat16_t", 4, 16) \
+  X(f32, "f32", 4, "float", 2, 32)                \
+  X(f64, "f64", 8, "double", 2, 64)               \
+  X(i8, "i8", 1, "signed char", 0, 8)             \
+  X(u8, "u8", 1, "unsigned char", 1, 8)           \
+  X(i32, "i32", 4, "int", 0, 32)                  \
+  X(i64, "i64", 8, "long long", 0, 64)            \
   X(boolean, "bool", 1, "bool", 6, 8)
 
 enum class DType : std::uint8_t {

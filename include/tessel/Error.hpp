@@ -67,8 +67,9 @@ class ErrorBuilder {
 #define TESSEL_USER_ERROR(op, where, msg) \
   ::tessel::throw_compile_error((op), (::tessel::ErrorBuilder() << msg).str(), (where))
 // internal_check: an invariant of the compiler itself.
-#define TESSEL_INTERNAL_CHECK(cond, msg)                                                          \
-  do {                                                                                            \
-    if (!(cond))                                                                                  \
-      ::tessel::throw_internal_error((::tessel::ErrorBuilder() << "check '" #cond "' failed: " << msg).str()); \
+#define TESSEL_INTERNAL_CHECK(cond, msg)                                            \
+  do {                                                                              \
+    if (!(cond))                                                                    \
+      ::tessel::throw_internal_error(                                               \
+          (::tessel::ErrorBuilder() << "check '" #cond "' failed: " << msg).str()); \
   } while (0)

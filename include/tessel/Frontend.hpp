@@ -65,7 +65,9 @@ class Buffer {
   BufferRef operator()(FirstIndex first, I... rest) const {
     return BufferRef(b_, std::vector<Expr>{first.expr, Expr(rest)...}, first.where);
   }
-  BufferRef at(std::vector<Expr> idx, Loc where = Loc::current()) const { return BufferRef(b_, std::move(idx), where); }
+  BufferRef at(std::vector<Expr> idx, Loc where = Loc::current()) const {
+    return BufferRef(b_, std::move(idx), where);
+  }
   const ir::Buffer& ir() const { return b_; }
   const std::string& name() const { return b_->name; }
   DType dtype() const { return b_->dtype; }
@@ -80,8 +82,8 @@ class Buffer {
 // come from the other side), or an explicit region.
 class RegionArg {
  public:
-  RegionArg(const Buffer& b);     // NOLINT: implicit by design
-  RegionArg(const BufferRef& r);  // NOLINT
+  RegionArg(const Buffer& b);                         // NOLINT: implicit by design
+  RegionArg(const BufferRef& r);                      // NOLINT
   RegionArg(ir::Region r) : region_(std::move(r)) {}  // NOLINT
   const ir::Region& region() const { return region_; }
 
@@ -113,7 +115,8 @@ class PrimFunc {
 
 // A launch of grid blocks of `threads` threads each; the body receives the block indices.
 void Kernel(Expr gx, int threads, const std::function<void(Var)>& body, Loc where = Loc::current());
-void Kernel(Expr gx, Expr gy, int threads, const std::function<void(Var, Var)>& body, Loc where = Loc::current());
+void Kernel(Expr gx, Expr gy, int threads, const std::function<void(Var, Var)>& body,
+            Loc where = Loc::current());
 void Kernel(Expr gx, Expr gy, Expr gz, int threads, const std::function<void(Var, Var, Var)>& body,
             Loc where = Loc::current());
 
@@ -126,13 +129,17 @@ Buffer alloc_local(std::vector<Expr> shape, DType dtype, Loc where = Loc::curren
 void copy(const RegionArg& src, const RegionArg& dst, Loc where = Loc::current());
 // A copy whose reads past a global tensor's edge give `pad` instead of zero.
 void copy_padded(const RegionArg& src, const RegionArg& dst, Expr pad, Loc where = Loc::current());
-void gemm(const Buffer& A, const Buffer& B, const Buffer& C, bool transpose_A = false, bool transpose_B = false,
-          GemmWarpPolicy policy = GemmWarpPolicy::Square, Loc where = Loc::current());
+void gemm(const Buffer& A, const Buffer& B, const Buffer& C, bool transpose_A = false,
+          bool transpose_B = false, GemmWarpPolicy policy = GemmWarpPolicy::Square,
+          Loc where = Loc::current());
 void fill(const RegionArg& dst, Expr value, Loc where = Loc::current());
 void clear(const RegionArg& dst, Loc where = Loc::current());
-void reduce_max(const Buffer& src, const Buffer& dst, int dim = -1, bool clear = true, Loc where = Loc::current());
-void reduce_min(const Buffer& src, const Buffer& dst, int dim = -1, bool clear = true, Loc where = Loc::current());
-void reduce_sum(const Buffer& src, const Buffer& dst, int dim = -1, bool clear = true, Loc where = Loc::current());
+void reduce_max(const Buffer& src, const Buffer& dst, int dim = -1, bool clear = true,
+                Loc where = Loc::current());
+void reduce_min(const Buffer& src, const Buffer& dst, int dim = -1, bool clear = true,
+                Loc where = Loc::current());
+void reduce_sum(const Buffer& src, const Buffer& dst, int dim = -1, bool clear = true,
+                Loc where = Loc::current());
 // Rasterizes blocks in panels of `panel_size` for L2 reuse.
 void use_swizzle(int panel_size, bool enable = true, Loc where = Loc::current());
 
@@ -146,7 +153,8 @@ void Unroll(Expr extent, const std::function<void(Var)>& body, Loc where = Loc::
 // An element-wise nest over a tile, spread over the block's threads by the compiler.
 void Parallel(Expr e0, const std::function<void(Var)>& body, Loc where = Loc::current());
 void Parallel(Expr e0, Expr e1, const std::function<void(Var, Var)>& body, Loc where = Loc::current());
-void Parallel(Expr e0, Expr e1, Expr e2, const std::function<void(Var, Var, Var)>& body, Loc where = Loc::current());
+void Parallel(Expr e0, Expr e1, Expr e2, const std::function<void(Var, Var, Var)>& body,
+              Loc where = Loc::current());
 void If(Expr cond, const std::function<void()>& then_body, Loc where = Loc::current());
 
 // ---- expressions ------------------------------------------------------------------------------------
@@ -155,7 +163,9 @@ Expr ceildiv(Expr a, Expr b);
 Expr min(Expr a, Expr b);
 Expr max(Expr a, Expr b);
 Expr select(Expr cond, Expr if_true, Expr if_false);
-inline Expr if_then_else(Expr c, Expr t, Expr f) { return select(std::move(c), std::move(t), std::move(f)); }
+inline Expr if_then_else(Expr c, Expr t, Expr f) {
+  return select(std::move(c), std::move(t), std::move(f));
+}
 Expr cast(DType t, Expr v);
 Expr exp(Expr v);
 Expr exp2(Expr v);

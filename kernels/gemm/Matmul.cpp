@@ -9,8 +9,8 @@ std::string MatmulConfig::describe() const {
          std::to_string(num_stages) + " t" + std::to_string(threads) + (use_swizzle ? " swz" : "");
 }
 
-MatmulConfig default_matmul_config(long long M, long long N, long long K, DType dtype, const std::string& arch,
-                                   int sm_count) {
+MatmulConfig default_matmul_config(long long M, long long N, long long K, DType dtype,
+                                   const std::string& arch, int sm_count) {
   MatmulConfig c;
   c.dtype = dtype;
   auto tiles = [&](long long bm, long long bn) { return ((M + bm - 1) / bm) * ((N + bn - 1) / bn); };

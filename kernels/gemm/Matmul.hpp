@@ -22,8 +22,8 @@ struct MatmulConfig {
 // The built-in per-shape config (the autotuner will replace it with tuned entries). On sm_90a
 // it picks tiles the warp-specialized wgmma path takes (block_K 64, 128 or 256 threads); elsewhere
 // mma.sync tiles. `sm_count` sizes the tiles so that small problems still fill the GPU.
-MatmulConfig default_matmul_config(long long M, long long N, long long K, DType dtype, const std::string& arch,
-                                   int sm_count);
+MatmulConfig default_matmul_config(long long M, long long N, long long K, DType dtype,
+                                   const std::string& arch, int sm_count);
 
 // Shared memory the config's pipeline needs: (bM*bK + bK*bN) * elem * stages.
 long long matmul_smem_bytes(const MatmulConfig& c);

@@ -10,7 +10,9 @@ namespace {
 
 constexpr double kLog2e = 1.4426950408889634;
 
-long long round_up(long long x, long long m) { return (x + m - 1) / m * m; }
+long long round_up(long long x, long long m) {
+  return (x + m - 1) / m * m;
+}
 long long next_pow2(long long x) {
   long long p = 1;
   while (p < x) p *= 2;
@@ -18,18 +20,25 @@ long long next_pow2(long long x) {
 }
 
 // exp(x - m) as exp2((x - m) * log2 e): one FFMA and the fast exp2 unit.
-Expr exp_minus(Expr x, Expr m) { return T::exp2((x - m) * float(kLog2e)); }
+Expr exp_minus(Expr x, Expr m) {
+  return T::exp2((x - m) * float(kLog2e));
+}
 
 // NaN-propagating max (PyTorch): a NaN anywhere in a row makes the row NaN.
-Expr max_nan(Expr a, Expr b) { return T::select(a != a || a > b, a, b); }
+Expr max_nan(Expr a, Expr b) {
+  return T::select(a != a || a > b, a, b);
+}
 
 }  // namespace
 
 const char* softmax_variant_name(SoftmaxVariant v) {
   switch (v) {
-    case SoftmaxVariant::Rows: return "rows";
-    case SoftmaxVariant::Row: return "row";
-    case SoftmaxVariant::Online: return "online";
+    case SoftmaxVariant::Rows:
+      return "rows";
+    case SoftmaxVariant::Row:
+      return "row";
+    case SoftmaxVariant::Online:
+      return "online";
   }
   return "?";
 }
@@ -134,7 +143,8 @@ PrimFunc softmax_program(long long M, long long N, DType dtype, const SoftmaxCon
   return f;
 }
 
-JitKernel make_softmax(long long M, long long N, DType dtype, const SoftmaxConfig& c, const JitOptions& options) {
+JitKernel make_softmax(long long M, long long N, DType dtype, const SoftmaxConfig& c,
+                       const JitOptions& options) {
   JitOptions o = options;
   if (o.out_idx.empty()) o.out_idx = {-1};
   return jit(softmax_program(M, N, dtype, c), o);

@@ -30,7 +30,8 @@ struct SoftmaxConfig {
 SoftmaxConfig default_softmax_config(long long M, long long N, DType dtype);
 
 PrimFunc softmax_program(long long M, long long N, DType dtype, const SoftmaxConfig& c);
-JitKernel make_softmax(long long M, long long N, DType dtype, const SoftmaxConfig& c, const JitOptions& options = {});
+JitKernel make_softmax(long long M, long long N, DType dtype, const SoftmaxConfig& c,
+                       const JitOptions& options = {});
 inline JitKernel make_softmax(long long M, long long N, DType dtype) {
   return make_softmax(M, N, dtype, default_softmax_config(M, N, dtype));
 }

@@ -18,12 +18,18 @@ using namespace ir;
 
 namespace {
 
-bool is_16bit_float(DType t) { return t == DType::f16 || t == DType::bf16; }
+bool is_16bit_float(DType t) {
+  return t == DType::f16 || t == DType::bf16;
+}
 
-std::string cuda_type(DType t) { return std::string(dtype_cuda_name(t)); }
+std::string cuda_type(DType t) {
+  return std::string(dtype_cuda_name(t));
+}
 
 // The C++ type an expression of dtype t is computed in.
-std::string compute_type(DType t) { return is_16bit_float(t) ? "float" : cuda_type(t); }
+std::string compute_type(DType t) {
+  return is_16bit_float(t) ? "float" : cuda_type(t);
+}
 
 std::string sanitize(const std::string& name) {
   std::string out;
@@ -45,8 +51,8 @@ class CudaEmitter {
     if (!k) k = find_kernel(f_.body);
     TESSEL_INTERNAL_CHECK(k != nullptr, "lowered body has no kernel");
     // setmaxnreg (the Hopper GEMM) only takes effect under a register cap at entry: (threads, 1).
-    os_ << "extern \"C\" __global__ void __launch_bounds__(" << k->threads << (ctx_.hopper.selected ? ", 1" : "")
-        << ") " << kernel_name(f_.name) << "(";
+    os_ << "extern \"C\" __global__ void __launch_bounds__(" << k->threads
+        << (ctx_.hopper.selected ? ", 1" : "") << ") " << kernel_name(f_.name) << "(";
     for (size_t i = 0; i < f_.params.size(); ++i) {
       const Buffer& p = f_.params[i];
       os_ << (i ? ", " : "") << cuda_type(p->dtype) << "* __restrict__ " << name_of(p);
@@ -64,10 +70,12 @@ class CudaEmitter {
       line() << "int " << var_name(k->block_vars[d].as<VarNode>()) << " = blockIdx." << axes[d] << ";";
     if (const SwizzleStmt* sw = find_swizzle(k->body)) {
       TESSEL_INTERNAL_CHECK(k->block_vars.size() >= 2, "use_swizzle in a 1-D grid");
-      std::string bx = var_name(k->block_vars[0].as<VarNode>()), by = var_name(k->block_vars[1].as<VarNode>());
+      std::string bx = var_name(k->block_vars[0].as<VarNode>()),
+                  by = var_name(k->block_vars[1].as<VarNode>());
       line() << "{  // use_swizzle(" << sw->panel_size << "): visit tiles in panels for L2 reuse";
       line() << "  int rx, ry;";
-      line() << "  tessel::rasterize(" << sw->panel_size << ", " << bx << ", " << by << ", gridDim.x, gridDim.y, rx, ry);";
+      line() << "  tessel::rasterize(" << sw->panel_size << ", " << bx << ", " << by
+             << ", gridDim.x, gridDim.y, rx, ry);";
       line() << "  " << bx << " = rx;";
       line() << "  " << by << " = ry;";
       line() << "}";
@@ -155,17 +163,21 @@ class CudaEmitter {
     if (const auto* b = e.as<Binary>()) {
       std::string a = expr(b->a), c = expr(b->b);
       switch (b->op) {
-        case BinaryOp::Min: return "min(" + a + ", " + c + ")";
-        case BinaryOp::Max: return "max(" + a + ", " + c + ")";
+        case BinaryOp::Min:
+          return "min(" + a + ", " + c + ")";
+        case BinaryOp::Max:
+          return "max(" + a + ", " + c + ")";
         case BinaryOp::FloorDiv:  // C++ division truncates; step down when the signs differ
-          return "((" + a + ") / (" + c + ") - ((((" + a + ") % (" + c + ")) != 0) && (((" + a + ") < 0) != ((" + c +
-                 ") < 0))))";
+          return "((" + a + ") / (" + c + ") - ((((" + a + ") % (" + c + ")) != 0) && (((" + a +
+                 ") < 0) != ((" + c + ") < 0))))";
         case BinaryOp::FloorMod:
           return "((((" + a + ") % (" + c + ")) + (" + c + ")) % (" + c + "))";
-        default: return "(" + a + " " + binary_op_name(b->op) + " " + c + ")";
+        default:
+          return "(" + a + " " + binary_op_name(b->op) + " " + c + ")";
       }
     }
-    if (const auto* u = e.as<Unary>()) return std::string(u->op == UnaryOp::Neg ? "(-" : "(!") + expr(u->a) + ")";
+    if (const auto* u = e.as<Unary>())
+      return std::string(u->op == UnaryOp::Neg ? "(-" : "(!") + expr(u->a) + ")";
     if (const auto* s = e.as<Select>())
       return "(" + expr(s->cond) + " ? " + expr(s->true_value) + " : " + expr(s->false_value) + ")";
     if (const auto* c = e.as<Cast>()) return cast(c->dtype, c->value);
@@ -186,8 +198,8 @@ class CudaEmitter {
 
   std::string call(const Call* c) {
     static const std::map<std::string, std::pair<const char*, const char*>> math = {
-        {"exp", {"expf", "exp"}},     {"exp2", {"exp2f", "exp2"}}, {"log", {"logf", "log"}},
-        {"log2", {"log2f", "log2"}},  {"sqrt", {"sqrtf", "sqrt"}}, {"rsqrt", {"rsqrtf", "rsqrt"}},
+        {"exp", {"expf", "exp"}},    {"exp2", {"exp2f", "exp2"}}, {"log", {"logf", "log"}},
+        {"log2", {"log2f", "log2"}}, {"sqrt", {"sqrtf", "sqrt"}}, {"rsqrt", {"rsqrtf", "rsqrt"}},
         {"abs", {"fabsf", "fabs"}}};
     std::string args;
     for (size_t i = 0; i < c->args.size(); ++i) args += (i ? ", " : "") + expr(c->args[i]);
@@ -206,9 +218,11 @@ class CudaEmitter {
     std::string n = name_of(b);
     switch (b->scope) {
       case Scope::Local: {
-        TESSEL_INTERNAL_CHECK(idx.size() == 1 || b.ndim() == static_cast<int>(idx.size()), "local index rank");
+        TESSEL_INTERNAL_CHECK(idx.size() == 1 || b.ndim() == static_cast<int>(idx.size()),
+                              "local index rank");
         std::string lin = expr(idx[0]);
-        for (size_t d = 1; d < idx.size(); ++d) lin = "(" + lin + " * " + expr(b->shape[d]) + " + " + expr(idx[d]) + ")";
+        for (size_t d = 1; d < idx.size(); ++d)
+          lin = "(" + lin + " * " + expr(b->shape[d]) + " + " + expr(idx[d]) + ")";
         return n + "[" + lin + "]";
       }
       case Scope::Global: {
@@ -222,7 +236,8 @@ class CudaEmitter {
         std::string row = "0";
         if (idx.size() >= 2) {
           row = expr(idx[0]);
-          for (size_t d = 1; d + 1 < idx.size(); ++d) row = "(" + row + " * " + expr(b->shape[d]) + " + " + expr(idx[d]) + ")";
+          for (size_t d = 1; d + 1 < idx.size(); ++d)
+            row = "(" + row + " * " + expr(b->shape[d]) + " + " + expr(idx[d]) + ")";
         }
         std::string col = expr(idx.back());
         auto shape = b.const_shape();
@@ -233,7 +248,8 @@ class CudaEmitter {
         return n + "[(" + row + ") / " + R + " * " + std::to_string(l.rows * l.cols) + " + " + l.type_name +
                "::offset((" + row + ") % " + R + ", " + col + ")]";
       }
-      case Scope::Fragment: break;
+      case Scope::Fragment:
+        break;
     }
     throw_internal_error("codegen: fragment " + b->name + " survived lowering");
   }
@@ -250,7 +266,8 @@ class CudaEmitter {
       if (f->kind == ForKind::Unrolled) line() << "#pragma unroll";
       std::string mn = expr(f->min);
       std::string end = is_const_int(f->min, 0) ? expr(f->extent) : "(" + mn + " + " + expr(f->extent) + ")";
-      line() << "for (" << type << " " << v << " = " << mn << "; " << v << " < " << end << "; ++" << v << ") {";
+      line() << "for (" << type << " " << v << " = " << mn << "; " << v << " < " << end << "; ++" << v
+             << ") {";
       block(f->body);
       line() << "}";
     } else if (const auto* i = s.as<IfStmt>()) {
@@ -271,7 +288,8 @@ class CudaEmitter {
       line() << "}";
     } else if (const auto* st = s.as<BufferStore>()) {
       std::string v = expr(st->value);
-      if (is_16bit_float(st->buffer->dtype)) v = "tessel::from_float<" + cuda_type(st->buffer->dtype) + ">(" + v + ")";
+      if (is_16bit_float(st->buffer->dtype))
+        v = "tessel::from_float<" + cuda_type(st->buffer->dtype) + ">(" + v + ")";
       line() << element(st->buffer, st->indices) << " = " << v << ";";
     } else if (const auto* d = s.as<DeclBuffer>()) {
       decl(d->buffer);
@@ -301,8 +319,8 @@ class CudaEmitter {
   void decl(const Buffer& b) {
     std::string n = name_of(b);
     if (b->scope == Scope::Shared) {
-      line() << cuda_type(b->dtype) << "* " << n << " = reinterpret_cast<" << cuda_type(b->dtype) << "*>(tessel_smem + "
-             << ctx_.smem_offsets.at(b->id) << ");  // " << to_string_shape(b) << ", "
+      line() << cuda_type(b->dtype) << "* " << n << " = reinterpret_cast<" << cuda_type(b->dtype)
+             << "*>(tessel_smem + " << ctx_.smem_offsets.at(b->id) << ");  // " << to_string_shape(b) << ", "
              << ctx_.shared_layouts.at(b->id).type_name;
     } else if (b->scope == Scope::Local) {
       line() << cuda_type(b->dtype) << " " << n << "[" << b.const_numel() << "];";
@@ -389,8 +407,12 @@ class CudaEmitter {
 
 }  // namespace
 
-std::string kernel_name(const std::string& func_name) { return sanitize(func_name) + "_kernel"; }
+std::string kernel_name(const std::string& func_name) {
+  return sanitize(func_name) + "_kernel";
+}
 
-std::string generate_cuda(const LoweredFunc& f) { return CudaEmitter(f).run(); }
+std::string generate_cuda(const LoweredFunc& f) {
+  return CudaEmitter(f).run();
+}
 
 }  // namespace tessel::codegen

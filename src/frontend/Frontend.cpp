@@ -33,7 +33,8 @@ void emit(ir::Stmt s, const char* op, Loc where) {
 
 void require_kernel(const char* op, Loc where) {
   if (g_state.kernel_depth == 0)
-    TESSEL_USER_ERROR(op, where, "called outside a kernel; call it inside T::Kernel(..., [&](T::Var bx, ...) { ... })");
+    TESSEL_USER_ERROR(op, where,
+                      "called outside a kernel; call it inside T::Kernel(..., [&](T::Var bx, ...) { ... })");
 }
 
 // Runs fn inside a fresh frame and returns what it emitted as one statement.
@@ -51,14 +52,18 @@ ir::Stmt record(F&& fn, Loc where) {
   return s;
 }
 
-Buffer alloc(std::vector<Expr> shape, DType dtype, ir::Scope scope, const char* op, const char* prefix, Loc where) {
+Buffer alloc(std::vector<Expr> shape, DType dtype, ir::Scope scope, const char* op, const char* prefix,
+             Loc where) {
   require_kernel(op, where);
   if (shape.empty()) TESSEL_USER_ERROR(op, where, "the shape is empty; give at least one dimension");
   for (size_t i = 0; i < shape.size(); ++i) {
     auto v = ir::as_const_int(shape[i]);
-    if (!v) TESSEL_USER_ERROR(op, where, "dimension " << i << " is " << ir::to_string(shape[i])
-                                                        << "; tile shapes must be compile-time constants");
-    if (*v <= 0) TESSEL_USER_ERROR(op, where, "dimension " << i << " is " << *v << "; tile dimensions must be >= 1");
+    if (!v)
+      TESSEL_USER_ERROR(op, where,
+                        "dimension " << i << " is " << ir::to_string(shape[i])
+                                     << "; tile shapes must be compile-time constants");
+    if (*v <= 0)
+      TESSEL_USER_ERROR(op, where, "dimension " << i << " is " << *v << "; tile dimensions must be >= 1");
   }
   std::string name = std::string(prefix) + "_" + std::to_string(g_state.next_buffer++);
   ir::Buffer b = ir::Buffer::make(name, std::move(shape), dtype, scope, where);
@@ -75,13 +80,15 @@ ir::Region whole(const ir::Buffer& b) {
   return r;
 }
 
-void reduce(ir::ReduceOp op, const char* name, const Buffer& src, const Buffer& dst, int dim, bool clear, Loc where) {
+void reduce(ir::ReduceOp op, const char* name, const Buffer& src, const Buffer& dst, int dim, bool clear,
+            Loc where) {
   require_kernel(name, where);
   int nd = src.ndim();
   if (dim < 0) dim += nd;
   if (dim < 0 || dim >= nd)
-    TESSEL_USER_ERROR(name, where, "dim " << dim << " is out of range for " << src.name() << " with " << nd
-                                          << " dimensions; legal: -" << nd << " .. " << nd - 1);
+    TESSEL_USER_ERROR(name, where,
+                      "dim " << dim << " is out of range for " << src.name() << " with " << nd
+                             << " dimensions; legal: -" << nd << " .. " << nd - 1);
   emit(ir::make_reduce(src.ir(), dst.ir(), op, dim, clear, where), name, where);
 }
 
@@ -101,12 +108,13 @@ void loop_nest(ir::ForKind kind, const std::vector<Expr>& extents, const char* o
   emit(body, op, where);
 }
 
-void single_loop(ir::ForKind kind, int stages, Expr extent, const std::function<void(Var)>& fn, const char* name,
-                 Loc where) {
+void single_loop(ir::ForKind kind, int stages, Expr extent, const std::function<void(Var)>& fn,
+                 const char* name, Loc where) {
   require_kernel(name, where);
   if (!is_integer(extent.dtype()))
-    TESSEL_USER_ERROR(name, where, "the extent " << ir::to_string(extent) << " has type "
-                                                 << dtype_name(extent.dtype()) << "; loop extents must be integers");
+    TESSEL_USER_ERROR(name, where,
+                      "the extent " << ir::to_string(extent) << " has type " << dtype_name(extent.dtype())
+                                    << "; loop extents must be integers");
   Var v(kind == ir::ForKind::Pipelined ? "ko" : "k");
   ir::Stmt body = record([&] { fn(v); }, where);
   emit(ir::make_for(v, Expr(0), extent, kind, stages, body, where), name, where);
@@ -119,8 +127,9 @@ void single_loop(ir::ForKind kind, int stages, Expr extent, const std::function<
 BufferRef::BufferRef(ir::Buffer b, std::vector<Expr> indices, Loc where)
     : Expr([&] {
         if (static_cast<int>(indices.size()) != b.ndim())
-          TESSEL_USER_ERROR("index", where, b->name << " has " << b.ndim() << " dimensions but was indexed with "
-                                                    << indices.size() << " indices");
+          TESSEL_USER_ERROR("index", where,
+                            b->name << " has " << b.ndim() << " dimensions but was indexed with "
+                                    << indices.size() << " indices");
         return ir::make_load(b, indices);
       }()),
       buffer_(std::move(b)),
@@ -132,10 +141,18 @@ BufferRef& BufferRef::operator=(const Expr& value) {
   emit(ir::make_store(buffer_, indices_, value, where_), "store", where_);
   return *this;
 }
-BufferRef& BufferRef::operator=(const BufferRef& value) { return *this = static_cast<const Expr&>(value); }
-BufferRef& BufferRef::operator+=(const Expr& v) { return *this = ir::make_binary(ir::BinaryOp::Add, *this, v); }
-BufferRef& BufferRef::operator-=(const Expr& v) { return *this = ir::make_binary(ir::BinaryOp::Sub, *this, v); }
-BufferRef& BufferRef::operator*=(const Expr& v) { return *this = ir::make_binary(ir::BinaryOp::Mul, *this, v); }
+BufferRef& BufferRef::operator=(const BufferRef& value) {
+  return *this = static_cast<const Expr&>(value);
+}
+BufferRef& BufferRef::operator+=(const Expr& v) {
+  return *this = ir::make_binary(ir::BinaryOp::Add, *this, v);
+}
+BufferRef& BufferRef::operator-=(const Expr& v) {
+  return *this = ir::make_binary(ir::BinaryOp::Sub, *this, v);
+}
+BufferRef& BufferRef::operator*=(const Expr& v) {
+  return *this = ir::make_binary(ir::BinaryOp::Mul, *this, v);
+}
 
 RegionArg::RegionArg(const Buffer& b) : region_(whole(b.ir())) {}
 RegionArg::RegionArg(const BufferRef& r) : region_{r.buffer(), r.indices(), {}} {}
@@ -146,20 +163,25 @@ ir::Region region(const Buffer& b, std::vector<Expr> starts, std::vector<Expr> e
 
 // ---- PrimFunc ----------------------------------------------------------------------------------------
 
-PrimFunc::PrimFunc(std::string name) : node_(std::make_shared<ir::PrimFuncNode>()) { node_->name = std::move(name); }
+PrimFunc::PrimFunc(std::string name) : node_(std::make_shared<ir::PrimFuncNode>()) {
+  node_->name = std::move(name);
+}
 
 Buffer PrimFunc::tensor(const std::string& name, std::vector<Expr> shape, DType dtype, Loc where) {
   if (node_->body.defined())
-    TESSEL_USER_ERROR("tensor", where, "parameter " << name << " declared after the body of " << node_->name
-                                                    << "; declare every tensor before calling body()");
+    TESSEL_USER_ERROR("tensor", where,
+                      "parameter " << name << " declared after the body of " << node_->name
+                                   << "; declare every tensor before calling body()");
   for (const auto& p : node_->params)
-    if (p->name == name) TESSEL_USER_ERROR("tensor", where, "a parameter named " << name << " already exists");
+    if (p->name == name)
+      TESSEL_USER_ERROR("tensor", where, "a parameter named " << name << " already exists");
   if (shape.empty()) TESSEL_USER_ERROR("tensor", where, "tensor " << name << " has no dimensions");
   for (size_t i = 0; i < shape.size(); ++i) {
     if (!is_integer(shape[i].dtype()))
       TESSEL_USER_ERROR("tensor", where, "dimension " << i << " of " << name << " is not an integer");
     if (auto v = ir::as_const_int(shape[i]); v && *v <= 0)
-      TESSEL_USER_ERROR("tensor", where, "dimension " << i << " of " << name << " is " << *v << "; must be >= 1");
+      TESSEL_USER_ERROR("tensor", where,
+                        "dimension " << i << " of " << name << " is " << *v << "; must be >= 1");
   }
   ir::Buffer b = ir::Buffer::make(name, std::move(shape), dtype, ir::Scope::Global, where);
   node_->params.push_back(b);
@@ -180,7 +202,9 @@ void PrimFunc::body(const std::function<void()>& fn, Loc where) {
   g_state.in_body = false;
 }
 
-std::string PrimFunc::script() const { return ir::to_string(*node_); }
+std::string PrimFunc::script() const {
+  return ir::to_string(*node_);
+}
 
 // ---- kernels and allocation --------------------------------------------------------------------------
 
@@ -188,10 +212,12 @@ namespace {
 void kernel_impl(std::vector<Expr> grid, int threads, const std::function<void(const std::vector<Var>&)>& fn,
                  Loc where) {
   if (g_state.frames.empty())
-    TESSEL_USER_ERROR("Kernel", where, "called outside a program body; call it inside PrimFunc::body([&] { ... })");
+    TESSEL_USER_ERROR("Kernel", where,
+                      "called outside a program body; call it inside PrimFunc::body([&] { ... })");
   if (g_state.kernel_depth > 0) TESSEL_USER_ERROR("Kernel", where, "kernels cannot nest");
   if (threads <= 0 || threads > 1024 || threads % 32 != 0)
-    TESSEL_USER_ERROR("Kernel", where, "threads = " << threads << "; legal: a multiple of 32 from 32 to 1024");
+    TESSEL_USER_ERROR("Kernel", where,
+                      "threads = " << threads << "; legal: a multiple of 32 from 32 to 1024");
   static const char* names[] = {"bx", "by", "bz"};
   std::vector<Var> vars;
   for (size_t d = 0; d < grid.size(); ++d) {
@@ -215,13 +241,17 @@ void kernel_impl(std::vector<Expr> grid, int threads, const std::function<void(c
 }  // namespace
 
 void Kernel(Expr gx, int threads, const std::function<void(Var)>& body, Loc where) {
-  kernel_impl({gx}, threads, [&](const std::vector<Var>& v) { body(v[0]); }, where);
+  kernel_impl(
+      {gx}, threads, [&](const std::vector<Var>& v) { body(v[0]); }, where);
 }
 void Kernel(Expr gx, Expr gy, int threads, const std::function<void(Var, Var)>& body, Loc where) {
-  kernel_impl({gx, gy}, threads, [&](const std::vector<Var>& v) { body(v[0], v[1]); }, where);
+  kernel_impl(
+      {gx, gy}, threads, [&](const std::vector<Var>& v) { body(v[0], v[1]); }, where);
 }
-void Kernel(Expr gx, Expr gy, Expr gz, int threads, const std::function<void(Var, Var, Var)>& body, Loc where) {
-  kernel_impl({gx, gy, gz}, threads, [&](const std::vector<Var>& v) { body(v[0], v[1], v[2]); }, where);
+void Kernel(Expr gx, Expr gy, Expr gz, int threads, const std::function<void(Var, Var, Var)>& body,
+            Loc where) {
+  kernel_impl(
+      {gx, gy, gz}, threads, [&](const std::vector<Var>& v) { body(v[0], v[1], v[2]); }, where);
 }
 
 Buffer alloc_shared(std::vector<Expr> shape, DType dtype, Loc where) {
@@ -249,8 +279,8 @@ void copy_padded(const RegionArg& src, const RegionArg& dst, Expr pad, Loc where
 void gemm(const Buffer& A, const Buffer& B, const Buffer& C, bool transpose_A, bool transpose_B,
           GemmWarpPolicy policy, Loc where) {
   require_kernel("gemm", where);
-  emit(ir::make_gemm(ir::whole_region(A.ir()), ir::whole_region(B.ir()), ir::whole_region(C.ir()), transpose_A,
-                     transpose_B, policy, where),
+  emit(ir::make_gemm(ir::whole_region(A.ir()), ir::whole_region(B.ir()), ir::whole_region(C.ir()),
+                     transpose_A, transpose_B, policy, where),
        "gemm", where);
 }
 
@@ -264,7 +294,9 @@ void fill(const RegionArg& dst, Expr value, Loc where) {
   emit(ir::make_fill(r, value, where), "fill", where);
 }
 
-void clear(const RegionArg& dst, Loc where) { fill(dst, Expr(0), where); }
+void clear(const RegionArg& dst, Loc where) {
+  fill(dst, Expr(0), where);
+}
 
 void reduce_max(const Buffer& src, const Buffer& dst, int dim, bool clear, Loc where) {
   reduce(ir::ReduceOp::Max, "reduce_max", src, dst, dim, clear, where);
@@ -296,14 +328,16 @@ void Serial(Expr extent, const std::function<void(Var)>& body, Loc where) {
 }
 void Unroll(Expr extent, const std::function<void(Var)>& body, Loc where) {
   if (!ir::as_const_int(extent))
-    TESSEL_USER_ERROR("Unroll", where, "the extent " << ir::to_string(extent) << " is not a compile-time constant");
+    TESSEL_USER_ERROR("Unroll", where,
+                      "the extent " << ir::to_string(extent) << " is not a compile-time constant");
   single_loop(ir::ForKind::Unrolled, 0, extent, body, "Unroll", where);
 }
 void Parallel(Expr e0, const std::function<void(Var)>& body, Loc where) {
   loop_nest(ir::ForKind::Parallel, {e0}, "Parallel", where, [&](const std::vector<Var>& v) { body(v[0]); });
 }
 void Parallel(Expr e0, Expr e1, const std::function<void(Var, Var)>& body, Loc where) {
-  loop_nest(ir::ForKind::Parallel, {e0, e1}, "Parallel", where, [&](const std::vector<Var>& v) { body(v[0], v[1]); });
+  loop_nest(ir::ForKind::Parallel, {e0, e1}, "Parallel", where,
+            [&](const std::vector<Var>& v) { body(v[0], v[1]); });
 }
 void Parallel(Expr e0, Expr e1, Expr e2, const std::function<void(Var, Var, Var)>& body, Loc where) {
   loop_nest(ir::ForKind::Parallel, {e0, e1, e2}, "Parallel", where,
@@ -319,12 +353,21 @@ void If(Expr cond, const std::function<void()>& then_body, Loc where) {
 
 Expr ceildiv(Expr a, Expr b) {
   using ir::BinaryOp;
-  return ir::make_binary(BinaryOp::Div, ir::make_binary(BinaryOp::Sub, ir::make_binary(BinaryOp::Add, a, b), 1), b);
+  return ir::make_binary(BinaryOp::Div,
+                         ir::make_binary(BinaryOp::Sub, ir::make_binary(BinaryOp::Add, a, b), 1), b);
 }
-Expr min(Expr a, Expr b) { return ir::make_binary(ir::BinaryOp::Min, a, b); }
-Expr max(Expr a, Expr b) { return ir::make_binary(ir::BinaryOp::Max, a, b); }
-Expr select(Expr c, Expr t, Expr f) { return ir::make_select(c, t, f); }
-Expr cast(DType t, Expr v) { return ir::make_cast(t, v); }
+Expr min(Expr a, Expr b) {
+  return ir::make_binary(ir::BinaryOp::Min, a, b);
+}
+Expr max(Expr a, Expr b) {
+  return ir::make_binary(ir::BinaryOp::Max, a, b);
+}
+Expr select(Expr c, Expr t, Expr f) {
+  return ir::make_select(c, t, f);
+}
+Expr cast(DType t, Expr v) {
+  return ir::make_cast(t, v);
+}
 
 namespace {
 // Math on 16-bit floats is done in f32, as on the GPU; the result keeps the wider type.
@@ -338,36 +381,84 @@ Expr math(const char* name, Expr v) {
 }
 }  // namespace
 
-Expr exp(Expr v) { return math("exp", v); }
-Expr exp2(Expr v) { return math("exp2", v); }
-Expr log(Expr v) { return math("log", v); }
-Expr log2(Expr v) { return math("log2", v); }
-Expr sqrt(Expr v) { return math("sqrt", v); }
-Expr rsqrt(Expr v) { return math("rsqrt", v); }
+Expr exp(Expr v) {
+  return math("exp", v);
+}
+Expr exp2(Expr v) {
+  return math("exp2", v);
+}
+Expr log(Expr v) {
+  return math("log", v);
+}
+Expr log2(Expr v) {
+  return math("log2", v);
+}
+Expr sqrt(Expr v) {
+  return math("sqrt", v);
+}
+Expr rsqrt(Expr v) {
+  return math("rsqrt", v);
+}
 Expr abs(Expr v) {
   if (is_integer(v.dtype())) return ir::make_call("abs", {v}, v.dtype());
   return math("abs", v);
 }
-Expr infinity(DType t) { return ir::make_float(std::numeric_limits<double>::infinity(), t); }
-Expr float_imm(double v, DType t) { return ir::make_float(v, t); }
-Expr int_imm(long long v, DType t) { return ir::make_int(v, t); }
+Expr infinity(DType t) {
+  return ir::make_float(std::numeric_limits<double>::infinity(), t);
+}
+Expr float_imm(double v, DType t) {
+  return ir::make_float(v, t);
+}
+Expr int_imm(long long v, DType t) {
+  return ir::make_int(v, t);
+}
 
 }  // namespace tessel
 
 namespace tessel::ir {
-Expr operator+(Expr a, Expr b) { return make_binary(BinaryOp::Add, a, b); }
-Expr operator-(Expr a, Expr b) { return make_binary(BinaryOp::Sub, a, b); }
-Expr operator*(Expr a, Expr b) { return make_binary(BinaryOp::Mul, a, b); }
-Expr operator/(Expr a, Expr b) { return make_binary(BinaryOp::Div, a, b); }
-Expr operator%(Expr a, Expr b) { return make_binary(BinaryOp::Mod, a, b); }
-Expr operator-(Expr a) { return make_unary(UnaryOp::Neg, a); }
-Expr operator==(Expr a, Expr b) { return make_binary(BinaryOp::EQ, a, b); }
-Expr operator!=(Expr a, Expr b) { return make_binary(BinaryOp::NE, a, b); }
-Expr operator<(Expr a, Expr b) { return make_binary(BinaryOp::LT, a, b); }
-Expr operator<=(Expr a, Expr b) { return make_binary(BinaryOp::LE, a, b); }
-Expr operator>(Expr a, Expr b) { return make_binary(BinaryOp::GT, a, b); }
-Expr operator>=(Expr a, Expr b) { return make_binary(BinaryOp::GE, a, b); }
-Expr operator&&(Expr a, Expr b) { return make_binary(BinaryOp::And, a, b); }
-Expr operator||(Expr a, Expr b) { return make_binary(BinaryOp::Or, a, b); }
-Expr operator!(Expr a) { return make_unary(UnaryOp::Not, a); }
+Expr operator+(Expr a, Expr b) {
+  return make_binary(BinaryOp::Add, a, b);
+}
+Expr operator-(Expr a, Expr b) {
+  return make_binary(BinaryOp::Sub, a, b);
+}
+Expr operator*(Expr a, Expr b) {
+  return make_binary(BinaryOp::Mul, a, b);
+}
+Expr operator/(Expr a, Expr b) {
+  return make_binary(BinaryOp::Div, a, b);
+}
+Expr operator%(Expr a, Expr b) {
+  return make_binary(BinaryOp::Mod, a, b);
+}
+Expr operator-(Expr a) {
+  return make_unary(UnaryOp::Neg, a);
+}
+Expr operator==(Expr a, Expr b) {
+  return make_binary(BinaryOp::EQ, a, b);
+}
+Expr operator!=(Expr a, Expr b) {
+  return make_binary(BinaryOp::NE, a, b);
+}
+Expr operator<(Expr a, Expr b) {
+  return make_binary(BinaryOp::LT, a, b);
+}
+Expr operator<=(Expr a, Expr b) {
+  return make_binary(BinaryOp::LE, a, b);
+}
+Expr operator>(Expr a, Expr b) {
+  return make_binary(BinaryOp::GT, a, b);
+}
+Expr operator>=(Expr a, Expr b) {
+  return make_binary(BinaryOp::GE, a, b);
+}
+Expr operator&&(Expr a, Expr b) {
+  return make_binary(BinaryOp::And, a, b);
+}
+Expr operator||(Expr a, Expr b) {
+  return make_binary(BinaryOp::Or, a, b);
+}
+Expr operator!(Expr a) {
+  return make_unary(UnaryOp::Not, a);
+}
 }  // namespace tessel::ir

@@ -17,17 +17,33 @@ constexpr DTypeInfo kInfo[] = {
 #undef TESSEL_DTYPE_INFO
 };
 
-const DTypeInfo& info(DType t) { return kInfo[static_cast<int>(t)]; }
+const DTypeInfo& info(DType t) {
+  return kInfo[static_cast<int>(t)];
+}
 }  // namespace
 
-std::string_view dtype_name(DType t) { return info(t).name; }
-int dtype_bytes(DType t) { return info(t).bytes; }
-std::string_view dtype_cuda_name(DType t) { return info(t).cuda; }
-int dlpack_code(DType t) { return info(t).dl_code; }
-int dlpack_bits(DType t) { return info(t).dl_bits; }
+std::string_view dtype_name(DType t) {
+  return info(t).name;
+}
+int dtype_bytes(DType t) {
+  return info(t).bytes;
+}
+std::string_view dtype_cuda_name(DType t) {
+  return info(t).cuda;
+}
+int dlpack_code(DType t) {
+  return info(t).dl_code;
+}
+int dlpack_bits(DType t) {
+  return info(t).dl_bits;
+}
 
-bool is_float(DType t) { return t == DType::f16 || t == DType::bf16 || t == DType::f32 || t == DType::f64; }
-bool is_integer(DType t) { return t == DType::i8 || t == DType::u8 || t == DType::i32 || t == DType::i64; }
+bool is_float(DType t) {
+  return t == DType::f16 || t == DType::bf16 || t == DType::f32 || t == DType::f64;
+}
+bool is_integer(DType t) {
+  return t == DType::i8 || t == DType::u8 || t == DType::i32 || t == DType::i64;
+}
 
 std::optional<DType> parse_dtype(std::string_view s) {
   for (int i = 0; i < static_cast<int>(std::size(kInfo)); ++i)

@@ -18,33 +18,54 @@ const char* node_kind_name(NodeKind k) {
 
 const char* scope_name(Scope s) {
   switch (s) {
-    case Scope::Global: return "global";
-    case Scope::Shared: return "shared";
-    case Scope::Fragment: return "fragment";
-    case Scope::Local: return "local";
+    case Scope::Global:
+      return "global";
+    case Scope::Shared:
+      return "shared";
+    case Scope::Fragment:
+      return "fragment";
+    case Scope::Local:
+      return "local";
   }
   return "?";
 }
 
 const char* binary_op_name(BinaryOp op) {
   switch (op) {
-    case BinaryOp::Add: return "+";
-    case BinaryOp::Sub: return "-";
-    case BinaryOp::Mul: return "*";
-    case BinaryOp::Div: return "/";
-    case BinaryOp::Mod: return "%";
-    case BinaryOp::FloorDiv: return "floordiv";
-    case BinaryOp::FloorMod: return "floormod";
-    case BinaryOp::Min: return "min";
-    case BinaryOp::Max: return "max";
-    case BinaryOp::EQ: return "==";
-    case BinaryOp::NE: return "!=";
-    case BinaryOp::LT: return "<";
-    case BinaryOp::LE: return "<=";
-    case BinaryOp::GT: return ">";
-    case BinaryOp::GE: return ">=";
-    case BinaryOp::And: return "&&";
-    case BinaryOp::Or: return "||";
+    case BinaryOp::Add:
+      return "+";
+    case BinaryOp::Sub:
+      return "-";
+    case BinaryOp::Mul:
+      return "*";
+    case BinaryOp::Div:
+      return "/";
+    case BinaryOp::Mod:
+      return "%";
+    case BinaryOp::FloorDiv:
+      return "floordiv";
+    case BinaryOp::FloorMod:
+      return "floormod";
+    case BinaryOp::Min:
+      return "min";
+    case BinaryOp::Max:
+      return "max";
+    case BinaryOp::EQ:
+      return "==";
+    case BinaryOp::NE:
+      return "!=";
+    case BinaryOp::LT:
+      return "<";
+    case BinaryOp::LE:
+      return "<=";
+    case BinaryOp::GT:
+      return ">";
+    case BinaryOp::GE:
+      return ">=";
+    case BinaryOp::And:
+      return "&&";
+    case BinaryOp::Or:
+      return "||";
   }
   return "?";
 }
@@ -56,28 +77,38 @@ bool is_comparison(BinaryOp op) {
 
 const char* for_kind_name(ForKind k) {
   switch (k) {
-    case ForKind::Serial: return "serial";
-    case ForKind::Unrolled: return "unrolled";
-    case ForKind::Parallel: return "parallel";
-    case ForKind::Pipelined: return "pipelined";
+    case ForKind::Serial:
+      return "serial";
+    case ForKind::Unrolled:
+      return "unrolled";
+    case ForKind::Parallel:
+      return "parallel";
+    case ForKind::Pipelined:
+      return "pipelined";
   }
   return "?";
 }
 
 const char* gemm_warp_policy_name(GemmWarpPolicy p) {
   switch (p) {
-    case GemmWarpPolicy::Square: return "square";
-    case GemmWarpPolicy::FullRow: return "full_row";
-    case GemmWarpPolicy::FullCol: return "full_col";
+    case GemmWarpPolicy::Square:
+      return "square";
+    case GemmWarpPolicy::FullRow:
+      return "full_row";
+    case GemmWarpPolicy::FullCol:
+      return "full_col";
   }
   return "?";
 }
 
 const char* reduce_op_name(ReduceOp op) {
   switch (op) {
-    case ReduceOp::Max: return "max";
-    case ReduceOp::Min: return "min";
-    case ReduceOp::Sum: return "sum";
+    case ReduceOp::Max:
+      return "max";
+    case ReduceOp::Min:
+      return "min";
+    case ReduceOp::Sum:
+      return "sum";
   }
   return "?";
 }
@@ -97,14 +128,18 @@ DType Expr::dtype() const {
 
 Var::Var(const std::string& name, DType t) : Expr(std::make_shared<const VarNode>(t, name)) {}
 Var::Var(std::shared_ptr<const VarNode> n) : Expr(std::move(n)) {}
-const std::string& Var::name() const { return as<VarNode>()->name; }
+const std::string& Var::name() const {
+  return as<VarNode>()->name;
+}
 
 Buffer Buffer::make(const std::string& name, std::vector<Expr> shape, DType dtype, Scope scope,
                     std::source_location where) {
   static std::atomic<int> next_id{0};
-  for (const Expr& e : shape) TESSEL_INTERNAL_CHECK(e.defined(), "buffer " << name << " has an undefined dim");
+  for (const Expr& e : shape)
+    TESSEL_INTERNAL_CHECK(e.defined(), "buffer " << name << " has an undefined dim");
   Buffer b;
-  b.node_ = std::make_shared<const BufferNode>(BufferNode{name, std::move(shape), dtype, scope, where, next_id++});
+  b.node_ =
+      std::make_shared<const BufferNode>(BufferNode{name, std::move(shape), dtype, scope, where, next_id++});
   return b;
 }
 
@@ -148,15 +183,21 @@ Expr make_float(double v, DType t) {
 
 namespace {
 
-bool is_imm(const Expr& e) { return e.as<IntImm>() || e.as<FloatImm>(); }
+bool is_imm(const Expr& e) {
+  return e.as<IntImm>() || e.as<FloatImm>();
+}
 
 int float_rank(DType t) {
   switch (t) {
     case DType::f16:
-    case DType::bf16: return 1;
-    case DType::f32: return 2;
-    case DType::f64: return 3;
-    default: return 0;
+    case DType::bf16:
+      return 1;
+    case DType::f32:
+      return 2;
+    case DType::f64:
+      return 3;
+    default:
+      return 0;
   }
 }
 
@@ -181,7 +222,8 @@ DType promote(const Expr& a, const Expr& b) {
 
 Expr convert(const Expr& e, DType t) {
   if (e.dtype() == t) return e;
-  if (const auto* i = e.as<IntImm>()) return is_float(t) ? make_float(double(i->value), t) : make_int(i->value, t);
+  if (const auto* i = e.as<IntImm>())
+    return is_float(t) ? make_float(double(i->value), t) : make_int(i->value, t);
   if (const auto* f = e.as<FloatImm>(); f && is_float(t)) return make_float(f->value, t);
   return make_cast(t, e);
 }
@@ -196,9 +238,12 @@ std::optional<Expr> fold(BinaryOp op, const Expr& a, const Expr& b, DType t) {
   if (ca && cb && is_integer(t)) {
     std::int64_t x = *ca, y = *cb;
     switch (op) {
-      case BinaryOp::Add: return make_int(x + y, t);
-      case BinaryOp::Sub: return make_int(x - y, t);
-      case BinaryOp::Mul: return make_int(x * y, t);
+      case BinaryOp::Add:
+        return make_int(x + y, t);
+      case BinaryOp::Sub:
+        return make_int(x - y, t);
+      case BinaryOp::Mul:
+        return make_int(x * y, t);
       case BinaryOp::Div:
         if (y != 0) return make_int(x / y, t);
         break;
@@ -211,9 +256,12 @@ std::optional<Expr> fold(BinaryOp op, const Expr& a, const Expr& b, DType t) {
       case BinaryOp::FloorMod:
         if (y != 0) return make_int(x - floor_div(x, y) * y, t);
         break;
-      case BinaryOp::Min: return make_int(std::min(x, y), t);
-      case BinaryOp::Max: return make_int(std::max(x, y), t);
-      default: break;
+      case BinaryOp::Min:
+        return make_int(std::min(x, y), t);
+      case BinaryOp::Max:
+        return make_int(std::max(x, y), t);
+      default:
+        break;
     }
   }
   if (is_integer(t)) {
@@ -229,7 +277,8 @@ std::optional<Expr> fold(BinaryOp op, const Expr& a, const Expr& b, DType t) {
 }  // namespace
 
 Expr make_binary(BinaryOp op, Expr a, Expr b) {
-  TESSEL_INTERNAL_CHECK(a.defined() && b.defined(), "binary " << binary_op_name(op) << " on undefined operand");
+  TESSEL_INTERNAL_CHECK(a.defined() && b.defined(),
+                        "binary " << binary_op_name(op) << " on undefined operand");
   if (op == BinaryOp::And || op == BinaryOp::Or) {
     a = convert(a, DType::boolean);
     b = convert(b, DType::boolean);
@@ -243,12 +292,24 @@ Expr make_binary(BinaryOp op, Expr a, Expr b) {
     if (ca && cb) {
       bool r = false;
       switch (op) {
-        case BinaryOp::EQ: r = *ca == *cb; break;
-        case BinaryOp::NE: r = *ca != *cb; break;
-        case BinaryOp::LT: r = *ca < *cb; break;
-        case BinaryOp::LE: r = *ca <= *cb; break;
-        case BinaryOp::GT: r = *ca > *cb; break;
-        default: r = *ca >= *cb; break;
+        case BinaryOp::EQ:
+          r = *ca == *cb;
+          break;
+        case BinaryOp::NE:
+          r = *ca != *cb;
+          break;
+        case BinaryOp::LT:
+          r = *ca < *cb;
+          break;
+        case BinaryOp::LE:
+          r = *ca <= *cb;
+          break;
+        case BinaryOp::GT:
+          r = *ca > *cb;
+          break;
+        default:
+          r = *ca >= *cb;
+          break;
       }
       return make_int(r ? 1 : 0, DType::boolean);
     }
@@ -288,7 +349,8 @@ Expr make_cast(DType t, Expr v) {
 }
 
 Expr make_call(const std::string& name, std::vector<Expr> args, DType t) {
-  for (const Expr& a : args) TESSEL_INTERNAL_CHECK(a.defined(), "call " << name << " with an undefined argument");
+  for (const Expr& a : args)
+    TESSEL_INTERNAL_CHECK(a.defined(), "call " << name << " with an undefined argument");
   return Expr(std::make_shared<const Call>(t, name, std::move(args)));
 }
 
@@ -337,10 +399,11 @@ Stmt make_let(Var v, Expr value, Stmt body, std::source_location w) {
 
 Stmt make_store(Buffer b, std::vector<Expr> indices, Expr value, std::source_location w) {
   TESSEL_INTERNAL_CHECK(b.defined() && value.defined(), "store with undefined buffer or value");
-  TESSEL_INTERNAL_CHECK(static_cast<int>(indices.size()) == b.ndim(),
-                        "store to " << b->name << " with " << indices.size() << " indices, buffer has "
-                                    << b.ndim() << " dims");
-  return Stmt(std::make_shared<const BufferStore>(std::move(b), std::move(indices), convert(value, b->dtype), w));
+  TESSEL_INTERNAL_CHECK(
+      static_cast<int>(indices.size()) == b.ndim(),
+      "store to " << b->name << " with " << indices.size() << " indices, buffer has " << b.ndim() << " dims");
+  return Stmt(
+      std::make_shared<const BufferStore>(std::move(b), std::move(indices), convert(value, b->dtype), w));
 }
 
 Stmt make_decl(Buffer b, std::source_location w) {
@@ -352,7 +415,8 @@ Stmt make_kernel(std::vector<Expr> grid, int threads, std::vector<Var> block_var
                  std::source_location w) {
   TESSEL_INTERNAL_CHECK(!grid.empty() && grid.size() <= 3 && grid.size() == block_vars.size(),
                         "kernel grid must have 1 to 3 dims, one block var each");
-  return Stmt(std::make_shared<const KernelStmt>(std::move(grid), threads, std::move(block_vars), std::move(body), w));
+  return Stmt(std::make_shared<const KernelStmt>(std::move(grid), threads, std::move(block_vars),
+                                                 std::move(body), w));
 }
 
 Stmt make_copy(Region src, Region dst, Expr pad, std::source_location w) {
@@ -370,7 +434,8 @@ Region whole_region(const Buffer& b) {
 }
 
 Stmt make_gemm(Region a, Region b, Region c, bool ta, bool tb, GemmWarpPolicy p, std::source_location w) {
-  TESSEL_INTERNAL_CHECK(a.buffer.defined() && b.buffer.defined() && c.buffer.defined(), "gemm with an undefined buffer");
+  TESSEL_INTERNAL_CHECK(a.buffer.defined() && b.buffer.defined() && c.buffer.defined(),
+                        "gemm with an undefined buffer");
   return Stmt(std::make_shared<const GemmStmt>(std::move(a), std::move(b), std::move(c), ta, tb, p, w));
 }
 
@@ -388,16 +453,21 @@ Stmt make_swizzle(int panel, std::source_location w) {
   return Stmt(std::make_shared<const SwizzleStmt>(panel, w));
 }
 
-Stmt make_device_call(std::string callee, std::vector<std::string> template_args, std::vector<DeviceCallArg> args,
-                      std::source_location w) {
+Stmt make_device_call(std::string callee, std::vector<std::string> template_args,
+                      std::vector<DeviceCallArg> args, std::source_location w) {
   for (const auto& a : args)
     TESSEL_INTERNAL_CHECK(int(a.expr.defined()) + int(a.buffer.defined()) + int(a.lambda_body.defined()) == 1,
                           "device call arg must be one of a value, a buffer or a lambda");
-  return Stmt(std::make_shared<const DeviceCall>(std::move(callee), std::move(template_args), std::move(args), w));
+  return Stmt(
+      std::make_shared<const DeviceCall>(std::move(callee), std::move(template_args), std::move(args), w));
 }
 
-Stmt make_barrier(std::source_location w) { return Stmt(std::make_shared<const BarrierStmt>(w)); }
-Stmt make_async_commit(std::source_location w) { return Stmt(std::make_shared<const AsyncCommit>(w)); }
+Stmt make_barrier(std::source_location w) {
+  return Stmt(std::make_shared<const BarrierStmt>(w));
+}
+Stmt make_async_commit(std::source_location w) {
+  return Stmt(std::make_shared<const AsyncCommit>(w));
+}
 Stmt make_async_wait(int pending, std::source_location w) {
   TESSEL_INTERNAL_CHECK(pending >= 0, "async wait for a negative number of groups");
   return Stmt(std::make_shared<const AsyncWait>(pending, w));

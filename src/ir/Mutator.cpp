@@ -12,7 +12,8 @@ void IRVisitor::visit(const Expr& e) {
     return visit_node(static_cast<const name*>(e.get()));
     TESSEL_EXPR_NODES(TESSEL_DISPATCH)
 #undef TESSEL_DISPATCH
-    default: throw_internal_error("expression handle holds a statement node");
+    default:
+      throw_internal_error("expression handle holds a statement node");
   }
 }
 
@@ -24,7 +25,8 @@ void IRVisitor::visit(const Stmt& s) {
     return visit_node(static_cast<const name*>(s.get()));
     TESSEL_STMT_NODES(TESSEL_DISPATCH)
 #undef TESSEL_DISPATCH
-    default: throw_internal_error("statement handle holds an expression node");
+    default:
+      throw_internal_error("statement handle holds an expression node");
   }
 }
 
@@ -41,13 +43,17 @@ void IRVisitor::visit_node(const Binary* op) {
   visit(op->a);
   visit(op->b);
 }
-void IRVisitor::visit_node(const Unary* op) { visit(op->a); }
+void IRVisitor::visit_node(const Unary* op) {
+  visit(op->a);
+}
 void IRVisitor::visit_node(const Select* op) {
   visit(op->cond);
   visit(op->true_value);
   visit(op->false_value);
 }
-void IRVisitor::visit_node(const Cast* op) { visit(op->value); }
+void IRVisitor::visit_node(const Cast* op) {
+  visit(op->value);
+}
 void IRVisitor::visit_node(const Call* op) {
   for (const Expr& a : op->args) visit(a);
 }
@@ -77,7 +83,9 @@ void IRVisitor::visit_node(const BufferStore* op) {
   for (const Expr& i : op->indices) visit(i);
   visit(op->value);
 }
-void IRVisitor::visit_node(const DeclBuffer* op) { visit_buffer(op->buffer); }
+void IRVisitor::visit_node(const DeclBuffer* op) {
+  visit_buffer(op->buffer);
+}
 void IRVisitor::visit_node(const KernelStmt* op) {
   for (const Expr& g : op->grid) visit(g);
   visit(op->body);
@@ -123,7 +131,8 @@ Expr IRMutator::mutate(const Expr& e) {
     return mutate_node(static_cast<const name*>(e.get()), e);
     TESSEL_EXPR_NODES(TESSEL_DISPATCH)
 #undef TESSEL_DISPATCH
-    default: throw_internal_error("expression handle holds a statement node");
+    default:
+      throw_internal_error("expression handle holds a statement node");
   }
 }
 
@@ -135,7 +144,8 @@ Stmt IRMutator::mutate(const Stmt& s) {
     return mutate_node(static_cast<const name*>(s.get()), s);
     TESSEL_STMT_NODES(TESSEL_DISPATCH)
 #undef TESSEL_DISPATCH
-    default: throw_internal_error("statement handle holds an expression node");
+    default:
+      throw_internal_error("statement handle holds an expression node");
   }
 }
 
@@ -155,9 +165,15 @@ Region IRMutator::mutate_region(const Region& r, bool* changed) {
   return out;
 }
 
-Expr IRMutator::mutate_node(const IntImm*, const Expr& self) { return self; }
-Expr IRMutator::mutate_node(const FloatImm*, const Expr& self) { return self; }
-Expr IRMutator::mutate_node(const VarNode*, const Expr& self) { return self; }
+Expr IRMutator::mutate_node(const IntImm*, const Expr& self) {
+  return self;
+}
+Expr IRMutator::mutate_node(const FloatImm*, const Expr& self) {
+  return self;
+}
+Expr IRMutator::mutate_node(const VarNode*, const Expr& self) {
+  return self;
+}
 Expr IRMutator::mutate_node(const Binary* op, const Expr& self) {
   Expr a = mutate(op->a), b = mutate(op->b);
   if (a.same_as(op->a) && b.same_as(op->b)) return self;
@@ -244,7 +260,8 @@ Stmt IRMutator::mutate_node(const CopyStmt* op, const Stmt& self) {
 }
 Stmt IRMutator::mutate_node(const GemmStmt* op, const Stmt& self) {
   bool changed = false;
-  Region a = mutate_region(op->A, &changed), b = mutate_region(op->B, &changed), c = mutate_region(op->C, &changed);
+  Region a = mutate_region(op->A, &changed), b = mutate_region(op->B, &changed),
+         c = mutate_region(op->C, &changed);
   if (!changed) return self;
   return make_gemm(a, b, c, op->trans_a, op->trans_b, op->policy, op->where);
 }
@@ -260,7 +277,9 @@ Stmt IRMutator::mutate_node(const ReduceStmt* op, const Stmt& self) {
   if (s.same_as(op->src) && d.same_as(op->dst)) return self;
   return make_reduce(s, d, op->op, op->dim, op->clear, op->where);
 }
-Stmt IRMutator::mutate_node(const SwizzleStmt*, const Stmt& self) { return self; }
+Stmt IRMutator::mutate_node(const SwizzleStmt*, const Stmt& self) {
+  return self;
+}
 Stmt IRMutator::mutate_node(const DeviceCall* op, const Stmt& self) {
   bool changed = false;
   std::vector<DeviceCallArg> args;
@@ -274,9 +293,15 @@ Stmt IRMutator::mutate_node(const DeviceCall* op, const Stmt& self) {
   }
   return changed ? make_device_call(op->callee, op->template_args, args, op->where) : self;
 }
-Stmt IRMutator::mutate_node(const BarrierStmt*, const Stmt& self) { return self; }
-Stmt IRMutator::mutate_node(const AsyncCommit*, const Stmt& self) { return self; }
-Stmt IRMutator::mutate_node(const AsyncWait*, const Stmt& self) { return self; }
+Stmt IRMutator::mutate_node(const BarrierStmt*, const Stmt& self) {
+  return self;
+}
+Stmt IRMutator::mutate_node(const AsyncCommit*, const Stmt& self) {
+  return self;
+}
+Stmt IRMutator::mutate_node(const AsyncWait*, const Stmt& self) {
+  return self;
+}
 
 // ---- substitution ------------------------------------------------------------------------------------
 
@@ -297,7 +322,11 @@ class Substituter : public IRMutator {
 };
 }  // namespace
 
-Expr substitute(const Expr& e, const std::vector<std::pair<Var, Expr>>& map) { return Substituter(map).mutate(e); }
-Stmt substitute(const Stmt& s, const std::vector<std::pair<Var, Expr>>& map) { return Substituter(map).mutate(s); }
+Expr substitute(const Expr& e, const std::vector<std::pair<Var, Expr>>& map) {
+  return Substituter(map).mutate(e);
+}
+Stmt substitute(const Stmt& s, const std::vector<std::pair<Var, Expr>>& map) {
+  return Substituter(map).mutate(s);
+}
 
 }  // namespace tessel::ir

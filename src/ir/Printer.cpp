@@ -139,7 +139,8 @@ class Printer {
     } else if (const auto* st = s.as<BufferStore>()) {
       os << pad << st->buffer->name << "[" << join(st->indices) << "] = " << expr(st->value) << "\n";
     } else if (const auto* d = s.as<DeclBuffer>()) {
-      os << pad << scope_name(d->buffer->scope) << " " << d->buffer->name << ": " << buffer_type(d->buffer) << "\n";
+      os << pad << scope_name(d->buffer->scope) << " " << d->buffer->name << ": " << buffer_type(d->buffer)
+         << "\n";
     } else if (const auto* k = s.as<KernelStmt>()) {
       os << pad << "kernel grid(" << join(k->grid) << ") threads(" << k->threads << ") (";
       for (size_t i = 0; i < k->block_vars.size(); ++i)
@@ -153,8 +154,8 @@ class Printer {
       os << ")\n";
     } else if (const auto* g = s.as<GemmStmt>()) {
       os << pad << "gemm(" << operand(g->A) << (g->trans_a ? "^T" : "") << ", " << operand(g->B)
-         << (g->trans_b ? "^T" : "") << " -> " << operand(g->C) << ", policy=" << gemm_warp_policy_name(g->policy)
-         << ")\n";
+         << (g->trans_b ? "^T" : "") << " -> " << operand(g->C)
+         << ", policy=" << gemm_warp_policy_name(g->policy) << ")\n";
     } else if (const auto* f = s.as<FillStmt>()) {
       os << pad << "fill(" << region(f->dst) << ", " << expr(f->value) << ")\n";
     } else if (const auto* r = s.as<ReduceStmt>()) {
@@ -216,7 +217,9 @@ class Printer {
 
 }  // namespace
 
-std::string to_string(const Expr& e) { return Printer().expr(e); }
+std::string to_string(const Expr& e) {
+  return Printer().expr(e);
+}
 
 std::string to_string(const Stmt& s) {
   std::ostringstream os;
@@ -224,7 +227,9 @@ std::string to_string(const Stmt& s) {
   return os.str();
 }
 
-std::string to_string(const Region& r) { return Printer().region(r); }
+std::string to_string(const Region& r) {
+  return Printer().region(r);
+}
 
 std::string to_string(const PrimFuncNode& f) {
   Printer p;

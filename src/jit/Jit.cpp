@@ -75,13 +75,14 @@ CUtensorMap encode_tensor_map(const Tensor& t, const passes::TmaParam& p) {
   CUtensorMapDataType type =
       t.dtype() == DType::bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
   const int row_bytes = p.box_cols * dtype_bytes(t.dtype());
-  CUtensorMapSwizzle swizzle = row_bytes >= 128 ? CU_TENSOR_MAP_SWIZZLE_128B
+  CUtensorMapSwizzle swizzle = row_bytes >= 128  ? CU_TENSOR_MAP_SWIZZLE_128B
                                : row_bytes == 64 ? CU_TENSOR_MAP_SWIZZLE_64B
                                                  : CU_TENSOR_MAP_SWIZZLE_32B;
-  check_cu(driver().cuTensorMapEncodeTiled(&map, type, 2, t.data_ptr(), dims, strides, box, element_strides,
-                                           CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle,
-                                           CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE),
-           "cuTensorMapEncodeTiled (tensor map of " + p.tensor->name + ")");
+  check_cu(
+      driver().cuTensorMapEncodeTiled(&map, type, 2, t.data_ptr(), dims, strides, box, element_strides,
+                                      CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle,
+                                      CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE),
+      "cuTensorMapEncodeTiled (tensor map of " + p.tensor->name + ")");
   return map;
 }
 
@@ -107,16 +108,17 @@ JitKernel jit(const PrimFunc& f, const JitOptions& options) {
   // program (the CLI's benchmarks, a user bisecting a wrong result).
   std::string disabled = std::getenv("TESSEL_DISABLE") ? std::getenv("TESSEL_DISABLE") : "";
   auto env_off = [&](const char* name) { return disabled.find(name) != std::string::npos; };
-  passes::PassContext::Switches switches{!options.disable_tma && !env_off("tma"),
-                                         !options.disable_wgmma && !env_off("wgmma"),
-                                         !options.disable_warp_specialization && !env_off("warp_specialization")};
+  passes::PassContext::Switches switches{
+      !options.disable_tma && !env_off("tma"), !options.disable_wgmma && !env_off("wgmma"),
+      !options.disable_warp_specialization && !env_off("warp_specialization")};
 
   int nparams = static_cast<int>(prog.params.size());
   for (int idx : options.out_idx) {
     int i = idx < 0 ? idx + nparams : idx;
     if (i < 0 || i >= nparams)
-      TESSEL_USER_ERROR("jit", std::source_location(), "out_idx " << idx << " is out of range for " << prog.name
-                                                                  << " with " << nparams << " parameters");
+      TESSEL_USER_ERROR(
+          "jit", std::source_location(),
+          "out_idx " << idx << " is out of range for " << prog.name << " with " << nparams << " parameters");
     impl->outputs.push_back(i);
   }
 
@@ -138,12 +140,14 @@ JitKernel jit(const PrimFunc& f, const JitOptions& options) {
   std::int64_t g[3] = {1, 1, 1};
   for (size_t d = 0; d < ctx.grid.size(); ++d) {
     auto v = ir::as_const_int(ctx.grid[d]);
-    TESSEL_INTERNAL_CHECK(v.has_value(), "grid dimension " << d << " is not constant: " << ir::to_string(ctx.grid[d]));
+    TESSEL_INTERNAL_CHECK(v.has_value(),
+                          "grid dimension " << d << " is not constant: " << ir::to_string(ctx.grid[d]));
     g[d] = *v;
   }
   if (g[1] > 65535 || g[2] > 65535)
-    TESSEL_USER_ERROR("Kernel", std::source_location(), "the grid is " << g[0] << " x " << g[1] << " x " << g[2]
-                                                                       << "; the y and z extents may be at most 65535");
+    TESSEL_USER_ERROR("Kernel", std::source_location(),
+                      "the grid is " << g[0] << " x " << g[1] << " x " << g[2]
+                                     << "; the y and z extents may be at most 65535");
   impl->grid = Dim3{static_cast<unsigned>(g[0]), static_cast<unsigned>(g[1]), static_cast<unsigned>(g[2])};
   impl->info.kernel_name = name;
   impl->info.threads = ctx.threads;
@@ -161,13 +165,27 @@ JitKernel jit(const PrimFunc& f, const JitOptions& options) {
   return JitKernel(impl);
 }
 
-const std::string& JitKernel::name() const { return impl_->program->name; }
-const std::string& JitKernel::source() const { return impl_->compiled.source; }
-const std::string& JitKernel::ptx() const { return impl_->compiled.ptx; }
-const std::string& JitKernel::compile_log() const { return impl_->compiled.log; }
-const Resources& JitKernel::resources() const { return impl_->compiled.resources; }
-const KernelInfo& JitKernel::info() const { return impl_->info; }
-const ir::PrimFuncNode& JitKernel::program() const { return *impl_->program; }
+const std::string& JitKernel::name() const {
+  return impl_->program->name;
+}
+const std::string& JitKernel::source() const {
+  return impl_->compiled.source;
+}
+const std::string& JitKernel::ptx() const {
+  return impl_->compiled.ptx;
+}
+const std::string& JitKernel::compile_log() const {
+  return impl_->compiled.log;
+}
+const Resources& JitKernel::resources() const {
+  return impl_->compiled.resources;
+}
+const KernelInfo& JitKernel::info() const {
+  return impl_->info;
+}
+const ir::PrimFuncNode& JitKernel::program() const {
+  return *impl_->program;
+}
 
 std::string JitKernel::lowered_ir() const {
   ir::PrimFuncNode f{impl_->program->name, impl_->program->params, impl_->lowered.body};
@@ -193,13 +211,14 @@ void JitKernel::launch(const std::vector<Tensor>& args, CUstream stream) const {
     std::vector<std::int64_t> want = p.const_shape();
     if (t.shape() != want)
       throw RuntimeError(which + " has shape " + shape_text(t.shape()) + "; expected " + shape_text(want));
-    if (!t.is_contiguous()) throw RuntimeError(which + " is not contiguous; Tessel kernels take row-major tensors");
+    if (!t.is_contiguous())
+      throw RuntimeError(which + " is not contiguous; Tessel kernels take row-major tensors");
     if (t.device_ptr() % 16 != 0)
       throw RuntimeError(which + " is at address " + std::to_string(t.device_ptr()) +
                          ", not 16-byte aligned; Tessel's vectorized copies need 16-byte aligned tensors");
     if (gpu_available() && t.device() != current_device().ordinal)
-      throw RuntimeError(which + " is on cuda:" + std::to_string(t.device()) + " but the kernel runs on cuda:" +
-                         std::to_string(current_device().ordinal));
+      throw RuntimeError(which + " is on cuda:" + std::to_string(t.device()) +
+                         " but the kernel runs on cuda:" + std::to_string(current_device().ordinal));
     ptrs[i] = t.device_ptr();
     argv[i] = &ptrs[i];
   }
@@ -216,8 +235,8 @@ void JitKernel::launch(const std::vector<Tensor>& args, CUstream stream) const {
   Dim3 grid = impl_->grid;
   if (info.persistent)
     grid.x = static_cast<unsigned>(std::min<std::int64_t>(grid.x, current_device().sm_count));
-  impl_->kernel().launch(grid, Dim3{static_cast<unsigned>(info.threads), 1, 1}, info.dynamic_smem_bytes, stream,
-                         argv.data());
+  impl_->kernel().launch(grid, Dim3{static_cast<unsigned>(info.threads), 1, 1}, info.dynamic_smem_bytes,
+                         stream, argv.data());
 }
 
 std::vector<Tensor> JitKernel::call(const std::vector<Tensor>& inputs, CUstream stream) const {
@@ -226,7 +245,8 @@ std::vector<Tensor> JitKernel::call(const std::vector<Tensor>& inputs, CUstream 
   if (inputs.size() + outs.size() != params.size())
     throw RuntimeError(impl_->program->name + ": expected " + std::to_string(params.size() - outs.size()) +
                        " input tensors (" + std::to_string(params.size()) + " parameters, " +
-                       std::to_string(outs.size()) + " allocated as outputs), got " + std::to_string(inputs.size()));
+                       std::to_string(outs.size()) + " allocated as outputs), got " +
+                       std::to_string(inputs.size()));
   std::vector<Tensor> all(params.size());
   std::vector<Tensor> result;
   for (int o : outs) {

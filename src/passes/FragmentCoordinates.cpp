@@ -5,10 +5,18 @@ namespace tessel::passes {
 using namespace ir;
 
 namespace {
-Expr add(Expr a, Expr b) { return make_binary(BinaryOp::Add, std::move(a), std::move(b)); }
-Expr mul(Expr a, Expr b) { return make_binary(BinaryOp::Mul, std::move(a), std::move(b)); }
-Expr div(Expr a, std::int64_t b) { return b == 1 ? a : make_binary(BinaryOp::Div, std::move(a), make_int(b)); }
-Expr mod(Expr a, std::int64_t b) { return make_binary(BinaryOp::Mod, std::move(a), make_int(b)); }
+Expr add(Expr a, Expr b) {
+  return make_binary(BinaryOp::Add, std::move(a), std::move(b));
+}
+Expr mul(Expr a, Expr b) {
+  return make_binary(BinaryOp::Mul, std::move(a), std::move(b));
+}
+Expr div(Expr a, std::int64_t b) {
+  return b == 1 ? a : make_binary(BinaryOp::Div, std::move(a), make_int(b));
+}
+Expr mod(Expr a, std::int64_t b) {
+  return make_binary(BinaryOp::Mod, std::move(a), make_int(b));
+}
 }  // namespace
 
 std::vector<Expr> fragment_coordinates(const FragmentLayout& f, const Expr& l, const Expr& tx, int threads) {
@@ -17,7 +25,8 @@ std::vector<Expr> fragment_coordinates(const FragmentLayout& f, const Expr& l, c
       return {make_call(f.gemm_type + "::acc_row", {l}, DType::i32),
               make_call(f.gemm_type + "::acc_col", {l}, DType::i32)};
     case FragmentLayout::Kind::RowBlocked: {
-      Expr row = add(mul(div(l, std::int64_t(f.chunks) * f.vec), make_int(f.rows_per_pass)), div(tx, f.lanes));
+      Expr row =
+          add(mul(div(l, std::int64_t(f.chunks) * f.vec), make_int(f.rows_per_pass)), div(tx, f.lanes));
       Expr chunk = f.chunks == 1 ? make_int(0) : mod(div(l, f.vec), f.chunks);
       Expr col = add(mul(add(mul(chunk, make_int(f.lanes)), f.lanes == 1 ? make_int(0) : mod(tx, f.lanes)),
                          make_int(f.vec)),

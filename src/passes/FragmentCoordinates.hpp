@@ -10,11 +10,12 @@
 namespace tessel::passes {
 
 // The coordinates (one per dimension) of register `l` of thread `tx`.
-std::vector<ir::Expr> fragment_coordinates(const FragmentLayout& layout, const ir::Expr& l, const ir::Expr& tx,
-                                           int threads);
+std::vector<ir::Expr> fragment_coordinates(const FragmentLayout& layout, const ir::Expr& l,
+                                           const ir::Expr& tx, int threads);
 
 // A condition that is false for registers past the fragment's end (strided layouts whose size
 // is not a multiple of the thread count); undefined when every register holds an element.
-ir::Expr fragment_register_valid(const FragmentLayout& layout, const ir::Expr& l, const ir::Expr& tx, int threads);
+ir::Expr fragment_register_valid(const FragmentLayout& layout, const ir::Expr& l, const ir::Expr& tx,
+                                 int threads);
 
 }  // namespace tessel::passes

@@ -63,10 +63,11 @@ std::pair<int, int> partition_warps(std::int64_t BM, std::int64_t BN, int warps,
     }
   }
   if (best.first == 0)
-    TESSEL_USER_ERROR("gemm", where, "the " << BM << "x" << BN << " C tile cannot be split over " << warps
-                                          << " warps with policy " << gemm_warp_policy_name(policy)
-                                          << " into whole m16n8 mma.sync tiles; need BM a multiple of 16*warps_m "
-                                          << "and BN a multiple of 8*warps_n for some warps_m*warps_n = " << warps);
+    TESSEL_USER_ERROR("gemm", where,
+                      "the " << BM << "x" << BN << " C tile cannot be split over " << warps
+                             << " warps with policy " << gemm_warp_policy_name(policy)
+                             << " into whole m16n8 mma.sync tiles; need BM a multiple of 16*warps_m "
+                             << "and BN a multiple of 8*warps_n for some warps_m*warps_n = " << warps);
   return best;
 }
 
@@ -86,17 +87,20 @@ class LayoutInference : public IRVisitor {
     std::int64_t BM = c.first, BN = c.second, BK = op->trans_a ? a.first : a.second;
     int elem = dtype_bytes(A->dtype);
     if (BK % kMmaK)
-      TESSEL_USER_ERROR("gemm", op->where, "the K tile is " << BK << ", not a multiple of " << kMmaK
-                                                            << " (mma.sync m16n8k16); legal block_K: 16, 32, 48, 64, ...");
+      TESSEL_USER_ERROR("gemm", op->where,
+                        "the K tile is " << BK << ", not a multiple of " << kMmaK
+                                         << " (mma.sync m16n8k16); legal block_K: 16, 32, 48, 64, ...");
     if (BM % kMmaM || BN % kMmaN)
-      TESSEL_USER_ERROR("gemm", op->where, "the C tile " << BM << "x" << BN << " does not divide into m16n8 mma.sync "
-                                                         << "tiles; BM must be a multiple of 16 and BN of 8");
+      TESSEL_USER_ERROR("gemm", op->where,
+                        "the C tile " << BM << "x" << BN << " does not divide into m16n8 mma.sync "
+                                      << "tiles; BM must be a multiple of 16 and BN of 8");
     for (const Buffer* s : {&A, &B}) {
       auto [rows, cols] = matrix_shape(*s);
       if ((cols * elem) % 16)
-        TESSEL_USER_ERROR("gemm", op->where, (*s)->name << " has rows of " << cols * elem << " bytes (" << cols
-                                                       << " elements); ldmatrix reads 16-byte rows, so its last "
-                                                       << "dimension must be a multiple of " << 16 / elem);
+        TESSEL_USER_ERROR("gemm", op->where,
+                          (*s)->name << " has rows of " << cols * elem << " bytes (" << cols
+                                     << " elements); ldmatrix reads 16-byte rows, so its last "
+                                     << "dimension must be a multiple of " << 16 / elem);
       set_shared(*s, swizzle_supported(cols, elem), op->where);
     }
     int warps = ctx_.threads / 32;
@@ -107,15 +111,16 @@ class LayoutInference : public IRVisitor {
     f.warps_m = wm;
     f.warps_n = wn;
     f.per_thread = static_cast<int>((BM / wm / kMmaM) * (BN / wn / kMmaN) * 4);
-    f.gemm_type = "tessel::BlockGemm<" + std::string(dtype_cuda_name(A->dtype)) + ", " + std::to_string(BM) + ", " +
-                  std::to_string(BN) + ", " + std::to_string(BK) + ", " + std::to_string(wm) + ", " +
+    f.gemm_type = "tessel::BlockGemm<" + std::string(dtype_cuda_name(A->dtype)) + ", " + std::to_string(BM) +
+                  ", " + std::to_string(BN) + ", " + std::to_string(BK) + ", " + std::to_string(wm) + ", " +
                   std::to_string(wn) + ", " + (op->trans_a ? "true" : "false") + ", " +
                   (op->trans_b ? "true" : "false") + ", " + ctx_.shared_layouts.at(A->id).type_name + ", " +
                   ctx_.shared_layouts.at(B->id).type_name + ">";
     auto it = ctx_.fragment_layouts.find(C->id);
     if (it != ctx_.fragment_layouts.end() && it->second.gemm_type != f.gemm_type)
-      TESSEL_USER_ERROR("gemm", op->where, C->name << " is the accumulator of two gemms with different tiles or "
-                                                   << "warp partitions; give each gemm its own accumulator");
+      TESSEL_USER_ERROR("gemm", op->where,
+                        C->name << " is the accumulator of two gemms with different tiles or "
+                                << "warp partitions; give each gemm its own accumulator");
     ctx_.fragment_layouts[C->id] = f;
   }
 
@@ -166,21 +171,23 @@ class LayoutInference : public IRVisitor {
     // A reduction's result follows the rows of its source.
     for (const ReduceStmt* r : reduces_) {
       if (r->src->scope != Scope::Fragment || r->dst->scope != Scope::Fragment)
-        TESSEL_USER_ERROR(reduce_name(r), r->where, "reduces " << r->src->name << " into " << r->dst->name
-                                                               << "; both must be fragments (T::alloc_fragment)");
+        TESSEL_USER_ERROR(reduce_name(r), r->where,
+                          "reduces " << r->src->name << " into " << r->dst->name
+                                     << "; both must be fragments (T::alloc_fragment)");
       auto found = ctx_.fragment_layouts.find(r->src->id);
       FragmentLayout src = found != ctx_.fragment_layouts.end() ? found->second : strided(r->src);
       if (src.kind != FragmentLayout::Kind::RowBlocked || r->dim != 1)
         TESSEL_USER_ERROR(reduce_name(r), r->where,
-                          "cannot lay out " << r->src->name << " " << shape_text(src.shape) << " for a reduction over "
-                                            << "dim " << r->dim << " with " << ctx_.threads << " threads; this version "
-                                            << "reduces 2-D tiles along dim 1 whose columns are a multiple of "
-                                            << vec_ << " (one 16-byte vector) and whose rows divide evenly over the "
-                                            << "threads");
+                          "cannot lay out "
+                              << r->src->name << " " << shape_text(src.shape) << " for a reduction over "
+                              << "dim " << r->dim << " with " << ctx_.threads << " threads; this version "
+                              << "reduces 2-D tiles along dim 1 whose columns are a multiple of " << vec_
+                              << " (one 16-byte vector) and whose rows divide evenly over the "
+                              << "threads");
       if (r->dst.ndim() != 1 || r->dst.const_shape()[0] != src.shape[0])
-        TESSEL_USER_ERROR(reduce_name(r), r->where, "the result " << r->dst->name << " must be a 1-D fragment of "
-                                                                  << src.shape[0] << " elements (one per row of "
-                                                                  << r->src->name << ")");
+        TESSEL_USER_ERROR(reduce_name(r), r->where,
+                          "the result " << r->dst->name << " must be a 1-D fragment of " << src.shape[0]
+                                        << " elements (one per row of " << r->src->name << ")");
       FragmentLayout d = src;
       d.kind = FragmentLayout::Kind::RowOf;
       d.shape = {src.shape[0]};
@@ -188,8 +195,9 @@ class LayoutInference : public IRVisitor {
       auto old = ctx_.fragment_layouts.find(r->dst->id);
       if (old != ctx_.fragment_layouts.end() && old->second.kind == FragmentLayout::Kind::RowOf &&
           (old->second.lanes != d.lanes || old->second.rows_per_pass != d.rows_per_pass))
-        TESSEL_USER_ERROR(reduce_name(r), r->where, r->dst->name << " receives reductions of tiles laid out "
-                                                                 << "differently; reduce tiles of one shape into it");
+        TESSEL_USER_ERROR(reduce_name(r), r->where,
+                          r->dst->name << " receives reductions of tiles laid out "
+                                       << "differently; reduce tiles of one shape into it");
       ctx_.fragment_layouts[r->dst->id] = d;
     }
     // Free: a 1-D fragment used in a Parallel nest beside a row-blocked tile or a row vector
@@ -202,7 +210,8 @@ class LayoutInference : public IRVisitor {
         for (const Buffer& b : nest) {
           auto it = ctx_.fragment_layouts.find(b->id);
           if (it == ctx_.fragment_layouts.end()) continue;
-          if (it->second.kind == FragmentLayout::Kind::RowOf || it->second.kind == FragmentLayout::Kind::RowBlocked)
+          if (it->second.kind == FragmentLayout::Kind::RowOf ||
+              it->second.kind == FragmentLayout::Kind::RowBlocked)
             rows = &it->second;
         }
         if (!rows) continue;
@@ -211,22 +220,27 @@ class LayoutInference : public IRVisitor {
         row_of.shape = {rows->shape[0]};
         row_of.per_thread = static_cast<int>(rows->shape[0] / rows->rows_per_pass);
         for (const Buffer& b : nest) {
-          if (ctx_.fragment_layouts.count(b->id) || b.ndim() != 1 || b.const_shape()[0] != row_of.shape[0]) continue;
+          if (ctx_.fragment_layouts.count(b->id) || b.ndim() != 1 || b.const_shape()[0] != row_of.shape[0])
+            continue;
           ctx_.fragment_layouts[b->id] = row_of;
           changed = true;
         }
       }
     }
     for (const Buffer& b : decls_)
-      if (b->scope == Scope::Fragment && !ctx_.fragment_layouts.count(b->id)) ctx_.fragment_layouts[b->id] = strided(b);
+      if (b->scope == Scope::Fragment && !ctx_.fragment_layouts.count(b->id))
+        ctx_.fragment_layouts[b->id] = strided(b);
   }
 
  private:
   static const char* reduce_name(const ReduceStmt* r) {
     switch (r->op) {
-      case ReduceOp::Max: return "reduce_max";
-      case ReduceOp::Min: return "reduce_min";
-      case ReduceOp::Sum: return "reduce_sum";
+      case ReduceOp::Max:
+        return "reduce_max";
+      case ReduceOp::Min:
+        return "reduce_min";
+      case ReduceOp::Sum:
+        return "reduce_sum";
     }
     return "reduce";
   }

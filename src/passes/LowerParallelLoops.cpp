@@ -59,10 +59,11 @@ class RegisterAccess : public IRMutator {
       std::string got, want;
       for (size_t d = 0; d < idx.size(); ++d) got += (d ? ", " : "") + to_string(idx[d]);
       for (size_t d = 0; d < m.vars.size(); ++d) want += (d ? ", " : "") + m.vars[d].name();
-      TESSEL_USER_ERROR("Parallel", where_, "fragment " << b->name << " is indexed as " << b->name << "(" << got
-                                                        << "); inside this Parallel nest it must be " << b->name << "("
-                                                        << want << ") (an element of another thread cannot be "
-                                                        << "reached)");
+      TESSEL_USER_ERROR("Parallel", where_,
+                        "fragment " << b->name << " is indexed as " << b->name << "(" << got
+                                    << "); inside this Parallel nest it must be " << b->name << "(" << want
+                                    << ") (an element of another thread cannot be "
+                                    << "reached)");
     }
     return m;
   }
@@ -83,8 +84,8 @@ class RegisterAccess : public IRMutator {
 };
 
 // Binds vars to the coordinates of flat row-major index f over `shape`.
-Stmt bind_coordinates(const std::vector<Var>& vars, const std::vector<std::int64_t>& shape, const Expr& f, Stmt body,
-                      std::source_location w) {
+Stmt bind_coordinates(const std::vector<Var>& vars, const std::vector<std::int64_t>& shape, const Expr& f,
+                      Stmt body, std::source_location w) {
   std::int64_t stride = 1;
   std::vector<Expr> coords(vars.size());
   for (int d = static_cast<int>(vars.size()) - 1; d >= 0; --d) {
@@ -111,8 +112,9 @@ class ParallelLowering : public IRMutator {
       if (f->kind != ForKind::Parallel) break;
       auto e = as_const_int(f->extent);
       if (!e || !is_const_int(f->min, 0))
-        TESSEL_USER_ERROR("Parallel", op->where, "extent " << to_string(f->extent)
-                                                           << " is not a compile-time constant; Parallel nests cover tiles");
+        TESSEL_USER_ERROR("Parallel", op->where,
+                          "extent " << to_string(f->extent)
+                                    << " is not a compile-time constant; Parallel nests cover tiles");
       vars.push_back(f->var);
       shape.push_back(*e);
       body = f->body;
@@ -127,10 +129,12 @@ class ParallelLowering : public IRMutator {
     if (use.fragments.empty()) {
       // Flat split over threads.
       Var t("t");
-      Expr f = make_binary(BinaryOp::Add, make_binary(BinaryOp::Mul, t, make_int(threads)), ctx_.thread_index);
+      Expr f =
+          make_binary(BinaryOp::Add, make_binary(BinaryOp::Mul, t, make_int(threads)), ctx_.thread_index);
       Stmt inner = bind_coordinates(vars, shape, f, body, w);
       if (numel % threads) inner = make_if(make_binary(BinaryOp::LT, f, make_int(numel)), inner, Stmt(), w);
-      return make_for(t, make_int(0), make_int((numel + threads - 1) / threads), ForKind::Unrolled, 0, inner, w);
+      return make_for(t, make_int(0), make_int((numel + threads - 1) / threads), ForKind::Unrolled, 0, inner,
+                      w);
     }
     // The nest follows the fragment of the highest rank; 1-D row vectors (RowOf) ride along
     // with the row-blocked tile they were reduced from.
@@ -139,9 +143,10 @@ class ParallelLowering : public IRMutator {
       if (b.ndim() > lead.ndim()) lead = b;
     const FragmentLayout& layout = ctx_.fragment_layouts.at(lead->id);
     if (layout.shape != shape)
-      TESSEL_USER_ERROR("Parallel", w, "the nest covers " << shape_text(shape) << " but fragment " << lead->name
-                                                          << " is " << shape_text(layout.shape)
-                                                          << "; a Parallel nest over a fragment must cover all of it");
+      TESSEL_USER_ERROR("Parallel", w,
+                        "the nest covers " << shape_text(shape) << " but fragment " << lead->name << " is "
+                                           << shape_text(layout.shape)
+                                           << "; a Parallel nest over a fragment must cover all of it");
     Var l("l");
     std::map<int, RegisterMap> maps;
     for (const Buffer& b : use.fragments) {
@@ -154,15 +159,17 @@ class ParallelLowering : public IRMutator {
         Expr reg = make_binary(BinaryOp::Div, l, make_int(std::int64_t(layout.chunks) * layout.vec));
         maps[b->id] = RegisterMap{{vars[0]}, reg};
       } else {
-        TESSEL_USER_ERROR("Parallel", w, "fragments " << lead->name << " and " << b->name
-                                                      << " are spread over threads differently; a Parallel nest can "
-                                                      << "combine fragments of one layout, and a tile with the row "
-                                                      << "vectors reduced from it");
+        TESSEL_USER_ERROR("Parallel", w,
+                          "fragments " << lead->name << " and " << b->name
+                                       << " are spread over threads differently; a Parallel nest can "
+                                       << "combine fragments of one layout, and a tile with the row "
+                                       << "vectors reduced from it");
       }
     }
     Stmt inner = RegisterAccess(ctx_, maps, w).mutate(body);
     std::vector<Expr> coords = fragment_coordinates(layout, l, ctx_.thread_index, threads);
-    for (int d = static_cast<int>(vars.size()) - 1; d >= 0; --d) inner = make_let(vars[d], coords[d], inner, w);
+    for (int d = static_cast<int>(vars.size()) - 1; d >= 0; --d)
+      inner = make_let(vars[d], coords[d], inner, w);
     if (Expr valid = fragment_register_valid(layout, l, ctx_.thread_index, threads); valid.defined())
       inner = make_if(valid, inner, Stmt(), w);
     return make_for(l, make_int(0), make_int(layout.per_thread), ForKind::Unrolled, 0, inner, w);
@@ -179,6 +186,8 @@ class ParallelLowering : public IRMutator {
 
 }  // namespace
 
-Stmt lower_parallel_loops(const Stmt& body, PassContext& ctx) { return ParallelLowering(ctx).mutate(body); }
+Stmt lower_parallel_loops(const Stmt& body, PassContext& ctx) {
+  return ParallelLowering(ctx).mutate(body);
+}
 
 }  // namespace tessel::passes

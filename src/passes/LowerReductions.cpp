@@ -19,9 +19,12 @@ namespace {
 
 const char* op_type(ReduceOp op) {
   switch (op) {
-    case ReduceOp::Max: return "tessel::ReduceMaxOp";
-    case ReduceOp::Min: return "tessel::ReduceMinOp";
-    case ReduceOp::Sum: return "tessel::ReduceSumOp";
+    case ReduceOp::Max:
+      return "tessel::ReduceMaxOp";
+    case ReduceOp::Min:
+      return "tessel::ReduceMinOp";
+    case ReduceOp::Sum:
+      return "tessel::ReduceSumOp";
   }
   return "?";
 }
@@ -35,9 +38,10 @@ class ReductionLowering : public IRMutator {
     auto w = op->where;
     const FragmentLayout& src = ctx_.fragment_layouts.at(op->src->id);
     if (op->src->dtype != DType::f32 || op->dst->dtype != DType::f32)
-      TESSEL_USER_ERROR("reduce", w, "reduces " << dtype_name(op->src->dtype) << " " << op->src->name << " into "
-                                                << dtype_name(op->dst->dtype) << " " << op->dst->name
-                                                << "; reductions take f32 fragments (accumulate in f32)");
+      TESSEL_USER_ERROR("reduce", w,
+                        "reduces " << dtype_name(op->src->dtype) << " " << op->src->name << " into "
+                                   << dtype_name(op->dst->dtype) << " " << op->dst->name
+                                   << "; reductions take f32 fragments (accumulate in f32)");
     TESSEL_INTERNAL_CHECK(src.kind == FragmentLayout::Kind::RowBlocked, "reduce source is not row-blocked");
     const Buffer& in = ctx_.registers_of(op->src);
     const Buffer& out = ctx_.registers_of(op->dst);
@@ -53,16 +57,15 @@ class ReductionLowering : public IRMutator {
     if (warps_per_row > 1) {
       std::int64_t words = ctx_.threads / 32;
       scratch = Buffer::make(op->dst->name + "_scratch", {make_int(words)}, DType::f32, Scope::Shared, w);
-      ctx_.shared_layouts[scratch->id] = SharedLayout{false, "tessel::RowMajorLayout<1, " + std::to_string(words) + ">",
-                                                      1, words};
+      ctx_.shared_layouts[scratch->id] =
+          SharedLayout{false, "tessel::RowMajorLayout<1, " + std::to_string(words) + ">", 1, words};
       stmts.push_back(make_decl(scratch, w));
     }
     Var slot("r");
     std::vector<Stmt> body;
-    body.push_back(make_device_call("tessel::reduce_registers", {opname, std::to_string(per_row)},
-                                    {{Expr(), in, make_binary(BinaryOp::Mul, slot, make_int(per_row))},
-                                     {Expr(), partial, Expr()}},
-                                    w));
+    body.push_back(make_device_call(
+        "tessel::reduce_registers", {opname, std::to_string(per_row)},
+        {{Expr(), in, make_binary(BinaryOp::Mul, slot, make_int(per_row))}, {Expr(), partial, Expr()}}, w));
     if (lanes_in_warp > 1)
       body.push_back(make_device_call("tessel::reduce_lanes_inplace", {opname, std::to_string(lanes_in_warp)},
                                       {{Expr(), partial, Expr()}}, w));
@@ -72,7 +75,8 @@ class ReductionLowering : public IRMutator {
     Expr value = make_load(partial, {make_int(0)});
     if (!op->clear) value = make_call(opname + "::combine", {make_load(out, {slot}), value}, DType::f32);
     body.push_back(make_store(out, {slot}, value, w));
-    stmts.push_back(make_for(slot, make_int(0), make_int(row_slots), ForKind::Unrolled, 0, make_seq(body, w), w));
+    stmts.push_back(
+        make_for(slot, make_int(0), make_int(row_slots), ForKind::Unrolled, 0, make_seq(body, w), w));
     return make_seq(stmts, w);
   }
 
@@ -82,6 +86,8 @@ class ReductionLowering : public IRMutator {
 
 }  // namespace
 
-Stmt lower_reductions(const Stmt& body, PassContext& ctx) { return ReductionLowering(ctx).mutate(body); }
+Stmt lower_reductions(const Stmt& body, PassContext& ctx) {
+  return ReductionLowering(ctx).mutate(body);
+}
 
 }  // namespace tessel::passes

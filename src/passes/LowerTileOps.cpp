@@ -24,11 +24,21 @@ using namespace ir;
 
 namespace {
 
-Expr add(Expr a, Expr b) { return make_binary(BinaryOp::Add, std::move(a), std::move(b)); }
-Expr mul(Expr a, Expr b) { return make_binary(BinaryOp::Mul, std::move(a), std::move(b)); }
-Expr sub(Expr a, Expr b) { return make_binary(BinaryOp::Sub, std::move(a), std::move(b)); }
-Expr lt(Expr a, Expr b) { return make_binary(BinaryOp::LT, std::move(a), std::move(b)); }
-Expr i64(Expr e) { return make_cast(DType::i64, std::move(e)); }
+Expr add(Expr a, Expr b) {
+  return make_binary(BinaryOp::Add, std::move(a), std::move(b));
+}
+Expr mul(Expr a, Expr b) {
+  return make_binary(BinaryOp::Mul, std::move(a), std::move(b));
+}
+Expr sub(Expr a, Expr b) {
+  return make_binary(BinaryOp::Sub, std::move(a), std::move(b));
+}
+Expr lt(Expr a, Expr b) {
+  return make_binary(BinaryOp::LT, std::move(a), std::move(b));
+}
+Expr i64(Expr e) {
+  return make_cast(DType::i64, std::move(e));
+}
 
 // The largest power of two that provably divides e (block indices and loop variables count
 // as arbitrary integers). Used to prove 16-byte alignment of copy regions.
@@ -51,17 +61,21 @@ Expr linear_offset(const Region& r) {
 }
 
 // The last two extents of a region (the matrix a copy or gemm moves); leading ones are 1.
-std::pair<std::int64_t, std::int64_t> matrix_extents(const Region& r, std::source_location where, const char* op) {
+std::pair<std::int64_t, std::int64_t> matrix_extents(const Region& r, std::source_location where,
+                                                     const char* op) {
   std::vector<std::int64_t> e;
   for (const Expr& x : r.extents) e.push_back(*as_const_int(x));
   while (e.size() > 2 && e.front() == 1) e.erase(e.begin());
   if (e.size() == 1) e.insert(e.begin(), 1);
   if (e.size() != 2)
-    TESSEL_USER_ERROR(op, where, "the region " << to_string(r) << " is not 2-D; this version copies 2-D tiles");
+    TESSEL_USER_ERROR(op, where,
+                      "the region " << to_string(r) << " is not 2-D; this version copies 2-D tiles");
   return {e[0], e[1]};
 }
 
-std::string dtype_cuda(DType t) { return std::string(dtype_cuda_name(t)); }
+std::string dtype_cuda(DType t) {
+  return std::string(dtype_cuda_name(t));
+}
 
 class TileOpLowering : public IRMutator {
  public:
@@ -80,15 +94,17 @@ class TileOpLowering : public IRMutator {
 
   Expr mutate_node(const BufferLoad* op, const Expr& self) override {
     if (op->buffer->scope == Scope::Fragment)
-      TESSEL_USER_ERROR("load", op->buffer->where, "fragment " << op->buffer->name << " is read element-wise outside a "
-                                                               << "Parallel nest; use T::Parallel over the fragment");
+      TESSEL_USER_ERROR("load", op->buffer->where,
+                        "fragment " << op->buffer->name << " is read element-wise outside a "
+                                    << "Parallel nest; use T::Parallel over the fragment");
     return IRMutator::mutate_node(op, self);
   }
 
   Stmt mutate_node(const BufferStore* op, const Stmt& self) override {
     if (op->buffer->scope == Scope::Fragment)
-      TESSEL_USER_ERROR("store", op->where, "fragment " << op->buffer->name << " is written element-wise outside a "
-                                                        << "Parallel nest; use T::Parallel over the fragment");
+      TESSEL_USER_ERROR("store", op->where,
+                        "fragment " << op->buffer->name << " is written element-wise outside a "
+                                    << "Parallel nest; use T::Parallel over the fragment");
     return IRMutator::mutate_node(op, self);
   }
 
@@ -117,21 +133,22 @@ class TileOpLowering : public IRMutator {
     if (r.buffer->scope == Scope::Fragment) {
       const FragmentLayout& l = ctx_.fragment_layouts.at(r.buffer->id);
       if (!whole(r))
-        TESSEL_USER_ERROR("fill", w, "fills part of fragment " << r.buffer->name << "; fill the whole fragment, or use "
-                                                               << "T::Parallel with a condition");
+        TESSEL_USER_ERROR("fill", w,
+                          "fills part of fragment " << r.buffer->name << "; fill the whole fragment, or use "
+                                                    << "T::Parallel with a condition");
       Var v("l");
       return make_for(v, make_int(0), make_int(l.per_thread), ForKind::Unrolled, 0,
                       make_store(ctx_.registers_of(r.buffer), {v}, op->value, w), w);
     }
-    return over_region(r, w, [&](const std::vector<Expr>& idx) {
-      return guarded_store(r.buffer, idx, op->value, w);
-    });
+    return over_region(
+        r, w, [&](const std::vector<Expr>& idx) { return guarded_store(r.buffer, idx, op->value, w); });
   }
 
  private:
   static bool whole(const Region& r) {
     for (size_t d = 0; d < r.starts.size(); ++d)
-      if (!is_const_int(r.starts[d], 0) || as_const_int(r.extents[d]) != as_const_int(r.buffer->shape[d])) return false;
+      if (!is_const_int(r.starts[d], 0) || as_const_int(r.extents[d]) != as_const_int(r.buffer->shape[d]))
+        return false;
     return true;
   }
 
@@ -140,13 +157,14 @@ class TileOpLowering : public IRMutator {
     const Buffer& g = src.buffer;
     auto w = op->where;
     if (g.ndim() != 2)
-      TESSEL_USER_ERROR("copy", w, "global " << g->name << " has " << g.ndim() << " dimensions; global->shared copies "
-                                             << "take 2-D tensors in this version");
+      TESSEL_USER_ERROR("copy", w,
+                        "global " << g->name << " has " << g.ndim() << " dimensions; global->shared copies "
+                                  << "take 2-D tensors in this version");
     auto [rows, cols] = matrix_extents(dst, w, "copy");
     const SharedLayout& layout = ctx_.shared_layouts.at(dst.buffer->id);
-    TESSEL_INTERNAL_CHECK(layout.cols == cols && layout.rows == rows,
-                          "shared layout " << layout.type_name << " does not match the copied tile " << rows << "x"
-                                           << cols);
+    TESSEL_INTERNAL_CHECK(
+        layout.cols == cols && layout.rows == rows,
+        "shared layout " << layout.type_name << " does not match the copied tile " << rows << "x" << cols);
     int elem = dtype_bytes(g->dtype);
     Expr ld = g->shape[1];
     std::int64_t vec = 16 / elem;
@@ -155,8 +173,8 @@ class TileOpLowering : public IRMutator {
     Expr rows_valid = sub(g->shape[0], src.starts[0]);
     Expr cols_valid = sub(g->shape[1], src.starts[1]);
     Expr goff = add(mul(i64(src.starts[0]), i64(ld)), i64(src.starts[1]));
-    std::vector<std::string> targs{dtype_cuda(g->dtype),      std::to_string(rows),
-                                   std::to_string(cols),      layout.type_name,
+    std::vector<std::string> targs{dtype_cuda(g->dtype),         std::to_string(rows),
+                                   std::to_string(cols),         layout.type_name,
                                    std::to_string(ctx_.threads), vectorized ? "true" : "false"};
     std::vector<DeviceCallArg> args{{Expr(), dst.buffer, linear_offset(dst)},
                                     {Expr(), g, goff},
@@ -171,8 +189,9 @@ class TileOpLowering : public IRMutator {
     const Buffer& g = dst.buffer;
     auto w = op->where;
     if (g.ndim() != 2)
-      TESSEL_USER_ERROR("copy", w, "global " << g->name << " has " << g.ndim() << " dimensions; fragment->global "
-                                             << "copies take 2-D tensors in this version");
+      TESSEL_USER_ERROR("copy", w,
+                        "global " << g->name << " has " << g.ndim() << " dimensions; fragment->global "
+                                  << "copies take 2-D tensors in this version");
     int elem = dtype_bytes(g->dtype);
     Expr ld = g->shape[1];
     // Two adjacent columns go out as one store when both the row length and the region's
@@ -199,12 +218,13 @@ class TileOpLowering : public IRMutator {
                                 {dtype_cuda(g->dtype), l.gemm_type, pairs ? "true" : "false"}, args, w);
       }
     }
-    return make_device_call("tessel::store_accumulators", {dtype_cuda(g->dtype), l.gemm_type, pairs ? "true" : "false"},
-                            args, w);
+    return make_device_call("tessel::store_accumulators",
+                            {dtype_cuda(g->dtype), l.gemm_type, pairs ? "true" : "false"}, args, w);
   }
 
   // dst[...] = value, dropped when a global index is past the tensor's edge.
-  Stmt guarded_store(const Buffer& b, const std::vector<Expr>& idx, const Expr& value, std::source_location w) {
+  Stmt guarded_store(const Buffer& b, const std::vector<Expr>& idx, const Expr& value,
+                     std::source_location w) {
     Stmt s = make_store(b, idx, value, w);
     Expr in = in_bounds(b, idx);
     return in.defined() ? make_if(in, s, Stmt(), w) : s;
@@ -247,7 +267,8 @@ class TileOpLowering : public IRMutator {
   }
 
   // Maps the squeezed coordinates of one side of a copy onto the other side's indices.
-  static std::vector<Expr> map_indices(const Region& from, const std::vector<Expr>& from_idx, const Region& to) {
+  static std::vector<Expr> map_indices(const Region& from, const std::vector<Expr>& from_idx,
+                                       const Region& to) {
     std::vector<Expr> rel;
     for (size_t d = 0; d < from_idx.size(); ++d)
       if (!is_const_int(from.extents[d], 1)) rel.push_back(sub(from_idx[d], from.starts[d]));
@@ -273,7 +294,7 @@ class TileOpLowering : public IRMutator {
   Stmt element_copy(const CopyStmt* op) {
     const Region &src = op->src, &dst = op->dst;
     auto w = op->where;
-    const Region* frag = src.buffer->scope == Scope::Fragment ? &src
+    const Region* frag = src.buffer->scope == Scope::Fragment   ? &src
                          : dst.buffer->scope == Scope::Fragment ? &dst
                                                                 : nullptr;
     if (!frag) {
@@ -283,12 +304,13 @@ class TileOpLowering : public IRMutator {
       });
     }
     if (!whole(*frag))
-      TESSEL_USER_ERROR("copy", w, "copies part of fragment " << frag->buffer->name
-                                                              << "; copies to or from a fragment cover all of it");
+      TESSEL_USER_ERROR("copy", w,
+                        "copies part of fragment " << frag->buffer->name
+                                                   << "; copies to or from a fragment cover all of it");
     const FragmentLayout& l = ctx_.fragment_layouts.at(frag->buffer->id);
     const Region& other = frag == &src ? dst : src;
-    if (l.kind == FragmentLayout::Kind::RowBlocked && other.buffer->scope == Scope::Global && other.buffer.ndim() == 2 &&
-        frag->buffer->dtype == DType::f32 && l.vec > 1)
+    if (l.kind == FragmentLayout::Kind::RowBlocked && other.buffer->scope == Scope::Global &&
+        other.buffer.ndim() == 2 && frag->buffer->dtype == DType::f32 && l.vec > 1)
       return row_vector_copy(op, l);
     const Buffer& regs = ctx_.registers_of(frag->buffer);
     Var v("l");
@@ -325,10 +347,10 @@ class TileOpLowering : public IRMutator {
     Stmt call;
     if (load) {
       Expr pad = op->pad.defined() ? make_cast(DType::f32, op->pad) : make_float(0.0);
-      call = make_device_call("tessel::load_row_vector", targs,
-                              {{Expr(), t, offset}, {valid, Buffer(), Expr()}, {pad, Buffer(), Expr()},
-                               {Expr(), regs, first}},
-                              w);
+      call = make_device_call(
+          "tessel::load_row_vector", targs,
+          {{Expr(), t, offset}, {valid, Buffer(), Expr()}, {pad, Buffer(), Expr()}, {Expr(), regs, first}},
+          w);
     } else {
       call = make_device_call("tessel::store_row_vector", targs,
                               {{Expr(), t, offset}, {valid, Buffer(), Expr()}, {Expr(), regs, first}}, w);
@@ -341,6 +363,8 @@ class TileOpLowering : public IRMutator {
 
 }  // namespace
 
-Stmt lower_tile_ops(const Stmt& body, PassContext& ctx) { return TileOpLowering(ctx).mutate(body); }
+Stmt lower_tile_ops(const Stmt& body, PassContext& ctx) {
+  return TileOpLowering(ctx).mutate(body);
+}
 
 }  // namespace tessel::passes

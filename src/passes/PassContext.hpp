@@ -12,9 +12,9 @@
 namespace tessel::passes {
 
 struct Target {
-  std::string arch;   // "sm_80", "sm_90a", ...
-  int sm = 80;        // 80, 86, 89, 90, ...
-  int smem_cap = 0;   // bytes of shared memory a block may use
+  std::string arch;  // "sm_80", "sm_90a", ...
+  int sm = 80;       // 80, 86, 89, 90, ...
+  int smem_cap = 0;  // bytes of shared memory a block may use
 };
 
 // How a fragment's elements are spread over the block's threads.
@@ -38,8 +38,8 @@ struct FragmentLayout {
   };
   Kind kind = Kind::Strided;
   std::vector<std::int64_t> shape;
-  int per_thread = 0;         // registers each thread holds
-  std::string gemm_type;      // GemmAccumulator: the BlockGemm instantiation
+  int per_thread = 0;     // registers each thread holds
+  std::string gemm_type;  // GemmAccumulator: the BlockGemm instantiation
   int warps_m = 0, warps_n = 0;
   int vec = 1, lanes = 1, rows_per_pass = 1, chunks = 1;  // RowBlocked and RowOf
 };
@@ -48,7 +48,7 @@ struct FragmentLayout {
 // readers (gemm) use, so they agree by construction.
 struct SharedLayout {
   bool swizzled = false;
-  std::string type_name;  // e.g. "tessel::SwizzledLayout<128, 32, 2>"
+  std::string type_name;            // e.g. "tessel::SwizzledLayout<128, 32, 2>"
   std::int64_t rows = 0, cols = 0;  // the 2-D matrix the layout covers (one stage)
 };
 
@@ -56,9 +56,9 @@ struct SharedLayout {
 // passes it by value (a __grid_constant__ parameter named by `var`).
 struct TmaParam {
   ir::Var var;
-  ir::Buffer tensor;       // a 2-D global parameter
-  int box_cols = 0;        // the box: box_rows x box_cols elements, swizzled by its row size
-  int box_rows = 0;        // (box_cols * 2 bytes: 128-byte or 64-byte swizzle)
+  ir::Buffer tensor;  // a 2-D global parameter
+  int box_cols = 0;   // the box: box_rows x box_cols elements, swizzled by its row size
+  int box_rows = 0;   // (box_cols * 2 bytes: 128-byte or 64-byte swizzle)
 };
 
 // Set when select_hopper_gemm replaced the kernel by the sm_90a warp-specialized GEMM.
@@ -103,8 +103,8 @@ struct PassContext {
     auto it = fragment_registers.find(fragment->id);
     if (it != fragment_registers.end()) return it->second;
     const FragmentLayout& l = fragment_layouts.at(fragment->id);
-    ir::Buffer r = ir::Buffer::make(fragment->name, {ir::make_int(l.per_thread)}, fragment->dtype, ir::Scope::Local,
-                                    fragment->where);
+    ir::Buffer r = ir::Buffer::make(fragment->name, {ir::make_int(l.per_thread)}, fragment->dtype,
+                                    ir::Scope::Local, fragment->where);
     return fragment_registers.emplace(fragment->id, r).first->second;
   }
 

@@ -49,7 +49,8 @@ Region at_stage(const Region& r, const Buffer& staged, const Expr& stage) {
 // Rewrites every tile-op operand that names a staged buffer to name one stage of it.
 class StageRewriter : public IRMutator {
  public:
-  StageRewriter(const std::map<int, Buffer>& staged, Expr stage) : staged_(staged), stage_(std::move(stage)) {}
+  StageRewriter(const std::map<int, Buffer>& staged, Expr stage)
+      : staged_(staged), stage_(std::move(stage)) {}
 
  protected:
   Region restage(const Region& r) {
@@ -60,13 +61,15 @@ class StageRewriter : public IRMutator {
     return make_copy(restage(op->src), restage(op->dst), op->pad, op->where);
   }
   Stmt mutate_node(const GemmStmt* op, const Stmt&) override {
-    return make_gemm(restage(op->A), restage(op->B), restage(op->C), op->trans_a, op->trans_b, op->policy, op->where);
+    return make_gemm(restage(op->A), restage(op->B), restage(op->C), op->trans_a, op->trans_b, op->policy,
+                     op->where);
   }
   Buffer mutate_buffer(const Buffer& b) override {
     if (staged_.count(b->id))
-      TESSEL_USER_ERROR("Pipelined", b->where, b->name << " is filled by a copy in a Pipelined loop and read "
-                                                       << "element-wise in it; pass it to gemm/copy instead, or use "
-                                                       << "a Serial loop");
+      TESSEL_USER_ERROR("Pipelined", b->where,
+                        b->name << " is filled by a copy in a Pipelined loop and read "
+                                << "element-wise in it; pass it to gemm/copy instead, or use "
+                                << "a Serial loop");
     return b;
   }
 
@@ -90,7 +93,8 @@ class PipelinePlanner : public IRMutator {
       --loop_depth_;
       return s;
     }
-    std::vector<Stmt> body = op->body.as<SeqStmt>() ? op->body.as<SeqStmt>()->stmts : std::vector<Stmt>{op->body};
+    std::vector<Stmt> body =
+        op->body.as<SeqStmt>() ? op->body.as<SeqStmt>()->stmts : std::vector<Stmt>{op->body};
     std::vector<Stmt> producers, consumers;
     for (const Stmt& s : body) (is_producer(s) ? producers : consumers).push_back(s);
     int S = op->num_stages;
@@ -115,21 +119,26 @@ class PipelinePlanner : public IRMutator {
     }
     for (const Stmt& c : consumers)
       if (writes_shared(c))
-        TESSEL_USER_ERROR("Pipelined", c->where, "this loop also writes shared memory outside its global->shared "
-                                                 "copies; only global->shared copies can be pipelined");
+        TESSEL_USER_ERROR("Pipelined", c->where,
+                          "this loop also writes shared memory outside its global->shared "
+                          "copies; only global->shared copies can be pipelined");
     const Expr n = op->extent;
     const Var& k = op->var;
     // The producers for tile `iter` into ring stage `stage`.
     auto issue_at = [&](const Expr& iter, const Expr& stage) {
       std::vector<Stmt> out;
-      for (const Stmt& p : producers) out.push_back(StageRewriter(local, stage).mutate(substitute(p, {{k, iter}})));
+      for (const Stmt& p : producers)
+        out.push_back(StageRewriter(local, stage).mutate(substitute(p, {{k, iter}})));
       return make_seq(out, w);
     };
-    auto issue = [&](const Expr& iter) { return issue_at(iter, make_binary(BinaryOp::Mod, iter, make_int(S))); };
+    auto issue = [&](const Expr& iter) {
+      return issue_at(iter, make_binary(BinaryOp::Mod, iter, make_int(S)));
+    };
     Var s("s");
     Stmt prologue = make_for(
         s, make_int(0), make_int(S - 1), ForKind::Unrolled, 0,
-        make_seq({make_if(make_binary(BinaryOp::LT, s, n), issue(s), Stmt(), w), make_async_commit(w)}, w), w);
+        make_seq({make_if(make_binary(BinaryOp::LT, s, n), issue(s), Stmt(), w), make_async_commit(w)}, w),
+        w);
     Expr next = make_binary(BinaryOp::Add, k, make_int(S - 1));
     std::vector<Stmt> steady{make_async_wait(S - 2, w), make_barrier(w),
                              make_if(make_binary(BinaryOp::LT, next, n), issue(next), Stmt(), w),
@@ -174,7 +183,8 @@ class PipelinePlanner : public IRMutator {
                      const std::map<int, Buffer>& local, IssueAt&& issue_at) {
     if (consumers.size() != 1 || !is_const_int(op->min, 0)) return Stmt();
     const auto* g = consumers[0].as<GemmStmt>();
-    if (!g || !local.count(g->A.buffer->id) || !local.count(g->B.buffer->id) || local.size() != 2) return Stmt();
+    if (!g || !local.count(g->A.buffer->id) || !local.count(g->B.buffer->id) || local.size() != 2)
+      return Stmt();
     auto layout = ctx_.fragment_layouts.find(g->C.buffer->id);
     if (layout == ctx_.fragment_layouts.end() || layout->second.kind != FragmentLayout::Kind::GemmAccumulator)
       return Stmt();
@@ -192,8 +202,8 @@ class PipelinePlanner : public IRMutator {
                                     {Expr(), g->C.buffer, Expr()},
                                     {Expr(), Buffer(), Expr(), {tile, stage}, issue_at(tile, stage)}};
     ctx_.epilogue_scratch[g->C.buffer->id] = PassContext::EpilogueScratch{a, b};
-    return make_device_call("tessel::gemm_mainloop", {layout->second.gemm_type, std::to_string(op->num_stages)},
-                            args, g->where);
+    return make_device_call("tessel::gemm_mainloop",
+                            {layout->second.gemm_type, std::to_string(op->num_stages)}, args, g->where);
   }
 
   Stmt fence(const std::vector<Stmt>& writes) {
@@ -230,9 +240,10 @@ class DeclRewriter : public IRMutator {
   }
   Buffer mutate_buffer(const Buffer& b) override {
     if (staged_.count(b->id))
-      TESSEL_USER_ERROR("Pipelined", b->where, b->name << " is filled in a Pipelined loop and also used outside it; "
-                                                       << "after the loop its contents are undefined — copy what you "
-                                                       << "need into another buffer inside the loop");
+      TESSEL_USER_ERROR("Pipelined", b->where,
+                        b->name << " is filled in a Pipelined loop and also used outside it; "
+                                << "after the loop its contents are undefined — copy what you "
+                                << "need into another buffer inside the loop");
     return b;
   }
 

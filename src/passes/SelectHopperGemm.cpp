@@ -40,11 +40,14 @@ std::vector<Stmt> flatten(const Stmt& s) {
 
 bool whole(const Region& r) {
   for (size_t d = 0; d < r.starts.size(); ++d)
-    if (!is_const_int(r.starts[d], 0) || as_const_int(r.extents[d]) != as_const_int(r.buffer->shape[d])) return false;
+    if (!is_const_int(r.starts[d], 0) || as_const_int(r.extents[d]) != as_const_int(r.buffer->shape[d]))
+      return false;
   return true;
 }
 
-bool same_text(const Expr& a, const Expr& b) { return to_string(a) == to_string(b); }
+bool same_text(const Expr& a, const Expr& b) {
+  return to_string(a) == to_string(b);
+}
 
 // Matches the kernel's statements against the tutorial GEMM; a message when it does not match.
 std::string match(const Stmt& body, GemmKernel& g) {
@@ -83,7 +86,8 @@ std::string match(const Stmt& body, GemmKernel& g) {
       !whole(g.copy_b->dst) || !whole(g.store->src))
     return "the tiles are not used whole";
   if (!g.clear->dst.buffer.same_as(g.gemm->C.buffer) || !whole(g.clear->dst) ||
-      !(is_const_int(g.clear->value, 0) || (g.clear->value.as<FloatImm>() && g.clear->value.as<FloatImm>()->value == 0)))
+      !(is_const_int(g.clear->value, 0) ||
+        (g.clear->value.as<FloatImm>() && g.clear->value.as<FloatImm>()->value == 0)))
     return "the accumulator is not cleared to zero before the loop";
   if (!g.store->src.buffer.same_as(g.gemm->C.buffer) || g.store->dst.buffer->scope != Scope::Global)
     return "the accumulator is not stored straight to a global tensor (an epilogue keeps the mma.sync path)";
@@ -125,17 +129,21 @@ Stmt select_hopper_gemm(const Stmt& body, PassContext& ctx) {
       !same_text(g.copy_b->src.starts[0], mul(ko, BK)) || !same_text(g.copy_b->src.starts[1], mul(bx, BN)) ||
       !same_text(g.store->dst.starts[0], mul(by, BM)) || !same_text(g.store->dst.starts[1], mul(bx, BN)))
     return reject("the tiles are not addressed as A(by*BM, ko*BK), B(ko*BK, bx*BN), C(by*BM, bx*BN)");
-  if (as_const_int(g.kernel->grid[0]) != (N + BN - 1) / BN || as_const_int(g.kernel->grid[1]) != (M + BM - 1) / BM ||
+  if (as_const_int(g.kernel->grid[0]) != (N + BN - 1) / BN ||
+      as_const_int(g.kernel->grid[1]) != (M + BM - 1) / BM ||
       as_const_int(g.loop->extent) != (K + BK - 1) / BK || !is_const_int(g.loop->min, 0))
     return reject("the grid or the K loop does not cover the problem tile by tile");
   DType t = A->dtype;
-  if ((t != DType::f16 && t != DType::bf16) || B->dtype != t) return reject("A and B are not both f16 or both bf16");
+  if ((t != DType::f16 && t != DType::bf16) || B->dtype != t)
+    return reject("A and B are not both f16 or both bf16");
   if (C->dtype != t && C->dtype != DType::f32) return reject("C is neither the input dtype nor f32");
   const int consumers = ctx.threads / 128;
   const int stages = g.loop->num_stages;
   if (ctx.threads % 128 || consumers < 1 || consumers > 2)
-    return reject("threads = " + std::to_string(ctx.threads) + " is not 128 or 256 (one or two consumer warpgroups)");
-  if (BM % (64 * consumers) || BM > 256) return reject("block_M is not a multiple of 64 per consumer warpgroup, <= 256");
+    return reject("threads = " + std::to_string(ctx.threads) +
+                  " is not 128 or 256 (one or two consumer warpgroups)");
+  if (BM % (64 * consumers) || BM > 256)
+    return reject("block_M is not a multiple of 64 per consumer warpgroup, <= 256");
   if (BN % 64 || BN > 256) return reject("block_N is not a multiple of 64 up to 256");
   if (BK != 32 && (BK % 64 || BK > 256))
     return reject("block_K is not 32 (64-byte swizzle) or a multiple of 64 (128-byte swizzle) up to 256");
@@ -143,12 +151,13 @@ Stmt select_hopper_gemm(const Stmt& body, PassContext& ctx) {
   if ((BM / consumers / 64) * (BN / 2) > 192) return reject("more than 192 accumulators per consumer thread");
   if (K % 8 || N % 8) return reject("K or N is not a multiple of 8: TMA needs 16-byte row strides");
   std::int64_t smem = 1024 + stages * (BM * BK + BK * BN) * 2 + 16 * stages;
-  if (smem > ctx.target.smem_cap) return reject("the ring needs " + std::to_string(smem) + " bytes of shared memory");
+  if (smem > ctx.target.smem_cap)
+    return reject("the ring needs " + std::to_string(smem) + " bytes of shared memory");
 
   plan.selected = true;
-  plan.gemm_type = "tessel::HopperGemm<" + std::string(dtype_cuda_name(t)) + ", " + std::to_string(BM) + ", " +
-                   std::to_string(BN) + ", " + std::to_string(BK) + ", " + std::to_string(stages) + ", " +
-                   std::to_string(consumers) + ">";
+  plan.gemm_type = "tessel::HopperGemm<" + std::string(dtype_cuda_name(t)) + ", " + std::to_string(BM) +
+                   ", " + std::to_string(BN) + ", " + std::to_string(BK) + ", " + std::to_string(stages) +
+                   ", " + std::to_string(consumers) + ">";
   plan.launch_threads = 128 * (consumers + 1);
   plan.smem_bytes = static_cast<int>(smem);
   plan.tiles = ((M + BM - 1) / BM) * ((N + BN - 1) / BN);
@@ -166,8 +175,8 @@ Stmt select_hopper_gemm(const Stmt& body, PassContext& ctx) {
                                   {make_int(K), Buffer(), Expr()},
                                   {make_int(g.panel), Buffer(), Expr()},
                                   {make_call("dynamic_smem", {}, DType::i64), Buffer(), Expr()}};
-  Stmt call = make_device_call(plan.gemm_type + "::template run", {std::string(dtype_cuda_name(C->dtype))}, args,
-                               g.gemm->where);
+  Stmt call = make_device_call(plan.gemm_type + "::template run", {std::string(dtype_cuda_name(C->dtype))},
+                               args, g.gemm->where);
   Var block("bx");
   ctx.grid = {make_int(plan.tiles)};
   ctx.block_vars = {block};

@@ -27,7 +27,8 @@ std::string shape_str(const std::vector<Expr>& v) {
 }
 
 std::string buffer_desc(const Buffer& b) {
-  return b->name + " (" + scope_name(b->scope) + " " + std::string(dtype_name(b->dtype)) + shape_str(b->shape) + ")";
+  return b->name + " (" + scope_name(b->scope) + " " + std::string(dtype_name(b->dtype)) +
+         shape_str(b->shape) + ")";
 }
 
 // Extents without leading 1s: [1, 128, 32] and [128, 32] describe the same tile.
@@ -66,8 +67,9 @@ class ProgramVerifier : public IRMutator {
   Stmt mutate_node(const KernelStmt* op, const Stmt& self) override {
     if (in_kernel_) TESSEL_USER_ERROR("Kernel", op->where, "kernels cannot nest");
     if (++kernels_ > 1)
-      TESSEL_USER_ERROR("Kernel", op->where,
-                        ctx_.func_name << " launches more than one Kernel; this version supports one Kernel per PrimFunc");
+      TESSEL_USER_ERROR(
+          "Kernel", op->where,
+          ctx_.func_name << " launches more than one Kernel; this version supports one Kernel per PrimFunc");
     ctx_.threads = op->threads;
     ctx_.grid = op->grid;
     ctx_.block_vars = op->block_vars;
@@ -84,8 +86,9 @@ class ProgramVerifier : public IRMutator {
 
   Buffer mutate_buffer(const Buffer& b) override {
     if (!visible_.count(b->id))
-      TESSEL_USER_ERROR("kernel", b->where, b->name << " is used outside the kernel that allocates it; "
-                                                    << "allocate it inside the Kernel body that uses it");
+      TESSEL_USER_ERROR("kernel", b->where,
+                        b->name << " is used outside the kernel that allocates it; "
+                                << "allocate it inside the Kernel body that uses it");
     return b;
   }
 
@@ -95,36 +98,43 @@ class ProgramVerifier : public IRMutator {
     Region src = c->src, dst = c->dst;
     const char* name = "copy";
     if (src.extents.empty() && dst.extents.empty())
-      TESSEL_USER_ERROR(name, op->where, "neither " << src.buffer->name << " nor " << dst.buffer->name
-                                                    << " gives the region's extents; pass a whole buffer on one side");
+      TESSEL_USER_ERROR(name, op->where,
+                        "neither " << src.buffer->name << " nor " << dst.buffer->name
+                                   << " gives the region's extents; pass a whole buffer on one side");
     if (src.extents.empty()) {
       auto e = fit_extents(dst.extents, src.starts.size());
-      if (!e) TESSEL_USER_ERROR(name, op->where, "the destination " << to_string(dst) << " has more dimensions than "
-                                                                   << buffer_desc(src.buffer));
+      if (!e)
+        TESSEL_USER_ERROR(
+            name, op->where,
+            "the destination " << to_string(dst) << " has more dimensions than " << buffer_desc(src.buffer));
       src.extents = *e;
     }
     if (dst.extents.empty()) {
       auto e = fit_extents(src.extents, dst.starts.size());
-      if (!e) TESSEL_USER_ERROR(name, op->where, "the source " << to_string(src) << " has more dimensions than "
-                                                              << buffer_desc(dst.buffer));
+      if (!e)
+        TESSEL_USER_ERROR(
+            name, op->where,
+            "the source " << to_string(src) << " has more dimensions than " << buffer_desc(dst.buffer));
       dst.extents = *e;
     }
     if (!same_extents(src.extents, dst.extents))
-      TESSEL_USER_ERROR(name, op->where, "the regions have different extents: " << to_string(src) << " is "
-                                          << shape_str(src.extents) << ", " << to_string(dst) << " is "
-                                          << shape_str(dst.extents) << "; a copy needs equal extents");
+      TESSEL_USER_ERROR(name, op->where,
+                        "the regions have different extents: "
+                            << to_string(src) << " is " << shape_str(src.extents) << ", " << to_string(dst)
+                            << " is " << shape_str(dst.extents) << "; a copy needs equal extents");
     check_inside(src, name, op->where);
     check_inside(dst, name, op->where);
     if (src.buffer->scope == Scope::Global && dst.buffer->scope == Scope::Global)
-      TESSEL_USER_ERROR(name, op->where, "copies from global " << src.buffer->name << " to global "
-                                                               << dst.buffer->name
-                                                               << "; stage the data through shared memory or a fragment");
+      TESSEL_USER_ERROR(name, op->where,
+                        "copies from global " << src.buffer->name << " to global " << dst.buffer->name
+                                              << "; stage the data through shared memory or a fragment");
     if (src.buffer->scope == Scope::Global && dst.buffer->scope == Scope::Shared &&
         src.buffer->dtype != dst.buffer->dtype)
-      TESSEL_USER_ERROR(name, op->where, "global " << src.buffer->name << " is " << dtype_name(src.buffer->dtype)
-                                                   << " but shared " << dst.buffer->name << " is "
-                                                   << dtype_name(dst.buffer->dtype)
-                                                   << "; a global->shared copy moves bytes, so the dtypes must match");
+      TESSEL_USER_ERROR(name, op->where,
+                        "global " << src.buffer->name << " is " << dtype_name(src.buffer->dtype)
+                                  << " but shared " << dst.buffer->name << " is "
+                                  << dtype_name(dst.buffer->dtype)
+                                  << "; a global->shared copy moves bytes, so the dtypes must match");
     return make_copy(src, dst, c->pad, op->where);
   }
 
@@ -133,27 +143,32 @@ class ProgramVerifier : public IRMutator {
     const Buffer &A = op->A.buffer, &B = op->B.buffer, &C = op->C.buffer;
     const char* name = "gemm";
     if (A->scope != Scope::Shared || B->scope != Scope::Shared)
-      TESSEL_USER_ERROR(name, op->where, "A and B must be shared-memory tiles; got " << buffer_desc(A) << " and "
-                                                                                   << buffer_desc(B));
+      TESSEL_USER_ERROR(
+          name, op->where,
+          "A and B must be shared-memory tiles; got " << buffer_desc(A) << " and " << buffer_desc(B));
     if (C->scope != Scope::Fragment)
       TESSEL_USER_ERROR(name, op->where, "C must be a fragment (T::alloc_fragment); got " << buffer_desc(C));
     if (A->dtype != B->dtype || (A->dtype != DType::f16 && A->dtype != DType::bf16))
-      TESSEL_USER_ERROR(name, op->where, "A and B must both be f16 or both bf16; got "
-                                             << dtype_name(A->dtype) << " and " << dtype_name(B->dtype));
+      TESSEL_USER_ERROR(name, op->where,
+                        "A and B must both be f16 or both bf16; got " << dtype_name(A->dtype) << " and "
+                                                                      << dtype_name(B->dtype));
     if (C->dtype != DType::f32)
-      TESSEL_USER_ERROR(name, op->where, "the accumulator " << C->name << " is " << dtype_name(C->dtype)
-                                                            << "; legal: f32");
+      TESSEL_USER_ERROR(name, op->where,
+                        "the accumulator " << C->name << " is " << dtype_name(C->dtype) << "; legal: f32");
     auto a = squeeze(op->A.extents), b = squeeze(op->B.extents), c = squeeze(op->C.extents);
     if (a.size() != 2 || b.size() != 2 || c.size() != 2)
-      TESSEL_USER_ERROR(name, op->where, "operands must be 2-D tiles; got A " << shape_str(a) << ", B "
-                                                                             << shape_str(b) << ", C " << shape_str(c));
+      TESSEL_USER_ERROR(name, op->where,
+                        "operands must be 2-D tiles; got A " << shape_str(a) << ", B " << shape_str(b)
+                                                             << ", C " << shape_str(c));
     std::int64_t M = *as_const_int(op->trans_a ? a[1] : a[0]), KA = *as_const_int(op->trans_a ? a[0] : a[1]);
     std::int64_t KB = *as_const_int(op->trans_b ? b[1] : b[0]), N = *as_const_int(op->trans_b ? b[0] : b[1]);
     std::int64_t CM = *as_const_int(c[0]), CN = *as_const_int(c[1]);
     if (KA != KB || CM != M || CN != N)
-      TESSEL_USER_ERROR(name, op->where, "tile shapes do not chain: A" << (op->trans_a ? "^T" : "") << " is " << M
-                                          << "x" << KA << ", B" << (op->trans_b ? "^T" : "") << " is " << KB << "x"
-                                          << N << ", C is " << CM << "x" << CN << "; need A MxK, B KxN, C MxN");
+      TESSEL_USER_ERROR(name, op->where,
+                        "tile shapes do not chain: A" << (op->trans_a ? "^T" : "") << " is " << M << "x" << KA
+                                                      << ", B" << (op->trans_b ? "^T" : "") << " is " << KB
+                                                      << "x" << N << ", C is " << CM << "x" << CN
+                                                      << "; need A MxK, B KxN, C MxN");
     return s;
   }
 
@@ -163,13 +178,16 @@ class ProgramVerifier : public IRMutator {
   void check_inside(const Region& r, const char* op, std::source_location where) {
     if (r.buffer->scope == Scope::Global) return;
     for (size_t d = 0; d < r.starts.size(); ++d) {
-      auto s = as_const_int(r.starts[d]), e = as_const_int(r.extents[d]), n = as_const_int(r.buffer->shape[d]);
+      auto s = as_const_int(r.starts[d]), e = as_const_int(r.extents[d]),
+           n = as_const_int(r.buffer->shape[d]);
       if (e && n && *e > *n)
-        TESSEL_USER_ERROR(op, where, "the region " << to_string(r) << " is " << shape_str(r.extents) << " but "
-                                                   << buffer_desc(r.buffer) << " is smaller in dimension " << d);
+        TESSEL_USER_ERROR(op, where,
+                          "the region " << to_string(r) << " is " << shape_str(r.extents) << " but "
+                                        << buffer_desc(r.buffer) << " is smaller in dimension " << d);
       if (s && e && n && (*s < 0 || *s + *e > *n))
-        TESSEL_USER_ERROR(op, where, "the region " << to_string(r) << " overruns " << buffer_desc(r.buffer)
-                                                   << " in dimension " << d);
+        TESSEL_USER_ERROR(
+            op, where,
+            "the region " << to_string(r) << " overruns " << buffer_desc(r.buffer) << " in dimension " << d);
     }
   }
 
@@ -184,7 +202,8 @@ class ProgramVerifier : public IRMutator {
 Stmt verify_program(const Stmt& body, PassContext& ctx) {
   Stmt out = ProgramVerifier(ctx).mutate(body);
   if (ctx.threads == 0)
-    TESSEL_USER_ERROR("PrimFunc", std::source_location(), ctx.func_name << " has no Kernel; call T::Kernel(...) in its body");
+    TESSEL_USER_ERROR("PrimFunc", std::source_location(),
+                      ctx.func_name << " has no Kernel; call T::Kernel(...) in its body");
   return out;
 }
 

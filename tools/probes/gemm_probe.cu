@@ -39,32 +39,31 @@
 
 #include <tessel/tessel.cuh>
 
-#define CHECK_CUDA(x)                                                                      \
-  do {                                                                                     \
-    cudaError_t err_ = (x);                                                                \
-    if (err_ != cudaSuccess) {                                                             \
-      std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x,                      \
-                   cudaGetErrorString(err_));                                              \
-      std::exit(2);                                                                        \
-    }                                                                                      \
+#define CHECK_CUDA(x)                                                                            \
+  do {                                                                                           \
+    cudaError_t err_ = (x);                                                                      \
+    if (err_ != cudaSuccess) {                                                                   \
+      std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(err_)); \
+      std::exit(2);                                                                              \
+    }                                                                                            \
   } while (0)
-#define CHECK_CUBLAS(x)                                                                    \
-  do {                                                                                     \
-    cublasStatus_t st_ = (x);                                                              \
-    if (st_ != CUBLAS_STATUS_SUCCESS) {                                                    \
-      std::fprintf(stderr, "%s:%d: %s: cuBLAS status %d\n", __FILE__, __LINE__, #x,        \
-                   static_cast<int>(st_));                                                 \
-      std::exit(2);                                                                        \
-    }                                                                                      \
+#define CHECK_CUBLAS(x)                                                                                     \
+  do {                                                                                                      \
+    cublasStatus_t st_ = (x);                                                                               \
+    if (st_ != CUBLAS_STATUS_SUCCESS) {                                                                     \
+      std::fprintf(stderr, "%s:%d: %s: cuBLAS status %d\n", __FILE__, __LINE__, #x, static_cast<int>(st_)); \
+      std::exit(2);                                                                                         \
+    }                                                                                                       \
   } while (0)
 
 namespace {
 
-__host__ __device__ constexpr int ceil_div(int a, int b) { return (a + b - 1) / b; }
+__host__ __device__ constexpr int ceil_div(int a, int b) {
+  return (a + b - 1) / b;
+}
 
 // One kernel configuration: the knobs of make_matmul in DESIGN.md section 1.
-template <class T, int BM_, int BN_, int BK_, int WarpsM, int WarpsN, int Stages_, bool TransA_,
-          bool TransB_>
+template <class T, int BM_, int BN_, int BK_, int WarpsM, int WarpsN, int Stages_, bool TransA_, bool TransB_>
 struct Config {
   using Elem = T;
   static constexpr int BM = BM_, BN = BN_, BK = BK_, kStages = Stages_;
@@ -72,8 +71,7 @@ struct Config {
   static constexpr int kThreads = 32 * WarpsM * WarpsN;
   using LayoutA = tessel::SwizzledLayout<TransA ? BK : BM, TransA ? BM : BK, sizeof(T)>;
   using LayoutB = tessel::SwizzledLayout<TransB ? BN : BK, TransB ? BK : BN, sizeof(T)>;
-  using Gemm =
-      tessel::BlockGemm<T, BM, BN, BK, WarpsM, WarpsN, TransA, TransB, LayoutA, LayoutB>;
+  using Gemm = tessel::BlockGemm<T, BM, BN, BK, WarpsM, WarpsN, TransA, TransB, LayoutA, LayoutB>;
   static constexpr int kPipelineBytes = kStages * (LayoutA::kSize + LayoutB::kSize) * sizeof(T);
   static constexpr int kScratchBytes = BM * BN * sizeof(T);
   static constexpr int kSmemBytes = kPipelineBytes;  // scratch aliases the pipeline buffers
@@ -83,8 +81,8 @@ struct Config {
   static std::string name() {
     char buf[128];
     std::snprintf(buf, sizeof buf, "%dx%dx%d_s%d_t%d_%s_%c%c", BM, BN, BK, kStages, kThreads,
-                  tessel::is_same<T, tessel::half_t>::value ? "f16" : "bf16",
-                  TransA ? 'T' : 'N', TransB ? 'T' : 'N');
+                  tessel::is_same<T, tessel::half_t>::value ? "f16" : "bf16", TransA ? 'T' : 'N',
+                  TransB ? 'T' : 'N');
     return buf;
   }
 };
@@ -102,11 +100,16 @@ struct Config {
 enum Mode { kBase = 0, kPipelined = 1, kPipeIssueFirst = 2, kPipeSplit = 3, kPipeIssueLate = 4 };
 const char* mode_name(int m) {
   switch (m) {
-    case kBase: return "base";
-    case kPipelined: return "pipe";
-    case kPipeIssueFirst: return "pipe_issue_first";
-    case kPipeSplit: return "pipe_split";
-    default: return "pipe_issue0";
+    case kBase:
+      return "base";
+    case kPipelined:
+      return "pipe";
+    case kPipeIssueFirst:
+      return "pipe_issue_first";
+    case kPipeSplit:
+      return "pipe_split";
+    default:
+      return "pipe_issue0";
   }
 }
 
@@ -136,18 +139,18 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
     T* a_dst = sA + stage * LayoutA::kSize;
     T* b_dst = sB + stage * LayoutB::kSize;
     if constexpr (!Cfg::TransA) {
-      tessel::copy_global_to_shared<T, BM, BK, LayoutA, kThreads, VecCopy>(
-          a_dst, A + (long long)m0 * K + k0, K, M - m0, K - k0);
+      tessel::copy_global_to_shared<T, BM, BK, LayoutA, kThreads, VecCopy>(a_dst, A + (long long)m0 * K + k0,
+                                                                           K, M - m0, K - k0);
     } else {
-      tessel::copy_global_to_shared<T, BK, BM, LayoutA, kThreads, VecCopy>(
-          a_dst, A + (long long)k0 * M + m0, M, K - k0, M - m0);
+      tessel::copy_global_to_shared<T, BK, BM, LayoutA, kThreads, VecCopy>(a_dst, A + (long long)k0 * M + m0,
+                                                                           M, K - k0, M - m0);
     }
     if constexpr (!Cfg::TransB) {
-      tessel::copy_global_to_shared<T, BK, BN, LayoutB, kThreads, VecCopy>(
-          b_dst, B + (long long)k0 * N + n0, N, K - k0, N - n0);
+      tessel::copy_global_to_shared<T, BK, BN, LayoutB, kThreads, VecCopy>(b_dst, B + (long long)k0 * N + n0,
+                                                                           N, K - k0, N - n0);
     } else {
-      tessel::copy_global_to_shared<T, BN, BK, LayoutB, kThreads, VecCopy>(
-          b_dst, B + (long long)n0 * K + k0, K, N - n0, K - k0);
+      tessel::copy_global_to_shared<T, BN, BK, LayoutB, kThreads, VecCopy>(b_dst, B + (long long)n0 * K + k0,
+                                                                           K, N - n0, K - k0);
     }
   };
 
@@ -155,8 +158,8 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
 #pragma unroll
   for (int i = 0; i < Gemm::kAccPerThread; ++i) acc[i] = 0.0f;
 
-  // Prologue: stages-1 tiles in flight. One commit per stage even when nothing was issued,
-  // so that wait<stages-2> always refers to the right tile.
+    // Prologue: stages-1 tiles in flight. One commit per stage even when nothing was issued,
+    // so that wait<stages-2> always refers to the right tile.
 #pragma unroll
   for (int s = 0; s < kStages - 1; ++s) {
     if (s < k_tiles) issue_tile(s, s);
@@ -210,8 +213,8 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
 
   T* c_tile = C + (long long)m0 * N + n0;
   if constexpr (Staged) {
-    tessel::store_accumulators_via_shared<T, Gemm, true>(acc, reinterpret_cast<T*>(smem_raw),
-                                                         c_tile, N, M - m0, N - n0);
+    tessel::store_accumulators_via_shared<T, Gemm, true>(acc, reinterpret_cast<T*>(smem_raw), c_tile, N,
+                                                         M - m0, N - n0);
   } else {
     tessel::store_accumulators<T, Gemm, VecStore>(acc, c_tile, N, M - m0, N - n0);
   }
@@ -223,19 +226,19 @@ struct Problem {
   int M, N, K;
   bool trans_a, trans_b;
   bool bf16;
-  void* A = nullptr;   // device, 16-bit
-  void* B = nullptr;   // device, 16-bit
-  void* C = nullptr;   // device, 16-bit, M*N + guard
-  void* Cb = nullptr;  // device, 16-bit, cuBLAS timing output
+  void* A = nullptr;     // device, 16-bit
+  void* B = nullptr;     // device, 16-bit
+  void* C = nullptr;     // device, 16-bit, M*N + guard
+  void* Cb = nullptr;    // device, 16-bit, cuBLAS timing output
   float* ref = nullptr;  // device, f32 reference
   std::vector<float> ref_host;
 };
 
-constexpr int kGuard = 256;  // poisoned elements after C: catches out-of-bounds stores
+constexpr int kGuard = 256;                 // poisoned elements after C: catches out-of-bounds stores
 constexpr unsigned short kPoison = 0xFFFF;  // NaN in f16 and bf16
 
 unsigned long long g_rng = 0x243F6A8885A308D3ull;  // fixed seed
-float next_uniform() {  // xorshift64*, uniform in [-1, 1)
+float next_uniform() {                             // xorshift64*, uniform in [-1, 1)
   g_rng ^= g_rng >> 12;
   g_rng ^= g_rng << 25;
   g_rng ^= g_rng >> 27;
@@ -283,8 +286,8 @@ void cublas_gemm(cublasHandle_t h, const Problem& p, void* C, cudaDataType c_typ
   const cublasOperation_t op_a = p.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
   const int ldb = p.trans_b ? p.K : p.N;
   const int lda = p.trans_a ? p.M : p.K;
-  CHECK_CUBLAS(cublasGemmEx(h, op_b, op_a, p.N, p.M, p.K, &alpha, p.B, ab, ldb, p.A, ab, lda,
-                            &beta, C, c_type, p.N, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+  CHECK_CUBLAS(cublasGemmEx(h, op_b, op_a, p.N, p.M, p.K, &alpha, p.B, ab, ldb, p.A, ab, lda, &beta, C,
+                            c_type, p.N, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
 }
 
 Problem make_problem(cublasHandle_t h, int M, int N, int K, bool ta, bool tb, bool bf16) {
@@ -344,7 +347,7 @@ struct Problems {
 
 constexpr int kWarmup = 5;
 constexpr int kTimed = 20;
-std::string g_filter;   // --only SUBSTRING of "config/variant"
+std::string g_filter;    // --only SUBSTRING of "config/variant"
 bool g_no_time = false;  // --no-time: correctness only (for ncu)
 bool g_short = false;    // --short: the main configurations only
 // --only takes comma-separated substrings of "config/mode:variant/M"; a case runs if any
@@ -367,9 +370,8 @@ void run_case(Problems& P, int M, int N, int K, int panel, bool time_it) {
   Row row;
   row.config = Cfg::name();
   row.M = M, row.N = N, row.K = K, row.panel = panel;
-  row.variant = std::string(mode_name(Mode_)) + ":" +
-                (VecCopy ? "vec" : "scalar") + (Staged ? "+staged" : "") +
-                (VecStore ? "" : "+scalar_store");
+  row.variant = std::string(mode_name(Mode_)) + ":" + (VecCopy ? "vec" : "scalar") +
+                (Staged ? "+staged" : "") + (VecStore ? "" : "+scalar_store");
   if (!selected(row.config + "/" + row.variant + "/" + std::to_string(M))) return;
   cublasHandle_t handle = P.h;
   Problem& p = P.get(M, N, K, Cfg::TransA, Cfg::TransB,
@@ -491,7 +493,7 @@ void run_unaligned(Problems& P) {
   run_case<Cfg, false, true, false, Mode_>(P, 1002, 1002, 1002, 0, true);   // 4 B
   run_case<Cfg, false, false, false, Mode_>(P, 1001, 1001, 1001, 0, true);  // elements
   run_case<Cfg, false, false, false, Mode_>(P, 17, 33, 65, 0, false);
-  run_case<Cfg, true, true, false, Mode_>(P, 1000, 1000, 1000, 0, true);   // vec, ragged K
+  run_case<Cfg, true, true, false, Mode_>(P, 1000, 1000, 1000, 0, true);  // vec, ragged K
 }
 
 // Other operand orders and bf16: correctness, timed for information.
@@ -504,14 +506,14 @@ void run_order(Problems& P) {
 }
 
 void print_results() {
-  std::printf("%-28s %-22s %5s %5s %5s %5s %9s %8s %9s %6s %9s %s\n", "config", "variant", "M",
-              "N", "K", "panel", "ms", "TFLOP/s", "cuBLAS ms", "ratio", "rel_err", "status");
+  std::printf("%-28s %-22s %5s %5s %5s %5s %9s %8s %9s %6s %9s %s\n", "config", "variant", "M", "N", "K",
+              "panel", "ms", "TFLOP/s", "cuBLAS ms", "ratio", "rel_err", "status");
   for (const Row& r : g_rows) {
     const double flop = 2.0 * r.M * r.N * r.K;
     const double tflops = flop / (r.ms * 1e-3) / 1e12;
-    std::printf("%-28s %-22s %5d %5d %5d %5d %9.4f %8.1f %9.4f %6.3f %9.2e %s %s\n",
-                r.config.c_str(), r.variant.c_str(), r.M, r.N, r.K, r.panel, r.ms, tflops,
-                r.cublas_ms, r.cublas_ms / r.ms, r.rel_err, r.ok ? "ok" : "FAIL", r.note.c_str());
+    std::printf("%-28s %-22s %5d %5d %5d %5d %9.4f %8.1f %9.4f %6.3f %9.2e %s %s\n", r.config.c_str(),
+                r.variant.c_str(), r.M, r.N, r.K, r.panel, r.ms, tflops, r.cublas_ms, r.cublas_ms / r.ms,
+                r.rel_err, r.ok ? "ok" : "FAIL", r.note.c_str());
   }
   for (const Row& r : g_rows) {
     const double flop = 2.0 * r.M * r.N * r.K;
@@ -545,8 +547,7 @@ int main(int argc, char** argv) {
   }
   cudaDeviceProp prop;
   CHECK_CUDA(cudaGetDeviceProperties(&prop, 0));
-  std::printf("device: %s (sm_%d%d, %d SMs)\n", prop.name, prop.major, prop.minor,
-              prop.multiProcessorCount);
+  std::printf("device: %s (sm_%d%d, %d SMs)\n", prop.name, prop.major, prop.minor, prop.multiProcessorCount);
   cublasHandle_t h;
   CHECK_CUBLAS(cublasCreate(&h));
   Problems P{h, {}};

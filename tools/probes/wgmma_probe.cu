@@ -61,7 +61,8 @@ namespace {
 
 // Row-major [rows][cols] 16-bit tensor, box {box_cols, box_rows}, swizzle box_cols * 2 bytes
 // (64 -> SWIZZLE_128B, 32 -> SWIZZLE_64B), zero OOB fill.
-tessel::TmaDescriptor make_tmap(const void* ptr, int rows, int cols, int box_rows, bool bf16, int box_cols = 64) {
+tessel::TmaDescriptor make_tmap(const void* ptr, int rows, int cols, int box_rows, bool bf16,
+                                int box_cols = 64) {
   static_assert(sizeof(tessel::TmaDescriptor) == sizeof(CUtensorMap), "tensor map size");
   CUtensorMap map;
   const cuuint64_t dims[2] = {(cuuint64_t)cols, (cuuint64_t)rows};
@@ -71,7 +72,8 @@ tessel::TmaDescriptor make_tmap(const void* ptr, int rows, int cols, int box_row
   CHECK_CU(cuTensorMapEncodeTiled(
       &map, bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 2,
       const_cast<void*>(ptr), dims, strides, box, estrides, CU_TENSOR_MAP_INTERLEAVE_NONE,
-      box_cols == 64 ? CU_TENSOR_MAP_SWIZZLE_128B : CU_TENSOR_MAP_SWIZZLE_64B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE));
+      box_cols == 64 ? CU_TENSOR_MAP_SWIZZLE_128B : CU_TENSOR_MAP_SWIZZLE_64B,
+      CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE));
   tessel::TmaDescriptor d;
   std::memcpy(&d, &map, sizeof d);
   return d;
@@ -176,8 +178,8 @@ constexpr int kWarmup = 5, kTimed = 20;
 // PP: ping-pong consumers; WS: 16-byte epilogue stores; PR/CR: setmaxnreg budgets;
 // attr: launch with a 1x1x1 cluster attribute even when Cl == 1 (the runtime launches with
 // cuLaunchKernel and no attribute, which is the default here).
-template <class T, int BM, int BN, int BK, int Stages, int CW, int Cl = 1, int PP = 0, int WS = 1, int PR = 40,
-          int CR = 232>
+template <class T, int BM, int BN, int BK, int Stages, int CW, int Cl = 1, int PP = 0, int WS = 1,
+          int PR = 40, int CR = 232>
 void run_case(cublasHandle_t handle, Problem& p, int panel, bool time_it, bool attr = false) {
   using G = tessel::HopperGemm<T, BM, BN, BK, Stages, CW, PR, CR, Cl, PP, WS>;
   const bool persistent = true;
@@ -335,7 +337,8 @@ void timed(cublasHandle_t h, Problem& p, int pn) {
 
 template <class T>
 void run_dtype(cublasHandle_t h, bool bf16, bool quick) {
-  for (auto [m, n, k] : {std::array<int, 3>{300, 264, 72}, {256, 512, 64}, {1000, 1000, 1000}, {200, 136, 40}}) {
+  for (auto [m, n, k] :
+       {std::array<int, 3>{300, 264, 72}, {256, 512, 64}, {1000, 1000, 1000}, {200, 136, 40}}) {
     Problem e = make_problem(h, m, n, k, bf16);  // ragged M, N; partial K tile; one K tile
     correctness<T>(h, e);
     free_problem(e);

@@ -84,13 +84,14 @@ int run_bench_softmax(const BenchSoftmaxOptions& o) {
     return kExitNoGpu;
   }
   CudnnSoftmax cudnn;
-  std::cout << "Tessel softmax vs cuDNN (" << (cudnn.available() ? "cudnnSoftmaxForward " + cudnn.version()
-                                                                  : "unavailable: " + cudnn.reason())
+  std::cout << "Tessel softmax vs cuDNN ("
+            << (cudnn.available() ? "cudnnSoftmaxForward " + cudnn.version()
+                                  : "unavailable: " + cudnn.reason())
             << ") vs a device copy of the same bytes, " << s.device.name << "; medians of " << o.repeats
             << " interleaved runs; GB/s = (bytes read + bytes written) / time\n";
   std::cout << "  " << left("shape", 18) << left("dtype", 6) << left("config", 22) << right("Tessel GB/s", 12)
-            << right("cuDNN GB/s", 11) << right("copy GB/s", 10) << right("of copy", 9) << right("vs cuDNN", 9)
-            << right("rel.err", 9) << "\n";
+            << right("cuDNN GB/s", 11) << right("copy GB/s", 10) << right("of copy", 9)
+            << right("vs cuDNN", 9) << right("rel.err", 9) << "\n";
   nlohmann::json results = nlohmann::json::array();
   int problems = 0;
   for (DType t : dtypes) {
@@ -100,7 +101,8 @@ int run_bench_softmax(const BenchSoftmaxOptions& o) {
         cases.push_back({(o.input_mib << 20) / (N * dtype_bytes(t)), N});
     for (auto [M, N] : cases) {
       auto config = kernels::default_softmax_config(M, N, t);
-      nlohmann::json r = {{"M", M}, {"N", N}, {"dtype", std::string(dtype_name(t))}, {"config", config.describe()}};
+      nlohmann::json r = {
+          {"M", M}, {"N", N}, {"dtype", std::string(dtype_name(t))}, {"config", config.describe()}};
       try {
         JitKernel k = kernels::make_softmax(M, N, t, config);
         Tensor x = Tensor::empty({M, N}, t), y = Tensor::empty({M, N}, t), y2 = Tensor::empty({M, N}, t),
@@ -113,9 +115,13 @@ int run_bench_softmax(const BenchSoftmaxOptions& o) {
         bool ok = !std::isnan(err) && err <= (t == DType::f32 ? 1e-3 : 1e-2);
         const double bytes = 2.0 * static_cast<double>(x.nbytes());
         std::vector<std::function<void()>> runs = {
-            [&] { k.launch({x, y}); },
-            [&] { check_cu(driver().cuMemcpyDtoDAsync(y3.device_ptr(), x.device_ptr(), x.nbytes(), nullptr),
-                           "cuMemcpyDtoDAsync"); }};
+            [&] {
+              k.launch({x, y});
+            },
+            [&] {
+              check_cu(driver().cuMemcpyDtoDAsync(y3.device_ptr(), x.device_ptr(), x.nbytes(), nullptr),
+                       "cuMemcpyDtoDAsync");
+            }};
         if (cudnn.available()) runs.push_back([&] { cudnn.run(x, y2); });
         std::vector<std::vector<double>> ms(runs.size());
         for (int rep = 0; rep < o.warmup + o.repeats; ++rep) {
@@ -133,11 +139,11 @@ int run_bench_softmax(const BenchSoftmaxOptions& o) {
         double gbs = bytes / (ours * 1e-3) / 1e9, copy_gbs = bytes / (copy * 1e-3) / 1e9,
                cudnn_gbs = bytes / (theirs * 1e-3) / 1e9;
         std::cout << "  " << left(std::to_string(M) + "x" + std::to_string(N), 18)
-                  << left(std::string(dtype_name(t)), 6) << left(config.describe(), 22) << right(fixed(gbs, 0), 12)
-                  << right(cudnn.available() ? fixed(cudnn_gbs, 0) : "-", 11) << right(fixed(copy_gbs, 0), 10)
-                  << right(fixed(100 * gbs / copy_gbs, 1) + "%", 9)
-                  << right(cudnn.available() ? fixed(theirs / ours, 2) + "x" : "-", 9) << right(scientific(err), 9)
-                  << (ok ? "" : "  NUMERICALLY WRONG") << "\n";
+                  << left(std::string(dtype_name(t)), 6) << left(config.describe(), 22)
+                  << right(fixed(gbs, 0), 12) << right(cudnn.available() ? fixed(cudnn_gbs, 0) : "-", 11)
+                  << right(fixed(copy_gbs, 0), 10) << right(fixed(100 * gbs / copy_gbs, 1) + "%", 9)
+                  << right(cudnn.available() ? fixed(theirs / ours, 2) + "x" : "-", 9)
+                  << right(scientific(err), 9) << (ok ? "" : "  NUMERICALLY WRONG") << "\n";
         r.update({{"status", ok ? "ok" : "wrong"},
                   {"tessel_ms", ours},
                   {"copy_ms", copy},
@@ -146,11 +152,12 @@ int run_bench_softmax(const BenchSoftmaxOptions& o) {
                   {"fraction_of_copy", gbs / copy_gbs},
                   {"rel_error_sampled_rows", std::isnan(err) ? nlohmann::json(nullptr) : nlohmann::json(err)},
                   {"registers", k.resources().registers}});
-        if (cudnn.available()) r.update({{"cudnn_ms", theirs}, {"cudnn_gbs", cudnn_gbs}, {"speedup_vs_cudnn", theirs / ours}});
+        if (cudnn.available())
+          r.update({{"cudnn_ms", theirs}, {"cudnn_gbs", cudnn_gbs}, {"speedup_vs_cudnn", theirs / ours}});
         if (!ok) ++problems;
       } catch (const std::exception& e) {
-        std::cout << "  " << left(std::to_string(M) + "x" + std::to_string(N), 18) << "failed: " << error_kind(e)
-                  << " (" << error_summary(e, 120) << ")\n";
+        std::cout << "  " << left(std::to_string(M) + "x" + std::to_string(N), 18)
+                  << "failed: " << error_kind(e) << " (" << error_summary(e, 120) << ")\n";
         r["status"] = "failed";
         r["error"] = {{"kind", error_kind(e)}, {"message", e.what()}};
         ++problems;
@@ -162,8 +169,9 @@ int run_bench_softmax(const BenchSoftmaxOptions& o) {
   if (!o.json_file.empty()) {
     nlohmann::json j = provenance_json();
     j["tool"] = "tessel bench softmax";
-    j["method"] = {{"baselines", {"cudnnSoftmaxForward (ACCURATE, CHANNEL mode on [M, N, 1, 1])",
-                                  "cuMemcpyDtoDAsync of the same bytes"}},
+    j["method"] = {{"baselines",
+                    {"cudnnSoftmaxForward (ACCURATE, CHANNEL mode on [M, N, 1, 1])",
+                     "cuMemcpyDtoDAsync of the same bytes"}},
                    {"timing", "CUDA events, legacy default stream, rotating order rep by rep"},
                    {"warmup", o.warmup},
                    {"repeats", o.repeats},
@@ -185,11 +193,13 @@ Command add_bench_softmax_command(CLI::App& bench) {
   auto o = std::make_shared<BenchSoftmaxOptions>();
   CLI::App* app = bench.add_subcommand(
       "softmax", "Tessel's softmax against cuDNN and a device copy of the same bytes: GB/s (needs a GPU)");
-  app->add_option("--shapes", o->shapes,
-                  "Shapes MxN, comma-separated (default: --input-mib inputs at N = 256, 1000, 1024, 4096, 5000, "
-                  "16384, 65536)")
+  app->add_option(
+         "--shapes", o->shapes,
+         "Shapes MxN, comma-separated (default: --input-mib inputs at N = 256, 1000, 1024, 4096, 5000, "
+         "16384, 65536)")
       ->delimiter(',');
-  app->add_option("--input-mib", o->input_mib, "Input size of the default shapes, MiB")->capture_default_str();
+  app->add_option("--input-mib", o->input_mib, "Input size of the default shapes, MiB")
+      ->capture_default_str();
   app->add_option("--dtype", o->dtypes, "Element types, comma-separated (f16, bf16, f32)")
       ->delimiter(',')
       ->capture_default_str();
@@ -198,7 +208,8 @@ Command add_bench_softmax_command(CLI::App& bench) {
       ->check(CLI::PositiveNumber);
   app->add_option("--warmup", o->warmup, "Untimed runs of each side first")->capture_default_str();
   app->add_option("--seed", o->seed, "Seed of the random inputs")->capture_default_str();
-  app->add_option("--json", o->json_file, "Also write the results, with date, device, command and commit, to FILE")
+  app->add_option("--json", o->json_file,
+                  "Also write the results, with date, device, command and commit, to FILE")
       ->type_name("FILE");
   return {app, [o] { return run_bench_softmax(*o); }};
 }

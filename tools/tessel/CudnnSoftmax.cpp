@@ -23,7 +23,8 @@ struct CudnnSoftmax::Impl {
   cudnnTensorDescriptor_t desc = nullptr;
 
   void check(cudnnStatus_t s, const char* what) const {
-    if (s != CUDNN_STATUS_SUCCESS) throw RuntimeError(std::string("cuDNN ") + what + " failed: " + error_string(s));
+    if (s != CUDNN_STATUS_SUCCESS)
+      throw RuntimeError(std::string("cuDNN ") + what + " failed: " + error_string(s));
   }
 };
 
@@ -46,7 +47,8 @@ CudnnSoftmax::CudnnSoftmax() {
     reason_ = std::string("cuDNN not found (libcudnn.so.9): ") + dlerror();
     return;
   }
-  bool ok = resolve(impl->lib, "cudnnCreate", impl->create) && resolve(impl->lib, "cudnnDestroy", impl->destroy) &&
+  bool ok = resolve(impl->lib, "cudnnCreate", impl->create) &&
+            resolve(impl->lib, "cudnnDestroy", impl->destroy) &&
             resolve(impl->lib, "cudnnGetVersion", impl->get_version) &&
             resolve(impl->lib, "cudnnGetErrorString", impl->error_string) &&
             resolve(impl->lib, "cudnnCreateTensorDescriptor", impl->create_desc) &&
@@ -83,17 +85,24 @@ void CudnnSoftmax::run(const Tensor& x, const Tensor& y) {
   if (!impl_) throw RuntimeError("cuDNN softmax unavailable: " + reason_);
   cudnnDataType_t t;
   switch (x.dtype()) {
-    case DType::f16: t = CUDNN_DATA_HALF; break;
-    case DType::bf16: t = CUDNN_DATA_BFLOAT16; break;
-    case DType::f32: t = CUDNN_DATA_FLOAT; break;
-    default: throw RuntimeError("cuDNN softmax: dtype " + std::string(dtype_name(x.dtype())) + " is not supported");
+    case DType::f16:
+      t = CUDNN_DATA_HALF;
+      break;
+    case DType::bf16:
+      t = CUDNN_DATA_BFLOAT16;
+      break;
+    case DType::f32:
+      t = CUDNN_DATA_FLOAT;
+      break;
+    default:
+      throw RuntimeError("cuDNN softmax: dtype " + std::string(dtype_name(x.dtype())) + " is not supported");
   }
   impl_->check(impl_->set_desc(impl_->desc, CUDNN_TENSOR_NCHW, t, static_cast<int>(x.size(0)),
                                static_cast<int>(x.size(1)), 1, 1),
                "cudnnSetTensor4dDescriptor");
   float alpha = 1, beta = 0;
-  impl_->check(impl_->softmax(impl_->handle, CUDNN_SOFTMAX_ACCURATE, CUDNN_SOFTMAX_MODE_CHANNEL, &alpha, impl_->desc,
-                              x.data_ptr(), &beta, impl_->desc, y.data_ptr()),
+  impl_->check(impl_->softmax(impl_->handle, CUDNN_SOFTMAX_ACCURATE, CUDNN_SOFTMAX_MODE_CHANNEL, &alpha,
+                              impl_->desc, x.data_ptr(), &beta, impl_->desc, y.data_ptr()),
                "cudnnSoftmaxForward");
 }
 

@@ -89,11 +89,11 @@ class Expr {
  public:
   Expr() = default;
   explicit Expr(std::shared_ptr<const ExprNode> n) : node_(std::move(n)) {}
-  Expr(int v);                                                       // NOLINT: i32 literal
-  Expr(long v);                                                      // NOLINT: i64 literal
-  Expr(long long v);                                                 // NOLINT: i64 literal
-  Expr(double v);                                                    // NOLINT: f32 literal
-  Expr(float v);                                                     // NOLINT: f32 literal
+  Expr(int v);        // NOLINT: i32 literal
+  Expr(long v);       // NOLINT: i64 literal
+  Expr(long long v);  // NOLINT: i64 literal
+  Expr(double v);     // NOLINT: f32 literal
+  Expr(float v);      // NOLINT: f32 literal
 
   bool defined() const { return node_ != nullptr; }
   const ExprNode* get() const { return node_.get(); }
@@ -203,7 +203,23 @@ struct VarNode : ExprNode {
 };
 
 enum class BinaryOp : std::uint8_t {
-  Add, Sub, Mul, Div, Mod, FloorDiv, FloorMod, Min, Max, EQ, NE, LT, LE, GT, GE, And, Or
+  Add,
+  Sub,
+  Mul,
+  Div,
+  Mod,
+  FloorDiv,
+  FloorMod,
+  Min,
+  Max,
+  EQ,
+  NE,
+  LT,
+  LE,
+  GT,
+  GE,
+  And,
+  Or
 };
 const char* binary_op_name(BinaryOp op);  // "+", "min", "==" ...
 bool is_comparison(BinaryOp op);
@@ -240,14 +256,16 @@ struct Cast : ExprNode {
 // A pure math intrinsic: exp, exp2, log, log2, sqrt, rsqrt, abs, infinity (no args), ...
 struct Call : ExprNode {
   static constexpr NodeKind kKind = NodeKind::Call;
-  Call(DType t, std::string n, std::vector<Expr> a) : ExprNode(kKind, t), name(std::move(n)), args(std::move(a)) {}
+  Call(DType t, std::string n, std::vector<Expr> a)
+      : ExprNode(kKind, t), name(std::move(n)), args(std::move(a)) {}
   const std::string name;
   const std::vector<Expr> args;
 };
 
 struct BufferLoad : ExprNode {
   static constexpr NodeKind kKind = NodeKind::BufferLoad;
-  BufferLoad(Buffer b, std::vector<Expr> i) : ExprNode(kKind, b->dtype), buffer(std::move(b)), indices(std::move(i)) {}
+  BufferLoad(Buffer b, std::vector<Expr> i)
+      : ExprNode(kKind, b->dtype), buffer(std::move(b)), indices(std::move(i)) {}
   const Buffer buffer;
   const std::vector<Expr> indices;
 };
@@ -269,8 +287,13 @@ const char* for_kind_name(ForKind k);
 struct ForStmt : StmtNode {
   static constexpr NodeKind kKind = NodeKind::ForStmt;
   ForStmt(Var v, Expr mn, Expr ext, ForKind k, int stages, Stmt b, std::source_location w)
-      : StmtNode(kKind, w), var(std::move(v)), min(std::move(mn)), extent(std::move(ext)), kind(k),
-        num_stages(stages), body(std::move(b)) {}
+      : StmtNode(kKind, w),
+        var(std::move(v)),
+        min(std::move(mn)),
+        extent(std::move(ext)),
+        kind(k),
+        num_stages(stages),
+        body(std::move(b)) {}
   const Var var;
   const Expr min, extent;
   const ForKind kind;
@@ -343,7 +366,12 @@ const char* gemm_warp_policy_name(GemmWarpPolicy p);
 struct GemmStmt : StmtNode {
   static constexpr NodeKind kKind = NodeKind::GemmStmt;
   GemmStmt(Region a, Region b, Region c, bool ta, bool tb, GemmWarpPolicy p, std::source_location w)
-      : StmtNode(kKind, w), A(std::move(a)), B(std::move(b)), C(std::move(c)), trans_a(ta), trans_b(tb),
+      : StmtNode(kKind, w),
+        A(std::move(a)),
+        B(std::move(b)),
+        C(std::move(c)),
+        trans_a(ta),
+        trans_b(tb),
         policy(p) {}
   const Region A, B, C;
   const bool trans_a, trans_b;
@@ -353,7 +381,8 @@ struct GemmStmt : StmtNode {
 // Tile op: every element of dst = value.
 struct FillStmt : StmtNode {
   static constexpr NodeKind kKind = NodeKind::FillStmt;
-  FillStmt(Region d, Expr v, std::source_location w) : StmtNode(kKind, w), dst(std::move(d)), value(std::move(v)) {}
+  FillStmt(Region d, Expr v, std::source_location w)
+      : StmtNode(kKind, w), dst(std::move(d)), value(std::move(v)) {}
   const Region dst;
   const Expr value;
 };
@@ -442,8 +471,8 @@ Region whole_region(const Buffer& b);
 Stmt make_fill(Region dst, Expr value, std::source_location w);
 Stmt make_reduce(Buffer src, Buffer dst, ReduceOp op, int dim, bool clear, std::source_location w);
 Stmt make_swizzle(int panel, std::source_location w);
-Stmt make_device_call(std::string callee, std::vector<std::string> template_args, std::vector<DeviceCallArg> args,
-                      std::source_location w);
+Stmt make_device_call(std::string callee, std::vector<std::string> template_args,
+                      std::vector<DeviceCallArg> args, std::source_location w);
 Stmt make_barrier(std::source_location w);
 Stmt make_async_commit(std::source_location w);
 Stmt make_async_wait(int pending, std::source_location w);

@@ -37,7 +37,9 @@ class IRMutator {
   TESSEL_STMT_NODES(TESSEL_MUTATE_STMT_DECL)
 #undef TESSEL_MUTATE_STMT_DECL
   // Substitution hook for every buffer a node names; the identity by default.
-  virtual Buffer mutate_buffer(const Buffer& b) { return b; }
+  virtual Buffer mutate_buffer(const Buffer& b) {
+    return b;
+  }
   Region mutate_region(const Region& r, bool* changed);
   std::vector<Expr> mutate_exprs(const std::vector<Expr>& v, bool* changed);
 };

@@ -39,7 +39,8 @@ TEST(JitRunOnCpu, ChecksArgumentsLikeTheGpuPath) {
     k.run_on_cpu({a, bad});
     FAIL() << "no error for a wrong shape";
   } catch (const tessel::RuntimeError& e) {
-    EXPECT_NE(std::string(e.what()).find("parameter B expects shape [64, 64], given [64, 32]"), std::string::npos)
+    EXPECT_NE(std::string(e.what()).find("parameter B expects shape [64, 64], given [64, 32]"),
+              std::string::npos)
         << e.what();
   }
 }

@@ -12,9 +12,13 @@ namespace T = tessel;
 
 namespace {
 
-tessel::passes::Target sm90() { return {"sm_90a", 90, 232448}; }
+tessel::passes::Target sm90() {
+  return {"sm_90a", 90, 232448};
+}
 // The mma.sync path (sm_90a takes tutorial-shaped GEMMs to the Hopper kernel).
-tessel::passes::Target sm80() { return {"sm_80", 80, 166912}; }
+tessel::passes::Target sm80() {
+  return {"sm_80", 80, 166912};
+}
 
 std::string error_of(const std::function<void()>& fn) {
   try {
@@ -28,7 +32,8 @@ std::string error_of(const std::function<void()>& fn) {
 TEST(Frontend, MatmulRecordsTheTutorialProgram) {
   auto f = tessel::kernels::matmul_program(256, 256, 256, {});
   std::string ir = f.script();
-  EXPECT_NE(ir.find("func matmul(A: f16[256, 256], B: f16[256, 256], C: f16[256, 256])"), std::string::npos) << ir;
+  EXPECT_NE(ir.find("func matmul(A: f16[256, 256], B: f16[256, 256], C: f16[256, 256])"), std::string::npos)
+      << ir;
   EXPECT_NE(ir.find("kernel grid(2, 2) threads(128) (bx, by)"), std::string::npos) << ir;
   EXPECT_NE(ir.find("pipelined ko in [0, 0 + 8) stages=3"), std::string::npos) << ir;
   EXPECT_NE(ir.find("copy(A[(by * 128), (ko * 32)] -> shared_"), std::string::npos) << ir;
@@ -58,7 +63,8 @@ TEST(Passes, PipelineMultiBuffersAndHandsTheCopiesToTheGemmMainLoop) {
   EXPECT_NE(layouts.find("// layout fragment_2: gemm accumulator, warps 2x2, 128 registers per thread"),
             std::string::npos)
       << layouts;
-  EXPECT_NE(layouts.find("// layout shared_0: tessel::SwizzledLayout<128, 32, 2>"), std::string::npos) << layouts;
+  EXPECT_NE(layouts.find("// layout shared_0: tessel::SwizzledLayout<128, 32, 2>"), std::string::npos)
+      << layouts;
   EXPECT_NE(lowered.stages.back().second.find("// smem shared_1: offset 24576"), std::string::npos)
       << lowered.stages.back().second;
 }
@@ -90,8 +96,9 @@ TEST(Passes, GenericPipelineOrdersWaitBarrierCopyCompute) {
   for (const auto& [name, text] : lowered.stages)
     if (name == "plan_pipelines") piped = text;
   EXPECT_NE(piped.find("unrolled s in [0, 0 + 2)"), std::string::npos) << piped;
-  auto wait = piped.find("async_wait(1)"), bar = piped.find("barrier()", wait), copy = piped.find("copy(", bar),
-       commit = piped.find("async_commit()", copy), gemm = piped.find("gemm(", commit);
+  auto wait = piped.find("async_wait(1)"), bar = piped.find("barrier()", wait),
+       copy = piped.find("copy(", bar), commit = piped.find("async_commit()", copy),
+       gemm = piped.find("gemm(", commit);
   EXPECT_TRUE(wait != std::string::npos && bar != std::string::npos && copy != std::string::npos &&
               commit != std::string::npos && gemm != std::string::npos)
       << piped;
@@ -113,7 +120,8 @@ TEST(Codegen, EmitsReadableKernel) {
   auto f = tessel::kernels::matmul_program(256, 256, 256, {});
   auto lowered = tessel::lower(f.ir(), sm80());
   std::string src = tessel::codegen::generate_cuda(lowered);
-  EXPECT_NE(src.find("extern \"C\" __global__ void __launch_bounds__(128) matmul_kernel("), std::string::npos) << src;
+  EXPECT_NE(src.find("extern \"C\" __global__ void __launch_bounds__(128) matmul_kernel("), std::string::npos)
+      << src;
   EXPECT_NE(src.find("[&](int k_tile, int stage) {"), std::string::npos) << src;
   EXPECT_NE(src.find("tessel::store_accumulators_via_shared<"), std::string::npos) << src;
   EXPECT_NE(src.find("#include <tessel/tessel.cuh>"), std::string::npos) << src;
@@ -148,8 +156,10 @@ TEST(Codegen, ParallelEpilogueFollowsTheAccumulatorLayout) {
 TEST(Errors, GemmTileNotDividingTheInstructionIsRejected) {
   tessel::kernels::MatmulConfig c;
   c.block_K = 24;
-  std::string msg = error_of([&] { tessel::lower(tessel::kernels::matmul_program(256, 256, 256, c).ir(), sm90()); });
-  EXPECT_NE(msg.find("error in gemm: the K tile is 24, not a multiple of 16 (mma.sync m16n8k16)"), std::string::npos)
+  std::string msg =
+      error_of([&] { tessel::lower(tessel::kernels::matmul_program(256, 256, 256, c).ir(), sm90()); });
+  EXPECT_NE(msg.find("error in gemm: the K tile is 24, not a multiple of 16 (mma.sync m16n8k16)"),
+            std::string::npos)
       << msg;
   EXPECT_NE(msg.find("Matmul.cpp:"), std::string::npos) << msg;
 }
@@ -159,7 +169,8 @@ TEST(Errors, WarpPartitionImpossible) {
   c.block_M = 16;
   c.block_N = 8;
   c.threads = 256;
-  std::string msg = error_of([&] { tessel::lower(tessel::kernels::matmul_program(256, 256, 256, c).ir(), sm90()); });
+  std::string msg =
+      error_of([&] { tessel::lower(tessel::kernels::matmul_program(256, 256, 256, c).ir(), sm90()); });
   EXPECT_NE(msg.find("cannot be split over 8 warps"), std::string::npos) << msg;
 }
 
@@ -169,7 +180,8 @@ TEST(Errors, SharedMemoryOverTheCap) {
   c.block_K = 64;
   c.num_stages = 4;
   c.threads = 256;
-  std::string msg = error_of([&] { tessel::lower(tessel::kernels::matmul_program(512, 512, 512, c).ir(), sm90()); });
+  std::string msg =
+      error_of([&] { tessel::lower(tessel::kernels::matmul_program(512, 512, 512, c).ir(), sm90()); });
   EXPECT_NE(msg.find("the kernel needs 262144 bytes of shared memory"), std::string::npos) << msg;
   EXPECT_NE(msg.find("sm_90a allows 232448 bytes per block"), std::string::npos) << msg;
 }
@@ -179,7 +191,8 @@ TEST(Errors, ThreadsMustBeAWarpMultiple) {
     T::PrimFunc f("bad");
     f.body([&] { T::Kernel(1, 100, [&](T::Var) {}); });
   });
-  EXPECT_NE(msg.find("error in Kernel: threads = 100; legal: a multiple of 32 from 32 to 1024"), std::string::npos)
+  EXPECT_NE(msg.find("error in Kernel: threads = 100; legal: a multiple of 32 from 32 to 1024"),
+            std::string::npos)
       << msg;
   EXPECT_NE(msg.find("LoweringTest.cpp:"), std::string::npos) << msg;
 }
@@ -223,7 +236,8 @@ TEST(Errors, GemmShapesMustChain) {
     });
   });
   std::string msg = error_of([&] { tessel::lower(f.ir(), sm90()); });
-  EXPECT_NE(msg.find("tile shapes do not chain: A is 64x32, B is 64x64, C is 64x64"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("tile shapes do not chain: A is 64x32, B is 64x64, C is 64x64"), std::string::npos)
+      << msg;
 }
 
 TEST(Dump, EnvPrintsIrAfterAPass) {

@@ -25,8 +25,8 @@ void cublas_gemm(const Tensor& a, const Tensor& b, Tensor& c, int M, int N, int 
   }();
   float alpha = 1, beta = 0;
   cudaDataType t = a.dtype() == DType::f16 ? CUDA_R_16F : CUDA_R_16BF;
-  ASSERT_EQ(cublasGemmEx(handle, CUBLAS_OP_N, CUBLAS_OP_N, N, M, K, &alpha, b.data_ptr(), t, N, a.data_ptr(), t, K,
-                         &beta, c.data_ptr(), t, N, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+  ASSERT_EQ(cublasGemmEx(handle, CUBLAS_OP_N, CUBLAS_OP_N, N, M, K, &alpha, b.data_ptr(), t, N, a.data_ptr(),
+                         t, K, &beta, c.data_ptr(), t, N, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
             CUBLAS_STATUS_SUCCESS);
 }
 
@@ -137,19 +137,22 @@ TEST_P(HopperShapes, MatchesReference) {
 
 INSTANTIATE_TEST_SUITE_P(
     Hopper, HopperShapes,
-    ::testing::Combine(
-        ::testing::Values(Case{2048, 2048, 2048, hopper(128, 256, 4, 256, 16)}, Case{4096, 4096, 4096, hopper(128, 256, 4, 256, 16)},
-                          Case{1000, 1000, 1000, hopper(128, 128, 6, 128, 0)}, Case{1, 4096, 4096, hopper(64, 256, 4, 128, 0)},
-                          Case{4096, 1, 4096, hopper(128, 128, 4, 256, 0)}, Case{4096, 4096, 8, hopper(128, 256, 4, 256, 16)},
-                          Case{17, 33, 65, hopper(128, 128, 4, 256, 0)}, Case{300, 200, 1000, hopper(128, 128, 3, 256, 0)},
-                          Case{512, 512, 64, hopper(128, 128, 2, 128, 0)},
-                          Case{8192, 28672, 8192, hopper(128, 256, 4, 256, 8)}),
-        ::testing::Values(DType::f16, DType::bf16), ::testing::Values(0)));
+    ::testing::Combine(::testing::Values(Case{2048, 2048, 2048, hopper(128, 256, 4, 256, 16)},
+                                         Case{4096, 4096, 4096, hopper(128, 256, 4, 256, 16)},
+                                         Case{1000, 1000, 1000, hopper(128, 128, 6, 128, 0)},
+                                         Case{1, 4096, 4096, hopper(64, 256, 4, 128, 0)},
+                                         Case{4096, 1, 4096, hopper(128, 128, 4, 256, 0)},
+                                         Case{4096, 4096, 8, hopper(128, 256, 4, 256, 16)},
+                                         Case{17, 33, 65, hopper(128, 128, 4, 256, 0)},
+                                         Case{300, 200, 1000, hopper(128, 128, 3, 256, 0)},
+                                         Case{512, 512, 64, hopper(128, 128, 2, 128, 0)},
+                                         Case{8192, 28672, 8192, hopper(128, 256, 4, 256, 8)}),
+                       ::testing::Values(DType::f16, DType::bf16), ::testing::Values(0)));
 
-INSTANTIATE_TEST_SUITE_P(
-    HopperFeaturesOff, HopperShapes,
-    ::testing::Combine(::testing::Values(Case{1000, 1000, 1000, hopper(128, 128, 4, 256, 0)}),
-                       ::testing::Values(DType::f16), ::testing::Values(1, 2, 3)));
+INSTANTIATE_TEST_SUITE_P(HopperFeaturesOff, HopperShapes,
+                         ::testing::Combine(::testing::Values(Case{1000, 1000, 1000,
+                                                                   hopper(128, 128, 4, 256, 0)}),
+                                            ::testing::Values(DType::f16), ::testing::Values(1, 2, 3)));
 
 TEST(MatmulArguments, WrongShapeDtypeAndCountAreReported) {
   TESSEL_REQUIRE_GPU();
@@ -160,7 +163,8 @@ TEST(MatmulArguments, WrongShapeDtypeAndCountAreReported) {
     kernel(a, bad);
     FAIL() << "no error for a wrong shape";
   } catch (const tessel::RuntimeError& e) {
-    EXPECT_NE(std::string(e.what()).find("argument 1 (B) has shape [32, 64]; expected [64, 64]"), std::string::npos)
+    EXPECT_NE(std::string(e.what()).find("argument 1 (B) has shape [32, 64]; expected [64, 64]"),
+              std::string::npos)
         << e.what();
   }
   try {

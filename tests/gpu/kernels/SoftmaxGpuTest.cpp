@@ -30,14 +30,16 @@ TEST_P(SoftmaxWidths, MatchesFloat64) {
   for (long long c = 1; c < N; c += 3) host[1 * N + c] = -std::numeric_limits<double>::infinity();
   for (long long c = 0; c < N; ++c) host[2 * N + c] = -std::numeric_limits<double>::infinity();
   std::vector<unsigned char> bytes(x.nbytes());
-  for (long long i = 0; i < M * N; ++i) tessel::store_host_element(host[i], t, bytes.data() + i * tessel::dtype_bytes(t));
+  for (long long i = 0; i < M * N; ++i)
+    tessel::store_host_element(host[i], t, bytes.data() + i * tessel::dtype_bytes(t));
   x.copy_from_host(bytes.data());
   Tensor y = Tensor::empty({M, N}, t);
   y.fill(std::nan(""));
   k.launch({x, y});
   tessel::check_cu(tessel::driver().cuCtxSynchronize(), "cuCtxSynchronize");
   std::vector<double> out = y.to_host_f64(), ref = tessel::test::reference_softmax(host, M, N);
-  for (long long c = 0; c < N; ++c) ASSERT_TRUE(std::isnan(out[2 * N + c])) << "all -inf row must be NaN at " << c;
+  for (long long c = 0; c < N; ++c)
+    ASSERT_TRUE(std::isnan(out[2 * N + c])) << "all -inf row must be NaN at " << c;
   // Compare the finite rows.
   std::vector<double> o, r;
   for (long long i = 0; i < M * N; ++i)
@@ -55,8 +57,8 @@ TEST_P(SoftmaxWidths, MatchesFloat64) {
 }
 
 INSTANTIATE_TEST_SUITE_P(IssueWidths, SoftmaxWidths,
-                         ::testing::Combine(::testing::Values(1, 2, 7, 31, 256, 1000, 1024, 4097, 16384, 65536, 100003,
-                                                              1048576),
+                         ::testing::Combine(::testing::Values(1, 2, 7, 31, 256, 1000, 1024, 4097, 16384,
+                                                              65536, 100003, 1048576),
                                             ::testing::Values(DType::f32, DType::f16, DType::bf16)));
 
 TEST(SoftmaxNaN, PropagatesThroughTheRow) {

@@ -253,9 +253,8 @@ std::string instantiate(const GemmCase& c, bool ta, bool tb) {
                 "template __global__ void gemm<tessel::%s, %d, %d, %d, %d, %d, %d, %s, %s, %s, "
                 "%s, %s>(const tessel::%s*, const tessel::%s*, tessel::%s*, int, int, int);\n",
                 c.type, c.bm, c.bn, c.bk, c.warps_m, c.warps_n, c.stages, ta ? "true" : "false",
-                tb ? "true" : "false", c.vectorized ? "true" : "false",
-                c.staged ? "true" : "false", c.pipelined ? "true" : "false", c.type, c.type,
-                c.type);
+                tb ? "true" : "false", c.vectorized ? "true" : "false", c.staged ? "true" : "false",
+                c.pipelined ? "true" : "false", c.type, c.type, c.type);
   return buf;
 }
 
@@ -276,7 +275,7 @@ TEST_P(GemmKernel, CompilesWithTensorCoreInstructionsAndNoSpills) {
   EXPECT_GE(tessel_device_test::count(r.ptx, "ldmatrix.sync.aligned.m8n8.x4.shared.b16"), 1);
   EXPECT_GE(tessel_device_test::count(r.ptx, "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16"), 1);
   EXPECT_GE(tessel_device_test::count(r.ptx, std::string("mma.sync.aligned.m16n8k16.row.col.f32.") +
-                                          (std::string(c.type) == "half_t" ? "f16.f16" : "bf16.bf16")),
+                                                 (std::string(c.type) == "half_t" ? "f16.f16" : "bf16.bf16")),
             4);
   if (c.vectorized) {
     EXPECT_GE(tessel_device_test::count(r.ptx, "cp.async.cg.shared.global"), 4);
@@ -314,8 +313,7 @@ INSTANTIATE_TEST_SUITE_P(DeviceHeaders, GemmKernel,
                          ::testing::Combine(::testing::ValuesIn(kGemmCases),
                                             ::testing::ValuesIn(tessel_device_test::arches())),
                          [](const auto& info) {
-                           return std::string(std::get<0>(info.param).name) + "_" +
-                                  std::get<1>(info.param);
+                           return std::string(std::get<0>(info.param).name) + "_" + std::get<1>(info.param);
                          });
 
 }  // namespace

@@ -151,15 +151,14 @@ TEST_P(EachHeader, CompilesAloneWithoutWarnings) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    DeviceHeaders, EachHeader,
-    ::testing::Combine(::testing::ValuesIn(kHeaderCases),
-                       ::testing::ValuesIn(tessel_device_test::arches())),
-    [](const auto& info) {
-      std::string h = std::get<0>(info.param).header;
-      h = h.substr(0, h.find('.'));
-      return h + "_" + std::get<1>(info.param);
-    });
+INSTANTIATE_TEST_SUITE_P(DeviceHeaders, EachHeader,
+                         ::testing::Combine(::testing::ValuesIn(kHeaderCases),
+                                            ::testing::ValuesIn(tessel_device_test::arches())),
+                         [](const auto& info) {
+                           std::string h = std::get<0>(info.param).header;
+                           h = h.substr(0, h.find('.'));
+                           return h + "_" + std::get<1>(info.param);
+                         });
 
 // The rules every header follows (STYLE.md, device headers): only each other as includes,
 // every static_assert with a message, small files, everything in namespace tessel.
@@ -289,7 +288,9 @@ static_assert(tessel::swizzle_supported(32, 2) && !tessel::swizzle_supported(24,
 static_assert(tessel::RowMajorLayout<5, 7>::offset(4, 6) == 34, "row-major");
 )cuda";
 
-TEST(DeviceLayout, SwizzleIsBijectiveAndBankConflictFree) { expect_compiles(kLayoutChecks); }
+TEST(DeviceLayout, SwizzleIsBijectiveAndBankConflictFree) {
+  expect_compiles(kLayoutChecks);
+}
 
 // rasterize is a bijection of the grid onto itself, also for partial last panels.
 const char* kRasterizeChecks = R"cuda(
@@ -325,7 +326,9 @@ static_assert(x_of(8, 4) == 8 && y_of(8, 4) == 0 && x_of(9, 4) == 9 && x_of(0, 5
               y_of(0, 5) == 1, "last panel is 2 wide");
 )cuda";
 
-TEST(DeviceBlock, RasterizeIsABijection) { expect_compiles(kRasterizeChecks); }
+TEST(DeviceBlock, RasterizeIsABijection) {
+  expect_compiles(kRasterizeChecks);
+}
 
 // Wrong uses fail with a message that says what is legal.
 struct ErrorCase {
@@ -342,24 +345,29 @@ TEST_P(DeviceHeaderErrors, StaticAssertSaysWhatIsLegal) {
 }
 
 const ErrorCase kErrorCases[] = {
-    {"#include <tessel/layout.cuh>\nstatic_assert(tessel::SwizzledLayout<8, 24, 2>::kSize > 0, \"instantiate\");",
+    {"#include <tessel/layout.cuh>\nstatic_assert(tessel::SwizzledLayout<8, 24, 2>::kSize > 0, "
+     "\"instantiate\");",
      "use RowMajorLayout"},
     {"#include <tessel/types.cuh>\n__global__ void k(char* p) { p[0] = "
      "tessel::from_float<char>(1.0f); }",
      "T must be half_t, bfloat16_t, float, double or int"},
-    {"#include <tessel/gemm.cuh>\n#include <tessel/layout.cuh>\nusing G = tessel::BlockGemm<tessel::half_t, 96, 64, 32, 4, 2, "
+    {"#include <tessel/gemm.cuh>\n#include <tessel/layout.cuh>\nusing G = tessel::BlockGemm<tessel::half_t, "
+     "96, 64, 32, 4, 2, "
      "false, false, tessel::SwizzledLayout<96, 32, 2>, tessel::SwizzledLayout<32, 64, 2>>;\n"
      "static_assert(G::kAccPerThread > 0, \"instantiate\");",
      "BM must be a multiple of 16 * WarpsM"},
-    {"#include <tessel/gemm.cuh>\n#include <tessel/layout.cuh>\nusing G = tessel::BlockGemm<float, 64, 64, 32, 2, 2, false, "
+    {"#include <tessel/gemm.cuh>\n#include <tessel/layout.cuh>\nusing G = tessel::BlockGemm<float, 64, 64, "
+     "32, 2, 2, false, "
      "false, tessel::SwizzledLayout<64, 32, 2>, tessel::SwizzledLayout<32, 64, 2>>;\n"
      "static_assert(G::kAccPerThread > 0, \"instantiate\");",
      "TIn must be half_t or bfloat16_t"},
-    {"#include <tessel/gemm.cuh>\n#include <tessel/layout.cuh>\nusing G = tessel::BlockGemm<tessel::half_t, 64, 64, 32, 2, 2, "
+    {"#include <tessel/gemm.cuh>\n#include <tessel/layout.cuh>\nusing G = tessel::BlockGemm<tessel::half_t, "
+     "64, 64, 32, 2, 2, "
      "true, false, tessel::SwizzledLayout<64, 32, 2>, tessel::SwizzledLayout<32, 64, 2>>;\n"
      "static_assert(G::kAccPerThread > 0, \"instantiate\");",
      "LayoutA must describe the A tile"},
-    {"#include <tessel/gemm.cuh>\n#include <tessel/layout.cuh>\nusing G = tessel::BlockGemm<tessel::half_t, 64, 64, 24, 2, 2, "
+    {"#include <tessel/gemm.cuh>\n#include <tessel/layout.cuh>\nusing G = tessel::BlockGemm<tessel::half_t, "
+     "64, 64, 24, 2, 2, "
      "false, false, tessel::RowMajorLayout<64, 24>, tessel::RowMajorLayout<24, 64>>;\n"
      "static_assert(G::kAccPerThread > 0, \"instantiate\");",
      "BK must be a multiple of 16"},

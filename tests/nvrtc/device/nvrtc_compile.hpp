@@ -99,16 +99,14 @@ inline CompileResult compile(const std::string& source, const std::string& arch,
     result.kernels = parse_ptxas_log(result.log);
   }
   nvrtcDestroyProgram(&prog);
-  result.seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return result;
 }
 
 // Occurrences of `needle` in `haystack`.
 inline int count(const std::string& haystack, const std::string& needle) {
   int n = 0;
-  for (size_t p = haystack.find(needle); p != std::string::npos;
-       p = haystack.find(needle, p + needle.size()))
+  for (size_t p = haystack.find(needle); p != std::string::npos; p = haystack.find(needle, p + needle.size()))
     ++n;
   return n;
 }

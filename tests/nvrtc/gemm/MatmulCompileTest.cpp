@@ -47,8 +47,9 @@ TEST_P(TutorialKernels, CompileWithTensorCoresAndNoSpills) {
   EXPECT_EQ(k.resources().spill_load_bytes, 0) << k.compile_log();
   EXPECT_GT(k.resources().registers, 0);
   EXPECT_LE(k.resources().registers, 255);
-  std::cout << "[ info ] " << cfg.describe() << " " << arch << ": " << k.resources().registers << " registers, "
-            << k.resources().compile_ms << " ms" << (k.resources().cache_hit ? " (cache hit)" : "") << "\n";
+  std::cout << "[ info ] " << cfg.describe() << " " << arch << ": " << k.resources().registers
+            << " registers, " << k.resources().compile_ms << " ms"
+            << (k.resources().cache_hit ? " (cache hit)" : "") << "\n";
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -64,7 +65,8 @@ TEST(MatmulCompile, OddShapesUseTheMaskedScalarPath) {
   o.arch = "sm_90a";
   auto k = tessel::kernels::make_matmul(17, 33, 65, MatmulConfig{}, o);
   // K = 65 leaves rows of A unaligned: the copy must not use 16-byte cp.async for A.
-  EXPECT_NE(k.source().find("tessel::SwizzledLayout<128, 32, 2>, 128, false>"), std::string::npos) << k.source();
+  EXPECT_NE(k.source().find("tessel::SwizzledLayout<128, 32, 2>, 128, false>"), std::string::npos)
+      << k.source();
   EXPECT_NE(k.ptx().find("mma.sync"), std::string::npos);
 }
 
@@ -78,7 +80,8 @@ TEST(MatmulCompile, SecondJitIsACacheHit) {
   EXPECT_TRUE(hot.resources().cache_hit);
   EXPECT_EQ(hot.source(), cold.source());
   EXPECT_LT(hot.resources().compile_ms, 50.0);
-  std::cout << "[ info ] cold " << cold.resources().compile_ms << " ms, hit " << hot.resources().compile_ms << " ms\n";
+  std::cout << "[ info ] cold " << cold.resources().compile_ms << " ms, hit " << hot.resources().compile_ms
+            << " ms\n";
 }
 
 }  // namespace
@@ -130,7 +133,8 @@ TEST(HopperPath, DeclinedShapesSayWhy) {
   o.arch = "sm_90a";
   // The tutorial's own 128x128x32 takes the Hopper path (64-byte swizzle for A's 32-wide rows).
   auto tutorial = tessel::kernels::make_matmul(2048, 2048, 2048, tessel::kernels::MatmulConfig{}, o);
-  EXPECT_EQ(tutorial.info().path, "sm90 TMA + wgmma, warp-specialized, persistent") << tutorial.info().hopper_declined;
+  EXPECT_EQ(tutorial.info().path, "sm90 TMA + wgmma, warp-specialized, persistent")
+      << tutorial.info().hopper_declined;
   tessel::kernels::MatmulConfig k16;
   k16.block_K = 16;
   auto narrow = tessel::kernels::make_matmul(2048, 2048, 2048, k16, o);

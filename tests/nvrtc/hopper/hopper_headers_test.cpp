@@ -194,12 +194,12 @@ TEST(HopperLayouts, SwizzleAndAccumulatorAreBijections) {
 
 // The probe's configurations, instantiated the way generated code will: one extern "C"
 // kernel per config calling HopperGemm::run.
-std::string gemm_kernel_source(const std::string& type, int bm, int bn, int bk, int stages, int cw, int cluster,
-                               int pp) {
+std::string gemm_kernel_source(const std::string& type, int bm, int bn, int bk, int stages, int cw,
+                               int cluster, int pp) {
   std::ostringstream s;
   s << "#include <tessel/hopper_gemm.cuh>\n"
-    << "using G = tessel::HopperGemm<tessel::" << type << ", " << bm << ", " << bn << ", " << bk << ", " << stages
-    << ", " << cw << ", 40, 232, " << cluster << ", " << pp << ">;\n"
+    << "using G = tessel::HopperGemm<tessel::" << type << ", " << bm << ", " << bn << ", " << bk << ", "
+    << stages << ", " << cw << ", 40, 232, " << cluster << ", " << pp << ">;\n"
     << R"cuda(extern "C" __global__ void __launch_bounds__(G::kThreads, 1)
     gemm(const __grid_constant__ tessel::TmaDescriptor a,
          const __grid_constant__ tessel::TmaDescriptor b, tessel::)cuda"

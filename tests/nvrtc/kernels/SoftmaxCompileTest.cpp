@@ -26,8 +26,8 @@ TEST_P(SoftmaxCompile, NoSpillsAndVectorAccesses) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Widths, SoftmaxCompile,
-                         ::testing::Combine(::testing::Values(1, 7, 256, 1000, 4096, 4097, 16384, 65536, 100003,
-                                                              1048576),
+                         ::testing::Combine(::testing::Values(1, 7, 256, 1000, 4096, 4097, 16384, 65536,
+                                                              100003, 1048576),
                                             ::testing::Values(std::string("sm_80"), std::string("sm_90a"))));
 
 TEST(SoftmaxCompileErrors, ReductionThatCannotBeLaidOut) {
@@ -47,9 +47,10 @@ TEST(SoftmaxCompileErrors, ReductionThatCannotBeLaidOut) {
     FAIL() << "no error";
   } catch (const T::CompileError& e) {
     std::string msg = e.what();
-    EXPECT_NE(msg.find("error in reduce_max: cannot lay out fragment_0 [1, 24] for a reduction over dim 1 with "
-                       "128 threads"),
-              std::string::npos)
+    EXPECT_NE(
+        msg.find("error in reduce_max: cannot lay out fragment_0 [1, 24] for a reduction over dim 1 with "
+                 "128 threads"),
+        std::string::npos)
         << msg;
     EXPECT_NE(msg.find("SoftmaxCompileTest.cpp:"), std::string::npos) << msg;
   }
