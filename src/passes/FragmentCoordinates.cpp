@@ -1,16 +1,12 @@
 #include "passes/FragmentCoordinates.hpp"
 
+#include "passes/PassUtil.hpp"
+
 namespace tessel::passes {
 
 using namespace ir;
 
 namespace {
-Expr add(Expr a, Expr b) {
-  return make_binary(BinaryOp::Add, std::move(a), std::move(b));
-}
-Expr mul(Expr a, Expr b) {
-  return make_binary(BinaryOp::Mul, std::move(a), std::move(b));
-}
 Expr div(Expr a, std::int64_t b) {
   return b == 1 ? a : make_binary(BinaryOp::Div, std::move(a), make_int(b));
 }

@@ -9,6 +9,7 @@
 //   Ensures:  ctx.fragment_layouts has every fragment, ctx.shared_layouts every shared buffer.
 #include <numeric>
 
+#include "passes/PassUtil.hpp"
 #include "passes/Passes.hpp"
 #include "tessel/ir/Mutator.hpp"
 #include "tessel/ir/Printer.hpp"
@@ -140,17 +141,7 @@ class LayoutInference : public IRVisitor {
   // The fragments each outermost Parallel nest touches, for propagation in finish().
   void visit_node(const ForStmt* op) override {
     if (op->kind == ForKind::Parallel && !in_nest_) {
-      struct Uses : IRVisitor {
-        std::vector<Buffer> fragments;
-        void visit_buffer(const Buffer& b) override {
-          if (b->scope != Scope::Fragment) return;
-          for (const Buffer& f : fragments)
-            if (f.same_as(b)) return;
-          fragments.push_back(b);
-        }
-      } uses;
-      uses.visit(op->body);
-      nests_.push_back(uses.fragments);
+      nests_.push_back(fragments_used(op->body));
       in_nest_ = true;
       IRVisitor::visit_node(op);
       in_nest_ = false;
@@ -243,11 +234,6 @@ class LayoutInference : public IRVisitor {
         return "reduce_sum";
     }
     return "reduce";
-  }
-  static std::string shape_text(const std::vector<std::int64_t>& s) {
-    std::string out = "[";
-    for (size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
-    return out + "]";
   }
 
   FragmentLayout strided(const Buffer& b) const {

@@ -12,6 +12,7 @@
 #include <map>
 
 #include "passes/FragmentCoordinates.hpp"
+#include "passes/PassUtil.hpp"
 #include "passes/Passes.hpp"
 #include "tessel/ir/Mutator.hpp"
 #include "tessel/ir/Printer.hpp"
@@ -21,16 +22,6 @@ namespace tessel::passes {
 using namespace ir;
 
 namespace {
-
-struct FragmentUse : IRVisitor {
-  std::vector<Buffer> fragments;
-  void visit_buffer(const Buffer& b) override {
-    if (b->scope != Scope::Fragment) return;
-    for (const Buffer& f : fragments)
-      if (f.same_as(b)) return;
-    fragments.push_back(b);
-  }
-};
 
 bool same_layout(const FragmentLayout& a, const FragmentLayout& b) {
   return a.kind == b.kind && a.shape == b.shape && a.gemm_type == b.gemm_type && a.vec == b.vec &&
@@ -120,13 +111,12 @@ class ParallelLowering : public IRMutator {
       body = f->body;
     }
     body = mutate(body);  // nested nests inside are lowered on their own
-    FragmentUse use;
-    use.visit(body);
+    const std::vector<Buffer> fragments = fragments_used(body);
     std::int64_t numel = 1;
     for (auto s : shape) numel *= s;
     const int threads = ctx_.threads;
     auto w = op->where;
-    if (use.fragments.empty()) {
+    if (fragments.empty()) {
       // Flat split over threads.
       Var t("t");
       Expr f =
@@ -138,8 +128,8 @@ class ParallelLowering : public IRMutator {
     }
     // The nest follows the fragment of the highest rank; 1-D row vectors (RowOf) ride along
     // with the row-blocked tile they were reduced from.
-    Buffer lead = use.fragments[0];
-    for (const Buffer& b : use.fragments)
+    Buffer lead = fragments[0];
+    for (const Buffer& b : fragments)
       if (b.ndim() > lead.ndim()) lead = b;
     const FragmentLayout& layout = ctx_.fragment_layouts.at(lead->id);
     if (layout.shape != shape)
@@ -149,7 +139,7 @@ class ParallelLowering : public IRMutator {
                                            << "; a Parallel nest over a fragment must cover all of it");
     Var l("l");
     std::map<int, RegisterMap> maps;
-    for (const Buffer& b : use.fragments) {
+    for (const Buffer& b : fragments) {
       const FragmentLayout& bl = ctx_.fragment_layouts.at(b->id);
       if (same_layout(bl, layout)) {
         maps[b->id] = RegisterMap{vars, l};
@@ -176,11 +166,6 @@ class ParallelLowering : public IRMutator {
   }
 
  private:
-  static std::string shape_text(const std::vector<std::int64_t>& s) {
-    std::string out = "[";
-    for (size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
-    return out + "]";
-  }
   PassContext& ctx_;
 };
 

@@ -14,6 +14,7 @@
 #include <numeric>
 
 #include "passes/FragmentCoordinates.hpp"
+#include "passes/PassUtil.hpp"
 #include "passes/Passes.hpp"
 #include "tessel/ir/Mutator.hpp"
 #include "tessel/ir/Printer.hpp"
@@ -23,22 +24,6 @@ namespace tessel::passes {
 using namespace ir;
 
 namespace {
-
-Expr add(Expr a, Expr b) {
-  return make_binary(BinaryOp::Add, std::move(a), std::move(b));
-}
-Expr mul(Expr a, Expr b) {
-  return make_binary(BinaryOp::Mul, std::move(a), std::move(b));
-}
-Expr sub(Expr a, Expr b) {
-  return make_binary(BinaryOp::Sub, std::move(a), std::move(b));
-}
-Expr lt(Expr a, Expr b) {
-  return make_binary(BinaryOp::LT, std::move(a), std::move(b));
-}
-Expr i64(Expr e) {
-  return make_cast(DType::i64, std::move(e));
-}
 
 // The largest power of two that provably divides e (block indices and loop variables count
 // as arbitrary integers). Used to prove 16-byte alignment of copy regions.

@@ -1,0 +1,51 @@
+// Small helpers the passes share: index arithmetic that folds as it builds, the fragments a
+// statement touches, and shapes as text for messages.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "tessel/ir/IR.hpp"
+#include "tessel/ir/Mutator.hpp"
+
+namespace tessel::passes {
+
+inline ir::Expr add(ir::Expr a, ir::Expr b) {
+  return ir::make_binary(ir::BinaryOp::Add, std::move(a), std::move(b));
+}
+inline ir::Expr sub(ir::Expr a, ir::Expr b) {
+  return ir::make_binary(ir::BinaryOp::Sub, std::move(a), std::move(b));
+}
+inline ir::Expr mul(ir::Expr a, ir::Expr b) {
+  return ir::make_binary(ir::BinaryOp::Mul, std::move(a), std::move(b));
+}
+inline ir::Expr lt(ir::Expr a, ir::Expr b) {
+  return ir::make_binary(ir::BinaryOp::LT, std::move(a), std::move(b));
+}
+inline ir::Expr i64(ir::Expr e) {
+  return ir::make_cast(DType::i64, std::move(e));
+}
+
+// The fragments a statement reads or writes, in first-use order.
+inline std::vector<ir::Buffer> fragments_used(const ir::Stmt& s) {
+  struct Uses : ir::IRVisitor {
+    std::vector<ir::Buffer> fragments;
+    void visit_buffer(const ir::Buffer& b) override {
+      if (b->scope != ir::Scope::Fragment) return;
+      for (const ir::Buffer& f : fragments)
+        if (f.same_as(b)) return;
+      fragments.push_back(b);
+    }
+  } uses;
+  uses.visit(s);
+  return uses.fragments;
+}
+
+// "[128, 64]"
+inline std::string shape_text(const std::vector<std::int64_t>& s) {
+  std::string out = "[";
+  for (size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
+  return out + "]";
+}
+
+}  // namespace tessel::passes
