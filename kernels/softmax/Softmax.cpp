@@ -54,9 +54,10 @@ SoftmaxConfig default_softmax_config(long long /*M*/, long long N, DType dtype) 
   const long long vec = 16 / dtype_bytes(dtype);
   SoftmaxConfig c;
   if (N <= 1024) {
-    // A warp (or fewer lanes, for short rows) per row; enough rows that every thread has a
-    // few 16-byte loads in flight.
-    long long lanes = std::min<long long>(32, next_pow2((N + vec - 1) / vec));
+    // Four vectors of a row per thread where the row is long enough (fewer shuffle steps per
+    // element), at most a warp per row; enough rows that every thread has four 16-byte loads
+    // in flight. infer_layouts makes the same choice of lanes for this tile.
+    long long lanes = std::min<long long>(32, next_pow2((N + 4 * vec - 1) / (4 * vec)));
     long long bn = round_up(N, lanes * vec);
     long long chunks = bn / (lanes * vec);
     c.variant = SoftmaxVariant::Rows;

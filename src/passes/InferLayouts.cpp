@@ -252,8 +252,12 @@ class LayoutInference : public IRVisitor {
     while (vec > 1 && C % vec) vec /= 2;
     std::int64_t max_lanes = 1;
     while (max_lanes * 2 <= ctx_.threads && C % (max_lanes * 2 * vec) == 0) max_lanes *= 2;
-    // Up to a warp per row keeps reductions in shuffles; wider only when the rows run out.
-    std::int64_t lanes = std::min<std::int64_t>(max_lanes, 32);
+    // Up to four vectors of a row per thread before the row spreads over more lanes (fewer
+    // shuffle steps per element), up to a warp per row (reductions stay in shuffles); wider
+    // only when the rows run out.
+    std::int64_t target = 1;
+    while (target * 2 <= C / (vec * 4)) target *= 2;
+    std::int64_t lanes = std::min<std::int64_t>(std::min<std::int64_t>(max_lanes, 32), target);
     while (lanes < max_lanes && R % (ctx_.threads / lanes)) lanes *= 2;
     std::int64_t rows_per_pass = ctx_.threads / lanes;
     if (ctx_.threads % lanes || R % rows_per_pass) return std::nullopt;
