@@ -81,6 +81,22 @@ MatmulConfig knob(int bm, int bn, int bk, int st, int thr, bool swz) {
   return c;
 }
 
+std::string case_name(const Case& c, DType t) {
+  return std::to_string(c.M) + "x" + std::to_string(c.N) + "x" + std::to_string(c.K) + "_" +
+         std::to_string(c.cfg.block_M) + "x" + std::to_string(c.cfg.block_N) + "x" +
+         std::to_string(c.cfg.block_K) + "s" + std::to_string(c.cfg.num_stages) + "t" +
+         std::to_string(c.cfg.threads) + (c.cfg.use_swizzle ? "swz" : "") + "_" +
+         std::string(tessel::dtype_name(t));
+}
+struct ShapeName {
+  template <class P>
+  std::string operator()(const ::testing::TestParamInfo<P>& info) const {
+    std::string n = case_name(std::get<0>(info.param), std::get<1>(info.param));
+    if constexpr (std::tuple_size_v<P> == 3) n += "_off" + std::to_string(std::get<2>(info.param));
+    return n;
+  }
+};
+
 class MatmulShapes : public ::testing::TestWithParam<std::tuple<Case, DType>> {};
 
 TEST_P(MatmulShapes, MatchesReference) {
@@ -97,7 +113,8 @@ INSTANTIATE_TEST_SUITE_P(
                                          Case{1, 4096, 4096, kDefault}, Case{4096, 1, 4096, kDefault},
                                          Case{4096, 4096, 8, kDefault}, Case{300, 200, 40, kDefault},
                                          Case{2048, 2048, 2048, knob(128, 256, 32, 3, 256, true)}),
-                       ::testing::Values(DType::f16, DType::bf16)));
+                       ::testing::Values(DType::f16, DType::bf16)),
+    ShapeName());
 
 INSTANTIATE_TEST_SUITE_P(
     TutorialKnobs, MatmulShapes,
@@ -107,7 +124,8 @@ INSTANTIATE_TEST_SUITE_P(
                                          Case{2048, 2048, 2048, knob(128, 128, 32, 3, 128, false)},
                                          Case{2048, 2048, 2048, knob(128, 128, 64, 2, 256, false)},
                                          Case{2048, 2048, 2048, knob(128, 256, 32, 2, 256, false)}),
-                       ::testing::Values(DType::f16)));
+                       ::testing::Values(DType::f16)),
+    ShapeName());
 
 // The sm_90a path (TMA + wgmma, warp-specialized, persistent) where the tile allows it, and the
 // same configs with each feature turned off (the mma.sync fallback).
@@ -147,12 +165,14 @@ INSTANTIATE_TEST_SUITE_P(
                                          Case{300, 200, 1000, hopper(128, 128, 3, 256, 0)},
                                          Case{512, 512, 64, hopper(128, 128, 2, 128, 0)},
                                          Case{8192, 28672, 8192, hopper(128, 256, 4, 256, 8)}),
-                       ::testing::Values(DType::f16, DType::bf16), ::testing::Values(0)));
+                       ::testing::Values(DType::f16, DType::bf16), ::testing::Values(0)),
+    ShapeName());
 
 INSTANTIATE_TEST_SUITE_P(HopperFeaturesOff, HopperShapes,
                          ::testing::Combine(::testing::Values(Case{1000, 1000, 1000,
                                                                    hopper(128, 128, 4, 256, 0)}),
-                                            ::testing::Values(DType::f16), ::testing::Values(1, 2, 3)));
+                                            ::testing::Values(DType::f16), ::testing::Values(1, 2, 3)),
+                         ShapeName());
 
 TEST(MatmulArguments, WrongShapeDtypeAndCountAreReported) {
   TESSEL_REQUIRE_GPU();

@@ -59,7 +59,11 @@ TEST_P(SoftmaxWidths, MatchesFloat64) {
 INSTANTIATE_TEST_SUITE_P(IssueWidths, SoftmaxWidths,
                          ::testing::Combine(::testing::Values(1, 2, 7, 31, 256, 1000, 1024, 4097, 16384,
                                                               65536, 100003, 1048576),
-                                            ::testing::Values(DType::f32, DType::f16, DType::bf16)));
+                                            ::testing::Values(DType::f32, DType::f16, DType::bf16)),
+                         [](const auto& info) {
+                           return "N" + std::to_string(std::get<0>(info.param)) + "_" +
+                                  std::string(tessel::dtype_name(std::get<1>(info.param)));
+                         });
 
 TEST(SoftmaxNaN, PropagatesThroughTheRow) {
   TESSEL_REQUIRE_GPU();

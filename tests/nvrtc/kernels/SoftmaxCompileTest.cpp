@@ -28,7 +28,11 @@ TEST_P(SoftmaxCompile, NoSpillsAndVectorAccesses) {
 INSTANTIATE_TEST_SUITE_P(Widths, SoftmaxCompile,
                          ::testing::Combine(::testing::Values(1, 7, 256, 1000, 4096, 4097, 16384, 65536,
                                                               100003, 1048576),
-                                            ::testing::Values(std::string("sm_80"), std::string("sm_90a"))));
+                                            ::testing::Values(std::string("sm_80"), std::string("sm_90a"))),
+                         [](const auto& info) {
+                           return "N" + std::to_string(std::get<0>(info.param)) + "_" +
+                                  std::get<1>(info.param);
+                         });
 
 TEST(SoftmaxCompileErrors, ReductionThatCannotBeLaidOut) {
   namespace T = tessel;
