@@ -26,5 +26,6 @@ Command add_dump_command(CLI::App& root);
 Command add_bench_gemm_command(CLI::App& bench);
 Command add_bench_compile_command(CLI::App& bench);
 Command add_bench_softmax_command(CLI::App& bench);
+Command add_tune_command(CLI::App& root);
 
 }  // namespace tessel::cli

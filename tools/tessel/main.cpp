@@ -29,6 +29,7 @@ int main(int argc, char** argv) {
   commands.push_back(cli::add_bench_gemm_command(*bench));
   commands.push_back(cli::add_bench_compile_command(*bench));
   commands.push_back(cli::add_bench_softmax_command(*bench));
+  commands.push_back(cli::add_tune_command(app));
 
   try {
     app.parse(argc, argv);

@@ -1,0 +1,223 @@
+// The autotuner (issue 6): a space of named knobs with constraints, pruned by hardware limits
+// before anything compiles; candidates compiled in parallel; checked by the caller's reference;
+// timed with CUDA events (L2 flushed, medians); searched exhaustively, at random within a
+// budget, or by successive halving (the default); the answer kept in a tuning cache.
+//
+//   T::autotune::Space s = T::autotune::gemm_space("sm_90a", DType::f16);
+//   T::autotune::Callbacks cb{.run = ..., .check = ...};
+//   auto r = T::autotune::autotune(T::autotune::gemm_factory(M, N, K, DType::f16), s, cb, opts);
+//
+// Thread safety of the parallel compile: jit() is safe to call from several threads (the
+// frontend's builder state is thread_local, NVRTC programs are per call, the kernel cache locks
+// its map and writes files atomically, device queries are call_once). Loading, checking and
+// timing run on the calling thread only.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "tessel/DType.hpp"
+#include "kernels/gemm/Matmul.hpp"
+#include "tessel/Jit.hpp"
+
+namespace tessel::autotune {
+
+// One point of a space: knob name -> value (bools as 0/1, enums as their index).
+using Config = std::map<std::string, int>;
+// "block_K=32 block_M=128 ..." (sorted by name: stable, used in keys and tables).
+std::string describe(const Config& c);
+// 0 when the knob is absent.
+int get(const Config& c, const std::string& name, int fallback = 0);
+
+struct HardwareLimits {
+  long long smem_per_block = 0;  // 0: not checked
+  int threads_per_block = 0;     // 0: not checked
+};
+
+class Space {
+ public:
+  explicit Space(std::string name = "space") : name_(std::move(name)) {}
+
+  // A grid knob; the grid is the product of all knobs.
+  Space& knob(const std::string& name, std::vector<int> values);
+  // An explicit point, enumerated after the grid (knobs it lacks are absent).
+  Space& point(Config c);
+  // A named predicate; configs for which it is false are pruned with the name as the reason.
+  Space& constraint(const std::string& name, std::function<bool(const Config&)> ok);
+  // What a config needs of the hardware, for pruning by HardwareLimits.
+  Space& smem_bytes(std::function<long long(const Config&)> f);
+  Space& threads(std::function<int(const Config&)> f);
+
+  // Every point (grid then explicit points, duplicates removed), before any pruning.
+  std::vector<Config> points() const;
+  // A stable text of the knobs, points and constraint names (part of the tuning key).
+  std::string description() const;
+  const std::string& name() const { return name_; }
+
+  struct Pruned {
+    Config config;
+    std::string reason;
+  };
+  struct Enumeration {
+    std::vector<Config> kept;
+    std::vector<Pruned> pruned;
+    std::size_t total = 0;
+  };
+  Enumeration enumerate(const HardwareLimits& limits = {}) const;
+
+ private:
+  std::string name_;
+  std::vector<std::pair<std::string, std::vector<int>>> knobs_;
+  std::vector<Config> points_;
+  std::vector<std::pair<std::string, std::function<bool(const Config&)>>> constraints_;
+  std::function<long long(const Config&)> smem_;
+  std::function<int(const Config&)> threads_;
+};
+
+enum class Status { ok, pruned, compile_failed, launch_failed, wrong, spills, not_timed };
+const char* status_name(Status s);
+
+struct Row {
+  Config config;
+  Status status = Status::not_timed;
+  std::string reason;
+  double ms = -1;        // the last (most repeated) median; -1 when not timed
+  int repeats = 0;       // repeats behind `ms`
+  int registers = -1;
+  double compile_ms = 0;
+};
+
+enum class Strategy { exhaustive, random, halving };
+const char* strategy_name(Strategy s);
+std::optional<Strategy> parse_strategy(const std::string& s);
+
+// A timing: the median of `repeats` and the spread (interquartile range) of the samples.
+struct Measurement {
+  double median_ms = 0;
+  double spread_ms = 0;
+};
+
+// ---- the search itself, independent of compiling (tested with a fake timer) -----------------
+// measure(i, repeats) times candidate i. Returns the winner's index and fills `rows_ms`/
+// `rows_repeats` (one per candidate; -1 / 0 when never timed) and the number of timings at
+// full repeats.
+struct SearchOptions {
+  Strategy strategy = Strategy::halving;
+  int repeats = 20;        // full repeats
+  int first_repeats = 2;   // successive halving's first round
+  int budget = 0;          // random: how many candidates (0: a quarter of them)
+  double final_fraction = 0.125;  // halving stops when this fraction (at least 2) is left
+  std::uint64_t seed = 1;
+};
+struct SearchResult {
+  int best = -1;
+  std::vector<Measurement> measured;  // per candidate, the last measurement
+  std::vector<int> repeats;           // per candidate, repeats behind it (0: never timed)
+  int timed_full = 0;                 // candidates timed at full repeats
+  int timings = 0;                    // measure() calls
+};
+SearchResult search(int candidates, const std::function<Measurement(int, int)>& measure,
+                    const SearchOptions& options);
+
+// ---- the tuning cache ------------------------------------------------------------------------
+struct KeyParts {
+  std::string kernel;
+  std::vector<long long> shapes;
+  std::vector<std::string> dtypes;
+  std::string device_name;
+  int cc_major = 0, cc_minor = 0, sm_count = 0, driver_version = 0;
+  int nvrtc_version = 0;
+  std::string tessel_version = TESSEL_VERSION;
+  std::string space;  // Space::description()
+};
+// Device fields from current_device() and NVRTC's version (needs a GPU for the device).
+KeyParts key_parts_for_current_device(std::string kernel, std::vector<long long> shapes,
+                                      std::vector<std::string> dtypes, const Space& space);
+std::string tuning_key(const KeyParts& p);
+
+struct StoredResult {
+  Config config;
+  double ms = 0;
+  std::string strategy;
+  std::string space;
+};
+// cache_directory()/tune, or nullopt when the disk cache is off.
+std::optional<std::filesystem::path> tuning_cache_directory();
+// <dir>/<key>.json. nullopt when missing or damaged (not JSON, another key, fields missing);
+// a damaged file is removed so that the next tune rewrites it.
+std::optional<StoredResult> read_tuning_entry(const std::filesystem::path& dir, const std::string& key);
+// Atomic (unique temp file + rename); false when the directory cannot be written.
+bool write_tuning_entry(const std::filesystem::path& dir, const std::string& key, const StoredResult& r);
+
+// ---- autotune ----------------------------------------------------------------------------------
+using Factory = std::function<JitKernel(const Config&)>;
+
+struct Callbacks {
+  // One unchecked launch on the caller's inputs (what the default timer times).
+  std::function<void(const JitKernel&)> run;
+  // Launches and checks against the caller's reference: true when right; else sets `reason`.
+  // A throw counts as launch_failed. Absent: every candidate counts as right.
+  std::function<bool(const JitKernel&, std::string& reason)> check;
+  // Times `repeats` runs; absent: event_timer(run) (CUDA events, L2 flushed between repeats).
+  std::function<Measurement(const JitKernel&, int repeats)> time;
+};
+
+struct Options {
+  SearchOptions search;
+  int warmup = 3;
+  bool allow_spills = false;
+  int compile_threads = 0;  // 0: std::thread::hardware_concurrency()
+  HardwareLimits limits;    // all 0: the current device's (none without a GPU)
+  std::string cache_key;    // empty: no tuning cache
+  std::optional<std::filesystem::path> cache_dir;  // default tuning_cache_directory()
+  std::function<void(const std::string&)> progress;  // one plain line per event
+};
+
+struct Result {
+  bool found = false;
+  bool from_cache = false;
+  Config config;
+  JitKernel kernel;
+  double ms = -1;
+  std::vector<Row> table;  // every enumerated config (pruned ones included)
+  int compiled = 0;
+  double compile_seconds = 0;
+  int timed_full = 0;
+};
+
+// Compiles `configs` on `threads` threads (0: hardware_concurrency). Failures become rows with
+// status compile_failed (or spills, unless allowed); kernels[i] is defined only when ok.
+struct CompileReport {
+  std::vector<Row> rows;
+  std::vector<JitKernel> kernels;
+  double seconds = 0;
+};
+CompileReport compile_all(const Factory& factory, const std::vector<Config>& configs, int threads = 0,
+                          bool allow_spills = false);
+
+Result autotune(const Factory& factory, const Space& space, const Callbacks& callbacks,
+                const Options& options = {});
+
+// The default timer: `warmup` launches, then `repeats` launches each timed with CUDA events on the
+// default stream, a 256 MiB memset before each to flush L2. Needs a GPU.
+std::function<Measurement(const JitKernel&, int)> event_timer(std::function<void(const JitKernel&)> run,
+                                                              int warmup = 3);
+
+// The median and interquartile range of samples.
+Measurement summarize(std::vector<double> samples_ms);
+
+// ---- GEMM -------------------------------------------------------------------------------------
+// block_M/N {64,128,256} x block_K {32,64} x stages {2..5} x threads {128,256} x panel {0,8,16}
+// (0: no swizzle); at most 256 f32 accumulators per thread; smem and threads for pruning. On
+// sm_90a the tiles the wgmma path takes (block_K 64, 128 or 256 threads) are among them.
+Space gemm_space(const std::string& arch, DType dtype = DType::f16);
+// Compiles make_matmul for a config of gemm_space (knobs absent keep MatmulConfig defaults).
+Factory gemm_factory(int M, int N, int K, DType dtype, JitOptions options = {});
+kernels::MatmulConfig gemm_config(const Config& c, DType dtype);
+
+}  // namespace tessel::autotune

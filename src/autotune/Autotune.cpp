@@ -1,0 +1,272 @@
+// autotune(): enumerate and prune, look in the tuning cache, compile in parallel, check, search.
+#include "tessel/autotune/Autotune.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <limits>
+#include <mutex>
+#include <numeric>
+#include <random>
+#include <thread>
+
+#include "tessel/runtime/Driver.hpp"
+
+namespace tessel::autotune {
+
+namespace {
+
+std::string first_line(const std::string& s, std::size_t max_chars = 200) {
+  std::string out = s.substr(0, s.find('\n'));
+  if (out.size() > max_chars) out = out.substr(0, max_chars) + "...";
+  return out;
+}
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+}  // namespace
+
+CompileReport compile_all(const Factory& factory, const std::vector<Config>& configs, int threads,
+                          bool allow_spills) {
+  CompileReport r;
+  const std::size_t n = configs.size();
+  r.rows.resize(n);
+  r.kernels.resize(n);
+  const auto t0 = std::chrono::steady_clock::now();
+  int workers = threads > 0 ? threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  workers = static_cast<int>(std::min<std::size_t>(static_cast<std::size_t>(workers), std::max<std::size_t>(n, 1)));
+  std::atomic<std::size_t> next{0};
+  auto work = [&] {
+    for (std::size_t i = next++; i < n; i = next++) {
+      Row& row = r.rows[i];
+      row.config = configs[i];
+      const auto c0 = std::chrono::steady_clock::now();
+      try {
+        JitKernel k = factory(configs[i]);
+        const Resources& res = k.resources();
+        row.registers = res.registers;
+        row.compile_ms = 1000 * seconds_since(c0);
+        const int spill = res.spill_store_bytes + res.spill_load_bytes;
+        if (spill > 0 && !allow_spills) {
+          row.status = Status::spills;
+          row.reason = std::to_string(spill) + " bytes of spill loads/stores";
+        } else {
+          row.status = Status::not_timed;
+          if (spill > 0) row.reason = "spills " + std::to_string(spill) + " bytes (allowed)";
+          r.kernels[i] = std::move(k);
+        }
+      } catch (const std::exception& e) {
+        row.status = Status::compile_failed;
+        row.reason = first_line(e.what());
+        row.compile_ms = 1000 * seconds_since(c0);
+      }
+    }
+  };
+  std::vector<std::thread> pool;
+  for (int t = 1; t < workers; ++t) pool.emplace_back(work);
+  work();
+  for (std::thread& t : pool) t.join();
+  r.seconds = seconds_since(t0);
+  return r;
+}
+
+std::function<Measurement(const JitKernel&, int)> event_timer(std::function<void(const JitKernel&)> run,
+                                                              int warmup) {
+  struct Scratch {
+    CUdeviceptr ptr = 0;
+    std::size_t bytes = 256u << 20;
+    unsigned char value = 0;
+    ~Scratch() {
+      if (ptr) (void)driver().cuMemFree(ptr);
+    }
+  };
+  auto scratch = std::make_shared<Scratch>();
+  return [run = std::move(run), warmup, scratch](const JitKernel& k, int repeats) {
+    ensure_context();
+    if (!scratch->ptr) check_cu(driver().cuMemAlloc(&scratch->ptr, scratch->bytes), "cuMemAlloc(L2 flush)");
+    for (int i = 0; i < warmup; ++i) run(k);
+    std::vector<double> samples;
+    EventTimer timer;
+    for (int i = 0; i < repeats; ++i) {
+      // Writing 256 MiB (more than the 50-60 MB L2) evicts the inputs and the last output.
+      check_cu(driver().cuMemsetD8Async(scratch->ptr, ++scratch->value, scratch->bytes, nullptr),
+               "cuMemsetD8Async(L2 flush)");
+      timer.start();
+      run(k);
+      timer.stop();
+      samples.push_back(timer.elapsed_ms());
+    }
+    return summarize(std::move(samples));
+  };
+}
+
+Result autotune(const Factory& factory, const Space& space, const Callbacks& cb, const Options& o) {
+  auto say = [&](const std::string& s) {
+    if (o.progress) o.progress(s);
+  };
+  Result result;
+  HardwareLimits limits = o.limits;
+  if (limits.smem_per_block == 0 && limits.threads_per_block == 0 && gpu_available()) {
+    limits.smem_per_block = current_device().smem_optin_per_block;
+    limits.threads_per_block = current_device().max_threads_per_block;
+  }
+  Space::Enumeration e = space.enumerate(limits);
+  say(std::to_string(e.total) + " candidates, " + std::to_string(e.pruned.size()) + " pruned before compiling, " +
+      std::to_string(e.kept.size()) + " left");
+
+  // A stored answer: compile it alone and return.
+  std::optional<std::filesystem::path> dir = o.cache_dir ? o.cache_dir : tuning_cache_directory();
+  if (!o.cache_key.empty() && dir) {
+    if (auto stored = read_tuning_entry(*dir, o.cache_key)) {
+      try {
+        result.kernel = factory(stored->config);
+        result.found = result.from_cache = true;
+        result.config = stored->config;
+        result.ms = stored->ms;
+        result.compiled = 1;
+        Row row{stored->config, Status::ok, "from the tuning cache", stored->ms, 0, result.kernel.resources().registers,
+                result.kernel.resources().compile_ms};
+        result.table.push_back(row);
+        say("tuning cache hit: " + describe(stored->config) + " (" + std::to_string(stored->ms) + " ms)");
+        return result;
+      } catch (const std::exception& ex) {
+        say("the cached config no longer compiles (" + first_line(ex.what()) + "); tuning again");
+      }
+    }
+  }
+
+  for (auto& p : e.pruned) result.table.push_back(Row{p.config, Status::pruned, p.reason, -1, 0, -1, 0});
+
+  // Random search compiles only its sample.
+  std::vector<Config> candidates = e.kept;
+  SearchOptions so = o.search;
+  if (so.strategy == Strategy::random) {
+    std::mt19937_64 rng(so.seed);
+    std::shuffle(candidates.begin(), candidates.end(), rng);
+    const std::size_t budget = so.budget > 0 ? static_cast<std::size_t>(so.budget)
+                                             : std::max<std::size_t>(1, candidates.size() / 4);
+    if (candidates.size() > budget) candidates.resize(budget);
+    so.strategy = Strategy::exhaustive;
+  }
+
+  say("compiling " + std::to_string(candidates.size()) + " candidates");
+  CompileReport compiled = compile_all(factory, candidates, o.compile_threads, o.allow_spills);
+  result.compile_seconds = compiled.seconds;
+  result.compiled = static_cast<int>(candidates.size());
+  say("compiled in " + std::to_string(compiled.seconds) + " s (" +
+      std::to_string(candidates.size() / std::max(compiled.seconds, 1e-9)) + " candidates/s)");
+
+  // Check every compiled candidate.
+  std::vector<int> valid;
+  for (std::size_t i = 0; i < candidates.size(); ++i) {
+    Row& row = compiled.rows[i];
+    if (!compiled.kernels[i].defined()) continue;
+    try {
+      std::string why;
+      if (cb.check && !cb.check(compiled.kernels[i], why)) {
+        row.status = Status::wrong;
+        row.reason = why;
+        say("wrong: " + describe(row.config) + ": " + why);
+        continue;
+      }
+      valid.push_back(static_cast<int>(i));
+    } catch (const std::exception& ex) {
+      row.status = Status::launch_failed;
+      row.reason = first_line(ex.what());
+      say("launch failed: " + describe(row.config) + ": " + row.reason);
+    }
+  }
+
+  if (!valid.empty()) {
+    auto timer = cb.time ? cb.time : event_timer(cb.run, o.warmup);
+    say("timing " + std::to_string(valid.size()) + " candidates (" + strategy_name(so.strategy) + ")");
+    auto measure = [&](int v, int reps) -> Measurement {
+      Row& row = compiled.rows[valid[v]];
+      if (row.status == Status::launch_failed) return {std::numeric_limits<double>::infinity(), 0};
+      try {
+        Measurement m = timer(compiled.kernels[valid[v]], reps);
+        say("  " + describe(row.config) + ": " + std::to_string(m.median_ms) + " ms (" + std::to_string(reps) +
+            " repeats)");
+        return m;
+      } catch (const std::exception& ex) {
+        row.status = Status::launch_failed;
+        row.reason = first_line(ex.what());
+        return {std::numeric_limits<double>::infinity(), 0};
+      }
+    };
+    SearchResult s = search(static_cast<int>(valid.size()), measure, so);
+    for (std::size_t v = 0; v < valid.size(); ++v) {
+      Row& row = compiled.rows[valid[v]];
+      if (row.status == Status::launch_failed) continue;
+      if (s.repeats[v] > 0) {
+        row.status = Status::ok;
+        row.ms = s.measured[v].median_ms;
+        row.repeats = s.repeats[v];
+      }
+    }
+    result.timed_full = s.timed_full;
+    if (s.best >= 0 && compiled.rows[valid[s.best]].status == Status::ok) {
+      result.found = true;
+      result.config = compiled.rows[valid[s.best]].config;
+      result.kernel = compiled.kernels[valid[s.best]];
+      result.ms = compiled.rows[valid[s.best]].ms;
+    }
+  }
+  for (Row& r : compiled.rows) result.table.push_back(std::move(r));
+
+  if (result.found) {
+    say("best: " + describe(result.config) + ", " + std::to_string(result.ms) + " ms");
+    if (!o.cache_key.empty() && dir)
+      write_tuning_entry(*dir, o.cache_key,
+                         StoredResult{result.config, result.ms, strategy_name(o.search.strategy), space.name()});
+  } else {
+    say("no candidate compiled, passed its check and ran");
+  }
+  return result;
+}
+
+// ---- GEMM -------------------------------------------------------------------------------------
+
+kernels::MatmulConfig gemm_config(const Config& c, DType dtype) {
+  kernels::MatmulConfig m;
+  m.dtype = dtype;
+  m.block_M = get(c, "block_M", m.block_M);
+  m.block_N = get(c, "block_N", m.block_N);
+  m.block_K = get(c, "block_K", m.block_K);
+  m.num_stages = get(c, "num_stages", m.num_stages);
+  m.threads = get(c, "threads", m.threads);
+  const int panel = get(c, "panel", 0);
+  m.use_swizzle = panel > 0;
+  if (panel > 0) m.panel_size = panel;
+  return m;
+}
+
+Space gemm_space(const std::string& arch, DType dtype) {
+  Space s("gemm " + arch + " " + std::string(dtype_name(dtype)));
+  s.knob("block_M", {64, 128, 256})
+      .knob("block_N", {64, 128, 256})
+      .knob("block_K", {32, 64})
+      .knob("num_stages", {2, 3, 4, 5})
+      .knob("threads", {128, 256})
+      .knob("panel", {0, 8, 16});
+  if (arch.rfind("sm_90", 0) == 0) {
+    // The warp-specialized wgmma path's tiles default_matmul_config picks (6 stages is off-grid).
+    s.point({{"block_M", 128}, {"block_N", 128}, {"block_K", 64}, {"num_stages", 6}, {"threads", 128}, {"panel", 16}});
+    s.point({{"block_M", 64}, {"block_N", 128}, {"block_K", 64}, {"num_stages", 6}, {"threads", 128}, {"panel", 16}});
+  }
+  s.constraint("at most 256 f32 accumulators per thread", [](const Config& c) {
+    return 1LL * get(c, "block_M") * get(c, "block_N") <= 256LL * get(c, "threads");
+  });
+  s.smem_bytes([dtype](const Config& c) { return kernels::matmul_smem_bytes(gemm_config(c, dtype)); });
+  s.threads([](const Config& c) { return get(c, "threads"); });
+  return s;
+}
+
+Factory gemm_factory(int M, int N, int K, DType dtype, JitOptions options) {
+  return [=](const Config& c) { return kernels::make_matmul(M, N, K, gemm_config(c, dtype), options); };
+}
+
+}  // namespace tessel::autotune
