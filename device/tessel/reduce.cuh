@@ -109,6 +109,63 @@ __device__ inline void load_row_vector(const T* g, int valid, float pad, float* 
   for (int v = 0; v < Vec; ++v) dst[v] = v < valid ? static_cast<float>(to_float(g[v])) : pad;
 }
 
+// Two-phase form of load_row_vector, for a thread that loads several vectors: the compiler emits
+// every fetch first and every unpack after, so that all of a thread's 16-byte loads are in
+// flight together. (With one call per vector, the branch between the vector and the element
+// path kept ptxas from hoisting the next load above the previous conversion: one memory round
+// trip per vector.) `stage` holds Vec * sizeof(T) / 4 words per vector.
+template <class T, int Vec>
+__device__ inline bool row_vector_fast(const T* g, int valid) {
+  constexpr int kBytes = Vec * static_cast<int>(sizeof(T));
+  return valid >= Vec && (reinterpret_cast<unsigned long long>(g) % kBytes) == 0;
+}
+
+// Issues the vector load when the vector is whole and aligned (a predicated load: no branch);
+// otherwise leaves zeros for unpack_row_vector, which then reads element by element.
+template <class T, int Vec>
+__device__ inline void fetch_row_vector(const T* g, int valid, int* stage) {
+  constexpr int kBytes = Vec * static_cast<int>(sizeof(T));
+  static_assert(kBytes == 16 || kBytes == 8 || kBytes == 4, "fetch_row_vector: 4, 8 or 16 bytes per vector");
+  const int fast = row_vector_fast<T, Vec>(g, valid) ? 1 : 0;
+  if constexpr (kBytes == 16) {
+    asm volatile(
+        "{\n .reg .pred p;\n setp.ne.b32 p, %5, 0;\n mov.b32 %0, 0;\n mov.b32 %1, 0;\n mov.b32 %2, 0;\n"
+        " mov.b32 %3, 0;\n @p ld.global.nc.v4.u32 {%0, %1, %2, %3}, [%4];\n}\n"
+        : "=r"(stage[0]), "=r"(stage[1]), "=r"(stage[2]), "=r"(stage[3])
+        : "l"(g), "r"(fast));
+  } else if constexpr (kBytes == 8) {
+    asm volatile(
+        "{\n .reg .pred p;\n setp.ne.b32 p, %3, 0;\n mov.b32 %0, 0;\n mov.b32 %1, 0;\n"
+        " @p ld.global.nc.v2.u32 {%0, %1}, [%2];\n}\n"
+        : "=r"(stage[0]), "=r"(stage[1])
+        : "l"(g), "r"(fast));
+  } else {
+    asm volatile("{\n .reg .pred p;\n setp.ne.b32 p, %2, 0;\n mov.b32 %0, 0;\n @p ld.global.nc.u32 %0, [%1];\n}\n"
+                 : "=r"(stage[0])
+                 : "l"(g), "r"(fast));
+  }
+}
+
+// Converts what fetch_row_vector loaded into dst[0..Vec) as floats; a vector that was not
+// whole or not aligned is read here element by element, elements at or past `valid` as `pad`.
+template <class T, int Vec>
+__device__ inline void unpack_row_vector(const T* g, int valid, float pad, const int* stage, float* dst) {
+  constexpr int kWords = Vec * static_cast<int>(sizeof(T)) / 4;
+  if (row_vector_fast<T, Vec>(g, valid)) {
+    union {
+      int words[kWords];
+      T elems[Vec];
+    } pack;
+#pragma unroll
+    for (int w = 0; w < kWords; ++w) pack.words[w] = stage[w];
+#pragma unroll
+    for (int v = 0; v < Vec; ++v) dst[v] = static_cast<float>(to_float(pack.elems[v]));
+    return;
+  }
+#pragma unroll
+  for (int v = 0; v < Vec; ++v) dst[v] = v < valid ? static_cast<float>(to_float(g[v])) : pad;
+}
+
 // Stores src[0..Vec) converted to T into g[0..Vec), dropping elements at or past `valid`.
 template <class T, int Vec>
 __device__ inline void store_row_vector(T* g, int valid, const float* src) {

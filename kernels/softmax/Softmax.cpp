@@ -1,6 +1,8 @@
 #include "kernels/softmax/Softmax.hpp"
 
 #include <algorithm>
+#include <stdexcept>
+#include <vector>
 
 namespace tessel::kernels {
 
@@ -44,10 +46,65 @@ const char* softmax_variant_name(SoftmaxVariant v) {
 }
 
 std::string SoftmaxConfig::describe() const {
-  std::string s = std::string(softmax_variant_name(variant)) + " t" + std::to_string(threads);
-  if (variant == SoftmaxVariant::Rows) s += " r" + std::to_string(rows_per_block);
-  if (block_N) s += " bn" + std::to_string(block_N);
+  std::string s = std::string(softmax_variant_name(variant)) + ":t" + std::to_string(threads);
+  if (variant == SoftmaxVariant::Rows) s += ":r" + std::to_string(rows_per_block);
+  if (block_N) s += ":bn" + std::to_string(block_N);
   return s;
+}
+
+SoftmaxConfig parse_softmax_config(const std::string& text) {
+  auto bad = [&](const std::string& why) {
+    return std::invalid_argument("softmax config '" + text + "': " + why +
+                                 " (expected VARIANT:tTHREADS[:rROWS][:bnBLOCK_N], VARIANT one of rows, row, "
+                                 "online; e.g. rows:t256:r8:bn1024)");
+  };
+  std::vector<std::string> parts;
+  std::string cur;
+  for (char ch : text) {
+    if (ch == ':' || ch == ' ') {
+      if (!cur.empty()) parts.push_back(cur);
+      cur.clear();
+    } else {
+      cur += ch;
+    }
+  }
+  if (!cur.empty()) parts.push_back(cur);
+  if (parts.empty()) throw bad("empty");
+  SoftmaxConfig c;
+  if (parts[0] == "rows") c.variant = SoftmaxVariant::Rows;
+  else if (parts[0] == "row") c.variant = SoftmaxVariant::Row;
+  else if (parts[0] == "online") c.variant = SoftmaxVariant::Online;
+  else throw bad("unknown variant '" + parts[0] + "'");
+  c.rows_per_block = c.variant == SoftmaxVariant::Rows ? 8 : 1;
+  bool have_threads = false;
+  for (size_t i = 1; i < parts.size(); ++i) {
+    const std::string& p = parts[i];
+    size_t digits = p.find_first_of("0123456789");
+    if (digits == std::string::npos || digits == 0) throw bad("field '" + p + "' has no prefix or no number");
+    const std::string key = p.substr(0, digits);
+    int value = 0;
+    try {
+      size_t used = 0;
+      value = std::stoi(p.substr(digits), &used);
+      if (digits + used != p.size()) throw std::invalid_argument("trailing");
+    } catch (const std::exception&) {
+      throw bad("field '" + p + "' is not a number");
+    }
+    if (value <= 0) throw bad("field '" + p + "' must be positive");
+    if (key == "t") {
+      c.threads = value;
+      have_threads = true;
+    } else if (key == "r") {
+      if (c.variant != SoftmaxVariant::Rows) throw bad("rROWS applies to the rows variant only");
+      c.rows_per_block = value;
+    } else if (key == "bn") {
+      c.block_N = value;
+    } else {
+      throw bad("unknown field '" + p + "'");
+    }
+  }
+  if (!have_threads) throw bad("tTHREADS is required");
+  return c;
 }
 
 SoftmaxConfig default_softmax_config(long long /*M*/, long long N, DType dtype) {

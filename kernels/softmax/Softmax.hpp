@@ -22,8 +22,13 @@ struct SoftmaxConfig {
   int threads = 256;
   int rows_per_block = 8;  // Rows only
   int block_N = 0;         // columns per tile (0: derived from N and the variant)
+  // "rows:t256:r8:bn1024": what parse_softmax_config reads back.
   std::string describe() const;
 };
+
+// Reads VARIANT:tTHREADS[:rROWS][:bnBLOCK_N] (colons or spaces); throws std::invalid_argument
+// naming the field and the accepted form.
+SoftmaxConfig parse_softmax_config(const std::string& text);
 
 // The config the dispatcher picks for an M x N softmax of `dtype` (overridden by a tuned entry
 // once the autotuner lands).

@@ -330,6 +330,30 @@ class TileOpLowering : public IRMutator {
     Expr offset = add(mul(i64(row), i64(t->shape[1])), i64(col));
     std::vector<std::string> targs{dtype_cuda(t->dtype), std::to_string(l.vec)};
     Stmt call;
+    const int groups = l.per_thread / l.vec;
+    const int vector_bytes = l.vec * dtype_bytes(t->dtype);
+    if (load && groups > 1 && (vector_bytes == 16 || vector_bytes == 8 || vector_bytes == 4)) {
+      // Several vectors per thread: every load issued before any is converted (see
+      // fetch_row_vector), so a thread has all its bytes in flight at once.
+      const int words = vector_bytes / 4;
+      Buffer stage = Buffer::make(f.buffer->name + "_stage", {make_int(groups * words)}, DType::i32,
+                                  Scope::Local, w);
+      Expr pad = op->pad.defined() ? make_cast(DType::f32, op->pad) : make_float(0.0);
+      Expr stage_at = mul(grp, make_int(words));
+      Stmt fetch = make_device_call("tessel::fetch_row_vector", targs,
+                                    {{Expr(), t, offset}, {valid, Buffer(), Expr()}, {Expr(), stage, stage_at}}, w);
+      Stmt unpack = make_device_call("tessel::unpack_row_vector", targs,
+                                     {{Expr(), t, offset},
+                                      {valid, Buffer(), Expr()},
+                                      {pad, Buffer(), Expr()},
+                                      {Expr(), stage, stage_at},
+                                      {Expr(), regs, first}},
+                                     w);
+      return make_seq({make_decl(stage, w),
+                       make_for(grp, make_int(0), make_int(groups), ForKind::Unrolled, 0, fetch, w),
+                       make_for(grp, make_int(0), make_int(groups), ForKind::Unrolled, 0, unpack, w)},
+                      w);
+    }
     if (load) {
       Expr pad = op->pad.defined() ? make_cast(DType::f32, op->pad) : make_float(0.0);
       call = make_device_call(

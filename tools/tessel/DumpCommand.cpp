@@ -1,9 +1,10 @@
-// tessel dump gemm: what the compiler makes of the tutorial GEMM, at each level — the program's
-// IR, the lowered IR, the generated CUDA C++, the PTX. Needs no GPU.
+// tessel dump gemm|softmax: what the compiler makes of a library kernel, at each level — the
+// program's IR, the lowered IR, the generated CUDA C++, the PTX, the resources. Needs no GPU.
 #include <iostream>
 #include <memory>
 
 #include "kernels/gemm/Matmul.hpp"
+#include "kernels/softmax/Softmax.hpp"
 #include "tools/tessel/Commands.hpp"
 #include "tools/tessel/GemmConfigs.hpp"
 #include "tools/tessel/System.hpp"
@@ -13,50 +14,24 @@ namespace tessel::cli {
 namespace {
 
 struct DumpOptions {
-  int M = 2048, N = 2048, K = 2048;
+  std::string kernel;  // the subcommand: gemm or softmax
+  long long M = 2048, N = 2048, K = 2048;
   std::string dtype = "f16";
   std::string config;
   std::string arch;
   bool ir = false, lowered = false, source = false, ptx = false, resources = false;
 };
 
-int run_dump(const DumpOptions& o) {
-  const int chosen = int(o.ir) + int(o.lowered) + int(o.source) + int(o.ptx) + int(o.resources);
-  if (chosen > 1) {
-    std::cerr << "tessel dump gemm: choose one of --ir, --lowered, --source, --ptx, --resources\n";
-    return kExitUsage;
-  }
-  const auto dtype = parse_dtype(o.dtype);
-  if (!dtype || (*dtype != DType::f16 && *dtype != DType::bf16)) {
-    std::cerr << "tessel dump gemm: --dtype must be f16 or bf16, not '" << o.dtype << "'\n";
-    return kExitUsage;
-  }
-  const SystemInfo& s = system_info();
-  const GemmShape shape{o.M, o.N, o.K};
-  kernels::MatmulConfig c;
-  try {
-    c = o.config.empty() ? default_gemm_config(shape, *dtype, s.smem_cap())
-                         : parse_matmul_config(o.config, *dtype);
-  } catch (const std::invalid_argument& e) {
-    std::cerr << "tessel dump gemm: " << e.what() << "\n";
-    return kExitUsage;
-  }
-
-  if (chosen == 0 || o.ir) {
-    std::cout << kernels::matmul_program(o.M, o.N, o.K, c).script();
-    return kExitOk;
-  }
-  JitOptions jo;
-  jo.arch = o.arch.empty() ? s.arch() : o.arch;
-  const JitKernel k = kernels::make_matmul(o.M, o.N, o.K, c, jo);
+// Prints the level the flags chose of an already compiled kernel.
+int print_level(const DumpOptions& o, const JitKernel& k, const std::string& what) {
   if (o.lowered) std::cout << k.lowered_ir();
   if (o.source) std::cout << k.source();
   if (o.ptx) std::cout << k.ptx();
   if (o.resources) {
     const Resources& r = k.resources();
     const KernelInfo& info = k.info();
-    std::cout << "kernel:        " << info.kernel_name << " (" << shape.describe() << " "
-              << dtype_name(c.dtype) << ", config " << format_matmul_config(c) << ", " << info.arch << ")\n"
+    std::cout << "kernel:        " << info.kernel_name << " (" << what << ", " << info.arch << ")\n"
+              << "path:          " << info.path << "\n"
               << "threads:       " << info.threads << "\n"
               << "registers:     " << r.registers << "\n"
               << "spills:        " << r.spill_store_bytes << " B stored, " << r.spill_load_bytes
@@ -72,30 +47,110 @@ int run_dump(const DumpOptions& o) {
   return kExitOk;
 }
 
+int chosen_levels(const DumpOptions& o) {
+  return int(o.ir) + int(o.lowered) + int(o.source) + int(o.ptx) + int(o.resources);
+}
+
+int run_dump_gemm(const DumpOptions& o) {
+  const auto dtype = parse_dtype(o.dtype);
+  if (!dtype || (*dtype != DType::f16 && *dtype != DType::bf16)) {
+    std::cerr << "tessel dump gemm: --dtype must be f16 or bf16, not '" << o.dtype << "'\n";
+    return kExitUsage;
+  }
+  const SystemInfo& s = system_info();
+  const GemmShape shape{static_cast<int>(o.M), static_cast<int>(o.N), static_cast<int>(o.K)};
+  kernels::MatmulConfig c;
+  try {
+    c = o.config.empty() ? default_gemm_config(shape, *dtype, s.smem_cap())
+                         : parse_matmul_config(o.config, *dtype);
+  } catch (const std::invalid_argument& e) {
+    std::cerr << "tessel dump gemm: " << e.what() << "\n";
+    return kExitUsage;
+  }
+  if (chosen_levels(o) == 0 || o.ir) {
+    std::cout << kernels::matmul_program(o.M, o.N, o.K, c).script();
+    return kExitOk;
+  }
+  JitOptions jo;
+  jo.arch = o.arch.empty() ? s.arch() : o.arch;
+  const JitKernel k = kernels::make_matmul(o.M, o.N, o.K, c, jo);
+  return print_level(o, k,
+                     shape.describe() + " " + std::string(dtype_name(c.dtype)) + ", config " + format_matmul_config(c));
+}
+
+int run_dump_softmax(const DumpOptions& o) {
+  const auto dtype = parse_dtype(o.dtype);
+  if (!dtype || (*dtype != DType::f16 && *dtype != DType::bf16 && *dtype != DType::f32)) {
+    std::cerr << "tessel dump softmax: --dtype must be f16, bf16 or f32, not '" << o.dtype << "'\n";
+    return kExitUsage;
+  }
+  kernels::SoftmaxConfig c;
+  try {
+    c = o.config.empty() ? kernels::default_softmax_config(o.M, o.N, *dtype)
+                         : kernels::parse_softmax_config(o.config);
+  } catch (const std::invalid_argument& e) {
+    std::cerr << "tessel dump softmax: " << e.what() << "\n";
+    return kExitUsage;
+  }
+  if (chosen_levels(o) == 0 || o.ir) {
+    std::cout << kernels::softmax_program(o.M, o.N, *dtype, c).script();
+    return kExitOk;
+  }
+  JitOptions jo;
+  jo.arch = o.arch.empty() ? system_info().arch() : o.arch;
+  const JitKernel k = kernels::make_softmax(o.M, o.N, *dtype, c, jo);
+  return print_level(o, k,
+                     std::to_string(o.M) + "x" + std::to_string(o.N) + " " + std::string(dtype_name(*dtype)) + ", config " +
+                         c.describe());
+}
+
+int run_dump(const DumpOptions& o) {
+  if (chosen_levels(o) > 1) {
+    std::cerr << "tessel dump " << o.kernel << ": choose one of --ir, --lowered, --source, --ptx, --resources\n";
+    return kExitUsage;
+  }
+  return o.kernel == "softmax" ? run_dump_softmax(o) : run_dump_gemm(o);
+}
+
+void add_level_flags(CLI::App* app, DumpOptions& o) {
+  app->add_option("--arch", o.arch, "NVRTC target, e.g. sm_80 or sm_90a (default: the GPU's, else sm_90a)");
+  app->add_flag("--ir", o.ir, "The program's IR, as recorded from the C++ (PrimFunc::script)");
+  app->add_flag("--lowered", o.lowered, "The IR after the compiler's passes (what codegen sees)");
+  app->add_flag("--source", o.source, "The generated CUDA C++");
+  app->add_flag("--ptx", o.ptx, "The PTX from NVRTC");
+  app->add_flag("--resources", o.resources, "Registers, spills, shared memory, compile time, instructions used");
+}
+
 }  // namespace
 
 Command add_dump_command(CLI::App& root) {
   auto o = std::make_shared<DumpOptions>();
   CLI::App* dump = root.add_subcommand("dump", "Print what the compiler makes of a kernel (no GPU needed)");
   dump->require_subcommand(1);
-  CLI::App* app = dump->add_subcommand("gemm",
-                                       "The tutorial GEMM C[M,N] = A[M,K] B[K,N]: its IR (default), lowered "
-                                       "IR, CUDA source, PTX or resources");
-  app->add_option("--m", o->M, "Rows of A and C")->capture_default_str()->check(CLI::PositiveNumber);
-  app->add_option("--n", o->N, "Columns of B and C")->capture_default_str()->check(CLI::PositiveNumber);
-  app->add_option("--k", o->K, "Columns of A, rows of B")->capture_default_str()->check(CLI::PositiveNumber);
-  app->add_option("--dtype", o->dtype, "f16 or bf16")->capture_default_str();
-  app->add_option("--config", o->config,
-                  "BMxBNxBK:stages:threads[:swz[N]], e.g. 128x128x32:3:128 (default: the built-in table)")
+  CLI::App* gemm = dump->add_subcommand("gemm",
+                                        "The tutorial GEMM C[M,N] = A[M,K] B[K,N]: its IR (default), lowered "
+                                        "IR, CUDA source, PTX or resources");
+  gemm->add_option("--m", o->M, "Rows of A and C")->capture_default_str()->check(CLI::PositiveNumber);
+  gemm->add_option("--n", o->N, "Columns of B and C")->capture_default_str()->check(CLI::PositiveNumber);
+  gemm->add_option("--k", o->K, "Columns of A, rows of B")->capture_default_str()->check(CLI::PositiveNumber);
+  gemm->add_option("--dtype", o->dtype, "f16 or bf16")->capture_default_str();
+  gemm->add_option("--config", o->config,
+                   "BMxBNxBK:stages:threads[:swz[N]], e.g. 128x128x32:3:128 (default: the built-in table)")
       ->type_name("CONFIG");
-  app->add_option("--arch", o->arch, "NVRTC target, e.g. sm_80 or sm_90a (default: the GPU's, else sm_90a)");
-  app->add_flag("--ir", o->ir, "The program's IR, as recorded from the C++ (PrimFunc::script)");
-  app->add_flag("--lowered", o->lowered, "The IR after the compiler's passes (what codegen sees)");
-  app->add_flag("--source", o->source, "The generated CUDA C++");
-  app->add_flag("--ptx", o->ptx, "The PTX from NVRTC");
-  app->add_flag("--resources", o->resources,
-                "Registers, spills, shared memory, compile time, instructions used");
-  return {app, [o] { return run_dump(*o); }};
+  add_level_flags(gemm, *o);
+  gemm->callback([o] { o->kernel = "gemm"; });
+  CLI::App* softmax = dump->add_subcommand(
+      "softmax", "The library softmax over the rows of an M x N tensor: its IR (default), lowered IR, CUDA "
+                 "source, PTX or resources");
+  softmax->add_option("--m", o->M, "Rows")->capture_default_str()->check(CLI::PositiveNumber);
+  softmax->add_option("--n", o->N, "Columns (the softmax dimension)")->capture_default_str()->check(CLI::PositiveNumber);
+  softmax->add_option("--dtype", o->dtype, "f16, bf16 or f32")->capture_default_str();
+  softmax->add_option("--config", o->config,
+                      "VARIANT:tTHREADS[:rROWS][:bnBLOCK_N], e.g. rows:t256:r8:bn1024 (default: the dispatcher's)")
+      ->type_name("CONFIG");
+  add_level_flags(softmax, *o);
+  softmax->callback([o] { o->kernel = "softmax"; });
+  return {dump, [o] { return run_dump(*o); }};
 }
 
 }  // namespace tessel::cli
