@@ -87,10 +87,24 @@ struct VectorWord<4> {
 };
 }  // namespace reduce_detail
 
-// Loads Vec elements g[0..Vec) as floats into dst[0..Vec); elements at or past `valid` are
-// `pad`. One 16-byte (or 8/4-byte) load when all Vec are valid and the address is aligned.
-template <class T, int Vec>
-__device__ inline void load_row_vector(const T* g, int valid, float pad, float* dst) {
+namespace reduce_detail {
+// An element of T as the fragment's type D: f32 for math, or T itself (a fragment that keeps
+// the loaded bits, converted later by an element-wise cast).
+template <class D, class T>
+__device__ inline D as_fragment(T x) {
+  if constexpr (is_same<D, T>::value) {
+    return x;
+  } else {
+    return static_cast<D>(to_float(x));
+  }
+}
+}  // namespace reduce_detail
+
+// Loads Vec elements g[0..Vec) into dst[0..Vec) as D (float, or T itself); elements at or past
+// `valid` are `pad`. One 16-byte (or 8/4-byte) load when all Vec are valid and the address is
+// aligned. This is the edge path; whole, aligned vectors take load_row_vector_whole.
+template <class T, int Vec, class D = float>
+__device__ inline void load_row_vector(const T* g, int valid, float pad, D* dst) {
   constexpr int kBytes = Vec * static_cast<int>(sizeof(T));
   if constexpr (kBytes == 16 || kBytes == 8 || kBytes == 4) {
     typedef typename reduce_detail::VectorWord<kBytes>::type Word;
@@ -101,74 +115,43 @@ __device__ inline void load_row_vector(const T* g, int valid, float pad, float* 
       } pack;
       pack.word = __ldg(reinterpret_cast<const Word*>(g));
 #pragma unroll
-      for (int v = 0; v < Vec; ++v) dst[v] = static_cast<float>(to_float(pack.elems[v]));
+      for (int v = 0; v < Vec; ++v) dst[v] = reduce_detail::as_fragment<D>(pack.elems[v]);
       return;
     }
   }
+  const D pad_value = reduce_detail::as_fragment<D>(from_float<T>(pad));
 #pragma unroll
-  for (int v = 0; v < Vec; ++v) dst[v] = v < valid ? static_cast<float>(to_float(g[v])) : pad;
+  for (int v = 0; v < Vec; ++v) dst[v] = v < valid ? reduce_detail::as_fragment<D>(g[v]) : pad_value;
 }
 
-// Two-phase form of load_row_vector, for a thread that loads several vectors: the compiler emits
-// every fetch first and every unpack after, so that all of a thread's 16-byte loads are in
-// flight together. (With one call per vector, the branch between the vector and the element
-// path kept ptxas from hoisting the next load above the previous conversion: one memory round
-// trip per vector.) `stage` holds Vec * sizeof(T) / 4 words per vector.
-template <class T, int Vec>
-__device__ inline bool row_vector_fast(const T* g, int valid) {
+// One whole, aligned vector (the caller checked both for every vector of the copy, uniformly, so
+// that a thread's loads sit in one basic block with nothing between them and ptxas issues them
+// all before the first use: one memory round trip for the whole copy, not one per vector).
+template <class T, int Vec, class D = float>
+__device__ inline void load_row_vector_whole(const T* g, D* dst) {
   constexpr int kBytes = Vec * static_cast<int>(sizeof(T));
-  return valid >= Vec && (reinterpret_cast<unsigned long long>(g) % kBytes) == 0;
+  static_assert(kBytes == 16 || kBytes == 8 || kBytes == 4, "load_row_vector_whole: 4, 8 or 16 bytes");
+  typedef typename reduce_detail::VectorWord<kBytes>::type Word;
+  union {
+    Word word;
+    T elems[Vec];
+  } pack;
+  pack.word = __ldg(reinterpret_cast<const Word*>(g));
+#pragma unroll
+  for (int v = 0; v < Vec; ++v) dst[v] = reduce_detail::as_fragment<D>(pack.elems[v]);
 }
 
-// Issues the vector load when the vector is whole and aligned (a predicated load: no branch);
-// otherwise leaves zeros for unpack_row_vector, which then reads element by element.
-template <class T, int Vec>
-__device__ inline void fetch_row_vector(const T* g, int valid, int* stage) {
-  constexpr int kBytes = Vec * static_cast<int>(sizeof(T));
-  static_assert(kBytes == 16 || kBytes == 8 || kBytes == 4, "fetch_row_vector: 4, 8 or 16 bytes per vector");
-  const int fast = row_vector_fast<T, Vec>(g, valid) ? 1 : 0;
-  if constexpr (kBytes == 16) {
-    asm volatile(
-        "{\n .reg .pred p;\n setp.ne.b32 p, %5, 0;\n mov.b32 %0, 0;\n mov.b32 %1, 0;\n mov.b32 %2, 0;\n"
-        " mov.b32 %3, 0;\n @p ld.global.nc.v4.u32 {%0, %1, %2, %3}, [%4];\n}\n"
-        : "=r"(stage[0]), "=r"(stage[1]), "=r"(stage[2]), "=r"(stage[3])
-        : "l"(g), "r"(fast));
-  } else if constexpr (kBytes == 8) {
-    asm volatile(
-        "{\n .reg .pred p;\n setp.ne.b32 p, %3, 0;\n mov.b32 %0, 0;\n mov.b32 %1, 0;\n"
-        " @p ld.global.nc.v2.u32 {%0, %1}, [%2];\n}\n"
-        : "=r"(stage[0]), "=r"(stage[1])
-        : "l"(g), "r"(fast));
-  } else {
-    asm volatile("{\n .reg .pred p;\n setp.ne.b32 p, %2, 0;\n mov.b32 %0, 0;\n @p ld.global.nc.u32 %0, [%1];\n}\n"
-                 : "=r"(stage[0])
-                 : "l"(g), "r"(fast));
-  }
-}
-
-// Converts what fetch_row_vector loaded into dst[0..Vec) as floats; a vector that was not
-// whole or not aligned is read here element by element, elements at or past `valid` as `pad`.
-template <class T, int Vec>
-__device__ inline void unpack_row_vector(const T* g, int valid, float pad, const int* stage, float* dst) {
-  constexpr int kWords = Vec * static_cast<int>(sizeof(T)) / 4;
-  if (row_vector_fast<T, Vec>(g, valid)) {
-    union {
-      int words[kWords];
-      T elems[Vec];
-    } pack;
-#pragma unroll
-    for (int w = 0; w < kWords; ++w) pack.words[w] = stage[w];
-#pragma unroll
-    for (int v = 0; v < Vec; ++v) dst[v] = static_cast<float>(to_float(pack.elems[v]));
-    return;
-  }
-#pragma unroll
-  for (int v = 0; v < Vec; ++v) dst[v] = v < valid ? static_cast<float>(to_float(g[v])) : pad;
-}
-
-// Stores src[0..Vec) converted to T into g[0..Vec), dropping elements at or past `valid`.
-template <class T, int Vec>
-__device__ inline void store_row_vector(T* g, int valid, const float* src) {
+// Stores src[0..Vec) (float, or T itself) converted to T into g[0..Vec), dropping elements at or
+// past `valid`.
+template <class T, int Vec, class S = float>
+__device__ inline void store_row_vector(T* g, int valid, const S* src) {
+  auto as_element = [](S x) -> T {
+    if constexpr (is_same<S, T>::value) {
+      return x;
+    } else {
+      return from_float<T>(static_cast<float>(x));
+    }
+  };
   constexpr int kBytes = Vec * static_cast<int>(sizeof(T));
   if constexpr (kBytes == 16 || kBytes == 8 || kBytes == 4) {
     typedef typename reduce_detail::VectorWord<kBytes>::type Word;
@@ -178,14 +161,35 @@ __device__ inline void store_row_vector(T* g, int valid, const float* src) {
         T elems[Vec];
       } pack;
 #pragma unroll
-      for (int v = 0; v < Vec; ++v) pack.elems[v] = from_float<T>(src[v]);
+      for (int v = 0; v < Vec; ++v) pack.elems[v] = as_element(src[v]);
       *reinterpret_cast<Word*>(g) = pack.word;
       return;
     }
   }
 #pragma unroll
   for (int v = 0; v < Vec; ++v)
-    if (v < valid) g[v] = from_float<T>(src[v]);
+    if (v < valid) g[v] = as_element(src[v]);
+}
+
+// One whole, aligned vector (see load_row_vector_whole).
+template <class T, int Vec, class S = float>
+__device__ inline void store_row_vector_whole(T* g, const S* src) {
+  constexpr int kBytes = Vec * static_cast<int>(sizeof(T));
+  static_assert(kBytes == 16 || kBytes == 8 || kBytes == 4, "store_row_vector_whole: 4, 8 or 16 bytes");
+  typedef typename reduce_detail::VectorWord<kBytes>::type Word;
+  union {
+    Word word;
+    T elems[Vec];
+  } pack;
+#pragma unroll
+  for (int v = 0; v < Vec; ++v) {
+    if constexpr (is_same<S, T>::value) {
+      pack.elems[v] = src[v];
+    } else {
+      pack.elems[v] = from_float<T>(static_cast<float>(src[v]));
+    }
+  }
+  *reinterpret_cast<Word*>(g) = pack.word;
 }
 
 }  // namespace tessel

@@ -71,10 +71,14 @@ SoftmaxConfig parse_softmax_config(const std::string& text) {
   if (!cur.empty()) parts.push_back(cur);
   if (parts.empty()) throw bad("empty");
   SoftmaxConfig c;
-  if (parts[0] == "rows") c.variant = SoftmaxVariant::Rows;
-  else if (parts[0] == "row") c.variant = SoftmaxVariant::Row;
-  else if (parts[0] == "online") c.variant = SoftmaxVariant::Online;
-  else throw bad("unknown variant '" + parts[0] + "'");
+  if (parts[0] == "rows")
+    c.variant = SoftmaxVariant::Rows;
+  else if (parts[0] == "row")
+    c.variant = SoftmaxVariant::Row;
+  else if (parts[0] == "online")
+    c.variant = SoftmaxVariant::Online;
+  else
+    throw bad("unknown variant '" + parts[0] + "'");
   c.rows_per_block = c.variant == SoftmaxVariant::Rows ? 8 : 1;
   bool have_threads = false;
   for (size_t i = 1; i < parts.size(); ++i) {
@@ -167,18 +171,26 @@ PrimFunc softmax_program(long long M, long long N, DType dtype, const SoftmaxCon
     return f;
   }
   // Online: pass 1 keeps a running max m and a running sum s of exp(x - m), rescaling s when
-  // m grows; pass 2 reads the row again and writes exp(x - m) / s.
+  // m grows; pass 2 reads the row again (mostly from L2) and writes exp(x - m) / s.
+  // The chunks are software-pipelined by hand: `raw` holds the next chunk's bits as loaded (no
+  // conversion, so nothing waits for them), issued before the current chunk's reductions, so a
+  // chunk's loads are in flight while the block reduces the previous one. Pass 1's last prefetch
+  // wraps around to chunk 0, which is what pass 2 reads first.
   f.body([&] {
     T::Kernel(Expr(M), c.threads, [&](T::Var bx) {
+      auto raw = T::alloc_fragment({1, BN}, dtype);
       auto x = T::alloc_fragment({1, BN}, T::f32);
       auto m = T::alloc_fragment({1}, T::f32);
       auto s = T::alloc_fragment({1}, T::f32);
       auto chunk_max = T::alloc_fragment({1}, T::f32);
       auto chunk_sum = T::alloc_fragment({1}, T::f32);
+      const Expr chunks = T::ceildiv(Expr(N), BN);
       T::fill(m, -T::infinity(T::f32));
       T::clear(s);
-      T::Serial(T::ceildiv(Expr(N), BN), [&](T::Var k) {
-        T::copy_padded(X(bx, k * BN), x, -T::infinity(T::f32));
+      T::copy_padded(X(bx, 0), raw, -T::infinity(dtype));
+      T::Serial(chunks, [&](T::Var k) {
+        T::Parallel(1, BN, [&](T::Var i, T::Var j) { x(i, j) = T::cast(T::f32, raw(i, j)); });
+        T::copy_padded(X(bx, ((k + 1) % chunks) * BN), raw, -T::infinity(dtype));
         T::reduce_max(x, chunk_max, 1);
         T::Parallel(1, [&](T::Var i) { chunk_max(i) = max_nan(chunk_max(i), m(i)); });
         T::Parallel(1, BN, [&](T::Var i, T::Var j) { x(i, j) = exp_minus(x(i, j), chunk_max(i)); });
@@ -191,9 +203,11 @@ PrimFunc softmax_program(long long M, long long N, DType dtype, const SoftmaxCon
         });
       });
       T::Parallel(1, [&](T::Var i) { s(i) = 1.0f / s(i); });
-      T::Serial(T::ceildiv(Expr(N), BN), [&](T::Var k) {
-        T::copy_padded(X(bx, k * BN), x, -T::infinity(T::f32));
-        T::Parallel(1, BN, [&](T::Var i, T::Var j) { x(i, j) = exp_minus(x(i, j), m(i)) * s(i); });
+      T::Serial(chunks, [&](T::Var k) {
+        T::Parallel(1, BN, [&](T::Var i, T::Var j) {
+          x(i, j) = exp_minus(T::cast(T::f32, raw(i, j)), m(i)) * s(i);
+        });
+        T::copy_padded(X(bx, (k + 1) * BN), raw, -T::infinity(dtype));
         T::copy(x, Y(bx, k * BN));
       });
     });

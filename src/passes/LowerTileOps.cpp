@@ -295,7 +295,8 @@ class TileOpLowering : public IRMutator {
     const FragmentLayout& l = ctx_.fragment_layouts.at(frag->buffer->id);
     const Region& other = frag == &src ? dst : src;
     if (l.kind == FragmentLayout::Kind::RowBlocked && other.buffer->scope == Scope::Global &&
-        other.buffer.ndim() == 2 && frag->buffer->dtype == DType::f32 && l.vec > 1)
+        other.buffer.ndim() == 2 &&
+        (frag->buffer->dtype == DType::f32 || frag->buffer->dtype == other.buffer->dtype) && l.vec > 1)
       return row_vector_copy(op, l);
     const Buffer& regs = ctx_.registers_of(frag->buffer);
     Var v("l");
@@ -332,27 +333,41 @@ class TileOpLowering : public IRMutator {
     Stmt call;
     const int groups = l.per_thread / l.vec;
     const int vector_bytes = l.vec * dtype_bytes(t->dtype);
-    if (load && groups > 1 && (vector_bytes == 16 || vector_bytes == 8 || vector_bytes == 4)) {
-      // Several vectors per thread: every load issued before any is converted (see
-      // fetch_row_vector), so a thread has all its bytes in flight at once.
-      const int words = vector_bytes / 4;
-      Buffer stage = Buffer::make(f.buffer->name + "_stage", {make_int(groups * words)}, DType::i32,
-                                  Scope::Local, w);
-      Expr pad = op->pad.defined() ? make_cast(DType::f32, op->pad) : make_float(0.0);
-      Expr stage_at = mul(grp, make_int(words));
-      Stmt fetch = make_device_call("tessel::fetch_row_vector", targs,
-                                    {{Expr(), t, offset}, {valid, Buffer(), Expr()}, {Expr(), stage, stage_at}}, w);
-      Stmt unpack = make_device_call("tessel::unpack_row_vector", targs,
-                                     {{Expr(), t, offset},
-                                      {valid, Buffer(), Expr()},
-                                      {pad, Buffer(), Expr()},
-                                      {Expr(), stage, stage_at},
-                                      {Expr(), regs, first}},
-                                     w);
-      return make_seq({make_decl(stage, w),
-                       make_for(grp, make_int(0), make_int(groups), ForKind::Unrolled, 0, fetch, w),
-                       make_for(grp, make_int(0), make_int(groups), ForKind::Unrolled, 0, unpack, w)},
-                      w);
+    targs.push_back(dtype_cuda(f.buffer->dtype));
+    if (groups > 1 && (vector_bytes == 16 || vector_bytes == 8 || vector_bytes == 4)) {
+      // Several vectors per thread: when every one is whole and aligned (tested once, the same
+      // test for the whole copy), the loads form one basic block and are all in flight together;
+      // otherwise each vector takes the masked path. (One masked call per vector put a branch
+      // between consecutive loads, and ptxas then waited for each load before issuing the next.)
+      // Alignment: tensors are 16-byte aligned (checked at launch), so a vector is aligned when
+      // its element offset is a multiple of vec.
+      Expr fast;
+      for (int gi = 0; gi < groups; ++gi) {
+        std::vector<std::pair<Var, Expr>> at{{grp, make_int(gi)}};
+        Expr ok =
+            make_binary(BinaryOp::And, make_binary(BinaryOp::GE, substitute(valid, at), make_int(l.vec)),
+                        make_binary(BinaryOp::EQ,
+                                    make_binary(BinaryOp::Mod, substitute(offset, at), i64(make_int(l.vec))),
+                                    i64(make_int(0))));
+        fast = fast.defined() ? make_binary(BinaryOp::And, fast, ok) : ok;
+      }
+      Stmt whole, masked;
+      if (load) {
+        Expr pad = op->pad.defined() ? make_cast(DType::f32, op->pad) : make_float(0.0);
+        whole = make_device_call("tessel::load_row_vector_whole", targs,
+                                 {{Expr(), t, offset}, {Expr(), regs, first}}, w);
+        masked = make_device_call(
+            "tessel::load_row_vector", targs,
+            {{Expr(), t, offset}, {valid, Buffer(), Expr()}, {pad, Buffer(), Expr()}, {Expr(), regs, first}},
+            w);
+      } else {
+        whole = make_device_call("tessel::store_row_vector_whole", targs,
+                                 {{Expr(), t, offset}, {Expr(), regs, first}}, w);
+        masked = make_device_call("tessel::store_row_vector", targs,
+                                  {{Expr(), t, offset}, {valid, Buffer(), Expr()}, {Expr(), regs, first}}, w);
+      }
+      return make_if(fast, make_for(grp, make_int(0), make_int(groups), ForKind::Unrolled, 0, whole, w),
+                     make_for(grp, make_int(0), make_int(groups), ForKind::Unrolled, 0, masked, w), w);
     }
     if (load) {
       Expr pad = op->pad.defined() ? make_cast(DType::f32, op->pad) : make_float(0.0);

@@ -23,6 +23,7 @@ struct BenchSoftmaxOptions {
   int repeats = 20;
   int warmup = 3;
   std::uint64_t seed = 1;
+  std::vector<std::string> configs;  // empty: the dispatcher's config for each shape
   std::string json_file;
 };
 
@@ -74,6 +75,7 @@ int run_bench_softmax(const BenchSoftmaxOptions& o) {
       dtypes.push_back(*t);
     }
     for (const std::string& s : o.shapes) shapes.push_back(parse_shape(s));
+    for (const std::string& c : o.configs) (void)kernels::parse_softmax_config(c);
   } catch (const std::exception& e) {
     std::cerr << "tessel bench softmax: " << e.what() << "\n";
     return kExitUsage;
@@ -100,70 +102,75 @@ int run_bench_softmax(const BenchSoftmaxOptions& o) {
       for (long long N : {256LL, 1000LL, 1024LL, 4096LL, 5000LL, 16384LL, 65536LL})
         cases.push_back({(o.input_mib << 20) / (N * dtype_bytes(t)), N});
     for (auto [M, N] : cases) {
-      auto config = kernels::default_softmax_config(M, N, t);
-      nlohmann::json r = {
-          {"M", M}, {"N", N}, {"dtype", std::string(dtype_name(t))}, {"config", config.describe()}};
-      try {
-        JitKernel k = kernels::make_softmax(M, N, t, config);
-        Tensor x = Tensor::empty({M, N}, t), y = Tensor::empty({M, N}, t), y2 = Tensor::empty({M, N}, t),
-               y3 = Tensor::empty({M, N}, t);
-        x.fill_random(o.seed + N, -6, 6);
-        y.fill(std::nan(""));
-        k.launch({x, y});
-        check_cu(driver().cuCtxSynchronize(), "cuCtxSynchronize");
-        double err = sampled_error(x, y, M, N);
-        bool ok = !std::isnan(err) && err <= (t == DType::f32 ? 1e-3 : 1e-2);
-        const double bytes = 2.0 * static_cast<double>(x.nbytes());
-        std::vector<std::function<void()>> runs = {
-            [&] {
-              k.launch({x, y});
-            },
-            [&] {
-              check_cu(driver().cuMemcpyDtoDAsync(y3.device_ptr(), x.device_ptr(), x.nbytes(), nullptr),
-                       "cuMemcpyDtoDAsync");
-            }};
-        if (cudnn.available()) runs.push_back([&] { cudnn.run(x, y2); });
-        std::vector<std::vector<double>> ms(runs.size());
-        for (int rep = 0; rep < o.warmup + o.repeats; ++rep) {
-          for (size_t j = 0; j < runs.size(); ++j) {
-            size_t which = (j + rep) % runs.size();  // rotate who goes first
-            EventTimer timer;
-            timer.start();
-            runs[which]();
-            timer.stop();
-            float e = timer.elapsed_ms();
-            if (rep >= o.warmup) ms[which].push_back(e);
+      std::vector<kernels::SoftmaxConfig> configs;
+      if (o.configs.empty()) configs.push_back(kernels::default_softmax_config(M, N, t));
+      for (const std::string& text : o.configs) configs.push_back(kernels::parse_softmax_config(text));
+      for (const kernels::SoftmaxConfig& config : configs) {
+        nlohmann::json r = {
+            {"M", M}, {"N", N}, {"dtype", std::string(dtype_name(t))}, {"config", config.describe()}};
+        try {
+          JitKernel k = kernels::make_softmax(M, N, t, config);
+          Tensor x = Tensor::empty({M, N}, t), y = Tensor::empty({M, N}, t), y2 = Tensor::empty({M, N}, t),
+                 y3 = Tensor::empty({M, N}, t);
+          x.fill_random(o.seed + N, -6, 6);
+          y.fill(std::nan(""));
+          k.launch({x, y});
+          check_cu(driver().cuCtxSynchronize(), "cuCtxSynchronize");
+          double err = sampled_error(x, y, M, N);
+          bool ok = !std::isnan(err) && err <= (t == DType::f32 ? 1e-3 : 1e-2);
+          const double bytes = 2.0 * static_cast<double>(x.nbytes());
+          std::vector<std::function<void()>> runs = {
+              [&] {
+                k.launch({x, y});
+              },
+              [&] {
+                check_cu(driver().cuMemcpyDtoDAsync(y3.device_ptr(), x.device_ptr(), x.nbytes(), nullptr),
+                         "cuMemcpyDtoDAsync");
+              }};
+          if (cudnn.available()) runs.push_back([&] { cudnn.run(x, y2); });
+          std::vector<std::vector<double>> ms(runs.size());
+          for (int rep = 0; rep < o.warmup + o.repeats; ++rep) {
+            for (size_t j = 0; j < runs.size(); ++j) {
+              size_t which = (j + rep) % runs.size();  // rotate who goes first
+              EventTimer timer;
+              timer.start();
+              runs[which]();
+              timer.stop();
+              float e = timer.elapsed_ms();
+              if (rep >= o.warmup) ms[which].push_back(e);
+            }
           }
+          double ours = median(ms[0]), copy = median(ms[1]), theirs = cudnn.available() ? median(ms[2]) : NAN;
+          double gbs = bytes / (ours * 1e-3) / 1e9, copy_gbs = bytes / (copy * 1e-3) / 1e9,
+                 cudnn_gbs = bytes / (theirs * 1e-3) / 1e9;
+          std::cout << "  " << left(std::to_string(M) + "x" + std::to_string(N), 18)
+                    << left(std::string(dtype_name(t)), 6) << left(config.describe(), 22)
+                    << right(fixed(gbs, 0), 12) << right(cudnn.available() ? fixed(cudnn_gbs, 0) : "-", 11)
+                    << right(fixed(copy_gbs, 0), 10) << right(fixed(100 * gbs / copy_gbs, 1) + "%", 9)
+                    << right(cudnn.available() ? fixed(theirs / ours, 2) + "x" : "-", 9)
+                    << right(scientific(err), 9) << (ok ? "" : "  NUMERICALLY WRONG") << "\n";
+          r.update(
+              {{"status", ok ? "ok" : "wrong"},
+               {"tessel_ms", ours},
+               {"copy_ms", copy},
+               {"tessel_gbs", gbs},
+               {"copy_gbs", copy_gbs},
+               {"fraction_of_copy", gbs / copy_gbs},
+               {"rel_error_sampled_rows", std::isnan(err) ? nlohmann::json(nullptr) : nlohmann::json(err)},
+               {"registers", k.resources().registers}});
+          if (cudnn.available())
+            r.update({{"cudnn_ms", theirs}, {"cudnn_gbs", cudnn_gbs}, {"speedup_vs_cudnn", theirs / ours}});
+          if (!ok) ++problems;
+        } catch (const std::exception& e) {
+          std::cout << "  " << left(std::to_string(M) + "x" + std::to_string(N), 18)
+                    << "failed: " << error_kind(e) << " (" << error_summary(e, 120) << ")\n";
+          r["status"] = "failed";
+          r["error"] = {{"kind", error_kind(e)}, {"message", e.what()}};
+          ++problems;
         }
-        double ours = median(ms[0]), copy = median(ms[1]), theirs = cudnn.available() ? median(ms[2]) : NAN;
-        double gbs = bytes / (ours * 1e-3) / 1e9, copy_gbs = bytes / (copy * 1e-3) / 1e9,
-               cudnn_gbs = bytes / (theirs * 1e-3) / 1e9;
-        std::cout << "  " << left(std::to_string(M) + "x" + std::to_string(N), 18)
-                  << left(std::string(dtype_name(t)), 6) << left(config.describe(), 22)
-                  << right(fixed(gbs, 0), 12) << right(cudnn.available() ? fixed(cudnn_gbs, 0) : "-", 11)
-                  << right(fixed(copy_gbs, 0), 10) << right(fixed(100 * gbs / copy_gbs, 1) + "%", 9)
-                  << right(cudnn.available() ? fixed(theirs / ours, 2) + "x" : "-", 9)
-                  << right(scientific(err), 9) << (ok ? "" : "  NUMERICALLY WRONG") << "\n";
-        r.update({{"status", ok ? "ok" : "wrong"},
-                  {"tessel_ms", ours},
-                  {"copy_ms", copy},
-                  {"tessel_gbs", gbs},
-                  {"copy_gbs", copy_gbs},
-                  {"fraction_of_copy", gbs / copy_gbs},
-                  {"rel_error_sampled_rows", std::isnan(err) ? nlohmann::json(nullptr) : nlohmann::json(err)},
-                  {"registers", k.resources().registers}});
-        if (cudnn.available())
-          r.update({{"cudnn_ms", theirs}, {"cudnn_gbs", cudnn_gbs}, {"speedup_vs_cudnn", theirs / ours}});
-        if (!ok) ++problems;
-      } catch (const std::exception& e) {
-        std::cout << "  " << left(std::to_string(M) + "x" + std::to_string(N), 18)
-                  << "failed: " << error_kind(e) << " (" << error_summary(e, 120) << ")\n";
-        r["status"] = "failed";
-        r["error"] = {{"kind", error_kind(e)}, {"message", e.what()}};
-        ++problems;
+        results.push_back(r);
+        std::cout.flush();
       }
-      results.push_back(r);
-      std::cout.flush();
     }
   }
   if (!o.json_file.empty()) {
@@ -207,6 +214,11 @@ Command add_bench_softmax_command(CLI::App& bench) {
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
   app->add_option("--warmup", o->warmup, "Untimed runs of each side first")->capture_default_str();
+  app->add_option("--config", o->configs,
+                  "Softmax configs to run on every shape instead of the dispatcher's, comma-separated: "
+                  "VARIANT:tTHREADS[:rROWS][:bnBLOCK_N], e.g. rows:t512:r1:bn16384")
+      ->delimiter(',')
+      ->type_name("CONFIG");
   app->add_option("--seed", o->seed, "Seed of the random inputs")->capture_default_str();
   app->add_option("--json", o->json_file,
                   "Also write the results, with date, device, command and commit, to FILE")

@@ -74,8 +74,9 @@ int run_dump_gemm(const DumpOptions& o) {
   JitOptions jo;
   jo.arch = o.arch.empty() ? s.arch() : o.arch;
   const JitKernel k = kernels::make_matmul(o.M, o.N, o.K, c, jo);
-  return print_level(o, k,
-                     shape.describe() + " " + std::string(dtype_name(c.dtype)) + ", config " + format_matmul_config(c));
+  return print_level(
+      o, k,
+      shape.describe() + " " + std::string(dtype_name(c.dtype)) + ", config " + format_matmul_config(c));
 }
 
 int run_dump_softmax(const DumpOptions& o) {
@@ -100,13 +101,14 @@ int run_dump_softmax(const DumpOptions& o) {
   jo.arch = o.arch.empty() ? system_info().arch() : o.arch;
   const JitKernel k = kernels::make_softmax(o.M, o.N, *dtype, c, jo);
   return print_level(o, k,
-                     std::to_string(o.M) + "x" + std::to_string(o.N) + " " + std::string(dtype_name(*dtype)) + ", config " +
-                         c.describe());
+                     std::to_string(o.M) + "x" + std::to_string(o.N) + " " + std::string(dtype_name(*dtype)) +
+                         ", config " + c.describe());
 }
 
 int run_dump(const DumpOptions& o) {
   if (chosen_levels(o) > 1) {
-    std::cerr << "tessel dump " << o.kernel << ": choose one of --ir, --lowered, --source, --ptx, --resources\n";
+    std::cerr << "tessel dump " << o.kernel
+              << ": choose one of --ir, --lowered, --source, --ptx, --resources\n";
     return kExitUsage;
   }
   return o.kernel == "softmax" ? run_dump_softmax(o) : run_dump_gemm(o);
@@ -118,7 +120,8 @@ void add_level_flags(CLI::App* app, DumpOptions& o) {
   app->add_flag("--lowered", o.lowered, "The IR after the compiler's passes (what codegen sees)");
   app->add_flag("--source", o.source, "The generated CUDA C++");
   app->add_flag("--ptx", o.ptx, "The PTX from NVRTC");
-  app->add_flag("--resources", o.resources, "Registers, spills, shared memory, compile time, instructions used");
+  app->add_flag("--resources", o.resources,
+                "Registers, spills, shared memory, compile time, instructions used");
 }
 
 }  // namespace
@@ -140,13 +143,18 @@ Command add_dump_command(CLI::App& root) {
   add_level_flags(gemm, *o);
   gemm->callback([o] { o->kernel = "gemm"; });
   CLI::App* softmax = dump->add_subcommand(
-      "softmax", "The library softmax over the rows of an M x N tensor: its IR (default), lowered IR, CUDA "
-                 "source, PTX or resources");
+      "softmax",
+      "The library softmax over the rows of an M x N tensor: its IR (default), lowered IR, CUDA "
+      "source, PTX or resources");
   softmax->add_option("--m", o->M, "Rows")->capture_default_str()->check(CLI::PositiveNumber);
-  softmax->add_option("--n", o->N, "Columns (the softmax dimension)")->capture_default_str()->check(CLI::PositiveNumber);
+  softmax->add_option("--n", o->N, "Columns (the softmax dimension)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   softmax->add_option("--dtype", o->dtype, "f16, bf16 or f32")->capture_default_str();
-  softmax->add_option("--config", o->config,
-                      "VARIANT:tTHREADS[:rROWS][:bnBLOCK_N], e.g. rows:t256:r8:bn1024 (default: the dispatcher's)")
+  softmax
+      ->add_option(
+          "--config", o->config,
+          "VARIANT:tTHREADS[:rROWS][:bnBLOCK_N], e.g. rows:t256:r8:bn1024 (default: the dispatcher's)")
       ->type_name("CONFIG");
   add_level_flags(softmax, *o);
   softmax->callback([o] { o->kernel = "softmax"; });
