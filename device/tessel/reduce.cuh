@@ -124,21 +124,75 @@ __device__ inline void load_row_vector(const T* g, int valid, float pad, D* dst)
   for (int v = 0; v < Vec; ++v) dst[v] = v < valid ? reduce_detail::as_fragment<D>(g[v]) : pad_value;
 }
 
-// One whole, aligned vector (the caller checked both for every vector of the copy, uniformly, so
-// that a thread's loads sit in one basic block with nothing between them and ptxas issues them
-// all before the first use: one memory round trip for the whole copy, not one per vector).
+namespace reduce_detail {
+// A Bytes-wide global load that happens only when `present` (a predicated instruction, not a
+// branch); zeros otherwise.
+template <int Bytes>
+__device__ inline typename VectorWord<Bytes>::type load_if(const void* g, bool present) {
+  typename VectorWord<Bytes>::type w;
+  const int p = present ? 1 : 0;
+  if constexpr (Bytes == 16) {
+    asm volatile(
+        "{\n .reg .pred p;\n setp.ne.b32 p, %5, 0;\n mov.b32 %0, 0;\n mov.b32 %1, 0;\n mov.b32 %2, 0;\n"
+        " mov.b32 %3, 0;\n @p ld.global.nc.v4.u32 {%0, %1, %2, %3}, [%4];\n}\n"
+        : "=r"(w.x), "=r"(w.y), "=r"(w.z), "=r"(w.w)
+        : "l"(g), "r"(p));
+  } else if constexpr (Bytes == 8) {
+    asm volatile(
+        "{\n .reg .pred p;\n setp.ne.b32 p, %3, 0;\n mov.b32 %0, 0;\n mov.b32 %1, 0;\n"
+        " @p ld.global.nc.v2.u32 {%0, %1}, [%2];\n}\n"
+        : "=r"(w.x), "=r"(w.y)
+        : "l"(g), "r"(p));
+  } else {
+    asm volatile(
+        "{\n .reg .pred p;\n setp.ne.b32 p, %2, 0;\n mov.b32 %0, 0;\n @p ld.global.nc.u32 %0, [%1];\n}\n"
+        : "=r"(w)
+        : "l"(g), "r"(p));
+  }
+  return w;
+}
+
+// The matching predicated store.
+template <int Bytes>
+__device__ inline void store_if(void* g, bool present, typename VectorWord<Bytes>::type w) {
+  const int p = present ? 1 : 0;
+  if constexpr (Bytes == 16) {
+    asm volatile(
+        "{\n .reg .pred p;\n setp.ne.b32 p, %1, 0;\n @p st.global.v4.u32 [%0], {%2, %3, %4, %5};\n}\n"
+        :
+        : "l"(g), "r"(p), "r"(w.x), "r"(w.y), "r"(w.z), "r"(w.w)
+        : "memory");
+  } else if constexpr (Bytes == 8) {
+    asm volatile("{\n .reg .pred p;\n setp.ne.b32 p, %1, 0;\n @p st.global.v2.u32 [%0], {%2, %3};\n}\n"
+                 :
+                 : "l"(g), "r"(p), "r"(w.x), "r"(w.y)
+                 : "memory");
+  } else {
+    asm volatile("{\n .reg .pred p;\n setp.ne.b32 p, %1, 0;\n @p st.global.u32 [%0], %2;\n}\n"
+                 :
+                 : "l"(g), "r"(p), "r"(w)
+                 : "memory");
+  }
+}
+}  // namespace reduce_detail
+
+// A vector that is either whole and aligned (`present`) or wholly past the end of its row (its
+// elements are `pad`). The caller tested this for every vector of the copy, uniformly, so that a
+// thread's loads sit in one basic block, predicated, with nothing between them: ptxas issues
+// them all before the first use (one memory round trip for the whole copy, not one per vector),
+// and rows whose tile is wider than the row (N = 1000 in a 1024 tile) stay on this path.
 template <class T, int Vec, class D = float>
-__device__ inline void load_row_vector_whole(const T* g, D* dst) {
+__device__ inline void load_row_vector_whole(const T* g, bool present, float pad, D* dst) {
   constexpr int kBytes = Vec * static_cast<int>(sizeof(T));
   static_assert(kBytes == 16 || kBytes == 8 || kBytes == 4, "load_row_vector_whole: 4, 8 or 16 bytes");
-  typedef typename reduce_detail::VectorWord<kBytes>::type Word;
   union {
-    Word word;
+    typename reduce_detail::VectorWord<kBytes>::type word;
     T elems[Vec];
   } pack;
-  pack.word = __ldg(reinterpret_cast<const Word*>(g));
+  pack.word = reduce_detail::load_if<kBytes>(g, present);
+  const D pad_value = reduce_detail::as_fragment<D>(from_float<T>(pad));
 #pragma unroll
-  for (int v = 0; v < Vec; ++v) dst[v] = reduce_detail::as_fragment<D>(pack.elems[v]);
+  for (int v = 0; v < Vec; ++v) dst[v] = present ? reduce_detail::as_fragment<D>(pack.elems[v]) : pad_value;
 }
 
 // Stores src[0..Vec) (float, or T itself) converted to T into g[0..Vec), dropping elements at or
@@ -171,14 +225,14 @@ __device__ inline void store_row_vector(T* g, int valid, const S* src) {
     if (v < valid) g[v] = as_element(src[v]);
 }
 
-// One whole, aligned vector (see load_row_vector_whole).
+// A vector that is whole and aligned (`present`: stored) or wholly past the end of its row
+// (dropped); see load_row_vector_whole.
 template <class T, int Vec, class S = float>
-__device__ inline void store_row_vector_whole(T* g, const S* src) {
+__device__ inline void store_row_vector_whole(T* g, bool present, const S* src) {
   constexpr int kBytes = Vec * static_cast<int>(sizeof(T));
   static_assert(kBytes == 16 || kBytes == 8 || kBytes == 4, "store_row_vector_whole: 4, 8 or 16 bytes");
-  typedef typename reduce_detail::VectorWord<kBytes>::type Word;
   union {
-    Word word;
+    typename reduce_detail::VectorWord<kBytes>::type word;
     T elems[Vec];
   } pack;
 #pragma unroll
@@ -189,7 +243,7 @@ __device__ inline void store_row_vector_whole(T* g, const S* src) {
       pack.elems[v] = from_float<T>(static_cast<float>(src[v]));
     }
   }
-  *reinterpret_cast<Word*>(g) = pack.word;
+  reduce_detail::store_if<kBytes>(g, present, pack.word);
 }
 
 }  // namespace tessel

@@ -26,7 +26,14 @@ MatmulConfig default_matmul_config(long long M, long long N, long long K, DType 
       c.block_M = 128, c.block_N = 256, c.num_stages = 4, c.threads = 256;
     } else if (tiles(128, 128) >= sm_count) {
       c.block_M = 128, c.block_N = 128, c.num_stages = 5, c.threads = 256;
+    } else if (K <= 2048) {
+      // Few tiles and a short K loop (1024^3: 64 tiles of 128x128): 64-row tiles fill twice the
+      // SMs. Exhaustive tune on the H200 (bench/results/2026-12-02-tune-1024x1024x1024-h200.json):
+      // 64x128x64 s6 t128 best of 392 candidates, 8.8 us against 11.4 us for 128x128x64 s6.
+      c.block_M = 64, c.block_N = 128, c.num_stages = 6, c.threads = 128;
     } else {
+      // Few tiles, long K (128x8192x8192): the same exhaustive tune kept 128x128x64 s6 t128;
+      // 64-row or 64-column tiles on twice the SMs were 1-6 % slower (the shape streams B).
       c.block_M = 128, c.block_N = 128, c.num_stages = 6, c.threads = 128;
     }
     return c;

@@ -126,6 +126,16 @@ SoftmaxConfig default_softmax_config(long long /*M*/, long long N, DType dtype) 
     long long rows_per_pass = c.threads / lanes;
     c.rows_per_block = static_cast<int>(rows_per_pass * std::max<long long>(1, 4 / chunks));
     c.block_N = static_cast<int>(bn);
+  } else if (next_pow2((N + 4 * vec - 1) / (4 * vec)) > 256 && next_pow2((N + 8 * vec - 1) / (8 * vec)) <= 256) {
+    // Rows that would need more than 8 warps at four vectors per thread take eight vectors per
+    // thread on 256 threads instead: the cross-warp reductions (a shared-memory round and two
+    // barriers each) are what cost. Measured at 16384 f16 (bench/results/2026-12-02-softmax-s2-
+    // run1-h200.json): t256 with 8 vectors 91.0 % of copy, t512 with 4 89.1 %, t1024 with 2 71.9 %.
+    long long lanes = next_pow2((N + 8 * vec - 1) / (8 * vec));
+    c.variant = SoftmaxVariant::Rows;
+    c.threads = 256;
+    c.rows_per_block = static_cast<int>(c.threads / lanes);
+    c.block_N = static_cast<int>(round_up(N, lanes * vec));
   } else if (N <= 1024 * vec * 4) {
     // Four 16-byte vectors per thread (registers stay low, four loads in flight); as many
     // lanes per row as that takes, and several rows per block while a row needs fewer than

@@ -341,28 +341,39 @@ class TileOpLowering : public IRMutator {
       // between consecutive loads, and ptxas then waited for each load before issuing the next.)
       // Alignment: tensors are 16-byte aligned (checked at launch), so a vector is aligned when
       // its element offset is a multiple of vec.
+      // Each vector whole and aligned, or wholly past the row's end (valid <= 0: padded on
+      // load, dropped on store) -- the common case even when the tile is wider than the row.
       Expr fast;
       for (int gi = 0; gi < groups; ++gi) {
         std::vector<std::pair<Var, Expr>> at{{grp, make_int(gi)}};
+        Expr v = substitute(valid, at);
         Expr ok =
-            make_binary(BinaryOp::And, make_binary(BinaryOp::GE, substitute(valid, at), make_int(l.vec)),
+            make_binary(BinaryOp::And,
+                        make_binary(BinaryOp::Or, make_binary(BinaryOp::GE, v, make_int(l.vec)),
+                                    make_binary(BinaryOp::LE, v, make_int(0))),
                         make_binary(BinaryOp::EQ,
                                     make_binary(BinaryOp::Mod, substitute(offset, at), i64(make_int(l.vec))),
                                     i64(make_int(0))));
         fast = fast.defined() ? make_binary(BinaryOp::And, fast, ok) : ok;
       }
+      Expr present = make_binary(BinaryOp::GT, valid, make_int(0));
       Stmt whole, masked;
       if (load) {
         Expr pad = op->pad.defined() ? make_cast(DType::f32, op->pad) : make_float(0.0);
         whole = make_device_call("tessel::load_row_vector_whole", targs,
-                                 {{Expr(), t, offset}, {Expr(), regs, first}}, w);
+                                 {{Expr(), t, offset},
+                                  {present, Buffer(), Expr()},
+                                  {pad, Buffer(), Expr()},
+                                  {Expr(), regs, first}},
+                                 w);
         masked = make_device_call(
             "tessel::load_row_vector", targs,
             {{Expr(), t, offset}, {valid, Buffer(), Expr()}, {pad, Buffer(), Expr()}, {Expr(), regs, first}},
             w);
       } else {
-        whole = make_device_call("tessel::store_row_vector_whole", targs,
-                                 {{Expr(), t, offset}, {Expr(), regs, first}}, w);
+        whole =
+            make_device_call("tessel::store_row_vector_whole", targs,
+                             {{Expr(), t, offset}, {present, Buffer(), Expr()}, {Expr(), regs, first}}, w);
         masked = make_device_call("tessel::store_row_vector", targs,
                                   {{Expr(), t, offset}, {valid, Buffer(), Expr()}, {Expr(), regs, first}}, w);
       }
