@@ -125,7 +125,16 @@ LoweredFunc lower(const ir::PrimFuncNode& f, const passes::Target& target,
     TESSEL_USER_ERROR("jit", std::source_location(), f.name << " has no body; call PrimFunc::body() first");
   ir::Stmt body = f.body;
   for (const auto& p : kPasses) {
-    body = p.fn(body, out.ctx);
+    try {
+      body = p.fn(body, out.ctx);
+    } catch (const Error&) {
+      throw;
+    } catch (const std::exception& e) {
+      // A library exception escaping a pass (a missing map entry, say) is the compiler's bug.
+      throw InternalError(std::string("pass ") + p.name + " on " + f.name + " failed: " + e.what() +
+                              " (a compiler bug: please report it with TESSEL_DUMP=after:all output)",
+                          std::source_location::current());
+    }
     passes::verify_ir(body, out.ctx, p.name);
     if (keep_stages || dump_requested(p.name)) {
       ir::PrimFuncNode stage{f.name, f.params, body};

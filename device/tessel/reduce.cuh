@@ -103,7 +103,7 @@ __device__ inline D as_fragment(T x) {
 // Loads Vec elements g[0..Vec) into dst[0..Vec) as D (float, or T itself); elements at or past
 // `valid` are `pad`. One 16-byte (or 8/4-byte) load when all Vec are valid and the address is
 // aligned. This is the edge path; whole, aligned vectors take load_row_vector_whole.
-template <class T, int Vec, class D = float>
+template <class T, int Vec, class D = float, bool Global = true>
 __device__ inline void load_row_vector(const T* g, int valid, float pad, D* dst) {
   constexpr int kBytes = Vec * static_cast<int>(sizeof(T));
   if constexpr (kBytes == 16 || kBytes == 8 || kBytes == 4) {
@@ -113,7 +113,11 @@ __device__ inline void load_row_vector(const T* g, int valid, float pad, D* dst)
         Word word;
         T elems[Vec];
       } pack;
-      pack.word = __ldg(reinterpret_cast<const Word*>(g));
+      if constexpr (Global) {
+        pack.word = __ldg(reinterpret_cast<const Word*>(g));
+      } else {
+        pack.word = *reinterpret_cast<const Word*>(g);
+      }
 #pragma unroll
       for (int v = 0; v < Vec; ++v) dst[v] = reduce_detail::as_fragment<D>(pack.elems[v]);
       return;
@@ -181,7 +185,8 @@ __device__ inline void store_if(void* g, bool present, typename VectorWord<Bytes
 // thread's loads sit in one basic block, predicated, with nothing between them: ptxas issues
 // them all before the first use (one memory round trip for the whole copy, not one per vector),
 // and rows whose tile is wider than the row (N = 1000 in a 1024 tile) stay on this path.
-template <class T, int Vec, class D = float>
+// Global = false: `g` points into shared memory (a plain load, predicated by the compiler).
+template <class T, int Vec, class D = float, bool Global = true>
 __device__ inline void load_row_vector_whole(const T* g, bool present, float pad, D* dst) {
   constexpr int kBytes = Vec * static_cast<int>(sizeof(T));
   static_assert(kBytes == 16 || kBytes == 8 || kBytes == 4, "load_row_vector_whole: 4, 8 or 16 bytes");
@@ -189,7 +194,12 @@ __device__ inline void load_row_vector_whole(const T* g, bool present, float pad
     typename reduce_detail::VectorWord<kBytes>::type word;
     T elems[Vec];
   } pack;
-  pack.word = reduce_detail::load_if<kBytes>(g, present);
+  if constexpr (Global) {
+    pack.word = reduce_detail::load_if<kBytes>(g, present);
+  } else {
+    typedef typename reduce_detail::VectorWord<kBytes>::type Word;
+    pack.word = present ? *reinterpret_cast<const Word*>(g) : Word{};
+  }
   const D pad_value = reduce_detail::as_fragment<D>(from_float<T>(pad));
 #pragma unroll
   for (int v = 0; v < Vec; ++v) dst[v] = present ? reduce_detail::as_fragment<D>(pack.elems[v]) : pad_value;

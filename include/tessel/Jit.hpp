@@ -44,7 +44,8 @@ struct KernelInfo {
   // Which of "mma.sync", "wgmma", "ldmatrix", "cp.async", "cp.async.bulk.tensor", "mbarrier",
   // "setmaxnreg" the PTX holds.
   std::vector<std::string> instructions;
-  // "sm90 TMA + wgmma, warp-specialized, persistent" or "mma.sync"; and, on sm_90a when the
+  // "sm90 TMA + wgmma, warp-specialized, persistent", "mma.sync", or "CUDA cores (no gemm)" for
+  // kernels without tensor-core instructions; and, on sm_90a when the
   // mma.sync path was kept, why the Hopper path was not taken.
   std::string path;
   std::string hopper_declined;

@@ -1,5 +1,7 @@
 #include "kernels/softmax/Softmax.hpp"
 
+#include "tessel/runtime/Driver.hpp"
+
 #include <algorithm>
 #include <stdexcept>
 #include <vector>
@@ -14,6 +16,20 @@ constexpr double kLog2e = 1.4426950408889634;
 
 long long round_up(long long x, long long m) {
   return (x + m - 1) / m * m;
+}
+// Shared memory a block may use on the current GPU (227 KB, the sm_90 figure, without one).
+long long smem_cap() {
+  return gpu_available() ? current_device().smem_optin_per_block : 232448;
+}
+// The Row variant's chunk (1024 threads, two or one vectors each) whose padded row fits in
+// `cap` bytes of shared memory with the reductions' scratch; 0 when none does.
+long long row_variant_block_n(long long N, DType dtype, long long cap) {
+  const long long vec = 16 / dtype_bytes(dtype);
+  for (long long bn : {1024 * vec * 2, 1024 * vec}) {
+    const long long padded = (N + bn - 1) / bn * bn;
+    if (padded * dtype_bytes(dtype) + 1024 <= cap) return bn;
+  }
+  return 0;
 }
 long long next_pow2(long long x) {
   long long p = 1;
@@ -111,7 +127,7 @@ SoftmaxConfig parse_softmax_config(const std::string& text) {
   return c;
 }
 
-SoftmaxConfig default_softmax_config(long long /*M*/, long long N, DType dtype) {
+SoftmaxConfig default_softmax_config(long long /*M*/, long long N, DType dtype, long long smem_cap_bytes) {
   const long long vec = 16 / dtype_bytes(dtype);
   SoftmaxConfig c;
   if (N <= 1024) {
@@ -126,7 +142,8 @@ SoftmaxConfig default_softmax_config(long long /*M*/, long long N, DType dtype) 
     long long rows_per_pass = c.threads / lanes;
     c.rows_per_block = static_cast<int>(rows_per_pass * std::max<long long>(1, 4 / chunks));
     c.block_N = static_cast<int>(bn);
-  } else if (next_pow2((N + 4 * vec - 1) / (4 * vec)) > 256 && next_pow2((N + 8 * vec - 1) / (8 * vec)) <= 256) {
+  } else if (next_pow2((N + 4 * vec - 1) / (4 * vec)) > 256 &&
+             next_pow2((N + 8 * vec - 1) / (8 * vec)) <= 256) {
     // Rows that would need more than 8 warps at four vectors per thread take eight vectors per
     // thread on 256 threads instead: the cross-warp reductions (a shared-memory round and two
     // barriers each) are what cost. Measured at 16384 f16 (bench/results/2026-12-02-softmax-s2-
@@ -146,9 +163,15 @@ SoftmaxConfig default_softmax_config(long long /*M*/, long long N, DType dtype) 
     c.variant = SoftmaxVariant::Rows;
     c.rows_per_block = static_cast<int>(c.threads / lanes);
     c.block_N = static_cast<int>(round_up(N, lanes * vec));
+  } else if (long long bn = row_variant_block_n(N, dtype, smem_cap_bytes > 0 ? smem_cap_bytes : smem_cap())) {
+    // Longer rows do not fit in registers but fit in shared memory: read once into it (the whole
+    // row in flight at once), then two passes over it in register chunks.
+    c.variant = SoftmaxVariant::Row;
+    c.threads = 1024;
+    c.block_N = static_cast<int>(bn);
   } else {
-    // Longer rows do not fit in one block's registers; the second read of a row mostly hits
-    // L2 (one row per SM in flight is a few hundred KB against a 60 MB L2).
+    // Rows too long for shared memory: two passes over global memory; the second read of a row
+    // mostly hits L2.
     c.variant = SoftmaxVariant::Online;
     c.threads = 1024;
     c.block_N = static_cast<int>(c.threads * vec * 2);
@@ -162,6 +185,52 @@ PrimFunc softmax_program(long long M, long long N, DType dtype, const SoftmaxCon
   T::PrimFunc f("softmax");
   auto X = f.tensor("X", {Expr(M), Expr(N)}, dtype);
   auto Y = f.tensor("Y", {Expr(M), Expr(N)}, dtype);
+  if (c.variant == SoftmaxVariant::Row) {
+    // One row per block, read from global memory once into shared memory (all of it in flight at
+    // once), then two passes over it in register chunks of BN: running max and sum, then
+    // normalize and write. For rows too long for registers that still fit in shared memory.
+    const long long chunks = (N + BN - 1) / BN;
+    f.body([&] {
+      T::Kernel(Expr(M), c.threads, [&](T::Var bx) {
+        auto row = T::alloc_shared({1, static_cast<int>(chunks * BN)}, dtype);
+        auto x = T::alloc_fragment({1, BN}, T::f32);
+        auto m = T::alloc_fragment({1}, T::f32);
+        auto s = T::alloc_fragment({1}, T::f32);
+        auto chunk_max = T::alloc_fragment({1}, T::f32);
+        auto chunk_sum = T::alloc_fragment({1}, T::f32);
+        T::copy(X(bx, 0), row);  // columns past N read as zero
+        // A chunk in registers; columns past N as -inf (only a ragged last chunk has them).
+        auto load_chunk = [&](T::Var k) {
+          T::copy(row(0, k * BN), x);
+          if (N % BN != 0)
+            T::Parallel(1, BN, [&](T::Var i, T::Var j) {
+              x(i, j) = T::select(k * BN + j < Expr(N), x(i, j), -T::infinity(T::f32));
+            });
+        };
+        T::fill(m, -T::infinity(T::f32));
+        T::clear(s);
+        T::Serial(chunks, [&](T::Var k) {
+          load_chunk(k);
+          T::reduce_max(x, chunk_max, 1);
+          T::Parallel(1, [&](T::Var i) { chunk_max(i) = max_nan(chunk_max(i), m(i)); });
+          T::Parallel(1, BN, [&](T::Var i, T::Var j) { x(i, j) = exp_minus(x(i, j), chunk_max(i)); });
+          T::reduce_sum(x, chunk_sum, 1);
+          T::Parallel(1, [&](T::Var i) {
+            Expr scale = T::select(m(i) == chunk_max(i), 1.0f, exp_minus(m(i), chunk_max(i)));
+            s(i) = s(i) * scale + chunk_sum(i);
+            m(i) = chunk_max(i);
+          });
+        });
+        T::Parallel(1, [&](T::Var i) { s(i) = 1.0f / s(i); });
+        T::Serial(chunks, [&](T::Var k) {
+          load_chunk(k);
+          T::Parallel(1, BN, [&](T::Var i, T::Var j) { x(i, j) = exp_minus(x(i, j), m(i)) * s(i); });
+          T::copy(x, Y(bx, k * BN));
+        });
+      });
+    });
+    return f;
+  }
   if (c.variant != SoftmaxVariant::Online) {
     const int R = c.variant == SoftmaxVariant::Rows ? c.rows_per_block : 1;
     f.body([&] {
@@ -214,9 +283,8 @@ PrimFunc softmax_program(long long M, long long N, DType dtype, const SoftmaxCon
       });
       T::Parallel(1, [&](T::Var i) { s(i) = 1.0f / s(i); });
       T::Serial(chunks, [&](T::Var k) {
-        T::Parallel(1, BN, [&](T::Var i, T::Var j) {
-          x(i, j) = exp_minus(T::cast(T::f32, raw(i, j)), m(i)) * s(i);
-        });
+        T::Parallel(
+            1, BN, [&](T::Var i, T::Var j) { x(i, j) = exp_minus(T::cast(T::f32, raw(i, j)), m(i)) * s(i); });
         T::copy_padded(X(bx, (k + 1) * BN), raw, -T::infinity(dtype));
         T::copy(x, Y(bx, k * BN));
       });

@@ -155,7 +155,11 @@ JitKernel jit(const PrimFunc& f, const JitOptions& options) {
   impl->info.arch = arch;
   impl->info.instructions = instructions_in(impl->compiled.ptx);
   const passes::HopperPlan& hopper = ctx.hopper;
-  impl->info.path = hopper.selected ? "sm90 TMA + wgmma, warp-specialized, persistent" : "mma.sync";
+  const bool tensor_cores = std::find(impl->info.instructions.begin(), impl->info.instructions.end(),
+                                      "mma.sync") != impl->info.instructions.end();
+  impl->info.path = hopper.selected ? "sm90 TMA + wgmma, warp-specialized, persistent"
+                    : tensor_cores  ? "mma.sync"
+                                    : "CUDA cores (no gemm)";
   impl->info.hopper_declined = hopper.why_not;
   impl->info.persistent = hopper.selected;
   if (hopper.selected) {

@@ -294,7 +294,9 @@ class TileOpLowering : public IRMutator {
                                                    << "; copies to or from a fragment cover all of it");
     const FragmentLayout& l = ctx_.fragment_layouts.at(frag->buffer->id);
     const Region& other = frag == &src ? dst : src;
-    if (l.kind == FragmentLayout::Kind::RowBlocked && other.buffer->scope == Scope::Global &&
+    if (l.kind == FragmentLayout::Kind::RowBlocked &&
+        (other.buffer->scope == Scope::Global ||
+         (other.buffer->scope == Scope::Shared && frag == &dst && row_major_shared(other.buffer))) &&
         other.buffer.ndim() == 2 &&
         (frag->buffer->dtype == DType::f32 || frag->buffer->dtype == other.buffer->dtype) && l.vec > 1)
       return row_vector_copy(op, l);
@@ -314,11 +316,16 @@ class TileOpLowering : public IRMutator {
     return make_for(v, make_int(0), make_int(l.per_thread), ForKind::Unrolled, 0, body, w);
   }
 
+  bool row_major_shared(const Buffer& b) const {
+    auto it = ctx_.shared_layouts.find(b->id);
+    return it != ctx_.shared_layouts.end() && !it->second.swizzled;
+  }
+
   // Row-blocked fragment <-> 2-D global tensor: one vector of `vec` contiguous elements per
   // register group, 16 bytes wide when the row is in bounds and aligned, masked otherwise.
   Stmt row_vector_copy(const CopyStmt* op, const FragmentLayout& l) {
     auto w = op->where;
-    bool load = op->src.buffer->scope == Scope::Global;
+    bool load = op->dst.buffer->scope == Scope::Fragment;
     const Region& g = load ? op->src : op->dst;
     const Region& f = load ? op->dst : op->src;
     const Buffer& regs = ctx_.registers_of(f.buffer);
@@ -330,10 +337,12 @@ class TileOpLowering : public IRMutator {
     Expr valid = make_select(lt(row, t->shape[0]), sub(t->shape[1], col), make_int(0));
     Expr offset = add(mul(i64(row), i64(t->shape[1])), i64(col));
     std::vector<std::string> targs{dtype_cuda(t->dtype), std::to_string(l.vec)};
+    const bool global = t->scope == Scope::Global;
     Stmt call;
     const int groups = l.per_thread / l.vec;
     const int vector_bytes = l.vec * dtype_bytes(t->dtype);
     targs.push_back(dtype_cuda(f.buffer->dtype));
+    if (!global) targs.push_back("false");  // a row-major shared tile: plain loads
     if (groups > 1 && (vector_bytes == 16 || vector_bytes == 8 || vector_bytes == 4)) {
       // Several vectors per thread: when every one is whole and aligned (tested once, the same
       // test for the whole copy), the loads form one basic block and are all in flight together;

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 #include <random>
+#include <string>
 
 #include "kernels/softmax/Softmax.hpp"
 #include "support/SoftmaxReference.hpp"
@@ -15,13 +16,13 @@ namespace {
 using tessel::DType;
 using tessel::Tensor;
 
-class SoftmaxWidths : public ::testing::TestWithParam<std::tuple<long long, DType>> {};
-
-TEST_P(SoftmaxWidths, MatchesFloat64) {
-  TESSEL_REQUIRE_GPU();
-  auto [N, t] = GetParam();
+// Runs `config` (the dispatcher's when empty) on fresh random M x N data with a row of some -inf
+// entries and an all -inf row, the output poisoned with NaN, and checks it against float64.
+void check_softmax(long long N, DType t, const std::string& config = "") {
   long long M = std::max<long long>(3, std::min<long long>(300, (1LL << 22) / N));
-  auto k = tessel::kernels::make_softmax(M, N, t);
+  auto k = config.empty()
+               ? tessel::kernels::make_softmax(M, N, t)
+               : tessel::kernels::make_softmax(M, N, t, tessel::kernels::parse_softmax_config(config));
   std::mt19937_64 seeds(std::random_device{}());
   Tensor x = Tensor::empty({M, N}, t);
   x.fill_random(seeds(), -8, 8);
@@ -56,6 +57,14 @@ TEST_P(SoftmaxWidths, MatchesFloat64) {
   }
 }
 
+class SoftmaxWidths : public ::testing::TestWithParam<std::tuple<long long, DType>> {};
+
+TEST_P(SoftmaxWidths, MatchesFloat64) {
+  TESSEL_REQUIRE_GPU();
+  auto [N, t] = GetParam();
+  check_softmax(N, t);
+}
+
 INSTANTIATE_TEST_SUITE_P(IssueWidths, SoftmaxWidths,
                          ::testing::Combine(::testing::Values(1, 2, 7, 31, 256, 1000, 1024, 4097, 16384,
                                                               65536, 100003, 1048576),
@@ -63,6 +72,36 @@ INSTANTIATE_TEST_SUITE_P(IssueWidths, SoftmaxWidths,
                          [](const auto& info) {
                            return "N" + std::to_string(std::get<0>(info.param)) + "_" +
                                   std::string(tessel::dtype_name(std::get<1>(info.param)));
+                         });
+
+// Each variant explicitly (the dispatcher picks only some of them at the issue's widths), on
+// widths that are not multiples of the chunk, and rows that are not 16-byte aligned.
+class SoftmaxVariants : public ::testing::TestWithParam<std::tuple<std::string, long long, DType>> {};
+
+TEST_P(SoftmaxVariants, MatchesFloat64) {
+  TESSEL_REQUIRE_GPU();
+  auto [config, N, t] = GetParam();
+  check_softmax(N, t, config);
+}
+
+INSTANTIATE_TEST_SUITE_P(Explicit, SoftmaxVariants,
+                         ::testing::Values(std::make_tuple("row:t1024:bn16384", 65536LL, DType::f16),
+                                           std::make_tuple("row:t1024:bn16384", 65536LL, DType::bf16),
+                                           std::make_tuple("row:t1024:bn8192", 50001LL, DType::f16),
+                                           std::make_tuple("row:t512:bn4096", 30000LL, DType::f32),
+                                           std::make_tuple("row:t256:bn2048", 5000LL, DType::bf16),
+                                           std::make_tuple("online:t256:bn4096", 65536LL, DType::f16),
+                                           std::make_tuple("online:t512:bn8192", 100003LL, DType::f32),
+                                           std::make_tuple("rows:t256:r1:bn16384", 16384LL, DType::f16),
+                                           std::make_tuple("rows:t256:r8:bn1024", 1000LL, DType::f16),
+                                           std::make_tuple("rows:t256:r8:bn1024", 999LL, DType::f16)),
+                         [](const auto& info) {
+                           std::string name = std::get<0>(info.param) + "_N" +
+                                              std::to_string(std::get<1>(info.param)) + "_" +
+                                              std::string(tessel::dtype_name(std::get<2>(info.param)));
+                           for (char& ch : name)
+                             if (ch == ':') ch = '_';
+                           return name;
                          });
 
 TEST(SoftmaxNaN, PropagatesThroughTheRow) {
