@@ -1,7 +1,5 @@
 #include "kernels/softmax/Softmax.hpp"
 
-#include "tessel/runtime/Driver.hpp"
-
 #include <algorithm>
 #include <stdexcept>
 #include <vector>
@@ -17,19 +15,24 @@ constexpr double kLog2e = 1.4426950408889634;
 long long round_up(long long x, long long m) {
   return (x + m - 1) / m * m;
 }
-// Shared memory a block may use on the current GPU (227 KB, the sm_90 figure, without one).
-long long smem_cap() {
-  return gpu_available() ? current_device().smem_optin_per_block : 232448;
-}
-// The Row variant's chunk (1024 threads, two or one vectors each) whose padded row fits in
-// `cap` bytes of shared memory with the reductions' scratch; 0 when none does.
-long long row_variant_block_n(long long N, DType dtype, long long cap) {
-  const long long vec = 16 / dtype_bytes(dtype);
-  for (long long bn : {1024 * vec * 2, 1024 * vec}) {
-    const long long padded = (N + bn - 1) / bn * bn;
-    if (padded * dtype_bytes(dtype) + 1024 <= cap) return bn;
+// Threads per row for the Rows variant beyond N = 1024: a power of two up to 1024 giving each
+// thread 3 to 8 vectors, scored by padding (vectors past N), distance from four vectors, and
+// more than 8 warps (cross-warp reductions); 0 when no such split exists (rows too long).
+long long rows_lanes(long long N, long long vec) {
+  const long long vectors = (N + vec - 1) / vec;
+  long long best = 0;
+  double best_score = 1e9;
+  for (long long lanes = 32; lanes <= 1024; lanes *= 2) {
+    const long long v = (vectors + lanes - 1) / lanes;
+    // The row's floats plus ~24 registers of addressing and reductions within the register file
+    // share of a thread of a `lanes`-thread block (64 K registers per SM, at most 255 each).
+    const long long regs = std::min<long long>(255, 65536 / std::max<long long>(128, lanes));
+    if (v < 3 || v > 8 || v * vec + 24 > regs) continue;
+    const double score = static_cast<double>(lanes * v - vectors) / static_cast<double>(vectors) +
+                         0.02 * static_cast<double>(v > 4 ? v - 4 : 4 - v) + (lanes > 256 ? 0.03 : 0.0);
+    if (score < best_score) best_score = score, best = lanes;
   }
-  return 0;
+  return best;
 }
 long long next_pow2(long long x) {
   long long p = 1;
@@ -127,7 +130,7 @@ SoftmaxConfig parse_softmax_config(const std::string& text) {
   return c;
 }
 
-SoftmaxConfig default_softmax_config(long long /*M*/, long long N, DType dtype, long long smem_cap_bytes) {
+SoftmaxConfig default_softmax_config(long long /*M*/, long long N, DType dtype) {
   const long long vec = 16 / dtype_bytes(dtype);
   SoftmaxConfig c;
   if (N <= 1024) {
@@ -142,38 +145,25 @@ SoftmaxConfig default_softmax_config(long long /*M*/, long long N, DType dtype, 
     long long rows_per_pass = c.threads / lanes;
     c.rows_per_block = static_cast<int>(rows_per_pass * std::max<long long>(1, 4 / chunks));
     c.block_N = static_cast<int>(bn);
-  } else if (next_pow2((N + 4 * vec - 1) / (4 * vec)) > 256 &&
-             next_pow2((N + 8 * vec - 1) / (8 * vec)) <= 256) {
-    // Rows that would need more than 8 warps at four vectors per thread take eight vectors per
-    // thread on 256 threads instead: the cross-warp reductions (a shared-memory round and two
-    // barriers each) are what cost. Measured at 16384 f16 (bench/results/2026-12-02-softmax-s2-
-    // run1-h200.json): t256 with 8 vectors 91.0 % of copy, t512 with 4 89.1 %, t1024 with 2 71.9 %.
-    long long lanes = next_pow2((N + 8 * vec - 1) / (8 * vec));
+  } else if (long long lanes = rows_lanes(N, vec)) {
+    // One row over `lanes` threads, 3 to 8 16-byte vectors each (all a thread's loads in flight
+    // at once, registers low enough for several blocks per SM), the fewest padded vectors first.
+    // Measured (bench/results/2026-12-02-softmax-s2-run2-h200.json, f16): N = 5000 on 128 lanes
+    // x 5 vectors 99.5 % of copy against 86.1 % on 256 lanes x 3 (143 of 768 vectors padding);
+    // N = 4096 on 128 x 4 98-99 %; N = 16384 on 512 x 4 89 %, 256 x 8 83-91 %.
     c.variant = SoftmaxVariant::Rows;
-    c.threads = 256;
+    c.threads = static_cast<int>(std::max<long long>(128, lanes));
     c.rows_per_block = static_cast<int>(c.threads / lanes);
     c.block_N = static_cast<int>(round_up(N, lanes * vec));
-  } else if (N <= 1024 * vec * 4) {
-    // Four 16-byte vectors per thread (registers stay low, four loads in flight); as many
-    // lanes per row as that takes, and several rows per block while a row needs fewer than
-    // 256 threads. Measured first with a warp per row and 16 vectors per thread (195 registers,
-    // 31 % of the copy at N = 4096, bench/results/2026-12-02-softmax-h200.json).
-    long long lanes = next_pow2((N + 4 * vec - 1) / (4 * vec));
-    c.threads = static_cast<int>(std::max<long long>(256, lanes));
-    c.variant = SoftmaxVariant::Rows;
-    c.rows_per_block = static_cast<int>(c.threads / lanes);
-    c.block_N = static_cast<int>(round_up(N, lanes * vec));
-  } else if (long long bn = row_variant_block_n(N, dtype, smem_cap_bytes > 0 ? smem_cap_bytes : smem_cap())) {
-    // Longer rows do not fit in registers but fit in shared memory: read once into it (the whole
-    // row in flight at once), then two passes over it in register chunks.
-    c.variant = SoftmaxVariant::Row;
-    c.threads = 1024;
-    c.block_N = static_cast<int>(bn);
   } else {
-    // Rows too long for shared memory: two passes over global memory; the second read of a row
-    // mostly hits L2.
+    // Rows too long for registers: two passes over global memory (the second read mostly from
+    // L2), the next chunk's loads in flight during the current chunk's reductions. Measured at
+    // 65536 f16 (bench/results/2026-12-02-softmax-s2-run2-h200.json): t256 x 4096-element chunks
+    // 64.9 % of copy, the best of the online and shared-memory Row configs tried (Row, one block
+    // per SM with the row in shared memory, 35-55 %: its load, reduce and store phases do not
+    // overlap).
     c.variant = SoftmaxVariant::Online;
-    c.threads = 1024;
+    c.threads = 256;
     c.block_N = static_cast<int>(c.threads * vec * 2);
   }
   return c;

@@ -31,9 +31,9 @@ struct SoftmaxConfig {
 SoftmaxConfig parse_softmax_config(const std::string& text);
 
 // The config the dispatcher picks for an M x N softmax of `dtype` (overridden by a tuned entry
-// once the autotuner lands). `smem_cap_bytes` bounds the Row variant's shared memory (0: the
-// current GPU's per-block limit, or sm_90's 227 KB without a GPU).
-SoftmaxConfig default_softmax_config(long long M, long long N, DType dtype, long long smem_cap_bytes = 0);
+// once the autotuner lands): Rows for rows that fit in registers, Online beyond. (Row, the row
+// staged in shared memory, is for the autotuner and explicit configs: measured slower.)
+SoftmaxConfig default_softmax_config(long long M, long long N, DType dtype);
 
 PrimFunc softmax_program(long long M, long long N, DType dtype, const SoftmaxConfig& c);
 JitKernel make_softmax(long long M, long long N, DType dtype, const SoftmaxConfig& c,
