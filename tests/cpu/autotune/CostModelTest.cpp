@@ -1,0 +1,76 @@
+// The GEMM ranking model against the exhaustive H200 tunes stored in bench/results: the measured
+// best of each must rank in the model's top quarter (what the default search keeps), and the
+// model must order the obvious cases (deeper pipelines and wgmma tiles ahead) the right way.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "tessel/autotune/CostModel.hpp"
+
+namespace {
+
+namespace at = tessel::autotune;
+
+struct Measured {
+  at::Config config;
+  double ms;
+};
+
+std::vector<Measured> load_table(const std::string& name, long long* M, long long* N, long long* K) {
+  std::ifstream in(std::filesystem::path(TESSEL_SOURCE_DIR) / "bench/results" / name);
+  EXPECT_TRUE(in) << name;
+  nlohmann::json j = nlohmann::json::parse(in);
+  *M = j["M"], *N = j["N"], *K = j["K"];
+  std::vector<Measured> out;
+  for (const auto& r : j["table"])
+    if (r["status"] == "ok" && r["ms"].is_number())
+      out.push_back({r["config"].get<at::Config>(), r["ms"].get<double>()});
+  return out;
+}
+
+class CostModelOnMeasuredTunes : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(CostModelOnMeasuredTunes, BestMeasuredRanksInTheTopQuarter) {
+  long long M = 0, N = 0, K = 0;
+  std::vector<Measured> rows = load_table(GetParam(), &M, &N, &K);
+  ASSERT_GE(rows.size(), 100u);
+  auto model = at::gemm_cost_model(M, N, K, "sm_90a", 132);
+  const auto best = std::min_element(rows.begin(), rows.end(), [](auto& a, auto& b) { return a.ms < b.ms; });
+  const double best_estimate = model(best->config);
+  // Rank = how many configs the model puts strictly ahead of the measured best.
+  const auto ahead = std::count_if(rows.begin(), rows.end(),
+                                   [&](const Measured& r) { return model(r.config) < best_estimate; });
+  EXPECT_LT(static_cast<double>(ahead), 0.25 * static_cast<double>(rows.size()))
+      << "measured best " << at::describe(best->config) << " ranks " << ahead << " of " << rows.size();
+}
+
+INSTANTIATE_TEST_SUITE_P(H200, CostModelOnMeasuredTunes,
+                         ::testing::Values("2026-12-02-tune-1024x1024x1024-h200.json",
+                                           "2026-12-02-tune-128x8192x8192-h200.json"),
+                         [](const auto& info) {
+                           return info.param.substr(16, info.param.find("-h200") - 16);
+                         });
+
+TEST(CostModel, OrdersPipelineDepthAndInstructionPath) {
+  at::Config shallow{
+      {"block_M", 128}, {"block_N", 128}, {"block_K", 64}, {"num_stages", 2}, {"threads", 128}};
+  at::Config deep = shallow;
+  deep["num_stages"] = 5;
+  EXPECT_LT(at::gemm_estimated_cycles(1024, 1024, 1024, deep, "sm_90a", 132),
+            at::gemm_estimated_cycles(1024, 1024, 1024, shallow, "sm_90a", 132));
+  // The same tile is a wgmma tile on sm_90a and an mma.sync tile on sm_80.
+  at::Config big{{"block_M", 128}, {"block_N", 256}, {"block_K", 64}, {"num_stages", 4}, {"threads", 256}};
+  EXPECT_LT(at::gemm_estimated_cycles(8192, 8192, 8192, big, "sm_90a", 132),
+            at::gemm_estimated_cycles(8192, 8192, 8192, big, "sm_80", 132));
+  // More tiles than SMs: twice the work, about twice the estimate.
+  const double one = at::gemm_estimated_cycles(4096, 4096, 4096, big, "sm_90a", 132);
+  const double two = at::gemm_estimated_cycles(8192, 4096, 4096, big, "sm_90a", 132);
+  EXPECT_GT(two / one, 1.7);
+  EXPECT_LT(two / one, 2.3);
+}
+
+}  // namespace
