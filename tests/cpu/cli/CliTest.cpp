@@ -157,4 +157,24 @@ TEST_F(Cli, TutorialWritesJsonWithItsProvenance) {
   EXPECT_EQ(j["sections"]["5"]["implemented"], false) << j.dump(2);
 }
 
+TEST_F(Cli, TuneRejectsBadInputAndSaysWhatIsLegal) {
+  CliRun r = run_tessel("tune softmax --dtype f64");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("--dtype takes f16, bf16 or f32, not 'f64'"), std::string::npos) << r.output;
+  r = run_tessel("tune gemm --strategy greedy");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("--strategy takes exhaustive, random or halving, not 'greedy'"), std::string::npos)
+      << r.output;
+  r = run_tessel("tune softmax --n 0");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+}
+
+TEST_F(Cli, TuneSoftmaxCompilesItsSpace) {
+  const CliRun r = run_tessel("tune softmax --m 4096 --n 1000 --dtype f16 --compile-only");
+  const bool gpu = r.output.find("no GPU:") == std::string::npos;
+  EXPECT_EQ(r.exit_code, gpu ? 0 : 3) << r.output;
+  EXPECT_NE(r.output.find("tessel tune softmax 4096x1000 f16 on sm_"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find(" candidates/s; 0 failed, 0 spill"), std::string::npos) << r.output;
+}
+
 }  // namespace
