@@ -87,15 +87,15 @@ Space softmax_space(const std::string& arch, long long M, long long N, DType dty
     return get(c, "variant") == static_cast<int>(kernels::SoftmaxVariant::Online) ||
            tile_columns(c, N, dtype) >= N;
   });
-  // The row's values live in registers: at most 64 per thread, and at most half of what a
-  // thread gets when the block is large (65536 registers per block: 32 at 1024 threads).
-  s.constraint("at most min(" + std::to_string(kMaxSoftmaxValuesPerThread) +
-                   ", 32768 / threads) f32 values per thread (rows_per_block * block_N / threads)",
-               [=](const Config& c) {
-                 const long long threads = get(c, "threads");
-                 const long long cap = std::min<long long>(kMaxSoftmaxValuesPerThread, 32768 / threads);
-                 return 1LL * get(c, "rows_per_block", 1) * tile_columns(c, N, dtype) <= cap * threads;
-               });
+  // The row's values live in registers. At most 64 f32 values per thread; and at most 4096
+  // 16-byte vectors per block (4 per thread at 1024 threads, 32 at 128): a vector's values and
+  // its address both take registers, and a large block leaves each thread fewer of them (65536
+  // per block). Measured on sm_90a, past these limits candidates mostly spill.
+  s.constraint("at most 64 f32 values and 4096 / threads 16-byte vectors per thread", [=](const Config& c) {
+    const long long threads = get(c, "threads");
+    const long long elements = 1LL * get(c, "rows_per_block", 1) * tile_columns(c, N, dtype);
+    return elements <= kMaxSoftmaxValuesPerThread * threads && elements / vec <= kMaxSoftmaxVectorsPerBlock;
+  });
   // The compiler's layout rule (InferLayouts' row-blocked tiles: whole vectors per lane, a power
   // of two of lanes per row, the rows dividing evenly over the block) decides; asking it by
   // lowering the program (no NVRTC, about a millisecond) keeps this in step with the rule.

@@ -54,7 +54,11 @@ int report_compile_only(const TuneJob& job, const at::Space::Enumeration& e, con
   const unsigned threads = std::max(1u, std::thread::hardware_concurrency());
   std::cout << "compiling all " << e.kept.size() << " candidates on " << threads << " threads ...\n";
   std::cout.flush();
-  const auto r = at::compile_all(job.factory, e.kept);
+  TuneProgress progress;
+  at::CompileOptions co;
+  progress.attach(co, static_cast<int>(e.kept.size()));
+  const auto r = at::compile_all(job.factory, e.kept, co);
+  progress.clear();
   int failed = 0, spills = 0;
   for (const at::Row& row : r.rows) {
     failed += row.status == at::Status::compile_failed;
@@ -108,9 +112,11 @@ int run_tune(const TuneJob& job, const TuneOptions& o, at::Strategy strategy) {
   opts.limits = limits;
   opts.warmup = o.warmup;
   if (!o.no_cache) opts.cache_key = at::tuning_key(job.key(*at::current_device_key()));
-  opts.progress = [](const std::string& line) { std::cerr << line << "\n"; };
+  TuneProgress progress;
+  progress.attach(opts);
   const auto t0 = std::chrono::steady_clock::now();
   const at::Result r = at::autotune(job.factory, job.space, cb, opts);
+  progress.clear();
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   int wrong = 0;
   for (const at::Row& row : r.table) wrong += row.status == at::Status::wrong;

@@ -1,5 +1,8 @@
 #include "tools/tessel/TuneOutput.hpp"
 
+#include <sys/ioctl.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <iostream>
 
@@ -53,6 +56,98 @@ void print_tune_table(const std::vector<autotune::Row>& table,
               << "\n";
   }
   if (pruned) std::cout << "  (" << pruned << " pruned before compiling)\n";
+}
+
+namespace {
+
+int terminal_columns() {
+  winsize w{};
+  if (ioctl(STDERR_FILENO, TIOCGWINSZ, &w) == 0 && w.ws_col > 0) return w.ws_col;
+  return 80;
+}
+
+std::string count(const char* what, int done, int total) {
+  return std::string(what) + " " + std::to_string(done) + "/" + std::to_string(total);
+}
+
+}  // namespace
+
+TuneProgress::TuneProgress() : tty_(progress_on_terminal()) {}
+
+TuneProgress::~TuneProgress() {
+  clear();
+}
+
+void TuneProgress::attach(autotune::Options& options) {
+  if (tty_) {
+    options.progress = nullptr;
+    options.on_progress = [this](const autotune::ProgressEvent& e) { update(e); };
+  } else {
+    options.progress = [](const std::string& line) { std::cerr << line << "\n" << std::flush; };
+    options.on_progress = nullptr;
+  }
+}
+
+void TuneProgress::attach(autotune::CompileOptions& options, int total) {
+  options.on_compiled = [this, total, done = 0](std::size_t, const autotune::Row& row) mutable {
+    ++done;
+    if (tty_) {
+      update({autotune::ProgressEvent::Phase::compiling, done, total, autotune::describe(row.config)});
+    } else {
+      std::cerr << "  compiled " << done << "/" << total << " " << autotune::describe(row.config) << ": "
+                << (row.status == autotune::Status::not_timed
+                        ? std::to_string(row.registers) + " registers"
+                        : std::string(autotune::status_name(row.status)))
+                << ", " << static_cast<int>(row.compile_ms) << " ms\n"
+                << std::flush;
+    }
+  };
+}
+
+void TuneProgress::update(const autotune::ProgressEvent& e) {
+  using Phase = autotune::ProgressEvent::Phase;
+  int done = e.done, total = e.total;
+  switch (e.phase) {
+    case Phase::compiling:
+      compiled_ = done, to_compile_ = total;
+      break;
+    case Phase::checking:
+      checked_ = done, to_check_ = total;
+      break;
+    case Phase::timing:
+      timed_ = done, to_time_ = total;
+      break;
+  }
+  // At most ~20 redraws a second, but always the last step of a phase.
+  const auto now = std::chrono::steady_clock::now();
+  if (done < total && drawn_ && now - last_draw_ < std::chrono::milliseconds(50)) return;
+  last_draw_ = now;
+  draw(e.label);
+}
+
+void TuneProgress::draw(const std::string& label) {
+  // The bar follows the phase under way: compiling, then checking, then timing.
+  const bool timing = to_time_ > 0, checking = !timing && to_check_ > 0;
+  const int done = timing ? timed_ : checking ? checked_ : compiled_;
+  const int total = timing ? to_time_ : checking ? to_check_ : to_compile_;
+  constexpr int kWidth = 24;
+  const int filled = total > 0 ? std::min(kWidth, done * kWidth / total) : 0;
+  std::string line = "tuning [" + std::string(filled, '#') + std::string(kWidth - filled, '.') + "] " +
+                     count("compiled", compiled_, to_compile_);
+  if (to_check_ > 0 || timing) line += "  " + count("checked", checked_, to_check_);
+  if (timing) line += "  " + count("timed", timed_, to_time_);
+  line += "  " + label;
+  const std::size_t columns = static_cast<std::size_t>(std::max(20, terminal_columns() - 1));
+  if (line.size() > columns) line = line.substr(0, columns - 3) + "...";
+  std::cerr << "\r\033[K" << line << std::flush;
+  drawn_ = true;
+}
+
+void TuneProgress::clear() {
+  if (tty_ && drawn_) {
+    std::cerr << "\r\033[K" << std::flush;
+    drawn_ = false;
+  }
 }
 
 }  // namespace tessel::cli

@@ -124,6 +124,9 @@ struct SearchResult {
 };
 SearchResult search(int candidates, const std::function<Measurement(int, int)>& measure,
                     const SearchOptions& options);
+// The measure() calls search() will make for `candidates`, near-tie re-timings not counted
+// (those add at most the finalists again): for a progress bar's total.
+int planned_timings(int candidates, const SearchOptions& options);
 
 // ---- the tuning cache ------------------------------------------------------------------------
 struct KeyParts {
@@ -179,15 +182,28 @@ struct Callbacks {
   std::function<Measurement(const JitKernel&, int repeats)> time;
 };
 
+// Where a tune is, for a progress bar: `done` of `total` steps of the phase finished (timing's
+// total is planned_timings(), raised if near-ties are re-timed); `label` names the candidate.
+struct ProgressEvent {
+  enum class Phase { compiling, checking, timing };
+  Phase phase = Phase::compiling;
+  int done = 0, total = 0;
+  std::string label;
+};
+
 struct Options {
   SearchOptions search;
   int warmup = 3;
   bool allow_spills = false;
-  int compile_threads = 0;                           // 0: std::thread::hardware_concurrency()
-  HardwareLimits limits;                             // all 0: the current device's (none without a GPU)
-  std::string cache_key;                             // empty: no tuning cache
-  std::optional<std::filesystem::path> cache_dir;    // default tuning_cache_directory()
-  std::function<void(const std::string&)> progress;  // one plain line per event
+  int compile_threads = 0;                         // 0: std::thread::hardware_concurrency()
+  HardwareLimits limits;                           // all 0: the current device's (none without a GPU)
+  std::string cache_key;                           // empty: no tuning cache
+  std::optional<std::filesystem::path> cache_dir;  // default tuning_cache_directory()
+  // One plain line per event (every candidate compiled, checked or timed, and the summaries):
+  // for logs.
+  std::function<void(const std::string&)> progress;
+  // The same events as counts, for a bar; called from one thread at a time.
+  std::function<void(const ProgressEvent&)> on_progress;
 };
 
 struct Result {
@@ -202,15 +218,21 @@ struct Result {
   int timed_full = 0;
 };
 
-// Compiles `configs` on `threads` threads (0: hardware_concurrency). Failures become rows with
-// status compile_failed (or spills, unless allowed); kernels[i] is defined only when ok.
+// Compiles `configs` in parallel. Failures become rows with status compile_failed (or spills,
+// unless allowed); kernels[i] is defined only when ok.
+struct CompileOptions {
+  int threads = 0;  // 0: std::thread::hardware_concurrency()
+  bool allow_spills = false;
+  // Called as each candidate finishes (row i final), one call at a time, from the worker threads.
+  std::function<void(std::size_t i, const Row& row)> on_compiled;
+};
 struct CompileReport {
   std::vector<Row> rows;
   std::vector<JitKernel> kernels;
   double seconds = 0;
 };
-CompileReport compile_all(const Factory& factory, const std::vector<Config>& configs, int threads = 0,
-                          bool allow_spills = false);
+CompileReport compile_all(const Factory& factory, const std::vector<Config>& configs,
+                          const CompileOptions& options = {});
 
 Result autotune(const Factory& factory, const Space& space, const Callbacks& callbacks,
                 const Options& options = {});
@@ -241,10 +263,12 @@ KeyParts gemm_key_parts(long long M, long long N, long long K, DType dtype, cons
 // rows per block and 1-32 lanes' worth of vectors per row (block_N the row padded to them); row
 // with 128-1024 threads where the padding stays under half the tile; online with tiles of 1-4
 // vectors per thread shorter than the row; and default_softmax_config(M, N, dtype). Constraints:
-// one-pass tiles hold the row; at most kMaxSoftmaxValuesPerThread f32 values per thread, and at
-// most 32768 / threads (half a thread's registers at 1024 threads); and the compiler lays the
-// tile out (checked by lowering the program for `arch`, no NVRTC).
+// one-pass tiles hold the row; at most kMaxSoftmaxValuesPerThread f32 values per thread and
+// kMaxSoftmaxVectorsPerBlock 16-byte vectors per block (registers); and the compiler lays the
+// tile out (checked by lowering the program for `arch`, no NVRTC). A few candidates still spill
+// and are dropped after compiling.
 inline constexpr int kMaxSoftmaxValuesPerThread = 64;
+inline constexpr int kMaxSoftmaxVectorsPerBlock = 4096;
 Space softmax_space(const std::string& arch, long long M, long long N, DType dtype);
 Factory softmax_factory(long long M, long long N, DType dtype, JitOptions options = {});
 kernels::SoftmaxConfig softmax_config(const Config& c);

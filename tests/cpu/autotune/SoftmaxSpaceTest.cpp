@@ -25,10 +25,11 @@ int count_variant(const std::vector<at::Config>& configs, SoftmaxVariant v) {
 }  // namespace
 
 TEST(AutotuneSoftmaxSpace, KeepsTheDefaultAndTheVariantsThatFitTheRow) {
-  const std::set<std::string> reasons = {"constraint a one-pass tile holds the whole row (block_N >= N)",
-                                         "constraint at most min(64, 32768 / threads) f32 values per thread "
-                                         "(rows_per_block * block_N / threads)",
-                                         "constraint the compiler lays the tile out over the threads"};
+  const std::set<std::string> reasons = {
+      "constraint a one-pass tile holds the whole row (block_N >= N)",
+      "constraint at most 64 f32 values and 4096 / threads 16-byte vectors "
+      "per thread",
+      "constraint the compiler lays the tile out over the threads"};
   for (DType t : {DType::f16, DType::bf16, DType::f32}) {
     for (long long N : {1LL, 7LL, 256LL, 1000LL, 4096LL, 5000LL, 16384LL, 65536LL, 100003LL}) {
       const long long M = 4096;
@@ -47,7 +48,9 @@ TEST(AutotuneSoftmaxSpace, KeepsTheDefaultAndTheVariantsThatFitTheRow) {
         const long long bn = s.block_N;
         EXPECT_GT(bn, 0) << s.describe();
         EXPECT_TRUE(s.variant == SoftmaxVariant::Online ? bn < N : bn >= N) << s.describe();
-        EXPECT_LE(s.rows_per_block * bn, std::min(64LL, 32768LL / s.threads) * s.threads) << s.describe();
+        const long long elements = s.rows_per_block * bn;
+        EXPECT_LE(elements, 64LL * s.threads) << s.describe();
+        EXPECT_LE(elements * tessel::dtype_bytes(t), 4096LL * 16) << s.describe();
         EXPECT_EQ(at::softmax_point(s), c) << "point -> config -> point is the identity";
       }
       // Short rows: several rows per block; long rows: a row per block, in tiles past 64 values

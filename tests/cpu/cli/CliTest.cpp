@@ -175,6 +175,9 @@ TEST_F(Cli, TuneSoftmaxCompilesItsSpace) {
   EXPECT_EQ(r.exit_code, gpu ? 0 : 3) << r.output;
   EXPECT_NE(r.output.find("tessel tune softmax 4096x1000 f16 on sm_"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find(" candidates/s; 0 failed, 0 spill"), std::string::npos) << r.output;
+  // Not on a terminal: a plain progress line per candidate, no bar.
+  EXPECT_NE(r.output.find("  compiled 1/"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("\033[K"), std::string::npos) << r.output;
 }
 
 }  // namespace
