@@ -276,4 +276,24 @@ Config softmax_point(const kernels::SoftmaxConfig& c);
 // Kernel "softmax", shapes {M, N}, the dtype's name, softmax_space(device.arch(), M, N, dtype).
 KeyParts softmax_key_parts(long long M, long long N, DType dtype, const DeviceKey& device);
 
+// ---- tuned configs for the library's default entry points ------------------------------------
+// make_matmul(M, N, K, dtype) and make_softmax(M, N, dtype) ask these (through
+// kernels::choose_matmul_config / choose_softmax_config) before falling back to their built-in
+// defaults.
+//
+// The config `tessel tune` stored in `dir` for this problem on `device`, or nullopt. Reads only
+// that one entry (a damaged one is removed, as read_tuning_entry does).
+std::optional<kernels::MatmulConfig> find_tuned_matmul_config(long long M, long long N, long long K,
+                                                              DType dtype, const DeviceKey& device,
+                                                              const std::filesystem::path& dir);
+std::optional<kernels::SoftmaxConfig> find_tuned_softmax_config(long long M, long long N, DType dtype,
+                                                                const DeviceKey& device,
+                                                                const std::filesystem::path& dir);
+// The same for this process's GPU and tuning cache folder. nullopt without a GPU, without a
+// cache folder (TESSEL_CACHE=0), or on any error: never throws. Costs a space description, a
+// SHA-256 and one file lookup (microseconds; far below a jit()).
+std::optional<kernels::MatmulConfig> tuned_matmul_config(long long M, long long N, long long K,
+                                                         DType dtype) noexcept;
+std::optional<kernels::SoftmaxConfig> tuned_softmax_config(long long M, long long N, DType dtype) noexcept;
+
 }  // namespace tessel::autotune

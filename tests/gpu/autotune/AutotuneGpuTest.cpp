@@ -9,6 +9,7 @@
 #include <random>
 
 #include "kernels/gemm/Matmul.hpp"
+#include "support/SoftmaxReference.hpp"
 #include "support/TestSupport.hpp"
 #include "tessel/autotune/Autotune.hpp"
 #include "tessel/runtime/Driver.hpp"
@@ -198,4 +199,49 @@ TEST(AutotuneGpu, WinnerRetimedMatchesTheTable) {
       EXPECT_LE(r.ms, 1.15 * row.ms) << at::describe(row.config) << " at " << row.ms << " ms";
     }
   }
+}
+
+TEST(AutotuneGpu, LibraryEntryPointsUseAPlantedTuningCacheEntry) {
+  TESSEL_REQUIRE_GPU();
+  tessel::test::TempDir dir;
+  tessel::test::ScopedEnv env("TESSEL_CACHE_DIR", dir.path().string());
+  const auto device = at::current_device_key();
+  ASSERT_TRUE(device);
+  const auto tune_dir = at::tuning_cache_directory();
+  ASSERT_TRUE(tune_dir);
+
+  // GEMM: a config the default table would not pick for 512^3.
+  const at::Config gemm = gemm_point(64, 128, 32, 3, 128, 0);
+  ASSERT_TRUE(at::write_tuning_entry(*tune_dir,
+                                     at::tuning_key(at::gemm_key_parts(512, 512, 512, DType::f16, *device)),
+                                     at::StoredResult{gemm, 0.01, "halving", "test"}));
+  const auto choice = tessel::kernels::choose_matmul_config(512, 512, 512, DType::f16);
+  EXPECT_TRUE(choice.tuned);
+  EXPECT_EQ(choice.config.describe(), at::gemm_config(gemm, DType::f16).describe());
+  EXPECT_EQ(tessel::kernels::make_matmul(512, 512, 512, DType::f16).source(),
+            tessel::kernels::make_matmul(512, 512, 512, at::gemm_config(gemm, DType::f16)).source());
+  EXPECT_FALSE(tessel::kernels::choose_matmul_config(512, 512, 1024, DType::f16).tuned) << "another shape";
+
+  // Softmax: the tuned kernel is the one make_softmax builds, and it is right.
+  tessel::kernels::SoftmaxConfig c;
+  c.variant = tessel::kernels::SoftmaxVariant::Rows;
+  c.threads = 128;
+  c.rows_per_block = 4;
+  c.block_N = 1024;
+  const long long M = 512, N = 1000;
+  ASSERT_TRUE(at::write_tuning_entry(*tune_dir,
+                                     at::tuning_key(at::softmax_key_parts(M, N, DType::f16, *device)),
+                                     at::StoredResult{at::softmax_point(c), 0.01, "halving", "test"}));
+  EXPECT_TRUE(tessel::kernels::choose_softmax_config(M, N, DType::f16).tuned);
+  EXPECT_FALSE(tessel::kernels::choose_softmax_config(M, N + 1, DType::f16).tuned) << "another shape";
+  const T::JitKernel k = tessel::kernels::make_softmax(M, N, DType::f16);
+  EXPECT_EQ(k.source(), tessel::kernels::make_softmax(M, N, DType::f16, c).source());
+  Tensor x = Tensor::empty({M, N}, DType::f16), y = Tensor::empty({M, N}, DType::f16);
+  x.fill_random(3, -6, 6);
+  y.fill(std::nan(""));
+  k.launch({x, y});
+  tessel::check_cu(tessel::driver().cuCtxSynchronize(), "cuCtxSynchronize");
+  const double err =
+      tessel::test::rel_error(y.to_host_f64(), tessel::test::reference_softmax(x.to_host_f64(), M, N));
+  EXPECT_LE(err, 1e-2) << "relative error " << err;
 }
