@@ -72,7 +72,7 @@ std::string count(const char* what, int done, int total) {
 
 }  // namespace
 
-TuneProgress::TuneProgress() : tty_(progress_on_terminal()) {}
+TuneProgress::TuneProgress(bool plain_lines) : tty_(progress_on_terminal()), plain_lines_(plain_lines) {}
 
 TuneProgress::~TuneProgress() {
   clear();
@@ -83,7 +83,9 @@ void TuneProgress::attach(autotune::Options& options) {
     options.progress = nullptr;
     options.on_progress = [this](const autotune::ProgressEvent& e) { update(e); };
   } else {
-    options.progress = [](const std::string& line) { std::cerr << line << "\n" << std::flush; };
+    options.progress = nullptr;
+    if (plain_lines_)
+      options.progress = [](const std::string& line) { std::cerr << line << "\n" << std::flush; };
     options.on_progress = nullptr;
   }
 }
@@ -93,7 +95,7 @@ void TuneProgress::attach(autotune::CompileOptions& options, int total) {
     ++done;
     if (tty_) {
       update({autotune::ProgressEvent::Phase::compiling, done, total, autotune::describe(row.config)});
-    } else {
+    } else if (plain_lines_) {
       std::cerr << "  compiled " << done << "/" << total << " " << autotune::describe(row.config) << ": "
                 << (row.status == autotune::Status::not_timed
                         ? std::to_string(row.registers) + " registers"

@@ -26,11 +26,11 @@ void print_tune_table(const std::vector<autotune::Row>& table,
 // The autotuner's progress on stderr. On a terminal (progress_on_terminal()) one line redrawn in
 // place and erased at the end:
 //   tuning [#########...............] compiled 120/120  checked 57/118  timed 0/31  block_K=64 ...
-// elsewhere the autotuner's plain lines, one per candidate compiled, checked and timed (logs).
-// Attach it to the options before the tune; it must outlive the tune.
+// elsewhere, with `plain_lines`, the autotuner's plain lines, one per candidate compiled, checked
+// and timed (logs), or nothing. Attach it to the options before the tune; it must outlive the tune.
 class TuneProgress {
  public:
-  TuneProgress();
+  explicit TuneProgress(bool plain_lines = true);
   ~TuneProgress();
   TuneProgress(const TuneProgress&) = delete;
   TuneProgress& operator=(const TuneProgress&) = delete;
@@ -46,6 +46,7 @@ class TuneProgress {
   void draw(const std::string& label);
 
   bool tty_;
+  bool plain_lines_;
   int compiled_ = 0, to_compile_ = 0, checked_ = 0, to_check_ = 0, timed_ = 0, to_time_ = 0;
   bool drawn_ = false;
   std::chrono::steady_clock::time_point last_draw_{};
