@@ -1,5 +1,8 @@
 #include "kernels/gemm/Matmul.hpp"
 
+#include "tessel/autotune/Autotune.hpp"
+#include "tessel/runtime/Driver.hpp"
+
 namespace tessel::kernels {
 
 namespace T = tessel;
@@ -77,6 +80,18 @@ JitKernel make_matmul(int M, int N, int K, const MatmulConfig& c, const JitOptio
   JitOptions o = options;
   if (o.out_idx.empty()) o.out_idx = {-1};
   return jit(matmul_program(M, N, K, c), o);
+}
+
+MatmulChoice choose_matmul_config(int M, int N, int K, DType dtype) {
+  if (auto tuned = autotune::tuned_matmul_config(M, N, K, dtype)) return {*tuned, true};
+  const bool gpu = gpu_available();
+  const std::string arch = gpu ? current_device().arch() : "sm_90a";
+  const int sms = gpu ? current_device().sm_count : 132;
+  return {default_matmul_config(M, N, K, dtype, arch, sms), false};
+}
+
+JitKernel make_matmul(int M, int N, int K, DType dtype) {
+  return make_matmul(M, N, K, choose_matmul_config(M, N, K, dtype).config);
 }
 
 }  // namespace tessel::kernels

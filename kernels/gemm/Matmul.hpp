@@ -19,7 +19,7 @@ struct MatmulConfig {
   std::string describe() const;  // "128x128x32 s3 t128 swz"
 };
 
-// The built-in per-shape config (the autotuner will replace it with tuned entries). On sm_90a
+// The built-in per-shape config (tuned entries take its place: choose_matmul_config). On sm_90a
 // it picks tiles the warp-specialized wgmma path takes (block_K 64, 128 or 256 threads); elsewhere
 // mma.sync tiles. `sm_count` sizes the tiles so that small problems still fill the GPU.
 MatmulConfig default_matmul_config(long long M, long long N, long long K, DType dtype,
@@ -31,5 +31,17 @@ long long matmul_smem_bytes(const MatmulConfig& c);
 // The program itself (what `tessel dump` shows); make_matmul jits it.
 PrimFunc matmul_program(int M, int N, int K, const MatmulConfig& c);
 JitKernel make_matmul(int M, int N, int K, const MatmulConfig& c = {}, const JitOptions& options = {});
+
+// The config a default entry point compiles, and whether the tuning cache gave it.
+struct MatmulChoice {
+  MatmulConfig config;
+  bool tuned = false;
+};
+// The tuning cache's entry for this shape, dtype and GPU when `tessel tune gemm` stored one,
+// else default_matmul_config for the GPU (sm_90a and 132 SMs without one). Never throws for want
+// of a GPU or a cache.
+MatmulChoice choose_matmul_config(int M, int N, int K, DType dtype);
+// make_matmul with choose_matmul_config's config: the library's entry point.
+JitKernel make_matmul(int M, int N, int K, DType dtype);
 
 }  // namespace tessel::kernels

@@ -4,6 +4,8 @@
 #include <stdexcept>
 #include <vector>
 
+#include "tessel/autotune/Autotune.hpp"
+
 namespace tessel::kernels {
 
 namespace T = tessel;
@@ -288,6 +290,15 @@ JitKernel make_softmax(long long M, long long N, DType dtype, const SoftmaxConfi
   JitOptions o = options;
   if (o.out_idx.empty()) o.out_idx = {-1};
   return jit(softmax_program(M, N, dtype, c), o);
+}
+
+SoftmaxChoice choose_softmax_config(long long M, long long N, DType dtype) {
+  if (auto tuned = autotune::tuned_softmax_config(M, N, dtype)) return {*tuned, true};
+  return {default_softmax_config(M, N, dtype), false};
+}
+
+JitKernel make_softmax(long long M, long long N, DType dtype) {
+  return make_softmax(M, N, dtype, choose_softmax_config(M, N, dtype).config);
 }
 
 }  // namespace tessel::kernels

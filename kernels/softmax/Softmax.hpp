@@ -30,16 +30,24 @@ struct SoftmaxConfig {
 // naming the field and the accepted form.
 SoftmaxConfig parse_softmax_config(const std::string& text);
 
-// The config the dispatcher picks for an M x N softmax of `dtype` (overridden by a tuned entry
-// once the autotuner lands): Rows for rows that fit in registers, Online beyond. (Row, the row
-// staged in shared memory, is for the autotuner and explicit configs: measured slower.)
+// The config the dispatcher picks for an M x N softmax of `dtype` (a tuned entry takes its
+// place: choose_softmax_config): Rows for rows that fit in registers, Online beyond. (Row, the
+// row staged in shared memory, is for the autotuner and explicit configs: measured slower.)
 SoftmaxConfig default_softmax_config(long long M, long long N, DType dtype);
 
 PrimFunc softmax_program(long long M, long long N, DType dtype, const SoftmaxConfig& c);
 JitKernel make_softmax(long long M, long long N, DType dtype, const SoftmaxConfig& c,
                        const JitOptions& options = {});
-inline JitKernel make_softmax(long long M, long long N, DType dtype) {
-  return make_softmax(M, N, dtype, default_softmax_config(M, N, dtype));
-}
+
+// The config a default entry point compiles, and whether the tuning cache gave it.
+struct SoftmaxChoice {
+  SoftmaxConfig config;
+  bool tuned = false;
+};
+// The tuning cache's entry for this shape, dtype and GPU when `tessel tune softmax` stored one,
+// else default_softmax_config. Never throws for want of a GPU or a cache.
+SoftmaxChoice choose_softmax_config(long long M, long long N, DType dtype);
+// make_softmax with choose_softmax_config's config: the library's entry point.
+JitKernel make_softmax(long long M, long long N, DType dtype);
 
 }  // namespace tessel::kernels

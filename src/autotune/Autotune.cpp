@@ -29,16 +29,19 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 
 }  // namespace
 
-CompileReport compile_all(const Factory& factory, const std::vector<Config>& configs, int threads,
-                          bool allow_spills) {
+CompileReport compile_all(const Factory& factory, const std::vector<Config>& configs,
+                          const CompileOptions& o) {
   CompileReport r;
   const std::size_t n = configs.size();
   r.rows.resize(n);
   r.kernels.resize(n);
   const auto t0 = std::chrono::steady_clock::now();
-  int workers = threads > 0 ? threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  workers = static_cast<int>(std::min<std::size_t>(static_cast<std::size_t>(workers), std::max<std::size_t>(n, 1)));
+  int workers =
+      o.threads > 0 ? o.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  workers =
+      static_cast<int>(std::min<std::size_t>(static_cast<std::size_t>(workers), std::max<std::size_t>(n, 1)));
   std::atomic<std::size_t> next{0};
+  std::mutex report;  // one on_compiled call at a time
   auto work = [&] {
     for (std::size_t i = next++; i < n; i = next++) {
       Row& row = r.rows[i];
@@ -46,11 +49,12 @@ CompileReport compile_all(const Factory& factory, const std::vector<Config>& con
       const auto c0 = std::chrono::steady_clock::now();
       try {
         JitKernel k = factory(configs[i]);
+        if (!k.defined()) throw std::runtime_error("the factory returned no kernel");
         const Resources& res = k.resources();
         row.registers = res.registers;
         row.compile_ms = 1000 * seconds_since(c0);
         const int spill = res.spill_store_bytes + res.spill_load_bytes;
-        if (spill > 0 && !allow_spills) {
+        if (spill > 0 && !o.allow_spills) {
           row.status = Status::spills;
           row.reason = std::to_string(spill) + " bytes of spill loads/stores";
         } else {
@@ -62,6 +66,10 @@ CompileReport compile_all(const Factory& factory, const std::vector<Config>& con
         row.status = Status::compile_failed;
         row.reason = first_line(e.what());
         row.compile_ms = 1000 * seconds_since(c0);
+      }
+      if (o.on_compiled) {
+        std::lock_guard<std::mutex> lock(report);
+        o.on_compiled(i, row);
       }
     }
   };
@@ -107,6 +115,9 @@ Result autotune(const Factory& factory, const Space& space, const Callbacks& cb,
   auto say = [&](const std::string& s) {
     if (o.progress) o.progress(s);
   };
+  auto event = [&](ProgressEvent::Phase phase, int done, int total, const Config& c) {
+    if (o.on_progress) o.on_progress(ProgressEvent{phase, done, total, describe(c)});
+  };
   Result result;
   HardwareLimits limits = o.limits;
   if (limits.smem_per_block == 0 && limits.threads_per_block == 0 && gpu_available()) {
@@ -114,8 +125,8 @@ Result autotune(const Factory& factory, const Space& space, const Callbacks& cb,
     limits.threads_per_block = current_device().max_threads_per_block;
   }
   Space::Enumeration e = space.enumerate(limits);
-  say(std::to_string(e.total) + " candidates, " + std::to_string(e.pruned.size()) + " pruned before compiling, " +
-      std::to_string(e.kept.size()) + " left");
+  say(std::to_string(e.total) + " candidates, " + std::to_string(e.pruned.size()) +
+      " pruned before compiling, " + std::to_string(e.kept.size()) + " left");
 
   // A stored answer: compile it alone and return.
   std::optional<std::filesystem::path> dir = o.cache_dir ? o.cache_dir : tuning_cache_directory();
@@ -127,7 +138,12 @@ Result autotune(const Factory& factory, const Space& space, const Callbacks& cb,
         result.config = stored->config;
         result.ms = stored->ms;
         result.compiled = 1;
-        Row row{stored->config, Status::ok, "from the tuning cache", stored->ms, 0, result.kernel.resources().registers,
+        Row row{stored->config,
+                Status::ok,
+                "from the tuning cache",
+                stored->ms,
+                0,
+                result.kernel.resources().registers,
                 result.kernel.resources().compile_ms};
         result.table.push_back(row);
         say("tuning cache hit: " + describe(stored->config) + " (" + std::to_string(stored->ms) + " ms)");
@@ -146,14 +162,28 @@ Result autotune(const Factory& factory, const Space& space, const Callbacks& cb,
   if (so.strategy == Strategy::random) {
     std::mt19937_64 rng(so.seed);
     std::shuffle(candidates.begin(), candidates.end(), rng);
-    const std::size_t budget = so.budget > 0 ? static_cast<std::size_t>(so.budget)
-                                             : std::max<std::size_t>(1, candidates.size() / 4);
+    const std::size_t budget =
+        so.budget > 0 ? static_cast<std::size_t>(so.budget) : std::max<std::size_t>(1, candidates.size() / 4);
     if (candidates.size() > budget) candidates.resize(budget);
     so.strategy = Strategy::exhaustive;
   }
 
   say("compiling " + std::to_string(candidates.size()) + " candidates");
-  CompileReport compiled = compile_all(factory, candidates, o.compile_threads, o.allow_spills);
+  CompileOptions co;
+  co.threads = o.compile_threads;
+  co.allow_spills = o.allow_spills;
+  int compiled_so_far = 0;
+  const int to_compile = static_cast<int>(candidates.size());
+  co.on_compiled = [&](std::size_t, const Row& row) {
+    ++compiled_so_far;
+    say("  compiled " + std::to_string(compiled_so_far) + "/" + std::to_string(to_compile) + " " +
+        describe(row.config) + ": " +
+        (row.status == Status::not_timed ? std::to_string(row.registers) + " registers"
+                                         : std::string(status_name(row.status)) + " (" + row.reason + ")") +
+        ", " + std::to_string(static_cast<int>(row.compile_ms)) + " ms");
+    event(ProgressEvent::Phase::compiling, compiled_so_far, to_compile, row.config);
+  };
+  CompileReport compiled = compile_all(factory, candidates, co);
   result.compile_seconds = compiled.seconds;
   result.compiled = static_cast<int>(candidates.size());
   say("compiled in " + std::to_string(compiled.seconds) + " s (" +
@@ -161,41 +191,58 @@ Result autotune(const Factory& factory, const Space& space, const Callbacks& cb,
 
   // Check every compiled candidate.
   std::vector<int> valid;
+  int to_check = 0, checked = 0;
+  for (const JitKernel& k : compiled.kernels) to_check += k.defined();
   for (std::size_t i = 0; i < candidates.size(); ++i) {
     Row& row = compiled.rows[i];
     if (!compiled.kernels[i].defined()) continue;
+    std::string verdict = "right";
     try {
       std::string why;
       if (cb.check && !cb.check(compiled.kernels[i], why)) {
         row.status = Status::wrong;
         row.reason = why;
-        say("wrong: " + describe(row.config) + ": " + why);
-        continue;
+        verdict = "WRONG: " + why;
+      } else {
+        valid.push_back(static_cast<int>(i));
       }
-      valid.push_back(static_cast<int>(i));
     } catch (const std::exception& ex) {
       row.status = Status::launch_failed;
       row.reason = first_line(ex.what());
-      say("launch failed: " + describe(row.config) + ": " + row.reason);
+      verdict = "launch failed: " + row.reason;
     }
+    ++checked;
+    say("  checked " + std::to_string(checked) + "/" + std::to_string(to_check) + " " + describe(row.config) +
+        ": " + verdict);
+    event(ProgressEvent::Phase::checking, checked, to_check, row.config);
   }
 
   if (!valid.empty()) {
     auto timer = cb.time ? cb.time : event_timer(cb.run, o.warmup);
     say("timing " + std::to_string(valid.size()) + " candidates (" + strategy_name(so.strategy) + ")");
+    int timed = 0, to_time = planned_timings(static_cast<int>(valid.size()), so);
     auto measure = [&](int v, int reps) -> Measurement {
       Row& row = compiled.rows[valid[v]];
-      if (row.status == Status::launch_failed) return {std::numeric_limits<double>::infinity(), 0};
-      try {
-        Measurement m = timer(compiled.kernels[valid[v]], reps);
-        say("  " + describe(row.config) + ": " + std::to_string(m.median_ms) + " ms (" + std::to_string(reps) +
-            " repeats)");
-        return m;
-      } catch (const std::exception& ex) {
-        row.status = Status::launch_failed;
-        row.reason = first_line(ex.what());
-        return {std::numeric_limits<double>::infinity(), 0};
+      Measurement m{std::numeric_limits<double>::infinity(), 0};
+      std::string line;
+      if (row.status != Status::launch_failed) {
+        try {
+          m = timer(compiled.kernels[valid[v]], reps);
+          line = std::to_string(m.median_ms) + " ms (" + std::to_string(reps) + " repeats)";
+        } catch (const std::exception& ex) {
+          row.status = Status::launch_failed;
+          row.reason = first_line(ex.what());
+          line = "launch failed: " + row.reason;
+        }
+      } else {
+        line = "launch failed earlier";
       }
+      ++timed;
+      to_time = std::max(to_time, timed);  // near-ties re-timed past the plan
+      say("  timed " + std::to_string(timed) + "/" + std::to_string(to_time) + " " + describe(row.config) +
+          ": " + line);
+      event(ProgressEvent::Phase::timing, timed, to_time, row.config);
+      return m;
     };
     SearchResult s = search(static_cast<int>(valid.size()), measure, so);
     for (std::size_t v = 0; v < valid.size(); ++v) {
@@ -220,8 +267,9 @@ Result autotune(const Factory& factory, const Space& space, const Callbacks& cb,
   if (result.found) {
     say("best: " + describe(result.config) + ", " + std::to_string(result.ms) + " ms");
     if (!o.cache_key.empty() && dir)
-      write_tuning_entry(*dir, o.cache_key,
-                         StoredResult{result.config, result.ms, strategy_name(o.search.strategy), space.name()});
+      write_tuning_entry(
+          *dir, o.cache_key,
+          StoredResult{result.config, result.ms, strategy_name(o.search.strategy), space.name()});
   } else {
     say("no candidate compiled, passed its check and ran");
   }
@@ -254,8 +302,18 @@ Space gemm_space(const std::string& arch, DType dtype) {
       .knob("panel", {0, 8, 16});
   if (arch.rfind("sm_90", 0) == 0) {
     // The warp-specialized wgmma path's tiles default_matmul_config picks (6 stages is off-grid).
-    s.point({{"block_M", 128}, {"block_N", 128}, {"block_K", 64}, {"num_stages", 6}, {"threads", 128}, {"panel", 16}});
-    s.point({{"block_M", 64}, {"block_N", 128}, {"block_K", 64}, {"num_stages", 6}, {"threads", 128}, {"panel", 16}});
+    s.point({{"block_M", 128},
+             {"block_N", 128},
+             {"block_K", 64},
+             {"num_stages", 6},
+             {"threads", 128},
+             {"panel", 16}});
+    s.point({{"block_M", 64},
+             {"block_N", 128},
+             {"block_K", 64},
+             {"num_stages", 6},
+             {"threads", 128},
+             {"panel", 16}});
   }
   s.constraint("at most 256 f32 accumulators per thread", [](const Config& c) {
     return 1LL * get(c, "block_M") * get(c, "block_N") <= 256LL * get(c, "threads");

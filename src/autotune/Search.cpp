@@ -109,22 +109,32 @@ Space::Enumeration Space::enumerate(const HardwareLimits& limits) const {
 
 const char* status_name(Status s) {
   switch (s) {
-    case Status::ok: return "ok";
-    case Status::pruned: return "pruned";
-    case Status::compile_failed: return "compile_failed";
-    case Status::launch_failed: return "launch_failed";
-    case Status::wrong: return "wrong";
-    case Status::spills: return "spills";
-    case Status::not_timed: return "not_timed";
+    case Status::ok:
+      return "ok";
+    case Status::pruned:
+      return "pruned";
+    case Status::compile_failed:
+      return "compile_failed";
+    case Status::launch_failed:
+      return "launch_failed";
+    case Status::wrong:
+      return "wrong";
+    case Status::spills:
+      return "spills";
+    case Status::not_timed:
+      return "not_timed";
   }
   return "?";
 }
 
 const char* strategy_name(Strategy s) {
   switch (s) {
-    case Strategy::exhaustive: return "exhaustive";
-    case Strategy::random: return "random";
-    case Strategy::halving: return "halving";
+    case Strategy::exhaustive:
+      return "exhaustive";
+    case Strategy::random:
+      return "random";
+    case Strategy::halving:
+      return "halving";
   }
   return "?";
 }
@@ -144,6 +154,47 @@ Measurement summarize(std::vector<double> v) {
   m.median_ms = n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
   m.spread_ms = v[(3 * (n - 1)) / 4] - v[(n - 1) / 4];
   return m;
+}
+
+namespace {
+
+// Successive halving's rounds below full repeats: (candidates timed, repeats) each. Everyone at
+// few repeats, the faster half again at twice the repeats, ... until `final_fraction` of the
+// candidates (at least 2) are left for the full repeats.
+struct Round {
+  std::size_t candidates;
+  int repeats;
+};
+std::vector<Round> halving_rounds(int n, const SearchOptions& o, std::size_t& finalists) {
+  const int full = std::max(1, o.repeats);
+  const std::size_t stop =
+      std::max<std::size_t>(2, static_cast<std::size_t>(std::ceil(n * o.final_fraction)));
+  std::vector<Round> rounds;
+  std::size_t alive = static_cast<std::size_t>(n);
+  int reps = std::max(1, std::min(o.first_repeats, full));
+  while (alive > stop && reps < full) {
+    rounds.push_back({alive, reps});
+    alive = std::max(stop, (alive + 1) / 2);
+    reps = std::min(full, reps * 2);
+  }
+  finalists = alive;
+  return rounds;
+}
+
+int random_budget(int n, const SearchOptions& o) {
+  return o.budget > 0 ? std::min(o.budget, n) : std::max(1, n / 4);
+}
+
+}  // namespace
+
+int planned_timings(int n, const SearchOptions& o) {
+  if (n <= 0) return 0;
+  if (o.strategy == Strategy::exhaustive) return n;
+  if (o.strategy == Strategy::random) return random_budget(n, o);
+  std::size_t finalists = 0;
+  std::size_t total = 0;
+  for (const Round& r : halving_rounds(n, o, finalists)) total += r.candidates;
+  return static_cast<int>(total + finalists);
 }
 
 SearchResult search(int n, const std::function<Measurement(int, int)>& measure, const SearchOptions& o) {
@@ -172,20 +223,16 @@ SearchResult search(int n, const std::function<Measurement(int, int)>& measure, 
     std::iota(all.begin(), all.end(), 0);
     std::mt19937_64 rng(o.seed);
     std::shuffle(all.begin(), all.end(), rng);
-    const int budget = o.budget > 0 ? std::min(o.budget, n) : std::max(1, n / 4);
-    finalists.assign(all.begin(), all.begin() + budget);
+    finalists.assign(all.begin(), all.begin() + random_budget(n, o));
   } else {
-    // Successive halving: everyone at few repeats, the faster half again at twice the repeats,
-    // ... until `final_fraction` of the candidates (at least 2) are left for the full repeats.
     std::vector<int> alive(n);
     std::iota(alive.begin(), alive.end(), 0);
-    const std::size_t stop = std::max<std::size_t>(2, static_cast<std::size_t>(std::ceil(n * o.final_fraction)));
-    int reps = std::max(1, std::min(o.first_repeats, full));
-    while (alive.size() > stop && reps < full) {
-      for (int i : alive) time(i, reps);
+    std::size_t left = 0;
+    const std::vector<Round> rounds = halving_rounds(n, o, left);
+    for (std::size_t k = 0; k < rounds.size(); ++k) {
+      for (int i : alive) time(i, rounds[k].repeats);
       by_time(alive);
-      alive.resize(std::max(stop, (alive.size() + 1) / 2));
-      reps = std::min(full, reps * 2);
+      alive.resize(k + 1 < rounds.size() ? rounds[k + 1].candidates : left);
     }
     finalists = alive;
   }

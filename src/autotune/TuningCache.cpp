@@ -30,21 +30,51 @@ std::string temp_suffix() {
 }
 }  // namespace
 
-KeyParts key_parts_for_current_device(std::string kernel, std::vector<long long> shapes,
-                                      std::vector<std::string> dtypes, const Space& space) {
+std::string DeviceKey::arch() const {
+  return arch_for_compute_capability(cc_major, cc_minor);
+}
+
+std::optional<DeviceKey> current_device_key() {
+  try {
+    if (!gpu_available()) return std::nullopt;
+    const DeviceInfo& d = current_device();
+    return DeviceKey{d.name, d.cc_major, d.cc_minor, d.sm_count, d.driver_version, nvrtc_version()};
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+}
+
+KeyParts key_parts(std::string kernel, std::vector<long long> shapes, std::vector<std::string> dtypes,
+                   const Space& space, const DeviceKey& device) {
   KeyParts p;
   p.kernel = std::move(kernel);
   p.shapes = std::move(shapes);
   p.dtypes = std::move(dtypes);
-  const DeviceInfo& d = current_device();
-  p.device_name = d.name;
-  p.cc_major = d.cc_major;
-  p.cc_minor = d.cc_minor;
-  p.sm_count = d.sm_count;
-  p.driver_version = d.driver_version;
-  p.nvrtc_version = nvrtc_version();
+  p.device_name = device.name;
+  p.cc_major = device.cc_major;
+  p.cc_minor = device.cc_minor;
+  p.sm_count = device.sm_count;
+  p.driver_version = device.driver_version;
+  p.nvrtc_version = device.nvrtc_version;
   p.space = space.description();
   return p;
+}
+
+KeyParts key_parts_for_current_device(std::string kernel, std::vector<long long> shapes,
+                                      std::vector<std::string> dtypes, const Space& space) {
+  const DeviceInfo& d = current_device();  // throws, with the reason, without a GPU
+  const DeviceKey device{d.name, d.cc_major, d.cc_minor, d.sm_count, d.driver_version, nvrtc_version()};
+  return key_parts(std::move(kernel), std::move(shapes), std::move(dtypes), space, device);
+}
+
+KeyParts gemm_key_parts(long long M, long long N, long long K, DType dtype, const DeviceKey& device) {
+  return key_parts("matmul", {M, N, K}, {std::string(dtype_name(dtype))}, gemm_space(device.arch(), dtype),
+                   device);
+}
+
+KeyParts softmax_key_parts(long long M, long long N, DType dtype, const DeviceKey& device) {
+  return key_parts("softmax", {M, N}, {std::string(dtype_name(dtype))},
+                   softmax_space(device.arch(), M, N, dtype), device);
 }
 
 std::string tuning_key(const KeyParts& p) {
@@ -96,8 +126,8 @@ std::optional<StoredResult> read_tuning_entry(const fs::path& dir, const std::st
 }
 
 bool write_tuning_entry(const fs::path& dir, const std::string& key, const StoredResult& r) {
-  nlohmann::json j = {{"format", kFormat},  {"key", key},           {"config", r.config},
-                      {"ms", r.ms},         {"strategy", r.strategy}, {"space", r.space}};
+  nlohmann::json j = {{"format", kFormat},      {"key", key},      {"config", r.config}, {"ms", r.ms},
+                      {"strategy", r.strategy}, {"space", r.space}};
   std::error_code ec;
   fs::create_directories(dir, ec);
   const fs::path file = dir / (key + ".json");

@@ -32,14 +32,15 @@ struct Case {
 };
 
 void print_header() {
-  std::cout << "  " << left("shape", 18) << left("dtype", 6) << left("config", 20) << right("Tessel ms", 10)
-            << right("TFLOP/s", 9) << right("cuBLAS ms", 11) << right("TFLOP/s", 9) << right("ratio", 8)
-            << right("rel.err", 9) << right("vs f64", 9) << "\n";
+  std::cout << "  " << left("shape", 18) << left("dtype", 6) << left("config", 24) << left("from", 9)
+            << right("Tessel ms", 10) << right("TFLOP/s", 9) << right("cuBLAS ms", 11) << right("TFLOP/s", 9)
+            << right("ratio", 8) << right("rel.err", 9) << right("vs f64", 9) << "\n";
 }
 
-std::string row_start(const Case& c, const kernels::MatmulConfig& config) {
+// `from`: "tuned" (the tuning cache's entry), "default" (the built-in table) or "--config".
+std::string row_start(const Case& c, const kernels::MatmulConfig& config, const std::string& from) {
   return "  " + left(c.shape.describe(), 18) + left(std::string(dtype_name(c.dtype)), 6) +
-         left(format_matmul_config(config), 20);
+         left(format_matmul_config(config), 24) + left(from, 9);
 }
 
 int run_bench_gemm(const BenchGemmOptions& o) {
@@ -76,21 +77,29 @@ int run_bench_gemm(const BenchGemmOptions& o) {
   Progress progress(static_cast<int>(cases.size()), true);
   for (std::size_t i = 0; i < cases.size(); ++i) {
     const Case& c = cases[i];
-    const kernels::MatmulConfig config = o.config.empty()
-                                             ? default_gemm_config(c.shape, c.dtype, s.smem_cap())
-                                             : parse_matmul_config(o.config, c.dtype);
+    // Without --config: what make_matmul(M, N, K, dtype) would compile, the tuning cache's entry
+    // for this shape when `tessel tune gemm` stored one, else the built-in table.
+    const kernels::MatmulChoice choice =
+        kernels::choose_matmul_config(c.shape.M, c.shape.N, c.shape.K, c.dtype);
+    const std::string from = !o.config.empty() ? "--config" : choice.tuned ? "tuned" : "default";
+    const kernels::MatmulConfig config = !o.config.empty() ? parse_matmul_config(o.config, c.dtype)
+                                         : choice.tuned    ? choice.config
+                                                        : default_gemm_config(c.shape, c.dtype, s.smem_cap());
     nlohmann::json r = {{"M", c.shape.M},
                         {"N", c.shape.N},
                         {"K", c.shape.K},
                         {"dtype", std::string(dtype_name(c.dtype))},
                         {"config", config_json(config)},
-                        {"config_source", o.config.empty() ? "default table" : "--config"}};
+                        {"config_source", !o.config.empty() ? "--config"
+                                          : choice.tuned    ? "tuning cache"
+                                                            : "default table"}};
     progress.step(c.shape.describe() + " " + std::string(dtype_name(c.dtype)) + " " +
                   format_matmul_config(config));
     if (kernels::matmul_smem_bytes(config) > s.smem_cap()) {
       progress.clear();
-      std::cout << row_start(c, config) << "SKIPPED (over smem budget: " << kernels::matmul_smem_bytes(config)
-                << " > " << s.smem_cap() << " bytes)\n";
+      std::cout << row_start(c, config, from)
+                << "SKIPPED (over smem budget: " << kernels::matmul_smem_bytes(config) << " > "
+                << s.smem_cap() << " bytes)\n";
       r["status"] = "skipped";
       results.push_back(r);
       continue;
@@ -109,7 +118,7 @@ int run_bench_gemm(const BenchGemmOptions& o) {
       const double tf_ref = gemm_tflops(c.shape.M, c.shape.N, c.shape.K, theirs.median_ms);
       const double ratio = theirs.median_ms / ours.median_ms;
       progress.clear();
-      std::cout << row_start(c, config) << right(fixed(ours.median_ms, 4), 10) << right(fixed(tf, 1), 9)
+      std::cout << row_start(c, config, from) << right(fixed(ours.median_ms, 4), 10) << right(fixed(tf, 1), 9)
                 << right(fixed(theirs.median_ms, 4), 11) << right(fixed(tf_ref, 1), 9)
                 << right(fixed(100 * ratio, 1) + "%", 8) << right(scientific(err), 9)
                 << right(scientific(err_f64), 9) << (ok ? "" : "  NUMERICALLY WRONG") << "\n";
@@ -136,7 +145,7 @@ int run_bench_gemm(const BenchGemmOptions& o) {
       if (!ok) ++problems;
     } catch (const std::exception& e) {
       progress.clear();
-      std::cout << row_start(c, config) << "failed: " << error_kind(e) << " (" << error_summary(e, 120)
+      std::cout << row_start(c, config, from) << "failed: " << error_kind(e) << " (" << error_summary(e, 120)
                 << ")\n";
       r["status"] = "failed";
       r["error"] = {{"kind", error_kind(e)}, {"message", e.what()}};
@@ -183,9 +192,9 @@ Command add_bench_gemm_command(CLI::App& bench) {
   app->add_option("--dtype", o->dtypes, "Element types, comma-separated (f16, bf16)")
       ->delimiter(',')
       ->capture_default_str();
-  app->add_option(
-         "--config", o->config,
-         "One config for every case, BMxBNxBK:stages:threads[:swz[N]] (default: a built-in table per shape)")
+  app->add_option("--config", o->config,
+                  "One config for every case, BMxBNxBK:stages:threads[:swz[N]] (default: the tuning cache's "
+                  "entry for the shape, else a built-in table)")
       ->type_name("CONFIG");
   app->add_option("--repeats", o->repeats, "Timed runs of each side (median reported)")
       ->capture_default_str()

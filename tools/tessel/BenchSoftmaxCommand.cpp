@@ -91,7 +91,7 @@ int run_bench_softmax(const BenchSoftmaxOptions& o) {
                                   : "unavailable: " + cudnn.reason())
             << ") vs a device copy of the same bytes, " << s.device.name << "; medians of " << o.repeats
             << " interleaved runs; GB/s = (bytes read + bytes written) / time\n";
-  std::cout << "  " << left("shape", 18) << left("dtype", 6) << left("config", 22) << right("Tessel GB/s", 12)
+  std::cout << "  " << left("shape", 18) << left("dtype", 6) << left("config", 30) << right("Tessel GB/s", 12)
             << right("cuDNN GB/s", 11) << right("copy GB/s", 10) << right("of copy", 9)
             << right("vs cuDNN", 9) << right("rel.err", 9) << "\n";
   nlohmann::json results = nlohmann::json::array();
@@ -102,12 +102,22 @@ int run_bench_softmax(const BenchSoftmaxOptions& o) {
       for (long long N : {256LL, 1000LL, 1024LL, 4096LL, 5000LL, 16384LL, 65536LL})
         cases.push_back({(o.input_mib << 20) / (N * dtype_bytes(t)), N});
     for (auto [M, N] : cases) {
-      std::vector<kernels::SoftmaxConfig> configs;
-      if (o.configs.empty()) configs.push_back(kernels::default_softmax_config(M, N, t));
-      for (const std::string& text : o.configs) configs.push_back(kernels::parse_softmax_config(text));
-      for (const kernels::SoftmaxConfig& config : configs) {
-        nlohmann::json r = {
-            {"M", M}, {"N", N}, {"dtype", std::string(dtype_name(t))}, {"config", config.describe()}};
+      // Without --config: what make_softmax(M, N, dtype) compiles, the tuning cache's entry, else
+      // the dispatcher's.
+      std::vector<std::pair<kernels::SoftmaxConfig, std::string>> configs;
+      if (o.configs.empty()) {
+        const kernels::SoftmaxChoice choice = kernels::choose_softmax_config(M, N, t);
+        configs.push_back({choice.config, choice.tuned ? "tuned" : "default"});
+      }
+      for (const std::string& text : o.configs)
+        configs.push_back({kernels::parse_softmax_config(text), "given"});
+      for (const auto& [config, source] : configs) {
+        const std::string config_text = config.describe() + " " + source;
+        nlohmann::json r = {{"M", M},
+                            {"N", N},
+                            {"dtype", std::string(dtype_name(t))},
+                            {"config", config.describe()},
+                            {"config_source", source == "tuned" ? "tuning cache" : source}};
         try {
           JitKernel k = kernels::make_softmax(M, N, t, config);
           Tensor x = Tensor::empty({M, N}, t), y = Tensor::empty({M, N}, t), y2 = Tensor::empty({M, N}, t),
@@ -144,7 +154,7 @@ int run_bench_softmax(const BenchSoftmaxOptions& o) {
           double gbs = bytes / (ours * 1e-3) / 1e9, copy_gbs = bytes / (copy * 1e-3) / 1e9,
                  cudnn_gbs = bytes / (theirs * 1e-3) / 1e9;
           std::cout << "  " << left(std::to_string(M) + "x" + std::to_string(N), 18)
-                    << left(std::string(dtype_name(t)), 6) << left(config.describe(), 22)
+                    << left(std::string(dtype_name(t)), 6) << left(config_text, 30)
                     << right(fixed(gbs, 0), 12) << right(cudnn.available() ? fixed(cudnn_gbs, 0) : "-", 11)
                     << right(fixed(copy_gbs, 0), 10) << right(fixed(100 * gbs / copy_gbs, 1) + "%", 9)
                     << right(cudnn.available() ? fixed(theirs / ours, 2) + "x" : "-", 9)

@@ -1,18 +1,22 @@
-// tessel tune gemm: the autotuner over gemm_space on one shape, every candidate checked against
-// cuBLAS, timed with GemmBench (CUDA events, L2 flushed, medians); the winner kept in the tuning
-// cache. Without a GPU: the space's size and pruning, and (--compile-only) the compile throughput.
+// tessel tune gemm | softmax: the autotuner over a kernel's space for one shape. Every candidate
+// is checked (GEMM against cuBLAS, softmax against float64 on sampled rows) and timed with CUDA
+// events (L2 flushed, medians); the winner is kept in the tuning cache, where the library's
+// default entry points find it. Without a GPU: the space's size and pruning, and with
+// --compile-only the compile throughput.
 #include <chrono>
 #include <cmath>
-#include <thread>
 #include <iostream>
 #include <memory>
+#include <thread>
 
 #include "tessel/autotune/Autotune.hpp"
 #include "tools/tessel/Commands.hpp"
 #include "tools/tessel/GemmBench.hpp"
 #include "tools/tessel/GemmConfigs.hpp"
 #include "tools/tessel/Output.hpp"
+#include "tools/tessel/SoftmaxCheck.hpp"
 #include "tools/tessel/System.hpp"
+#include "tools/tessel/TuneOutput.hpp"
 
 namespace tessel::cli {
 
@@ -20,8 +24,8 @@ namespace {
 
 namespace at = tessel::autotune;
 
-struct TuneGemmOptions {
-  int M = 4096, N = 4096, K = 4096;
+struct TuneOptions {
+  long long M = 0, N = 0, K = 0;
   std::string dtype = "f16";
   std::string strategy = "halving";
   int budget = 0;
@@ -32,145 +36,264 @@ struct TuneGemmOptions {
   std::string json_file;
 };
 
-nlohmann::json table_json(const std::vector<at::Row>& rows) {
-  nlohmann::json a = nlohmann::json::array();
-  for (const at::Row& r : rows)
-    a.push_back({{"config", r.config},
-                 {"status", at::status_name(r.status)},
-                 {"reason", r.reason},
-                 {"ms", r.ms < 0 ? nlohmann::json(nullptr) : nlohmann::json(r.ms)},
-                 {"repeats", r.repeats},
-                 {"registers", r.registers},
-                 {"compile_ms", r.compile_ms}});
-  return a;
+// What differs between the kernels; run_tune does the rest.
+struct TuneJob {
+  std::string command;  // "tessel tune gemm"
+  std::string problem;  // "4096x4096x4096 f16"
+  nlohmann::json problem_json;
+  at::Space space;
+  at::Factory factory;
+  std::function<std::string(const at::Config&)> describe;  // as the kernel's --config spells it
+  std::function<std::string(double ms)> rate;              // "612.3 TFLOP/s"
+  // GPU only: inputs, reference and callbacks (holding what they need).
+  std::function<at::Callbacks()> prepare;
+  std::function<at::KeyParts(const at::DeviceKey&)> key;
+};
+
+int report_compile_only(const TuneJob& job, const at::Space::Enumeration& e, const TuneOptions& o, bool gpu) {
+  const unsigned threads = std::max(1u, std::thread::hardware_concurrency());
+  std::cout << "compiling all " << e.kept.size() << " candidates on " << threads << " threads ...\n";
+  std::cout.flush();
+  TuneProgress progress;
+  at::CompileOptions co;
+  progress.attach(co, static_cast<int>(e.kept.size()));
+  const auto r = at::compile_all(job.factory, e.kept, co);
+  progress.clear();
+  int failed = 0, spills = 0;
+  for (const at::Row& row : r.rows) {
+    failed += row.status == at::Status::compile_failed;
+    spills += row.status == at::Status::spills;
+    if (row.status == at::Status::compile_failed || row.status == at::Status::spills)
+      std::cout << "  " << job.describe(row.config) << ": " << at::status_name(row.status) << " ("
+                << row.reason << ")\n";
+  }
+  std::cout << "compiled " << e.kept.size() << " in " << fixed(r.seconds, 2)
+            << " s: " << fixed(e.kept.size() / std::max(r.seconds, 1e-9), 2) << " candidates/s; " << failed
+            << " failed, " << spills << " spill\n";
+  if (!o.json_file.empty()) {
+    nlohmann::json j = provenance_json();
+    j["tool"] = job.command + " --compile-only";
+    j.update(job.problem_json);
+    j.update({{"arch", system_info().arch()},
+              {"threads", threads},
+              {"candidates", e.kept.size()},
+              {"pruned", e.pruned.size()},
+              {"seconds", r.seconds},
+              {"candidates_per_second", e.kept.size() / std::max(r.seconds, 1e-9)},
+              {"table", tune_table_json(r.rows)}});
+    write_json_file(o.json_file, j);
+    std::cout << "wrote " << o.json_file << "\n";
+  }
+  if (!gpu) return kExitNoGpu;
+  return failed ? kExitCheckFailed : kExitOk;
 }
 
-int run_tune_gemm(const TuneGemmOptions& o) {
-  const auto dtype = parse_dtype(o.dtype);
-  const auto strategy = at::parse_strategy(o.strategy);
-  if (!dtype || (*dtype != DType::f16 && *dtype != DType::bf16) || !strategy) {
-    std::cerr << "tessel tune gemm: --dtype takes f16 or bf16, --strategy exhaustive, random or halving\n";
-    return kExitUsage;
-  }
+int run_tune(const TuneJob& job, const TuneOptions& o, at::Strategy strategy) {
   const SystemInfo& s = system_info();
-  const std::string arch = s.arch();
-  const at::Space space = at::gemm_space(arch, *dtype);
   const at::HardwareLimits limits{s.smem_cap(), s.gpu ? s.device.max_threads_per_block : 1024};
-  const auto e = space.enumerate(limits);
-  std::cout << "tessel tune gemm " << o.M << "x" << o.N << "x" << o.K << " " << o.dtype << " on " << arch << ": "
-            << e.total << " candidates, " << e.pruned.size() << " pruned (constraints, " << limits.smem_per_block
+  const auto e = job.space.enumerate(limits);
+  std::cout << job.command << " " << job.problem << " on " << s.arch() << ": " << e.total << " candidates, "
+            << e.pruned.size() << " pruned (constraints, " << limits.smem_per_block
             << " bytes of shared memory, " << limits.threads_per_block << " threads), " << e.kept.size()
             << " left\n";
-  JitOptions jo;
-  jo.arch = arch;
-  const at::Factory factory = at::gemm_factory(o.M, o.N, o.K, *dtype, jo);
-
-  if (o.compile_only || !s.gpu) {
-    if (!s.gpu) std::cout << "no GPU: " << s.no_gpu_reason << "\n";
-    if (o.compile_only) {
-      const unsigned threads = std::max(1u, std::thread::hardware_concurrency());
-      std::cout << "compiling all " << e.kept.size() << " candidates on " << threads << " threads ...\n";
-      std::cout.flush();
-      const auto r = at::compile_all(factory, e.kept);
-      int failed = 0, spills = 0;
-      for (const at::Row& row : r.rows) {
-        failed += row.status == at::Status::compile_failed;
-        spills += row.status == at::Status::spills;
-      }
-      std::cout << "compiled " << e.kept.size() << " in " << fixed(r.seconds, 2) << " s: "
-                << fixed(e.kept.size() / std::max(r.seconds, 1e-9), 2) << " candidates/s; " << failed
-                << " failed, " << spills << " spill\n";
-      if (!o.json_file.empty()) {
-        nlohmann::json j = provenance_json();
-        j["tool"] = "tessel tune gemm --compile-only";
-        j.update({{"M", o.M}, {"N", o.N}, {"K", o.K}, {"dtype", o.dtype}, {"arch", arch}, {"threads", threads},
-                  {"candidates", e.kept.size()}, {"pruned", e.pruned.size()}, {"seconds", r.seconds},
-                  {"candidates_per_second", e.kept.size() / std::max(r.seconds, 1e-9)},
-                  {"table", table_json(r.rows)}});
-        write_json_file(o.json_file, j);
-        std::cout << "wrote " << o.json_file << "\n";
-      }
-      if (!s.gpu) return kExitNoGpu;
-      return failed ? kExitCheckFailed : kExitOk;
-    }
-    std::cerr << "tessel tune gemm needs a GPU to time candidates (--compile-only compiles the space without one)\n";
+  if (!s.gpu) std::cout << "no GPU: " << s.no_gpu_reason << "\n";
+  if (o.compile_only) return report_compile_only(job, e, o, s.gpu);
+  if (!s.gpu) {
+    std::cerr << job.command
+              << " needs a GPU to time candidates (--compile-only compiles the space without one)\n";
     return kExitNoGpu;
   }
 
-  GemmBench bench;
-  GemmInputs in = make_gemm_inputs(GemmShape{o.M, o.N, o.K}, *dtype, 1);
-  bench.compute_reference(in);
-  at::Callbacks cb;
-  cb.run = [&](const JitKernel& k) { bench.launch_tessel(k, in); };
-  cb.check = [&](const JitKernel& k, std::string& why) {
-    const double err = bench.check(k, in);
-    if (!std::isnan(err) && err <= kGemmTolerance) return true;
-    why = "relative error " + scientific(err) + " against cuBLAS (tolerance " + scientific(kGemmTolerance) + ")";
-    return false;
-  };
-  const int warmup = o.warmup;
-  cb.time = [&, warmup](const JitKernel& k, int repeats) {
-    const Timing t = bench.time([&] { bench.launch_tessel(k, in); }, warmup, repeats);
-    return at::summarize(t.ms);
-  };
+  at::Callbacks cb = job.prepare();
   at::Options opts;
-  opts.search.strategy = *strategy;
+  opts.search.strategy = strategy;
   opts.search.budget = o.budget;
   opts.search.repeats = o.repeats;
   opts.limits = limits;
   opts.warmup = o.warmup;
-  if (!o.no_cache)
-    opts.cache_key = at::tuning_key(
-        at::key_parts_for_current_device("matmul", {o.M, o.N, o.K}, {o.dtype}, space));
-  opts.progress = [](const std::string& line) { std::cerr << line << "\n"; };
+  if (!o.no_cache) opts.cache_key = at::tuning_key(job.key(*at::current_device_key()));
+  TuneProgress progress;
+  progress.attach(opts);
   const auto t0 = std::chrono::steady_clock::now();
-  const at::Result r = at::autotune(factory, space, cb, opts);
+  const at::Result r = at::autotune(job.factory, job.space, cb, opts);
+  progress.clear();
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   int wrong = 0;
   for (const at::Row& row : r.table) wrong += row.status == at::Status::wrong;
+  if (!r.from_cache) print_tune_table(r.table, job.describe, job.rate);
   if (!r.found) {
     std::cout << "no candidate passed\n";
     return kExitCheckFailed;
   }
-  const kernels::MatmulConfig best = at::gemm_config(r.config, *dtype);
-  std::cout << "best: " << format_matmul_config(best) << "  " << fixed(r.ms, 4) << " ms  "
-            << fixed(gemm_tflops(o.M, o.N, o.K, r.ms), 1) << " TFLOP/s" << (r.from_cache ? "  (tuning cache)" : "")
-            << "\ncompiled " << r.compiled << " in " << fixed(r.compile_seconds, 2) << " s, timed "
-            << r.timed_full << " at full repeats, " << wrong << " wrong; " << fixed(wall, 2) << " s in all\n";
+  std::cout << "best: " << job.describe(r.config) << "  " << fixed(r.ms, 4) << " ms  " << job.rate(r.ms)
+            << (r.from_cache ? "  (tuning cache)" : "") << "\ncompiled " << r.compiled << " in "
+            << fixed(r.compile_seconds, 2) << " s, timed " << r.timed_full << " at full repeats, " << wrong
+            << " wrong; " << fixed(wall, 2) << " s in all\n";
   if (!o.json_file.empty()) {
     nlohmann::json j = provenance_json();
-    j["tool"] = "tessel tune gemm";
-    j.update({{"M", o.M}, {"N", o.N}, {"K", o.K}, {"dtype", o.dtype}, {"strategy", o.strategy},
-              {"budget", o.budget}, {"repeats", o.repeats}, {"from_cache", r.from_cache},
-              {"best", {{"config", r.config}, {"ms", r.ms}, {"text", format_matmul_config(best)}}},
-              {"compiled", r.compiled}, {"compile_seconds", r.compile_seconds}, {"timed_full", r.timed_full},
-              {"wall_seconds", wall}, {"table", table_json(r.table)}});
+    j["tool"] = job.command;
+    j.update(job.problem_json);
+    j.update({{"strategy", o.strategy},
+              {"budget", o.budget},
+              {"repeats", o.repeats},
+              {"from_cache", r.from_cache},
+              {"best", {{"config", r.config}, {"ms", r.ms}, {"text", job.describe(r.config)}}},
+              {"compiled", r.compiled},
+              {"compile_seconds", r.compile_seconds},
+              {"timed_full", r.timed_full},
+              {"wall_seconds", wall},
+              {"table", tune_table_json(r.table)}});
     write_json_file(o.json_file, j);
     std::cout << "wrote " << o.json_file << "\n";
   }
   return kExitOk;
 }
 
+std::optional<at::Strategy> parse_strategy_option(const std::string& command, const std::string& text) {
+  const auto strategy = at::parse_strategy(text);
+  if (!strategy)
+    std::cerr << command << ": --strategy takes exhaustive, random or halving, not '" << text << "'\n";
+  return strategy;
+}
+
+int run_tune_gemm(const TuneOptions& o) {
+  const std::string command = "tessel tune gemm";
+  const auto dtype = parse_dtype(o.dtype);
+  if (!dtype || (*dtype != DType::f16 && *dtype != DType::bf16)) {
+    std::cerr << command << ": --dtype takes f16 or bf16, not '" << o.dtype << "'\n";
+    return kExitUsage;
+  }
+  const auto strategy = parse_strategy_option(command, o.strategy);
+  if (!strategy) return kExitUsage;
+  const int M = static_cast<int>(o.M), N = static_cast<int>(o.N), K = static_cast<int>(o.K);
+  const std::string arch = system_info().arch();
+  JitOptions jo;
+  jo.arch = arch;
+  TuneJob job{
+      command,
+      GemmShape{M, N, K}.describe() + " " + o.dtype,
+      {{"M", M}, {"N", N}, {"K", K}, {"dtype", o.dtype}},
+      at::gemm_space(arch, *dtype),
+      at::gemm_factory(M, N, K, *dtype, jo),
+      [d = *dtype](const at::Config& c) { return format_matmul_config(at::gemm_config(c, d)); },
+      [=](double ms) { return fixed(gemm_tflops(M, N, K, ms), 1) + " TFLOP/s"; },
+      {},
+      [=, d = *dtype](const at::DeviceKey& device) { return at::gemm_key_parts(M, N, K, d, device); }};
+  const int warmup = o.warmup;
+  job.prepare = [=, d = *dtype] {
+    auto bench = std::make_shared<GemmBench>();
+    auto in = std::make_shared<GemmInputs>(make_gemm_inputs(GemmShape{M, N, K}, d, 1));
+    bench->compute_reference(*in);
+    at::Callbacks cb;
+    cb.run = [=](const JitKernel& k) { bench->launch_tessel(k, *in); };
+    cb.check = [=](const JitKernel& k, std::string& why) {
+      const double err = bench->check(k, *in);
+      if (!std::isnan(err) && err <= kGemmTolerance) return true;
+      why = "relative error " + scientific(err) + " against cuBLAS (tolerance " + scientific(kGemmTolerance) +
+            ")";
+      return false;
+    };
+    cb.time = [=](const JitKernel& k, int repeats) {
+      return at::summarize(bench->time([&] { bench->launch_tessel(k, *in); }, warmup, repeats).ms);
+    };
+    return cb;
+  };
+  return run_tune(job, o, *strategy);
+}
+
+int run_tune_softmax(const TuneOptions& o) {
+  const std::string command = "tessel tune softmax";
+  const auto dtype = parse_dtype(o.dtype);
+  if (!dtype || (*dtype != DType::f16 && *dtype != DType::bf16 && *dtype != DType::f32)) {
+    std::cerr << command << ": --dtype takes f16, bf16 or f32, not '" << o.dtype << "'\n";
+    return kExitUsage;
+  }
+  const auto strategy = parse_strategy_option(command, o.strategy);
+  if (!strategy) return kExitUsage;
+  const long long M = o.M, N = o.N;
+  const std::string arch = system_info().arch();
+  JitOptions jo;
+  jo.arch = arch;
+  const double bytes = 2.0 * static_cast<double>(M) * static_cast<double>(N) * dtype_bytes(*dtype);
+  TuneJob job{
+      command,
+      std::to_string(M) + "x" + std::to_string(N) + " " + o.dtype,
+      {{"M", M}, {"N", N}, {"dtype", o.dtype}},
+      at::softmax_space(arch, M, N, *dtype),
+      at::softmax_factory(M, N, *dtype, jo),
+      [](const at::Config& c) { return at::softmax_config(c).describe(); },
+      [=](double ms) { return fixed(bytes / (ms * 1e-3) / 1e9, 0) + " GB/s"; },
+      {},
+      [=, d = *dtype](const at::DeviceKey& device) { return at::softmax_key_parts(M, N, d, device); }};
+  job.prepare = [=, d = *dtype] {
+    auto x = std::make_shared<Tensor>(Tensor::empty({M, N}, d));
+    auto y = std::make_shared<Tensor>(Tensor::empty({M, N}, d));
+    x->fill_random(1, -6, 6);
+    at::Callbacks cb;
+    cb.run = [=](const JitKernel& k) { k.launch({*x, *y}); };
+    cb.check = [=](const JitKernel& k, std::string& why) {
+      y->fill(std::nan(""));  // an unwritten row cannot pass
+      k.launch({*x, *y});
+      check_cu(driver().cuCtxSynchronize(), "cuCtxSynchronize");
+      const double err = sampled_softmax_error(*x, *y, M, N);
+      if (!std::isnan(err) && err <= softmax_tolerance(d)) return true;
+      why = "relative error " + scientific(err) + " against float64 on 64 rows (tolerance " +
+            scientific(softmax_tolerance(d)) + ")";
+      return false;
+    };
+    return cb;  // timed by event_timer: CUDA events, L2 flushed before each repeat
+  };
+  return run_tune(job, o, *strategy);
+}
+
+void add_common_options(CLI::App* app, TuneOptions& o) {
+  app->add_option("--strategy", o.strategy, "exhaustive, random or halving")->capture_default_str();
+  app->add_option("--budget", o.budget, "random: candidates to time (0: a quarter)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  app->add_option("--repeats", o.repeats, "Full repeats per timing")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app->add_option("--warmup", o.warmup, "Untimed runs before each timing")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  app->add_flag("--compile-only", o.compile_only,
+                "Compile the whole space in parallel and report candidates/s");
+  app->add_flag("--no-cache", o.no_cache, "Neither read nor write the tuning cache");
+  app->add_option("--json", o.json_file, "Also write the table and the winner to FILE")->type_name("FILE");
+}
+
 }  // namespace
 
-Command add_tune_command(CLI::App& root) {
-  CLI::App* tune = root.add_subcommand("tune", "The autotuner: search a kernel's tuning space for one shape");
-  tune->require_subcommand(1);
-  auto o = std::make_shared<TuneGemmOptions>();
-  CLI::App* app = tune->add_subcommand(
+Command add_tune_gemm_command(CLI::App& tune) {
+  auto o = std::make_shared<TuneOptions>();
+  o->M = o->N = o->K = 4096;
+  CLI::App* app = tune.add_subcommand(
       "gemm", "Tune the GEMM for one shape: every candidate checked against cuBLAS, the winner cached");
-  app->add_option("--m", o->M, "Rows of A and C")->capture_default_str()->check(CLI::PositiveNumber);
-  app->add_option("--n", o->N, "Columns of B and C")->capture_default_str()->check(CLI::PositiveNumber);
-  app->add_option("--k", o->K, "Columns of A, rows of B")->capture_default_str()->check(CLI::PositiveNumber);
+  app->add_option("--m", o->M, "Rows of A and C")->capture_default_str()->check(CLI::Range(1, 1 << 30));
+  app->add_option("--n", o->N, "Columns of B and C")->capture_default_str()->check(CLI::Range(1, 1 << 30));
+  app->add_option("--k", o->K, "Columns of A, rows of B")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1 << 30));
   app->add_option("--dtype", o->dtype, "f16 or bf16")->capture_default_str();
-  app->add_option("--strategy", o->strategy, "exhaustive, random or halving")->capture_default_str();
-  app->add_option("--budget", o->budget, "random: candidates to time (0: a quarter)")->capture_default_str();
-  app->add_option("--repeats", o->repeats, "Full repeats per timing")->capture_default_str()->check(CLI::PositiveNumber);
-  app->add_option("--warmup", o->warmup, "Untimed runs before each timing")->capture_default_str();
-  app->add_flag("--compile-only", o->compile_only, "Compile the whole space in parallel and report candidates/s");
-  app->add_flag("--no-cache", o->no_cache, "Neither read nor write the tuning cache");
-  app->add_option("--json", o->json_file, "Also write the table and the winner to FILE")->type_name("FILE");
+  add_common_options(app, *o);
   return {app, [o] { return run_tune_gemm(*o); }};
+}
+
+Command add_tune_softmax_command(CLI::App& tune) {
+  auto o = std::make_shared<TuneOptions>();
+  o->M = 65536;  // 512 MiB of f16 at N = 4096
+  o->N = 4096;
+  CLI::App* app = tune.add_subcommand("softmax",
+                                      "Tune the softmax for one shape: every candidate checked against "
+                                      "float64 on sampled rows, the winner cached");
+  app->add_option("--m", o->M, "Rows")->capture_default_str()->check(CLI::PositiveNumber);
+  app->add_option("--n", o->N, "Row length (the softmax's dimension)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app->add_option("--dtype", o->dtype, "f16, bf16 or f32")->capture_default_str();
+  add_common_options(app, *o);
+  return {app, [o] { return run_tune_softmax(*o); }};
 }
 
 }  // namespace tessel::cli

@@ -29,7 +29,10 @@ int main(int argc, char** argv) {
   commands.push_back(cli::add_bench_gemm_command(*bench));
   commands.push_back(cli::add_bench_compile_command(*bench));
   commands.push_back(cli::add_bench_softmax_command(*bench));
-  commands.push_back(cli::add_tune_command(app));
+  CLI::App* tune = app.add_subcommand("tune", "The autotuner: search a kernel's tuning space for one shape");
+  tune->require_subcommand(1);
+  commands.push_back(cli::add_tune_gemm_command(*tune));
+  commands.push_back(cli::add_tune_softmax_command(*tune));
 
   try {
     app.parse(argc, argv);

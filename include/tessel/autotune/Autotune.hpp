@@ -21,8 +21,9 @@
 #include <string>
 #include <vector>
 
-#include "tessel/DType.hpp"
 #include "kernels/gemm/Matmul.hpp"
+#include "kernels/softmax/Softmax.hpp"
+#include "tessel/DType.hpp"
 #include "tessel/Jit.hpp"
 
 namespace tessel::autotune {
@@ -86,8 +87,8 @@ struct Row {
   Config config;
   Status status = Status::not_timed;
   std::string reason;
-  double ms = -1;        // the last (most repeated) median; -1 when not timed
-  int repeats = 0;       // repeats behind `ms`
+  double ms = -1;   // the last (most repeated) median; -1 when not timed
+  int repeats = 0;  // repeats behind `ms`
   int registers = -1;
   double compile_ms = 0;
 };
@@ -108,9 +109,9 @@ struct Measurement {
 // full repeats.
 struct SearchOptions {
   Strategy strategy = Strategy::halving;
-  int repeats = 20;        // full repeats
-  int first_repeats = 2;   // successive halving's first round
-  int budget = 0;          // random: how many candidates (0: a quarter of them)
+  int repeats = 20;               // full repeats
+  int first_repeats = 2;          // successive halving's first round
+  int budget = 0;                 // random: how many candidates (0: a quarter of them)
   double final_fraction = 0.125;  // halving stops when this fraction (at least 2) is left
   std::uint64_t seed = 1;
 };
@@ -123,6 +124,9 @@ struct SearchResult {
 };
 SearchResult search(int candidates, const std::function<Measurement(int, int)>& measure,
                     const SearchOptions& options);
+// The measure() calls search() will make for `candidates`, near-tie re-timings not counted
+// (those add at most the finalists again): for a progress bar's total.
+int planned_timings(int candidates, const SearchOptions& options);
 
 // ---- the tuning cache ------------------------------------------------------------------------
 struct KeyParts {
@@ -135,7 +139,18 @@ struct KeyParts {
   std::string tessel_version = TESSEL_VERSION;
   std::string space;  // Space::description()
 };
-// Device fields from current_device() and NVRTC's version (needs a GPU for the device).
+// The device half of a key: which GPU, driver and NVRTC a result was measured with.
+struct DeviceKey {
+  std::string name;
+  int cc_major = 0, cc_minor = 0, sm_count = 0, driver_version = 0;
+  int nvrtc_version = 0;
+  std::string arch() const;  // arch_for_compute_capability(cc_major, cc_minor)
+};
+// This process's GPU and NVRTC; nullopt when there is no GPU. Never throws.
+std::optional<DeviceKey> current_device_key();
+KeyParts key_parts(std::string kernel, std::vector<long long> shapes, std::vector<std::string> dtypes,
+                   const Space& space, const DeviceKey& device);
+// key_parts for current_device_key(); throws RuntimeError without a GPU.
 KeyParts key_parts_for_current_device(std::string kernel, std::vector<long long> shapes,
                                       std::vector<std::string> dtypes, const Space& space);
 std::string tuning_key(const KeyParts& p);
@@ -167,15 +182,28 @@ struct Callbacks {
   std::function<Measurement(const JitKernel&, int repeats)> time;
 };
 
+// Where a tune is, for a progress bar: `done` of `total` steps of the phase finished (timing's
+// total is planned_timings(), raised if near-ties are re-timed); `label` names the candidate.
+struct ProgressEvent {
+  enum class Phase { compiling, checking, timing };
+  Phase phase = Phase::compiling;
+  int done = 0, total = 0;
+  std::string label;
+};
+
 struct Options {
   SearchOptions search;
   int warmup = 3;
   bool allow_spills = false;
-  int compile_threads = 0;  // 0: std::thread::hardware_concurrency()
-  HardwareLimits limits;    // all 0: the current device's (none without a GPU)
-  std::string cache_key;    // empty: no tuning cache
+  int compile_threads = 0;                         // 0: std::thread::hardware_concurrency()
+  HardwareLimits limits;                           // all 0: the current device's (none without a GPU)
+  std::string cache_key;                           // empty: no tuning cache
   std::optional<std::filesystem::path> cache_dir;  // default tuning_cache_directory()
-  std::function<void(const std::string&)> progress;  // one plain line per event
+  // One plain line per event (every candidate compiled, checked or timed, and the summaries):
+  // for logs.
+  std::function<void(const std::string&)> progress;
+  // The same events as counts, for a bar; called from one thread at a time.
+  std::function<void(const ProgressEvent&)> on_progress;
 };
 
 struct Result {
@@ -190,15 +218,21 @@ struct Result {
   int timed_full = 0;
 };
 
-// Compiles `configs` on `threads` threads (0: hardware_concurrency). Failures become rows with
-// status compile_failed (or spills, unless allowed); kernels[i] is defined only when ok.
+// Compiles `configs` in parallel. Failures become rows with status compile_failed (or spills,
+// unless allowed); kernels[i] is defined only when ok.
+struct CompileOptions {
+  int threads = 0;  // 0: std::thread::hardware_concurrency()
+  bool allow_spills = false;
+  // Called as each candidate finishes (row i final), one call at a time, from the worker threads.
+  std::function<void(std::size_t i, const Row& row)> on_compiled;
+};
 struct CompileReport {
   std::vector<Row> rows;
   std::vector<JitKernel> kernels;
   double seconds = 0;
 };
-CompileReport compile_all(const Factory& factory, const std::vector<Config>& configs, int threads = 0,
-                          bool allow_spills = false);
+CompileReport compile_all(const Factory& factory, const std::vector<Config>& configs,
+                          const CompileOptions& options = {});
 
 Result autotune(const Factory& factory, const Space& space, const Callbacks& callbacks,
                 const Options& options = {});
@@ -219,5 +253,47 @@ Space gemm_space(const std::string& arch, DType dtype = DType::f16);
 // Compiles make_matmul for a config of gemm_space (knobs absent keep MatmulConfig defaults).
 Factory gemm_factory(int M, int N, int K, DType dtype, JitOptions options = {});
 kernels::MatmulConfig gemm_config(const Config& c, DType dtype);
+// What `tessel tune gemm` stores its winner under and make_matmul(M, N, K, dtype) looks up:
+// kernel "matmul", shapes {M, N, K}, the dtype's name, gemm_space(device.arch(), dtype).
+KeyParts gemm_key_parts(long long M, long long N, long long K, DType dtype, const DeviceKey& device);
+
+// ---- softmax ----------------------------------------------------------------------------------
+// Knobs: variant (0 rows, 1 row, 2 online: kernels::SoftmaxVariant), threads, rows_per_block
+// (1 unless rows), block_N. The points, for one row length N: rows with 128-1024 threads, 2-1024
+// rows per block and 1-32 lanes' worth of vectors per row (block_N the row padded to them); row
+// with 128-1024 threads where the padding stays under half the tile; online with tiles of 1-4
+// vectors per thread shorter than the row; and default_softmax_config(M, N, dtype). Constraints:
+// one-pass tiles hold the row; at most kMaxSoftmaxValuesPerThread f32 values per thread and
+// kMaxSoftmaxVectorsPerBlock 16-byte vectors per block (registers); and the compiler lays the
+// tile out (checked by lowering the program for `arch`, no NVRTC). A few candidates still spill
+// and are dropped after compiling.
+inline constexpr int kMaxSoftmaxValuesPerThread = 64;
+inline constexpr int kMaxSoftmaxVectorsPerBlock = 4096;
+Space softmax_space(const std::string& arch, long long M, long long N, DType dtype);
+Factory softmax_factory(long long M, long long N, DType dtype, JitOptions options = {});
+kernels::SoftmaxConfig softmax_config(const Config& c);
+Config softmax_point(const kernels::SoftmaxConfig& c);
+// Kernel "softmax", shapes {M, N}, the dtype's name, softmax_space(device.arch(), M, N, dtype).
+KeyParts softmax_key_parts(long long M, long long N, DType dtype, const DeviceKey& device);
+
+// ---- tuned configs for the library's default entry points ------------------------------------
+// make_matmul(M, N, K, dtype) and make_softmax(M, N, dtype) ask these (through
+// kernels::choose_matmul_config / choose_softmax_config) before falling back to their built-in
+// defaults.
+//
+// The config `tessel tune` stored in `dir` for this problem on `device`, or nullopt. Reads only
+// that one entry (a damaged one is removed, as read_tuning_entry does).
+std::optional<kernels::MatmulConfig> find_tuned_matmul_config(long long M, long long N, long long K,
+                                                              DType dtype, const DeviceKey& device,
+                                                              const std::filesystem::path& dir);
+std::optional<kernels::SoftmaxConfig> find_tuned_softmax_config(long long M, long long N, DType dtype,
+                                                                const DeviceKey& device,
+                                                                const std::filesystem::path& dir);
+// The same for this process's GPU and tuning cache folder. nullopt without a GPU, without a
+// cache folder (TESSEL_CACHE=0), or on any error: never throws. Costs a space description, a
+// SHA-256 and one file lookup (microseconds; far below a jit()).
+std::optional<kernels::MatmulConfig> tuned_matmul_config(long long M, long long N, long long K,
+                                                         DType dtype) noexcept;
+std::optional<kernels::SoftmaxConfig> tuned_softmax_config(long long M, long long N, DType dtype) noexcept;
 
 }  // namespace tessel::autotune

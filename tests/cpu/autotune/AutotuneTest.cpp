@@ -2,6 +2,8 @@
 // strategies on a synthetic timing landscape.
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -53,9 +55,11 @@ TEST(AutotuneSpace, GemmSpaceHasOverAHundredCandidatesOnHopper) {
   EXPECT_GT(e.pruned.size(), 0u);
   bool hopper_tile = false;
   for (const auto& c : e.kept)
-    hopper_tile |= at::get(c, "block_K") == 64 && at::get(c, "block_N") == 256 && at::get(c, "threads") == 256;
+    hopper_tile |=
+        at::get(c, "block_K") == 64 && at::get(c, "block_N") == 256 && at::get(c, "threads") == 256;
   EXPECT_TRUE(hopper_tile);
-  for (const auto& c : e.kept) EXPECT_LE(tessel::kernels::matmul_smem_bytes(at::gemm_config(c, tessel::DType::f16)), 232448);
+  for (const auto& c : e.kept)
+    EXPECT_LE(tessel::kernels::matmul_smem_bytes(at::gemm_config(c, tessel::DType::f16)), 232448);
   const auto m = at::gemm_config({{"block_M", 64}, {"panel", 8}}, tessel::DType::bf16);
   EXPECT_EQ(m.block_M, 64);
   EXPECT_TRUE(m.use_swizzle);
@@ -132,7 +136,8 @@ TEST(AutotuneCache, ConcurrentWritersLeaveAValidFile) {
   for (int t = 0; t < 8; ++t)
     threads.emplace_back([&, t] {
       for (int i = 0; i < 25; ++i)
-        at::write_tuning_entry(dir.path(), k, at::StoredResult{{{"block_M", 64 + t}}, 1.0 + i, "halving", "s"});
+        at::write_tuning_entry(dir.path(), k,
+                               at::StoredResult{{{"block_M", 64 + t}}, 1.0 + i, "halving", "s"});
     });
   for (auto& t : threads) t.join();
   auto got = at::read_tuning_entry(dir.path(), k);
@@ -204,4 +209,53 @@ TEST(AutotuneSearch, SummarizeGivesMedianAndSpread) {
   auto m = at::summarize({5, 1, 3, 2, 4});
   EXPECT_DOUBLE_EQ(m.median_ms, 3);
   EXPECT_DOUBLE_EQ(m.spread_ms, 2);
+}
+
+TEST(AutotuneSearch, PlannedTimingsMatchTheSearchWithoutNearTies) {
+  for (int n : {1, 2, 5, 64, 200}) {
+    for (at::Strategy s : {at::Strategy::exhaustive, at::Strategy::random, at::Strategy::halving}) {
+      at::SearchOptions o;
+      o.strategy = s;
+      // 5 % apart: never within the 1 % near-tie margin, so nothing is re-timed.
+      const auto r = at::search(
+          n,
+          [](int i, int) {
+            return at::Measurement{1.0 + 0.05 * i, 0};
+          },
+          o);
+      EXPECT_EQ(at::planned_timings(n, o), r.timings) << "n=" << n << " " << at::strategy_name(s);
+      if (s != at::Strategy::random) {
+        EXPECT_EQ(r.best, 0);
+      }
+    }
+  }
+  EXPECT_EQ(at::planned_timings(0, {}), 0);
+}
+
+TEST(AutotuneCompileAll, ReportsEveryCandidateOnceAndOneAtATime) {
+  std::vector<at::Config> configs;
+  for (int i = 0; i < 40; ++i) configs.push_back({{"i", i}});
+  std::atomic<int> inside{0};
+  std::vector<int> seen(configs.size(), 0);
+  at::CompileOptions o;
+  o.threads = 4;
+  o.on_compiled = [&](std::size_t i, const at::Row& row) {
+    EXPECT_EQ(inside.fetch_add(1), 0) << "on_compiled entered twice at once";
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+    ++seen[i];
+    EXPECT_EQ(row.status, at::Status::compile_failed);
+    EXPECT_EQ(row.config, configs[i]);
+    inside.fetch_sub(1);
+  };
+  const auto r = at::compile_all(
+      [](const at::Config& c) -> tessel::JitKernel {
+        if (at::get(c, "i") % 2) throw std::runtime_error("odd candidate\nsecond line of the log");
+        return {};  // a factory that returns nothing is a failure too, not a crash
+      },
+      configs, o);
+  for (std::size_t i = 0; i < configs.size(); ++i) {
+    EXPECT_EQ(seen[i], 1) << i;
+    EXPECT_EQ(r.rows[i].reason, i % 2 ? "odd candidate" : "the factory returned no kernel");
+    EXPECT_FALSE(r.kernels[i].defined());
+  }
 }

@@ -2,6 +2,8 @@
 #include <gtest/gtest.h>
 
 #include <iostream>
+#include <map>
+#include <mutex>
 #include <thread>
 
 #include "support/TestSupport.hpp"
@@ -19,24 +21,124 @@ TEST(AutotuneCompile, GemmCandidatesCompileInParallelForSm90a) {
   // Four candidates of both paths: mma.sync tiles (block_K 32) and wgmma tiles (block_K 64).
   std::vector<at::Config> pick;
   for (const auto& c : e.kept) {
-    const bool a = at::get(c, "block_M") == 128 && at::get(c, "block_N") == 128 && at::get(c, "num_stages") == 3 &&
-                   at::get(c, "panel") == 0;
-    const bool b = at::get(c, "block_M") == 128 && at::get(c, "block_N") == 256 && at::get(c, "block_K") == 64 &&
-                   at::get(c, "num_stages") == 4 && at::get(c, "threads") == 256 && at::get(c, "panel") == 16;
+    const bool a = at::get(c, "block_M") == 128 && at::get(c, "block_N") == 128 &&
+                   at::get(c, "num_stages") == 3 && at::get(c, "panel") == 0;
+    const bool b = at::get(c, "block_M") == 128 && at::get(c, "block_N") == 256 &&
+                   at::get(c, "block_K") == 64 && at::get(c, "num_stages") == 4 &&
+                   at::get(c, "threads") == 256 && at::get(c, "panel") == 16;
     if (a || b) pick.push_back(c);
   }
-  ASSERT_EQ(pick.size(), 5u);  // 128x128 x {32, 64} x {128, 256} threads, and the 128x256 Hopper tile
+  ASSERT_EQ(pick.size(), 5u);     // 128x128 x {32, 64} x {128, 256} threads, and the 128x256 Hopper tile
   pick.push_back(e.kept.back());  // an explicit sm_90a point: 64x128x64, 6 stages
   tessel::JitOptions jo;
   jo.arch = "sm_90a";
   const auto r = at::compile_all(at::gemm_factory(512, 512, 512, tessel::DType::f16, jo), pick);
   ASSERT_EQ(r.rows.size(), pick.size());
   for (std::size_t i = 0; i < pick.size(); ++i) {
-    EXPECT_NE(r.rows[i].status, at::Status::compile_failed) << at::describe(pick[i]) << ": " << r.rows[i].reason;
+    EXPECT_NE(r.rows[i].status, at::Status::compile_failed)
+        << at::describe(pick[i]) << ": " << r.rows[i].reason;
     EXPECT_EQ(r.rows[i].status, at::Status::not_timed) << at::describe(pick[i]) << ": " << r.rows[i].reason;
     EXPECT_TRUE(r.kernels[i].defined());
     EXPECT_GT(r.rows[i].registers, 0);
   }
-  std::cout << "[ autotune ] compiled " << pick.size() << " GEMM candidates for sm_90a in " << r.seconds << " s on "
-            << std::thread::hardware_concurrency() << " threads: " << pick.size() / r.seconds << " candidates/s\n";
+  std::cout << "[ autotune ] compiled " << pick.size() << " GEMM candidates for sm_90a in " << r.seconds
+            << " s on " << std::thread::hardware_concurrency() << " threads: " << pick.size() / r.seconds
+            << " candidates/s\n";
+}
+
+TEST(AutotuneCompile, SoftmaxSpacesCompileForSm90a) {
+  tessel::test::TempDir dir;
+  tessel::test::ScopedEnv env("TESSEL_CACHE_DIR", dir.path().string());
+  tessel::JitOptions jo;
+  jo.arch = "sm_90a";
+  // Every kept candidate of a short, a medium and a long row (softmax kernels compile in a tenth
+  // of a second) compiles. The space's register limits keep spills rare (2 of 410 candidates
+  // over 33 shapes when measured; the tuner drops those), and the default never spills.
+  for (auto [N, t] : {std::pair{1000LL, tessel::DType::f16}, std::pair{5000LL, tessel::DType::bf16},
+                      std::pair{100003LL, tessel::DType::f32}}) {
+    const long long M = 4096;
+    const auto e =
+        at::softmax_space("sm_90a", M, N, t).enumerate({.smem_per_block = 232448, .threads_per_block = 1024});
+    ASSERT_GE(e.kept.size(), 5u);
+    const auto r = at::compile_all(at::softmax_factory(M, N, t, jo), e.kept);
+    const at::Config def = at::softmax_point(tessel::kernels::default_softmax_config(M, N, t));
+    std::size_t spills = 0;
+    for (std::size_t i = 0; i < e.kept.size(); ++i) {
+      const std::string what = "N=" + std::to_string(N) + " " + at::softmax_config(e.kept[i]).describe();
+      EXPECT_NE(r.rows[i].status, at::Status::compile_failed) << what << ": " << r.rows[i].reason;
+      EXPECT_GT(r.rows[i].registers, 0) << what;
+      if (r.rows[i].status == at::Status::spills) {
+        ++spills;
+        std::cout << "[ autotune ] " << what << " spills: " << r.rows[i].reason << "\n";
+      }
+      if (e.kept[i] == def) {
+        EXPECT_EQ(r.rows[i].status, at::Status::not_timed) << what << ": " << r.rows[i].reason;
+      }
+    }
+    EXPECT_LE(spills * 4, e.kept.size()) << "more than a quarter of the candidates spill";
+    std::cout << "[ autotune ] softmax N=" << N << " " << tessel::dtype_name(t) << ": compiled "
+              << e.kept.size() << " candidates in " << r.seconds << " s, " << spills << " spill\n";
+  }
+}
+
+TEST(AutotuneCompile, WholeTuneWithAFakeTimerReportsProgressAndSkipsAWrongCandidate) {
+  // autotune() end to end without a GPU: real candidates compiled, a check that calls one of
+  // them wrong, a timer that makes that one the fastest. The winner must be the next fastest,
+  // and the progress events must count every step.
+  tessel::test::TempDir dir;
+  tessel::test::ScopedEnv env("TESSEL_CACHE_DIR", dir.path().string());
+  tessel::JitOptions jo;
+  jo.arch = "sm_90a";
+  const long long M = 4096, N = 1000;
+  const at::Space space = at::softmax_space("sm_90a", M, N, tessel::DType::f16);
+  const auto kept = space.enumerate({.smem_per_block = 232448, .threads_per_block = 1024}).kept;
+  ASSERT_GE(kept.size(), 4u);
+  // Which config a kernel was built from, by its generated source.
+  std::mutex mutex;
+  std::map<std::string, tessel::kernels::SoftmaxConfig> config_of;
+  const at::Factory softmax = at::softmax_factory(M, N, tessel::DType::f16, jo);
+  const at::Factory factory = [&](const at::Config& c) {
+    tessel::JitKernel k = softmax(c);
+    std::lock_guard<std::mutex> lock(mutex);
+    config_of[k.source()] = at::softmax_config(c);
+    return k;
+  };
+  const std::string planted = "rows:t128:r2:bn1024";
+  auto fake_ms = [&](const tessel::JitKernel& k) {
+    // Fewer threads and rows: faster, every two configs more than 1 % apart (no near-ties).
+    const auto c = config_of.at(k.source());
+    return c.describe() == planted ? 0.5 : 1.0 + 0.001 * c.threads + 0.02 * c.rows_per_block;
+  };
+  at::Callbacks cb;
+  cb.check = [&](const tessel::JitKernel& k, std::string& why) {
+    if (config_of.at(k.source()).describe() != planted) return true;
+    why = "planted";
+    return false;
+  };
+  cb.time = [&](const tessel::JitKernel& k, int) { return at::Measurement{fake_ms(k), 0}; };
+  std::vector<at::ProgressEvent> events;
+  int lines = 0;
+  at::Options o;
+  o.limits = {.smem_per_block = 232448, .threads_per_block = 1024};
+  o.search.strategy = at::Strategy::exhaustive;
+  o.on_progress = [&](const at::ProgressEvent& e) { events.push_back(e); };
+  o.progress = [&](const std::string&) { ++lines; };
+  const at::Result r = at::autotune(factory, space, cb, o);
+  ASSERT_TRUE(r.found);
+  int wrong = 0, compiled = 0, checked = 0, timed = 0;
+  for (const at::Row& row : r.table) wrong += row.status == at::Status::wrong;
+  EXPECT_EQ(wrong, 1);
+  EXPECT_EQ(at::softmax_config(r.config).describe(), "row:t128:bn1024") << "the next fastest wins";
+  for (const auto& e : events) {
+    using Phase = at::ProgressEvent::Phase;
+    int& n = e.phase == Phase::compiling ? compiled : e.phase == Phase::checking ? checked : timed;
+    EXPECT_EQ(e.done, n + 1) << "events count up by one";
+    EXPECT_LE(e.done, e.total);
+    EXPECT_FALSE(e.label.empty());
+    n = e.done;
+  }
+  EXPECT_EQ(compiled, static_cast<int>(kept.size()));
+  EXPECT_EQ(checked, static_cast<int>(kept.size()));    // none spills at this shape
+  EXPECT_EQ(timed, static_cast<int>(kept.size()) - 1);  // exhaustive: every right one, no near-ties
+  EXPECT_GT(lines, compiled + checked + timed) << "a plain line per step, and the summaries";
 }

@@ -1,0 +1,119 @@
+// The softmax's tuning space: its three variants with the threads, rows per block and tile widths
+// that make sense for one row length, every point a program the compiler accepts.
+#include <algorithm>
+#include <set>
+
+#include "Lower.hpp"
+#include "tessel/autotune/Autotune.hpp"
+
+namespace tessel::autotune {
+
+namespace {
+
+long long round_up(long long x, long long m) {
+  return (x + m - 1) / m * m;
+}
+
+long long vector_elements(DType dtype) {
+  return 16 / dtype_bytes(dtype);  // the 16-byte vectors softmax tiles move in
+}
+
+// The tile width softmax_program uses: the config's, or the row rounded up to a vector per thread.
+long long tile_columns(const Config& c, long long N, DType dtype) {
+  const int bn = get(c, "block_N");
+  return bn ? bn : round_up(N, get(c, "threads") * vector_elements(dtype));
+}
+
+int sm_number(const std::string& arch) {
+  int v = 0;
+  for (char ch : arch)
+    if (ch >= '0' && ch <= '9') v = v * 10 + (ch - '0');
+  return v;
+}
+
+}  // namespace
+
+Config softmax_point(const kernels::SoftmaxConfig& c) {
+  return {{"variant", static_cast<int>(c.variant)},
+          {"threads", c.threads},
+          {"rows_per_block", c.variant == kernels::SoftmaxVariant::Rows ? c.rows_per_block : 1},
+          {"block_N", c.block_N}};
+}
+
+kernels::SoftmaxConfig softmax_config(const Config& c) {
+  kernels::SoftmaxConfig s;
+  const int variant = get(c, "variant", static_cast<int>(s.variant));
+  s.variant = variant == 1   ? kernels::SoftmaxVariant::Row
+              : variant == 2 ? kernels::SoftmaxVariant::Online
+                             : kernels::SoftmaxVariant::Rows;
+  s.threads = get(c, "threads", s.threads);
+  s.rows_per_block =
+      s.variant == kernels::SoftmaxVariant::Rows ? get(c, "rows_per_block", s.rows_per_block) : 1;
+  s.block_N = get(c, "block_N", s.block_N);
+  return s;
+}
+
+Space softmax_space(const std::string& arch, long long M, long long N, DType dtype) {
+  const long long vec = vector_elements(dtype);
+  const long long row = round_up(N, vec);  // the row in whole vectors
+  Space s("softmax " + arch + " N=" + std::to_string(N) + " " + std::string(dtype_name(dtype)));
+  auto point = [&](kernels::SoftmaxVariant v, int threads, int rows, long long block_N) {
+    kernels::SoftmaxConfig c;
+    c.variant = v;
+    c.threads = threads;
+    c.rows_per_block = rows;
+    c.block_N = static_cast<int>(block_N);
+    s.point(softmax_point(c));
+  };
+  // Rows: a few lanes per row (a power of two, no more lanes than the row has vectors, at most a
+  // warp), the row padded to a multiple of them; many rows per block.
+  for (int threads : {128, 256, 512, 1024})
+    for (int rows = 2; rows <= 1024; rows *= 2)
+      for (long long lanes = 1; lanes <= 32 && lanes * vec <= row; lanes *= 2)
+        point(kernels::SoftmaxVariant::Rows, threads, rows, round_up(N, lanes * vec));
+  // Row: one row per block over all its threads, where that pads the row by less than half.
+  for (int threads : {128, 256, 512, 1024})
+    if (round_up(N, threads * vec) < 2 * row)
+      point(kernels::SoftmaxVariant::Row, threads, 1, round_up(N, threads * vec));
+  // Online: rows longer than one tile, in tiles of one to four vectors per thread.
+  for (int threads : {256, 512, 1024})
+    for (int vectors = 1; vectors <= 4; vectors *= 2)
+      if (threads * vec * vectors < N)
+        point(kernels::SoftmaxVariant::Online, threads, 1, threads * vec * vectors);
+  // The dispatcher's own choice, whatever the grid above holds.
+  s.point(softmax_point(kernels::default_softmax_config(M, N, dtype)));
+
+  s.constraint("a one-pass tile holds the whole row (block_N >= N)", [=](const Config& c) {
+    return get(c, "variant") == static_cast<int>(kernels::SoftmaxVariant::Online) ||
+           tile_columns(c, N, dtype) >= N;
+  });
+  // The row's values live in registers. At most 64 f32 values per thread; and at most 4096
+  // 16-byte vectors per block (4 per thread at 1024 threads, 32 at 128): a vector's values and
+  // its address both take registers, and a large block leaves each thread fewer of them (65536
+  // per block). Measured on sm_90a, past these limits candidates mostly spill.
+  s.constraint("at most 64 f32 values and 4096 / threads 16-byte vectors per thread", [=](const Config& c) {
+    const long long threads = get(c, "threads");
+    const long long elements = 1LL * get(c, "rows_per_block", 1) * tile_columns(c, N, dtype);
+    return elements <= kMaxSoftmaxValuesPerThread * threads && elements / vec <= kMaxSoftmaxVectorsPerBlock;
+  });
+  // The compiler's layout rule (InferLayouts' row-blocked tiles: whole vectors per lane, a power
+  // of two of lanes per row, the rows dividing evenly over the block) decides; asking it by
+  // lowering the program (no NVRTC, about a millisecond) keeps this in step with the rule.
+  const passes::Target target{arch, sm_number(arch), default_smem_cap(arch)};
+  s.constraint("the compiler lays the tile out over the threads", [=](const Config& c) {
+    try {
+      (void)lower(*kernels::softmax_program(M, N, dtype, softmax_config(c)).ir_ptr(), target);
+      return true;
+    } catch (const std::exception&) {
+      return false;
+    }
+  });
+  s.threads([](const Config& c) { return get(c, "threads"); });
+  return s;
+}
+
+Factory softmax_factory(long long M, long long N, DType dtype, JitOptions options) {
+  return [=](const Config& c) { return kernels::make_softmax(M, N, dtype, softmax_config(c), options); };
+}
+
+}  // namespace tessel::autotune

@@ -1,0 +1,45 @@
+// The tuning cache as the library kernels see it: the stored winner for one problem on this GPU.
+#include "tessel/autotune/Autotune.hpp"
+
+namespace tessel::autotune {
+
+std::optional<kernels::MatmulConfig> find_tuned_matmul_config(long long M, long long N, long long K,
+                                                              DType dtype, const DeviceKey& device,
+                                                              const std::filesystem::path& dir) {
+  const auto stored = read_tuning_entry(dir, tuning_key(gemm_key_parts(M, N, K, dtype, device)));
+  if (!stored) return std::nullopt;
+  return gemm_config(stored->config, dtype);
+}
+
+std::optional<kernels::SoftmaxConfig> find_tuned_softmax_config(long long M, long long N, DType dtype,
+                                                                const DeviceKey& device,
+                                                                const std::filesystem::path& dir) {
+  const auto stored = read_tuning_entry(dir, tuning_key(softmax_key_parts(M, N, dtype, device)));
+  if (!stored) return std::nullopt;
+  return softmax_config(stored->config);
+}
+
+std::optional<kernels::MatmulConfig> tuned_matmul_config(long long M, long long N, long long K,
+                                                         DType dtype) noexcept {
+  try {
+    const auto device = current_device_key();
+    const auto dir = tuning_cache_directory();
+    if (!device || !dir) return std::nullopt;
+    return find_tuned_matmul_config(M, N, K, dtype, *device, *dir);
+  } catch (...) {
+    return std::nullopt;
+  }
+}
+
+std::optional<kernels::SoftmaxConfig> tuned_softmax_config(long long M, long long N, DType dtype) noexcept {
+  try {
+    const auto device = current_device_key();
+    const auto dir = tuning_cache_directory();
+    if (!device || !dir) return std::nullopt;
+    return find_tuned_softmax_config(M, N, dtype, *device, *dir);
+  } catch (...) {
+    return std::nullopt;
+  }
+}
+
+}  // namespace tessel::autotune

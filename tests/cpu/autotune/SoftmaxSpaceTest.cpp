@@ -1,0 +1,103 @@
+// The softmax's tuning space without a GPU: what it enumerates for short, medium and long rows,
+// and every point it keeps run on the reference interpreter against float64.
+#include <gtest/gtest.h>
+
+#include <random>
+#include <set>
+
+#include "support/SoftmaxReference.hpp"
+#include "support/TestSupport.hpp"
+#include "tessel/autotune/Autotune.hpp"
+#include "tessel/interp/Interpreter.hpp"
+
+namespace at = tessel::autotune;
+using tessel::DType;
+using tessel::kernels::SoftmaxVariant;
+
+namespace {
+
+int count_variant(const std::vector<at::Config>& configs, SoftmaxVariant v) {
+  int n = 0;
+  for (const auto& c : configs) n += at::get(c, "variant") == static_cast<int>(v);
+  return n;
+}
+
+}  // namespace
+
+TEST(AutotuneSoftmaxSpace, KeepsTheDefaultAndTheVariantsThatFitTheRow) {
+  const std::set<std::string> reasons = {
+      "constraint a one-pass tile holds the whole row (block_N >= N)",
+      "constraint at most 64 f32 values and 4096 / threads 16-byte vectors "
+      "per thread",
+      "constraint the compiler lays the tile out over the threads"};
+  for (DType t : {DType::f16, DType::bf16, DType::f32}) {
+    for (long long N : {1LL, 7LL, 256LL, 1000LL, 4096LL, 5000LL, 16384LL, 65536LL, 100003LL}) {
+      const long long M = 4096;
+      SCOPED_TRACE("N=" + std::to_string(N) + " " + std::string(tessel::dtype_name(t)));
+      const auto e =
+          at::softmax_space("sm_90a", M, N, t).enumerate({.smem_per_block = 0, .threads_per_block = 1024});
+      EXPECT_EQ(e.kept.size() + e.pruned.size(), e.total);
+      EXPECT_GE(e.kept.size(), 5u);
+      EXPECT_LE(e.kept.size(), 40u);
+      const at::Config def = at::softmax_point(tessel::kernels::default_softmax_config(M, N, t));
+      EXPECT_EQ(std::count(e.kept.begin(), e.kept.end(), def), 1)
+          << "the dispatcher's default is a candidate";
+      for (const auto& p : e.pruned) EXPECT_TRUE(reasons.count(p.reason)) << p.reason;
+      for (const auto& c : e.kept) {
+        const auto s = at::softmax_config(c);
+        const long long bn = s.block_N;
+        EXPECT_GT(bn, 0) << s.describe();
+        EXPECT_TRUE(s.variant == SoftmaxVariant::Online ? bn < N : bn >= N) << s.describe();
+        const long long elements = s.rows_per_block * bn;
+        EXPECT_LE(elements, 64LL * s.threads) << s.describe();
+        EXPECT_LE(elements * tessel::dtype_bytes(t), 4096LL * 16) << s.describe();
+        EXPECT_EQ(at::softmax_point(s), c) << "point -> config -> point is the identity";
+      }
+      // Short rows: several rows per block; long rows: a row per block, in tiles past 64 values
+      // per thread of the widest block (1024 threads).
+      const long long vec = 16 / tessel::dtype_bytes(t);
+      const int rows = count_variant(e.kept, SoftmaxVariant::Rows),
+                row = count_variant(e.kept, SoftmaxVariant::Row),
+                online = count_variant(e.kept, SoftmaxVariant::Online);
+      if (N <= 1024) {
+        EXPECT_GT(rows, 0);
+      }
+      if (N > 64 * 1024) {
+        EXPECT_EQ(rows + row, 0);
+      }
+      EXPECT_EQ(online > 0, N > 256 * vec) << online << " online candidates";
+    }
+  }
+}
+
+TEST(AutotuneSoftmaxSpace, LayoutConstraintPrunesTilesTheCompilerRejects) {
+  // N = 1000 f16: 125 vectors, odd, so an unpadded 1000-column tile cannot spread a row over
+  // lanes; its rows must fill whole passes of the block, which the other constraints allow only
+  // with few threads. Padded to 1024 it lays out.
+  const auto e = at::softmax_space("sm_90a", 64, 1000, DType::f16).enumerate();
+  int layout = 0;
+  for (const auto& p : e.pruned)
+    layout += p.reason == "constraint the compiler lays the tile out over the threads";
+  EXPECT_GT(layout, 0);
+  for (const auto& c : e.kept) EXPECT_NE(at::get(c, "block_N"), 1000) << at::describe(c);
+}
+
+TEST(AutotuneSoftmaxSpace, EveryKeptPointIsRightOnTheInterpreter) {
+  std::mt19937_64 seeds(7);
+  // M = 5: blocks of many rows run past the last row (padded loads, masked stores).
+  for (auto [N, t] :
+       {std::pair{7LL, DType::f32}, std::pair{1000LL, DType::f16}, std::pair{3000LL, DType::bf16}}) {
+    const long long M = 5;
+    const auto e =
+        at::softmax_space("sm_90a", M, N, t).enumerate({.smem_per_block = 0, .threads_per_block = 1024});
+    auto x = tessel::interp::HostTensor::random(t, {M, N}, seeds(), -4, 4);
+    const auto ref = tessel::test::reference_softmax(x.to_values(), M, N);
+    for (const auto& c : e.kept) {
+      const auto s = at::softmax_config(c);
+      SCOPED_TRACE("N=" + std::to_string(N) + " " + std::string(tessel::dtype_name(t)) + " " + s.describe());
+      auto y = tessel::interp::run_on_cpu(tessel::kernels::softmax_program(M, N, t, s), {x}, {-1});
+      const double err = tessel::test::rel_error(y[0].to_values(), ref);
+      EXPECT_LE(err, t == DType::f32 ? 1e-5 : 1e-2) << "relative error " << err;
+    }
+  }
+}
