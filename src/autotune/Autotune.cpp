@@ -168,6 +168,36 @@ Result autotune(const Factory& factory, const Space& space, const Callbacks& cb,
     so.strategy = Strategy::exhaustive;
   }
 
+  // Successive halving with a cost model compiles only the candidates the model ranks best
+  // (kept in enumeration order, so that the search sees them as it would have).
+  if (so.strategy == Strategy::halving && o.cost_model && o.model_keep > 0 && o.model_keep < 1 &&
+      candidates.size() > o.model_min_keep) {
+    const std::size_t n = candidates.size();
+    std::vector<double> estimate(n);
+    for (std::size_t i = 0; i < n; ++i) estimate[i] = o.cost_model(candidates[i]);
+    std::vector<std::size_t> order(n);
+    std::iota(order.begin(), order.end(), std::size_t{0});
+    std::stable_sort(order.begin(), order.end(),
+                     [&](std::size_t a, std::size_t b) { return estimate[a] < estimate[b]; });
+    const std::size_t keep = std::max(
+        o.model_min_keep, static_cast<std::size_t>(std::ceil(o.model_keep * static_cast<double>(n))));
+    std::vector<bool> kept(n, false);
+    for (std::size_t r = 0; r < keep && r < n; ++r) kept[order[r]] = true;
+    std::vector<Config> chosen;
+    for (std::size_t r = 0; r < n; ++r) {
+      const std::size_t i = order[r];
+      if (!kept[i])
+        result.table.push_back(Row{candidates[i], Status::ranked_out,
+                                   "cost model rank " + std::to_string(r + 1) + " of " + std::to_string(n) +
+                                       " (the best " + std::to_string(keep) + " compiled)",
+                                   -1, 0, -1, 0});
+    }
+    for (std::size_t i = 0; i < n; ++i)
+      if (kept[i]) chosen.push_back(candidates[i]);
+    say("cost model: compiling the best " + std::to_string(chosen.size()) + " of " + std::to_string(n));
+    candidates = std::move(chosen);
+  }
+
   say("compiling " + std::to_string(candidates.size()) + " candidates");
   CompileOptions co;
   co.threads = o.compile_threads;

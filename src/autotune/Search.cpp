@@ -123,6 +123,8 @@ const char* status_name(Status s) {
       return "spills";
     case Status::not_timed:
       return "not_timed";
+    case Status::ranked_out:
+      return "ranked_out";
   }
   return "?";
 }

@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "tessel/autotune/Autotune.hpp"
+#include "tessel/autotune/CostModel.hpp"
 #include "tools/tessel/Commands.hpp"
 #include "tools/tessel/GemmBench.hpp"
 #include "tools/tessel/GemmConfigs.hpp"
@@ -33,6 +34,7 @@ struct TuneOptions {
   int warmup = 3;
   bool compile_only = false;
   bool no_cache = false;
+  double model_keep = 0.25;
   std::string json_file;
 };
 
@@ -48,6 +50,8 @@ struct TuneJob {
   // GPU only: inputs, reference and callbacks (holding what they need).
   std::function<at::Callbacks()> prepare;
   std::function<at::KeyParts(const at::DeviceKey&)> key;
+  // Ranks candidates before compiling (halving only); absent: every candidate compiles.
+  std::function<double(const at::Config&)> cost_model;
 };
 
 int report_compile_only(const TuneJob& job, const at::Space::Enumeration& e, const TuneOptions& o, bool gpu) {
@@ -111,6 +115,10 @@ int run_tune(const TuneJob& job, const TuneOptions& o, at::Strategy strategy) {
   opts.search.repeats = o.repeats;
   opts.limits = limits;
   opts.warmup = o.warmup;
+  if (strategy == at::Strategy::halving && job.cost_model) {
+    opts.cost_model = job.cost_model;
+    opts.model_keep = o.model_keep;
+  }
   if (!o.no_cache) opts.cache_key = at::tuning_key(job.key(*at::current_device_key()));
   TuneProgress progress;
   progress.attach(opts);
@@ -179,6 +187,8 @@ int run_tune_gemm(const TuneOptions& o) {
       [=](double ms) { return fixed(gemm_tflops(M, N, K, ms), 1) + " TFLOP/s"; },
       {},
       [=, d = *dtype](const at::DeviceKey& device) { return at::gemm_key_parts(M, N, K, d, device); }};
+  job.cost_model =
+      at::gemm_cost_model(M, N, K, arch, system_info().gpu ? system_info().device.sm_count : 132);
   const int warmup = o.warmup;
   job.prepare = [=, d = *dtype] {
     auto bench = std::make_shared<GemmBench>();
@@ -260,6 +270,11 @@ void add_common_options(CLI::App* app, TuneOptions& o) {
   app->add_flag("--compile-only", o.compile_only,
                 "Compile the whole space in parallel and report candidates/s");
   app->add_flag("--no-cache", o.no_cache, "Neither read nor write the tuning cache");
+  app->add_option("--model-keep", o.model_keep,
+                  "halving, gemm: compile only this fraction of the candidates, the best by the cost model "
+                  "(at least 16; 1 compiles all)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1.0));
   app->add_option("--json", o.json_file, "Also write the table and the winner to FILE")->type_name("FILE");
 }
 

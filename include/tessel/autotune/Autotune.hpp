@@ -80,7 +80,8 @@ class Space {
   std::function<int(const Config&)> threads_;
 };
 
-enum class Status { ok, pruned, compile_failed, launch_failed, wrong, spills, not_timed };
+// ranked_out: the cost model ranked it below the fraction the search compiles (halving only).
+enum class Status { ok, pruned, compile_failed, launch_failed, wrong, spills, not_timed, ranked_out };
 const char* status_name(Status s);
 
 struct Row {
@@ -204,6 +205,13 @@ struct Options {
   std::function<void(const std::string&)> progress;
   // The same events as counts, for a bar; called from one thread at a time.
   std::function<void(const ProgressEvent&)> on_progress;
+  // Successive halving only: rank the candidates by this estimate (lower is better; e.g.
+  // gemm_cost_model in CostModel.hpp) before compiling, and compile only the best `model_keep`
+  // of them (at least `model_min_keep`); the rest are rows with status ranked_out. Absent or
+  // model_keep >= 1: every candidate is compiled.
+  std::function<double(const Config&)> cost_model;
+  double model_keep = 0.25;
+  std::size_t model_min_keep = 16;
 };
 
 struct Result {

@@ -142,3 +142,53 @@ TEST(AutotuneCompile, WholeTuneWithAFakeTimerReportsProgressAndSkipsAWrongCandid
   EXPECT_EQ(timed, static_cast<int>(kept.size()) - 1);  // exhaustive: every right one, no near-ties
   EXPECT_GT(lines, compiled + checked + timed) << "a plain line per step, and the summaries";
 }
+
+TEST(AutotuneCompile, HalvingWithACostModelCompilesOnlyItsBestFraction) {
+  // A cost model that knows the fake timer's answer: halving compiles the model's best quarter
+  // (at least 2 here), records the rest as ranked_out, and still finds the true best.
+  tessel::test::TempDir dir;
+  tessel::test::ScopedEnv env("TESSEL_CACHE_DIR", dir.path().string());
+  tessel::JitOptions jo;
+  jo.arch = "sm_90a";
+  const long long M = 4096, N = 3000;
+  const at::Space space = at::softmax_space("sm_90a", M, N, tessel::DType::f16);
+  const at::HardwareLimits limits{.smem_per_block = 232448, .threads_per_block = 1024};
+  const auto kept = space.enumerate(limits).kept;
+  ASSERT_GT(kept.size(), 8u);
+  auto fake_ms = [](const at::Config& c) {
+    const auto s = at::softmax_config(c);
+    return 1.0 + 0.001 * s.threads + 0.02 * s.rows_per_block + 0.00001 * s.block_N;
+  };
+  std::mutex mutex;
+  std::map<std::string, at::Config> config_of;
+  const at::Factory softmax = at::softmax_factory(M, N, tessel::DType::f16, jo);
+  int factory_calls = 0;
+  const at::Factory factory = [&](const at::Config& c) {
+    tessel::JitKernel k = softmax(c);
+    std::lock_guard<std::mutex> lock(mutex);
+    config_of[k.source()] = c;
+    ++factory_calls;
+    return k;
+  };
+  at::Callbacks cb;
+  cb.time = [&](const tessel::JitKernel& k, int) {
+    return at::Measurement{fake_ms(config_of.at(k.source())), 0};
+  };
+  at::Options o;
+  o.limits = limits;
+  o.search.strategy = at::Strategy::halving;
+  o.cost_model = fake_ms;
+  o.model_keep = 0.25;
+  o.model_min_keep = 2;
+  const at::Result r = at::autotune(factory, space, cb, o);
+  ASSERT_TRUE(r.found);
+  const std::size_t keep = std::max<std::size_t>(2, (kept.size() + 3) / 4);
+  EXPECT_EQ(factory_calls, static_cast<int>(keep));
+  int ranked_out = 0;
+  for (const at::Row& row : r.table) ranked_out += row.status == at::Status::ranked_out;
+  EXPECT_EQ(ranked_out, static_cast<int>(kept.size() - keep));
+  const auto best =
+      *std::min_element(kept.begin(), kept.end(),
+                        [&](const at::Config& a, const at::Config& b) { return fake_ms(a) < fake_ms(b); });
+  EXPECT_EQ(at::describe(r.config), at::describe(best));
+}
