@@ -2,14 +2,9 @@
 #include "tessel/autotune/Autotune.hpp"
 
 #include <algorithm>
-#include <atomic>
-#include <chrono>
 #include <cmath>
 #include <limits>
-#include <mutex>
-#include <numeric>
 #include <random>
-#include <thread>
 
 #include "tessel/runtime/Driver.hpp"
 
@@ -23,63 +18,7 @@ std::string first_line(const std::string& s, std::size_t max_chars = 200) {
   return out;
 }
 
-double seconds_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
-
 }  // namespace
-
-CompileReport compile_all(const Factory& factory, const std::vector<Config>& configs,
-                          const CompileOptions& o) {
-  CompileReport r;
-  const std::size_t n = configs.size();
-  r.rows.resize(n);
-  r.kernels.resize(n);
-  const auto t0 = std::chrono::steady_clock::now();
-  int workers =
-      o.threads > 0 ? o.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  workers =
-      static_cast<int>(std::min<std::size_t>(static_cast<std::size_t>(workers), std::max<std::size_t>(n, 1)));
-  std::atomic<std::size_t> next{0};
-  std::mutex report;  // one on_compiled call at a time
-  auto work = [&] {
-    for (std::size_t i = next++; i < n; i = next++) {
-      Row& row = r.rows[i];
-      row.config = configs[i];
-      const auto c0 = std::chrono::steady_clock::now();
-      try {
-        JitKernel k = factory(configs[i]);
-        if (!k.defined()) throw std::runtime_error("the factory returned no kernel");
-        const Resources& res = k.resources();
-        row.registers = res.registers;
-        row.compile_ms = 1000 * seconds_since(c0);
-        const int spill = res.spill_store_bytes + res.spill_load_bytes;
-        if (spill > 0 && !o.allow_spills) {
-          row.status = Status::spills;
-          row.reason = std::to_string(spill) + " bytes of spill loads/stores";
-        } else {
-          row.status = Status::not_timed;
-          if (spill > 0) row.reason = "spills " + std::to_string(spill) + " bytes (allowed)";
-          r.kernels[i] = std::move(k);
-        }
-      } catch (const std::exception& e) {
-        row.status = Status::compile_failed;
-        row.reason = first_line(e.what());
-        row.compile_ms = 1000 * seconds_since(c0);
-      }
-      if (o.on_compiled) {
-        std::lock_guard<std::mutex> lock(report);
-        o.on_compiled(i, row);
-      }
-    }
-  };
-  std::vector<std::thread> pool;
-  for (int t = 1; t < workers; ++t) pool.emplace_back(work);
-  work();
-  for (std::thread& t : pool) t.join();
-  r.seconds = seconds_since(t0);
-  return r;
-}
 
 std::function<Measurement(const JitKernel&, int)> event_timer(std::function<void(const JitKernel&)> run,
                                                               int warmup) {
@@ -202,6 +141,7 @@ Result autotune(const Factory& factory, const Space& space, const Callbacks& cb,
   CompileOptions co;
   co.threads = o.compile_threads;
   co.allow_spills = o.allow_spills;
+  co.time_limit_s = o.compile_time_limit_s;
   int compiled_so_far = 0;
   const int to_compile = static_cast<int>(candidates.size());
   co.on_compiled = [&](std::size_t, const Row& row) {

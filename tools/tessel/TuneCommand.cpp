@@ -32,6 +32,7 @@ struct TuneOptions {
   int budget = 0;
   int repeats = 20;
   int warmup = 3;
+  double compile_time_limit = 60;  // seconds per candidate; 0: none
   bool compile_only = false;
   bool no_cache = false;
   double model_keep = 0.25;
@@ -60,6 +61,7 @@ int report_compile_only(const TuneJob& job, const at::Space::Enumeration& e, con
   std::cout.flush();
   TuneProgress progress;
   at::CompileOptions co;
+  co.time_limit_s = o.compile_time_limit;
   progress.attach(co, static_cast<int>(e.kept.size()));
   const auto r = at::compile_all(job.factory, e.kept, co);
   progress.clear();
@@ -119,6 +121,7 @@ int run_tune(const TuneJob& job, const TuneOptions& o, at::Strategy strategy) {
     opts.cost_model = job.cost_model;
     opts.model_keep = o.model_keep;
   }
+  opts.compile_time_limit_s = o.compile_time_limit;
   if (!o.no_cache) opts.cache_key = at::tuning_key(job.key(*at::current_device_key()));
   TuneProgress progress;
   progress.attach(opts);
@@ -267,6 +270,21 @@ void add_common_options(CLI::App* app, TuneOptions& o) {
   app->add_option("--warmup", o.warmup, "Untimed runs before each timing")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
+  app->add_option("--compile-time-limit", o.compile_time_limit,
+                  "Seconds a candidate may take to compile before it counts as failed (0: no limit)")
+      ->capture_default_str()
+      ->check(CLI::Validator(
+          [](const std::string& text) {
+            try {
+              std::size_t used = 0;
+              const double v = std::stod(text, &used);
+              if (used == text.size() && v >= 0 && std::isfinite(v)) return std::string();
+            } catch (const std::exception&) {
+            }
+            return "--compile-time-limit takes seconds >= 0 (0: no limit), not '" + text + "'";
+          },
+          "SECONDS >= 0"))
+      ->type_name("SECONDS");
   app->add_flag("--compile-only", o.compile_only,
                 "Compile the whole space in parallel and report candidates/s");
   app->add_flag("--no-cache", o.no_cache, "Neither read nor write the tuning cache");

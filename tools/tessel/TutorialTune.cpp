@@ -90,6 +90,7 @@ void compile_candidates(TutorialContext& ctx, const at::Space::Enumeration& e, c
   std::cout.flush();
   TuneProgress progress(false);
   at::CompileOptions co;
+  co.time_limit_s = at::Options{}.compile_time_limit_s;
   progress.attach(co, static_cast<int>(e.kept.size()));
   const at::CompileReport r =
       at::compile_all(at::gemm_factory(kSize, kSize, kSize, DType::f16, jo), e.kept, co);

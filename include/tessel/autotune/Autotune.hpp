@@ -197,6 +197,7 @@ struct Options {
   int warmup = 3;
   bool allow_spills = false;
   int compile_threads = 0;                         // 0: std::thread::hardware_concurrency()
+  double compile_time_limit_s = 60;                // per candidate (CompileOptions::time_limit_s)
   HardwareLimits limits;                           // all 0: the current device's (none without a GPU)
   std::string cache_key;                           // empty: no tuning cache
   std::optional<std::filesystem::path> cache_dir;  // default tuning_cache_directory()
@@ -227,10 +228,14 @@ struct Result {
 };
 
 // Compiles `configs` in parallel. Failures become rows with status compile_failed (or spills,
-// unless allowed); kernels[i] is defined only when ok.
+// unless allowed); kernels[i] is defined only when ok. A candidate still compiling after
+// `time_limit_s` becomes compile_failed ("compile time limit ...") at once and a fresh worker
+// takes its place; NVRTC cannot be interrupted, so its compile runs on, is discarded, and
+// compile_all returns when it ends (no thread outlives the call).
 struct CompileOptions {
   int threads = 0;  // 0: std::thread::hardware_concurrency()
   bool allow_spills = false;
+  double time_limit_s = 0;  // per candidate; 0: none
   // Called as each candidate finishes (row i final), one call at a time, from the worker threads.
   std::function<void(std::size_t i, const Row& row)> on_compiled;
 };

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <thread>
 
 #include "support/TestSupport.hpp"
@@ -258,4 +259,61 @@ TEST(AutotuneCompileAll, ReportsEveryCandidateOnceAndOneAtATime) {
     EXPECT_EQ(r.rows[i].reason, i % 2 ? "odd candidate" : "the factory returned no kernel");
     EXPECT_FALSE(r.kernels[i].defined());
   }
+}
+
+TEST(AutotuneCompileAll, ACandidatePastTheTimeLimitFailsAndTheOthersGoOn) {
+  // One worker; candidate 0 takes 1.5 s, the limit is 0.2 s. Candidate 0 must be recorded as
+  // failed on the limit (once), and the rest compiled by the worker that replaces the stalled one
+  // while candidate 0 is still running; compile_all returns only after it ends (no thread left).
+  using Clock = std::chrono::steady_clock;
+  const auto t0 = Clock::now();
+  std::vector<at::Config> configs;
+  for (int i = 0; i < 6; ++i) configs.push_back({{"i", i}});
+  std::mutex mutex;
+  std::vector<double> reported_at(configs.size(), -1);
+  std::vector<int> reports(configs.size(), 0);
+  std::atomic<bool> slow_done{false};
+  at::CompileOptions o;
+  o.threads = 1;
+  o.time_limit_s = 0.2;
+  o.on_compiled = [&](std::size_t i, const at::Row&) {
+    std::lock_guard<std::mutex> lock(mutex);
+    ++reports[i];
+    reported_at[i] = std::chrono::duration<double>(Clock::now() - t0).count();
+  };
+  const auto r = at::compile_all(
+      [&](const at::Config& c) -> tessel::JitKernel {
+        if (at::get(c, "i") == 0) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+          slow_done = true;
+          return {};
+        }
+        throw std::runtime_error(slow_done ? "compiled after the slow one" : "compiled meanwhile");
+      },
+      configs, o);
+  EXPECT_TRUE(slow_done);
+  EXPECT_GE(r.seconds, 1.5) << "compile_all waits for the stalled compile";
+  EXPECT_EQ(r.rows[0].status, at::Status::compile_failed);
+  EXPECT_EQ(r.rows[0].reason.rfind("compile time limit", 0), 0u) << r.rows[0].reason;
+  EXPECT_GE(r.rows[0].compile_ms, 200);
+  EXPECT_LT(reported_at[0], 1.0) << "the limit settles the row before the compile ends";
+  for (std::size_t i = 0; i < configs.size(); ++i) {
+    EXPECT_EQ(reports[i], 1) << i;
+    if (i > 0) {
+      EXPECT_EQ(r.rows[i].reason, "compiled meanwhile") << i;
+    }
+    EXPECT_EQ(r.rows[i].config, configs[i]);
+  }
+}
+
+TEST(AutotuneCompileAll, NoTimeLimitWaitsForSlowCandidates) {
+  at::CompileOptions o;
+  o.threads = 2;
+  const auto r = at::compile_all(
+      [](const at::Config&) -> tessel::JitKernel {
+        std::this_thread::sleep_for(std::chrono::milliseconds(300));
+        throw std::runtime_error("slow and failing");
+      },
+      {{{"i", 0}}, {{"i", 1}}, {{"i", 2}}}, o);
+  for (const at::Row& row : r.rows) EXPECT_EQ(row.reason, "slow and failing");
 }

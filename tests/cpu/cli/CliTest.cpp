@@ -12,6 +12,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "support/TestSupport.hpp"
+
 namespace {
 
 namespace fs = std::filesystem;
@@ -186,6 +188,25 @@ TEST_F(Cli, TuneRejectsBadInputAndSaysWhatIsLegal) {
       << r.output;
   r = run_tessel("tune softmax --n 0");
   EXPECT_EQ(r.exit_code, 2) << r.output;
+  r = run_tessel("tune gemm --compile-time-limit -1");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("--compile-time-limit takes seconds >= 0 (0: no limit), not '-1'"),
+            std::string::npos)
+      << r.output;
+}
+
+TEST_F(Cli, TuneCompileTimeLimitFailsSlowCandidates) {
+  // A fresh kernel cache, so every candidate goes through NVRTC (tens of milliseconds at least),
+  // and a one-millisecond limit: every candidate fails on the limit, and the command says so.
+  tessel::test::TempDir dir;
+  tessel::test::ScopedEnv env("TESSEL_CACHE_DIR", dir.path().string());
+  const CliRun r = run_tessel("tune softmax --m 64 --n 256 --compile-only --compile-time-limit 0.001");
+  const bool gpu = r.output.find("no GPU:") == std::string::npos;
+  EXPECT_EQ(r.exit_code, gpu ? 1 : 3) << r.output;
+  EXPECT_NE(r.output.find("compile_failed (compile time limit: still compiling after 0.001 s)"),
+            std::string::npos)
+      << r.output;
+  EXPECT_EQ(r.output.find(" 0 failed"), std::string::npos) << r.output;
 }
 
 TEST_F(Cli, TuneSoftmaxCompilesItsSpace) {
