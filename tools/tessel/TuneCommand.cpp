@@ -9,6 +9,7 @@
 #include <memory>
 #include <thread>
 
+#include "tessel/Error.hpp"
 #include "tessel/autotune/Autotune.hpp"
 #include "tessel/autotune/CostModel.hpp"
 #include "tools/tessel/Commands.hpp"
@@ -122,7 +123,11 @@ int run_tune(const TuneJob& job, const TuneOptions& o, at::Strategy strategy) {
     opts.model_keep = o.model_keep;
   }
   opts.compile_time_limit_s = o.compile_time_limit;
-  if (!o.no_cache) opts.cache_key = at::tuning_key(job.key(*at::current_device_key()));
+  if (!o.no_cache) {
+    const auto device = at::current_device_key();
+    if (!device) throw RuntimeError("cannot key the tuning cache: the GPU or NVRTC could not be queried");
+    opts.cache_key = at::tuning_key(job.key(*device));
+  }
   TuneProgress progress;
   progress.attach(opts);
   const auto t0 = std::chrono::steady_clock::now();
