@@ -1,7 +1,8 @@
 // The softmax's tuning space: its three variants with the threads, rows per block and tile widths
 // that make sense for one row length, every point a program the compiler accepts.
 #include <algorithm>
-#include <set>
+#include <limits>
+#include <optional>
 
 #include "Lower.hpp"
 #include "tessel/autotune/Autotune.hpp"
@@ -71,20 +72,22 @@ Space softmax_space(const std::string& arch, long long M, long long N, DType dty
     for (int rows = 2; rows <= 1024; rows *= 2)
       for (long long lanes = 1; lanes <= 32 && lanes * vec <= row; lanes *= 2)
         point(kernels::SoftmaxVariant::Rows, threads, rows, round_up(N, lanes * vec));
-  // Row: one row per block over all its threads, where that pads the row by less than half.
+  // Row: one row per block, staged whole in shared memory, then in register chunks of block_N:
+  // one chunk where that pads the row by less than half, and chunks of one to four vectors per
+  // thread for longer rows (as far as shared memory holds the row).
   for (int threads : {128, 256, 512, 1024})
     if (round_up(N, threads * vec) < 2 * row)
       point(kernels::SoftmaxVariant::Row, threads, 1, round_up(N, threads * vec));
-  // Online: rows longer than one tile, in tiles of one to four vectors per thread.
-  for (int threads : {256, 512, 1024})
-    for (int vectors = 1; vectors <= 4; vectors *= 2)
-      if (threads * vec * vectors < N)
-        point(kernels::SoftmaxVariant::Online, threads, 1, threads * vec * vectors);
+  // Online: rows longer than one tile, read twice in tiles of one to four vectors per thread.
+  for (auto variant : {kernels::SoftmaxVariant::Row, kernels::SoftmaxVariant::Online})
+    for (int threads : {256, 512, 1024})
+      for (int vectors = 1; vectors <= 4; vectors *= 2)
+        if (threads * vec * vectors < N) point(variant, threads, 1, threads * vec * vectors);
   // The dispatcher's own choice, whatever the grid above holds.
   s.point(softmax_point(kernels::default_softmax_config(M, N, dtype)));
 
-  s.constraint("a one-pass tile holds the whole row (block_N >= N)", [=](const Config& c) {
-    return get(c, "variant") == static_cast<int>(kernels::SoftmaxVariant::Online) ||
+  s.constraint("the rows variant's tile holds the whole row (block_N >= N)", [=](const Config& c) {
+    return get(c, "variant") != static_cast<int>(kernels::SoftmaxVariant::Rows) ||
            tile_columns(c, N, dtype) >= N;
   });
   // The row's values live in registers. At most 64 f32 values per thread; and at most 4096
@@ -98,16 +101,21 @@ Space softmax_space(const std::string& arch, long long M, long long N, DType dty
   });
   // The compiler's layout rule (InferLayouts' row-blocked tiles: whole vectors per lane, a power
   // of two of lanes per row, the rows dividing evenly over the block) decides; asking it by
-  // lowering the program (no NVRTC, about a millisecond) keeps this in step with the rule.
-  const passes::Target target{arch, sm_number(arch), default_smem_cap(arch)};
-  s.constraint("the compiler lays the tile out over the threads", [=](const Config& c) {
+  // lowering the program (no NVRTC, about a millisecond) keeps this in step with the rule. The
+  // shared-memory cap is lifted here so that shared memory is pruned below, by the GPU's limit,
+  // with its own reason.
+  const passes::Target target{arch, sm_number(arch), std::numeric_limits<int>::max()};
+  auto lowered_smem = [=](const Config& c) -> std::optional<long long> {
     try {
-      (void)lower(*kernels::softmax_program(M, N, dtype, softmax_config(c)).ir_ptr(), target);
-      return true;
+      return lower(*kernels::softmax_program(M, N, dtype, softmax_config(c)).ir_ptr(), target).ctx.smem_bytes;
     } catch (const std::exception&) {
-      return false;
+      return std::nullopt;
     }
-  });
+  };
+  s.constraint("the compiler lays the tile out over the threads",
+               [=](const Config& c) { return lowered_smem(c).has_value(); });
+  // What the compiler plans (the Row variant's staged row, reduction scratch).
+  s.smem_bytes([=](const Config& c) { return lowered_smem(c).value_or(0); });
   s.threads([](const Config& c) { return get(c, "threads"); });
   return s;
 }

@@ -274,12 +274,13 @@ KeyParts gemm_key_parts(long long M, long long N, long long K, DType dtype, cons
 // Knobs: variant (0 rows, 1 row, 2 online: kernels::SoftmaxVariant), threads, rows_per_block
 // (1 unless rows), block_N. The points, for one row length N: rows with 128-1024 threads, 2-1024
 // rows per block and 1-32 lanes' worth of vectors per row (block_N the row padded to them); row
-// with 128-1024 threads where the padding stays under half the tile; online with tiles of 1-4
-// vectors per thread shorter than the row; and default_softmax_config(M, N, dtype). Constraints:
-// one-pass tiles hold the row; at most kMaxSoftmaxValuesPerThread f32 values per thread and
-// kMaxSoftmaxVectorsPerBlock 16-byte vectors per block (registers); and the compiler lays the
-// tile out (checked by lowering the program for `arch`, no NVRTC). A few candidates still spill
-// and are dropped after compiling.
+// (staged in shared memory) in one chunk with 128-1024 threads where the padding stays under
+// half, and row and online in chunks of 1-4 vectors per thread shorter than the row; and
+// default_softmax_config(M, N, dtype). Constraints: the rows tile holds the row; at most
+// kMaxSoftmaxValuesPerThread f32 values per thread and kMaxSoftmaxVectorsPerBlock 16-byte vectors
+// per block (registers); the compiler lays the tile out (checked by lowering the program for
+// `arch`, no NVRTC); shared memory as the compiler plans it, against the GPU's limit. A few
+// candidates may still spill and are dropped after compiling.
 inline constexpr int kMaxSoftmaxValuesPerThread = 64;
 inline constexpr int kMaxSoftmaxVectorsPerBlock = 4096;
 Space softmax_space(const std::string& arch, long long M, long long N, DType dtype);

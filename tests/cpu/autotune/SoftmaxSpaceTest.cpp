@@ -25,37 +25,48 @@ int count_variant(const std::vector<at::Config>& configs, SoftmaxVariant v) {
 }  // namespace
 
 TEST(AutotuneSoftmaxSpace, KeepsTheDefaultAndTheVariantsThatFitTheRow) {
+  constexpr long long kSmem = 232448;  // the H200's shared memory per block
   const std::set<std::string> reasons = {
-      "constraint a one-pass tile holds the whole row (block_N >= N)",
-      "constraint at most 64 f32 values and 4096 / threads 16-byte vectors "
-      "per thread",
+      "constraint the rows variant's tile holds the whole row (block_N >= N)",
+      "constraint at most 64 f32 values and 4096 / threads 16-byte vectors per thread",
       "constraint the compiler lays the tile out over the threads"};
   for (DType t : {DType::f16, DType::bf16, DType::f32}) {
     for (long long N : {1LL, 7LL, 256LL, 1000LL, 4096LL, 5000LL, 16384LL, 65536LL, 100003LL}) {
       const long long M = 4096;
       SCOPED_TRACE("N=" + std::to_string(N) + " " + std::string(tessel::dtype_name(t)));
-      const auto e =
-          at::softmax_space("sm_90a", M, N, t).enumerate({.smem_per_block = 0, .threads_per_block = 1024});
+      const auto space = at::softmax_space("sm_90a", M, N, t);
+      const auto e = space.enumerate({.smem_per_block = kSmem, .threads_per_block = 1024});
       EXPECT_EQ(e.kept.size() + e.pruned.size(), e.total);
       EXPECT_GE(e.kept.size(), 5u);
       EXPECT_LE(e.kept.size(), 40u);
       const at::Config def = at::softmax_point(tessel::kernels::default_softmax_config(M, N, t));
       EXPECT_EQ(std::count(e.kept.begin(), e.kept.end(), def), 1)
           << "the dispatcher's default is a candidate";
-      for (const auto& p : e.pruned) EXPECT_TRUE(reasons.count(p.reason)) << p.reason;
+      for (const auto& p : e.pruned)
+        EXPECT_TRUE(reasons.count(p.reason) || p.reason.rfind("shared memory ", 0) == 0) << p.reason;
+      const long long vec = 16 / tessel::dtype_bytes(t);
       for (const auto& c : e.kept) {
         const auto s = at::softmax_config(c);
         const long long bn = s.block_N;
         EXPECT_GT(bn, 0) << s.describe();
-        EXPECT_TRUE(s.variant == SoftmaxVariant::Online ? bn < N : bn >= N) << s.describe();
+        if (s.variant == SoftmaxVariant::Rows) {
+          EXPECT_GE(bn, N) << s.describe();
+        }
+        if (s.variant == SoftmaxVariant::Online) {
+          EXPECT_LT(bn, N) << s.describe();
+        }
+        if (s.variant == SoftmaxVariant::Row) {  // the whole row staged in shared memory
+          EXPECT_GE(((N + bn - 1) / bn) * bn * tessel::dtype_bytes(t), N * tessel::dtype_bytes(t))
+              << s.describe();
+          EXPECT_LE(N * tessel::dtype_bytes(t), kSmem) << s.describe();
+        }
         const long long elements = s.rows_per_block * bn;
         EXPECT_LE(elements, 64LL * s.threads) << s.describe();
-        EXPECT_LE(elements * tessel::dtype_bytes(t), 4096LL * 16) << s.describe();
+        EXPECT_LE(elements / vec, 4096) << s.describe();
         EXPECT_EQ(at::softmax_point(s), c) << "point -> config -> point is the identity";
       }
-      // Short rows: several rows per block; long rows: a row per block, in tiles past 64 values
-      // per thread of the widest block (1024 threads).
-      const long long vec = 16 / tessel::dtype_bytes(t);
+      // Short rows: several rows per block. Rows past what 1024 threads hold in registers: one
+      // row per block, read twice (online) or staged in shared memory while it fits (row).
       const int rows = count_variant(e.kept, SoftmaxVariant::Rows),
                 row = count_variant(e.kept, SoftmaxVariant::Row),
                 online = count_variant(e.kept, SoftmaxVariant::Online);
@@ -63,10 +74,34 @@ TEST(AutotuneSoftmaxSpace, KeepsTheDefaultAndTheVariantsThatFitTheRow) {
         EXPECT_GT(rows, 0);
       }
       if (N > 64 * 1024) {
-        EXPECT_EQ(rows + row, 0);
+        EXPECT_EQ(rows, 0);
       }
       EXPECT_EQ(online > 0, N > 256 * vec) << online << " online candidates";
+      if (N > 64 * 1024) {
+        EXPECT_EQ(row > 0, N * tessel::dtype_bytes(t) < kSmem) << row << " row candidates";
+      }
     }
+  }
+}
+
+TEST(AutotuneSoftmaxSpace, SharedMemoryIsWhatTheCompilerPlans) {
+  // A Row candidate stages its whole row, padded to whole chunks, in shared memory: 100003 f32
+  // values never fit in the H200's 227 KB; 100003 f16 values do in small chunks, not in chunks
+  // of 32768 (131072 padded values, 256 KB).
+  for (DType t : {DType::f16, DType::f32}) {
+    const auto e = at::softmax_space("sm_90a", 64, 100003, t)
+                       .enumerate({.smem_per_block = 232448, .threads_per_block = 1024});
+    int row = 0, smem = 0;
+    for (const auto& c : e.kept) row += at::get(c, "variant") == static_cast<int>(SoftmaxVariant::Row);
+    for (const auto& p : e.pruned) {
+      const bool over = p.reason.rfind("shared memory ", 0) == 0;
+      smem += over;
+      if (over) {
+        EXPECT_EQ(at::get(p.config, "variant"), static_cast<int>(SoftmaxVariant::Row)) << p.reason;
+      }
+    }
+    EXPECT_EQ(row > 0, t == DType::f16) << tessel::dtype_name(t);
+    EXPECT_GT(smem, 0) << tessel::dtype_name(t);
   }
 }
 
