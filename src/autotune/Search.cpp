@@ -234,7 +234,16 @@ SearchResult search(int n, const std::function<Measurement(int, int)>& measure, 
     for (std::size_t k = 0; k < rounds.size(); ++k) {
       for (int i : alive) time(i, rounds[k].repeats);
       by_time(alive);
-      alive.resize(k + 1 < rounds.size() ? rounds[k + 1].candidates : left);
+      // The faster half goes on, and with it anyone within `keep_within` of the round's leader:
+      // a few repeats cannot tell those apart, and dropping one on noise loses the winner.
+      // At most half as many again as planned, so the full-repeat timings stay few.
+      const std::size_t planned = k + 1 < rounds.size() ? rounds[k + 1].candidates : left;
+      std::size_t next = planned;
+      const double close = r.measured[alive[0]].median_ms * (1.0 + o.keep_within);
+      while (next < alive.size() && next < planned + planned / 2 &&
+             r.measured[alive[next]].median_ms <= close)
+        ++next;
+      alive.resize(std::min(next, alive.size()));
     }
     finalists = alive;
   }

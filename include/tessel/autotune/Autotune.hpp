@@ -114,6 +114,7 @@ struct SearchOptions {
   int first_repeats = 2;          // successive halving's first round
   int budget = 0;                 // random: how many candidates (0: a quarter of them)
   double final_fraction = 0.125;  // halving stops when this fraction (at least 2) is left
+  double keep_within = 0.05;      // halving: also keep everyone this close to a round's leader
   std::uint64_t seed = 1;
 };
 struct SearchResult {
