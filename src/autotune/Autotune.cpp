@@ -194,7 +194,7 @@ Result autotune(const Factory& factory, const Space& space, const Callbacks& cb,
     // Spin the GPU up first: after compiling and checking it may sit at idle clocks, and the
     // first candidates of a short first round would be timed slow and dropped (seen on the
     // H200: halving lost the 4096^3 winner). Untimed, discarded.
-    if (!valid.empty() && !cb.time) {
+    if (!valid.empty()) {
       try {
         for (int i = 0; i < 3; ++i) (void)timer(compiled.kernels[valid[0]], std::max(10, so.repeats));
       } catch (const std::exception&) {

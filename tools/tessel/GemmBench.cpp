@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 #include <string>
+#include <thread>
 
 #include "tessel/runtime/Driver.hpp"
 #include "tools/tessel/Output.hpp"
@@ -79,6 +80,7 @@ void GemmBench::cublas_gemm(const GemmInputs& in, const Tensor& C_out) {
 }
 
 void GemmBench::compute_reference(GemmInputs& in) {
+  ref_host_.clear();
   in.C_ref.fill(std::numeric_limits<double>::quiet_NaN());
   cublas_gemm(in, in.C_ref);
   check_cu(driver().cuCtxSynchronize(), "cuCtxSynchronize (after cuBLAS)");
@@ -96,7 +98,62 @@ double GemmBench::check(const JitKernel& kernel, GemmInputs& in) {
   in.C.fill(std::numeric_limits<double>::quiet_NaN());
   launch_tessel(kernel, in);
   check_cu(driver().cuCtxSynchronize(), "cuCtxSynchronize (after the Tessel kernel)");
-  return relative_frobenius_error(in.C, in.C_ref);
+  const std::size_t n = static_cast<std::size_t>(in.C_ref.numel());
+  if (in.C.numel() != in.C_ref.numel() || in.C.dtype() != in.C_ref.dtype())
+    throw RuntimeError("GemmBench::check: C and C_ref differ in size or type");
+  const int eb = dtype_bytes(in.C.dtype());
+  const unsigned threads = std::max(1u, std::min(16u, std::thread::hardware_concurrency()));
+  // Runs f(begin, end, slot) over [0, n) in one chunk per thread.
+  auto parallel = [&](const std::function<void(std::size_t, std::size_t, unsigned)>& f) {
+    std::vector<std::thread> pool;
+    const std::size_t chunk = (n + threads - 1) / threads;
+    for (unsigned t = 0; t < threads; ++t) {
+      const std::size_t b = std::min(n, t * chunk), e = std::min(n, b + chunk);
+      pool.emplace_back(f, b, e, t);
+    }
+    for (auto& th : pool) th.join();
+  };
+  if (ref_host_.size() != n || ref_ptr_ != static_cast<unsigned long long>(in.C_ref.device_ptr())) {
+    ref_ptr_ = static_cast<unsigned long long>(in.C_ref.device_ptr());
+    std::vector<unsigned char> bytes(n * static_cast<std::size_t>(eb));
+    in.C_ref.copy_to_host(bytes.data());
+    ref_host_.resize(n);
+    std::vector<double> norms(threads, 0.0);
+    parallel([&](std::size_t b, std::size_t e, unsigned slot) {
+      double s = 0;
+      for (std::size_t i = b; i < e; ++i) {
+        ref_host_[i] = static_cast<float>(load_host_element(bytes.data() + i * eb, in.C_ref.dtype()));
+        s += static_cast<double>(ref_host_[i]) * ref_host_[i];
+      }
+      norms[slot] = s;
+    });
+    ref_norm_ = 0;
+    for (double s : norms) ref_norm_ += s;
+  }
+  out_bytes_.resize(n * static_cast<std::size_t>(eb));
+  in.C.copy_to_host(out_bytes_.data());
+  std::vector<double> diffs(threads, 0.0);
+  std::vector<char> nan(threads, 0);
+  parallel([&](std::size_t b, std::size_t e, unsigned slot) {
+    double s = 0;
+    for (std::size_t i = b; i < e; ++i) {
+      const double o = load_host_element(out_bytes_.data() + i * eb, in.C.dtype());
+      if (std::isnan(o) || std::isnan(ref_host_[i])) {
+        nan[slot] = 1;
+        return;
+      }
+      const double d = o - ref_host_[i];
+      s += d * d;
+    }
+    diffs[slot] = s;
+  });
+  double diff = 0;
+  for (unsigned t = 0; t < threads; ++t) {
+    if (nan[t]) return std::numeric_limits<double>::quiet_NaN();
+    diff += diffs[t];
+  }
+  if (ref_norm_ == 0) return std::numeric_limits<double>::quiet_NaN();
+  return std::sqrt(diff) / std::sqrt(ref_norm_);
 }
 
 Timing GemmBench::time(const std::function<void()>& run, int warmup, int repeats) {

@@ -46,7 +46,8 @@ class GemmBench {
   // Poisons in.C_ref, runs cuBLAS into it.
   void compute_reference(GemmInputs& in);
   // Poisons in.C, launches `kernel` into it, returns ||C - C_ref||_F / ||C_ref||_F (NaN if any
-  // output element is NaN, so an unwritten tile cannot pass).
+  // output element is NaN, so an unwritten tile cannot pass). Compared on the host on all cores
+  // against the reference kept from the last compute_reference (or read now if there was none).
   double check(const JitKernel& kernel, GemmInputs& in);
 
   // Unchecked launches for timing: Tessel into in.C, cuBLAS into in.C_ref.
@@ -63,6 +64,12 @@ class GemmBench {
 
  private:
   void flush_l2();
+  // The reference on the host as floats, read once per compute_reference (a tune checks every
+  // candidate against it; reading and converting 235 M elements each time took ~1 s).
+  std::vector<float> ref_host_;
+  double ref_norm_ = 0;
+  unsigned long long ref_ptr_ = 0;  // the C_ref it was read from
+  std::vector<unsigned char> out_bytes_;
   cublasHandle_t handle_ = nullptr;
   Tensor scratch_;
   unsigned char flush_value_ = 0;
