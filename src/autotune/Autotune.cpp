@@ -51,6 +51,11 @@ std::function<Measurement(const JitKernel&, int)> event_timer(std::function<void
 }
 
 Result autotune(const Factory& factory, const Space& space, const Callbacks& cb, const Options& o) {
+  return autotune(factory, space, [&] { return cb; }, o);
+}
+
+Result autotune(const Factory& factory, const Space& space, const std::function<Callbacks()>& prepare,
+                const Options& o) {
   auto say = [&](const std::string& s) {
     if (o.progress) o.progress(s);
   };
@@ -93,6 +98,7 @@ Result autotune(const Factory& factory, const Space& space, const Callbacks& cb,
     }
   }
 
+  const Callbacks cb = prepare();
   for (auto& p : e.pruned) result.table.push_back(Row{p.config, Status::pruned, p.reason, -1, 0, -1, 0});
 
   // Random search compiles only its sample.

@@ -111,7 +111,6 @@ int run_tune(const TuneJob& job, const TuneOptions& o, at::Strategy strategy) {
     return kExitNoGpu;
   }
 
-  at::Callbacks cb = job.prepare();
   at::Options opts;
   opts.search.strategy = strategy;
   opts.search.budget = o.budget;
@@ -131,7 +130,7 @@ int run_tune(const TuneJob& job, const TuneOptions& o, at::Strategy strategy) {
   TuneProgress progress;
   progress.attach(opts);
   const auto t0 = std::chrono::steady_clock::now();
-  const at::Result r = at::autotune(job.factory, job.space, cb, opts);
+  const at::Result r = at::autotune(job.factory, job.space, job.prepare, opts);
   progress.clear();
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   int wrong = 0;

@@ -251,6 +251,11 @@ CompileReport compile_all(const Factory& factory, const std::vector<Config>& con
 Result autotune(const Factory& factory, const Space& space, const Callbacks& callbacks,
                 const Options& options = {});
 
+// The same, with the callbacks made only when they are needed: `prepare` runs once, after the
+// tuning cache missed (inputs, references and library handles cost nothing on a cache hit).
+Result autotune(const Factory& factory, const Space& space, const std::function<Callbacks()>& prepare,
+                const Options& options = {});
+
 // The default timer: `warmup` launches, then `repeats` launches each timed with CUDA events on the
 // default stream, a 256 MiB memset before each to flush L2. Needs a GPU.
 std::function<Measurement(const JitKernel&, int)> event_timer(std::function<void(const JitKernel&)> run,

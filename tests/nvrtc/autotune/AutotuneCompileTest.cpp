@@ -192,3 +192,37 @@ TEST(AutotuneCompile, HalvingWithACostModelCompilesOnlyItsBestFraction) {
                         [&](const at::Config& a, const at::Config& b) { return fake_ms(a) < fake_ms(b); });
   EXPECT_EQ(at::describe(r.config), at::describe(best));
 }
+
+// A tuning-cache hit compiles the stored config alone and never prepares inputs, references or
+// timers: that is what makes a repeated `tessel tune` return at once (no GPU needed here).
+TEST(AutotuneCompile, ACacheHitSkipsPreparingTheCallbacks) {
+  tessel::test::TempDir dir;
+  tessel::test::ScopedEnv env("TESSEL_CACHE_DIR", dir.path().string());
+  const at::Space space = at::gemm_space("sm_90a", tessel::DType::f16);
+  const auto e = space.enumerate({.smem_per_block = 232448, .threads_per_block = 1024});
+  ASSERT_FALSE(e.kept.empty());
+  const at::Config stored = e.kept.back();
+  const std::string key = "test-cache-hit-key";
+  ASSERT_TRUE(at::write_tuning_entry(dir.path() / "tune", key, {stored, 0.5, "halving", space.description()}));
+  tessel::JitOptions jo;
+  jo.arch = "sm_90a";
+  int prepared = 0;
+  at::Options o;
+  o.cache_key = key;
+  o.cache_dir = dir.path() / "tune";
+  o.limits = {.smem_per_block = 232448, .threads_per_block = 1024};
+  const auto r = at::autotune(
+      at::gemm_factory(256, 256, 256, tessel::DType::f16, jo), space,
+      [&] {
+        ++prepared;
+        return at::Callbacks{};
+      },
+      o);
+  EXPECT_EQ(prepared, 0);
+  EXPECT_TRUE(r.from_cache);
+  EXPECT_TRUE(r.found);
+  EXPECT_EQ(r.config, stored);
+  EXPECT_DOUBLE_EQ(r.ms, 0.5);
+  EXPECT_EQ(r.compiled, 1);
+  EXPECT_TRUE(r.kernel.defined());
+}
