@@ -115,6 +115,7 @@ LoweredFunc lower(const ir::PrimFuncNode& f, const passes::Target& target,
   LoweredFunc out;
   out.ctx.allow_tma = s.allow_tma;
   out.ctx.allow_wgmma = s.allow_wgmma;
+  out.ctx.allow_split_k = s.allow_split_k;
   out.ctx.allow_warp_specialization = s.allow_warp_specialization;
   out.name = f.name;
   out.params = f.params;

@@ -15,6 +15,16 @@
 // remapped by rasterize(panel) (block.cuh) for L2 reuse. The ring's stage/phase counters
 // run on across tiles, so the producer prefetches the next tile during the epilogue.
 //
+// Split-K (SplitK = 2): for grids of few tiles. The kernel is launched in clusters of two
+// CTAs (__cluster_dims__(2, 1, 1), the grid a multiple of 2); both CTAs of a cluster take the
+// same tiles, rank 0 the first half of the K tiles and rank 1 the rest, each with its own
+// producer and ring. Rank 1 then writes its f32 accumulators into rank 0's reduction buffer
+// (BM * BN * 4 bytes, after the barriers; st.shared::cluster, thread-private 16-byte slots)
+// and arrives on rank 0's red_full barrier (release, cluster scope); rank 0 waits on it
+// (acquire), adds the partial sums to its own, gives the buffer back on rank 1's red_empty
+// barrier and stores the tile. The sum is always rank 0's half + rank 1's half: repeated runs
+// are bit-identical. Twice the CTAs per tile, half the K loop each.
+//
 // Ping-pong (PingPong = 1, 2 consumers): consumer c takes every other tile of the CTA and
 // all BM rows of it, so its epilogue overlaps the other consumer's mainloop.
 //
@@ -51,7 +61,7 @@
 namespace tessel {
 
 template <class TIn, int BM, int BN, int BK, int Stages, int ConsumerWGs = 2, int ProducerRegs = 40,
-          int ConsumerRegs = 232, int ClusterM = 1, int PingPong = 0, int WideStores = 1>
+          int ConsumerRegs = 232, int ClusterM = 1, int PingPong = 0, int WideStores = 1, int SplitK = 1>
 struct HopperGemm {
   static_assert(is_mma_16bit<TIn>::value, "HopperGemm: TIn must be half_t or bfloat16_t");
   static_assert(ConsumerWGs == 1 || ConsumerWGs == 2, "HopperGemm: 1 or 2 consumer warpgroups");
@@ -70,11 +80,16 @@ struct HopperGemm {
   static_assert(ClusterM == 1 || ClusterM == 2, "HopperGemm: ClusterM is 1 or 2");
   static_assert((BN / 64) % ClusterM == 0,
                 "HopperGemm: the B tile's 64-column panels must split evenly over the cluster");
+  static_assert(SplitK == 1 || SplitK == 2, "HopperGemm: SplitK is 1 or 2");
+  static_assert(SplitK == 1 || (ClusterM == 1 && PingPong == 0),
+                "HopperGemm: split-K takes the cluster; no ClusterM or ping-pong with it");
   static_assert(ProducerRegs * 128 + ConsumerRegs * 128 * ConsumerWGs <= 65536,
                 "HopperGemm: setmaxnreg budgets exceed the 64K registers of an SM");
 
   static constexpr int kConsumerWGs = ConsumerWGs;
   static constexpr int kClusterM = ClusterM;
+  static constexpr int kSplitK = SplitK;
+  static constexpr int kCluster = ClusterM * SplitK;  // CTAs per cluster
   static constexpr int kThreads = 128 * (ConsumerWGs + 1);
   static constexpr int kMBlocks = kWgRows / 64;
   static constexpr int kAccPerMBlock = BN / 2;
@@ -88,8 +103,14 @@ struct HopperGemm {
   using LayoutA = WgmmaSwizzleLayout<BM, BK, 2, kSwizzleA>;
   using LayoutB = WgmmaSwizzle128Layout<BK, BN, 2>;
   static constexpr int kStageBytes = LayoutA::kBytes + LayoutB::kBytes;
-  // Operand ring, then 2 * Stages mbarriers; +1024 so the ring can be aligned by hand.
-  static constexpr int kSmemBytes = 1024 + Stages * kStageBytes + 2 * Stages * 8;
+  // Split-K: the partial accumulators rank 1 hands to rank 0, and the two barriers of the
+  // hand-off (red_full in rank 0, red_empty in rank 1).
+  static constexpr int kRedBytes = SplitK > 1 ? BM * BN * 4 : 0;
+  static constexpr int kRedThreads = 128 * ConsumerWGs;
+  // Operand ring, 2 * Stages mbarriers, then (split-K) 2 mbarriers and the reduction buffer;
+  // +1024 so the ring can be aligned by hand.
+  static constexpr int kSmemBytes =
+      1024 + Stages * kStageBytes + 2 * Stages * 8 + (SplitK > 1 ? 16 + kRedBytes : 0);
 
   // ---- accumulator layout (file comment) --------------------------------------------------
   __host__ __device__ static constexpr int acc_row_in_wg(int i, int t) {
@@ -121,8 +142,9 @@ struct HopperGemm {
     const unsigned ring_b = base + Stages * LayoutA::kBytes;  // Stages x B tiles
     const unsigned full = base + Stages * kStageBytes;        // Stages mbarriers
     const unsigned empty = full + Stages * 8;                 // Stages mbarriers
+    const unsigned red_bars = empty + Stages * 8;             // split-K: red_full, red_empty
     const int wg = static_cast<int>(threadIdx.x) / 128;
-    const int rank = ClusterM > 1 ? static_cast<int>(cluster_ctarank()) : 0;
+    const int rank = kCluster > 1 ? static_cast<int>(cluster_ctarank()) : 0;
 
     if (threadIdx.x == 0) {
       tma_prefetch_descriptor(tmap_a);
@@ -133,9 +155,13 @@ struct HopperGemm {
         // CTA's producer writes (ping-pong: one warpgroup reads each stage).
         mbarrier_init(empty + 8 * s, 4 * (kPingPong ? 1 : ConsumerWGs) * ClusterM);
       }
+      if constexpr (SplitK > 1) {
+        mbarrier_init(red_bars, kRedThreads);      // red_full: every rank-1 consumer thread
+        mbarrier_init(red_bars + 8, kRedThreads);  // red_empty: every rank-0 consumer thread
+      }
       mbarrier_init_fence();
     }
-    if constexpr (ClusterM > 1) {
+    if constexpr (kCluster > 1) {
       cluster_sync();  // the peers' barriers exist before anyone arrives on or fills them
     } else {
       __syncthreads();
@@ -146,28 +172,33 @@ struct HopperGemm {
     // Clusters take ClusterM vertically adjacent tiles (same B columns, B multicast).
     const int tiles_mc = (tiles_m + ClusterM - 1) / ClusterM;
     const int tiles = tiles_mc * tiles_n;
-    const int cluster_id = static_cast<int>(blockIdx.x) / ClusterM;
-    const int clusters = static_cast<int>(gridDim.x) / ClusterM;
+    const int cluster_id = static_cast<int>(blockIdx.x) / kCluster;
+    const int clusters = static_cast<int>(gridDim.x) / kCluster;
     const int k_tiles = (K + BK - 1) / BK;
+    // This CTA's K tiles [kt_begin, kt_end): all of them, or its rank's share under split-K.
+    const int k_rank = SplitK > 1 ? rank : 0;
+    const int kt_begin = k_tiles * k_rank / SplitK, kt_end = k_tiles * (k_rank + 1) / SplitK;
+    const int m_rank = ClusterM > 1 ? rank : 0;
 
     if (wg == 0) {
       setmaxnreg_dec<ProducerRegs>();
       if (threadIdx.x == 0)
-        produce(tmap_a, tmap_b, ring_a, ring_b, full, empty, rank, cluster_id, clusters, tiles, tiles_n,
-                tiles_mc, k_tiles, panel);
+        produce(tmap_a, tmap_b, ring_a, ring_b, full, empty, m_rank, cluster_id, clusters, tiles, tiles_n,
+                tiles_mc, kt_begin, kt_end, panel);
     } else {
       setmaxnreg_inc<ConsumerRegs>();
-      consume<TOut>(C, M, N, ring_a, ring_b, full, empty, wg - 1, rank, cluster_id, clusters, tiles, tiles_n,
-                    tiles_mc, k_tiles, panel);
+      consume<TOut>(C, M, N, ring_a, ring_b, full, empty, red_bars, wg - 1, m_rank, k_rank, cluster_id,
+                    clusters, tiles, tiles_n, tiles_mc, kt_begin, kt_end, panel);
     }
     // A CTA stays resident until its peers stopped arriving on its barriers and writing
     // into its shared memory.
-    if constexpr (ClusterM > 1) cluster_sync();
+    if constexpr (kCluster > 1) cluster_sync();
   }
 
   __device__ static void produce(const TmaDescriptor* tmap_a, const TmaDescriptor* tmap_b, unsigned ring_a,
                                  unsigned ring_b, unsigned full, unsigned empty, int rank, int cluster_id,
-                                 int clusters, int tiles, int tiles_n, int tiles_mc, int k_tiles, int panel) {
+                                 int clusters, int tiles, int tiles_n, int tiles_mc, int kt_begin, int kt_end,
+                                 int panel) {
     constexpr int kBPanelsPerCta = LayoutB::kPanels / ClusterM;
     int stage = 0;
     unsigned phase = 0;
@@ -175,7 +206,7 @@ struct HopperGemm {
       int tn, tmc;
       tile_coords(t, tiles_n, tiles_mc, panel, tn, tmc);
       const int tm = tmc * ClusterM + rank;
-      for (int kt = 0; kt < k_tiles; ++kt) {
+      for (int kt = kt_begin; kt < kt_end; ++kt) {
         mbarrier_wait_parity(empty + 8 * stage, phase ^ 1);
         const unsigned bar = full + 8 * stage;
         mbarrier_arrive_expect_tx(bar, kStageBytes);
@@ -210,8 +241,10 @@ struct HopperGemm {
   // a warpgroup skips the other's k_tiles ring slots.
   template <class TOut>
   __device__ static void consume(TOut* C, int M, int N, unsigned ring_a, unsigned ring_b, unsigned full,
-                                 unsigned empty, int c, int rank, int cluster_id, int clusters, int tiles,
-                                 int tiles_n, int tiles_mc, int k_tiles, int panel) {
+                                 unsigned empty, unsigned red_bars, int c, int rank, int k_rank, int cluster_id,
+                                 int clusters, int tiles, int tiles_n, int tiles_mc, int kt_begin, int kt_end,
+                                 int panel) {
+    const int k_tiles = kt_end - kt_begin;  // this CTA's share
     const bool warp_leader = threadIdx.x % 32 == 0;
     // Descriptors of stage 0; a stage/k-step/row offset is added to the address field (its
     // 14 bits hold any shared address >> 4, so the addition never carries out of it).
@@ -221,6 +254,7 @@ struct HopperGemm {
     constexpr int kStep = kPingPong ? 2 : 1;  // tiles between two of this warpgroup's tiles
     float acc[kAccPerThread];
     unsigned it = kPingPong ? static_cast<unsigned>(c * k_tiles) : 0u;  // ring position
+    [[maybe_unused]] unsigned reductions = 0;                             // split-K tiles so far
     for (int t = cluster_id + (kPingPong ? c * clusters : 0); t < tiles; t += kStep * clusters) {
       int tn, tmc;
       tile_coords(t, tiles_n, tiles_mc, panel, tn, tmc);
@@ -233,7 +267,7 @@ struct HopperGemm {
       // for, so the full barrier's pending phase is exactly it / Stages.
       if (kPingPong && t != cluster_id) named_barrier_sync(1 + c, 256);
       int prev_stage = -1;
-      for (int kt = 0; kt < k_tiles; ++kt, ++it) {
+      for (int kt = 0; kt < k_tiles; ++kt, ++it) {  // ring positions, not K offsets
         const int stage = static_cast<int>(it % Stages);
         mbarrier_wait_parity(full + 8 * stage, (it / Stages) & 1);
         wgmma_fence_operand(acc);
@@ -262,9 +296,47 @@ struct HopperGemm {
       wgmma_wait<0>();
       wgmma_fence_operand(acc);
       if (prev_stage >= 0 && warp_leader) release(empty + 8 * prev_stage);
+      if constexpr (SplitK > 1) {
+        const bool last = reduce_split_k(acc, red_bars, k_rank, reductions++);
+        if (!last) continue;  // rank 1: rank 0 stores the tile
+      }
       store_tile<TOut>(acc, C, N, tm * BM, tn * BN, M - tm * BM, N - tn * BN);
       if constexpr (kPingPong) it += k_tiles;  // the other warpgroup's tile
     }
+  }
+
+  // Split-K hand-off of one tile (file comment); `n` counts this CTA's tiles so far, whose
+  // parity the barriers' phases follow. True for rank 0, whose acc then holds the sum.
+  __device__ static bool reduce_split_k(float (&acc)[kAccPerThread], unsigned red_bars, int k_rank, unsigned n) {
+    const unsigned red_full = red_bars, red_empty = red_bars + 8;
+    const unsigned buffer = red_bars + 16;
+    const unsigned slot = buffer + (threadIdx.x - 128) * 16;  // + q * kRedThreads * 16
+    if (k_rank != 0) {
+      // Rank 0 has read the previous tile's partial sums (passes at once the first time).
+      mbarrier_wait_parity_cluster(red_empty, (n & 1) ^ 1);
+      const unsigned remote = cluster_map_shared(slot, 0);
+#pragma unroll
+      for (int q = 0; q < kAccPerThread / 4; ++q)
+        st_shared_cluster_v4(remote + q * kRedThreads * 16, acc[4 * q], acc[4 * q + 1], acc[4 * q + 2],
+                             acc[4 * q + 3]);
+      mbarrier_arrive_release_cluster(red_full, 0);
+      return false;
+    }
+    mbarrier_wait_parity_cluster(red_full, n & 1);
+#pragma unroll
+    for (int q = 0; q < kAccPerThread / 4; ++q) {
+      float a, b, c, d;
+      asm volatile("ld.shared.v4.f32 {%0, %1, %2, %3}, [%4];"
+                   : "=f"(a), "=f"(b), "=f"(c), "=f"(d)
+                   : "r"(slot + q * kRedThreads * 16)
+                   : "memory");
+      acc[4 * q] += a;
+      acc[4 * q + 1] += b;
+      acc[4 * q + 2] += c;
+      acc[4 * q + 3] += d;
+    }
+    mbarrier_arrive_release_cluster(red_empty, 1);
+    return true;
   }
 
   // A consumer warp hands a stage back to every producer that writes into it.

@@ -114,4 +114,44 @@ __device__ inline void mbarrier_arrive_cluster(unsigned bar, unsigned cta) {
       : "memory");
 }
 
+// The split-K reduction's hand-off between the CTAs of a cluster (hopper_gemm.cuh): a
+// thread's earlier shared-memory accesses, to its own CTA's or (st.shared::cluster) a peer's,
+// happen before those of the peer that waits on barrier `bar` of CTA `cta` with
+// mbarrier_wait_parity_cluster. Release at cluster scope; only after the wgmmas completed.
+__device__ inline void mbarrier_arrive_release_cluster(unsigned bar, unsigned cta) {
+  asm volatile(
+      "{\n .reg .b32 ra;\n mapa.shared::cluster.u32 ra, %0, %1;\n"
+      " mbarrier.arrive.release.cluster.shared::cluster.b64 _, [ra];\n}" ::"r"(bar),
+      "r"(cta)
+      : "memory");
+}
+
+// mbarrier_wait_parity on this CTA's barrier with acquire at cluster scope: a peer's accesses
+// released by mbarrier_arrive_release_cluster happen before this thread's later ones.
+__device__ inline void mbarrier_wait_parity_cluster(unsigned bar, unsigned parity) {
+  unsigned ok = 0;
+  while (!ok) {
+    asm volatile(
+        "{\n .reg .pred p;\n mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%1], %2;\n"
+        " selp.u32 %0, 1, 0, p;\n}"
+        : "=r"(ok)
+        : "r"(bar), "r"(parity)
+        : "memory");
+  }
+}
+
+// The shared::cluster address of shared offset `addr` in cluster CTA `cta`.
+__device__ inline unsigned cluster_map_shared(unsigned addr, unsigned cta) {
+  unsigned r;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(r) : "r"(addr), "r"(cta));
+  return r;
+}
+
+// 16 bytes into a cluster peer's shared memory (an address from cluster_map_shared).
+__device__ inline void st_shared_cluster_v4(unsigned addr, float a, float b, float c, float d) {
+  asm volatile("st.shared::cluster.v4.f32 [%0], {%1, %2, %3, %4};" ::"r"(addr), "f"(a), "f"(b), "f"(c),
+               "f"(d)
+               : "memory");
+}
+
 }  // namespace tessel

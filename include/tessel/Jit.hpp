@@ -33,6 +33,9 @@ struct JitOptions {
   bool disable_tma = false;
   bool disable_wgmma = false;
   bool disable_warp_specialization = false;
+  // The sm_90a GEMM splits the K loop of each tile over a 2-CTA cluster when the grid has
+  // too few tiles to fill the GPU (TESSEL_DISABLE=split_k does the same).
+  bool disable_split_k = false;
 };
 
 // What the lowered kernel does, for tools and tests: the launch shape and the features used.
@@ -49,7 +52,8 @@ struct KernelInfo {
   // mma.sync path was kept, why the Hopper path was not taken.
   std::string path;
   std::string hopper_declined;
-  bool persistent = false;  // the grid is min(tiles, SMs)
+  bool persistent = false;  // the grid is min(tiles * cluster_size, SMs), whole clusters
+  int cluster_size = 1;     // CTAs per thread-block cluster (split-K: 2)
 };
 
 class JitKernelImpl;

@@ -103,14 +103,16 @@ JitKernel jit(const PrimFunc& f, const JitOptions& options) {
   const ir::PrimFuncNode& prog = *impl->program;
   std::string arch = options.arch;
   if (arch.empty()) arch = gpu_available() ? current_device().arch() : "sm_90a";
-  passes::Target target{arch, sm_of(arch), smem_cap_for(arch, options)};
+  passes::Target target{arch, sm_of(arch), smem_cap_for(arch, options),
+                        gpu_available() && current_device().arch() == arch ? current_device().sm_count : 0};
   // TESSEL_DISABLE=tma,wgmma,warp_specialization turns the same switches off from outside a
   // program (the CLI's benchmarks, a user bisecting a wrong result).
   std::string disabled = std::getenv("TESSEL_DISABLE") ? std::getenv("TESSEL_DISABLE") : "";
   auto env_off = [&](const char* name) { return disabled.find(name) != std::string::npos; };
   passes::PassContext::Switches switches{
       !options.disable_tma && !env_off("tma"), !options.disable_wgmma && !env_off("wgmma"),
-      !options.disable_warp_specialization && !env_off("warp_specialization")};
+      !options.disable_warp_specialization && !env_off("warp_specialization"),
+      !options.disable_split_k && !env_off("split_k")};
 
   int nparams = static_cast<int>(prog.params.size());
   for (int idx : options.out_idx) {
@@ -157,7 +159,8 @@ JitKernel jit(const PrimFunc& f, const JitOptions& options) {
   const passes::HopperPlan& hopper = ctx.hopper;
   const bool tensor_cores = std::find(impl->info.instructions.begin(), impl->info.instructions.end(),
                                       "mma.sync") != impl->info.instructions.end();
-  impl->info.path = hopper.selected ? "sm90 TMA + wgmma, warp-specialized, persistent"
+  impl->info.path = hopper.selected ? std::string("sm90 TMA + wgmma, warp-specialized, persistent") +
+                                         (hopper.split_k > 1 ? ", split-K over 2-CTA clusters" : "")
                     : tensor_cores  ? "mma.sync"
                                     : "CUDA cores (no gemm)";
   impl->info.hopper_declined = hopper.why_not;
@@ -165,6 +168,7 @@ JitKernel jit(const PrimFunc& f, const JitOptions& options) {
   if (hopper.selected) {
     impl->info.threads = hopper.launch_threads;
     impl->info.dynamic_smem_bytes = hopper.smem_bytes;
+    impl->info.cluster_size = hopper.split_k;
   }
   return JitKernel(impl);
 }
@@ -237,8 +241,12 @@ void JitKernel::launch(const std::vector<Tensor>& args, CUstream stream) const {
   }
   const auto& info = impl_->info;
   Dim3 grid = impl_->grid;
-  if (info.persistent)
-    grid.x = static_cast<unsigned>(std::min<std::int64_t>(grid.x, current_device().sm_count));
+  if (info.persistent) {
+    // Whole clusters: the grid is a multiple of the cluster size (__cluster_dims__).
+    const int cluster = std::max(1, info.cluster_size);
+    const int slots = std::max(cluster, current_device().sm_count / cluster * cluster);
+    grid.x = static_cast<unsigned>(std::min<std::int64_t>(grid.x, slots));
+  }
   impl_->kernel().launch(grid, Dim3{static_cast<unsigned>(info.threads), 1, 1}, info.dynamic_smem_bytes,
                          stream, argv.data());
 }

@@ -15,6 +15,8 @@ struct Target {
   std::string arch;  // "sm_80", "sm_90a", ...
   int sm = 80;       // 80, 86, 89, 90, ...
   int smem_cap = 0;  // bytes of shared memory a block may use
+  int sm_count = 0;  // SMs of the GPU the kernel is for (0: unknown; a persistent grid is
+                     // capped at launch either way, this only steers choices like split-K)
 };
 
 // How a fragment's elements are spread over the block's threads.
@@ -67,7 +69,8 @@ struct HopperPlan {
   std::string gemm_type;   // tessel::HopperGemm<...>
   int launch_threads = 0;  // producer + consumer warpgroups
   int smem_bytes = 0;      // the ring, its mbarriers and alignment slack
-  std::int64_t tiles = 0;  // output tiles; the grid is min(tiles, SMs) (persistent)
+  std::int64_t tiles = 0;  // output tiles; the grid is min(tiles * split_k, SMs) (persistent)
+  int split_k = 1;         // 2: each tile's K loop split over the 2 CTAs of a cluster
   std::string why_not;     // when not selected on sm_90a: the reason, for tools and tests
 };
 
@@ -79,8 +82,10 @@ struct PassContext {
   // Feature switches (JitOptions), for debugging: each must still give correct results.
   struct Switches {
     bool allow_tma = true, allow_wgmma = true, allow_warp_specialization = true;
+    bool allow_split_k = true;
   };
   bool allow_tma = true, allow_wgmma = true, allow_warp_specialization = true;
+  bool allow_split_k = true;
 
   // Set by select_hopper_gemm.
   HopperPlan hopper;

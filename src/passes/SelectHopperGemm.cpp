@@ -6,9 +6,11 @@
 //             a num_stages-deep ring of 128-byte-swizzled tiles through full/empty mbarriers,
 //             and threads/128 consumer warpgroups issuing wgmma (setmaxnreg moves registers to
 //             them). The author's block_M/N/K, num_stages, threads and use_swizzle panel carry
-//             over. Anything else (an epilogue on C_local, a transposed operand, tiles that do
-//             not divide the wgmma/TMA shapes, rows that are not 16-byte aligned) keeps the
-//             mma.sync path, and ctx.hopper.why_not says why.
+//             over. When the tiles fill at most half the GPU, each tile's K loop is split
+//             over the two CTAs of a cluster (SplitK = 2; ctx.hopper.split_k). Anything
+//             else (an epilogue on C_local, a transposed operand, tiles that do not divide
+//             the wgmma/TMA shapes, rows that are not 16-byte aligned) keeps the mma.sync
+//             path, and ctx.hopper.why_not says why.
 //   Requires: verify_program (extents filled in); runs before infer_layouts, which the
 //             replaced kernel no longer needs.
 //   Ensures:  when selected: one KernelStmt whose body is a single DeviceCall, ctx.hopper and
@@ -154,13 +156,25 @@ Stmt select_hopper_gemm(const Stmt& body, PassContext& ctx) {
   if (smem > ctx.target.smem_cap)
     return reject("the ring needs " + std::to_string(smem) + " bytes of shared memory");
 
+  // Split-K over a 2-CTA cluster when the tiles fill at most half the GPU and each CTA still
+  // gets a K loop worth pipelining (>= 8 K tiles), if the reduction buffer fits beside the
+  // ring (hopper_gemm.cuh).
+  const std::int64_t tiles = ((M + BM - 1) / BM) * ((N + BN - 1) / BN);
+  const std::int64_t k_tiles = (K + BK - 1) / BK;
+  const int sms = ctx.target.sm_count > 0 ? ctx.target.sm_count : 132;
+  const std::int64_t split_smem = smem + 16 + BM * BN * 4;
+  const int split = ctx.allow_split_k && tiles * 2 <= sms && k_tiles >= 16 && split_smem <= ctx.target.smem_cap
+                        ? 2
+                        : 1;
+
   plan.selected = true;
+  plan.split_k = split;
   plan.gemm_type = "tessel::HopperGemm<" + std::string(dtype_cuda_name(t)) + ", " + std::to_string(BM) +
                    ", " + std::to_string(BN) + ", " + std::to_string(BK) + ", " + std::to_string(stages) +
-                   ", " + std::to_string(consumers) + ">";
+                   ", " + std::to_string(consumers) + (split > 1 ? ", 40, 232, 1, 0, 1, 2" : "") + ">";
   plan.launch_threads = 128 * (consumers + 1);
-  plan.smem_bytes = static_cast<int>(smem);
-  plan.tiles = ((M + BM - 1) / BM) * ((N + BN - 1) / BN);
+  plan.smem_bytes = static_cast<int>(split > 1 ? split_smem : smem);
+  plan.tiles = tiles;
   Var ta("tmap_" + A->name, DType::i64), tb("tmap_" + B->name, DType::i64);
   // A's box is one swizzle row of K (64 elements, or 32 with the 64-byte swizzle) by BM rows;
   // B's is 64 columns of N by BK rows (hopper_gemm.cuh).
@@ -178,10 +192,10 @@ Stmt select_hopper_gemm(const Stmt& body, PassContext& ctx) {
   Stmt call = make_device_call(plan.gemm_type + "::template run", {std::string(dtype_cuda_name(C->dtype))},
                                args, g.gemm->where);
   Var block("bx");
-  ctx.grid = {make_int(plan.tiles)};
+  ctx.grid = {make_int(plan.tiles * split)};
   ctx.block_vars = {block};
   ctx.threads = plan.launch_threads;
-  return make_kernel({make_int(plan.tiles)}, plan.launch_threads, {block}, call, w);
+  return make_kernel({make_int(plan.tiles * split)}, plan.launch_threads, {block}, call, w);
 }
 
 }  // namespace tessel::passes

@@ -145,13 +145,54 @@ TEST_P(HopperShapes, MatchesReference) {
   o.disable_tma = off == 1;
   o.disable_wgmma = off == 2;
   o.disable_warp_specialization = off == 3;
+  o.disable_split_k = off == 4;
   MatmulConfig cfg = c.cfg;
   cfg.dtype = dtype;
   auto k = tessel::kernels::make_matmul(c.M, c.N, c.K, cfg, o);
   bool tma_legal = c.K % 8 == 0 && c.N % 8 == 0;
-  EXPECT_EQ(k.info().path == "mma.sync", off != 0 || !tma_legal) << k.info().hopper_declined;
+  EXPECT_EQ(k.info().path == "mma.sync", (off != 0 && off != 4) || !tma_legal) << k.info().hopper_declined;
   run_case(c, dtype, o);
 }
+
+// Few tiles and a long K loop: each tile's K loop split over a 2-CTA cluster (rank 1's partial
+// sums handed to rank 0 through distributed shared memory). run_case checks the result and
+// that a second run gives the same bits; off = 4 is the same config without the split.
+class SplitKShapes : public ::testing::TestWithParam<std::tuple<Case, DType, int>> {};
+
+TEST_P(SplitKShapes, MatchesReference) {
+  TESSEL_REQUIRE_GPU();
+  if (tessel::current_device().arch() != "sm_90a") GTEST_SKIP() << "SKIPPED: not an sm_90a GPU";
+  auto [c, dtype, off] = GetParam();
+  tessel::JitOptions o;
+  o.disable_split_k = off == 4;
+  MatmulConfig cfg = c.cfg;
+  cfg.dtype = dtype;
+  auto k = tessel::kernels::make_matmul(c.M, c.N, c.K, cfg, o);
+  EXPECT_EQ(k.info().cluster_size, off == 4 ? 1 : 2) << k.info().path;
+  run_case(c, dtype, o);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    SplitK, SplitKShapes,
+    ::testing::Combine(::testing::Values(Case{128, 8192, 8192, hopper(128, 128, 4, 256, 16)},
+                                         Case{1024, 1024, 1024, hopper(128, 128, 5, 256, 16)},
+                                         // one consumer warpgroup, an odd number of K tiles
+                                         Case{256, 384, 4160, hopper(128, 128, 4, 128, 0)},
+                                         // ragged M and N, a partial last K tile
+                                         Case{200, 136, 1048, hopper(128, 128, 3, 256, 0)},
+                                         // one tile, many K tiles; 64-row tiles
+                                         Case{64, 256, 8192, hopper(64, 256, 4, 128, 0)},
+                                         // a 5 x 5 grid of tiles, panel rasterization
+                                         Case{640, 640, 2048, hopper(128, 128, 4, 256, 4)}),
+                       ::testing::Values(DType::f16, DType::bf16), ::testing::Values(0)),
+    ShapeName());
+
+INSTANTIATE_TEST_SUITE_P(SplitKOff, SplitKShapes,
+                         ::testing::Combine(::testing::Values(Case{200, 136, 1048, hopper(128, 128, 3, 256, 0)},
+                                                              Case{128, 8192, 8192,
+                                                                   hopper(128, 128, 4, 256, 16)}),
+                                            ::testing::Values(DType::f16), ::testing::Values(4)),
+                         ShapeName());
 
 INSTANTIATE_TEST_SUITE_P(
     Hopper, HopperShapes,

@@ -128,6 +128,38 @@ TEST(HopperPath, EachSwitchFallsBackToMmaSync) {
   }
 }
 
+// Grids of at most half the SMs' tiles with >= 16 K tiles split each tile's K loop over a 2-CTA
+// cluster; the switch (or many tiles) keeps one CTA per tile.
+TEST(HopperPath, FewTilesSplitKOverClusters) {
+  tessel::JitOptions o;
+  o.arch = "sm_90a";
+  auto c = hopper_config();
+  c.block_N = 128;
+  auto split = tessel::kernels::make_matmul(128, 8192, 8192, c, o);
+  EXPECT_EQ(split.info().path, "sm90 TMA + wgmma, warp-specialized, persistent, split-K over 2-CTA clusters");
+  EXPECT_EQ(split.info().cluster_size, 2);
+  EXPECT_NE(split.source().find("__cluster_dims__(2, 1, 1)"), std::string::npos) << split.source();
+  for (const char* needle : {"mapa.shared::cluster", "st.shared::cluster.v4.f32",
+                             "mbarrier.arrive.release.cluster.shared::cluster",
+                             "mbarrier.try_wait.parity.acquire.cluster"})
+    EXPECT_NE(split.ptx().find(needle), std::string::npos) << needle;
+  EXPECT_EQ(split.resources().spill_store_bytes, 0) << split.compile_log();
+  // The ring (4 x 32 KB) and the 64 KB f32 reduction buffer.
+  EXPECT_EQ(split.info().dynamic_smem_bytes, 1024 + 4 * 32768 + 64 + 16 + 65536);
+
+  o.disable_split_k = true;
+  auto whole = tessel::kernels::make_matmul(128, 8192, 8192, c, o);
+  EXPECT_EQ(whole.info().path, "sm90 TMA + wgmma, warp-specialized, persistent");
+  EXPECT_EQ(whole.info().cluster_size, 1);
+  EXPECT_EQ(whole.source().find("__cluster_dims__"), std::string::npos);
+
+  o.disable_split_k = false;
+  EXPECT_EQ(tessel::kernels::make_matmul(4096, 4096, 4096, c, o).info().cluster_size, 1);  // 1024 tiles
+  EXPECT_EQ(tessel::kernels::make_matmul(128, 8192, 512, c, o).info().cluster_size, 1);    // 8 K tiles
+  c.num_stages = 6;  // 6 x 32 KB + 64 KB do not fit in 227 KB: no split
+  EXPECT_EQ(tessel::kernels::make_matmul(128, 8192, 8192, c, o).info().cluster_size, 1);
+}
+
 TEST(HopperPath, DeclinedShapesSayWhy) {
   tessel::JitOptions o;
   o.arch = "sm_90a";
