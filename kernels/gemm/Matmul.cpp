@@ -35,9 +35,12 @@ MatmulConfig default_matmul_config(long long M, long long N, long long K, DType 
       // 64x128x64 s6 t128 best of 392 candidates, 8.8 us against 11.4 us for 128x128x64 s6.
       c.block_M = 64, c.block_N = 128, c.num_stages = 6, c.threads = 128;
     } else {
-      // Few tiles, long K (128x8192x8192): the same exhaustive tune kept 128x128x64 s6 t128;
-      // 64-row or 64-column tiles on twice the SMs were 1-6 % slower (the shape streams B).
-      c.block_M = 128, c.block_N = 128, c.num_stages = 6, c.threads = 128;
+      // Few tiles, long K (128x8192x8192): 128x128 tiles with each tile's K loop split over a
+      // 2-CTA cluster (select_hopper_gemm), which leaves room for 5 stages beside the reduction
+      // buffer. H200 (bench/results/2026-12-03-gemm-splitk-h200.json): 0.920 / 0.924 of cuBLAS
+      // f16 / bf16, against 0.878 / 0.873 for the unsplit 128x128x64 s6 t128 that the exhaustive
+      // tune of 2026-12-02 (without split-K) had found best.
+      c.block_M = 128, c.block_N = 128, c.num_stages = 5, c.threads = 128;
     }
     return c;
   }

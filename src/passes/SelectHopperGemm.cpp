@@ -156,14 +156,17 @@ Stmt select_hopper_gemm(const Stmt& body, PassContext& ctx) {
   if (smem > ctx.target.smem_cap)
     return reject("the ring needs " + std::to_string(smem) + " bytes of shared memory");
 
-  // Split-K over a 2-CTA cluster when the tiles fill at most half the GPU and each CTA still
-  // gets a K loop worth pipelining (>= 8 K tiles), if the reduction buffer fits beside the
-  // ring (hopper_gemm.cuh).
+  // Split-K over a 2-CTA cluster when the tiles fill at most half the GPU and each CTA keeps a
+  // long K loop (K >= 4096: 2048 each), if the reduction buffer fits beside the ring
+  // (hopper_gemm.cuh). Measured on the H200 (bench/results/2026-12-03-gemm-splitk-h200.json):
+  // 128x8192x8192 0.88 -> 0.92 of cuBLAS; 1024^3 with 128x128 tiles 0.78 -> 0.71 (too short a
+  // K loop for the hand-off), so no split there.
   const std::int64_t tiles = ((M + BM - 1) / BM) * ((N + BN - 1) / BN);
   const std::int64_t k_tiles = (K + BK - 1) / BK;
   const int sms = ctx.target.sm_count > 0 ? ctx.target.sm_count : 132;
   const std::int64_t split_smem = smem + 16 + BM * BN * 4;
-  const int split = ctx.allow_split_k && tiles * 2 <= sms && k_tiles >= 16 && split_smem <= ctx.target.smem_cap
+  const int split = ctx.allow_split_k && tiles * 2 <= sms && K >= 4096 && k_tiles >= 16 &&
+                                split_smem <= ctx.target.smem_cap
                         ? 2
                         : 1;
 

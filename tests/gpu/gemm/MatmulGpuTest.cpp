@@ -175,20 +175,20 @@ TEST_P(SplitKShapes, MatchesReference) {
 INSTANTIATE_TEST_SUITE_P(
     SplitK, SplitKShapes,
     ::testing::Combine(::testing::Values(Case{128, 8192, 8192, hopper(128, 128, 4, 256, 16)},
-                                         Case{1024, 1024, 1024, hopper(128, 128, 5, 256, 16)},
+                                         Case{1024, 1024, 4096, hopper(128, 128, 5, 256, 16)},
                                          // one consumer warpgroup, an odd number of K tiles
                                          Case{256, 384, 4160, hopper(128, 128, 4, 128, 0)},
                                          // ragged M and N, a partial last K tile
-                                         Case{200, 136, 1048, hopper(128, 128, 3, 256, 0)},
+                                         Case{200, 136, 4168, hopper(128, 128, 3, 256, 0)},
                                          // one tile, many K tiles; 64-row tiles
                                          Case{64, 256, 8192, hopper(64, 256, 4, 128, 0)},
                                          // a 5 x 5 grid of tiles, panel rasterization
-                                         Case{640, 640, 2048, hopper(128, 128, 4, 256, 4)}),
+                                         Case{640, 640, 4096, hopper(128, 128, 4, 256, 4)}),
                        ::testing::Values(DType::f16, DType::bf16), ::testing::Values(0)),
     ShapeName());
 
 INSTANTIATE_TEST_SUITE_P(SplitKOff, SplitKShapes,
-                         ::testing::Combine(::testing::Values(Case{200, 136, 1048, hopper(128, 128, 3, 256, 0)},
+                         ::testing::Combine(::testing::Values(Case{200, 136, 4168, hopper(128, 128, 3, 256, 0)},
                                                               Case{128, 8192, 8192,
                                                                    hopper(128, 128, 4, 256, 16)}),
                                             ::testing::Values(DType::f16), ::testing::Values(4)),

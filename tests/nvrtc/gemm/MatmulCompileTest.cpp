@@ -128,7 +128,7 @@ TEST(HopperPath, EachSwitchFallsBackToMmaSync) {
   }
 }
 
-// Grids of at most half the SMs' tiles with >= 16 K tiles split each tile's K loop over a 2-CTA
+// Grids of at most half the SMs' tiles with K >= 4096 (>= 16 K tiles) split each tile's K loop over a 2-CTA
 // cluster; the switch (or many tiles) keeps one CTA per tile.
 TEST(HopperPath, FewTilesSplitKOverClusters) {
   tessel::JitOptions o;
@@ -156,6 +156,7 @@ TEST(HopperPath, FewTilesSplitKOverClusters) {
   o.disable_split_k = false;
   EXPECT_EQ(tessel::kernels::make_matmul(4096, 4096, 4096, c, o).info().cluster_size, 1);  // 1024 tiles
   EXPECT_EQ(tessel::kernels::make_matmul(128, 8192, 512, c, o).info().cluster_size, 1);    // 8 K tiles
+  EXPECT_EQ(tessel::kernels::make_matmul(1024, 1024, 1024, c, o).info().cluster_size, 1);  // K < 4096
   c.num_stages = 6;  // 6 x 32 KB + 64 KB do not fit in 227 KB: no split
   EXPECT_EQ(tessel::kernels::make_matmul(128, 8192, 8192, c, o).info().cluster_size, 1);
 }
