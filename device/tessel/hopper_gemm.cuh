@@ -25,6 +25,12 @@
 // barrier and stores the tile. The sum is always rank 0's half + rank 1's half: repeated runs
 // are bit-identical. Twice the CTAs per tile, half the K loop each.
 //
+// TMA-store epilogue (TmaStore = 1, 16-bit C, cooperative, no split-K): each consumer
+// warpgroup writes its rows of the tile into its own staging tile (kStagingBytes in all,
+// after the ring) and one of its threads stores it with TMA through a C tensor map (box
+// {64, kWgRows}, 128-byte swizzle), so the warpgroup starts its next tile while the stores
+// drain. The kernel then takes the map as run()'s last argument.
+//
 // Ping-pong (PingPong = 1, 2 consumers): consumer c takes every other tile of the CTA and
 // all BM rows of it, so its epilogue overlaps the other consumer's mainloop.
 //
@@ -61,7 +67,8 @@
 namespace tessel {
 
 template <class TIn, int BM, int BN, int BK, int Stages, int ConsumerWGs = 2, int ProducerRegs = 40,
-          int ConsumerRegs = 232, int ClusterM = 1, int PingPong = 0, int WideStores = 1, int SplitK = 1>
+          int ConsumerRegs = 232, int ClusterM = 1, int PingPong = 0, int WideStores = 1, int SplitK = 1,
+          int TmaStore = 0>
 struct HopperGemm {
   static_assert(is_mma_16bit<TIn>::value, "HopperGemm: TIn must be half_t or bfloat16_t");
   static_assert(ConsumerWGs == 1 || ConsumerWGs == 2, "HopperGemm: 1 or 2 consumer warpgroups");
@@ -83,6 +90,8 @@ struct HopperGemm {
   static_assert(SplitK == 1 || SplitK == 2, "HopperGemm: SplitK is 1 or 2");
   static_assert(SplitK == 1 || (ClusterM == 1 && PingPong == 0),
                 "HopperGemm: split-K takes the cluster; no ClusterM or ping-pong with it");
+  static_assert(TmaStore == 0 || (SplitK == 1 && PingPong == 0),
+                "HopperGemm: the TMA-store epilogue is for the cooperative kernel without split-K");
   static_assert(ProducerRegs * 128 + ConsumerRegs * 128 * ConsumerWGs <= 65536,
                 "HopperGemm: setmaxnreg budgets exceed the 64K registers of an SM");
 
@@ -107,10 +116,15 @@ struct HopperGemm {
   // hand-off (red_full in rank 0, red_empty in rank 1).
   static constexpr int kRedBytes = SplitK > 1 ? BM * BN * 4 : 0;
   static constexpr int kRedThreads = 128 * ConsumerWGs;
-  // Operand ring, 2 * Stages mbarriers, then (split-K) 2 mbarriers and the reduction buffer;
-  // +1024 so the ring can be aligned by hand.
-  static constexpr int kSmemBytes =
-      1024 + Stages * kStageBytes + 2 * Stages * 8 + (SplitK > 1 ? 16 + kRedBytes : 0);
+  // TMA-store epilogue: each consumer warpgroup's kWgRows x BN output tile, as BN / 64 panels
+  // of kWgRows rows x 128 bytes in the 128-byte swizzle (what the C tensor map's box
+  // {64, kWgRows} reads).
+  static constexpr int kStagingBytes = TmaStore ? BM * BN * 2 : 0;
+  static constexpr int kWgStagingBytes = kWgRows * BN * 2;
+  // Operand ring, (TMA store) the output staging, 2 * Stages mbarriers, then (split-K) 2
+  // mbarriers and the reduction buffer; +1024 so the ring can be aligned by hand.
+  static constexpr int kSmemBytes = 1024 + Stages * kStageBytes + kStagingBytes + 2 * Stages * 8 +
+                                    (SplitK > 1 ? 16 + kRedBytes : 0);
 
   // ---- accumulator layout (file comment) --------------------------------------------------
   __host__ __device__ static constexpr int acc_row_in_wg(int i, int t) {
@@ -136,11 +150,12 @@ struct HopperGemm {
   // the block calls it; there is no block-wide barrier after the role split.
   template <class TOut>
   __device__ static void run(const TmaDescriptor* tmap_a, const TmaDescriptor* tmap_b, TOut* C, int M, int N,
-                             int K, int panel, unsigned char* smem_raw) {
+                             int K, int panel, unsigned char* smem_raw, const TmaDescriptor* tmap_c = nullptr) {
     const unsigned base = (smem_address(smem_raw) + 1023u) & ~1023u;
     const unsigned ring_a = base;                             // Stages x A tiles
     const unsigned ring_b = base + Stages * LayoutA::kBytes;  // Stages x B tiles
-    const unsigned full = base + Stages * kStageBytes;        // Stages mbarriers
+    const unsigned staging = base + Stages * kStageBytes;     // TMA store: the output tiles
+    const unsigned full = staging + kStagingBytes;            // Stages mbarriers
     const unsigned empty = full + Stages * 8;                 // Stages mbarriers
     const unsigned red_bars = empty + Stages * 8;             // split-K: red_full, red_empty
     const int wg = static_cast<int>(threadIdx.x) / 128;
@@ -149,6 +164,7 @@ struct HopperGemm {
     if (threadIdx.x == 0) {
       tma_prefetch_descriptor(tmap_a);
       tma_prefetch_descriptor(tmap_b);
+      if constexpr (TmaStore != 0) tma_prefetch_descriptor(tmap_c);
       for (int s = 0; s < Stages; ++s) {
         mbarrier_init(full + 8 * s, 1);  // the producer's expect_tx
         // One arrive per consumer warp that reads the stage, in every CTA whose data this
@@ -188,7 +204,8 @@ struct HopperGemm {
     } else {
       setmaxnreg_inc<ConsumerRegs>();
       consume<TOut>(C, M, N, ring_a, ring_b, full, empty, red_bars, wg - 1, m_rank, k_rank, cluster_id,
-                    clusters, tiles, tiles_n, tiles_mc, kt_begin, kt_end, panel);
+                    clusters, tiles, tiles_n, tiles_mc, kt_begin, kt_end, panel, tmap_c,
+                    staging + (wg - 1) * kWgStagingBytes);
     }
     // A CTA stays resident until its peers stopped arriving on its barriers and writing
     // into its shared memory.
@@ -243,7 +260,7 @@ struct HopperGemm {
   __device__ static void consume(TOut* C, int M, int N, unsigned ring_a, unsigned ring_b, unsigned full,
                                  unsigned empty, unsigned red_bars, int c, int rank, int k_rank, int cluster_id,
                                  int clusters, int tiles, int tiles_n, int tiles_mc, int kt_begin, int kt_end,
-                                 int panel) {
+                                 int panel, const TmaDescriptor* tmap_c, unsigned staging) {
     const int k_tiles = kt_end - kt_begin;  // this CTA's share
     const bool warp_leader = threadIdx.x % 32 == 0;
     // Descriptors of stage 0; a stage/k-step/row offset is added to the address field (its
@@ -300,8 +317,82 @@ struct HopperGemm {
         const bool last = reduce_split_k(acc, red_bars, k_rank, reductions++);
         if (!last) continue;  // rank 1: rank 0 stores the tile
       }
+      if constexpr (TmaStore != 0) {
+        store_tile_tma<TOut>(acc, tmap_c, staging, c, tm * BM + c * kWgRows, tn * BN);
+        continue;
+      }
       store_tile<TOut>(acc, C, N, tm * BM, tn * BN, M - tm * BM, N - tn * BN);
       if constexpr (kPingPong) it += k_tiles;  // the other warpgroup's tile
+    }
+    // The last tile's stores read the staging buffer until they complete.
+    if constexpr (TmaStore != 0)
+      if (threadIdx.x % 128 == 0) tma_store_wait<0>();
+  }
+
+  // TMA-store epilogue of consumer warpgroup c: its kWgRows x BN accumulators go to its
+  // staging tile (16-bit, 128-byte swizzle: conflict-free 16-byte writes after the quad
+  // transpose of store_tile), then one thread issues a TMA store per 64-column panel and the
+  // warpgroup goes on to its next tile's mainloop while the stores drain; TMA clips the
+  // matrix edges. Before the next tile's writes, that thread waits until the previous
+  // stores have read the staging tile (named barrier 3 + c orders the warpgroup around it).
+  template <class TOut>
+  __device__ static void store_tile_tma(const float (&acc)[kAccPerThread], const TmaDescriptor* tmap_c,
+                                        unsigned staging, int c, int m0, int n0) {
+    static_assert(is_mma_16bit<TOut>::value, "HopperGemm: the TMA-store epilogue writes 16-bit outputs");
+    const int t = threadIdx.x % 128;
+    const int q = t % 4;
+    if (t == 0) tma_store_wait_read<0>();
+    named_barrier_sync(3 + c, 128);
+#pragma unroll
+    for (int mb = 0; mb < kMBlocks; ++mb)
+#pragma unroll
+      for (int h = 0; h < 2; ++h)
+#pragma unroll
+        for (int g = 0; g < BN / 32; ++g) {
+          unsigned w[4];
+          transpose_quad<TOut>(acc, mb, h, g, q, w);
+          const int r = acc_row_in_wg(mb * kAccPerMBlock + 2 * h, t);
+          const int chunk = (4 * g + q) % 8, p = (4 * g + q) / 8;  // 16-byte chunk, 64-column panel
+          const unsigned addr = staging + p * (kWgRows * 128) + r * 128 + ((chunk ^ (r % 8)) * 16);
+          asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};" ::"r"(addr), "r"(w[0]), "r"(w[1]), "r"(w[2]),
+                       "r"(w[3])
+                       : "memory");
+        }
+    fence_proxy_async_shared();
+    named_barrier_sync(3 + c, 128);
+    if (t == 0) {
+#pragma unroll
+      for (int p = 0; p < BN / 64; ++p) tma_store_2d(tmap_c, staging + p * (kWgRows * 128), n0 + 64 * p, m0);
+      tma_store_commit();
+    }
+  }
+
+  // The 4 lanes of a quad hold one row's 32 columns (block g of 32, row half h of m-block mb)
+  // as a 4x4 matrix of packed column pairs; two xor shuffles transpose it, so that lane q
+  // ends with columns 8 (4 g + q) .. + 7 in w[0..3].
+  template <class TOut>
+  __device__ __forceinline__ static void transpose_quad(const float (&acc)[kAccPerThread], int mb, int h, int g, int q,
+                                        unsigned (&w)[4]) {
+#pragma unroll
+    for (int b = 0; b < 4; ++b) {
+      const int i = mb * kAccPerMBlock + (4 * g + b) * 4 + 2 * h;
+      w[b] = pack2<TOut>(acc[i], acc[i + 1]);
+    }
+#pragma unroll
+    for (int p = 0; p < 2; ++p) {  // 2x2 blocks: swap with the lane q ^ 1
+      const unsigned v = __shfl_xor_sync(0xffffffffu, (q & 1) ? w[2 * p] : w[2 * p + 1], 1);
+      if (q & 1)
+        w[2 * p] = v;
+      else
+        w[2 * p + 1] = v;
+    }
+#pragma unroll
+    for (int p = 0; p < 2; ++p) {  // the blocks: swap with the lane q ^ 2
+      const unsigned v = __shfl_xor_sync(0xffffffffu, (q & 2) ? w[p] : w[p + 2], 2);
+      if (q & 2)
+        w[p] = v;
+      else
+        w[p + 2] = v;
     }
   }
 
@@ -372,27 +463,7 @@ struct HopperGemm {
 #pragma unroll
           for (int g = 0; g < BN / 32; ++g) {
             unsigned w[4];
-#pragma unroll
-            for (int b = 0; b < 4; ++b) {
-              const int i = mb * kAccPerMBlock + (4 * g + b) * 4 + 2 * h;
-              w[b] = pack2<TOut>(acc[i], acc[i + 1]);
-            }
-#pragma unroll
-            for (int p = 0; p < 2; ++p) {  // 2x2 blocks: swap with the lane q ^ 1
-              const unsigned v = __shfl_xor_sync(0xffffffffu, (q & 1) ? w[2 * p] : w[2 * p + 1], 1);
-              if (q & 1)
-                w[2 * p] = v;
-              else
-                w[2 * p + 1] = v;
-            }
-#pragma unroll
-            for (int p = 0; p < 2; ++p) {  // the blocks: swap with the lane q ^ 2
-              const unsigned v = __shfl_xor_sync(0xffffffffu, (q & 2) ? w[p] : w[p + 2], 2);
-              if (q & 2)
-                w[p] = v;
-              else
-                w[p + 2] = v;
-            }
+            transpose_quad<TOut>(acc, mb, h, g, q, w);
             const int r = acc_row_in_wg(mb * kAccPerMBlock + 2 * h, t);
             const int col = 8 * (4 * g + q);
             if (r >= rows) continue;

@@ -36,6 +36,9 @@ struct JitOptions {
   // The sm_90a GEMM splits the K loop of each tile over a 2-CTA cluster when the grid has
   // too few tiles to fill the GPU (TESSEL_DISABLE=split_k does the same).
   bool disable_split_k = false;
+  // The sm_90a GEMM stores 16-bit outputs through shared memory and TMA when the staging tile
+  // fits beside the ring (TESSEL_DISABLE=tma_store does the same).
+  bool disable_tma_store = false;
 };
 
 // What the lowered kernel does, for tools and tests: the launch shape and the features used.

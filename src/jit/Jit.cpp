@@ -112,7 +112,7 @@ JitKernel jit(const PrimFunc& f, const JitOptions& options) {
   passes::PassContext::Switches switches{
       !options.disable_tma && !env_off("tma"), !options.disable_wgmma && !env_off("wgmma"),
       !options.disable_warp_specialization && !env_off("warp_specialization"),
-      !options.disable_split_k && !env_off("split_k")};
+      !options.disable_split_k && !env_off("split_k"), !options.disable_tma_store && !env_off("tma_store")};
 
   int nparams = static_cast<int>(prog.params.size());
   for (int idx : options.out_idx) {
@@ -160,7 +160,8 @@ JitKernel jit(const PrimFunc& f, const JitOptions& options) {
   const bool tensor_cores = std::find(impl->info.instructions.begin(), impl->info.instructions.end(),
                                       "mma.sync") != impl->info.instructions.end();
   impl->info.path = hopper.selected ? std::string("sm90 TMA + wgmma, warp-specialized, persistent") +
-                                         (hopper.split_k > 1 ? ", split-K over 2-CTA clusters" : "")
+                                         (hopper.split_k > 1 ? ", split-K over 2-CTA clusters" : "") +
+                                         (hopper.tma_store ? ", TMA-store epilogue" : "")
                     : tensor_cores  ? "mma.sync"
                                     : "CUDA cores (no gemm)";
   impl->info.hopper_declined = hopper.why_not;

@@ -71,6 +71,7 @@ struct HopperPlan {
   int smem_bytes = 0;      // the ring, its mbarriers and alignment slack
   std::int64_t tiles = 0;  // output tiles; the grid is min(tiles * split_k, SMs) (persistent)
   int split_k = 1;         // 2: each tile's K loop split over the 2 CTAs of a cluster
+  bool tma_store = false;  // the epilogue stores C through shared memory and TMA
   std::string why_not;     // when not selected on sm_90a: the reason, for tools and tests
 };
 
@@ -83,9 +84,11 @@ struct PassContext {
   struct Switches {
     bool allow_tma = true, allow_wgmma = true, allow_warp_specialization = true;
     bool allow_split_k = true;
+    bool allow_tma_store = true;
   };
   bool allow_tma = true, allow_wgmma = true, allow_warp_specialization = true;
   bool allow_split_k = true;
+  bool allow_tma_store = true;
 
   // Set by select_hopper_gemm.
   HopperPlan hopper;

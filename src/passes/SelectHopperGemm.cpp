@@ -170,19 +170,29 @@ Stmt select_hopper_gemm(const Stmt& body, PassContext& ctx) {
                         ? 2
                         : 1;
 
+  // The TMA-store epilogue for 16-bit outputs when its staging tile (BM x BN) fits too.
+  const std::int64_t staged_smem = smem + BM * BN * 2;
+  const bool tma_store = split == 1 && ctx.allow_tma_store && C->dtype != DType::f32 &&
+                         staged_smem <= ctx.target.smem_cap;
+
   plan.selected = true;
   plan.split_k = split;
+  plan.tma_store = tma_store;
   plan.gemm_type = "tessel::HopperGemm<" + std::string(dtype_cuda_name(t)) + ", " + std::to_string(BM) +
                    ", " + std::to_string(BN) + ", " + std::to_string(BK) + ", " + std::to_string(stages) +
-                   ", " + std::to_string(consumers) + (split > 1 ? ", 40, 232, 1, 0, 1, 2" : "") + ">";
+                   ", " + std::to_string(consumers) +
+                   (split > 1 ? ", 40, 232, 1, 0, 1, 2" : tma_store ? ", 40, 232, 1, 0, 1, 1, 1" : "") + ">";
   plan.launch_threads = 128 * (consumers + 1);
-  plan.smem_bytes = static_cast<int>(split > 1 ? split_smem : smem);
+  plan.smem_bytes = static_cast<int>(split > 1 ? split_smem : tma_store ? staged_smem : smem);
   plan.tiles = tiles;
   Var ta("tmap_" + A->name, DType::i64), tb("tmap_" + B->name, DType::i64);
   // A's box is one swizzle row of K (64 elements, or 32 with the 64-byte swizzle) by BM rows;
   // B's is 64 columns of N by BK rows (hopper_gemm.cuh).
   ctx.tma_params = {{ta, A, static_cast<int>(std::min<std::int64_t>(BK, 64)), static_cast<int>(BM)},
                     {tb, B, 64, static_cast<int>(BK)}};
+  // C's box: 64 columns (128 bytes, swizzled) by one consumer warpgroup's rows.
+  Var tc("tmap_" + C->name, DType::i64);
+  if (tma_store) ctx.tma_params.push_back({tc, C, 64, static_cast<int>(BM / consumers)});
   auto w = g.kernel->where;
   std::vector<DeviceCallArg> args{{make_call("address_of", {ta}, DType::i64), Buffer(), Expr()},
                                   {make_call("address_of", {tb}, DType::i64), Buffer(), Expr()},
@@ -192,6 +202,7 @@ Stmt select_hopper_gemm(const Stmt& body, PassContext& ctx) {
                                   {make_int(K), Buffer(), Expr()},
                                   {make_int(g.panel), Buffer(), Expr()},
                                   {make_call("dynamic_smem", {}, DType::i64), Buffer(), Expr()}};
+  if (tma_store) args.push_back({make_call("address_of", {tc}, DType::i64), Buffer(), Expr()});
   Stmt call = make_device_call(plan.gemm_type + "::template run", {std::string(dtype_cuda_name(C->dtype))},
                                args, g.gemm->where);
   Var block("bx");

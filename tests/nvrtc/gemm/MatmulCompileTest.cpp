@@ -32,7 +32,9 @@ TEST_P(TutorialKernels, CompileWithTensorCoresAndNoSpills) {
   // On sm_90a a tile that the wgmma/TMA path takes (block_K 64) goes there; the rest, and every
   // sm_80 kernel, is the mma.sync path.
   bool hopper = arch == "sm_90a" && (cfg.block_K == 32 || cfg.block_K % 64 == 0);
-  EXPECT_EQ(k.info().path, hopper ? "sm90 TMA + wgmma, warp-specialized, persistent" : "mma.sync")
+  const std::string path = k.info().path;
+  EXPECT_EQ(path.substr(0, path.find(',', path.find("persistent"))),
+            hopper ? "sm90 TMA + wgmma, warp-specialized, persistent" : "mma.sync")
       << k.info().hopper_declined;
   if (hopper) {
     EXPECT_NE(ptx.find("wgmma.mma_async"), std::string::npos);
@@ -149,7 +151,8 @@ TEST(HopperPath, FewTilesSplitKOverClusters) {
 
   o.disable_split_k = true;
   auto whole = tessel::kernels::make_matmul(128, 8192, 8192, c, o);
-  EXPECT_EQ(whole.info().path, "sm90 TMA + wgmma, warp-specialized, persistent");
+  // Unsplit, the 4 stages leave room for the TMA-store epilogue's staging tile.
+  EXPECT_EQ(whole.info().path, "sm90 TMA + wgmma, warp-specialized, persistent, TMA-store epilogue");
   EXPECT_EQ(whole.info().cluster_size, 1);
   EXPECT_EQ(whole.source().find("__cluster_dims__"), std::string::npos);
 
@@ -161,12 +164,35 @@ TEST(HopperPath, FewTilesSplitKOverClusters) {
   EXPECT_EQ(tessel::kernels::make_matmul(128, 8192, 8192, c, o).info().cluster_size, 1);
 }
 
+// 16-bit outputs go through a swizzled staging tile and TMA stores when it fits beside the ring;
+// the switch keeps the direct register -> global stores.
+TEST(HopperPath, TmaStoreEpilogueWhenTheStagingTileFits) {
+  tessel::JitOptions o;
+  o.arch = "sm_90a";
+  auto c = hopper_config();  // 128x256x64, 4 stages: 192 KB of ring, no room for 64 KB more
+  auto four = tessel::kernels::make_matmul(4096, 4096, 4096, c, o);
+  EXPECT_EQ(four.info().path, "sm90 TMA + wgmma, warp-specialized, persistent");
+  EXPECT_EQ(four.ptx().find("cp.async.bulk.tensor.2d.global.shared::cta"), std::string::npos);
+  c.num_stages = 3;
+  auto three = tessel::kernels::make_matmul(4096, 4096, 4096, c, o);
+  EXPECT_EQ(three.info().path, "sm90 TMA + wgmma, warp-specialized, persistent, TMA-store epilogue");
+  EXPECT_NE(three.ptx().find("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group"), std::string::npos);
+  EXPECT_NE(three.ptx().find("cp.async.bulk.wait_group.read"), std::string::npos);
+  EXPECT_NE(three.source().find("tmap_C"), std::string::npos);
+  EXPECT_EQ(three.info().dynamic_smem_bytes, 1024 + 3 * 49152 + 128 * 256 * 2 + 48);
+  EXPECT_EQ(three.resources().spill_store_bytes, 0) << three.compile_log();
+  o.disable_tma_store = true;
+  auto direct = tessel::kernels::make_matmul(4096, 4096, 4096, c, o);
+  EXPECT_EQ(direct.info().path, "sm90 TMA + wgmma, warp-specialized, persistent");
+  EXPECT_EQ(direct.source().find("tmap_C"), std::string::npos);
+}
+
 TEST(HopperPath, DeclinedShapesSayWhy) {
   tessel::JitOptions o;
   o.arch = "sm_90a";
   // The tutorial's own 128x128x32 takes the Hopper path (64-byte swizzle for A's 32-wide rows).
   auto tutorial = tessel::kernels::make_matmul(2048, 2048, 2048, tessel::kernels::MatmulConfig{}, o);
-  EXPECT_EQ(tutorial.info().path, "sm90 TMA + wgmma, warp-specialized, persistent")
+  EXPECT_EQ(tutorial.info().path, "sm90 TMA + wgmma, warp-specialized, persistent, TMA-store epilogue")
       << tutorial.info().hopper_declined;
   tessel::kernels::MatmulConfig k16;
   k16.block_K = 16;

@@ -134,8 +134,9 @@ TEST(HopperHeaderRules, IncludesMessagesAndSize) {
       EXPECT_NE(text.substr(p, end - p).find('"'), std::string::npos)
           << "static_assert without a message: " << text.substr(p, end - p);
     }
-    // A size guard (every GEMM compile parses these headers); split-K took it past 400.
-    EXPECT_LT(std::count(text.begin(), text.end(), '\n'), 480);
+    // A size guard (every GEMM compile parses these headers); split-K and the TMA-store
+    // epilogue took it past 400.
+    EXPECT_LT(std::count(text.begin(), text.end(), '\n'), 540);
     EXPECT_NE(text.find("namespace tessel {"), std::string::npos);
     EXPECT_EQ(text.find("std::"), std::string::npos);
   }

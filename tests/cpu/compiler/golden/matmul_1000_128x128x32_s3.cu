@@ -2,9 +2,9 @@
 #include <tessel/tessel.cuh>
 #include <tessel/hopper_gemm.cuh>
 
-extern "C" __global__ void __launch_bounds__(256, 1) matmul_kernel(tessel::half_t* __restrict__ A, tessel::half_t* __restrict__ B, tessel::half_t* __restrict__ C, const __grid_constant__ tessel::TmaDescriptor tmap_A, const __grid_constant__ tessel::TmaDescriptor tmap_B) {
+extern "C" __global__ void __launch_bounds__(256, 1) matmul_kernel(tessel::half_t* __restrict__ A, tessel::half_t* __restrict__ B, tessel::half_t* __restrict__ C, const __grid_constant__ tessel::TmaDescriptor tmap_A, const __grid_constant__ tessel::TmaDescriptor tmap_B, const __grid_constant__ tessel::TmaDescriptor tmap_C) {
   extern __shared__ __align__(1024) unsigned char tessel_smem[];
   const int tx = threadIdx.x;
   int bx = blockIdx.x;
-  tessel::HopperGemm<tessel::half_t, 128, 128, 32, 3, 1>::template run<tessel::half_t>(&tmap_A, &tmap_B, C, 1000, 1000, 1000, 0, tessel_smem);
+  tessel::HopperGemm<tessel::half_t, 128, 128, 32, 3, 1, 40, 232, 1, 0, 1, 1, 1>::template run<tessel::half_t>(&tmap_A, &tmap_B, C, 1000, 1000, 1000, 0, tessel_smem, &tmap_C);
 }
