@@ -18,15 +18,18 @@ MatmulConfig default_matmul_config(long long M, long long N, long long K, DType 
   c.dtype = dtype;
   auto tiles = [&](long long bm, long long bn) { return ((M + bm - 1) / bm) * ((N + bn - 1) / bn); };
   if (arch.rfind("sm_90", 0) == 0 && K % 8 == 0 && N % 8 == 0) {
-    // Measured on the H200 with the wgmma probe (docs/perf-notes.md): 128x256x64, 4 stages, two
-    // consumer warpgroups, panel 16 at 4096^3; smaller tiles when 128x256 tiles leave SMs idle.
+    // Measured on the H200 (docs/perf-notes.md): 128x256x64 with two consumer warpgroups and 3
+    // stages, which leaves room for the TMA-store epilogue's staging tile: 0.97-1.00 of cuBLAS
+    // from 4096^3 to 8192x28672x8192 and 16384x4096x1024 (bench/results/2026-12-03-*), the
+    // winner of both exhaustive tunes of session 3 at 8192x28672x8192 (panel 8) and of the
+    // re-timed 4096^3 pair; smaller tiles when 128x256 tiles leave SMs idle.
     c.block_K = 64;
     c.use_swizzle = true;
     c.panel_size = 16;
     if (M <= 64) {
       c.block_M = 64, c.block_N = 256, c.num_stages = 4, c.threads = 128;
     } else if (tiles(128, 256) >= 2 * sm_count) {
-      c.block_M = 128, c.block_N = 256, c.num_stages = 4, c.threads = 256;
+      c.block_M = 128, c.block_N = 256, c.num_stages = 3, c.threads = 256, c.panel_size = 8;
     } else if (tiles(128, 128) >= sm_count) {
       c.block_M = 128, c.block_N = 128, c.num_stages = 5, c.threads = 256;
     } else if (K <= 2048) {

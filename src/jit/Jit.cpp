@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <mutex>
+#include <set>
 #include <sstream>
 
 #include "Lower.hpp"
@@ -86,6 +87,29 @@ CUtensorMap encode_tensor_map(const Tensor& t, const passes::TmaParam& p) {
   return map;
 }
 
+// TESSEL_DISABLE's names, comma- or space-separated, each one exactly (tma_store is not tma).
+std::set<std::string> disabled_features(const char* env) {
+  static const std::set<std::string> known = {"tma", "wgmma", "warp_specialization", "split_k", "tma_store"};
+  std::set<std::string> out;
+  std::string text = env ? env : "", word;
+  text += ',';
+  for (char ch : text) {
+    if (ch != ',' && !std::isspace(static_cast<unsigned char>(ch))) {
+      word += ch;
+      continue;
+    }
+    if (word.empty()) continue;
+    if (!known.count(word))
+      TESSEL_USER_ERROR("jit", std::source_location(),
+                        "TESSEL_DISABLE names '" << word
+                                                 << "'; it takes a comma-separated list of tma, wgmma, "
+                                                    "warp_specialization, split_k, tma_store");
+    out.insert(word);
+    word.clear();
+  }
+  return out;
+}
+
 int sm_of(const std::string& arch) {
   int v = 0;
   for (char c : arch)
@@ -107,8 +131,8 @@ JitKernel jit(const PrimFunc& f, const JitOptions& options) {
                         gpu_available() && current_device().arch() == arch ? current_device().sm_count : 0};
   // TESSEL_DISABLE=tma,wgmma,warp_specialization turns the same switches off from outside a
   // program (the CLI's benchmarks, a user bisecting a wrong result).
-  std::string disabled = std::getenv("TESSEL_DISABLE") ? std::getenv("TESSEL_DISABLE") : "";
-  auto env_off = [&](const char* name) { return disabled.find(name) != std::string::npos; };
+  const std::set<std::string> disabled = disabled_features(std::getenv("TESSEL_DISABLE"));
+  auto env_off = [&](const char* name) { return disabled.count(name) != 0; };
   passes::PassContext::Switches switches{
       !options.disable_tma && !env_off("tma"), !options.disable_wgmma && !env_off("wgmma"),
       !options.disable_warp_specialization && !env_off("warp_specialization"),

@@ -187,6 +187,33 @@ TEST(HopperPath, TmaStoreEpilogueWhenTheStagingTileFits) {
   EXPECT_EQ(direct.source().find("tmap_C"), std::string::npos);
 }
 
+// TESSEL_DISABLE takes exact names (tma_store does not turn TMA loads off) and rejects others.
+TEST(HopperPath, DisableEnvironmentNamesFeaturesExactly) {
+  tessel::JitOptions o;
+  o.arch = "sm_90a";
+  auto c = hopper_config();
+  c.num_stages = 3;
+  {
+    tessel::test::ScopedEnv env("TESSEL_DISABLE", "tma_store");
+    auto k = tessel::kernels::make_matmul(4096, 4096, 4096, c, o);
+    EXPECT_EQ(k.info().path, "sm90 TMA + wgmma, warp-specialized, persistent");
+  }
+  {
+    tessel::test::ScopedEnv env("TESSEL_DISABLE", "split_k, tma");
+    EXPECT_EQ(tessel::kernels::make_matmul(4096, 4096, 4096, c, o).info().path, "mma.sync");
+  }
+  {
+    tessel::test::ScopedEnv env("TESSEL_DISABLE", "wgma");
+    try {
+      (void)tessel::kernels::make_matmul(4096, 4096, 4096, c, o);
+      ADD_FAILURE() << "a misspelt feature was accepted";
+    } catch (const std::exception& e) {
+      EXPECT_NE(std::string(e.what()).find("TESSEL_DISABLE names 'wgma'"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("tma_store"), std::string::npos) << e.what();
+    }
+  }
+}
+
 TEST(HopperPath, DeclinedShapesSayWhy) {
   tessel::JitOptions o;
   o.arch = "sm_90a";
