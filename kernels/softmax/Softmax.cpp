@@ -70,15 +70,14 @@ std::string SoftmaxConfig::describe() const {
   std::string s = std::string(softmax_variant_name(variant)) + ":t" + std::to_string(threads);
   if (variant == SoftmaxVariant::Rows) s += ":r" + std::to_string(rows_per_block);
   if (block_N) s += ":bn" + std::to_string(block_N);
-  if (variant == SoftmaxVariant::Rows && grid) s += ":g" + std::to_string(grid);
   return s;
 }
 
 SoftmaxConfig parse_softmax_config(const std::string& text) {
   auto bad = [&](const std::string& why) {
     return std::invalid_argument("softmax config '" + text + "': " + why +
-                                 " (expected VARIANT:tTHREADS[:rROWS][:bnBLOCK_N][:gGRID], VARIANT one of rows, "
-                                 "row, online; e.g. rows:t256:r8:bn1024, rows:t512:r1:g528)");
+                                 " (expected VARIANT:tTHREADS[:rROWS][:bnBLOCK_N], VARIANT one of rows, row, "
+                                 "online; e.g. rows:t256:r8:bn1024)");
   };
   std::vector<std::string> parts;
   std::string cur;
@@ -125,9 +124,6 @@ SoftmaxConfig parse_softmax_config(const std::string& text) {
       c.rows_per_block = value;
     } else if (key == "bn") {
       c.block_N = value;
-    } else if (key == "g") {
-      if (c.variant != SoftmaxVariant::Rows) throw bad("gGRID applies to the rows variant only");
-      c.grid = value;
     } else {
       throw bad("unknown field '" + p + "'");
     }
@@ -222,36 +218,6 @@ PrimFunc softmax_program(long long M, long long N, DType dtype, const SoftmaxCon
           load_chunk(k);
           T::Parallel(1, BN, [&](T::Var i, T::Var j) { x(i, j) = exp_minus(x(i, j), m(i)) * s(i); });
           T::copy(x, Y(bx, k * BN));
-        });
-      });
-    });
-    return f;
-  }
-  if (c.variant == SoftmaxVariant::Rows && c.grid > 0) {
-    // Persistent: block bx takes row groups bx, bx + G, bx + 2G, ...; the next group's rows are
-    // loaded raw (no conversion, so nothing waits on them) before the current group's
-    // reductions, the last prefetch past the end reads nothing (rows past M are masked).
-    const int R = c.rows_per_block;
-    const long long groups = (M + R - 1) / R;
-    const long long G = std::min<long long>(c.grid, groups);
-    const long long iterations = (groups + G - 1) / G;
-    f.body([&] {
-      T::Kernel(Expr(G), c.threads, [&](T::Var bx) {
-        auto raw = T::alloc_fragment({R, BN}, dtype);
-        auto x = T::alloc_fragment({R, BN}, T::f32);
-        auto row_max = T::alloc_fragment({R}, T::f32);
-        auto row_sum = T::alloc_fragment({R}, T::f32);
-        T::copy_padded(X(bx * R, 0), raw, -T::infinity(dtype));
-        T::Serial(Expr(iterations), [&](T::Var k) {
-          Expr row0 = (bx + k * Expr(G)) * R;
-          T::Parallel(R, BN, [&](T::Var i, T::Var j) { x(i, j) = T::cast(T::f32, raw(i, j)); });
-          T::copy_padded(X((bx + (k + 1) * Expr(G)) * R, 0), raw, -T::infinity(dtype));
-          T::reduce_max(x, row_max, 1);
-          T::Parallel(R, BN, [&](T::Var i, T::Var j) { x(i, j) = exp_minus(x(i, j), row_max(i)); });
-          T::reduce_sum(x, row_sum, 1);
-          T::Parallel(R, [&](T::Var i) { row_sum(i) = 1.0f / row_sum(i); });
-          T::Parallel(R, BN, [&](T::Var i, T::Var j) { x(i, j) = x(i, j) * row_sum(i); });
-          T::copy(x, Y(row0, 0));
         });
       });
     });

@@ -22,15 +22,11 @@ struct SoftmaxConfig {
   int threads = 256;
   int rows_per_block = 8;  // Rows only
   int block_N = 0;         // columns per tile (0: derived from N and the variant)
-  // Rows only: 0, one block per group of rows; G > 0, G persistent blocks, each looping over
-  // every G-th group and loading the next group's row (raw, unconverted) while it reduces the
-  // current one, so every block keeps loads in flight through its reductions.
-  int grid = 0;
-  // "rows:t256:r8:bn1024[:g528]": what parse_softmax_config reads back.
+  // "rows:t256:r8:bn1024": what parse_softmax_config reads back.
   std::string describe() const;
 };
 
-// Reads VARIANT:tTHREADS[:rROWS][:bnBLOCK_N][:gGRID] (colons or spaces); throws std::invalid_argument
+// Reads VARIANT:tTHREADS[:rROWS][:bnBLOCK_N] (colons or spaces); throws std::invalid_argument
 // naming the field and the accepted form.
 SoftmaxConfig parse_softmax_config(const std::string& text);
 

@@ -38,8 +38,7 @@ Config softmax_point(const kernels::SoftmaxConfig& c) {
   return {{"variant", static_cast<int>(c.variant)},
           {"threads", c.threads},
           {"rows_per_block", c.variant == kernels::SoftmaxVariant::Rows ? c.rows_per_block : 1},
-          {"block_N", c.block_N},
-          {"grid", c.variant == kernels::SoftmaxVariant::Rows ? c.grid : 0}};
+          {"block_N", c.block_N}};
 }
 
 kernels::SoftmaxConfig softmax_config(const Config& c) {
@@ -52,7 +51,6 @@ kernels::SoftmaxConfig softmax_config(const Config& c) {
   s.rows_per_block =
       s.variant == kernels::SoftmaxVariant::Rows ? get(c, "rows_per_block", s.rows_per_block) : 1;
   s.block_N = get(c, "block_N", s.block_N);
-  s.grid = s.variant == kernels::SoftmaxVariant::Rows ? get(c, "grid", 0) : 0;
   return s;
 }
 

@@ -40,21 +40,6 @@ TEST(SoftmaxInterpreter, OneRowPerBlock) {
   check(3, 4097 - 1024, DType::f16, c);
 }
 
-// Persistent rows: G blocks loop over the row groups, prefetching the next group; the groups do
-// not divide evenly (the last pass of some blocks and every last prefetch lie past M).
-TEST(SoftmaxInterpreter, PersistentRowsPrefetchingTheNextGroup) {
-  SoftmaxConfig c = tessel::kernels::parse_softmax_config("rows:t64:r2:g3");
-  EXPECT_EQ(c.grid, 3);
-  EXPECT_EQ(c.describe(), "rows:t64:r2:g3");
-  for (DType t : {DType::f32, DType::f16}) {
-    check(13, 1000, t, c);
-    check(6, 31, t, c);
-  }
-  c.grid = 50;  // more blocks than row groups: one group each
-  check(5, 300, DType::bf16, c);
-  EXPECT_THROW(tessel::kernels::parse_softmax_config("online:t256:g4"), std::invalid_argument);
-}
-
 TEST(SoftmaxInterpreter, OnlineTwoPassOverChunks) {
   SoftmaxConfig c;
   c.variant = SoftmaxVariant::Online;
