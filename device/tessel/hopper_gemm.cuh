@@ -114,7 +114,7 @@ struct HopperGemm {
   static constexpr int kStageBytes = LayoutA::kBytes + LayoutB::kBytes;
   // Split-K: the partial accumulators rank 1 hands to rank 0, and the two barriers of the
   // hand-off (red_full in rank 0, red_empty in rank 1).
-  static constexpr int kRedBytes = SplitK > 1 ? BM * BN * 4 : 0;
+  static constexpr int kRedBytes = SplitK > 1 ? BM* BN * 4 : 0;
   static constexpr int kRedThreads = 128 * ConsumerWGs;
   // TMA-store epilogue: each consumer warpgroup's kWgRows x BN output tile, as BN / 64 panels
   // of kWgRows rows x 128 bytes in the 128-byte swizzle (what the C tensor map's box
@@ -123,8 +123,8 @@ struct HopperGemm {
   static constexpr int kWgStagingBytes = kWgRows * BN * 2;
   // Operand ring, (TMA store) the output staging, 2 * Stages mbarriers, then (split-K) 2
   // mbarriers and the reduction buffer; +1024 so the ring can be aligned by hand.
-  static constexpr int kSmemBytes = 1024 + Stages * kStageBytes + kStagingBytes + 2 * Stages * 8 +
-                                    (SplitK > 1 ? 16 + kRedBytes : 0);
+  static constexpr int kSmemBytes =
+      1024 + Stages * kStageBytes + kStagingBytes + 2 * Stages * 8 + (SplitK > 1 ? 16 + kRedBytes : 0);
 
   // ---- accumulator layout (file comment) --------------------------------------------------
   __host__ __device__ static constexpr int acc_row_in_wg(int i, int t) {
@@ -150,7 +150,8 @@ struct HopperGemm {
   // the block calls it; there is no block-wide barrier after the role split.
   template <class TOut>
   __device__ static void run(const TmaDescriptor* tmap_a, const TmaDescriptor* tmap_b, TOut* C, int M, int N,
-                             int K, int panel, unsigned char* smem_raw, const TmaDescriptor* tmap_c = nullptr) {
+                             int K, int panel, unsigned char* smem_raw,
+                             const TmaDescriptor* tmap_c = nullptr) {
     const unsigned base = (smem_address(smem_raw) + 1023u) & ~1023u;
     const unsigned ring_a = base;                             // Stages x A tiles
     const unsigned ring_b = base + Stages * LayoutA::kBytes;  // Stages x B tiles
@@ -258,9 +259,10 @@ struct HopperGemm {
   // a warpgroup skips the other's k_tiles ring slots.
   template <class TOut>
   __device__ static void consume(TOut* C, int M, int N, unsigned ring_a, unsigned ring_b, unsigned full,
-                                 unsigned empty, unsigned red_bars, int c, int rank, int k_rank, int cluster_id,
-                                 int clusters, int tiles, int tiles_n, int tiles_mc, int kt_begin, int kt_end,
-                                 int panel, const TmaDescriptor* tmap_c, unsigned staging) {
+                                 unsigned empty, unsigned red_bars, int c, int rank, int k_rank,
+                                 int cluster_id, int clusters, int tiles, int tiles_n, int tiles_mc,
+                                 int kt_begin, int kt_end, int panel, const TmaDescriptor* tmap_c,
+                                 unsigned staging) {
     const int k_tiles = kt_end - kt_begin;  // this CTA's share
     const bool warp_leader = threadIdx.x % 32 == 0;
     // Descriptors of stage 0; a stage/k-step/row offset is added to the address field (its
@@ -271,7 +273,7 @@ struct HopperGemm {
     constexpr int kStep = kPingPong ? 2 : 1;  // tiles between two of this warpgroup's tiles
     float acc[kAccPerThread];
     unsigned it = kPingPong ? static_cast<unsigned>(c * k_tiles) : 0u;  // ring position
-    [[maybe_unused]] unsigned reductions = 0;                             // split-K tiles so far
+    [[maybe_unused]] unsigned reductions = 0;                           // split-K tiles so far
     for (int t = cluster_id + (kPingPong ? c * clusters : 0); t < tiles; t += kStep * clusters) {
       int tn, tmc;
       tile_coords(t, tiles_n, tiles_mc, panel, tn, tmc);
@@ -354,8 +356,8 @@ struct HopperGemm {
           const int r = acc_row_in_wg(mb * kAccPerMBlock + 2 * h, t);
           const int chunk = (4 * g + q) % 8, p = (4 * g + q) / 8;  // 16-byte chunk, 64-column panel
           const unsigned addr = staging + p * (kWgRows * 128) + r * 128 + ((chunk ^ (r % 8)) * 16);
-          asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};" ::"r"(addr), "r"(w[0]), "r"(w[1]), "r"(w[2]),
-                       "r"(w[3])
+          asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};" ::"r"(addr), "r"(w[0]), "r"(w[1]),
+                       "r"(w[2]), "r"(w[3])
                        : "memory");
         }
     fence_proxy_async_shared();
@@ -371,8 +373,8 @@ struct HopperGemm {
   // as a 4x4 matrix of packed column pairs; two xor shuffles transpose it, so that lane q
   // ends with columns 8 (4 g + q) .. + 7 in w[0..3].
   template <class TOut>
-  __device__ __forceinline__ static void transpose_quad(const float (&acc)[kAccPerThread], int mb, int h, int g, int q,
-                                        unsigned (&w)[4]) {
+  __device__ __forceinline__ static void transpose_quad(const float (&acc)[kAccPerThread], int mb, int h,
+                                                        int g, int q, unsigned (&w)[4]) {
 #pragma unroll
     for (int b = 0; b < 4; ++b) {
       const int i = mb * kAccPerMBlock + (4 * g + b) * 4 + 2 * h;
@@ -398,7 +400,8 @@ struct HopperGemm {
 
   // Split-K hand-off of one tile (file comment); `n` counts this CTA's tiles so far, whose
   // parity the barriers' phases follow. True for rank 0, whose acc then holds the sum.
-  __device__ static bool reduce_split_k(float (&acc)[kAccPerThread], unsigned red_bars, int k_rank, unsigned n) {
+  __device__ static bool reduce_split_k(float (&acc)[kAccPerThread], unsigned red_bars, int k_rank,
+                                        unsigned n) {
     const unsigned red_full = red_bars, red_empty = red_bars + 8;
     const unsigned buffer = red_bars + 16;
     const unsigned slot = buffer + (threadIdx.x - 128) * 16;  // + q * kRedThreads * 16

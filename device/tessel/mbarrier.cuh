@@ -149,8 +149,7 @@ __device__ inline unsigned cluster_map_shared(unsigned addr, unsigned cta) {
 
 // 16 bytes into a cluster peer's shared memory (an address from cluster_map_shared).
 __device__ inline void st_shared_cluster_v4(unsigned addr, float a, float b, float c, float d) {
-  asm volatile("st.shared::cluster.v4.f32 [%0], {%1, %2, %3, %4};" ::"r"(addr), "f"(a), "f"(b), "f"(c),
-               "f"(d)
+  asm volatile("st.shared::cluster.v4.f32 [%0], {%1, %2, %3, %4};" ::"r"(addr), "f"(a), "f"(b), "f"(c), "f"(d)
                : "memory");
 }
 

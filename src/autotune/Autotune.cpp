@@ -51,7 +51,8 @@ std::function<Measurement(const JitKernel&, int)> event_timer(std::function<void
 }
 
 Result autotune(const Factory& factory, const Space& space, const Callbacks& cb, const Options& o) {
-  return autotune(factory, space, [&] { return cb; }, o);
+  return autotune(
+      factory, space, [&] { return cb; }, o);
 }
 
 Result autotune(const Factory& factory, const Space& space, const std::function<Callbacks()>& prepare,

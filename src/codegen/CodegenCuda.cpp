@@ -53,7 +53,8 @@ class CudaEmitter {
     // setmaxnreg (the Hopper GEMM) only takes effect under a register cap at entry: (threads, 1).
     os_ << "extern \"C\" __global__ void __launch_bounds__(" << k->threads
         << (ctx_.hopper.selected ? ", 1" : "") << ") ";
-    if (ctx_.hopper.selected && ctx_.hopper.split_k > 1) os_ << "__cluster_dims__(" << ctx_.hopper.split_k << ", 1, 1) ";
+    if (ctx_.hopper.selected && ctx_.hopper.split_k > 1)
+      os_ << "__cluster_dims__(" << ctx_.hopper.split_k << ", 1, 1) ";
     os_ << kernel_name(f_.name) << "(";
     for (size_t i = 0; i < f_.params.size(); ++i) {
       const Buffer& p = f_.params[i];

@@ -184,10 +184,10 @@ JitKernel jit(const PrimFunc& f, const JitOptions& options) {
   const bool tensor_cores = std::find(impl->info.instructions.begin(), impl->info.instructions.end(),
                                       "mma.sync") != impl->info.instructions.end();
   impl->info.path = hopper.selected ? std::string("sm90 TMA + wgmma, warp-specialized, persistent") +
-                                         (hopper.split_k > 1 ? ", split-K over 2-CTA clusters" : "") +
-                                         (hopper.tma_store ? ", TMA-store epilogue" : "")
-                    : tensor_cores  ? "mma.sync"
-                                    : "CUDA cores (no gemm)";
+                                          (hopper.split_k > 1 ? ", split-K over 2-CTA clusters" : "") +
+                                          (hopper.tma_store ? ", TMA-store epilogue" : "")
+                    : tensor_cores ? "mma.sync"
+                                   : "CUDA cores (no gemm)";
   impl->info.hopper_declined = hopper.why_not;
   impl->info.persistent = hopper.selected;
   if (hopper.selected) {

@@ -165,15 +165,15 @@ Stmt select_hopper_gemm(const Stmt& body, PassContext& ctx) {
   const std::int64_t k_tiles = (K + BK - 1) / BK;
   const int sms = ctx.target.sm_count > 0 ? ctx.target.sm_count : 132;
   const std::int64_t split_smem = smem + 16 + BM * BN * 4;
-  const int split = ctx.allow_split_k && tiles * 2 <= sms && K >= 4096 && k_tiles >= 16 &&
-                                split_smem <= ctx.target.smem_cap
-                        ? 2
-                        : 1;
+  const int split =
+      ctx.allow_split_k && tiles * 2 <= sms && K >= 4096 && k_tiles >= 16 && split_smem <= ctx.target.smem_cap
+          ? 2
+          : 1;
 
   // The TMA-store epilogue for 16-bit outputs when its staging tile (BM x BN) fits too.
   const std::int64_t staged_smem = smem + BM * BN * 2;
-  const bool tma_store = split == 1 && ctx.allow_tma_store && C->dtype != DType::f32 &&
-                         staged_smem <= ctx.target.smem_cap;
+  const bool tma_store =
+      split == 1 && ctx.allow_tma_store && C->dtype != DType::f32 && staged_smem <= ctx.target.smem_cap;
 
   plan.selected = true;
   plan.split_k = split;
@@ -181,7 +181,10 @@ Stmt select_hopper_gemm(const Stmt& body, PassContext& ctx) {
   plan.gemm_type = "tessel::HopperGemm<" + std::string(dtype_cuda_name(t)) + ", " + std::to_string(BM) +
                    ", " + std::to_string(BN) + ", " + std::to_string(BK) + ", " + std::to_string(stages) +
                    ", " + std::to_string(consumers) +
-                   (split > 1 ? ", 40, 232, 1, 0, 1, 2" : tma_store ? ", 40, 232, 1, 0, 1, 1, 1" : "") + ">";
+                   (split > 1   ? ", 40, 232, 1, 0, 1, 2"
+                    : tma_store ? ", 40, 232, 1, 0, 1, 1, 1"
+                                : "") +
+                   ">";
   plan.launch_threads = 128 * (consumers + 1);
   plan.smem_bytes = static_cast<int>(split > 1 ? split_smem : tma_store ? staged_smem : smem);
   plan.tiles = tiles;

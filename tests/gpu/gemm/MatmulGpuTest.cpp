@@ -188,12 +188,12 @@ INSTANTIATE_TEST_SUITE_P(
                        ::testing::Values(DType::f16, DType::bf16), ::testing::Values(0)),
     ShapeName());
 
-INSTANTIATE_TEST_SUITE_P(SplitKOff, SplitKShapes,
-                         ::testing::Combine(::testing::Values(Case{200, 136, 4168, hopper(128, 128, 3, 256, 0)},
-                                                              Case{128, 8192, 8192,
-                                                                   hopper(128, 128, 4, 256, 16)}),
-                                            ::testing::Values(DType::f16), ::testing::Values(4)),
-                         ShapeName());
+INSTANTIATE_TEST_SUITE_P(
+    SplitKOff, SplitKShapes,
+    ::testing::Combine(::testing::Values(Case{200, 136, 4168, hopper(128, 128, 3, 256, 0)},
+                                         Case{128, 8192, 8192, hopper(128, 128, 4, 256, 16)}),
+                       ::testing::Values(DType::f16), ::testing::Values(4)),
+    ShapeName());
 
 INSTANTIATE_TEST_SUITE_P(
     Hopper, HopperShapes,

@@ -203,7 +203,8 @@ TEST(AutotuneCompile, ACacheHitSkipsPreparingTheCallbacks) {
   ASSERT_FALSE(e.kept.empty());
   const at::Config stored = e.kept.back();
   const std::string key = "test-cache-hit-key";
-  ASSERT_TRUE(at::write_tuning_entry(dir.path() / "tune", key, {stored, 0.5, "halving", space.description()}));
+  ASSERT_TRUE(
+      at::write_tuning_entry(dir.path() / "tune", key, {stored, 0.5, "halving", space.description()}));
   tessel::JitOptions jo;
   jo.arch = "sm_90a";
   int prepared = 0;

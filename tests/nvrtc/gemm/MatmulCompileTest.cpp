@@ -141,9 +141,9 @@ TEST(HopperPath, FewTilesSplitKOverClusters) {
   EXPECT_EQ(split.info().path, "sm90 TMA + wgmma, warp-specialized, persistent, split-K over 2-CTA clusters");
   EXPECT_EQ(split.info().cluster_size, 2);
   EXPECT_NE(split.source().find("__cluster_dims__(2, 1, 1)"), std::string::npos) << split.source();
-  for (const char* needle : {"mapa.shared::cluster", "st.shared::cluster.v4.f32",
-                             "mbarrier.arrive.release.cluster.shared::cluster",
-                             "mbarrier.try_wait.parity.acquire.cluster"})
+  for (const char* needle :
+       {"mapa.shared::cluster", "st.shared::cluster.v4.f32",
+        "mbarrier.arrive.release.cluster.shared::cluster", "mbarrier.try_wait.parity.acquire.cluster"})
     EXPECT_NE(split.ptx().find(needle), std::string::npos) << needle;
   EXPECT_EQ(split.resources().spill_store_bytes, 0) << split.compile_log();
   // The ring (4 x 32 KB) and the 64 KB f32 reduction buffer.
