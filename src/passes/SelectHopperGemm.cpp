@@ -6,8 +6,10 @@
 //             a num_stages-deep ring of 128-byte-swizzled tiles through full/empty mbarriers,
 //             and threads/128 consumer warpgroups issuing wgmma (setmaxnreg moves registers to
 //             them). The author's block_M/N/K, num_stages, threads and use_swizzle panel carry
-//             over. When the tiles fill at most half the GPU, each tile's K loop is split
-//             over the two CTAs of a cluster (SplitK = 2; ctx.hopper.split_k). Anything
+//             over. When the tiles fill at most half the GPU and K >= 4096, each tile's K
+//             loop is split over the two CTAs of a cluster (SplitK = 2; ctx.hopper.split_k);
+//             otherwise 16-bit outputs are stored through a staging tile and TMA (a third
+//             tensor map, for C) when it fits beside the ring (ctx.hopper.tma_store). Anything
 //             else (an epilogue on C_local, a transposed operand, tiles that do not divide
 //             the wgmma/TMA shapes, rows that are not 16-byte aligned) keeps the mma.sync
 //             path, and ctx.hopper.why_not says why.
