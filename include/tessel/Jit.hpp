@@ -39,6 +39,9 @@ struct JitOptions {
   // The sm_90a GEMM stores 16-bit outputs through shared memory and TMA when the staging tile
   // fits beside the ring (TESSEL_DISABLE=tma_store does the same).
   bool disable_tma_store = false;
+  // Persistent kernels launch min(tiles, SMs) CTAs; a positive cap launches fewer (whole
+  // clusters, at least one), so that each CTA loops over many tiles: for tests and debugging.
+  int max_persistent_ctas = 0;
 };
 
 // What the lowered kernel does, for tools and tests: the launch shape and the features used.

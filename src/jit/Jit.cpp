@@ -269,7 +269,9 @@ void JitKernel::launch(const std::vector<Tensor>& args, CUstream stream) const {
   if (info.persistent) {
     // Whole clusters: the grid is a multiple of the cluster size (__cluster_dims__).
     const int cluster = std::max(1, info.cluster_size);
-    const int slots = std::max(cluster, current_device().sm_count / cluster * cluster);
+    int ctas = current_device().sm_count;
+    if (impl_->options.max_persistent_ctas > 0) ctas = std::min(ctas, impl_->options.max_persistent_ctas);
+    const int slots = std::max(cluster, ctas / cluster * cluster);
     grid.x = static_cast<unsigned>(std::min<std::int64_t>(grid.x, slots));
   }
   impl_->kernel().launch(grid, Dim3{static_cast<unsigned>(info.threads), 1, 1}, info.dynamic_smem_bytes,

@@ -195,6 +195,26 @@ INSTANTIATE_TEST_SUITE_P(
                        ::testing::Values(DType::f16), ::testing::Values(4)),
     ShapeName());
 
+// Persistent grids capped at a few CTAs, so that each CTA (or 2-CTA cluster) loops over many
+// tiles: the split-K hand-off's barrier phases and the TMA-store epilogue's staging reuse across
+// tiles, which full grids on the H200 do not reach (split-K is chosen only when every cluster
+// gets one tile).
+TEST(HopperPersistent, FewCtasLoopOverManyTiles) {
+  TESSEL_REQUIRE_GPU();
+  if (tessel::current_device().arch() != "sm_90a") GTEST_SKIP() << "SKIPPED: not an sm_90a GPU";
+  for (int ctas : {2, 6}) {
+    tessel::JitOptions o;
+    o.max_persistent_ctas = ctas;
+    SCOPED_TRACE("max_persistent_ctas " + std::to_string(ctas));
+    // split-K: 6 tiles of 128x128, K = 4160 (65 K tiles); 1 or 3 clusters
+    auto split = tessel::kernels::make_matmul(300, 200, 4160, hopper(128, 128, 4, 256, 0), o);
+    EXPECT_EQ(split.info().cluster_size, 2);
+    run_case(Case{300, 200, 4160, hopper(128, 128, 4, 256, 0)}, DType::f16, o);
+    // TMA store, ragged edges: 32 tiles of 128x256 over 2 or 6 CTAs
+    run_case(Case{1000, 1000, 1000, hopper(128, 256, 3, 256, 8)}, DType::bf16, o);
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(
     Hopper, HopperShapes,
     ::testing::Combine(::testing::Values(Case{2048, 2048, 2048, hopper(128, 256, 4, 256, 16)},
