@@ -31,6 +31,9 @@ const PassEntry kPasses[] = {
     // kernel; it must see the tile ops as the author wrote them, before layouts are chosen
     // for the mma.sync path.
     {"select_hopper_gemm", passes::select_hopper_gemm},
+    // Its pipeline's barrier protocol is checked for the plan's stages, warpgroups and split
+    // right away, before anything is generated from it.
+    {"verify_hopper_pipeline", passes::verify_hopper_pipeline},
     // Layouts next: gemm fixes the accumulator and operand layouts that copies, Parallel nests
     // and the pipeline's multi-buffered tiles must all follow.
     {"infer_layouts", passes::infer_layouts},

@@ -66,13 +66,16 @@ struct TmaParam {
 // Set when select_hopper_gemm replaced the kernel by the sm_90a warp-specialized GEMM.
 struct HopperPlan {
   bool selected = false;
-  std::string gemm_type;   // tessel::HopperGemm<...>
-  int launch_threads = 0;  // producer + consumer warpgroups
-  int smem_bytes = 0;      // the ring, its mbarriers and alignment slack
-  std::int64_t tiles = 0;  // output tiles; the grid is min(tiles * split_k, SMs) (persistent)
-  int split_k = 1;         // 2: each tile's K loop split over the 2 CTAs of a cluster
-  bool tma_store = false;  // the epilogue stores C through shared memory and TMA
-  std::string why_not;     // when not selected on sm_90a: the reason, for tools and tests
+  std::string gemm_type;     // tessel::HopperGemm<...>
+  int launch_threads = 0;    // producer + consumer warpgroups
+  int smem_bytes = 0;        // the ring, its mbarriers and alignment slack
+  std::int64_t tiles = 0;    // output tiles; the grid is min(tiles * split_k, SMs) (persistent)
+  int split_k = 1;           // 2: each tile's K loop split over the 2 CTAs of a cluster
+  int stages = 0;            // the ring's stages
+  int consumers = 0;         // consumer warpgroups
+  std::int64_t k_tiles = 0;  // K tiles per tile (over all split_k CTAs)
+  bool tma_store = false;    // the epilogue stores C through shared memory and TMA
+  std::string why_not;       // when not selected on sm_90a: the reason, for tools and tests
 };
 
 struct PassContext {

@@ -8,6 +8,7 @@ namespace tessel::passes {
 
 ir::Stmt verify_program(const ir::Stmt& body, PassContext& ctx);
 ir::Stmt select_hopper_gemm(const ir::Stmt& body, PassContext& ctx);
+ir::Stmt verify_hopper_pipeline(const ir::Stmt& body, PassContext& ctx);
 ir::Stmt infer_layouts(const ir::Stmt& body, PassContext& ctx);
 ir::Stmt plan_pipelines(const ir::Stmt& body, PassContext& ctx);
 ir::Stmt lower_reductions(const ir::Stmt& body, PassContext& ctx);

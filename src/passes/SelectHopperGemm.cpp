@@ -179,6 +179,9 @@ Stmt select_hopper_gemm(const Stmt& body, PassContext& ctx) {
 
   plan.selected = true;
   plan.split_k = split;
+  plan.stages = stages;
+  plan.consumers = consumers;
+  plan.k_tiles = k_tiles;
   plan.tma_store = tma_store;
   plan.gemm_type = "tessel::HopperGemm<" + std::string(dtype_cuda_name(t)) + ", " + std::to_string(BM) +
                    ", " + std::to_string(BN) + ", " + std::to_string(BK) + ", " + std::to_string(stages) +
