@@ -141,7 +141,8 @@ int run_bench_gemm(const BenchGemmOptions& o) {
            {"registers", res.registers},
            {"spill_bytes", res.spill_store_bytes + res.spill_load_bytes},
            {"compile_ms", res.compile_ms},
-           {"instructions", k.info().instructions}});
+           {"instructions", k.info().instructions},
+           {"path", k.info().path}});
       if (!ok) ++problems;
     } catch (const std::exception& e) {
       progress.clear();

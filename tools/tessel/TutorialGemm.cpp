@@ -46,7 +46,8 @@ nlohmann::json build_json(const JitKernel& k) {
           {"compile_ms", r.compile_ms},
           {"cache_hit", r.cache_hit},
           {"arch", k.info().arch},
-          {"instructions", k.info().instructions}};
+          {"instructions", k.info().instructions},
+          {"path", k.info().path}};
 }
 
 std::string tile_text(const kernels::MatmulConfig& c) {
