@@ -2,19 +2,22 @@
 //   Does:     checks the mbarrier protocol of the kernel select_hopper_gemm chose, before any
 //             code is generated: a model of device/tessel/hopper_gemm.cuh's agents (per CTA one
 //             TMA producer; 4 warps per consumer warpgroup; under split-K both CTAs of the
-//             cluster and the hand-off of the partial sums) runs on a model of the mbarriers,
-//             in round-robin and in many random interleavings, for the plan's stages,
-//             warpgroups and split and for short and long K loops over one and several tiles
-//             per CTA. It reports (a) a wait that nothing will ever complete (deadlock), (b) a
-//             parity wait that passes for a phase other than the one it means (two or more
-//             phases behind: parity alone cannot tell them apart), (c) a ring stage or the
-//             reduction buffer written while a reader of its previous contents has not
-//             released it, or read before it was filled.
+//             cluster and the hand-off of the partial sums; with the TMA-store epilogue each
+//             warpgroup's staging tile, its named barrier and the stores' asynchronous reads)
+//             runs on a model of the barriers, round-robin and in many random interleavings,
+//             for the plan's stages, warpgroups, split and epilogue and for short and long K
+//             loops over one and several tiles per CTA. It reports (a) a wait that nothing will
+//             ever complete (deadlock), (b) a parity wait that passes for a phase other than
+//             the one it means (wrong parity, or two or more phases behind: parity alone cannot
+//             tell them apart), (c) a ring stage, the reduction buffer or a staging tile written
+//             while a reader of its previous contents has not released it, or read before it
+//             was filled.
 //   Requires: select_hopper_gemm (ctx.hopper).
 //   Ensures:  the IR is unchanged; a violation is an InternalError (the template and this model
 //             are the compiler's, not the author's).
 //
-// The model mirrors the loops of HopperGemm::produce / consume / reduce_split_k; a change to
+// The model mirrors the loops of HopperGemm::produce / consume / reduce_split_k /
+// store_tile_tma; a change to
 // their barrier use must be made here too (tests/cpu/compiler/PipelineVerifierTest.cpp plants
 // the classic mistakes and expects each to be caught).
 #include <algorithm>
@@ -206,6 +209,38 @@ void build(Machine& m, const PipelineModel& p) {
     for (int w = 0; w < warps; ++w)  // each warp's slots: rank 1's warp w writes, rank 0's reads
       red_slots.push_back(m.buffer("warp " + std::to_string(w) + "'s slots of the reduction buffer", 1));
   }
+  // TMA-store epilogue: per consumer warpgroup, its staging tile (one part per warp, read by the
+  // TMA store that warp 0 issues) and its named barrier (bar.sync 3 + c over its 4 warps).
+  std::vector<int> staging, named;
+  if (p.tma_store)
+    for (int c = 0; c < p.consumer_warpgroups; ++c) {
+      for (int part = 0; part < 4; ++part)
+        staging.push_back(m.buffer(
+            "warpgroup " + std::to_string(c) + "'s staging tile, warp " + std::to_string(part) + "'s rows",
+            1));
+      named.push_back(m.barrier("named barrier " + std::to_string(3 + c), 4));
+    }
+  auto store_tile_tma = [&](Agent& a, const std::vector<int>& staging, const std::vector<int>& named, int w,
+                            int t) {
+    const int c = w / 4, lw = w % 4;
+    const bool first = bug != Bug::TmaStoreNoFirstBarrier, second = bug != Bug::TmaStoreNoSecondBarrier;
+    const long per_tile = (first ? 1 : 0) + (second ? 1 : 0);
+    long phase = t * per_tile;
+    // Warp 0: tma_store_wait_read<0> — the previous tile's stores have read the staging tile.
+    if (lw == 0 && t > 0 && bug != Bug::TmaStoreSkipsWaitRead)
+      for (int part = 0; part < 4; ++part)
+        a.steps.push_back({Op::Release, staging[c * 4 + part], 0, 0, t - 1});
+    auto sync = [&] {
+      a.steps.push_back({Op::Arrive, named[c], 0, 0, 0});
+      a.steps.push_back({Op::Wait, named[c], static_cast<unsigned>(phase & 1), phase, 0});
+      ++phase;
+    };
+    if (first) sync();
+    a.steps.push_back({Op::Write, staging[c * 4 + lw], 0, 0, t});
+    if (second) sync();  // after fence.proxy.async
+    if (lw == 0)         // one thread issues the TMA stores: they read every warp's rows
+      for (int part = 0; part < 4; ++part) a.steps.push_back({Op::Read, staging[c * 4 + part], 0, 0, t});
+  };
   for (int r = 0; r < ctas; ++r) {
     const std::string cta = ctas > 1 ? " of rank " + std::to_string(r) : "";
     std::vector<int> full(S), empty(S), ring(S);
@@ -266,7 +301,11 @@ void build(Machine& m, const PipelineModel& p) {
           a.steps.push_back({Op::Release, red_slots[w], 0, 0, t});
           a.steps.push_back({Op::Arrive, red_empty, 0, 0, 0});
         }
+        if (p.tma_store) store_tile_tma(a, staging, named, w, t);
       }
+      if (p.tma_store && w % 4 == 0)  // the last stores complete before the CTA exits
+        for (int part = 0; part < 4; ++part)
+          a.steps.push_back({Op::Release, staging[w / 4 * 4 + part], 0, 0, p.tiles - 1});
       m.agents.push_back(a);
     }
   }
@@ -282,7 +321,8 @@ std::string check_hopper_pipeline(const PipelineModel& p, int random_schedules) 
     if (!v.empty()) {
       std::ostringstream out;
       out << v << " (stages " << p.stages << ", " << p.consumer_warpgroups << " consumer warpgroup(s), split "
-          << p.split_k << ", " << p.tiles << " tile(s) of " << p.k_tiles << " K tiles, schedule "
+          << p.split_k << (p.tma_store ? ", TMA-store epilogue" : "") << ", " << p.tiles << " tile(s) of "
+          << p.k_tiles << " K tiles, schedule "
           << (seed == 0 ? std::string("round-robin") : "random #" + std::to_string(seed)) << ")";
       return out.str();
     }
@@ -298,8 +338,8 @@ ir::Stmt verify_hopper_pipeline(const ir::Stmt& body, PassContext& ctx) {
   // verdict depends on these numbers only, so it is kept for the process (a few ms each).
   const int k_long = static_cast<int>(std::min<std::int64_t>(h.k_tiles, 2 * h.stages + 3));
   static std::mutex mutex;
-  static std::map<std::tuple<int, int, int, int>, std::string> verdicts;
-  const auto key = std::make_tuple(h.stages, h.consumers, h.split_k, k_long);
+  static std::map<std::tuple<int, int, int, int, bool>, std::string> verdicts;
+  const auto key = std::make_tuple(h.stages, h.consumers, h.split_k, k_long, h.tma_store);
   std::string v;
   bool known = false;
   {
@@ -310,7 +350,8 @@ ir::Stmt verify_hopper_pipeline(const ir::Stmt& body, PassContext& ctx) {
     for (int k : {1, k_long})
       for (int tiles : {1, 3})
         if (v.empty()) {
-          PipelineModel p{h.stages, h.consumers, h.split_k, tiles, std::max(1, k) * h.split_k, Bug::None};
+          PipelineModel p{h.stages,    h.consumers, h.split_k, tiles, std::max(1, k) * h.split_k,
+                          h.tma_store, Bug::None};
           v = check_hopper_pipeline(p, 8);
         }
     std::lock_guard<std::mutex> lock(mutex);

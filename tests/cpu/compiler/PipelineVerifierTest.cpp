@@ -12,8 +12,9 @@ using tessel::passes::Bug;
 using tessel::passes::check_hopper_pipeline;
 using tessel::passes::PipelineModel;
 
-PipelineModel model(int stages, int consumers, int split, int tiles, int k_tiles, Bug bug = Bug::None) {
-  return PipelineModel{stages, consumers, split, tiles, k_tiles, bug};
+PipelineModel model(int stages, int consumers, int split, int tiles, int k_tiles, Bug bug = Bug::None,
+                    bool tma_store = false) {
+  return PipelineModel{stages, consumers, split, tiles, k_tiles, tma_store, bug};
 }
 
 TEST(PipelineVerifier, TheEmittedConfigurationsPass) {
@@ -21,11 +22,13 @@ TEST(PipelineVerifier, TheEmittedConfigurationsPass) {
     for (int consumers : {1, 2})
       for (int split : {1, 2})
         for (int tiles : {1, 3})
-          for (int k : {1, 2, stages, 2 * stages + 3}) {
-            const std::string v =
-                check_hopper_pipeline(model(stages, consumers, split, tiles, k * split), 16);
-            EXPECT_EQ(v, "");
-          }
+          for (int k : {1, 2, stages, 2 * stages + 3})
+            for (bool tma_store : {false, true}) {
+              if (tma_store && split > 1) continue;  // not combined (hopper_gemm.cuh)
+              const std::string v = check_hopper_pipeline(
+                  model(stages, consumers, split, tiles, k * split, Bug::None, tma_store), 16);
+              EXPECT_EQ(v, "");
+            }
 }
 
 TEST(PipelineVerifier, PlantedMistakesAreCaught) {
@@ -33,14 +36,18 @@ TEST(PipelineVerifier, PlantedMistakesAreCaught) {
     Bug bug;
     int split;
     const char* says;
+    bool tma_store = false;
   };
   for (const Planted& p : {Planted{Bug::ProducerSkipsEmptyWait, 1, "overwrites ring stage"},
                            Planted{Bug::FullParityFlipped, 1, "passes on phase"},
                            Planted{Bug::ReleaseBeforeWgmmaWait, 1, "overwrites ring stage"},
                            Planted{Bug::EmptyCountOneShort, 1, "overwrites ring stage"},
                            Planted{Bug::SplitSkipsEmptyWait, 2, "slots of the reduction buffer"},
-                           Planted{Bug::ReductionCountOneShort, 2, "reads fill"}}) {
-    const std::string v = check_hopper_pipeline(model(3, 2, p.split, 3, 7 * p.split, p.bug), 64);
+                           Planted{Bug::ReductionCountOneShort, 2, "reads fill"},
+                           Planted{Bug::TmaStoreSkipsWaitRead, 1, "overwrites warpgroup", true},
+                           Planted{Bug::TmaStoreNoFirstBarrier, 1, "overwrites warpgroup", true},
+                           Planted{Bug::TmaStoreNoSecondBarrier, 1, "staging tile", true}}) {
+    const std::string v = check_hopper_pipeline(model(3, 2, p.split, 3, 7 * p.split, p.bug, p.tma_store), 64);
     EXPECT_NE(v.find(p.says), std::string::npos) << static_cast<int>(p.bug) << ": '" << v << "'";
     std::cout << "[ caught ] " << v << "\n";
   }
