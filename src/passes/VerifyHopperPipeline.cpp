@@ -17,9 +17,9 @@
 //             are the compiler's, not the author's).
 //
 // The model mirrors the loops of HopperGemm::produce / consume / reduce_split_k /
-// store_tile_tma; a change to
-// their barrier use must be made here too (tests/cpu/compiler/PipelineVerifierTest.cpp plants
-// the classic mistakes and expects each to be caught).
+// store_tile_tma; a change to their barrier use must be made here too
+// (tests/cpu/compiler/PipelineVerifierTest.cpp plants the classic mistakes and expects each to
+// be caught).
 #include <algorithm>
 #include <map>
 #include <mutex>
