@@ -11,6 +11,9 @@
 //     wgmmas on stage s, and releases stage s (one arrive per warp on empty[s]) once
 //     wgmma_wait says the wgmmas that read it are complete. One group stays in flight, so
 //     the tensor core always has the next K tile queued.
+// The compiler model-checks this barrier protocol for every plan it emits
+// (src/passes/VerifyHopperPipeline.cpp): a change to how produce / consume / reduce_split_k /
+// store_tile_tma wait and arrive must be made in that model too.
 // Tiles are handed out persistently: block b computes linear tiles b, b + gridDim.x, ...,
 // remapped by rasterize(panel) (block.cuh) for L2 reuse. The ring's stage/phase counters
 // run on across tiles, so the producer prefetches the next tile during the epilogue.
