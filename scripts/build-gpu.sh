@@ -23,6 +23,12 @@ mkdir -p build-gpu
 for exe in tessel tessel_tests_cpu tessel_tests_nvrtc tessel_tests_gpu; do
   if [[ -x "build/$exe" ]]; then cp "build/$exe" build-gpu/; fi
 done
+# The cluster softmax probe (tools/probes/softmax_cluster_probe.cu), for gpu-check.sh; optional.
+if CARRY_DIR=build-gpu bash tools/probes/build_softmax_cluster.sh >/dev/null 2>&1; then
+  rm -f build-gpu/softmax_cluster_probe.ptxas.txt
+else
+  echo "build-gpu.sh: the cluster softmax probe did not build (gpu-check.sh skips it)" >&2
+fi
 commit=$(git rev-parse HEAD 2>/dev/null || echo unknown)
 if [[ -n "$(git status --porcelain --untracked-files=no 2>/dev/null)" ]]; then commit="$commit-dirty"; fi
 echo "$commit" >build-gpu/git-commit.txt

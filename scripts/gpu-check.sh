@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # On the GPU machine, from the repository root: runs what build-gpu/ holds (built on the CPU
 # machine by scripts/build-gpu.sh; nothing is rebuilt here) and collects the results:
-#   the gpu test tier, `tessel tutorial --section 1,2,3`, `tessel bench gemm` over 2048^3 and
-#   4096^3 in f16 and bf16, `tessel bench compile`, and `tessel bench softmax` when the build
-#   has it.
-# Writes at most 6 files into OUTDIR (the transfer limit is 8) — gpu-check.log (everything
-# printed), gpu-tests.json and up to four result JSONs named <date>-<what>-<tag>.json as
+#   the gpu test tier, `tessel tutorial --section 1,2,3`, `tessel bench gemm` over issue 5's
+#   seven shapes in f16 and bf16, `tessel bench compile`, `tessel bench softmax` when the build
+#   has it, and the cluster softmax probe (tools/probes) when build-gpu/ holds it.
+# Writes at most 7 files into OUTDIR (the transfer limit is 8) — gpu-check.log (everything
+# printed), gpu-tests.json and up to five result JSONs named <date>-<what>-<tag>.json as
 # bench/results/ wants them — and prints a summary table last. Exit status: 0 when every step
 # succeeded.
 #
@@ -66,11 +66,17 @@ command -v nvidia-smi >/dev/null &&
 run_step "info" 60 "$build/tessel" info
 run_step "gpu tests" 600 "$build/tessel_tests_gpu" --gtest_output="json:$out/gpu-tests.json"
 run_step "tutorial 1-3" 600 "$build/tessel" tutorial --section 1,2,3 --json "$tutorial_json"
-run_step "bench gemm" 600 "$build/tessel" bench gemm --shapes 2048x2048x2048,4096x4096x4096 --dtype f16,bf16 \
-  --json "$gemm_json"
+# The seven shapes of issue 5's bar, f16 and bf16, cuBLAS in the same process.
+run_step "bench gemm" 600 "$build/tessel" bench gemm \
+  --shapes 2048x2048x2048,4096x4096x4096,8192x8192x8192,8192x28672x8192,16384x4096x1024,128x8192x8192,1024x1024x1024 \
+  --dtype f16,bf16 --json "$gemm_json"
 run_step "bench compile" 300 "$build/tessel" bench compile --json "$compile_json"
 if "$build/tessel" bench softmax --help >/dev/null 2>&1; then
   run_step "bench softmax" 600 "$build/tessel" bench softmax --json "$softmax_json"
+fi
+# The cluster softmax probe (issue 4's next design), when build-gpu.sh could build it.
+if [[ -x "$build/softmax_cluster_probe" ]]; then
+  run_step "softmax probe" 300 "$build/softmax_cluster_probe" "$out/$day-softmax-cluster-probe-$tag.json"
 fi
 
 summary() {
