@@ -29,7 +29,8 @@ struct JitOptions {
   // Debugging switches for the sm_90a path (TMA loads, wgmma, warp specialization). They
   // come as one kernel today, so turning off any of them falls back to the mma.sync path,
   // which must give the same results. The environment variable
-  // TESSEL_DISABLE=tma,wgmma,warp_specialization (any of them) does the same for every jit.
+  // TESSEL_DISABLE=tma,wgmma,warp_specialization (any of them) does the same for every jit;
+  // it also takes split_k and tma_store (below), and any other name is an error.
   bool disable_tma = false;
   bool disable_wgmma = false;
   bool disable_warp_specialization = false;

@@ -4,6 +4,9 @@
 #include <algorithm>
 #include <cmath>
 
+#include "Lower.hpp"
+#include "passes/HopperPolicy.hpp"
+
 namespace tessel::autotune {
 
 namespace {
@@ -43,12 +46,11 @@ double gemm_estimated_cycles(long long M, long long N, long long K, const Config
   const double hbm =
       (1.0 * std::min<long long>(M, tiles_m * bm) * bk + 1.0 * bk * std::min<long long>(N, tiles_n * bn)) *
       2.0 / 1670.0;
-  // Split-K as select_hopper_gemm decides it: tiles filling at most half the SMs, K >= 4096,
-  // the ring plus the f32 reduction buffer within the 227 KB: half the K steps per CTA, both
-  // halves streaming at once, and a hand-off of the f32 tile through distributed shared memory.
-  const long long ring = 1024 + 1LL * stages * (1LL * bm * bk + 1LL * bk * bn) * 2 + 16 * stages;
-  const bool split =
-      hopper && tiles * 2 <= sms && K >= 4096 && k_steps >= 16 && ring + 16 + 4LL * bm * bn <= 232448;
+  // Split-K as select_hopper_gemm decides it (passes/HopperPolicy.hpp, the arch's shared memory):
+  // half the K steps per CTA, both halves streaming at once, and a hand-off of the f32 tile
+  // through distributed shared memory.
+  const bool split = hopper && passes::hopper_split_k(tiles, K, passes::hopper_ring_smem(bm, bn, bk, stages),
+                                                      bm, bn, static_cast<int>(sms), default_smem_cap(arch));
   if (split) {
     const double per_step = std::max({compute, latency, l2, 2 * hbm});
     const double epilogue = 1.0 * bm * bn * 2.0 / 32.0 + 1.0 * bm * bn * 4.0 / 32.0;

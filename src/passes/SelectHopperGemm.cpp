@@ -19,6 +19,7 @@
 //             ctx.tma_params describe the launch; otherwise the IR is unchanged.
 #include <algorithm>
 
+#include "passes/HopperPolicy.hpp"
 #include "passes/Passes.hpp"
 #include "tessel/ir/Printer.hpp"
 
@@ -154,26 +155,20 @@ Stmt select_hopper_gemm(const Stmt& body, PassContext& ctx) {
   if (stages < 2) return reject("num_stages < 2");
   if ((BM / consumers / 64) * (BN / 2) > 192) return reject("more than 192 accumulators per consumer thread");
   if (K % 8 || N % 8) return reject("K or N is not a multiple of 8: TMA needs 16-byte row strides");
-  std::int64_t smem = 1024 + stages * (BM * BK + BK * BN) * 2 + 16 * stages;
+  const std::int64_t smem = hopper_ring_smem(BM, BN, BK, stages);
   if (smem > ctx.target.smem_cap)
     return reject("the ring needs " + std::to_string(smem) + " bytes of shared memory");
 
-  // Split-K over a 2-CTA cluster when the tiles fill at most half the GPU and each CTA keeps a
-  // long K loop (K >= 4096: 2048 each), if the reduction buffer fits beside the ring
-  // (hopper_gemm.cuh). Measured on the H200 (bench/results/2026-12-03-gemm-splitk-h200.json):
-  // 128x8192x8192 0.88 -> 0.92 of cuBLAS; 1024^3 with 128x128 tiles 0.78 -> 0.71 (too short a
-  // K loop for the hand-off), so no split there.
+  // Split-K over a 2-CTA cluster for few tiles and a long K (HopperPolicy.hpp says when).
   const std::int64_t tiles = ((M + BM - 1) / BM) * ((N + BN - 1) / BN);
   const std::int64_t k_tiles = (K + BK - 1) / BK;
   const int sms = ctx.target.sm_count > 0 ? ctx.target.sm_count : 132;
-  const std::int64_t split_smem = smem + 16 + BM * BN * 4;
+  const std::int64_t split_smem = smem + hopper_split_k_smem(BM, BN);
   const int split =
-      ctx.allow_split_k && tiles * 2 <= sms && K >= 4096 && k_tiles >= 16 && split_smem <= ctx.target.smem_cap
-          ? 2
-          : 1;
+      ctx.allow_split_k && hopper_split_k(tiles, K, smem, BM, BN, sms, ctx.target.smem_cap) ? 2 : 1;
 
   // The TMA-store epilogue for 16-bit outputs when its staging tile (BM x BN) fits too.
-  const std::int64_t staged_smem = smem + BM * BN * 2;
+  const std::int64_t staged_smem = smem + hopper_staging_smem(BM, BN);
   const bool tma_store =
       split == 1 && ctx.allow_tma_store && C->dtype != DType::f32 && staged_smem <= ctx.target.smem_cap;
 

@@ -1,0 +1,33 @@
+// The sm_90a GEMM's shared-memory sizes and its split-K rule, in one place: select_hopper_gemm
+// decides with them and the autotuner's cost model (src/autotune/CostModel.cpp) predicts with
+// them. The byte counts match HopperGemm::kSmemBytes (device/tessel/hopper_gemm.cuh).
+#pragma once
+
+#include <cstdint>
+
+namespace tessel::passes {
+
+// The operand ring of 16-bit tiles, its 2 * stages mbarriers and the 1024 bytes of alignment slack.
+inline std::int64_t hopper_ring_smem(std::int64_t bm, std::int64_t bn, std::int64_t bk, std::int64_t stages) {
+  return 1024 + stages * (bm * bk + bk * bn) * 2 + 16 * stages;
+}
+// Split-K's extra: its two hand-off mbarriers and the f32 reduction buffer.
+inline std::int64_t hopper_split_k_smem(std::int64_t bm, std::int64_t bn) {
+  return 16 + bm * bn * 4;
+}
+// The TMA-store epilogue's extra: the 16-bit staging tile.
+inline std::int64_t hopper_staging_smem(std::int64_t bm, std::int64_t bn) {
+  return bm * bn * 2;
+}
+
+// Whether each tile's K loop is split over a 2-CTA cluster: the tiles fill at most half the SMs
+// and each CTA keeps a long K loop (K >= 4096: 2048 each), with the reduction buffer fitting
+// beside the ring. Measured on the H200 (bench/results/2026-12-03-gemm-splitk-h200.json):
+// 128x8192x8192 0.88 -> 0.92 of cuBLAS; 1024^3 with 128x128 tiles 0.78 -> 0.71 (too short a
+// K loop for the hand-off), hence the bound on K.
+inline bool hopper_split_k(std::int64_t tiles, std::int64_t K, std::int64_t ring_smem, std::int64_t bm,
+                           std::int64_t bn, int sm_count, std::int64_t smem_cap) {
+  return tiles * 2 <= sm_count && K >= 4096 && ring_smem + hopper_split_k_smem(bm, bn) <= smem_cap;
+}
+
+}  // namespace tessel::passes
