@@ -150,11 +150,14 @@ struct HopperGemm {
   }
 
   // The whole kernel body. smem_raw: kSmemBytes of dynamic shared memory. Every thread of
-  // the block calls it; there is no block-wide barrier after the role split.
-  template <class TOut>
+  // the block calls it; there is no block-wide barrier after the role split. `epi`, unless
+  // NoEpilogue, is an element-wise epilogue: each accumulator (row, col) of the M x N output
+  // becomes epi(value, tile_n, tile_m, row - tile_m * BM, col - tile_n * BN) before it is
+  // stored (after the split-K sum); it is called for elements inside the matrix only.
+  template <class TOut, class Epi = NoEpilogue>
   __device__ static void run(const TmaDescriptor* tmap_a, const TmaDescriptor* tmap_b, TOut* C, int M, int N,
-                             int K, int panel, unsigned char* smem_raw,
-                             const TmaDescriptor* tmap_c = nullptr) {
+                             int K, int panel, unsigned char* smem_raw, const TmaDescriptor* tmap_c = nullptr,
+                             Epi epi = Epi{}) {
     const unsigned base = (smem_address(smem_raw) + 1023u) & ~1023u;
     const unsigned ring_a = base;                             // Stages x A tiles
     const unsigned ring_b = base + Stages * LayoutA::kBytes;  // Stages x B tiles
@@ -209,7 +212,7 @@ struct HopperGemm {
       setmaxnreg_inc<ConsumerRegs>();
       consume<TOut>(C, M, N, ring_a, ring_b, full, empty, red_bars, wg - 1, m_rank, k_rank, cluster_id,
                     clusters, tiles, tiles_n, tiles_mc, kt_begin, kt_end, panel, tmap_c,
-                    staging + (wg - 1) * kWgStagingBytes);
+                    staging + (wg - 1) * kWgStagingBytes, epi);
     }
     // A CTA stays resident until its peers stopped arriving on its barriers and writing
     // into its shared memory.
@@ -260,12 +263,12 @@ struct HopperGemm {
   // (c = 0 the even ones), all BM rows, so one warpgroup's epilogue runs while the other's
   // wgmmas keep the tensor core busy; the ring hands out the tiles' K tiles in order, so
   // a warpgroup skips the other's k_tiles ring slots.
-  template <class TOut>
+  template <class TOut, class Epi>
   __device__ static void consume(TOut* C, int M, int N, unsigned ring_a, unsigned ring_b, unsigned full,
                                  unsigned empty, unsigned red_bars, int c, int rank, int k_rank,
                                  int cluster_id, int clusters, int tiles, int tiles_n, int tiles_mc,
                                  int kt_begin, int kt_end, int panel, const TmaDescriptor* tmap_c,
-                                 unsigned staging) {
+                                 unsigned staging, const Epi& epi) {
     const int k_tiles = kt_end - kt_begin;  // this CTA's share
     const bool warp_leader = threadIdx.x % 32 == 0;
     // Descriptors of stage 0; a stage/k-step/row offset is added to the address field (its
@@ -322,6 +325,7 @@ struct HopperGemm {
         const bool last = reduce_split_k(acc, red_bars, k_rank, reductions++);
         if (!last) continue;  // rank 1: rank 0 stores the tile
       }
+      if constexpr (!is_no_epilogue<Epi>::value) apply_epilogue(acc, epi, tm, tn, M, N);
       if constexpr (TmaStore != 0) {
         store_tile_tma<TOut>(acc, tmap_c, staging, c, tm * BM + c * kWgRows, tn * BN);
         continue;
@@ -332,6 +336,18 @@ struct HopperGemm {
     // The last tile's stores read the staging buffer until they complete.
     if constexpr (TmaStore != 0)
       if (threadIdx.x % 128 == 0) tma_store_wait<0>();
+  }
+
+  // The element-wise epilogue (run()'s comment) on this thread's accumulators of tile (tm, tn).
+  template <class Epi>
+  __device__ __forceinline__ static void apply_epilogue(float (&acc)[kAccPerThread], const Epi& epi, int tm,
+                                                        int tn, int M, int N) {
+    const int rows = M - tm * BM, cols = N - tn * BN;
+#pragma unroll
+    for (int i = 0; i < kAccPerThread; ++i) {
+      const int r = acc_row(i), col = acc_col(i);
+      if (r < rows && col < cols) acc[i] = epi(acc[i], tn, tm, r, col);
+    }
   }
 
   // TMA-store epilogue of consumer warpgroup c: its kWgRows x BN accumulators go to its

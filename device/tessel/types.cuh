@@ -171,4 +171,15 @@ __device__ inline float nan_f32() {
   return __int_as_float(0x7fffffff);
 }
 
+// The element-wise epilogue a GEMM applies when it is given none: values stored as they are.
+struct NoEpilogue {};
+template <class E>
+struct is_no_epilogue {
+  static constexpr bool value = false;
+};
+template <>
+struct is_no_epilogue<NoEpilogue> {
+  static constexpr bool value = true;
+};
+
 }  // namespace tessel

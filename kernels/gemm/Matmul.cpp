@@ -82,6 +82,57 @@ PrimFunc matmul_program(int M, int N, int K, const MatmulConfig& c) {
   return f;
 }
 
+const char* activation_name(Activation a) {
+  switch (a) {
+    case Activation::none:
+      return "none";
+    case Activation::relu:
+      return "relu";
+    case Activation::silu:
+      return "silu";
+  }
+  return "?";
+}
+
+PrimFunc matmul_bias_act_program(int M, int N, int K, const MatmulConfig& c, Activation act, float alpha) {
+  T::PrimFunc f(std::string("matmul_bias_") + activation_name(act));
+  auto A = f.tensor("A", {M, K}, c.dtype);
+  auto B = f.tensor("B", {K, N}, c.dtype);
+  auto bias = f.tensor("bias", {N}, c.dtype);
+  auto C = f.tensor("C", {M, N}, c.dtype);
+  f.body([&] {
+    T::Kernel(T::ceildiv(N, c.block_N), T::ceildiv(M, c.block_M), c.threads, [&](T::Var bx, T::Var by) {
+      auto A_shared = T::alloc_shared({c.block_M, c.block_K}, c.dtype);
+      auto B_shared = T::alloc_shared({c.block_K, c.block_N}, c.dtype);
+      auto C_local = T::alloc_fragment({c.block_M, c.block_N}, c.accum_dtype);
+      if (c.use_swizzle) T::use_swizzle(c.panel_size);
+      T::clear(C_local);
+      T::Pipelined(T::ceildiv(K, c.block_K), c.num_stages, [&](T::Var ko) {
+        T::copy(A(by * c.block_M, ko * c.block_K), A_shared);
+        T::copy(B(ko * c.block_K, bx * c.block_N), B_shared);
+        T::gemm(A_shared, B_shared, C_local);
+      });
+      T::Parallel(c.block_M, c.block_N, [&](T::Var i, T::Var j) {
+        // The last column tile reaches past N: bias is read only inside it.
+        Expr col = bx * c.block_N + j;
+        Expr v = C_local(i, j) * alpha + T::if_then_else(col < N, T::cast(T::f32, bias(col)), 0.0f);
+        if (act == Activation::relu) v = T::max(v, 0.0f);
+        if (act == Activation::silu) v = v / (1.0f + T::exp(-v));
+        C_local(i, j) = v;
+      });
+      T::copy(C_local, C(by * c.block_M, bx * c.block_N));
+    });
+  });
+  return f;
+}
+
+JitKernel make_matmul_bias_act(int M, int N, int K, const MatmulConfig& c, Activation act, float alpha,
+                               const JitOptions& options) {
+  JitOptions o = options;
+  if (o.out_idx.empty()) o.out_idx = {-1};
+  return jit(matmul_bias_act_program(M, N, K, c, act, alpha), o);
+}
+
 JitKernel make_matmul(int M, int N, int K, const MatmulConfig& c, const JitOptions& options) {
   JitOptions o = options;
   if (o.out_idx.empty()) o.out_idx = {-1};

@@ -32,6 +32,16 @@ long long matmul_smem_bytes(const MatmulConfig& c);
 PrimFunc matmul_program(int M, int N, int K, const MatmulConfig& c);
 JitKernel make_matmul(int M, int N, int K, const MatmulConfig& c = {}, const JitOptions& options = {});
 
+// A linear layer: C = act(alpha * A * B + bias), bias a length-N vector added to every row, in
+// the inputs' dtype. The tutorial GEMM with an element-wise Parallel epilogue on its accumulator;
+// on sm_90a the epilogue is fused into the wgmma kernel (applied in registers before the store),
+// elsewhere it runs on the mma.sync accumulator fragment. Parameters: A, B, bias, C.
+enum class Activation { none, relu, silu };
+const char* activation_name(Activation a);  // "none", "relu", "silu"
+PrimFunc matmul_bias_act_program(int M, int N, int K, const MatmulConfig& c, Activation act, float alpha = 1.0f);
+JitKernel make_matmul_bias_act(int M, int N, int K, const MatmulConfig& c, Activation act, float alpha = 1.0f,
+                               const JitOptions& options = {});
+
 // The config a default entry point compiles, and whether the tuning cache gave it.
 struct MatmulChoice {
   MatmulConfig config;

@@ -384,9 +384,11 @@ class CudaEmitter {
       if (a.lambda_body.defined()) {
         std::string params;
         for (size_t p = 0; p < a.lambda_params.size(); ++p)
-          params += (p ? ", int " : "int ") + var_name(a.lambda_params[p].as<VarNode>());
+          params += (p ? ", " : "") + compute_type(a.lambda_params[p].dtype()) + " " +
+                    var_name(a.lambda_params[p].as<VarNode>());
         line() << "[&](" << params << ") {";
         block(a.lambda_body);
+        if (a.lambda_result.defined()) line() << "  return " << expr(a.lambda_result) << ";";
         line() << "}" << end;
       } else if (a.buffer.defined()) {
         std::string arg = name_of(a.buffer);

@@ -115,6 +115,7 @@ void IRVisitor::visit_node(const DeviceCall* op) {
     visit(a.expr);
     visit(a.offset);
     visit(a.lambda_body);
+    visit(a.lambda_result);
   }
 }
 void IRVisitor::visit_node(const BarrierStmt*) {}
@@ -285,9 +286,9 @@ Stmt IRMutator::mutate_node(const DeviceCall* op, const Stmt& self) {
   std::vector<DeviceCallArg> args;
   for (const auto& a : op->args) {
     DeviceCallArg n{mutate(a.expr), a.buffer.defined() ? mutate_buffer(a.buffer) : a.buffer, mutate(a.offset),
-                    a.lambda_params, mutate(a.lambda_body)};
+                    a.lambda_params, mutate(a.lambda_body), mutate(a.lambda_result)};
     if (!n.expr.same_as(a.expr) || !n.buffer.same_as(a.buffer) || !n.offset.same_as(a.offset) ||
-        !n.lambda_body.same_as(a.lambda_body))
+        !n.lambda_body.same_as(a.lambda_body) || !n.lambda_result.same_as(a.lambda_result))
       changed = true;
     args.push_back(n);
   }

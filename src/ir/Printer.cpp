@@ -180,6 +180,7 @@ class Printer {
             os << (p ? ", " : "") << var_name(a.lambda_params[p].as<VarNode>());
           os << ") {\n";
           stmt(os, a.lambda_body, indent + 1);
+          if (a.lambda_result.defined()) os << pad << "  return " << expr(a.lambda_result) << "\n";
           os << pad << "}";
         } else if (a.buffer.defined()) {
           os << "&" << a.buffer->name;

@@ -185,7 +185,8 @@ JitKernel jit(const PrimFunc& f, const JitOptions& options) {
                                       "mma.sync") != impl->info.instructions.end();
   impl->info.path = hopper.selected ? std::string("sm90 TMA + wgmma, warp-specialized, persistent") +
                                           (hopper.split_k > 1 ? ", split-K over 2-CTA clusters" : "") +
-                                          (hopper.tma_store ? ", TMA-store epilogue" : "")
+                                          (hopper.tma_store ? ", TMA-store epilogue" : "") +
+                                          (hopper.fused_epilogue ? ", fused Parallel epilogue" : "")
                     : tensor_cores ? "mma.sync"
                                    : "CUDA cores (no gemm)";
   impl->info.hopper_declined = hopper.why_not;

@@ -75,6 +75,7 @@ struct HopperPlan {
   int consumers = 0;         // consumer warpgroups
   std::int64_t k_tiles = 0;  // K tiles per tile (over all split_k CTAs)
   bool tma_store = false;    // the epilogue stores C through shared memory and TMA
+  bool fused_epilogue = false;  // the author's Parallel epilogue runs on the accumulators
   std::string why_not;       // when not selected on sm_90a: the reason, for tools and tests
 };
 

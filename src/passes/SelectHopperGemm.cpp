@@ -9,16 +9,21 @@
 //             over. When the tiles fill at most half the GPU and K >= 4096, each tile's K
 //             loop is split over the two CTAs of a cluster (SplitK = 2; ctx.hopper.split_k);
 //             otherwise 16-bit outputs are stored through a staging tile and TMA (a third
-//             tensor map, for C) when it fits beside the ring (ctx.hopper.tma_store). Anything
-//             else (an epilogue on C_local, a transposed operand, tiles that do not divide
-//             the wgmma/TMA shapes, rows that are not 16-byte aligned) keeps the mma.sync
-//             path, and ctx.hopper.why_not says why.
+//             tensor map, for C) when it fits beside the ring (ctx.hopper.tma_store).
+//             Parallel(BM, BN) nests between the loop and the store that work element by
+//             element (bias, scale, activation, casts) become a per-element lambda the kernel
+//             applies to its accumulators before storing (HopperEpilogue.hpp;
+//             ctx.hopper.fused_epilogue). Anything else (a reduction or a shifted index in the
+//             epilogue, a transposed operand, tiles that do not divide the wgmma/TMA shapes,
+//             rows that are not 16-byte aligned) keeps the mma.sync path, and
+//             ctx.hopper.why_not says why.
 //   Requires: verify_program (extents filled in); runs before infer_layouts, which the
 //             replaced kernel no longer needs.
 //   Ensures:  when selected: one KernelStmt whose body is a single DeviceCall, ctx.hopper and
 //             ctx.tma_params describe the launch; otherwise the IR is unchanged.
 #include <algorithm>
 
+#include "passes/HopperEpilogue.hpp"
 #include "passes/HopperPolicy.hpp"
 #include "passes/Passes.hpp"
 #include "tessel/ir/Printer.hpp"
@@ -35,6 +40,7 @@ struct GemmKernel {
   const ForStmt* loop = nullptr;
   const CopyStmt *copy_a = nullptr, *copy_b = nullptr, *store = nullptr;
   const GemmStmt* gemm = nullptr;
+  std::vector<Stmt> epilogue;  // the statements between the loop and the store
   int panel = 0;
 };
 
@@ -70,12 +76,13 @@ std::string match(const Stmt& body, GemmKernel& g) {
     }
     steps.push_back(s);
   }
-  if (steps.size() != 3) return "the kernel body is not clear; pipelined loop; store";
+  const char* shape = "the kernel body is not clear; pipelined loop; element-wise epilogue; store";
+  if (steps.size() < 3) return shape;
   g.clear = steps[0].as<FillStmt>();
   g.loop = steps[1].as<ForStmt>();
-  g.store = steps[2].as<CopyStmt>();
-  if (!g.clear || !g.loop || !g.store || g.loop->kind != ForKind::Pipelined)
-    return "the kernel body is not clear; pipelined loop; store";
+  g.store = steps.back().as<CopyStmt>();
+  if (!g.clear || !g.loop || !g.store || g.loop->kind != ForKind::Pipelined) return shape;
+  g.epilogue.assign(steps.begin() + 2, steps.end() - 1);
   std::vector<Stmt> inner = flatten(g.loop->body);
   if (inner.size() != 3) return "the pipelined loop is not {copy A, copy B, gemm}";
   g.gemm = inner[2].as<GemmStmt>();
@@ -94,8 +101,8 @@ std::string match(const Stmt& body, GemmKernel& g) {
       !(is_const_int(g.clear->value, 0) ||
         (g.clear->value.as<FloatImm>() && g.clear->value.as<FloatImm>()->value == 0)))
     return "the accumulator is not cleared to zero before the loop";
-  if (!g.store->src.buffer.same_as(g.gemm->C.buffer) || g.store->dst.buffer->scope != Scope::Global)
-    return "the accumulator is not stored straight to a global tensor (an epilogue keeps the mma.sync path)";
+  if (g.store->src.buffer->scope != Scope::Fragment || g.store->dst.buffer->scope != Scope::Global)
+    return "the kernel does not end by storing a fragment to a global tensor";
   if (g.copy_a->src.buffer->scope != Scope::Global || g.copy_b->src.buffer->scope != Scope::Global ||
       g.copy_a->pad.defined() || g.copy_b->pad.defined())
     return "the operands are not plain copies from global tensors";
@@ -138,6 +145,10 @@ Stmt select_hopper_gemm(const Stmt& body, PassContext& ctx) {
       as_const_int(g.kernel->grid[1]) != (M + BM - 1) / BM ||
       as_const_int(g.loop->extent) != (K + BK - 1) / BK || !is_const_int(g.loop->min, 0))
     return reject("the grid or the K loop does not cover the problem tile by tile");
+  // Parallel nests between the loop and the store run per element on the accumulators.
+  HopperEpilogue epilogue;
+  why = fuse_hopper_epilogue(g.epilogue, g.gemm->C.buffer, g.store->src.buffer, g.kernel->block_vars, epilogue);
+  if (!why.empty()) return reject(why);
   DType t = A->dtype;
   if ((t != DType::f16 && t != DType::bf16) || B->dtype != t)
     return reject("A and B are not both f16 or both bf16");
@@ -206,6 +217,11 @@ Stmt select_hopper_gemm(const Stmt& body, PassContext& ctx) {
                                   {make_int(g.panel), Buffer(), Expr()},
                                   {make_call("dynamic_smem", {}, DType::i64), Buffer(), Expr()}};
   if (tma_store) args.push_back({make_call("address_of", {tc}, DType::i64), Buffer(), Expr()});
+  if (!epilogue.empty) {
+    if (!tma_store) args.push_back({make_int(0), Buffer(), Expr()});  // no C tensor map
+    args.push_back(epilogue.lambda);
+  }
+  plan.fused_epilogue = !epilogue.empty;
   Stmt call = make_device_call(plan.gemm_type + "::template run", {std::string(dtype_cuda_name(C->dtype))},
                                args, g.gemm->where);
   Var block("bx");

@@ -56,6 +56,7 @@ class Checker : public IRVisitor {
       visit(a.offset);
       for (const Var& v : a.lambda_params) vars_.insert(v.get());
       visit(a.lambda_body);
+      visit(a.lambda_result);
       for (const Var& v : a.lambda_params) vars_.erase(v.get());
     }
   }

@@ -411,13 +411,15 @@ struct SwizzleStmt : StmtNode {
 // Thread level: a call into a device template, `callee<template_args>(args...)`. Buffers named in
 // args are passed as pointers to their first element (a shared or global buffer) or as the
 // register array (fragment/local). A lambda argument is code the callee runs when it chooses
-// (a main loop's copies): its parameters are ints bound for its body.
+// (a main loop's copies, a fused epilogue per output element): its parameters are bound for its
+// body, each of its Var's type (ints, floats computed in f32); with a result it returns it.
 struct DeviceCallArg {
   Expr expr;      // a value, or
   Buffer buffer;  // a buffer (then `offset` is an element offset into it, may be undefined), or
   Expr offset;
-  std::vector<Var> lambda_params;  // a lambda: [&](int p0, int p1, ...) { lambda_body }
-  Stmt lambda_body;
+  std::vector<Var> lambda_params;  // a lambda: [&](int p0, float p1, ...) { lambda_body
+  Stmt lambda_body;                //              return lambda_result; }
+  Expr lambda_result;              // may be undefined (the lambda returns nothing)
 };
 
 struct DeviceCall : StmtNode {

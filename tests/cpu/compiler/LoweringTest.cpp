@@ -282,3 +282,74 @@ TEST(Errors, ParallelMustIndexFragmentsWithItsVariables) {
 }
 
 }  // namespace
+
+namespace {
+
+// The tutorial GEMM with Parallel nests of the caller's choosing between its loop and its store.
+// D is a second output the epilogue may write.
+T::PrimFunc gemm_with_epilogue(
+    const std::function<void(const T::Buffer&, const T::Buffer&, T::Var, T::Var)>& epilogue) {
+  T::PrimFunc f("gemm_epilogue");
+  auto A = f.tensor("A", {256, 512}, T::f16);
+  auto B = f.tensor("B", {512, 256}, T::f16);
+  auto D = f.tensor("D", {256, 256}, T::f32);
+  auto C = f.tensor("C", {256, 256}, T::f16);
+  f.body([&] {
+    T::Kernel(2, 2, 128, [&](T::Var bx, T::Var by) {
+      auto As = T::alloc_shared({128, 64}, T::f16);
+      auto Bs = T::alloc_shared({64, 128}, T::f16);
+      auto Cl = T::alloc_fragment({128, 128}, T::f32);
+      T::clear(Cl);
+      T::Pipelined(8, 3, [&](T::Var ko) {
+        T::copy(A(by * 128, ko * 64), As);
+        T::copy(B(ko * 64, bx * 128), Bs);
+        T::gemm(As, Bs, Cl);
+      });
+      epilogue(Cl, D, bx, by);
+      T::copy(Cl, C(by * 128, bx * 128));
+    });
+  });
+  return f;
+}
+
+std::string stage_text(const tessel::LoweredFunc& l, const std::string& pass) {
+  for (const auto& [name, text] : l.stages)
+    if (name == pass) return text;
+  return "<no stage " + pass + ">";
+}
+
+}  // namespace
+
+// On sm_90a an element-wise epilogue becomes a per-element lambda of the Hopper kernel: one
+// scalar per fragment, the nests' bodies in order, the stored fragment's value returned.
+TEST(Passes, HopperFusesAnElementWiseEpilogue) {
+  auto f = tessel::kernels::matmul_bias_act_program(300, 264, 512, tessel::kernels::default_matmul_config(
+                                                                        300, 264, 512, T::f16, "sm_90a", 132),
+                                                    tessel::kernels::Activation::relu, 0.5f);
+  auto lowered = tessel::lower(f.ir(), sm90(), true);
+  ASSERT_TRUE(lowered.ctx.hopper.selected) << lowered.ctx.hopper.why_not;
+  EXPECT_TRUE(lowered.ctx.hopper.fused_epilogue);
+  std::string ir = stage_text(lowered, "select_hopper_gemm");
+  // The kernel's old block indices are the lambda's tile coordinates (bx#1: the persistent
+  // kernel has its own bx).
+  EXPECT_NE(ir.find("lambda(acc, bx#1, by, i, j) {"), std::string::npos) << ir;
+  EXPECT_NE(ir.find("local fragment_2: f32[1]\n      fragment_2[0] = acc\n"), std::string::npos) << ir;
+  EXPECT_NE(ir.find("select((((bx#1 * 128) + j) < 264), f32(bias[((bx#1 * 128) + j)]), 0.0_f32)"),
+            std::string::npos)
+      << ir;
+  EXPECT_NE(ir.find("return fragment_2[0]"), std::string::npos) << ir;
+  std::string src = tessel::codegen::generate_cuda(lowered);
+  EXPECT_NE(src.find("      &tmap_C,\n      [&](float acc, int bx_1, int by, int i, int j) {"), std::string::npos)
+      << src;
+  EXPECT_NE(src.find("return fragment_2[0];"), std::string::npos) << src;
+
+  // A nest that writes a global tensor keeps the mma.sync path and says why.
+  auto second_output = gemm_with_epilogue([](const T::Buffer& Cl, const T::Buffer& D, T::Var bx, T::Var by) {
+    T::Parallel(128, 128, [&](T::Var i, T::Var j) { D(by * 128 + i, bx * 128 + j) = Cl(i, j); });
+  });
+  auto s = tessel::lower(second_output.ir(), sm90());
+  EXPECT_FALSE(s.ctx.hopper.selected);
+  EXPECT_NE(s.ctx.hopper.why_not.find("the epilogue is not element-wise: it stores to D, a global buffer (line "),
+            std::string::npos)
+      << s.ctx.hopper.why_not;
+}

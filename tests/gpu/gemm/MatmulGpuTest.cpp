@@ -240,6 +240,93 @@ INSTANTIATE_TEST_SUITE_P(HopperFeaturesOff, HopperShapes,
                                             ::testing::Values(DType::f16), ::testing::Values(1, 2, 3, 5)),
                          ShapeName());
 
+// C = act(alpha * A B + bias) with the Parallel epilogue fused into the Hopper kernel (each store
+// path: direct, TMA store, split-K; ragged edges where the bias must not be read past N), the
+// same program on the mma.sync path, against float64 on the CPU; poisoned outputs, two runs
+// bit-identical.
+struct EpilogueCase {
+  Case c;
+  DType dtype;
+  tessel::kernels::Activation act;
+  bool mma_sync;  // JitOptions::disable_wgmma
+  int max_ctas;   // JitOptions::max_persistent_ctas (0: all SMs)
+};
+
+class EpilogueShapes : public ::testing::TestWithParam<EpilogueCase> {};
+
+TEST_P(EpilogueShapes, MatchesFloat64) {
+  TESSEL_REQUIRE_GPU();
+  if (tessel::current_device().arch() != "sm_90a") GTEST_SKIP() << "SKIPPED: not an sm_90a GPU";
+  using tessel::kernels::Activation;
+  const EpilogueCase& e = GetParam();
+  const Case& c = e.c;
+  MatmulConfig cfg = c.cfg;
+  cfg.dtype = e.dtype;
+  tessel::JitOptions o;
+  o.disable_wgmma = e.mma_sync;
+  o.max_persistent_ctas = e.max_ctas;
+  const float alpha = 0.5f;
+  auto kernel = tessel::kernels::make_matmul_bias_act(c.M, c.N, c.K, cfg, e.act, alpha, o);
+  SCOPED_TRACE(case_name(c, e.dtype) + " " + tessel::kernels::activation_name(e.act) + " " + kernel.info().path);
+  EXPECT_EQ(kernel.info().path.find("fused Parallel epilogue") != std::string::npos, !e.mma_sync)
+      << kernel.info().hopper_declined;
+  static std::mt19937_64 seeds(std::random_device{}());
+  Tensor a = Tensor::empty({c.M, c.K}, e.dtype), b = Tensor::empty({c.K, c.N}, e.dtype);
+  Tensor bias = Tensor::empty({c.N}, e.dtype);
+  a.fill_random(seeds());
+  b.fill_random(seeds());
+  bias.fill_random(seeds());
+  std::vector<double> ref = tessel::test::reference_gemm(a.to_host_f64(), b.to_host_f64(), c.M, c.N, c.K);
+  std::vector<double> bh = bias.to_host_f64();
+  for (int r = 0; r < c.M; ++r)
+    for (int col = 0; col < c.N; ++col) {
+      double& v = ref[static_cast<size_t>(r) * c.N + col];
+      v = alpha * v + bh[col];
+      if (e.act == Activation::relu) v = std::max(v, 0.0);
+      if (e.act == Activation::silu) v = v / (1.0 + std::exp(-v));
+    }
+  std::vector<double> first;
+  for (int run = 0; run < 2; ++run) {
+    Tensor out = Tensor::empty({c.M, c.N}, e.dtype);
+    out.fill(std::nan(""));
+    kernel.launch({a, b, bias, out});
+    tessel::check_cu(tessel::driver().cuCtxSynchronize(), "cuCtxSynchronize");
+    std::vector<double> got = out.to_host_f64();
+    if (run == 0) {
+      double err = tessel::test::rel_error(got, ref);
+      EXPECT_LE(err, 1e-2) << "relative Frobenius error " << err;
+      first = std::move(got);
+    } else {
+      EXPECT_EQ(got, first) << "two runs on the same inputs differ";
+    }
+  }
+}
+
+std::vector<EpilogueCase> epilogue_cases() {
+  using tessel::kernels::Activation;
+  const Case tma_store{1000, 1000, 1000, hopper(128, 256, 3, 256, 8)};  // 16-bit out, staging fits
+  const Case direct{1000, 1000, 1000, hopper(128, 256, 4, 256, 8)};     // 4 stages: direct stores
+  const Case split{300, 200, 4160, hopper(128, 128, 4, 256, 0)};        // split-K, ragged
+  const Case one_wg{200, 136, 4168, hopper(64, 128, 4, 128, 0)};        // one consumer, 64-row tiles
+  return {{tma_store, DType::f16, Activation::relu, false, 0},
+          {tma_store, DType::bf16, Activation::silu, false, 0},
+          {direct, DType::f16, Activation::silu, false, 0},
+          {direct, DType::bf16, Activation::none, false, 0},
+          {split, DType::f16, Activation::silu, false, 0},
+          {split, DType::bf16, Activation::relu, false, 2},
+          {one_wg, DType::f16, Activation::relu, false, 0},
+          {tma_store, DType::f16, Activation::relu, false, 3},
+          {Case{1000, 1000, 1000, knob(128, 128, 32, 3, 128, false)}, DType::f16, Activation::silu, true, 0}};
+}
+
+INSTANTIATE_TEST_SUITE_P(BiasAct, EpilogueShapes, ::testing::ValuesIn(epilogue_cases()),
+                         [](const ::testing::TestParamInfo<EpilogueCase>& info) {
+                           const EpilogueCase& e = info.param;
+                           return case_name(e.c, e.dtype) + "_" + tessel::kernels::activation_name(e.act) +
+                                  (e.mma_sync ? "_mmasync" : "") +
+                                  (e.max_ctas ? "_ctas" + std::to_string(e.max_ctas) : "");
+                         });
+
 TEST(MatmulArguments, WrongShapeDtypeAndCountAreReported) {
   TESSEL_REQUIRE_GPU();
   auto kernel = tessel::kernels::make_matmul(64, 64, 64);

@@ -214,6 +214,44 @@ TEST(HopperPath, DisableEnvironmentNamesFeaturesExactly) {
   }
 }
 
+// A bias + activation epilogue rides along on every Hopper store path (direct, TMA store, after
+// the split-K sum) and still compiles without spills; sm_80 runs it on the mma.sync fragment.
+TEST(HopperPath, ParallelEpilogueIsFusedOnEveryStorePath) {
+  using tessel::kernels::Activation;
+  tessel::JitOptions o;
+  o.arch = "sm_90a";
+  struct Want {
+    int M, N, K;
+    tessel::kernels::MatmulConfig c;
+    Activation act;
+    const char* path;
+  };
+  auto c4 = hopper_config(), c3 = hopper_config(), split = hopper_config();
+  c3.num_stages = 3;
+  split.block_N = 128, split.num_stages = 5, split.threads = 128;
+  const char* base = "sm90 TMA + wgmma, warp-specialized, persistent";
+  for (const Want& w : {Want{4096, 4096, 4096, c4, Activation::relu, ", fused Parallel epilogue"},
+                        Want{4096, 4096, 4096, c3, Activation::silu, ", TMA-store epilogue, fused Parallel epilogue"},
+                        Want{128, 8192, 8192, split, Activation::relu,
+                             ", split-K over 2-CTA clusters, fused Parallel epilogue"}}) {
+    SCOPED_TRACE(w.c.describe() + " " + tessel::kernels::activation_name(w.act));
+    auto k = tessel::kernels::make_matmul_bias_act(w.M, w.N, w.K, w.c, w.act, 0.5f, o);
+    EXPECT_EQ(k.info().path, std::string(base) + w.path) << k.info().hopper_declined;
+    EXPECT_NE(k.ptx().find("wgmma.mma_async"), std::string::npos);
+    EXPECT_EQ(k.ptx().find("mma.sync"), std::string::npos);
+    EXPECT_EQ(k.resources().spill_store_bytes, 0) << k.compile_log();
+    if (w.act == Activation::silu) {
+      EXPECT_NE(k.ptx().find("ex2.approx"), std::string::npos);
+    }
+  }
+  o.arch = "sm_80";
+  auto c80 = hopper_config();
+  c80.block_K = 32, c80.num_stages = 3;
+  auto ampere = tessel::kernels::make_matmul_bias_act(1000, 1000, 1000, c80, Activation::relu, 1.0f, o);
+  EXPECT_EQ(ampere.info().path, "mma.sync");
+  EXPECT_EQ(ampere.resources().spill_store_bytes, 0) << ampere.compile_log();
+}
+
 TEST(HopperPath, DeclinedShapesSayWhy) {
   tessel::JitOptions o;
   o.arch = "sm_90a";
