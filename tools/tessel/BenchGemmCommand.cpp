@@ -20,6 +20,7 @@ struct BenchGemmOptions {
   std::vector<std::string> shapes = {"2048x2048x2048", "4096x4096x4096"};
   std::vector<std::string> dtypes = {"f16", "bf16"};
   std::string config;
+  std::string epilogue = "none";
   int repeats = 50;
   int warmup = 10;
   std::uint64_t seed = 1;
@@ -54,6 +55,8 @@ int run_bench_gemm(const BenchGemmOptions& o) {
     for (const std::string& text : o.shapes)
       for (const std::string& d : o.dtypes) cases.push_back({parse_gemm_shape(text), *parse_dtype(d)});
     if (!o.config.empty()) (void)parse_matmul_config(o.config, DType::f16);
+    if (o.epilogue != "none" && o.epilogue != "bias" && o.epilogue != "bias_relu")
+      throw std::invalid_argument("--epilogue takes none, bias or bias_relu, not '" + o.epilogue + "'");
   } catch (const std::invalid_argument& e) {
     std::cerr << "tessel bench gemm: " << e.what() << "\n";
     return kExitUsage;
@@ -67,7 +70,16 @@ int run_bench_gemm(const BenchGemmOptions& o) {
     return kExitNoGpu;
   }
 
-  std::cout << "Tessel vs cuBLAS (cublasGemmEx, f32 accumulation), " << s.device.name << ": medians of "
+  const GemmEpilogue epilogue = o.epilogue == "bias"        ? GemmEpilogue::bias
+                                : o.epilogue == "bias_relu" ? GemmEpilogue::bias_relu
+                                                            : GemmEpilogue::none;
+  std::cout << (epilogue == GemmEpilogue::none
+                    ? "Tessel vs cuBLAS (cublasGemmEx, f32 accumulation), "
+                    : "Tessel's fused linear layer (make_matmul_bias_act) vs cuBLASLt's fused epilogue (" +
+                          std::string(epilogue == GemmEpilogue::bias ? "BIAS" : "RELU_BIAS") +
+                          ", f32 accumulation), C = " + (epilogue == GemmEpilogue::bias ? "" : "relu") +
+                          "(A * B + bias), ")
+            << s.device.name << ": medians of "
             << o.repeats << " interleaved runs after " << o.warmup
             << " warm-up runs, L2 flushed before each\n";
   print_header();
@@ -105,8 +117,13 @@ int run_bench_gemm(const BenchGemmOptions& o) {
       continue;
     }
     try {
-      const JitKernel k = kernels::make_matmul(c.shape.M, c.shape.N, c.shape.K, config);
-      GemmInputs in = make_gemm_inputs(c.shape, c.dtype, o.seed + 2 * i);
+      const JitKernel k =
+          epilogue == GemmEpilogue::none
+              ? kernels::make_matmul(c.shape.M, c.shape.N, c.shape.K, config)
+              : kernels::make_matmul_bias_act(c.shape.M, c.shape.N, c.shape.K, config,
+                                              epilogue == GemmEpilogue::bias ? kernels::Activation::none
+                                                                             : kernels::Activation::relu);
+      GemmInputs in = make_gemm_inputs(c.shape, c.dtype, o.seed + 2 * i, epilogue);
       bench.compute_reference(in);
       const double err = bench.check(k, in);
       const double err_f64 = sampled_f64_error(in, in.C), ref_err_f64 = sampled_f64_error(in, in.C_ref);
@@ -160,8 +177,13 @@ int run_bench_gemm(const BenchGemmOptions& o) {
   if (!o.json_file.empty()) {
     nlohmann::json j = provenance_json();
     j["tool"] = "tessel bench gemm";
+    j["epilogue"] = gemm_epilogue_name(epilogue);
     j["method"] = {
-        {"baseline", "cublasGemmEx, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT, row-major by operand swap"},
+        {"baseline", epilogue == GemmEpilogue::none
+                         ? "cublasGemmEx, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT, row-major by operand swap"
+                         : std::string("cublasLtMatmul, CUBLAS_COMPUTE_32F, CUBLASLT_EPILOGUE_") +
+                               (epilogue == GemmEpilogue::bias ? "BIAS" : "RELU_BIAS") +
+                               ", the heuristic's first algorithm, 32 MiB workspace, row-major by operand swap"},
         {"timing", "CUDA events on the legacy default stream, interleaved rep by rep, order alternating"},
         {"warmup", o.warmup},
         {"repeats", o.repeats},
@@ -197,6 +219,10 @@ Command add_bench_gemm_command(CLI::App& bench) {
                   "One config for every case, BMxBNxBK:stages:threads[:swz[N]] (default: the tuning cache's "
                   "entry for the shape, else a built-in table)")
       ->type_name("CONFIG");
+  app->add_option("--epilogue", o->epilogue,
+                  "none: the GEMM against cublasGemmEx; bias or bias_relu: C = [relu](A*B + bias) fused, "
+                  "against cuBLASLt's fused epilogue")
+      ->capture_default_str();
   app->add_option("--repeats", o->repeats, "Timed runs of each side (median reported)")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);

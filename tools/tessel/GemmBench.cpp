@@ -34,10 +34,27 @@ cudaDataType_t cublas_type(DType t) {
 
 }  // namespace
 
-GemmInputs make_gemm_inputs(const GemmShape& shape, DType dtype, std::uint64_t seed) {
+const char* gemm_epilogue_name(GemmEpilogue e) {
+  switch (e) {
+    case GemmEpilogue::none:
+      return "none";
+    case GemmEpilogue::bias:
+      return "bias";
+    case GemmEpilogue::bias_relu:
+      return "bias_relu";
+  }
+  return "?";
+}
+
+GemmInputs make_gemm_inputs(const GemmShape& shape, DType dtype, std::uint64_t seed, GemmEpilogue epilogue) {
   GemmInputs in;
   in.shape = shape;
   in.dtype = dtype;
+  in.epilogue = epilogue;
+  if (epilogue != GemmEpilogue::none) {
+    in.bias = Tensor::empty({shape.N}, dtype);
+    in.bias.fill_random(seed + 2);
+  }
   in.A = Tensor::empty({shape.M, shape.K}, dtype);
   in.B = Tensor::empty({shape.K, shape.N}, dtype);
   in.C = Tensor::empty({shape.M, shape.N}, dtype);
@@ -56,6 +73,8 @@ GemmBench::GemmBench() {
 }
 
 GemmBench::~GemmBench() {
+  lt_plan_.reset();
+  if (lt_handle_) (void)cublasLtDestroy(lt_handle_);
   if (handle_) (void)cublasDestroy(handle_);
 }
 
@@ -68,6 +87,7 @@ void GemmBench::flush_l2() {
 }
 
 void GemmBench::cublas_gemm(const GemmInputs& in, const Tensor& C_out) {
+  if (in.epilogue != GemmEpilogue::none) return cublaslt_gemm(in, C_out);
   // Row-major C[M,N] = A[M,K] B[K,N] is column-major C^T[N,M] = B^T[N,K] A^T[K,M]: hand cuBLAS
   // B as its first operand and A as its second, with leading dimensions N, K and N.
   const float alpha = 1.0f, beta = 0.0f;
@@ -87,7 +107,75 @@ void GemmBench::compute_reference(GemmInputs& in) {
 }
 
 void GemmBench::launch_tessel(const JitKernel& kernel, const GemmInputs& in) {
-  kernel.launch({in.A, in.B, in.C}, nullptr);
+  if (in.epilogue != GemmEpilogue::none) {
+    kernel.launch({in.A, in.B, in.bias, in.C}, nullptr);
+  } else {
+    kernel.launch({in.A, in.B, in.C}, nullptr);
+  }
+}
+
+// Row-major C = A * B + bias is column-major C^T = B^T A^T + bias, the bias (length N) added to
+// every column of C^T: cuBLASLt's bias epilogue, which adds a length-rows vector to each column.
+// The descriptors and the heuristic's algorithm are made once per shape, dtype, epilogue and bias
+// (host work between the timing events would count as GPU time).
+struct GemmBench::LtPlan {
+  std::string key;
+  cublasLtMatmulDesc_t op = nullptr;
+  cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
+  cublasLtMatmulAlgo_t algo{};
+  ~LtPlan() {
+    if (c) (void)cublasLtMatrixLayoutDestroy(c);
+    if (b) (void)cublasLtMatrixLayoutDestroy(b);
+    if (a) (void)cublasLtMatrixLayoutDestroy(a);
+    if (op) (void)cublasLtMatmulDescDestroy(op);
+  }
+};
+
+void GemmBench::cublaslt_gemm(const GemmInputs& in, const Tensor& C_out) {
+  constexpr std::size_t kWorkspace = 32u << 20;
+  if (!lt_handle_) {
+    check_cublas(cublasLtCreate(&lt_handle_), "cublasLtCreate");
+    lt_workspace_ = Tensor::empty({static_cast<std::int64_t>(kWorkspace)}, DType::u8);
+  }
+  const std::uint64_t M = in.shape.M, N = in.shape.N, K = in.shape.K;
+  const std::string key = in.shape.describe() + std::string(dtype_name(in.dtype)) + gemm_epilogue_name(in.epilogue) +
+                          std::to_string(in.bias.device_ptr());
+  if (!lt_plan_ || lt_plan_->key != key) {
+    auto plan = std::make_unique<LtPlan>();
+    plan->key = key;
+    const cudaDataType_t t = cublas_type(in.dtype);
+    check_cublas(cublasLtMatmulDescCreate(&plan->op, CUBLAS_COMPUTE_32F, CUDA_R_32F), "cublasLtMatmulDescCreate");
+    const cublasLtEpilogue_t epi =
+        in.epilogue == GemmEpilogue::bias_relu ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_BIAS;
+    check_cublas(cublasLtMatmulDescSetAttribute(plan->op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof(epi)),
+                 "cublasLtMatmulDescSetAttribute(EPILOGUE)");
+    const void* bias = in.bias.data_ptr();
+    check_cublas(
+        cublasLtMatmulDescSetAttribute(plan->op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof(bias)),
+        "cublasLtMatmulDescSetAttribute(BIAS_POINTER)");
+    check_cublas(cublasLtMatrixLayoutCreate(&plan->a, t, N, K, N), "cublasLtMatrixLayoutCreate(B^T)");
+    check_cublas(cublasLtMatrixLayoutCreate(&plan->b, t, K, M, K), "cublasLtMatrixLayoutCreate(A^T)");
+    check_cublas(cublasLtMatrixLayoutCreate(&plan->c, t, N, M, N), "cublasLtMatrixLayoutCreate(C^T)");
+    cublasLtMatmulPreference_t pref = nullptr;
+    check_cublas(cublasLtMatmulPreferenceCreate(&pref), "cublasLtMatmulPreferenceCreate");
+    cublasLtMatmulHeuristicResult_t best{};
+    int found = 0;
+    cublasStatus_t st = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                                                             &kWorkspace, sizeof(kWorkspace));
+    if (st == CUBLAS_STATUS_SUCCESS)
+      st = cublasLtMatmulAlgoGetHeuristic(lt_handle_, plan->op, plan->a, plan->b, plan->c, plan->c, pref, 1,
+                                          &best, &found);
+    (void)cublasLtMatmulPreferenceDestroy(pref);
+    check_cublas(st, "cublasLtMatmulAlgoGetHeuristic");
+    if (found == 0) throw RuntimeError("cuBLASLt has no algorithm for this GEMM with a bias epilogue");
+    plan->algo = best.algo;
+    lt_plan_ = std::move(plan);
+  }
+  const float alpha = 1, beta = 0;
+  check_cublas(cublasLtMatmul(lt_handle_, lt_plan_->op, &alpha, in.B.data_ptr(), lt_plan_->a, in.A.data_ptr(),
+                              lt_plan_->b, &beta, C_out.data_ptr(), lt_plan_->c, C_out.data_ptr(), lt_plan_->c,
+                              &lt_plan_->algo, lt_workspace_.data_ptr(), kWorkspace, nullptr),
+               "cublasLtMatmul");
 }
 
 void GemmBench::launch_cublas(const GemmInputs& in) {
@@ -222,6 +310,7 @@ double relative_frobenius_error(const Tensor& out, const Tensor& ref) {
 
 double sampled_f64_error(const GemmInputs& in, const Tensor& out, int samples) {
   const std::vector<double> a = in.A.to_host_f64(), b = in.B.to_host_f64(), c = out.to_host_f64();
+  const std::vector<double> bias = in.bias.defined() ? in.bias.to_host_f64() : std::vector<double>{};
   const std::int64_t M = in.shape.M, N = in.shape.N, K = in.shape.K;
   std::uint64_t state = 0x2545f4914f6cdd1dull;  // xorshift64: fixed entries, every machine alike
   auto next = [&state] {
@@ -234,6 +323,8 @@ double sampled_f64_error(const GemmInputs& in, const Tensor& out, int samples) {
     const std::int64_t n = static_cast<std::int64_t>(next() % static_cast<std::uint64_t>(N));
     double want = 0;
     for (std::int64_t k = 0; k < K; ++k) want += a[m * K + k] * b[k * N + n];
+    if (in.epilogue != GemmEpilogue::none) want += bias[n];
+    if (in.epilogue == GemmEpilogue::bias_relu) want = std::max(want, 0.0);
     const double got = c[m * N + n];
     if (!std::isfinite(got)) return std::numeric_limits<double>::quiet_NaN();
     diff += (got - want) * (got - want);

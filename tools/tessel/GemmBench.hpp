@@ -4,10 +4,12 @@
 // 256 MiB scratch write) before every timed launch, medians of interleaved repeats.
 #pragma once
 
+#include <cublasLt.h>
 #include <cublas_v2.h>
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <vector>
 
 #include "tessel/Jit.hpp"
@@ -19,15 +21,24 @@ namespace tessel::cli {
 // A relative Frobenius error at or below this counts as correct (the tutorial's bar).
 inline constexpr double kGemmTolerance = 2e-2;
 
+// What is applied to A * B before the store. None: the plain GEMM against cublasGemmEx; the
+// others: Tessel's fused linear layer (kernels::make_matmul_bias_act) against cuBLASLt's fused
+// epilogue (CUBLASLT_EPILOGUE_BIAS / RELU_BIAS), C = [relu](A * B + bias).
+enum class GemmEpilogue { none, bias, bias_relu };
+const char* gemm_epilogue_name(GemmEpilogue e);  // "none", "bias", "bias_relu"
+
 struct GemmInputs {
   GemmShape shape;
   DType dtype = DType::f16;
+  GemmEpilogue epilogue = GemmEpilogue::none;
   Tensor A, B;      // random in [-1, 1)
+  Tensor bias;      // length N, random in [-1, 1); defined when there is an epilogue
   Tensor C, C_ref;  // Tessel's output, cuBLAS's output
 };
 
 // Fresh random inputs (seeded) and allocated outputs. Needs a GPU.
-GemmInputs make_gemm_inputs(const GemmShape& shape, DType dtype, std::uint64_t seed);
+GemmInputs make_gemm_inputs(const GemmShape& shape, DType dtype, std::uint64_t seed,
+                            GemmEpilogue epilogue = GemmEpilogue::none);
 
 struct Timing {
   std::vector<double> ms;  // one per repeat, in order
@@ -41,7 +52,7 @@ class GemmBench {
   GemmBench(const GemmBench&) = delete;
   GemmBench& operator=(const GemmBench&) = delete;
 
-  // C_out = A * B with cuBLAS (row-major).
+  // C_out = A * B with cuBLAS (row-major); with in.epilogue, [relu](A * B + bias) with cuBLASLt.
   void cublas_gemm(const GemmInputs& in, const Tensor& C_out);
   // Poisons in.C_ref, runs cuBLAS into it.
   void compute_reference(GemmInputs& in);
@@ -50,7 +61,7 @@ class GemmBench {
   // against the reference kept from the last compute_reference (or read now if there was none).
   double check(const JitKernel& kernel, GemmInputs& in);
 
-  // Unchecked launches for timing: Tessel into in.C, cuBLAS into in.C_ref.
+  // Unchecked launches for timing: Tessel into in.C (A, B[, bias], C), cuBLAS into in.C_ref.
   void launch_tessel(const JitKernel& kernel, const GemmInputs& in);
   void launch_cublas(const GemmInputs& in);
 
@@ -70,7 +81,12 @@ class GemmBench {
   double ref_norm_ = 0;
   unsigned long long ref_ptr_ = 0;  // the C_ref it was read from
   std::vector<unsigned char> out_bytes_;
+  void cublaslt_gemm(const GemmInputs& in, const Tensor& C_out);
   cublasHandle_t handle_ = nullptr;
+  cublasLtHandle_t lt_handle_ = nullptr;  // made on the first epilogue case
+  Tensor lt_workspace_;
+  struct LtPlan;
+  std::unique_ptr<LtPlan> lt_plan_;
   Tensor scratch_;
   unsigned char flush_value_ = 0;
 };
@@ -78,7 +94,7 @@ class GemmBench {
 // ||out - ref||_F / ||ref||_F over the host copies; NaN when `out` holds a NaN or ref is zero.
 double relative_frobenius_error(const Tensor& out, const Tensor& ref);
 
-// A second opinion that does not trust cuBLAS: `samples` entries of A*B (the same ones for every
+// A second opinion that does not trust cuBLAS: `samples` entries of A*B (with the epilogue) (the same ones for every
 // call with the same seed) computed in float64 on the host from the device inputs, and the
 // relative Frobenius error of `out` over them. Tessel and cuBLAS both accumulate in f32 along K,
 // so they may agree bit for bit (error 0 against each other); this shows both are also right.
