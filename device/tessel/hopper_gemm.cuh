@@ -151,9 +151,10 @@ struct HopperGemm {
 
   // The whole kernel body. smem_raw: kSmemBytes of dynamic shared memory. Every thread of
   // the block calls it; there is no block-wide barrier after the role split. `epi`, unless
-  // NoEpilogue, is an element-wise epilogue: each accumulator (row, col) of the M x N output
-  // becomes epi(value, tile_n, tile_m, row - tile_m * BM, col - tile_n * BN) before it is
-  // stored (after the split-K sum); it is called for elements inside the matrix only.
+  // NoEpilogue, is an element-wise epilogue: each accumulator (i, j) of output tile (tile_m,
+  // tile_n) becomes epi(value, tile_n, tile_m, i, j) before it is stored (after the split-K
+  // sum); like a Parallel nest over the tile, it runs for the tile's elements past the matrix
+  // edge too (their results are not stored), so its reads must be guarded as the author's are.
   template <class TOut, class Epi = NoEpilogue>
   __device__ static void run(const TmaDescriptor* tmap_a, const TmaDescriptor* tmap_b, TOut* C, int M, int N,
                              int K, int panel, unsigned char* smem_raw, const TmaDescriptor* tmap_c = nullptr,
@@ -325,7 +326,7 @@ struct HopperGemm {
         const bool last = reduce_split_k(acc, red_bars, k_rank, reductions++);
         if (!last) continue;  // rank 1: rank 0 stores the tile
       }
-      if constexpr (!is_no_epilogue<Epi>::value) apply_epilogue(acc, epi, tm, tn, M, N);
+      if constexpr (!is_no_epilogue<Epi>::value) apply_epilogue(acc, epi, tm, tn);
       if constexpr (TmaStore != 0) {
         store_tile_tma<TOut>(acc, tmap_c, staging, c, tm * BM + c * kWgRows, tn * BN);
         continue;
@@ -338,16 +339,14 @@ struct HopperGemm {
       if (threadIdx.x % 128 == 0) tma_store_wait<0>();
   }
 
-  // The element-wise epilogue (run()'s comment) on this thread's accumulators of tile (tm, tn).
+  // The element-wise epilogue (run()'s comment) on this thread's accumulators of tile (tm, tn):
+  // every element of the tile, no branch, so that the function's loads are all in flight at
+  // once (the stores drop what lies past the matrix).
   template <class Epi>
   __device__ __forceinline__ static void apply_epilogue(float (&acc)[kAccPerThread], const Epi& epi, int tm,
-                                                        int tn, int M, int N) {
-    const int rows = M - tm * BM, cols = N - tn * BN;
+                                                        int tn) {
 #pragma unroll
-    for (int i = 0; i < kAccPerThread; ++i) {
-      const int r = acc_row(i), col = acc_col(i);
-      if (r < rows && col < cols) acc[i] = epi(acc[i], tn, tm, r, col);
-    }
+    for (int i = 0; i < kAccPerThread; ++i) acc[i] = epi(acc[i], tn, tm, acc_row(i), acc_col(i));
   }
 
   // TMA-store epilogue of consumer warpgroup c: its kWgRows x BN accumulators go to its

@@ -106,6 +106,28 @@ __device__ inline D as_fragment(T x) {
 template <class T, int Vec, class D = float, bool Global = true>
 __device__ inline void load_row_vector(const T* g, int valid, float pad, D* dst) {
   constexpr int kBytes = Vec * static_cast<int>(sizeof(T));
+  if constexpr (is_same<D, T>::value && (kBytes == 16 || kBytes == 8 || kBytes == 4)) {
+    // Into a register array of T: whole vectors only (see load_row_vector_whole), so the
+    // array's elements stay packed.
+    typedef typename reduce_detail::VectorWord<kBytes>::type Word;
+    union {
+      Word word;
+      T elems[Vec];
+    } pack;
+    if (valid >= Vec && (reinterpret_cast<unsigned long long>(g) % kBytes) == 0) {
+      if constexpr (Global) {
+        pack.word = __ldg(reinterpret_cast<const Word*>(g));
+      } else {
+        pack.word = *reinterpret_cast<const Word*>(g);
+      }
+    } else {
+      const T pad_value = from_float<T>(pad);
+#pragma unroll
+      for (int v = 0; v < Vec; ++v) pack.elems[v] = v < valid ? g[v] : pad_value;
+    }
+    *reinterpret_cast<Word*>(dst) = pack.word;
+    return;
+  }
   if constexpr (kBytes == 16 || kBytes == 8 || kBytes == 4) {
     typedef typename reduce_detail::VectorWord<kBytes>::type Word;
     if (valid >= Vec && (reinterpret_cast<unsigned long long>(g) % kBytes) == 0) {
@@ -201,8 +223,21 @@ __device__ inline void load_row_vector_whole(const T* g, bool present, float pad
     pack.word = present ? *reinterpret_cast<const Word*>(g) : Word{};
   }
   const D pad_value = reduce_detail::as_fragment<D>(from_float<T>(pad));
+  if constexpr (is_same<D, T>::value) {
+    // Kept as loaded: one vector write into the (16-byte aligned) register array, so that the
+    // compiler keeps 16-bit elements packed two to a register instead of one each.
+    union {
+      typename reduce_detail::VectorWord<kBytes>::type word;
+      T elems[Vec];
+    } out;
 #pragma unroll
-  for (int v = 0; v < Vec; ++v) dst[v] = present ? reduce_detail::as_fragment<D>(pack.elems[v]) : pad_value;
+    for (int v = 0; v < Vec; ++v) out.elems[v] = pad_value;
+    if (present) out.word = pack.word;
+    *reinterpret_cast<typename reduce_detail::VectorWord<kBytes>::type*>(dst) = out.word;
+  } else {
+#pragma unroll
+    for (int v = 0; v < Vec; ++v) dst[v] = present ? reduce_detail::as_fragment<D>(pack.elems[v]) : pad_value;
+  }
 }
 
 // Stores src[0..Vec) (float, or T itself) converted to T into g[0..Vec), dropping elements at or
@@ -217,6 +252,23 @@ __device__ inline void store_row_vector(T* g, int valid, const S* src) {
     }
   };
   constexpr int kBytes = Vec * static_cast<int>(sizeof(T));
+  if constexpr (is_same<S, T>::value && (kBytes == 16 || kBytes == 8 || kBytes == 4)) {
+    // From a register array of T: one vector read (see load_row_vector).
+    typedef typename reduce_detail::VectorWord<kBytes>::type Word;
+    union {
+      Word word;
+      T elems[Vec];
+    } pack;
+    pack.word = *reinterpret_cast<const Word*>(src);
+    if (valid >= Vec && (reinterpret_cast<unsigned long long>(g) % kBytes) == 0) {
+      *reinterpret_cast<Word*>(g) = pack.word;
+      return;
+    }
+#pragma unroll
+    for (int v = 0; v < Vec; ++v)
+      if (v < valid) g[v] = pack.elems[v];
+    return;
+  }
   if constexpr (kBytes == 16 || kBytes == 8 || kBytes == 4) {
     typedef typename reduce_detail::VectorWord<kBytes>::type Word;
     if (valid >= Vec && (reinterpret_cast<unsigned long long>(g) % kBytes) == 0) {
@@ -241,19 +293,18 @@ template <class T, int Vec, class S = float>
 __device__ inline void store_row_vector_whole(T* g, bool present, const S* src) {
   constexpr int kBytes = Vec * static_cast<int>(sizeof(T));
   static_assert(kBytes == 16 || kBytes == 8 || kBytes == 4, "store_row_vector_whole: 4, 8 or 16 bytes");
-  union {
-    typename reduce_detail::VectorWord<kBytes>::type word;
-    T elems[Vec];
-  } pack;
+  typedef typename reduce_detail::VectorWord<kBytes>::type Word;
+  if constexpr (is_same<S, T>::value) {  // one vector read of the register array (see the load)
+    reduce_detail::store_if<kBytes>(g, present, *reinterpret_cast<const Word*>(src));
+  } else {
+    union {
+      Word word;
+      T elems[Vec];
+    } pack;
 #pragma unroll
-  for (int v = 0; v < Vec; ++v) {
-    if constexpr (is_same<S, T>::value) {
-      pack.elems[v] = src[v];
-    } else {
-      pack.elems[v] = from_float<T>(static_cast<float>(src[v]));
-    }
+    for (int v = 0; v < Vec; ++v) pack.elems[v] = from_float<T>(static_cast<float>(src[v]));
+    reduce_detail::store_if<kBytes>(g, present, pack.word);
   }
-  reduce_detail::store_if<kBytes>(g, present, pack.word);
 }
 
 }  // namespace tessel

@@ -182,4 +182,11 @@ struct is_no_epilogue<NoEpilogue> {
   static constexpr bool value = true;
 };
 
+// select(c, a, b) with both a and b already evaluated (generated code: an arm that reads a
+// global tensor, its index clamped when not taken), so that no branch guards the load.
+template <class T>
+__device__ __forceinline__ T pick(bool c, T a, T b) {
+  return c ? a : b;
+}
+
 }  // namespace tessel

@@ -10,6 +10,7 @@
 #include <set>
 #include <sstream>
 
+#include "tessel/ir/Mutator.hpp"
 #include "tessel/ir/Printer.hpp"
 
 namespace tessel::codegen {
@@ -181,8 +182,21 @@ class CudaEmitter {
     }
     if (const auto* u = e.as<Unary>())
       return std::string(u->op == UnaryOp::Neg ? "(-" : "(!") + expr(u->a) + ")";
-    if (const auto* s = e.as<Select>())
-      return "(" + expr(s->cond) + " ? " + expr(s->true_value) + " : " + expr(s->false_value) + ")";
+    if (const auto* s = e.as<Select>()) {
+      if (!reads_global(s->true_value) && !reads_global(s->false_value))
+        return "(" + expr(s->cond) + " ? " + expr(s->true_value) + " : " + expr(s->false_value) + ")";
+      // An arm that reads a global tensor (a bounds-guarded bias read): both arms are evaluated,
+      // each global index clamped to element 0 when its arm is not taken, and the value picked.
+      // No branch, so a thread's guarded loads can all be in flight at once; element 0 always
+      // exists, and the arm's value is discarded exactly when its index was clamped.
+      const std::string c = expr(s->cond);
+      guards_.push_back({c, true});
+      const std::string t = expr(s->true_value);
+      guards_.back().second = false;
+      const std::string f = expr(s->false_value);
+      guards_.pop_back();
+      return "tessel::pick(" + c + ", " + t + ", " + f + ")";
+    }
     if (const auto* c = e.as<Cast>()) return cast(c->dtype, c->value);
     if (const auto* c = e.as<Call>()) return call(c);
     if (const auto* l = e.as<BufferLoad>()) {
@@ -232,6 +246,8 @@ class CudaEmitter {
         std::string lin = "(long long)(" + expr(idx[0]) + ")";
         for (size_t d = 1; d < idx.size(); ++d)
           lin = "(" + lin + " * " + expr(b->shape[d]) + " + " + expr(idx[d]) + ")";
+        for (const auto& [cond, taken] : guards_)  // inside select arms (see expr)
+          lin = taken ? "((" + cond + ") ? " + lin + " : 0LL)" : "((" + cond + ") ? 0LL : " + lin + ")";
         return n + "[" + lin + "]";
       }
       case Scope::Shared: {
@@ -326,7 +342,8 @@ class CudaEmitter {
              << "*>(tessel_smem + " << ctx_.smem_offsets.at(b->id) << ");  // " << to_string_shape(b) << ", "
              << ctx_.shared_layouts.at(b->id).type_name;
     } else if (b->scope == Scope::Local) {
-      line() << cuda_type(b->dtype) << " " << n << "[" << b.const_numel() << "];";
+      // 16-byte aligned: row copies move whole vectors in and out of register arrays.
+      line() << "__align__(16) " << cuda_type(b->dtype) << " " << n << "[" << b.const_numel() << "];";
     } else {
       throw_internal_error("codegen: declaration of " + b->name + " in scope " + scope_name(b->scope));
     }
@@ -401,8 +418,23 @@ class CudaEmitter {
     indent_ -= 2;
   }
 
+  static bool reads_global(const Expr& e) {
+    struct Finder : IRVisitor {
+      bool found = false;
+      void visit_node(const BufferLoad* op) override {
+        found = found || op->buffer->scope == Scope::Global;
+        IRVisitor::visit_node(op);
+      }
+    } finder;
+    finder.visit(e);
+    return finder.found;
+  }
+
   const LoweredFunc& f_;
   const passes::PassContext& ctx_;
+  // The conditions of the select arms being printed, and whether the arm is the taken one when
+  // the condition holds (global loads in them are clamped; see expr).
+  std::vector<std::pair<std::string, bool>> guards_;
   std::ostringstream os_;
   int indent_ = 0;
   std::map<int, std::string> buffer_names_;

@@ -14,7 +14,7 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(tessel::bfloat16
   }
   tessel::bfloat16_t* shared_0 = reinterpret_cast<tessel::bfloat16_t*>(tessel_smem + 0);  // bf16[2, 64, 32], tessel::SwizzledLayout<64, 32, 2>
   tessel::bfloat16_t* shared_1 = reinterpret_cast<tessel::bfloat16_t*>(tessel_smem + 8192);  // bf16[2, 32, 64], tessel::SwizzledLayout<32, 64, 2>
-  float fragment_2[32];
+  __align__(16) float fragment_2[32];
   #pragma unroll
   for (int l = 0; l < 32; ++l) {
     fragment_2[l] = 0.0f;
