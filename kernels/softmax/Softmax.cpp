@@ -227,27 +227,16 @@ PrimFunc softmax_program(long long M, long long N, DType dtype, const SoftmaxCon
     const int R = c.variant == SoftmaxVariant::Rows ? c.rows_per_block : 1;
     f.body([&] {
       T::Kernel(T::ceildiv(Expr(M), R), c.threads, [&](T::Var bx) {
-        // The rows stay in registers as loaded (`raw`, 16-bit inputs packed two to a register);
-        // `x` is only ever a reduction's operand, so each of its elements dies as soon as it is
-        // summed and the kernel holds half the registers a float row would (more blocks per SM,
-        // more loads in flight). exp is evaluated twice, for the sum and for the output, on the
-        // same operands: the same bits.
-        auto raw = T::alloc_fragment({R, BN}, dtype);
         auto x = T::alloc_fragment({R, BN}, T::f32);
         auto row_max = T::alloc_fragment({R}, T::f32);
         auto row_sum = T::alloc_fragment({R}, T::f32);
-        T::copy_padded(X(bx * R, 0), raw, -T::infinity(dtype));
-        T::Parallel(R, BN, [&](T::Var i, T::Var j) { x(i, j) = T::cast(T::f32, raw(i, j)); });
+        T::copy_padded(X(bx * R, 0), x, -T::infinity(T::f32));
         T::reduce_max(x, row_max, 1);
-        T::Parallel(R, BN, [&](T::Var i, T::Var j) {
-          x(i, j) = exp_minus(T::cast(T::f32, raw(i, j)), row_max(i));
-        });
+        T::Parallel(R, BN, [&](T::Var i, T::Var j) { x(i, j) = exp_minus(x(i, j), row_max(i)); });
         T::reduce_sum(x, row_sum, 1);
         T::Parallel(R, [&](T::Var i) { row_sum(i) = 1.0f / row_sum(i); });
-        T::Parallel(R, BN, [&](T::Var i, T::Var j) {
-          raw(i, j) = T::cast(dtype, exp_minus(T::cast(T::f32, raw(i, j)), row_max(i)) * row_sum(i));
-        });
-        T::copy(raw, Y(bx * R, 0));
+        T::Parallel(R, BN, [&](T::Var i, T::Var j) { x(i, j) = x(i, j) * row_sum(i); });
+        T::copy(x, Y(bx * R, 0));
       });
     });
     return f;
