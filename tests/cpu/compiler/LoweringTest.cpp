@@ -342,6 +342,11 @@ TEST(Passes, HopperFusesAnElementWiseEpilogue) {
   EXPECT_NE(src.find("      &tmap_C,\n      [&](float acc, int bx_1, int by, int i, int j) {"), std::string::npos)
       << src;
   EXPECT_NE(src.find("return fragment_2[0];"), std::string::npos) << src;
+  // The guarded bias read has no branch: both arms evaluated, the index clamped when not taken.
+  EXPECT_NE(src.find("tessel::pick((((bx_1 * 128) + j) < 264), ((float)(tessel::to_float(bias[(((((bx_1 * 128) + "
+                     "j) < 264)) ? (long long)(((bx_1 * 128) + j)) : 0LL)]))), 0.0f)"),
+            std::string::npos)
+      << src;
 
   // A nest that writes a global tensor keeps the mma.sync path and says why.
   auto second_output = gemm_with_epilogue([](const T::Buffer& Cl, const T::Buffer& D, T::Var bx, T::Var by) {
