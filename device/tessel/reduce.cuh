@@ -46,18 +46,9 @@ __device__ inline float reduce_warps(float v, float* scratch) {
   if (threadIdx.x % 32 == 0) scratch[warp] = v;
   __syncthreads();
   const int first = warp / WarpsPerRow * WarpsPerRow;
-  float r;
-  if constexpr ((WarpsPerRow & (WarpsPerRow - 1)) == 0) {
-    // One read per lane, then a butterfly over WarpsPerRow lanes (every lane ends with the same
-    // bits: each step combines the same two values, in either order).
-    r = scratch[first + static_cast<int>(threadIdx.x % 32) % WarpsPerRow];
+  float r = scratch[first];
 #pragma unroll
-    for (int o = WarpsPerRow / 2; o > 0; o /= 2) r = Op::combine(r, __shfl_xor_sync(0xffffffffu, r, o));
-  } else {
-    r = scratch[first];
-#pragma unroll
-    for (int w = 1; w < WarpsPerRow; ++w) r = Op::combine(r, scratch[first + w]);
-  }
+  for (int w = 1; w < WarpsPerRow; ++w) r = Op::combine(r, scratch[first + w]);
   __syncthreads();  // the scratch may be reused by the next reduction
   return r;
 }
