@@ -1,5 +1,7 @@
 #include "kernels/gemm/Matmul.hpp"
 
+#include <functional>
+
 #include "tessel/autotune/Autotune.hpp"
 #include "tessel/runtime/Driver.hpp"
 
@@ -59,26 +61,37 @@ long long matmul_smem_bytes(const MatmulConfig& c) {
   return (1LL * c.block_M * c.block_K + 1LL * c.block_K * c.block_N) * dtype_bytes(c.dtype) * c.num_stages;
 }
 
+namespace {
+
+// The tutorial GEMM's kernel over tensors A, B, C: tiles, the pipelined main loop, `epilogue` on
+// the accumulator (nothing for the plain GEMM), the store. Records into the PrimFunc being built.
+void record_matmul_kernel(const T::Buffer& A, const T::Buffer& B, const T::Buffer& C, int M, int N, int K,
+                          const MatmulConfig& c,
+                          const std::function<void(const T::Buffer& C_local, T::Var bx)>& epilogue) {
+  T::Kernel(T::ceildiv(N, c.block_N), T::ceildiv(M, c.block_M), c.threads, [&](T::Var bx, T::Var by) {
+    auto A_shared = T::alloc_shared({c.block_M, c.block_K}, c.dtype);
+    auto B_shared = T::alloc_shared({c.block_K, c.block_N}, c.dtype);
+    auto C_local = T::alloc_fragment({c.block_M, c.block_N}, c.accum_dtype);
+    if (c.use_swizzle) T::use_swizzle(c.panel_size);
+    T::clear(C_local);
+    T::Pipelined(T::ceildiv(K, c.block_K), c.num_stages, [&](T::Var ko) {
+      T::copy(A(by * c.block_M, ko * c.block_K), A_shared);
+      T::copy(B(ko * c.block_K, bx * c.block_N), B_shared);
+      T::gemm(A_shared, B_shared, C_local);
+    });
+    if (epilogue) epilogue(C_local, bx);
+    T::copy(C_local, C(by * c.block_M, bx * c.block_N));
+  });
+}
+
+}  // namespace
+
 PrimFunc matmul_program(int M, int N, int K, const MatmulConfig& c) {
   T::PrimFunc f("matmul");
   auto A = f.tensor("A", {M, K}, c.dtype);
   auto B = f.tensor("B", {K, N}, c.dtype);
   auto C = f.tensor("C", {M, N}, c.dtype);
-  f.body([&] {
-    T::Kernel(T::ceildiv(N, c.block_N), T::ceildiv(M, c.block_M), c.threads, [&](T::Var bx, T::Var by) {
-      auto A_shared = T::alloc_shared({c.block_M, c.block_K}, c.dtype);
-      auto B_shared = T::alloc_shared({c.block_K, c.block_N}, c.dtype);
-      auto C_local = T::alloc_fragment({c.block_M, c.block_N}, c.accum_dtype);
-      if (c.use_swizzle) T::use_swizzle(c.panel_size);
-      T::clear(C_local);
-      T::Pipelined(T::ceildiv(K, c.block_K), c.num_stages, [&](T::Var ko) {
-        T::copy(A(by * c.block_M, ko * c.block_K), A_shared);
-        T::copy(B(ko * c.block_K, bx * c.block_N), B_shared);
-        T::gemm(A_shared, B_shared, C_local);
-      });
-      T::copy(C_local, C(by * c.block_M, bx * c.block_N));
-    });
-  });
+  f.body([&] { record_matmul_kernel(A, B, C, M, N, K, c, nullptr); });
   return f;
 }
 
@@ -101,17 +114,7 @@ PrimFunc matmul_bias_act_program(int M, int N, int K, const MatmulConfig& c, Act
   auto bias = f.tensor("bias", {N}, c.dtype);
   auto C = f.tensor("C", {M, N}, c.dtype);
   f.body([&] {
-    T::Kernel(T::ceildiv(N, c.block_N), T::ceildiv(M, c.block_M), c.threads, [&](T::Var bx, T::Var by) {
-      auto A_shared = T::alloc_shared({c.block_M, c.block_K}, c.dtype);
-      auto B_shared = T::alloc_shared({c.block_K, c.block_N}, c.dtype);
-      auto C_local = T::alloc_fragment({c.block_M, c.block_N}, c.accum_dtype);
-      if (c.use_swizzle) T::use_swizzle(c.panel_size);
-      T::clear(C_local);
-      T::Pipelined(T::ceildiv(K, c.block_K), c.num_stages, [&](T::Var ko) {
-        T::copy(A(by * c.block_M, ko * c.block_K), A_shared);
-        T::copy(B(ko * c.block_K, bx * c.block_N), B_shared);
-        T::gemm(A_shared, B_shared, C_local);
-      });
+    record_matmul_kernel(A, B, C, M, N, K, c, [&](const T::Buffer& C_local, T::Var bx) {
       T::Parallel(c.block_M, c.block_N, [&](T::Var i, T::Var j) {
         // The last column tile reaches past N: bias is read only inside it.
         Expr col = bx * c.block_N + j;
@@ -120,7 +123,6 @@ PrimFunc matmul_bias_act_program(int M, int N, int K, const MatmulConfig& c, Act
         if (act == Activation::silu) v = v / (1.0f + T::exp(-v));
         C_local(i, j) = v;
       });
-      T::copy(C_local, C(by * c.block_M, bx * c.block_N));
     });
   });
   return f;
