@@ -63,7 +63,7 @@ TEST_F(Cli, SubcommandHelpShowsTheirOptions) {
   EXPECT_NE(r.output.find("--json"), std::string::npos) << r.output;
   r = run_tessel("bench gemm --help");
   EXPECT_EQ(r.exit_code, 0) << r.output;
-  for (const char* option : {"--shapes", "--dtype", "--config", "--repeats", "--json"})
+  for (const char* option : {"--shapes", "--dtype", "--config", "--epilogue", "--repeats", "--json"})
     EXPECT_NE(r.output.find(option), std::string::npos) << option << " missing from:\n" << r.output;
 }
 
@@ -106,6 +106,12 @@ TEST_F(Cli, BenchGemmRejectsABadShape) {
   const CliRun r = run_tessel("bench gemm --shapes 2048x2048");
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find("expected MxNxK"), std::string::npos) << r.output;
+}
+
+TEST_F(Cli, BenchGemmRejectsAnUnknownEpilogue) {
+  const CliRun r = run_tessel("bench gemm --epilogue gelu");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("--epilogue takes none, bias or bias_relu, not 'gelu'"), std::string::npos) << r.output;
 }
 
 TEST_F(Cli, TutorialRejectsAnUnknownSection) {
