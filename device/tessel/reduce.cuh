@@ -11,13 +11,23 @@
 
 namespace tessel {
 
+// max.NaN / min.NaN (sm_80+): one instruction that returns NaN when either input is NaN
+// (fmaxf would drop it; the select form `(a != a || a > b) ? a : b` costs four).
 struct ReduceMaxOp {
   __device__ static float identity() { return -__int_as_float(0x7f800000); }
-  __device__ static float combine(float a, float b) { return (a != a || a > b) ? a : b; }
+  __device__ static float combine(float a, float b) {
+    float r;
+    asm("max.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+    return r;
+  }
 };
 struct ReduceMinOp {
   __device__ static float identity() { return __int_as_float(0x7f800000); }
-  __device__ static float combine(float a, float b) { return (a != a || a < b) ? a : b; }
+  __device__ static float combine(float a, float b) {
+    float r;
+    asm("min.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+    return r;
+  }
 };
 struct ReduceSumOp {
   __device__ static float identity() { return 0.0f; }
@@ -46,20 +56,37 @@ __device__ inline float reduce_warps(float v, float* scratch) {
   if (threadIdx.x % 32 == 0) scratch[warp] = v;
   __syncthreads();
   const int first = warp / WarpsPerRow * WarpsPerRow;
-  float r = scratch[first];
+  float r;
+  if constexpr ((WarpsPerRow & (WarpsPerRow - 1)) == 0) {
+    // One read per lane, then a butterfly over WarpsPerRow lanes (every lane ends with the same
+    // bits: each step combines the same two values, in either order).
+    r = scratch[first + static_cast<int>(threadIdx.x % 32) % WarpsPerRow];
 #pragma unroll
-  for (int w = 1; w < WarpsPerRow; ++w) r = Op::combine(r, scratch[first + w]);
+    for (int o = WarpsPerRow / 2; o > 0; o /= 2) r = Op::combine(r, __shfl_xor_sync(0xffffffffu, r, o));
+  } else {
+    r = scratch[first];
+#pragma unroll
+    for (int w = 1; w < WarpsPerRow; ++w) r = Op::combine(r, scratch[first + w]);
+  }
   __syncthreads();  // the scratch may be reused by the next reduction
   return r;
 }
 
-// In-place forms over register arrays, for generated code: out[0] = Op over src[0..N).
+// In-place forms over register arrays, for generated code: out[0] = Op over src[0..N), as a
+// pairwise tree (depth log2 N instead of a chain of N - 1 dependent combines; the order is
+// fixed, so results are reproducible).
+template <class Op, int N>
+__device__ inline float reduce_registers_tree(const float* src) {
+  if constexpr (N == 1) {
+    return src[0];
+  } else {
+    constexpr int kHalf = N / 2;
+    return Op::combine(reduce_registers_tree<Op, kHalf>(src), reduce_registers_tree<Op, N - kHalf>(src + kHalf));
+  }
+}
 template <class Op, int N>
 __device__ inline void reduce_registers(const float* src, float* out) {
-  float v = src[0];
-#pragma unroll
-  for (int i = 1; i < N; ++i) v = Op::combine(v, src[i]);
-  out[0] = v;
+  out[0] = reduce_registers_tree<Op, N>(src);
 }
 template <class Op, int Width>
 __device__ inline void reduce_lanes_inplace(float* v) {
