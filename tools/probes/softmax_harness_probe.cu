@@ -91,7 +91,7 @@ int main() {
   std::printf("softmax harness probe, N = %d, M = %lld: Tessel vs probe relative difference %.2e\n", N, M,
               std::sqrt(diff / norm));
   const char* names[] = {"tessel rows:t512:r1", "probe c1:t512:v4", "probe c1:t256:v8",
-                         "V1 (plain loads)", "V2 (plain stores)", "copy"};
+                         "V1 (no edge path)", "V2 (FFMA exp)", "copy"};
   std::function<void()> runs[] = {tessel, probe512, probe256, v1, v2, copy};
   constexpr int kRuns = 6;
   cudaEvent_t e0, e1;

@@ -5,6 +5,7 @@
 #include "Lower.hpp"
 #include "codegen/CodegenCuda.hpp"
 #include "kernels/gemm/Matmul.hpp"
+#include "kernels/softmax/Softmax.hpp"
 #include "tessel/ir/Printer.hpp"
 #include "tessel/tessel.hpp"
 
@@ -357,4 +358,30 @@ TEST(Passes, HopperFusesAnElementWiseEpilogue) {
   EXPECT_NE(s.ctx.hopper.why_not.find("the epilogue is not element-wise: it stores to D, a global buffer (line "),
             std::string::npos)
       << s.ctx.hopper.why_not;
+}
+
+// A row copy whose vectors are provably whole and aligned for every block and thread (a
+// static shape the tile divides) is emitted without its edge path; one that may run past the
+// row's end or the last row keeps both.
+TEST(Codegen, RowCopiesDropTheEdgePathOnlyWhenItCannotRun) {
+  auto source = [](long long M, long long N, const char* config) {
+    auto f = tessel::kernels::softmax_program(M, N, tessel::DType::f16, tessel::kernels::parse_softmax_config(config));
+    return tessel::codegen::generate_cuda(tessel::lower(f.ir(), sm90()));
+  };
+  const std::string masked = "tessel::load_row_vector<", whole = "tessel::load_row_vector_whole<";
+  std::string exact = source(16384, 16384, "rows:t512:r1:bn16384");
+  EXPECT_EQ(exact.find(masked), std::string::npos) << exact;
+  EXPECT_EQ(exact.find("tessel::store_row_vector<"), std::string::npos) << exact;
+  EXPECT_NE(exact.find(whole), std::string::npos) << exact;
+  EXPECT_NE(exact.find("), true, -tessel::infinity_f32()"), std::string::npos) << exact;  // no per-vector test left
+  // The online variant's chunk loop: the loop variable's range proves every chunk whole.
+  std::string online = source(64, 65536, "online:t256:bn4096");
+  EXPECT_EQ(online.find(masked), std::string::npos) << online;
+  // A ragged row (1000 is not a multiple of the 1024-wide tile) and a ragged last block of
+  // rows (7 rows, 8 per block) keep the masked path.
+  std::string ragged = source(64, 1000, "rows:t256:r8:bn1024");
+  EXPECT_NE(ragged.find(masked), std::string::npos) << ragged;
+  std::string few_rows = source(7, 1024, "rows:t256:r8:bn1024");
+  EXPECT_NE(few_rows.find(masked), std::string::npos) << few_rows;
+  EXPECT_NE(few_rows.find(whole), std::string::npos) << few_rows;
 }
