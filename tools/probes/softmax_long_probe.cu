@@ -21,6 +21,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <random>
 #include <string>
 #include <vector>
@@ -81,7 +82,7 @@ __device__ float block_sum(float v, float* scratch) {
 }
 
 // N must be a multiple of T * U * 8 (the probe does not mask).
-template <int T, int U, bool Hint, bool Persistent>
+template <int T, int U, bool Hint, bool Persistent, bool Reverse = false>
 __global__ void __launch_bounds__(T) softmax_long(const __half* __restrict__ x, __half* __restrict__ y, int N,
                                                   long long M) {
   __shared__ float scratch[32];
@@ -134,13 +135,16 @@ __global__ void __launch_bounds__(T) softmax_long(const __half* __restrict__ x, 
     const float S_row = block_sum<T>(s * exp2f((m - M_row) * kLog2e), scratch);
     const float inv = 1.0f / S_row;
     const float mb = M_row * kLog2e;
-    // Pass 2: read again (from L2 if it kept the row), normalize, write.
+    // Pass 2: read again (from L2 if it kept the row), normalize, write. Reverse: the chunks
+    // pass 1 read last (the likeliest still in L2) first.
+    auto chunk_of = [&](int i) { return Reverse ? chunks - 1 - i : i; };
 #pragma unroll
-    for (int u = 0; u < U; ++u) cur[u] = load16<Hint>(addr(xr, 0, u), drop);
-    for (int c = 0; c < chunks; ++c) {
-      if (c + 1 < chunks) {
+    for (int u = 0; u < U; ++u) cur[u] = load16<Hint>(addr(xr, chunk_of(0), u), drop);
+    for (int i = 0; i < chunks; ++i) {
+      const int c = chunk_of(i);
+      if (i + 1 < chunks) {
 #pragma unroll
-        for (int u = 0; u < U; ++u) nxt[u] = load16<Hint>(addr(xr, c + 1, u), drop);
+        for (int u = 0; u < U; ++u) nxt[u] = load16<Hint>(addr(xr, chunk_of(i + 1), u), drop);
       }
 #pragma unroll
       for (int u = 0; u < U; ++u) {
@@ -158,6 +162,59 @@ __global__ void __launch_bounds__(T) softmax_long(const __half* __restrict__ x, 
   }
 }
 
+
+// Hybrid (one row per block, nothing read twice): VR 16-byte vectors per thread held in
+// registers and VS more in shared memory (cp.async, each thread reads back only its own
+// slots), so that a 65536-wide f16 row (128 KB) fits with two blocks per SM — their load and
+// compute phases overlap as the 16384 register-resident kernel's do.
+template <int T, int VR, int VS>
+__global__ void __launch_bounds__(T) softmax_hybrid(const __half* __restrict__ x, __half* __restrict__ y, int N,
+                                                    long long M) {
+  extern __shared__ __align__(16) uint4 slots[];  // [VS][T]
+  __shared__ float scratch[32];
+  const long long row = blockIdx.x;
+  const uint4* xr = reinterpret_cast<const uint4*>(x + row * N);
+  uint4* yr = reinterpret_cast<uint4*>(y + row * N);
+#pragma unroll
+  for (int v = 0; v < VS; ++v) {
+    const unsigned dst = static_cast<unsigned>(__cvta_generic_to_shared(&slots[v * T + threadIdx.x]));
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(dst), "l"(xr + (VR + v) * T + threadIdx.x));
+  }
+  asm volatile("cp.async.commit_group;");
+  uint4 raw[VR];
+#pragma unroll
+  for (int v = 0; v < VR; ++v) raw[v] = __ldg(xr + v * T + threadIdx.x);
+  asm volatile("cp.async.wait_all;" ::: "memory");
+  auto each = [&](auto&& fn) {
+#pragma unroll
+    for (int v = 0; v < VR + VS; ++v) {
+      uint4 w = v < VR ? raw[v < VR ? v : 0] : slots[(v - VR) * T + threadIdx.x];
+      const __half2* h = reinterpret_cast<const __half2*>(&w);
+#pragma unroll
+      for (int e = 0; e < 4; ++e) fn(__half22float2(h[e]));
+    }
+  };
+  float m = -INFINITY;
+  each([&](float2 f) { m = fmaxf(m, fmaxf(f.x, f.y)); });
+  m = block_max<T>(m, scratch);
+  const float mb = m * kLog2e;
+  float s = 0.0f;
+  each([&](float2 f) { s += exp2f(f.x * kLog2e - mb) + exp2f(f.y * kLog2e - mb); });
+  s = block_sum<T>(s, scratch);
+  const float inv = 1.0f / s;
+#pragma unroll
+  for (int v = 0; v < VR + VS; ++v) {
+    uint4 w = v < VR ? raw[v < VR ? v : 0] : slots[(v - VR) * T + threadIdx.x];
+    __half2* h = reinterpret_cast<__half2*>(&w);
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const float2 f = __half22float2(h[e]);
+      h[e] = __floats2half2_rn(exp2f(f.x * kLog2e - mb) * inv, exp2f(f.y * kLog2e - mb) * inv);
+    }
+    yr[v * T + threadIdx.x] = w;
+  }
+}
+
 struct Result {
   std::string name;
   int N;
@@ -169,14 +226,14 @@ double median(std::vector<float> v) {
   return v[v.size() / 2];
 }
 
-template <int T, int U, bool Hint, bool Persistent>
+template <int T, int U, bool Hint, bool Persistent, bool Reverse = false>
 Result run_case(int N, const __half* dx, __half* dy, __half* dcopy, const std::vector<__half>& hx, long long M,
                 int blocks_per_sm_cap = 0) {
   if (N % (T * U * 8) != 0) {
     std::fprintf(stderr, "bad case\n");
     std::exit(1);
   }
-  auto kernel = softmax_long<T, U, Hint, Persistent>;
+  auto kernel = softmax_long<T, U, Hint, Persistent, Reverse>;
   int per_sm = 0, sms = 0;
   CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, T, 0));
   CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
@@ -224,8 +281,80 @@ Result run_case(int N, const __half* dx, __half* dy, __half* dcopy, const std::v
     t_copy.push_back(ms);
   }
   Result r{"t" + std::to_string(T) + ":u" + std::to_string(U) + (Hint ? ":hint" : ":plain") +
-               (Persistent ? ":persistent" + std::to_string(per_sm) : ":grid"),
+               (Persistent ? ":persistent" + std::to_string(per_sm) : ":grid") + (Reverse ? ":rev" : ""),
            N, median(t_kernel), median(t_copy), std::sqrt(err2 / ref2)};
+  const double bytes = 2.0 * M * N * 2;
+  std::printf("  N=%-6d %-26s %8.4f ms %6.0f GB/s  copy %6.0f GB/s  %5.1f %% of copy  rel.err %.1e\n", N,
+              r.name.c_str(), r.ms, bytes / r.ms / 1e6, bytes / r.copy_ms / 1e6, 100.0 * r.copy_ms / r.ms, r.err);
+  std::fflush(stdout);
+  return r;
+}
+
+
+template <class Launch>
+Result time_case(const std::string& name, int N, Launch launch, __half* dy, __half* dcopy, const __half* dx,
+                 const std::vector<__half>& hx, long long M);
+
+template <int T, int VR, int VS>
+Result run_hybrid(int N, const __half* dx, __half* dy, __half* dcopy, const std::vector<__half>& hx, long long M) {
+  if (N != T * 8 * (VR + VS)) {
+    std::fprintf(stderr, "bad hybrid case\n");
+    std::exit(1);
+  }
+  auto kernel = softmax_hybrid<T, VR, VS>;
+  const int smem = T * VS * 16;
+  CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+  int per_sm = 0;
+  CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, T, smem));
+  auto launch = [&] { kernel<<<static_cast<unsigned>(M), T, smem>>>(dx, dy, N, M); };
+  return time_case("hybrid:t" + std::to_string(T) + ":r" + std::to_string(VR) + ":s" + std::to_string(VS) +
+                       ":occ" + std::to_string(per_sm),
+                   N, launch, dy, dcopy, dx, hx, M);
+}
+
+template <class Launch>
+Result time_case(const std::string& name, int N, Launch launch, __half* dy, __half* dcopy, const __half* dx,
+                 const std::vector<__half>& hx, long long M) {
+  CHECK(cudaMemset(dy, 0xff, M * N * 2));
+  launch();
+  CHECK(cudaGetLastError());
+  CHECK(cudaDeviceSynchronize());
+  double err2 = 0, ref2 = 0;
+  std::vector<__half> row(N);
+  for (int k = 0; k < 16; ++k) {
+    const long long r = (k * 7919LL) % M;
+    CHECK(cudaMemcpy(row.data(), dy + r * N, N * 2, cudaMemcpyDeviceToHost));
+    double mx = -INFINITY, sum = 0;
+    for (int j = 0; j < N; ++j) mx = std::max(mx, static_cast<double>(__half2float(hx[r * N + j])));
+    for (int j = 0; j < N; ++j) sum += std::exp(static_cast<double>(__half2float(hx[r * N + j])) - mx);
+    for (int j = 0; j < N; ++j) {
+      const double want = std::exp(static_cast<double>(__half2float(hx[r * N + j])) - mx) / sum;
+      const double got = __half2float(row[j]);
+      err2 += (got - want) * (got - want);
+      ref2 += want * want;
+    }
+  }
+  cudaEvent_t a, b;
+  CHECK(cudaEventCreate(&a));
+  CHECK(cudaEventCreate(&b));
+  std::vector<float> t_kernel, t_copy;
+  for (int i = 0; i < 3; ++i) launch();
+  for (int i = 0; i < 20; ++i) {
+    float ms = 0;
+    CHECK(cudaEventRecord(a));
+    launch();
+    CHECK(cudaEventRecord(b));
+    CHECK(cudaEventSynchronize(b));
+    CHECK(cudaEventElapsedTime(&ms, a, b));
+    t_kernel.push_back(ms);
+    CHECK(cudaEventRecord(a));
+    CHECK(cudaMemcpyAsync(dcopy, dx, M * N * 2, cudaMemcpyDeviceToDevice));
+    CHECK(cudaEventRecord(b));
+    CHECK(cudaEventSynchronize(b));
+    CHECK(cudaEventElapsedTime(&ms, a, b));
+    t_copy.push_back(ms);
+  }
+  Result r{name, N, median(t_kernel), median(t_copy), std::sqrt(err2 / ref2)};
   const double bytes = 2.0 * M * N * 2;
   std::printf("  N=%-6d %-26s %8.4f ms %6.0f GB/s  copy %6.0f GB/s  %5.1f %% of copy  rel.err %.1e\n", N,
               r.name.c_str(), r.ms, bytes / r.ms / 1e6, bytes / r.copy_ms / 1e6, 100.0 * r.copy_ms / r.ms, r.err);
@@ -250,6 +379,28 @@ int main(int argc, char** argv) {
     CHECK(cudaMalloc(&dy, M * N * 2));
     CHECK(cudaMalloc(&dcopy, M * N * 2));
     CHECK(cudaMemcpy(dx, hx.data(), M * N * 2, cudaMemcpyHostToDevice));
+    if (std::getenv("HYBRID_ONLY")) {
+      if (N == 65536) {
+        all.push_back(run_hybrid<512, 8, 8>(N, dx, dy, dcopy, hx, M));
+        all.push_back(run_hybrid<512, 6, 10>(N, dx, dy, dcopy, hx, M));
+        all.push_back(run_hybrid<512, 10, 6>(N, dx, dy, dcopy, hx, M));
+        all.push_back(run_hybrid<1024, 4, 4>(N, dx, dy, dcopy, hx, M));
+        all.push_back(run_hybrid<256, 16, 16>(N, dx, dy, dcopy, hx, M));
+        all.push_back(run_case<1024, 1, true, true>(N, dx, dy, dcopy, hx, M));
+        all.push_back(run_case<256, 2, false, false, true>(N, dx, dy, dcopy, hx, M));
+        all.push_back(run_case<512, 2, false, false, true>(N, dx, dy, dcopy, hx, M));
+        all.push_back(run_case<512, 2, true, false, true>(N, dx, dy, dcopy, hx, M));
+        all.push_back(run_case<1024, 1, true, true, true>(N, dx, dy, dcopy, hx, M));
+        all.push_back(run_case<1024, 1, false, true, true>(N, dx, dy, dcopy, hx, M));
+      } else {
+        all.push_back(run_hybrid<256, 4, 4>(N, dx, dy, dcopy, hx, M));
+        all.push_back(run_hybrid<512, 2, 2>(N, dx, dy, dcopy, hx, M));
+      }
+      CHECK(cudaFree(dx));
+      CHECK(cudaFree(dy));
+      CHECK(cudaFree(dcopy));
+      continue;
+    }
     all.push_back(run_case<256, 2, false, false>(N, dx, dy, dcopy, hx, M));
     all.push_back(run_case<256, 2, true, false>(N, dx, dy, dcopy, hx, M));
     all.push_back(run_case<512, 2, false, false>(N, dx, dy, dcopy, hx, M));
