@@ -7,6 +7,8 @@
 // memory. Max and min propagate NaN like PyTorch, not like fmaxf.
 #pragma once
 
+#include "cp_async.cuh"
+#include "split_regs.cuh"
 #include "types.cuh"
 
 namespace tessel {
@@ -75,8 +77,8 @@ __device__ inline float reduce_warps(float v, float* scratch) {
 // In-place forms over register arrays, for generated code: out[0] = Op over src[0..N), as a
 // pairwise tree (depth log2 N instead of a chain of N - 1 dependent combines; the order is
 // fixed, so results are reproducible).
-template <class Op, int N>
-__device__ inline float reduce_registers_tree(const float* src) {
+template <class Op, int N, class P>
+__device__ inline float reduce_registers_tree(P src) {
   if constexpr (N == 1) {
     return src[0];
   } else {
@@ -84,9 +86,20 @@ __device__ inline float reduce_registers_tree(const float* src) {
     return Op::combine(reduce_registers_tree<Op, kHalf>(src), reduce_registers_tree<Op, N - kHalf>(src + kHalf));
   }
 }
-template <class Op, int N>
-__device__ inline void reduce_registers(const float* src, float* out) {
-  out[0] = reduce_registers_tree<Op, N>(src);
+// Past 32 elements, trees of 8 combined in order: the same short dependency chains where they
+// matter, and no more than a few operands live at once for long rows whose elements are
+// computed on the fly (a row kept as loaded: the operand is exp of an element, made just
+// before it is combined).
+template <class Op, int N, class P>
+__device__ inline void reduce_registers(P src, float* out) {
+  if constexpr (N > 32 && N % 8 == 0) {
+    float v = reduce_registers_tree<Op, 8>(src);
+#pragma unroll
+    for (int k = 8; k < N; k += 8) v = Op::combine(v, reduce_registers_tree<Op, 8>(src + k));
+    out[0] = v;
+  } else {
+    out[0] = reduce_registers_tree<Op, N>(src);
+  }
 }
 template <class Op, int Width>
 __device__ inline void reduce_lanes_inplace(float* v) {
@@ -332,6 +345,78 @@ __device__ inline void store_row_vector_whole(T* g, bool present, const S* src) 
     for (int v = 0; v < Vec; ++v) pack.elems[v] = from_float<T>(static_cast<float>(src[v]));
     reduce_detail::store_if<kBytes>(g, present, pack.word);
   }
+}
+
+// The row copies into and out of a register array with a shared tail (split_regs.cuh): vectors
+// in the register part take the functions above; vectors in the tail move between global
+// memory and their slot whole, by cp.async on the way in (no registers in between; the caller
+// commits and waits before any use) and by one 16-byte shared load on the way out.
+template <class T, int Vec, class D = float, bool Global = true, int NR, int NT, int V, int Threads>
+__device__ inline void load_row_vector_whole(const T* g, bool present, float pad, SplitView<D, NR, NT, V, Threads> dst) {
+  if (dst.in_registers()) {
+    load_row_vector_whole<T, Vec, D, Global>(g, present, pad, dst.registers());
+    return;
+  }
+  static_assert(is_same<D, T>::value, "a fragment's shared tail keeps its elements as loaded");
+  constexpr int kBytes = Vec * static_cast<int>(sizeof(T));
+  typedef typename reduce_detail::VectorWord<kBytes>::type Word;
+  if constexpr (Global && kBytes == 16) {
+    if (present) {
+      cp_async_16(dst.slot(), g, true);
+      return;
+    }
+  } else if (present) {
+    *reinterpret_cast<Word*>(dst.slot()) = Global ? __ldg(reinterpret_cast<const Word*>(g))
+                                                  : *reinterpret_cast<const Word*>(g);
+    return;
+  }
+  union {
+    Word word;
+    T elems[Vec];
+  } out;
+  const T pad_value = from_float<T>(pad);
+#pragma unroll
+  for (int v = 0; v < Vec; ++v) out.elems[v] = pad_value;
+  *reinterpret_cast<Word*>(dst.slot()) = out.word;
+}
+template <class T, int Vec, class D = float, bool Global = true, int NR, int NT, int V, int Threads>
+__device__ inline void load_row_vector(const T* g, int valid, float pad, SplitView<D, NR, NT, V, Threads> dst) {
+  if (dst.in_registers()) {
+    load_row_vector<T, Vec, D, Global>(g, valid, pad, dst.registers());
+    return;
+  }
+  __align__(16) D tmp[Vec];
+  load_row_vector<T, Vec, D, Global>(g, valid, pad, tmp);
+#pragma unroll
+  for (int v = 0; v < Vec; ++v) dst.slot()[v] = tmp[v];
+}
+template <class T, int Vec, class S = float, int NR, int NT, int V, int Threads>
+__device__ inline void store_row_vector_whole(T* g, bool present, SplitView<S, NR, NT, V, Threads> src) {
+  if (src.in_registers()) {
+    store_row_vector_whole<T, Vec, S>(g, present, src.registers());
+    return;
+  }
+  __align__(16) S tmp[Vec];
+  constexpr int kBytes = Vec * static_cast<int>(sizeof(S));
+  if constexpr (kBytes == 16 || kBytes == 8 || kBytes == 4) {
+    typedef typename reduce_detail::VectorWord<kBytes>::type Word;
+    *reinterpret_cast<Word*>(tmp) = *reinterpret_cast<const Word*>(src.slot());
+  } else {
+#pragma unroll
+    for (int v = 0; v < Vec; ++v) tmp[v] = src.slot()[v];
+  }
+  store_row_vector_whole<T, Vec, S>(g, present, tmp);
+}
+template <class T, int Vec, class S = float, int NR, int NT, int V, int Threads>
+__device__ inline void store_row_vector(T* g, int valid, SplitView<S, NR, NT, V, Threads> src) {
+  if (src.in_registers()) {
+    store_row_vector<T, Vec, S>(g, valid, src.registers());
+    return;
+  }
+  __align__(16) S tmp[Vec];
+#pragma unroll
+  for (int v = 0; v < Vec; ++v) tmp[v] = src.slot()[v];
+  store_row_vector<T, Vec, S>(g, valid, tmp);
 }
 
 }  // namespace tessel

@@ -11,4 +11,5 @@
 #include "mma.cuh"
 #include "reduce.cuh"
 #include "smem.cuh"
+#include "split_regs.cuh"
 #include "types.cuh"

@@ -122,6 +122,15 @@ void Kernel(Expr gx, Expr gy, Expr gz, int threads, const std::function<void(Var
 
 Buffer alloc_shared(std::vector<Expr> shape, DType dtype, Loc where = Loc::current());
 Buffer alloc_fragment(std::vector<Expr> shape, DType dtype, Loc where = Loc::current());
+// Where a fragment's per-thread elements live. shared_tail = k: the last k vectors each thread
+// holds stay in shared memory, in slots only that thread reads and writes (no barriers), so a
+// tile larger than the register budget still needs no second read of its source: the softmax
+// keeps a 64 K-wide row this way with two blocks per SM. Only for row-wise fragments (the layout
+// that copies move in vectors); the element values are the same either way.
+struct FragmentStorage {
+  int shared_tail = 0;
+};
+Buffer alloc_fragment(std::vector<Expr> shape, DType dtype, FragmentStorage storage, Loc where = Loc::current());
 Buffer alloc_local(std::vector<Expr> shape, DType dtype, Loc where = Loc::current());
 
 // ---- tile ops -------------------------------------------------------------------------------------

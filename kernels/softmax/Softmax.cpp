@@ -36,6 +36,16 @@ long long rows_lanes(long long N, long long vec) {
   }
   return best;
 }
+// Vectors per thread kept in shared memory when one row is spread over 512 threads with 2 of
+// each thread's vectors in registers, if two such blocks fit in an SM's shared memory (228 KB on
+// sm_90; on sm_80's 164 KB the same config runs one block per SM); 0 otherwise.
+long long split_row_tail(long long N, long long vec) {
+  const long long vectors = (N + 512 * vec - 1) / (512 * vec);
+  const long long tail = vectors - 2;
+  if (tail < 1) return 0;
+  const long long bytes = 512 * tail * 16 + 256 + 1024;  // slots, reduction scratch, reserved
+  return 2 * bytes <= 233472 ? tail : 0;
+}
 long long next_pow2(long long x) {
   long long p = 1;
   while (p < x) p *= 2;
@@ -72,14 +82,15 @@ std::string SoftmaxConfig::describe() const {
   std::string s = std::string(softmax_variant_name(variant)) + ":t" + std::to_string(threads);
   if (variant == SoftmaxVariant::Rows) s += ":r" + std::to_string(rows_per_block);
   if (block_N) s += ":bn" + std::to_string(block_N);
+  if (shared_vectors) s += ":s" + std::to_string(shared_vectors);
   return s;
 }
 
 SoftmaxConfig parse_softmax_config(const std::string& text) {
   auto bad = [&](const std::string& why) {
     return std::invalid_argument("softmax config '" + text + "': " + why +
-                                 " (expected VARIANT:tTHREADS[:rROWS][:bnBLOCK_N], VARIANT one of rows, row, "
-                                 "online; e.g. rows:t256:r8:bn1024)");
+                                 " (expected VARIANT:tTHREADS[:rROWS][:bnBLOCK_N][:sVECTORS], VARIANT one of rows, "
+                                 "row, online; e.g. rows:t256:r8:bn1024 or rows:t512:r1:bn65536:s10)");
   };
   std::vector<std::string> parts;
   std::string cur;
@@ -126,6 +137,9 @@ SoftmaxConfig parse_softmax_config(const std::string& text) {
       c.rows_per_block = value;
     } else if (key == "bn") {
       c.block_N = value;
+    } else if (key == "s") {
+      if (c.variant != SoftmaxVariant::Rows) throw bad("sVECTORS applies to the rows variant only");
+      c.shared_vectors = value;
     } else {
       throw bad("unknown field '" + p + "'");
     }
@@ -149,6 +163,18 @@ SoftmaxConfig default_softmax_config(long long /*M*/, long long N, DType dtype) 
     long long rows_per_pass = c.threads / lanes;
     c.rows_per_block = static_cast<int>(rows_per_pass * std::max<long long>(1, 4 / chunks));
     c.block_N = static_cast<int>(bn);
+  } else if (long long tail = split_row_tail(N, vec); N > 16384 && tail > 0 && N % (512 * vec) == 0) {
+    // One row per block of 512 threads, each thread's share as loaded: 5 vectors in registers,
+    // the rest in shared memory, sized so that two blocks fit on an SM (their load and compute
+    // phases overlap). Measured at 65536 f16 (the probe, bench/results/2026-12-03-softmax-hybrid-
+    // probe-h200.txt): 97.5 % of copy for 6 + 10 vectors, against 64 % for the online variant.
+    // Rows the tile divides only: with a ragged row the copies keep their masked path beside
+    // the fast one, and the two together spill at 64 registers (860 B at N = 65000).
+    c.variant = SoftmaxVariant::Rows;
+    c.threads = 512;
+    c.rows_per_block = 1;
+    c.block_N = static_cast<int>(round_up(N, 512 * vec));
+    c.shared_vectors = static_cast<int>(tail);
   } else if (long long lanes = rows_lanes(N, vec)) {
     // One row over `lanes` threads, 3 to 8 16-byte vectors each (all a thread's loads in flight
     // at once, registers low enough for several blocks per SM), the fewest padded vectors first.
@@ -221,6 +247,32 @@ PrimFunc softmax_program(long long M, long long N, DType dtype, const SoftmaxCon
           T::Parallel(1, BN, [&](T::Var i, T::Var j) { x(i, j) = exp_minus(x(i, j), m(i)) * s(i); });
           T::copy(x, Y(bx, k * BN));
         });
+      });
+    });
+    return f;
+  }
+  if (c.variant == SoftmaxVariant::Rows && c.shared_vectors > 0) {
+    // The rows as loaded (`raw`, in the input dtype), the last shared_vectors vectors of each
+    // thread's share in shared memory: nothing is read twice even when a row is larger than the
+    // registers. `x` is only ever a reduction's operand (each element dies as it is combined);
+    // exp is evaluated again, on the same operands, for the output.
+    const int R = c.rows_per_block;
+    f.body([&] {
+      T::Kernel(T::ceildiv(Expr(M), R), c.threads, [&](T::Var bx) {
+        auto raw = T::alloc_fragment({R, BN}, dtype, T::FragmentStorage{c.shared_vectors});
+        auto x = T::alloc_fragment({R, BN}, T::f32);
+        auto row_max = T::alloc_fragment({R}, T::f32);
+        auto row_sum = T::alloc_fragment({R}, T::f32);
+        T::copy_padded(X(bx * R, 0), raw, -T::infinity(dtype));
+        T::Parallel(R, BN, [&](T::Var i, T::Var j) { x(i, j) = T::cast(T::f32, raw(i, j)); });
+        T::reduce_max(x, row_max, 1);
+        T::Parallel(R, BN, [&](T::Var i, T::Var j) { x(i, j) = exp_minus(T::cast(T::f32, raw(i, j)), row_max(i)); });
+        T::reduce_sum(x, row_sum, 1);
+        T::Parallel(R, [&](T::Var i) { row_sum(i) = 1.0f / row_sum(i); });
+        T::Parallel(R, BN, [&](T::Var i, T::Var j) {
+          raw(i, j) = T::cast(dtype, exp_minus(T::cast(T::f32, raw(i, j)), row_max(i)) * row_sum(i));
+        });
+        T::copy(raw, Y(bx * R, 0));
       });
     });
     return f;

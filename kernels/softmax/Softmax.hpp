@@ -22,11 +22,17 @@ struct SoftmaxConfig {
   int threads = 256;
   int rows_per_block = 8;  // Rows only
   int block_N = 0;         // columns per tile (0: derived from N and the variant)
-  // "rows:t256:r8:bn1024": what parse_softmax_config reads back.
+  // Rows only: the last `shared_vectors` 16-byte vectors of each thread's part of a row stay in
+  // shared memory (FragmentStorage::shared_tail), the rest in registers, both as loaded (16-bit
+  // inputs two to a register); exp is evaluated again for the output. For rows too long for
+  // registers alone: a 64 K f16 row over 512 threads holds 6 vectors in registers and 10 in
+  // shared memory, two blocks per SM, each element read once.
+  int shared_vectors = 0;
+  // "rows:t256:r8:bn1024", "rows:t512:r1:bn65536:s10": what parse_softmax_config reads back.
   std::string describe() const;
 };
 
-// Reads VARIANT:tTHREADS[:rROWS][:bnBLOCK_N] (colons or spaces); throws std::invalid_argument
+// Reads VARIANT:tTHREADS[:rROWS][:bnBLOCK_N][:sVECTORS] (colons or spaces); throws std::invalid_argument
 // naming the field and the accepted form.
 SoftmaxConfig parse_softmax_config(const std::string& text);
 

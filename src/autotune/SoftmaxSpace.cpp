@@ -38,7 +38,8 @@ Config softmax_point(const kernels::SoftmaxConfig& c) {
   return {{"variant", static_cast<int>(c.variant)},
           {"threads", c.threads},
           {"rows_per_block", c.variant == kernels::SoftmaxVariant::Rows ? c.rows_per_block : 1},
-          {"block_N", c.block_N}};
+          {"block_N", c.block_N},
+          {"shared_vectors", c.variant == kernels::SoftmaxVariant::Rows ? c.shared_vectors : 0}};
 }
 
 kernels::SoftmaxConfig softmax_config(const Config& c) {
@@ -51,6 +52,7 @@ kernels::SoftmaxConfig softmax_config(const Config& c) {
   s.rows_per_block =
       s.variant == kernels::SoftmaxVariant::Rows ? get(c, "rows_per_block", s.rows_per_block) : 1;
   s.block_N = get(c, "block_N", s.block_N);
+  s.shared_vectors = s.variant == kernels::SoftmaxVariant::Rows ? get(c, "shared_vectors", 0) : 0;
   return s;
 }
 
@@ -58,12 +60,13 @@ Space softmax_space(const std::string& arch, long long M, long long N, DType dty
   const long long vec = vector_elements(dtype);
   const long long row = round_up(N, vec);  // the row in whole vectors
   Space s("softmax " + arch + " N=" + std::to_string(N) + " " + std::string(dtype_name(dtype)));
-  auto point = [&](kernels::SoftmaxVariant v, int threads, int rows, long long block_N) {
+  auto point = [&](kernels::SoftmaxVariant v, int threads, int rows, long long block_N, int shared_vectors = 0) {
     kernels::SoftmaxConfig c;
     c.variant = v;
     c.threads = threads;
     c.rows_per_block = rows;
     c.block_N = static_cast<int>(block_N);
+    c.shared_vectors = shared_vectors;
     s.point(softmax_point(c));
   };
   // Rows: a few lanes per row (a power of two, no more lanes than the row has vectors, at most a
@@ -72,6 +75,15 @@ Space softmax_space(const std::string& arch, long long M, long long N, DType dty
     for (int rows = 2; rows <= 1024; rows *= 2)
       for (long long lanes = 1; lanes <= 32 && lanes * vec <= row; lanes *= 2)
         point(kernels::SoftmaxVariant::Rows, threads, rows, round_up(N, lanes * vec));
+  // Rows with a shared tail: one row per block, 2 to 6 of each thread's vectors in registers and
+  // the rest in shared memory (rows longer than the registers hold).
+  for (int threads : {256, 512, 1024}) {
+    const long long vectors = (N + threads * vec - 1) / (threads * vec);
+    for (long long in_registers = 2; in_registers <= 6; in_registers += 2)
+      if (vectors > in_registers)
+        point(kernels::SoftmaxVariant::Rows, threads, 1, round_up(N, threads * vec),
+              static_cast<int>(vectors - in_registers));
+  }
   // Row: one row per block, staged whole in shared memory, then in register chunks of block_N:
   // one chunk where that pads the row by less than half, and chunks of one to four vectors per
   // thread for longer rows (as far as shared memory holds the row).
@@ -96,7 +108,9 @@ Space softmax_space(const std::string& arch, long long M, long long N, DType dty
   // per block). Measured on sm_90a, past these limits candidates mostly spill.
   s.constraint("at most 64 f32 values and 4096 / threads 16-byte vectors per thread", [=](const Config& c) {
     const long long threads = get(c, "threads");
-    const long long elements = 1LL * get(c, "rows_per_block", 1) * tile_columns(c, N, dtype);
+    // Elements of a shared tail (Rows with shared_vectors) are not in registers.
+    const long long elements = 1LL * get(c, "rows_per_block", 1) * tile_columns(c, N, dtype) -
+                               1LL * get(c, "shared_vectors", 0) * vec * threads;
     return elements <= kMaxSoftmaxValuesPerThread * threads && elements / vec <= kMaxSoftmaxVectorsPerBlock;
   });
   // The compiler's layout rule (InferLayouts' row-blocked tiles: whole vectors per lane, a power

@@ -52,8 +52,15 @@ class CudaEmitter {
     if (!k) k = find_kernel(f_.body);
     TESSEL_INTERNAL_CHECK(k != nullptr, "lowered body has no kernel");
     // setmaxnreg (the Hopper GEMM) only takes effect under a register cap at entry: (threads, 1).
-    os_ << "extern \"C\" __global__ void __launch_bounds__(" << k->threads
-        << (ctx_.hopper.selected ? ", 1" : "") << ") ";
+    // A kernel that keeps fragment tails in shared memory is register-bound by design: ask for
+    // the blocks per SM its shared memory allows (plan_shared_memory), so ptxas fits the
+    // registers to that occupancy.
+    os_ << "extern \"C\" __global__ void __launch_bounds__(" << k->threads;
+    if (ctx_.hopper.selected)
+      os_ << ", 1";
+    else if (ctx_.min_blocks_per_sm > 1)
+      os_ << ", " << ctx_.min_blocks_per_sm;
+    os_ << ") ";
     if (ctx_.hopper.selected && ctx_.hopper.split_k > 1)
       os_ << "__cluster_dims__(" << ctx_.hopper.split_k << ", 1, 1) ";
     os_ << kernel_name(f_.name) << "(";
@@ -342,6 +349,13 @@ class CudaEmitter {
              << "*>(tessel_smem + " << ctx_.smem_offsets.at(b->id) << ");  // " << to_string_shape(b) << ", "
              << ctx_.shared_layouts.at(b->id).type_name;
     } else if (b->scope == Scope::Local) {
+      if (auto t = ctx_.register_tails.find(b->id); t != ctx_.register_tails.end()) {
+        // The last tail_elems elements in per-thread shared slots (a fragment's shared_tail).
+        line() << "tessel::SplitRegs<" << cuda_type(b->dtype) << ", " << t->second.register_elems << ", "
+               << t->second.tail_elems << ", " << t->second.vec << ", " << ctx_.threads << "> " << n << "("
+               << name_of(t->second.slots) << ");";
+        return;
+      }
       // 16-byte aligned: row copies move whole vectors in and out of register arrays.
       line() << "__align__(16) " << cuda_type(b->dtype) << " " << n << "[" << b.const_numel() << "];";
     } else {

@@ -53,7 +53,7 @@ ir::Stmt record(F&& fn, Loc where) {
 }
 
 Buffer alloc(std::vector<Expr> shape, DType dtype, ir::Scope scope, const char* op, const char* prefix,
-             Loc where) {
+             Loc where, int shared_tail = 0) {
   require_kernel(op, where);
   if (shape.empty()) TESSEL_USER_ERROR(op, where, "the shape is empty; give at least one dimension");
   for (size_t i = 0; i < shape.size(); ++i) {
@@ -66,7 +66,7 @@ Buffer alloc(std::vector<Expr> shape, DType dtype, ir::Scope scope, const char* 
       TESSEL_USER_ERROR(op, where, "dimension " << i << " is " << *v << "; tile dimensions must be >= 1");
   }
   std::string name = std::string(prefix) + "_" + std::to_string(g_state.next_buffer++);
-  ir::Buffer b = ir::Buffer::make(name, std::move(shape), dtype, scope, where);
+  ir::Buffer b = ir::Buffer::make(name, std::move(shape), dtype, scope, where, shared_tail);
   emit(ir::make_decl(b, where), op, where);
   return Buffer(b);
 }
@@ -259,6 +259,14 @@ Buffer alloc_shared(std::vector<Expr> shape, DType dtype, Loc where) {
 }
 Buffer alloc_fragment(std::vector<Expr> shape, DType dtype, Loc where) {
   return alloc(std::move(shape), dtype, ir::Scope::Fragment, "alloc_fragment", "fragment", where);
+}
+Buffer alloc_fragment(std::vector<Expr> shape, DType dtype, FragmentStorage storage, Loc where) {
+  if (storage.shared_tail < 0)
+    TESSEL_USER_ERROR("alloc_fragment", where,
+                      "shared_tail is " << storage.shared_tail << "; give the number of vectors (>= 0) per thread "
+                                        << "kept in shared memory");
+  return alloc(std::move(shape), dtype, ir::Scope::Fragment, "alloc_fragment", "fragment", where,
+               storage.shared_tail);
 }
 Buffer alloc_local(std::vector<Expr> shape, DType dtype, Loc where) {
   return alloc(std::move(shape), dtype, ir::Scope::Local, "alloc_local", "local", where);

@@ -133,13 +133,13 @@ const std::string& Var::name() const {
 }
 
 Buffer Buffer::make(const std::string& name, std::vector<Expr> shape, DType dtype, Scope scope,
-                    std::source_location where) {
+                    std::source_location where, int shared_tail) {
   static std::atomic<int> next_id{0};
   for (const Expr& e : shape)
     TESSEL_INTERNAL_CHECK(e.defined(), "buffer " << name << " has an undefined dim");
   Buffer b;
   b.node_ =
-      std::make_shared<const BufferNode>(BufferNode{name, std::move(shape), dtype, scope, where, next_id++});
+      std::make_shared<const BufferNode>(BufferNode{name, std::move(shape), dtype, scope, where, next_id++, shared_tail});
   return b;
 }
 

@@ -139,8 +139,9 @@ class Printer {
     } else if (const auto* st = s.as<BufferStore>()) {
       os << pad << st->buffer->name << "[" << join(st->indices) << "] = " << expr(st->value) << "\n";
     } else if (const auto* d = s.as<DeclBuffer>()) {
-      os << pad << scope_name(d->buffer->scope) << " " << d->buffer->name << ": " << buffer_type(d->buffer)
-         << "\n";
+      os << pad << scope_name(d->buffer->scope) << " " << d->buffer->name << ": " << buffer_type(d->buffer);
+      if (d->buffer->shared_tail) os << " shared_tail(" << d->buffer->shared_tail << ")";
+      os << "\n";
     } else if (const auto* k = s.as<KernelStmt>()) {
       os << pad << "kernel grid(" << join(k->grid) << ") threads(" << k->threads << ") (";
       for (size_t i = 0; i < k->block_vars.size(); ++i)

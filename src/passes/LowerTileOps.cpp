@@ -70,8 +70,12 @@ class TileOpLowering : public IRMutator {
   }
 
   Stmt mutate_node(const DeclBuffer* op, const Stmt& self) override {
-    if (op->buffer->scope == Scope::Fragment) return make_decl(ctx_.registers_of(op->buffer), op->where);
-    return self;
+    if (op->buffer->scope != Scope::Fragment) return self;
+    const Buffer& regs = ctx_.registers_of(op->buffer);
+    auto tail = ctx_.register_tails.find(regs->id);
+    if (tail == ctx_.register_tails.end()) return make_decl(regs, op->where);
+    // The shared slots first: the register array's declaration takes their address.
+    return make_seq({make_decl(tail->second.slots, op->where), make_decl(regs, op->where)}, op->where);
   }
 
   // Fragments passed whole to device calls (a main loop's accumulators) become their registers.
@@ -326,6 +330,18 @@ class TileOpLowering : public IRMutator {
   // Row-blocked fragment <-> 2-D global tensor: one vector of `vec` contiguous elements per
   // register group, 16 bytes wide when the row is in bounds and aligned, masked otherwise.
   Stmt row_vector_copy(const CopyStmt* op, const FragmentLayout& l) {
+    Stmt s = row_vector_copy_body(op, l);
+    const bool load = op->dst.buffer->scope == Scope::Fragment;
+    if (load && ctx_.register_tails.count(ctx_.registers_of(op->dst.buffer)->id)) {
+      // Vectors bound for a fragment's shared tail go by cp.async (no registers in between);
+      // each thread waits for its own before any use. Only that thread reads its slots, so no
+      // barrier.
+      s = make_seq({s, make_async_commit(op->where), make_async_wait(0, op->where)}, op->where);
+    }
+    return s;
+  }
+
+  Stmt row_vector_copy_body(const CopyStmt* op, const FragmentLayout& l) {
     auto w = op->where;
     bool load = op->dst.buffer->scope == Scope::Fragment;
     const Region& g = load ? op->src : op->dst;

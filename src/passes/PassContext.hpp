@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "tessel/Error.hpp"
 #include "tessel/ir/IR.hpp"
 
 namespace tessel::passes {
@@ -111,12 +112,43 @@ struct PassContext {
   // The per-thread register array that holds each fragment after lowering (a Local buffer of
   // FragmentLayout::per_thread elements), by fragment id; made on first use.
   std::map<int, ir::Buffer> fragment_registers;
+  // Register arrays whose last `tail_elems` elements live in shared memory (a fragment with
+  // shared_tail), by the register array's id: the slots (threads * tail_elems elements; vector
+  // v of thread t at (v * threads + t) * vec) and the split. Codegen declares such an array as
+  // a tessel::SplitRegs (device/tessel/split_regs.cuh).
+  struct RegisterTail {
+    ir::Buffer slots;
+    int register_elems = 0, tail_elems = 0, vec = 1;
+  };
+  std::map<int, RegisterTail> register_tails;
   const ir::Buffer& registers_of(const ir::Buffer& fragment) {
     auto it = fragment_registers.find(fragment->id);
     if (it != fragment_registers.end()) return it->second;
     const FragmentLayout& l = fragment_layouts.at(fragment->id);
     ir::Buffer r = ir::Buffer::make(fragment->name, {ir::make_int(l.per_thread)}, fragment->dtype,
                                     ir::Scope::Local, fragment->where);
+    if (fragment->shared_tail > 0) {
+      const int vectors = l.vec > 0 ? l.per_thread / l.vec : 0;
+      if (l.kind != FragmentLayout::Kind::RowBlocked || l.vec < 2 || fragment->shared_tail > vectors)
+        TESSEL_USER_ERROR("alloc_fragment", fragment->where,
+                          "fragment " << fragment->name << " asks for shared_tail(" << fragment->shared_tail
+                                      << ") but its layout gives each thread "
+                                      << (l.kind == FragmentLayout::Kind::RowBlocked && l.vec >= 2
+                                              ? std::to_string(vectors) + " vectors of " + std::to_string(l.vec)
+                                              : std::string("no row vectors"))
+                                      << "; shared_tail is for row-wise fragments and at most the vectors a "
+                                         "thread holds");
+      RegisterTail t;
+      t.vec = l.vec;
+      t.tail_elems = fragment->shared_tail * l.vec;
+      t.register_elems = l.per_thread - t.tail_elems;
+      const std::int64_t slots = static_cast<std::int64_t>(threads) * t.tail_elems;
+      t.slots = ir::Buffer::make(fragment->name + "_tail", {ir::make_int(slots)}, fragment->dtype, ir::Scope::Shared,
+                                 fragment->where);
+      shared_layouts[t.slots->id] =
+          SharedLayout{false, "tessel::RowMajorLayout<1, " + std::to_string(slots) + ">", 1, slots};
+      register_tails[r->id] = t;
+    }
     return fragment_registers.emplace(fragment->id, r).first->second;
   }
 
@@ -133,6 +165,9 @@ struct PassContext {
   // Set by plan_shared_memory.
   std::map<int, std::int64_t> smem_offsets;  // byte offset of each shared buffer
   std::int64_t smem_bytes = 0;
+  // Blocks per SM codegen asks ptxas to fit the registers to (__launch_bounds__'s second
+  // argument); 0: no request. Set for kernels with fragment shared tails (register_tails).
+  int min_blocks_per_sm = 0;
 };
 
 }  // namespace tessel::passes

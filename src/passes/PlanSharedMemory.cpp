@@ -4,7 +4,9 @@
 //             cp.async assume 16-byte alignment; 128 keeps whole bank lines), and rejects a
 //             kernel that needs more than the target allows, naming each buffer's share.
 //   Requires: plan_pipelines (stages are part of the buffers' shapes).
-//   Ensures:  ctx.smem_offsets has every shared buffer; ctx.smem_bytes <= ctx.target.smem_cap.
+//   Ensures:  ctx.smem_offsets has every shared buffer; ctx.smem_bytes <= ctx.target.smem_cap;
+//             ctx.min_blocks_per_sm set when fragments keep tails in shared memory.
+#include <algorithm>
 #include <sstream>
 
 #include "passes/Passes.hpp"
@@ -47,6 +49,15 @@ Stmt plan_shared_memory(const Stmt& body, PassContext& ctx) {
     TESSEL_INTERNAL_CHECK(ctx.smem_offsets.at(second->id) == end,
                           second->name << " does not directly follow " << first->name
                                        << " in shared memory, but the epilogue stages through both");
+  }
+  if (!ctx.register_tails.empty() && ctx.threads > 0) {
+    // Each SM has the per-block cap plus 1 KB of shared memory, and each block reserves 1 KB
+    // (sm_80 and sm_90); at most 2048 threads per SM.
+    const std::int64_t per_sm = ctx.target.smem_cap + 1024;
+    const std::int64_t by_smem = per_sm / (offset + 1024), by_threads = 2048 / ctx.threads;
+    // Two blocks are what overlapping one block's loads with the other's math needs; asking
+    // for more would squeeze the registers into spills.
+    ctx.min_blocks_per_sm = static_cast<int>(std::min({by_smem, by_threads, std::int64_t(2)}));
   }
   if (offset > ctx.target.smem_cap)
     TESSEL_USER_ERROR("Kernel", c.kernel_where,

@@ -154,7 +154,7 @@ Command add_dump_command(CLI::App& root) {
   softmax
       ->add_option(
           "--config", o->config,
-          "VARIANT:tTHREADS[:rROWS][:bnBLOCK_N], e.g. rows:t256:r8:bn1024 (default: the dispatcher's)")
+          "VARIANT:tTHREADS[:rROWS][:bnBLOCK_N][:sVECTORS], e.g. rows:t256:r8:bn1024 (default: the dispatcher's)")
       ->type_name("CONFIG");
   add_level_flags(softmax, *o);
   softmax->callback([o] { o->kernel = "softmax"; });

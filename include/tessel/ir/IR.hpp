@@ -154,13 +154,17 @@ struct BufferNode {
   Scope scope;
   std::source_location where;
   int id;  // unique per process, for stable identity in maps
+  // Fragment only: the last `shared_tail` vectors of each thread's registers live in shared
+  // memory, in slots only that thread touches (alloc_fragment's FragmentStorage). 0: all in
+  // registers.
+  int shared_tail = 0;
 };
 
 class Buffer {
  public:
   Buffer() = default;
   static Buffer make(const std::string& name, std::vector<Expr> shape, DType dtype, Scope scope,
-                     std::source_location where);
+                     std::source_location where, int shared_tail = 0);
   bool defined() const { return node_ != nullptr; }
   const BufferNode* operator->() const { return node_.get(); }
   const BufferNode* get() const { return node_.get(); }

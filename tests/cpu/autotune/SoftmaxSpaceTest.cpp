@@ -60,7 +60,13 @@ TEST(AutotuneSoftmaxSpace, KeepsTheDefaultAndTheVariantsThatFitTheRow) {
               << s.describe();
           EXPECT_LE(N * tessel::dtype_bytes(t), kSmem) << s.describe();
         }
-        const long long elements = s.rows_per_block * bn;
+        // Register-resident elements (a shared tail is not in registers).
+        const long long elements = s.rows_per_block * bn - 1LL * s.shared_vectors * vec * s.threads;
+        if (s.shared_vectors) {
+          EXPECT_EQ(s.variant, SoftmaxVariant::Rows) << s.describe();
+          EXPECT_EQ(s.rows_per_block, 1) << s.describe();
+          EXPECT_GT(elements, 0) << s.describe();
+        }
         EXPECT_LE(elements, 64LL * s.threads) << s.describe();
         EXPECT_LE(elements / vec, 4096) << s.describe();
         EXPECT_EQ(at::softmax_point(s), c) << "point -> config -> point is the identity";
@@ -73,8 +79,15 @@ TEST(AutotuneSoftmaxSpace, KeepsTheDefaultAndTheVariantsThatFitTheRow) {
       if (N <= 1024) {
         EXPECT_GT(rows, 0);
       }
-      if (N > 64 * 1024) {
-        EXPECT_EQ(rows, 0);
+      if (N > 64 * 1024) {  // only rows with a shared tail, where shared memory holds the rest
+        for (const auto& c : e.kept)
+          if (at::get(c, "variant") == static_cast<int>(SoftmaxVariant::Rows)) {
+            EXPECT_GT(at::get(c, "shared_vectors"), 0);
+          }
+      }
+      if (N > 4096 && N * tessel::dtype_bytes(t) < kSmem) {  // a long row can keep a shared tail
+        EXPECT_GT(std::count_if(e.kept.begin(), e.kept.end(), [](const auto& c) { return at::get(c, "shared_vectors") > 0; }),
+                  0);
       }
       EXPECT_EQ(online > 0, N > 256 * vec) << online << " online candidates";
       if (N > 64 * 1024) {
@@ -96,8 +109,9 @@ TEST(AutotuneSoftmaxSpace, SharedMemoryIsWhatTheCompilerPlans) {
     for (const auto& p : e.pruned) {
       const bool over = p.reason.rfind("shared memory ", 0) == 0;
       smem += over;
-      if (over) {
-        EXPECT_EQ(at::get(p.config, "variant"), static_cast<int>(SoftmaxVariant::Row)) << p.reason;
+      if (over) {  // a whole row staged (Row) or a shared tail too large (Rows)
+        const bool staged = at::get(p.config, "variant") == static_cast<int>(SoftmaxVariant::Row);
+        EXPECT_TRUE(staged || at::get(p.config, "shared_vectors") > 0) << p.reason;
       }
     }
     EXPECT_EQ(row > 0, t == DType::f16) << tessel::dtype_name(t);

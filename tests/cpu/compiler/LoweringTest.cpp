@@ -385,3 +385,42 @@ TEST(Codegen, RowCopiesDropTheEdgePathOnlyWhenItCannotRun) {
   EXPECT_NE(few_rows.find(masked), std::string::npos) << few_rows;
   EXPECT_NE(few_rows.find(whole), std::string::npos) << few_rows;
 }
+
+// A fragment with a shared tail: its last vectors per thread live in per-thread shared slots
+// (tessel::SplitRegs), filled by cp.async and waited for by each thread, and the kernel asks
+// ptxas for the two blocks per SM its shared memory allows.
+TEST(Codegen, FragmentSharedTail) {
+  auto f = tessel::kernels::softmax_program(4096, 65536, tessel::DType::f16,
+                                            tessel::kernels::parse_softmax_config("rows:t512:r1:bn65536:s14"));
+  EXPECT_NE(f.script().find("shared_tail(14)"), std::string::npos) << f.script();
+  auto lowered = tessel::lower(f.ir(), sm90());
+  EXPECT_EQ(lowered.ctx.min_blocks_per_sm, 2);
+  std::string src = tessel::codegen::generate_cuda(lowered);
+  EXPECT_NE(src.find("__launch_bounds__(512, 2)"), std::string::npos) << src;
+  // 16 vectors of 8 per thread: 2 in registers (16 elements), 14 in slots (112 elements).
+  EXPECT_NE(src.find("tessel::SplitRegs<tessel::half_t, 16, 112, 8, 512> fragment_0(fragment_0_tail);"),
+            std::string::npos)
+      << src;
+  EXPECT_NE(src.find("tessel::cp_async_wait<0>();"), std::string::npos) << src;
+  // 512 threads x 112 elements x 2 bytes of slots.
+  EXPECT_GE(lowered.ctx.smem_bytes, 512 * 112 * 2);
+}
+
+TEST(Errors, SharedTailNeedsARowFragment) {
+  T::PrimFunc f("tail");
+  auto X = f.tensor("X", {4, 1024}, T::f32);
+  f.body([&] {
+    T::Kernel(4, 128, [&](T::Var bx) {
+      auto x = T::alloc_fragment({1, 1024}, T::f32, T::FragmentStorage{3});  // 2 vectors per thread
+      auto m = T::alloc_fragment({1}, T::f32);
+      T::copy(X(bx, 0), x);
+      T::reduce_max(x, m, 1);
+    });
+  });
+  std::string msg = error_of([&] { tessel::lower(f.ir(), sm90()); });
+  EXPECT_NE(msg.find("error in alloc_fragment: fragment fragment_0 asks for shared_tail(3) but its layout gives "
+                     "each thread 2 vectors of 4"),
+            std::string::npos)
+      << msg;
+  EXPECT_NE(msg.find("LoweringTest.cpp:"), std::string::npos) << msg;
+}

@@ -49,3 +49,15 @@ TEST(SoftmaxInterpreter, OnlineTwoPassOverChunks) {
 }
 
 }  // namespace
+
+namespace {
+
+// Rows kept as loaded with a shared tail: the storage changes where elements live, not values.
+TEST(SoftmaxInterpreter, RowsWithASharedTail) {
+  for (DType t : {DType::f16, DType::f32}) {
+    check(3, 4096, t, tessel::kernels::parse_softmax_config("rows:t128:r1:bn4096:s5"));
+    check(3, 3001, t, tessel::kernels::parse_softmax_config("rows:t128:r1:bn4096:s2"));
+  }
+}
+
+}  // namespace

@@ -94,7 +94,13 @@ INSTANTIATE_TEST_SUITE_P(Explicit, SoftmaxVariants,
                                            std::make_tuple("online:t512:bn8192", 100003LL, DType::f32),
                                            std::make_tuple("rows:t256:r1:bn16384", 16384LL, DType::f16),
                                            std::make_tuple("rows:t256:r8:bn1024", 1000LL, DType::f16),
-                                           std::make_tuple("rows:t256:r8:bn1024", 999LL, DType::f16)),
+                                           std::make_tuple("rows:t256:r8:bn1024", 999LL, DType::f16),
+                                           // Rows with a shared tail: the dispatcher's 64 K form,
+                                           // a ragged row (masked tail vectors), f32, 256 threads.
+                                           std::make_tuple("rows:t512:r1:bn65536:s14", 65536LL, DType::bf16),
+                                           std::make_tuple("rows:t512:r1:bn65536:s14", 65000LL, DType::f16),
+                                           std::make_tuple("rows:t512:r1:bn32768:s14", 32768LL, DType::f32),
+                                           std::make_tuple("rows:t256:r1:bn20480:s7", 20001LL, DType::f16)),
                          [](const auto& info) {
                            std::string name = std::get<0>(info.param) + "_N" +
                                               std::to_string(std::get<1>(info.param)) + "_" +
@@ -106,8 +112,11 @@ INSTANTIATE_TEST_SUITE_P(Explicit, SoftmaxVariants,
 
 TEST(SoftmaxNaN, PropagatesThroughTheRow) {
   TESSEL_REQUIRE_GPU();
-  for (long long N : {256LL, 4097LL, 100003LL}) {
-    auto k = tessel::kernels::make_softmax(4, N, DType::f32);
+  for (long long N : {256LL, 4097LL, 100003LL, 32768LL}) {
+    // 32768 f32 through a shared tail: the NaN sits in the tail's slots.
+    auto k = N == 32768 ? tessel::kernels::make_softmax(4, N, DType::f32,
+                                                        tessel::kernels::parse_softmax_config("rows:t512:r1:bn32768:s14"))
+                        : tessel::kernels::make_softmax(4, N, DType::f32);
     std::vector<float> h(4 * N, 0.5f);
     h[1 * N + N / 2] = std::nanf("");
     Tensor x = Tensor::from_host(h, {4, N}, DType::f32);

@@ -10,7 +10,7 @@ class SoftmaxCompile : public ::testing::TestWithParam<std::tuple<long long, std
 
 TEST_P(SoftmaxCompile, NoSpillsAndVectorAccesses) {
   auto [N, arch] = GetParam();
-  for (tessel::DType t : {tessel::DType::f16, tessel::DType::f32}) {
+  for (tessel::DType t : {tessel::DType::f16, tessel::DType::bf16, tessel::DType::f32}) {
     auto c = tessel::kernels::default_softmax_config(4096, N, t);
     tessel::JitOptions o;
     o.arch = arch;
@@ -31,7 +31,7 @@ TEST_P(SoftmaxCompile, NoSpillsAndVectorAccesses) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Widths, SoftmaxCompile,
-                         ::testing::Combine(::testing::Values(1, 7, 256, 1000, 4096, 4097, 16384, 65536,
+                         ::testing::Combine(::testing::Values(1, 7, 256, 1000, 4096, 4097, 16384, 32768, 65536,
                                                               100003, 1048576),
                                             ::testing::Values(std::string("sm_80"), std::string("sm_90a"))),
                          [](const auto& info) {
