@@ -47,6 +47,9 @@ const PassEntry kPasses[] = {
     // and before lower_tile_ops turns every remaining fragment into registers.
     {"lower_reductions", passes::lower_reductions},
     {"lower_tile_ops", passes::lower_tile_ops},
+    // Element loops over register arrays with shared tails become vector loops once every
+    // fragment is a register array (and so every tail is known).
+    {"vectorize_shared_tails", passes::vectorize_shared_tails},
     // Last: the final set and sizes of shared buffers are known only after pipelining.
     {"plan_shared_memory", passes::plan_shared_memory},
 };

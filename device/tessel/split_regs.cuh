@@ -39,4 +39,25 @@ struct SplitRegs {
   __device__ SplitView<T, NR, NT, Vec, Threads> operator+(int k) { return {this, k}; }
 };
 
+// One vector of a split array into a 16-byte local and back (the vectorize_shared_tails pass):
+// register moves for a vector in registers, one 16-byte shared access for one in the tail.
+template <class T, int Vec, int NR, int NT, int V, int Threads>
+__device__ inline void split_read_vector(SplitView<T, NR, NT, V, Threads> src, T* dst) {
+  if (src.in_registers()) {
+#pragma unroll
+    for (int v = 0; v < Vec; ++v) dst[v] = src.registers()[v];
+  } else {
+    *reinterpret_cast<uint4*>(dst) = *reinterpret_cast<const uint4*>(src.slot());
+  }
+}
+template <class T, int Vec, int NR, int NT, int V, int Threads>
+__device__ inline void split_write_vector(SplitView<T, NR, NT, V, Threads> dst, const T* src) {
+  if (dst.in_registers()) {
+#pragma unroll
+    for (int v = 0; v < Vec; ++v) dst.registers()[v] = src[v];
+  } else {
+    *reinterpret_cast<uint4*>(dst.slot()) = *reinterpret_cast<const uint4*>(src);
+  }
+}
+
 }  // namespace tessel

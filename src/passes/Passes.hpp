@@ -13,6 +13,7 @@ ir::Stmt infer_layouts(const ir::Stmt& body, PassContext& ctx);
 ir::Stmt plan_pipelines(const ir::Stmt& body, PassContext& ctx);
 ir::Stmt lower_reductions(const ir::Stmt& body, PassContext& ctx);
 ir::Stmt lower_tile_ops(const ir::Stmt& body, PassContext& ctx);
+ir::Stmt vectorize_shared_tails(const ir::Stmt& body, PassContext& ctx);
 ir::Stmt lower_parallel_loops(const ir::Stmt& body, PassContext& ctx);
 ir::Stmt plan_shared_memory(const ir::Stmt& body, PassContext& ctx);
 // Structural invariants of lowered IR (every variable bound, every buffer declared); throws
