@@ -202,6 +202,12 @@ SoftmaxConfig default_softmax_config(long long /*M*/, long long N, DType dtype) 
 PrimFunc softmax_program(long long M, long long N, DType dtype, const SoftmaxConfig& c) {
   const long long vec = 16 / dtype_bytes(dtype);
   const int BN = c.block_N ? c.block_N : static_cast<int>(round_up(N, c.threads * vec));
+  // The rows variant holds whole rows in one tile; a narrower tile would leave columns unread.
+  if (c.variant == SoftmaxVariant::Rows && BN < N)
+    throw std::invalid_argument("softmax config '" + c.describe() + "': block_N = " + std::to_string(BN) +
+                                " is narrower than the row (N = " + std::to_string(N) +
+                                "); the rows variant needs block_N >= N (or no bn field), or use the row or "
+                                "online variant for rows this long");
   T::PrimFunc f("softmax");
   auto X = f.tensor("X", {Expr(M), Expr(N)}, dtype);
   auto Y = f.tensor("Y", {Expr(M), Expr(N)}, dtype);

@@ -61,3 +61,18 @@ TEST(SoftmaxInterpreter, RowsWithASharedTail) {
 }
 
 }  // namespace
+
+namespace {
+
+// A rows tile narrower than the row would leave columns unread: a clear error, not wrong output.
+TEST(SoftmaxConfigErrors, RowsTileNarrowerThanTheRow) {
+  try {
+    tessel::kernels::softmax_program(64, 32768, DType::f16, tessel::kernels::parse_softmax_config("rows:t512:r1:bn20480"));
+    FAIL() << "no error";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("block_N = 20480 is narrower than the row (N = 32768)"), std::string::npos)
+        << e.what();
+  }
+}
+
+}  // namespace
