@@ -164,13 +164,14 @@ SoftmaxConfig default_softmax_config(long long /*M*/, long long N, DType dtype) 
     c.rows_per_block = static_cast<int>(rows_per_pass * std::max<long long>(1, 4 / chunks));
     c.block_N = static_cast<int>(bn);
   } else if (long long tail = split_row_tail(N, vec), lanes = rows_lanes(N, vec);
-             tail > 0 && N % (512 * vec) == 0 && (lanes == 0 || lanes > 512)) {
+             tail > 0 && N % (512 * vec) == 0 && (lanes == 0 || (lanes > 512 && vec == 8))) {
     // Rows that registers alone hold only in one block per SM (1024 lanes), or not at all: one
     // row per block of 512 threads, each thread's share as loaded, 2 vectors in registers and
     // the rest in shared memory, so that two blocks fit on an SM and one's loads overlap the
     // other's math. Measured (bench/results/2026-12-03-softmax-s5-runO-*-h200.json, f16): 65536
     // 97.1 % of copy (online 64.6 %), 32768 98.1 % (1024 lanes in registers 78.6 %); at 20480 the
-    // registers alone (512 lanes) stay ahead, 98.4 % against 94.8 %.
+    // registers alone (512 lanes) stay ahead, 98.4 % against 94.8 %. (f32 rows that need 1024
+    // lanes keep them: not measured against the shared tail yet.)
     // Rows the tile divides only: with a ragged row the copies keep their masked path beside
     // the fast one, and the two together spill at 64 registers (860 B at N = 65000).
     c.variant = SoftmaxVariant::Rows;
