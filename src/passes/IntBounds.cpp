@@ -9,7 +9,7 @@ using namespace ir;
 
 namespace {
 
-constexpr std::int64_t kLimit = std::int64_t(1) << 62;
+constexpr std::int64_t kLimit = std::int64_t(1) << 61;  // sums of two stay in range
 
 std::optional<IntRange> checked(std::int64_t lo, std::int64_t hi) {
   if (lo < -kLimit || hi > kLimit || lo > hi) return std::nullopt;

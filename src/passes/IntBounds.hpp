@@ -34,7 +34,7 @@ class VarRanges {
 };
 
 // The range of an integer expression (nullopt when unknown: an unbounded variable, a load, a
-// division by a non-constant, an overflow of the 62-bit working range).
+// division by a non-constant, an overflow of the 61-bit working range).
 std::optional<IntRange> int_bounds(const ir::Expr& e, const VarRanges& vars);
 
 // The truth value of a boolean expression for every value of its variables in range (true or

@@ -53,7 +53,7 @@ Stmt plan_shared_memory(const Stmt& body, PassContext& ctx) {
   if (!ctx.register_tails.empty() && ctx.threads > 0) {
     // Each SM has the per-block cap plus 1 KB of shared memory, and each block reserves 1 KB
     // (sm_80 and sm_90); at most 2048 threads per SM.
-    const std::int64_t per_sm = ctx.target.smem_cap + 1024;
+    const std::int64_t per_sm = static_cast<std::int64_t>(ctx.target.smem_cap) + 1024;
     const std::int64_t by_smem = per_sm / (offset + 1024), by_threads = 2048 / ctx.threads;
     // Two blocks are what overlapping one block's loads with the other's math needs; asking
     // for more would squeeze the registers into spills.
