@@ -226,6 +226,10 @@ double median(std::vector<float> v) {
   return v[v.size() / 2];
 }
 
+template <class Launch>
+Result time_case(const std::string& name, int N, Launch launch, __half* dy, __half* dcopy, const __half* dx,
+                 const std::vector<__half>& hx, long long M);
+
 template <int T, int U, bool Hint, bool Persistent, bool Reverse = false>
 Result run_case(int N, const __half* dx, __half* dy, __half* dcopy, const std::vector<__half>& hx, long long M,
                 int blocks_per_sm_cap = 0) {
@@ -241,59 +245,12 @@ Result run_case(int N, const __half* dx, __half* dy, __half* dcopy, const std::v
   const unsigned grid = Persistent ? static_cast<unsigned>(std::min<long long>(M, 1LL * sms * per_sm))
                                    : static_cast<unsigned>(M);
   auto launch = [&] { kernel<<<grid, T>>>(dx, dy, N, M); };
-  CHECK(cudaMemset(dy, 0xff, M * N * 2));  // NaN-poisoned
-  launch();
-  CHECK(cudaGetLastError());
-  CHECK(cudaDeviceSynchronize());
-  double err2 = 0, ref2 = 0;
-  std::vector<__half> row(N);
-  for (int k = 0; k < 16; ++k) {
-    const long long r = (k * 7919LL) % M;
-    CHECK(cudaMemcpy(row.data(), dy + r * N, N * 2, cudaMemcpyDeviceToHost));
-    double mx = -INFINITY, sum = 0;
-    for (int j = 0; j < N; ++j) mx = std::max(mx, static_cast<double>(__half2float(hx[r * N + j])));
-    for (int j = 0; j < N; ++j) sum += std::exp(static_cast<double>(__half2float(hx[r * N + j])) - mx);
-    for (int j = 0; j < N; ++j) {
-      const double want = std::exp(static_cast<double>(__half2float(hx[r * N + j])) - mx) / sum;
-      const double got = __half2float(row[j]);
-      err2 += (got - want) * (got - want);
-      ref2 += want * want;
-    }
-  }
-  cudaEvent_t a, b;
-  CHECK(cudaEventCreate(&a));
-  CHECK(cudaEventCreate(&b));
-  std::vector<float> t_kernel, t_copy;
-  for (int i = 0; i < 3; ++i) launch();
-  for (int i = 0; i < 20; ++i) {
-    float ms = 0;
-    CHECK(cudaEventRecord(a));
-    launch();
-    CHECK(cudaEventRecord(b));
-    CHECK(cudaEventSynchronize(b));
-    CHECK(cudaEventElapsedTime(&ms, a, b));
-    t_kernel.push_back(ms);
-    CHECK(cudaEventRecord(a));
-    CHECK(cudaMemcpyAsync(dcopy, dx, M * N * 2, cudaMemcpyDeviceToDevice));
-    CHECK(cudaEventRecord(b));
-    CHECK(cudaEventSynchronize(b));
-    CHECK(cudaEventElapsedTime(&ms, a, b));
-    t_copy.push_back(ms);
-  }
-  Result r{"t" + std::to_string(T) + ":u" + std::to_string(U) + (Hint ? ":hint" : ":plain") +
-               (Persistent ? ":persistent" + std::to_string(per_sm) : ":grid") + (Reverse ? ":rev" : ""),
-           N, median(t_kernel), median(t_copy), std::sqrt(err2 / ref2)};
-  const double bytes = 2.0 * M * N * 2;
-  std::printf("  N=%-6d %-26s %8.4f ms %6.0f GB/s  copy %6.0f GB/s  %5.1f %% of copy  rel.err %.1e\n", N,
-              r.name.c_str(), r.ms, bytes / r.ms / 1e6, bytes / r.copy_ms / 1e6, 100.0 * r.copy_ms / r.ms, r.err);
-  std::fflush(stdout);
-  return r;
+  return time_case("t" + std::to_string(T) + ":u" + std::to_string(U) + (Hint ? ":hint" : ":plain") +
+                       (Persistent ? ":persistent" + std::to_string(per_sm) : ":grid") + (Reverse ? ":rev" : ""),
+                   N, launch, dy, dcopy, dx, hx, M);
 }
 
 
-template <class Launch>
-Result time_case(const std::string& name, int N, Launch launch, __half* dy, __half* dcopy, const __half* dx,
-                 const std::vector<__half>& hx, long long M);
 
 template <int T, int VR, int VS>
 Result run_hybrid(int N, const __half* dx, __half* dy, __half* dcopy, const std::vector<__half>& hx, long long M) {
