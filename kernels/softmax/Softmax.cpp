@@ -164,7 +164,7 @@ SoftmaxConfig default_softmax_config(long long /*M*/, long long N, DType dtype) 
     c.rows_per_block = static_cast<int>(rows_per_pass * std::max<long long>(1, 4 / chunks));
     c.block_N = static_cast<int>(bn);
   } else if (long long tail = split_row_tail(N, vec), lanes = rows_lanes(N, vec);
-             tail > 0 && N % (512 * vec) == 0 && (lanes == 0 || (lanes > 512 && vec == 8))) {
+             tail > 0 && N % (512 * vec) == 0 && (lanes == 0 || (lanes > 512 && dtype_bytes(dtype) == 2))) {
     // Rows that registers alone hold only in one block per SM (1024 lanes), or not at all: one
     // row per block of 512 threads, each thread's share as loaded, 2 vectors in registers and
     // the rest in shared memory, so that two blocks fit on an SM and one's loads overlap the

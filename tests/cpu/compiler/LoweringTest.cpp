@@ -424,3 +424,16 @@ TEST(Errors, SharedTailNeedsARowFragment) {
       << msg;
   EXPECT_NE(msg.find("LoweringTest.cpp:"), std::string::npos) << msg;
 }
+
+TEST(Errors, SharedTailMustNotBeNegative) {
+  T::PrimFunc f("negative_tail");
+  f.tensor("X", {4, 1024}, T::f32);
+  std::string msg = error_of([&] {
+    f.body([&] { T::Kernel(4, 128, [&](T::Var) { T::alloc_fragment({1, 1024}, T::f32, T::FragmentStorage{-1}); }); });
+  });
+  EXPECT_NE(msg.find("error in alloc_fragment: shared_tail is -1; give the number of vectors (>= 0) per thread kept "
+                     "in shared memory"),
+            std::string::npos)
+      << msg;
+  EXPECT_NE(msg.find("LoweringTest.cpp:"), std::string::npos) << msg;
+}
