@@ -123,6 +123,7 @@ LoweredFunc lower(const ir::PrimFuncNode& f, const passes::Target& target,
   out.ctx.allow_wgmma = s.allow_wgmma;
   out.ctx.allow_split_k = s.allow_split_k;
   out.ctx.allow_tma_store = s.allow_tma_store;
+  out.ctx.allow_multicast = s.allow_multicast;
   out.ctx.allow_warp_specialization = s.allow_warp_specialization;
   out.name = f.name;
   out.params = f.params;

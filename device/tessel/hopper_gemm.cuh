@@ -34,6 +34,16 @@
 // {64, kWgRows}, 128-byte swizzle), so the warpgroup starts its next tile while the stores
 // drain. The kernel then takes the map as run()'s last argument.
 //
+// Multicast clusters (ClusterM = 2 or ClusterN = 2, no split-K): the kernel is launched in
+// clusters of two CTAs that take two adjacent tiles sharing an operand. ClusterM: vertically
+// adjacent tiles share B; each CTA loads half of B's 64-column panels and multicasts them to
+// both. ClusterN: horizontally adjacent tiles share A; each CTA loads BM / 2 rows of every A
+// panel (the A tensor map's box is {64, BM / 2}) and multicasts them. Either way a stage of
+// each CTA is filled by both producers, so every consumer warp releases it in both CTAs (the
+// empty barriers count 2x the consumer warps) and a producer refills a stage only when the
+// consumers of both CTAs are done with it. A cluster whose second tile lies past the matrix
+// edge still runs it (its loads are zero-filled, its stores masked or clipped).
+//
 // Ping-pong (PingPong = 1, 2 consumers): consumer c takes every other tile of the CTA and
 // all BM rows of it, so its epilogue overlaps the other consumer's mainloop.
 //
@@ -51,12 +61,13 @@
 // so acc[i], acc[i + 1] (i even) are horizontally adjacent (one packed 16-bit pair).
 //
 // Host, per launch (see tools/probes/wgmma_probe.cu): tensor maps (tma.cuh) of
-//   A [M][K]: box {BK >= 64 ? 64 : BK, BM}, swizzle BK >= 64 ? SWIZZLE_128B : SWIZZLE_64B
-//             (BK = 32: box {32, BM}, CU_TENSOR_MAP_SWIZZLE_64B);
+//   A [M][K]: box {BK >= 64 ? 64 : BK, BM / ClusterN}, swizzle BK >= 64 ? SWIZZLE_128B : SWIZZLE_64B
+//             (BK = 32: box {32, BM / ClusterN}, CU_TENSOR_MAP_SWIZZLE_64B);
 //   B [K][N]: box {64, BK}, CU_TENSOR_MAP_SWIZZLE_128B (any BK);
 // dynamic shared memory kSmemBytes = 1024 + Stages * (BM * BK + BK * BN) * 2 + 16 * Stages
 // (raise the limit with cudaFuncSetAttribute), kThreads = 128 * (ConsumerWGs + 1) threads,
-// grid = min(tiles, SM count) (or tiles); no cluster attribute unless ClusterM > 1.
+// grid = min(tiles, SM count) (or tiles), whole clusters of kCluster CTAs
+// (__cluster_dims__(kCluster, 1, 1) when kCluster > 1).
 #pragma once
 
 #include "block.cuh"
@@ -71,7 +82,7 @@ namespace tessel {
 
 template <class TIn, int BM, int BN, int BK, int Stages, int ConsumerWGs = 2, int ProducerRegs = 40,
           int ConsumerRegs = 232, int ClusterM = 1, int PingPong = 0, int WideStores = 1, int SplitK = 1,
-          int TmaStore = 0>
+          int TmaStore = 0, int ClusterN = 1>
 struct HopperGemm {
   static_assert(is_mma_16bit<TIn>::value, "HopperGemm: TIn must be half_t or bfloat16_t");
   static_assert(ConsumerWGs == 1 || ConsumerWGs == 2, "HopperGemm: 1 or 2 consumer warpgroups");
@@ -88,10 +99,14 @@ struct HopperGemm {
                 "HopperGemm: BK must be 32 (64-byte swizzle) or a multiple of 64 up to 256");
   static_assert(Stages >= 2, "HopperGemm: the ring needs at least 2 stages");
   static_assert(ClusterM == 1 || ClusterM == 2, "HopperGemm: ClusterM is 1 or 2");
+  static_assert(ClusterN == 1 || ClusterN == 2, "HopperGemm: ClusterN is 1 or 2");
+  static_assert(ClusterM == 1 || ClusterN == 1, "HopperGemm: a multicast cluster shares A or B, not both");
+  static_assert(ClusterN == 1 || (BM / ClusterN) % 8 == 0,
+                "HopperGemm: each CTA of a ClusterN pair loads a whole number of 8-row swizzle atoms of A");
   static_assert((BN / 64) % ClusterM == 0,
                 "HopperGemm: the B tile's 64-column panels must split evenly over the cluster");
   static_assert(SplitK == 1 || SplitK == 2, "HopperGemm: SplitK is 1 or 2");
-  static_assert(SplitK == 1 || (ClusterM == 1 && PingPong == 0),
+  static_assert(SplitK == 1 || (ClusterM == 1 && ClusterN == 1 && PingPong == 0),
                 "HopperGemm: split-K takes the cluster; no ClusterM or ping-pong with it");
   static_assert(TmaStore == 0 || (SplitK == 1 && PingPong == 0),
                 "HopperGemm: the TMA-store epilogue is for the cooperative kernel without split-K");
@@ -101,7 +116,10 @@ struct HopperGemm {
   static constexpr int kConsumerWGs = ConsumerWGs;
   static constexpr int kClusterM = ClusterM;
   static constexpr int kSplitK = SplitK;
-  static constexpr int kCluster = ClusterM * SplitK;  // CTAs per cluster
+  static constexpr int kClusterN = ClusterN;
+  static constexpr int kMulticast = ClusterM * ClusterN;  // CTAs whose producers fill each stage
+  static constexpr int kCluster = kMulticast * SplitK;    // CTAs per cluster
+  static constexpr int kARowsPerCta = BM / ClusterN;      // rows of each A panel one CTA loads
   static constexpr int kThreads = 128 * (ConsumerWGs + 1);
   static constexpr int kMBlocks = kWgRows / 64;
   static constexpr int kAccPerMBlock = BN / 2;
@@ -177,7 +195,7 @@ struct HopperGemm {
         mbarrier_init(full + 8 * s, 1);  // the producer's expect_tx
         // One arrive per consumer warp that reads the stage, in every CTA whose data this
         // CTA's producer writes (ping-pong: one warpgroup reads each stage).
-        mbarrier_init(empty + 8 * s, 4 * (kPingPong ? 1 : ConsumerWGs) * ClusterM);
+        mbarrier_init(empty + 8 * s, 4 * (kPingPong ? 1 : ConsumerWGs) * kMulticast);
       }
       if constexpr (SplitK > 1) {
         mbarrier_init(red_bars, kRedThreads);      // red_full: every rank-1 consumer thread
@@ -193,9 +211,11 @@ struct HopperGemm {
 
     const int tiles_m = (M + BM - 1) / BM;
     const int tiles_n = (N + BN - 1) / BN;
-    // Clusters take ClusterM vertically adjacent tiles (same B columns, B multicast).
+    // Clusters take ClusterM vertically adjacent tiles (same B columns, B multicast) or
+    // ClusterN horizontally adjacent ones (same A rows, A multicast): a grid of cluster tiles.
     const int tiles_mc = (tiles_m + ClusterM - 1) / ClusterM;
-    const int tiles = tiles_mc * tiles_n;
+    const int tiles_nc = (tiles_n + ClusterN - 1) / ClusterN;
+    const int tiles = tiles_mc * tiles_nc;
     const int cluster_id = static_cast<int>(blockIdx.x) / kCluster;
     const int clusters = static_cast<int>(gridDim.x) / kCluster;
     const int k_tiles = (K + BK - 1) / BK;
@@ -203,16 +223,17 @@ struct HopperGemm {
     const int k_rank = SplitK > 1 ? rank : 0;
     const int kt_begin = k_tiles * k_rank / SplitK, kt_end = k_tiles * (k_rank + 1) / SplitK;
     const int m_rank = ClusterM > 1 ? rank : 0;
+    const int n_rank = ClusterN > 1 ? rank : 0;
 
     if (wg == 0) {
       setmaxnreg_dec<ProducerRegs>();
       if (threadIdx.x == 0)
-        produce(tmap_a, tmap_b, ring_a, ring_b, full, empty, m_rank, cluster_id, clusters, tiles, tiles_n,
-                tiles_mc, kt_begin, kt_end, panel);
+        produce(tmap_a, tmap_b, ring_a, ring_b, full, empty, m_rank, n_rank, cluster_id, clusters, tiles,
+                tiles_nc, tiles_mc, kt_begin, kt_end, panel);
     } else {
       setmaxnreg_inc<ConsumerRegs>();
-      consume<TOut>(C, M, N, ring_a, ring_b, full, empty, red_bars, wg - 1, m_rank, k_rank, cluster_id,
-                    clusters, tiles, tiles_n, tiles_mc, kt_begin, kt_end, panel, tmap_c,
+      consume<TOut>(C, M, N, ring_a, ring_b, full, empty, red_bars, wg - 1, m_rank, n_rank, k_rank, cluster_id,
+                    clusters, tiles, tiles_nc, tiles_mc, kt_begin, kt_end, panel, tmap_c,
                     staging + (wg - 1) * kWgStagingBytes, epi);
     }
     // A CTA stays resident until its peers stopped arriving on its barriers and writing
@@ -221,16 +242,17 @@ struct HopperGemm {
   }
 
   __device__ static void produce(const TmaDescriptor* tmap_a, const TmaDescriptor* tmap_b, unsigned ring_a,
-                                 unsigned ring_b, unsigned full, unsigned empty, int rank, int cluster_id,
-                                 int clusters, int tiles, int tiles_n, int tiles_mc, int kt_begin, int kt_end,
-                                 int panel) {
+                                 unsigned ring_b, unsigned full, unsigned empty, int rank, int n_rank,
+                                 int cluster_id, int clusters, int tiles, int tiles_nc, int tiles_mc,
+                                 int kt_begin, int kt_end, int panel) {
     constexpr int kBPanelsPerCta = LayoutB::kPanels / ClusterM;
+    constexpr unsigned kMask = (1u << kMulticast) - 1;  // the cluster's CTAs
     int stage = 0;
     unsigned phase = 0;
     for (int t = cluster_id; t < tiles; t += clusters) {
-      int tn, tmc;
-      tile_coords(t, tiles_n, tiles_mc, panel, tn, tmc);
-      const int tm = tmc * ClusterM + rank;
+      int tnc, tmc;
+      tile_coords(t, tiles_nc, tiles_mc, panel, tnc, tmc);
+      const int tm = tmc * ClusterM + rank, tn = tnc * ClusterN + n_rank;
       for (int kt = kt_begin; kt < kt_end; ++kt) {
         mbarrier_wait_parity(empty + 8 * stage, phase ^ 1);
         const unsigned bar = full + 8 * stage;
@@ -238,15 +260,22 @@ struct HopperGemm {
         const unsigned a_dst = ring_a + stage * LayoutA::kBytes;
         const unsigned b_dst = ring_b + stage * LayoutB::kBytes;
 #pragma unroll
-        for (int p = 0; p < LayoutA::kPanels; ++p)
-          tma_load_2d(a_dst + p * LayoutA::kPanelBytes, tmap_a, bar, kt * BK + p * LayoutA::kPanelCols,
-                      tm * BM);
+        for (int p = 0; p < LayoutA::kPanels; ++p) {
+          if constexpr (ClusterN > 1) {  // this CTA's half of the rows, into both CTAs
+            tma_load_2d_multicast(a_dst + p * LayoutA::kPanelBytes + n_rank * kARowsPerCta * kSwizzleA, tmap_a,
+                                  bar, kt * BK + p * LayoutA::kPanelCols, tm * BM + n_rank * kARowsPerCta,
+                                  kMask);
+          } else {
+            tma_load_2d(a_dst + p * LayoutA::kPanelBytes, tmap_a, bar, kt * BK + p * LayoutA::kPanelCols,
+                        tm * BM);
+          }
+        }
 #pragma unroll
         for (int q = 0; q < kBPanelsPerCta; ++q) {
           const int p = rank * kBPanelsPerCta + q;
           if constexpr (ClusterM > 1) {
             tma_load_2d_multicast(b_dst + p * LayoutB::kPanelBytes, tmap_b, bar, tn * BN + p * 64, kt * BK,
-                                  (1u << ClusterM) - 1);
+                                  kMask);
           } else {
             tma_load_2d(b_dst + p * LayoutB::kPanelBytes, tmap_b, bar, tn * BN + p * 64, kt * BK);
           }
@@ -266,8 +295,8 @@ struct HopperGemm {
   // a warpgroup skips the other's k_tiles ring slots.
   template <class TOut, class Epi>
   __device__ static void consume(TOut* C, int M, int N, unsigned ring_a, unsigned ring_b, unsigned full,
-                                 unsigned empty, unsigned red_bars, int c, int rank, int k_rank,
-                                 int cluster_id, int clusters, int tiles, int tiles_n, int tiles_mc,
+                                 unsigned empty, unsigned red_bars, int c, int rank, int n_rank, int k_rank,
+                                 int cluster_id, int clusters, int tiles, int tiles_nc, int tiles_mc,
                                  int kt_begin, int kt_end, int panel, const TmaDescriptor* tmap_c,
                                  unsigned staging, const Epi& epi) {
     const int k_tiles = kt_end - kt_begin;  // this CTA's share
@@ -282,9 +311,10 @@ struct HopperGemm {
     unsigned it = kPingPong ? static_cast<unsigned>(c * k_tiles) : 0u;  // ring position
     [[maybe_unused]] unsigned reductions = 0;                           // split-K tiles so far
     for (int t = cluster_id + (kPingPong ? c * clusters : 0); t < tiles; t += kStep * clusters) {
-      int tn, tmc;
-      tile_coords(t, tiles_n, tiles_mc, panel, tn, tmc);
-      const int tm = tmc * ClusterM + rank;  // may be past M: loads zero-fill, stores masked
+      int tnc, tmc;
+      tile_coords(t, tiles_nc, tiles_mc, panel, tnc, tmc);
+      // May be past M or N: loads zero-fill, stores are masked (TMA: clipped).
+      const int tm = tmc * ClusterM + rank, tn = tnc * ClusterN + n_rank;
 #pragma unroll
       for (int i = 0; i < kAccPerThread; ++i) acc[i] = 0.0f;
       // Ping-pong: the mainloops take turns (named barrier 1 + c: "c's turn"). Besides keeping
@@ -453,9 +483,9 @@ struct HopperGemm {
 
   // A consumer warp hands a stage back to every producer that writes into it.
   __device__ static void release(unsigned empty_bar) {
-    if constexpr (ClusterM > 1) {
+    if constexpr (kMulticast > 1) {
 #pragma unroll
-      for (int r = 0; r < ClusterM; ++r) mbarrier_arrive_cluster(empty_bar, r);
+      for (int r = 0; r < kMulticast; ++r) mbarrier_arrive_cluster(empty_bar, r);
     } else {
       mbarrier_arrive(empty_bar);
     }

@@ -151,6 +151,11 @@ void reduce_sum(const Buffer& src, const Buffer& dst, int dim = -1, bool clear =
                 Loc where = Loc::current());
 // Rasterizes blocks in panels of `panel_size` for L2 reuse.
 void use_swizzle(int panel_size, bool enable = true, Loc where = Loc::current());
+// Groups blocks into thread-block clusters of x blocks along the grid's x axis by y along y —
+// (2, 1) or (1, 2); (1, 1) is no cluster. A hint that never changes results: on sm_90a the GEMM
+// path loads each operand tile the cluster's blocks share once and multicasts it with TMA (the A
+// tile along x, where blocks share rows; the B tile along y); other kernels ignore it.
+void use_cluster(int x, int y = 1, Loc where = Loc::current());
 
 // ---- loops ------------------------------------------------------------------------------------------
 

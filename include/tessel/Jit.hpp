@@ -30,7 +30,7 @@ struct JitOptions {
   // come as one kernel today, so turning off any of them falls back to the mma.sync path,
   // which must give the same results. The environment variable
   // TESSEL_DISABLE=tma,wgmma,warp_specialization (any of them) does the same for every jit;
-  // it also takes split_k and tma_store (below), and any other name is an error.
+  // it also takes split_k, tma_store and multicast (below), and any other name is an error.
   bool disable_tma = false;
   bool disable_wgmma = false;
   bool disable_warp_specialization = false;
@@ -40,6 +40,9 @@ struct JitOptions {
   // The sm_90a GEMM stores 16-bit outputs through shared memory and TMA when the staging tile
   // fits beside the ring (TESSEL_DISABLE=tma_store does the same).
   bool disable_tma_store = false;
+  // The sm_90a GEMM honours the program's use_cluster hint by loading the operand tiles a
+  // 2-CTA cluster shares once and multicasting them (TESSEL_DISABLE=multicast ignores the hint).
+  bool disable_multicast = false;
   // Persistent kernels launch min(tiles, SMs) CTAs; a positive cap launches fewer (whole
   // clusters, at least one), so that each CTA loops over many tiles: for tests and debugging.
   int max_persistent_ctas = 0;
@@ -60,7 +63,7 @@ struct KernelInfo {
   std::string path;
   std::string hopper_declined;
   bool persistent = false;  // the grid is min(tiles * cluster_size, SMs), whole clusters
-  int cluster_size = 1;     // CTAs per thread-block cluster (split-K: 2)
+  int cluster_size = 1;     // CTAs per thread-block cluster (split-K or multicast: 2)
 };
 
 class JitKernelImpl;

@@ -11,7 +11,8 @@ namespace T = tessel;
 
 std::string MatmulConfig::describe() const {
   return std::to_string(block_M) + "x" + std::to_string(block_N) + "x" + std::to_string(block_K) + " s" +
-         std::to_string(num_stages) + " t" + std::to_string(threads) + (use_swizzle ? " swz" : "");
+         std::to_string(num_stages) + " t" + std::to_string(threads) + (use_swizzle ? " swz" : "") +
+         (cluster_x * cluster_y > 1 ? " c" + std::to_string(cluster_x) + "x" + std::to_string(cluster_y) : "");
 }
 
 MatmulConfig default_matmul_config(long long M, long long N, long long K, DType dtype,
@@ -73,6 +74,7 @@ void record_matmul_kernel(const T::Buffer& A, const T::Buffer& B, const T::Buffe
     auto B_shared = T::alloc_shared({c.block_K, c.block_N}, c.dtype);
     auto C_local = T::alloc_fragment({c.block_M, c.block_N}, c.accum_dtype);
     if (c.use_swizzle) T::use_swizzle(c.panel_size);
+    if (c.cluster_x * c.cluster_y > 1) T::use_cluster(c.cluster_x, c.cluster_y);
     T::clear(C_local);
     T::Pipelined(T::ceildiv(K, c.block_K), c.num_stages, [&](T::Var ko) {
       T::copy(A(by * c.block_M, ko * c.block_K), A_shared);

@@ -14,9 +14,12 @@ struct MatmulConfig {
   int threads = 128;
   bool use_swizzle = false;
   int panel_size = 10;
+  // use_cluster(cluster_x, cluster_y): on sm_90a, 2-CTA clusters that share the A (x) or B (y)
+  // tile through TMA multicast; (1, 1) none.
+  int cluster_x = 1, cluster_y = 1;
   DType dtype = DType::f16;
   DType accum_dtype = DType::f32;
-  std::string describe() const;  // "128x128x32 s3 t128 swz"
+  std::string describe() const;  // "128x128x32 s3 t128 swz", " c2x1" with a cluster
 };
 
 // The built-in per-shape config (tuned entries take its place: choose_matmul_config). On sm_90a

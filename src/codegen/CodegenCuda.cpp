@@ -61,8 +61,8 @@ class CudaEmitter {
     else if (ctx_.min_blocks_per_sm > 1)
       os_ << ", " << ctx_.min_blocks_per_sm;
     os_ << ") ";
-    if (ctx_.hopper.selected && ctx_.hopper.split_k > 1)
-      os_ << "__cluster_dims__(" << ctx_.hopper.split_k << ", 1, 1) ";
+    if (ctx_.hopper.selected && ctx_.hopper.cluster_size > 1)
+      os_ << "__cluster_dims__(" << ctx_.hopper.cluster_size << ", 1, 1) ";
     os_ << kernel_name(f_.name) << "(";
     for (size_t i = 0; i < f_.params.size(); ++i) {
       const Buffer& p = f_.params[i];
@@ -331,6 +331,8 @@ class CudaEmitter {
       line() << "tessel::cp_async_wait<" << w->pending << ">();";
     } else if (s.as<SwizzleStmt>()) {
       // Emitted at the top of the kernel (the block indices must be remapped before any use).
+    } else if (s.as<ClusterStmt>()) {
+      // A hint for the sm_90a GEMM (select_hopper_gemm); the generic kernel runs without clusters.
     } else {
       throw_internal_error(std::string("codegen: unlowered statement ") + node_kind_name(s->kind));
     }

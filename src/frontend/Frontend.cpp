@@ -324,6 +324,16 @@ void use_swizzle(int panel_size, bool enable, Loc where) {
   emit(ir::make_swizzle(panel_size, where), "use_swizzle", where);
 }
 
+void use_cluster(int x, int y, Loc where) {
+  require_kernel("use_cluster", where);
+  if (x < 1 || y < 1 || x * y > 2)
+    TESSEL_USER_ERROR("use_cluster", where,
+                      "cluster (" << x << ", " << y << "); legal: (1, 1), (2, 1) (blocks adjacent along x "
+                                  << "share A tiles) or (1, 2) (along y, sharing B tiles)");
+  if (x * y == 1) return;
+  emit(ir::make_cluster(x, y, where), "use_cluster", where);
+}
+
 // ---- loops -------------------------------------------------------------------------------------------
 
 void Pipelined(Expr extent, int num_stages, const std::function<void(Var)>& body, Loc where) {

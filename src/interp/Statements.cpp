@@ -187,6 +187,8 @@ StmtFn compile_node(const Stmt& s, Symbols& sym) {
       return compile_reduce(s.as<ReduceStmt>(), sym);
     // Block rasterization reorders blocks on the GPU; the result is the same.
     case NodeKind::SwizzleStmt:
+    // Clusters share operand loads on the GPU (a hint); the result is the same.
+    case NodeKind::ClusterStmt:
     // Whole-tile statements run one at a time on one CPU thread: nothing to wait for.
     case NodeKind::BarrierStmt:
     case NodeKind::AsyncCommit:

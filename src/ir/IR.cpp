@@ -453,6 +453,10 @@ Stmt make_swizzle(int panel, std::source_location w) {
   return Stmt(std::make_shared<const SwizzleStmt>(panel, w));
 }
 
+Stmt make_cluster(int x, int y, std::source_location w) {
+  return Stmt(std::make_shared<const ClusterStmt>(x, y, w));
+}
+
 Stmt make_device_call(std::string callee, std::vector<std::string> template_args,
                       std::vector<DeviceCallArg> args, std::source_location w) {
   for (const auto& a : args)

@@ -109,6 +109,7 @@ void IRVisitor::visit_node(const ReduceStmt* op) {
   visit_buffer(op->dst);
 }
 void IRVisitor::visit_node(const SwizzleStmt*) {}
+void IRVisitor::visit_node(const ClusterStmt*) {}
 void IRVisitor::visit_node(const DeviceCall* op) {
   for (const auto& a : op->args) {
     if (a.buffer.defined()) visit_buffer(a.buffer);
@@ -279,6 +280,9 @@ Stmt IRMutator::mutate_node(const ReduceStmt* op, const Stmt& self) {
   return make_reduce(s, d, op->op, op->dim, op->clear, op->where);
 }
 Stmt IRMutator::mutate_node(const SwizzleStmt*, const Stmt& self) {
+  return self;
+}
+Stmt IRMutator::mutate_node(const ClusterStmt*, const Stmt& self) {
   return self;
 }
 Stmt IRMutator::mutate_node(const DeviceCall* op, const Stmt& self) {

@@ -164,6 +164,8 @@ class Printer {
          << ", dim=" << r->dim << ", clear=" << (r->clear ? "true" : "false") << ")\n";
     } else if (const auto* sw = s.as<SwizzleStmt>()) {
       os << pad << "use_swizzle(" << sw->panel_size << ")\n";
+    } else if (const auto* cl = s.as<ClusterStmt>()) {
+      os << pad << "use_cluster(" << cl->cluster_x << ", " << cl->cluster_y << ")\n";
     } else if (const auto* dc = s.as<DeviceCall>()) {
       os << pad << dc->callee;
       if (!dc->template_args.empty()) {

@@ -89,7 +89,8 @@ CUtensorMap encode_tensor_map(const Tensor& t, const passes::TmaParam& p) {
 
 // TESSEL_DISABLE's names, comma- or space-separated, each one exactly (tma_store is not tma).
 std::set<std::string> disabled_features(const char* env) {
-  static const std::set<std::string> known = {"tma", "wgmma", "warp_specialization", "split_k", "tma_store"};
+  static const std::set<std::string> known = {"tma",     "wgmma",     "warp_specialization",
+                                              "split_k", "tma_store", "multicast"};
   std::set<std::string> out;
   std::string text = env ? env : "", word;
   text += ',';
@@ -103,7 +104,7 @@ std::set<std::string> disabled_features(const char* env) {
       TESSEL_USER_ERROR("jit", std::source_location(),
                         "TESSEL_DISABLE names '" << word
                                                  << "'; it takes a comma-separated list of tma, wgmma, "
-                                                    "warp_specialization, split_k, tma_store");
+                                                    "warp_specialization, split_k, tma_store, multicast");
     out.insert(word);
     word.clear();
   }
@@ -136,7 +137,8 @@ JitKernel jit(const PrimFunc& f, const JitOptions& options) {
   passes::PassContext::Switches switches{
       !options.disable_tma && !env_off("tma"), !options.disable_wgmma && !env_off("wgmma"),
       !options.disable_warp_specialization && !env_off("warp_specialization"),
-      !options.disable_split_k && !env_off("split_k"), !options.disable_tma_store && !env_off("tma_store")};
+      !options.disable_split_k && !env_off("split_k"), !options.disable_tma_store && !env_off("tma_store"),
+      !options.disable_multicast && !env_off("multicast")};
 
   int nparams = static_cast<int>(prog.params.size());
   for (int idx : options.out_idx) {
@@ -185,6 +187,9 @@ JitKernel jit(const PrimFunc& f, const JitOptions& options) {
                                       "mma.sync") != impl->info.instructions.end();
   impl->info.path = hopper.selected ? std::string("sm90 TMA + wgmma, warp-specialized, persistent") +
                                           (hopper.split_k > 1 ? ", split-K over 2-CTA clusters" : "") +
+                                          (hopper.cluster_n > 1   ? ", A multicast over 2-CTA clusters"
+                                           : hopper.cluster_m > 1 ? ", B multicast over 2-CTA clusters"
+                                                                  : "") +
                                           (hopper.tma_store ? ", TMA-store epilogue" : "") +
                                           (hopper.fused_epilogue ? ", fused Parallel epilogue" : "")
                     : tensor_cores ? "mma.sync"
@@ -194,7 +199,7 @@ JitKernel jit(const PrimFunc& f, const JitOptions& options) {
   if (hopper.selected) {
     impl->info.threads = hopper.launch_threads;
     impl->info.dynamic_smem_bytes = hopper.smem_bytes;
-    impl->info.cluster_size = hopper.split_k;
+    impl->info.cluster_size = hopper.cluster_size;
   }
   return JitKernel(impl);
 }

@@ -70,8 +70,11 @@ struct HopperPlan {
   std::string gemm_type;     // tessel::HopperGemm<...>
   int launch_threads = 0;    // producer + consumer warpgroups
   int smem_bytes = 0;        // the ring, its mbarriers and alignment slack
-  std::int64_t tiles = 0;    // output tiles; the grid is min(tiles * split_k, SMs) (persistent)
+  std::int64_t tiles = 0;    // output tiles (clusters' tile groups); grid min(tiles * cluster_size, SMs)
   int split_k = 1;           // 2: each tile's K loop split over the 2 CTAs of a cluster
+  int cluster_m = 1;         // 2: vertically adjacent tiles share B (TMA multicast)
+  int cluster_n = 1;         // 2: horizontally adjacent tiles share A (TMA multicast)
+  int cluster_size = 1;      // CTAs per cluster: split_k * cluster_m * cluster_n
   int stages = 0;            // the ring's stages
   int consumers = 0;         // consumer warpgroups
   std::int64_t k_tiles = 0;  // K tiles per tile (over all split_k CTAs)
@@ -90,10 +93,12 @@ struct PassContext {
     bool allow_tma = true, allow_wgmma = true, allow_warp_specialization = true;
     bool allow_split_k = true;
     bool allow_tma_store = true;
+    bool allow_multicast = true;
   };
   bool allow_tma = true, allow_wgmma = true, allow_warp_specialization = true;
   bool allow_split_k = true;
   bool allow_tma_store = true;
+  bool allow_multicast = true;
 
   // Set by select_hopper_gemm.
   HopperPlan hopper;

@@ -18,6 +18,7 @@ enum class Bug {
   TmaStoreSkipsWaitRead,    // TMA store: staging rewritten while the last stores still read it
   TmaStoreNoFirstBarrier,   // TMA store: warps write before warp 0 has waited for those reads
   TmaStoreNoSecondBarrier,  // TMA store: the store issued before every warp wrote its rows
+  MulticastEmptyCountsOwnCta,  // multicast: empty[s] completes on its own CTA's releases only
 };
 
 struct PipelineModel {
@@ -27,6 +28,7 @@ struct PipelineModel {
   int tiles = 1;           // tiles per CTA (persistent loop)
   int k_tiles = 8;         // K tiles per tile, over all split_k CTAs
   bool tma_store = false;  // the TMA-store epilogue (staging tiles, named barriers)
+  int multicast = 1;       // CTAs whose producers each fill a share of every stage (use_cluster)
   Bug bug = Bug::None;
 };
 

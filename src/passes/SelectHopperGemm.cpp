@@ -10,6 +10,9 @@
 //             loop is split over the two CTAs of a cluster (SplitK = 2; ctx.hopper.split_k);
 //             otherwise 16-bit outputs are stored through a staging tile and TMA (a third
 //             tensor map, for C) when it fits beside the ring (ctx.hopper.tma_store).
+//             use_cluster(2, 1) / (1, 2) launches 2-CTA clusters of horizontally / vertically
+//             adjacent tiles that load the A / B tile they share once and multicast it
+//             (ctx.hopper.cluster_n / cluster_m; no split-K then).
 //             Parallel(BM, BN) nests between the loop and the store that work element by
 //             element (bias, scale, activation, casts) become a per-element lambda the kernel
 //             applies to its accumulators before storing (HopperEpilogue.hpp;
@@ -26,6 +29,7 @@
 #include "passes/HopperEpilogue.hpp"
 #include "passes/HopperPolicy.hpp"
 #include "passes/Passes.hpp"
+#include "tessel/Error.hpp"
 #include "tessel/ir/Printer.hpp"
 
 namespace tessel::passes {
@@ -42,6 +46,7 @@ struct GemmKernel {
   const GemmStmt* gemm = nullptr;
   std::vector<Stmt> epilogue;  // the statements between the loop and the store
   int panel = 0;
+  const ClusterStmt* cluster = nullptr;  // use_cluster(x, y), if any
 };
 
 std::vector<Stmt> flatten(const Stmt& s) {
@@ -72,6 +77,10 @@ std::string match(const Stmt& body, GemmKernel& g) {
     if (s.as<DeclBuffer>()) continue;
     if (const auto* sw = s.as<SwizzleStmt>()) {
       g.panel = sw->panel_size;
+      continue;
+    }
+    if (const auto* cl = s.as<ClusterStmt>()) {
+      g.cluster = cl;
       continue;
     }
     steps.push_back(s);
@@ -170,13 +179,30 @@ Stmt select_hopper_gemm(const Stmt& body, PassContext& ctx) {
   if (smem > ctx.target.smem_cap)
     return reject("the ring needs " + std::to_string(smem) + " bytes of shared memory");
 
-  // Split-K over a 2-CTA cluster for few tiles and a long K (HopperPolicy.hpp says when).
-  const std::int64_t tiles = ((M + BM - 1) / BM) * ((N + BN - 1) / BN);
+  // use_cluster(x, y): x horizontally adjacent tiles share A, y vertically adjacent ones share B,
+  // each operand tile loaded once and multicast (TESSEL_DISABLE=multicast ignores the hint).
+  const int cluster_n = g.cluster && ctx.allow_multicast ? g.cluster->cluster_x : 1;
+  const int cluster_m = g.cluster && ctx.allow_multicast ? g.cluster->cluster_y : 1;
+  if (cluster_m > 1 && (BN / 64) % cluster_m)
+    TESSEL_USER_ERROR("use_cluster", g.cluster->where,
+                      "cluster (1, " << cluster_m << ") shares B tiles between " << cluster_m
+                                     << " blocks, each loading an equal share of its 64-column panels, but "
+                                     << "block_N = " << BN << " has " << BN / 64
+                                     << "; legal: block_N a multiple of " << 64 * cluster_m
+                                     << ", or use_cluster(2, 1) (sharing A)");
+
+  // Split-K over a 2-CTA cluster for few tiles and a long K (HopperPolicy.hpp says when); not
+  // with a multicast cluster, which takes the cluster for itself.
+  const std::int64_t tiles_m = (M + BM - 1) / BM, tiles_n = (N + BN - 1) / BN;
+  const std::int64_t tiles = ((tiles_m + cluster_m - 1) / cluster_m) * ((tiles_n + cluster_n - 1) / cluster_n);
   const std::int64_t k_tiles = (K + BK - 1) / BK;
   const int sms = ctx.target.sm_count > 0 ? ctx.target.sm_count : 132;
   const std::int64_t split_smem = smem + hopper_split_k_smem(BM, BN);
-  const int split =
-      ctx.allow_split_k && hopper_split_k(tiles, K, smem, BM, BN, sms, ctx.target.smem_cap) ? 2 : 1;
+  const int split = ctx.allow_split_k && cluster_m * cluster_n == 1 &&
+                            hopper_split_k(tiles, K, smem, BM, BN, sms, ctx.target.smem_cap)
+                        ? 2
+                        : 1;
+  const int cluster_size = split * cluster_m * cluster_n;
 
   // The TMA-store epilogue for 16-bit outputs when its staging tile (BM x BN) fits too.
   const std::int64_t staged_smem = smem + hopper_staging_smem(BM, BN);
@@ -185,24 +211,30 @@ Stmt select_hopper_gemm(const Stmt& body, PassContext& ctx) {
 
   plan.selected = true;
   plan.split_k = split;
+  plan.cluster_m = cluster_m;
+  plan.cluster_n = cluster_n;
+  plan.cluster_size = cluster_size;
   plan.stages = stages;
   plan.consumers = consumers;
   plan.k_tiles = k_tiles;
   plan.tma_store = tma_store;
-  plan.gemm_type = "tessel::HopperGemm<" + std::string(dtype_cuda_name(t)) + ", " + std::to_string(BM) +
-                   ", " + std::to_string(BN) + ", " + std::to_string(BK) + ", " + std::to_string(stages) +
-                   ", " + std::to_string(consumers) +
-                   (split > 1   ? ", 40, 232, 1, 0, 1, 2"
-                    : tma_store ? ", 40, 232, 1, 0, 1, 1, 1"
-                                : "") +
-                   ">";
+  // HopperGemm<TIn, BM, BN, BK, Stages, ConsumerWGs, ProducerRegs, ConsumerRegs, ClusterM, PingPong,
+  // WideStores, SplitK, TmaStore, ClusterN>, the trailing defaults left out.
+  std::vector<std::int64_t> targs{BM, BN, BK, stages, consumers, 40, 232, cluster_m, 0, 1, split, tma_store ? 1 : 0,
+                                  cluster_n};
+  const std::vector<std::int64_t> defaults{40, 232, 1, 0, 1, 1, 0, 1};  // from ProducerRegs on
+  while (targs.size() > 5 && targs.back() == defaults[targs.size() - 6]) targs.pop_back();
+  plan.gemm_type = "tessel::HopperGemm<" + std::string(dtype_cuda_name(t));
+  for (std::int64_t v : targs) plan.gemm_type += ", " + std::to_string(v);
+  plan.gemm_type += ">";
   plan.launch_threads = 128 * (consumers + 1);
   plan.smem_bytes = static_cast<int>(split > 1 ? split_smem : tma_store ? staged_smem : smem);
   plan.tiles = tiles;
   Var ta("tmap_" + A->name, DType::i64), tb("tmap_" + B->name, DType::i64);
   // A's box is one swizzle row of K (64 elements, or 32 with the 64-byte swizzle) by BM rows;
   // B's is 64 columns of N by BK rows (hopper_gemm.cuh).
-  ctx.tma_params = {{ta, A, static_cast<int>(std::min<std::int64_t>(BK, 64)), static_cast<int>(BM)},
+  // With A multicast (cluster_n), each CTA loads BM / cluster_n rows of it.
+  ctx.tma_params = {{ta, A, static_cast<int>(std::min<std::int64_t>(BK, 64)), static_cast<int>(BM / cluster_n)},
                     {tb, B, 64, static_cast<int>(BK)}};
   // C's box: 64 columns (128 bytes, swizzled) by one consumer warpgroup's rows.
   Var tc("tmap_" + C->name, DType::i64);
@@ -225,10 +257,10 @@ Stmt select_hopper_gemm(const Stmt& body, PassContext& ctx) {
   Stmt call = make_device_call(plan.gemm_type + "::template run", {std::string(dtype_cuda_name(C->dtype))},
                                args, g.gemm->where);
   Var block("bx");
-  ctx.grid = {make_int(plan.tiles * split)};
+  ctx.grid = {make_int(plan.tiles * cluster_size)};
   ctx.block_vars = {block};
   ctx.threads = plan.launch_threads;
-  return make_kernel({make_int(plan.tiles * split)}, plan.launch_threads, {block}, call, w);
+  return make_kernel({make_int(plan.tiles * cluster_size)}, plan.launch_threads, {block}, call, w);
 }
 
 }  // namespace tessel::passes

@@ -209,17 +209,18 @@ void build(Machine& m, const PipelineModel& p) {
     for (int w = 0; w < warps; ++w)  // each warp's slots: rank 1's warp w writes, rank 0's reads
       red_slots.push_back(m.buffer("warp " + std::to_string(w) + "'s slots of the reduction buffer", 1));
   }
-  // TMA-store epilogue: per consumer warpgroup, its staging tile (one part per warp, read by the
-  // TMA store that warp 0 issues) and its named barrier (bar.sync 3 + c over its 4 warps).
-  std::vector<int> staging, named;
-  if (p.tma_store)
-    for (int c = 0; c < p.consumer_warpgroups; ++c) {
-      for (int part = 0; part < 4; ++part)
-        staging.push_back(m.buffer(
-            "warpgroup " + std::to_string(c) + "'s staging tile, warp " + std::to_string(part) + "'s rows",
-            1));
-      named.push_back(m.barrier("named barrier " + std::to_string(3 + c), 4));
-    }
+  // TMA-store epilogue: per CTA and consumer warpgroup, its staging tile (one part per warp, read
+  // by the TMA store that warp 0 issues) and its named barrier (bar.sync 3 + c over its 4 warps).
+  auto make_staging = [&](const std::string& cta, std::vector<int>& staging, std::vector<int>& named) {
+    if (p.tma_store)
+      for (int c = 0; c < p.consumer_warpgroups; ++c) {
+        for (int part = 0; part < 4; ++part)
+          staging.push_back(m.buffer("warpgroup " + std::to_string(c) + "'s staging tile" + cta + ", warp " +
+                                         std::to_string(part) + "'s rows",
+                                     1));
+        named.push_back(m.barrier("named barrier " + std::to_string(3 + c) + cta, 4));
+      }
+  };
   auto store_tile_tma = [&](Agent& a, const std::vector<int>& staging, const std::vector<int>& named, int w,
                             int t) {
     const int c = w / 4, lw = w % 4;
@@ -241,19 +242,35 @@ void build(Machine& m, const PipelineModel& p) {
     if (lw == 0)         // one thread issues the TMA stores: they read every warp's rows
       for (int part = 0; part < 4; ++part) a.steps.push_back({Op::Read, staging[c * 4 + part], 0, 0, t});
   };
-  for (int r = 0; r < ctas; ++r) {
-    const std::string cta = ctas > 1 ? " of rank " + std::to_string(r) : "";
-    std::vector<int> full(S), empty(S), ring(S);
+  // Multicast clusters (mc CTAs): stage s of every CTA holds one share from each CTA's producer
+  // (ring[cta][s][share]); its full barrier completes when every share landed, its empty barrier
+  // when the consumer warps of every CTA released it (each warp arrives in each CTA).
+  const int mc = std::max(1, p.multicast), ctas_all = ctas * mc;
+  const int empty_count = (bug == Bug::EmptyCountOneShort   ? warps - 1
+                           : bug == Bug::EmptyCountOneExtra ? warps + 1
+                                                            : warps) *
+                          (bug == Bug::MulticastEmptyCountsOwnCta ? 1 : mc);
+  std::vector<std::vector<int>> full(ctas_all, std::vector<int>(S)), empty(ctas_all, std::vector<int>(S));
+  std::vector<std::vector<std::vector<int>>> ring(ctas_all, std::vector<std::vector<int>>(S));
+  for (int r = 0; r < ctas_all; ++r) {
+    const std::string cta = ctas_all > 1 ? " of rank " + std::to_string(r) : "";
     for (int s = 0; s < S; ++s) {
-      full[s] = m.barrier("full[" + std::to_string(s) + "]" + cta, 1);
-      empty[s] =
-          m.barrier("empty[" + std::to_string(s) + "]" + cta, bug == Bug::EmptyCountOneShort   ? warps - 1
-                                                              : bug == Bug::EmptyCountOneExtra ? warps + 1
-                                                                                               : warps);
-      ring[s] = m.buffer("ring stage " + std::to_string(s) + cta, warps);
+      full[r][s] = m.barrier("full[" + std::to_string(s) + "]" + cta, mc);
+      empty[r][s] = m.barrier("empty[" + std::to_string(s) + "]" + cta, empty_count);
+      for (int share = 0; share < mc; ++share)
+        ring[r][s].push_back(m.buffer(
+            "ring stage " + std::to_string(s) + cta + (mc > 1 ? ", rank " + std::to_string(share) + "'s share" : ""),
+            warps));
     }
+  }
+  for (int r = 0; r < ctas_all; ++r) {
+    const std::string cta = ctas_all > 1 ? " of rank " + std::to_string(r) : "";
     // This CTA's K tiles per tile (HopperGemm::run: k_tiles * rank / split ..).
-    const int kb = p.k_tiles * r / ctas, ke = p.k_tiles * (r + 1) / ctas, kn = ke - kb;
+    const int kr = mc > 1 ? 0 : r;
+    const int kb = p.k_tiles * kr / ctas, ke = p.k_tiles * (kr + 1) / ctas, kn = ke - kb;
+    // The CTAs this one's producer fills and its consumers release: all of a multicast cluster.
+    std::vector<int> peers;
+    for (int d = 0; d < (mc > 1 ? mc : 1); ++d) peers.push_back(mc > 1 ? d : r);
     Agent prod{"the producer" + cta, {}, 0};
     for (int t = 0; t < p.tiles; ++t)
       for (int kt = 0; kt < kn; ++kt) {
@@ -261,13 +278,23 @@ void build(Machine& m, const PipelineModel& p) {
         const int s = static_cast<int>(it % S);
         const long pass = it / S;
         if (bug != Bug::ProducerSkipsEmptyWait)
-          prod.steps.push_back({Op::Wait, empty[s], static_cast<unsigned>(pass & 1) ^ 1u, pass - 1, 0});
-        prod.steps.push_back({Op::Write, ring[s], 0, 0, it});
-        prod.steps.push_back({Op::Arrive, full[s], 0, 0, 0});  // expect_tx + the bytes landing
+          prod.steps.push_back({Op::Wait, empty[r][s], static_cast<unsigned>(pass & 1) ^ 1u, pass - 1, 0});
+        for (int d : peers) {
+          prod.steps.push_back({Op::Write, ring[d][s][mc > 1 ? r : 0], 0, 0, it});
+          prod.steps.push_back({Op::Arrive, full[d][s], 0, 0, 0});  // expect_tx / the bytes landing
+        }
       }
     m.agents.push_back(prod);
+    std::vector<int> staging, named;
+    make_staging(cta, staging, named);
     for (int w = 0; w < warps; ++w) {
       Agent a{"consumer warp " + std::to_string(w) + cta, {}, 0};
+      auto release = [&](long pos) {
+        const int s = static_cast<int>(pos % S);
+        for (int share : ring[r][s]) a.steps.push_back({Op::Release, share, 0, 0, pos});
+        if (bug != Bug::ReleaseBeforeWgmmaWait)
+          for (int d : peers) a.steps.push_back({Op::Arrive, empty[d][s], 0, 0, 0});
+      };
       for (int t = 0; t < p.tiles; ++t) {
         long prev = -1;
         for (int kt = 0; kt < kn; ++kt) {
@@ -275,21 +302,16 @@ void build(Machine& m, const PipelineModel& p) {
           const int s = static_cast<int>(it % S);
           const unsigned parity =
               static_cast<unsigned>((it / S) & 1) ^ (bug == Bug::FullParityFlipped ? 1u : 0u);
-          a.steps.push_back({Op::Wait, full[s], parity, it / S, 0});
-          a.steps.push_back({Op::Read, ring[s], 0, 0, it});  // wgmma issued on stage s
+          a.steps.push_back({Op::Wait, full[r][s], parity, it / S, 0});
+          for (int share : ring[r][s]) a.steps.push_back({Op::Read, share, 0, 0, it});  // wgmma on stage s
           // The stage handed back at issue, while the wgmma still reads it (until the wait below).
-          if (bug == Bug::ReleaseBeforeWgmmaWait) a.steps.push_back({Op::Arrive, empty[s], 0, 0, 0});
+          if (bug == Bug::ReleaseBeforeWgmmaWait)
+            for (int d : peers) a.steps.push_back({Op::Arrive, empty[d][s], 0, 0, 0});
           // wgmma_wait<1>: the previous position's reads are complete; release it.
-          if (prev >= 0) {
-            a.steps.push_back({Op::Release, ring[prev % S], 0, 0, prev});
-            if (bug != Bug::ReleaseBeforeWgmmaWait) a.steps.push_back({Op::Arrive, empty[prev % S], 0, 0, 0});
-          }
+          if (prev >= 0) release(prev);
           prev = it;
         }
-        if (prev >= 0) {  // wgmma_wait<0>
-          a.steps.push_back({Op::Release, ring[prev % S], 0, 0, prev});
-          if (bug != Bug::ReleaseBeforeWgmmaWait) a.steps.push_back({Op::Arrive, empty[prev % S], 0, 0, 0});
-        }
+        if (prev >= 0) release(prev);  // wgmma_wait<0>
         if (ctas > 1 && r == 1) {  // reduce_split_k, rank 1
           if (bug != Bug::SplitSkipsEmptyWait)
             a.steps.push_back({Op::Wait, red_empty, static_cast<unsigned>(t & 1) ^ 1u, t - 1, 0});
@@ -321,7 +343,8 @@ std::string check_hopper_pipeline(const PipelineModel& p, int random_schedules) 
     if (!v.empty()) {
       std::ostringstream out;
       out << v << " (stages " << p.stages << ", " << p.consumer_warpgroups << " consumer warpgroup(s), split "
-          << p.split_k << (p.tma_store ? ", TMA-store epilogue" : "") << ", " << p.tiles << " tile(s) of "
+          << p.split_k << (p.multicast > 1 ? ", multicast over " + std::to_string(p.multicast) + " CTAs" : "")
+          << (p.tma_store ? ", TMA-store epilogue" : "") << ", " << p.tiles << " tile(s) of "
           << p.k_tiles << " K tiles, schedule "
           << (seed == 0 ? std::string("round-robin") : "random #" + std::to_string(seed)) << ")";
       return out.str();
@@ -338,8 +361,9 @@ ir::Stmt verify_hopper_pipeline(const ir::Stmt& body, PassContext& ctx) {
   // verdict depends on these numbers only, so it is kept for the process (a few ms each).
   const int k_long = static_cast<int>(std::min<std::int64_t>(h.k_tiles, 2 * h.stages + 3));
   static std::mutex mutex;
-  static std::map<std::tuple<int, int, int, int, bool>, std::string> verdicts;
-  const auto key = std::make_tuple(h.stages, h.consumers, h.split_k, k_long, h.tma_store);
+  static std::map<std::tuple<int, int, int, int, bool, int>, std::string> verdicts;
+  const int multicast = h.cluster_m * h.cluster_n;
+  const auto key = std::make_tuple(h.stages, h.consumers, h.split_k, k_long, h.tma_store, multicast);
   std::string v;
   bool known = false;
   {
@@ -351,7 +375,7 @@ ir::Stmt verify_hopper_pipeline(const ir::Stmt& body, PassContext& ctx) {
       for (int tiles : {1, 3})
         if (v.empty()) {
           PipelineModel p{h.stages,    h.consumers, h.split_k, tiles, std::max(1, k) * h.split_k,
-                          h.tma_store, Bug::None};
+                          h.tma_store, multicast,  Bug::None};
           v = check_hopper_pipeline(p, 8);
         }
     std::lock_guard<std::mutex> lock(mutex);

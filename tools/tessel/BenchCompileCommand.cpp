@@ -221,7 +221,7 @@ Command add_bench_compile_command(CLI::App& bench) {
   app->add_option("--n", o->N, "Columns of B and C")->capture_default_str()->check(CLI::PositiveNumber);
   app->add_option("--k", o->K, "Columns of A, rows of B")->capture_default_str()->check(CLI::PositiveNumber);
   app->add_option("--dtype", o->dtype, "f16 or bf16")->capture_default_str();
-  app->add_option("--config", o->config, "BMxBNxBK:stages:threads[:swz[N]] (default: the built-in table)")
+  app->add_option("--config", o->config, "BMxBNxBK:stages:threads[:swz[N]][:cXxY] (default: the built-in table)")
       ->type_name("CONFIG");
   app->add_option("--arch", o->arch, "NVRTC target (default: the GPU's, else sm_90a)");
   app->add_option("--cold-repeats", o->cold_repeats, "Cold compiles, each with an empty cache")

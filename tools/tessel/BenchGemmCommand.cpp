@@ -216,7 +216,7 @@ Command add_bench_gemm_command(CLI::App& bench) {
       ->delimiter(',')
       ->capture_default_str();
   app->add_option("--config", o->config,
-                  "One config for every case, BMxBNxBK:stages:threads[:swz[N]] (default: the tuning cache's "
+                  "One config for every case, BMxBNxBK:stages:threads[:swz[N]][:cXxY] (default: the tuning cache's "
                   "entry for the shape, else a built-in table)")
       ->type_name("CONFIG");
   app->add_option("--epilogue", o->epilogue,

@@ -138,7 +138,7 @@ Command add_dump_command(CLI::App& root) {
   gemm->add_option("--k", o->K, "Columns of A, rows of B")->capture_default_str()->check(CLI::PositiveNumber);
   gemm->add_option("--dtype", o->dtype, "f16 or bf16")->capture_default_str();
   gemm->add_option("--config", o->config,
-                   "BMxBNxBK:stages:threads[:swz[N]], e.g. 128x128x32:3:128 (default: the built-in table)")
+                   "BMxBNxBK:stages:threads[:swz[N]][:cXxY], e.g. 128x128x32:3:128 (default: the built-in table)")
       ->type_name("CONFIG");
   add_level_flags(gemm, *o);
   gemm->callback([o] { o->kernel = "gemm"; });

@@ -44,9 +44,10 @@ GemmShape parse_gemm_shape(const std::string& text) {
 
 kernels::MatmulConfig parse_matmul_config(const std::string& text, DType dtype) {
   const std::string expected =
-      "expected BMxBNxBK:stages:threads[:swz[N]], e.g. 128x256x32:3:256 or 128x128x32:2:128:swz";
+      "expected BMxBNxBK:stages:threads[:swz[N]][:cXxY], e.g. 128x256x32:3:256, 128x128x32:2:128:swz or "
+      "128x64x64:8:256:swz16:c2x1";
   const auto fields = split(text, ':');
-  if (fields.size() < 3 || fields.size() > 4)
+  if (fields.size() < 3 || fields.size() > 5)
     throw std::invalid_argument("bad GEMM config '" + text + "': " + expected);
   const auto tile = split(fields[0], 'x');
   kernels::MatmulConfig c;
@@ -55,14 +56,23 @@ kernels::MatmulConfig parse_matmul_config(const std::string& text, DType dtype) 
       !parse_positive(tile[2], c.block_K) || !parse_positive(fields[1], c.num_stages) ||
       !parse_positive(fields[2], c.threads))
     throw std::invalid_argument("bad GEMM config '" + text + "': " + expected);
-  if (fields.size() == 4) {
-    // "swz" (panels of 10 blocks, the tutorial's) or "swzN" (panels of N).
-    const std::string& f = fields[3];
-    if (f.rfind("swz", 0) != 0 || (f.size() > 3 && !parse_positive(f.substr(3), c.panel_size)))
-      throw std::invalid_argument(
-          "bad GEMM config '" + text +
-          "': the optional 4th field is 'swz' or 'swzN' (swizzle panels of N blocks)");
-    c.use_swizzle = true;
+  for (std::size_t i = 3; i < fields.size(); ++i) {
+    const std::string& f = fields[i];
+    if (f.rfind("swz", 0) == 0 && i == 3) {
+      // "swz" (panels of 10 blocks, the tutorial's) or "swzN" (panels of N).
+      if (f.size() > 3 && !parse_positive(f.substr(3), c.panel_size))
+        throw std::invalid_argument("bad GEMM config '" + text +
+                                    "': 'swz' or 'swzN' swizzles in panels of N blocks");
+      c.use_swizzle = true;
+      continue;
+    }
+    // "cXxY": use_cluster(X, Y).
+    const auto dims = f.size() > 1 && f[0] == 'c' ? split(f.substr(1), 'x') : std::vector<std::string>{};
+    if (i + 1 != fields.size() || dims.size() != 2 || !parse_positive(dims[0], c.cluster_x) ||
+        !parse_positive(dims[1], c.cluster_y))
+      throw std::invalid_argument("bad GEMM config '" + text + "': the optional fields after threads are " +
+                                  "'swz' or 'swzN' (swizzle panels of N blocks), then 'cXxY' (use_cluster(X, Y), " +
+                                  "e.g. c2x1)");
   }
   return c;
 }
@@ -72,7 +82,9 @@ std::string format_matmul_config(const kernels::MatmulConfig& c) {
          std::to_string(c.num_stages) + ":" + std::to_string(c.threads) +
          (!c.use_swizzle       ? ""
           : c.panel_size == 10 ? ":swz"
-                               : ":swz" + std::to_string(c.panel_size));
+                               : ":swz" + std::to_string(c.panel_size)) +
+         (c.cluster_x * c.cluster_y > 1 ? ":c" + std::to_string(c.cluster_x) + "x" + std::to_string(c.cluster_y)
+                                        : "");
 }
 
 kernels::MatmulConfig fit_stages(kernels::MatmulConfig c, int smem_cap) {
@@ -95,6 +107,7 @@ nlohmann::json config_json(const kernels::MatmulConfig& c) {
           {"threads", c.threads},
           {"use_swizzle", c.use_swizzle},
           {"panel_size", c.panel_size},
+          {"cluster", {c.cluster_x, c.cluster_y}},
           {"dtype", std::string(dtype_name(c.dtype))},
           {"accum_dtype", std::string(dtype_name(c.accum_dtype))},
           {"text", format_matmul_config(c)}};

@@ -18,7 +18,7 @@ struct GemmShape {
 
 // "MxNxK" -> shape; throws std::invalid_argument naming the text and the expected form.
 GemmShape parse_gemm_shape(const std::string& text);
-// "BMxBNxBK:stages:threads[:swz[N]]" -> config (dtype left as given); throws std::invalid_argument.
+// "BMxBNxBK:stages:threads[:swz[N]][:cXxY]" -> config (dtype left as given); throws std::invalid_argument.
 kernels::MatmulConfig parse_matmul_config(const std::string& text, DType dtype);
 // The inverse of parse_matmul_config: "128x256x32:3:256" or "128x128x32:2:128:swz".
 std::string format_matmul_config(const kernels::MatmulConfig& c);

@@ -46,6 +46,7 @@ namespace tessel::ir {
   X(FillStmt)                \
   X(ReduceStmt)              \
   X(SwizzleStmt)             \
+  X(ClusterStmt)             \
   X(DeviceCall)              \
   X(BarrierStmt)             \
   X(AsyncCommit)             \
@@ -412,6 +413,15 @@ struct SwizzleStmt : StmtNode {
   const int panel_size;
 };
 
+// Thread-block clusters: cluster_x blocks adjacent along the grid's x axis and cluster_y along
+// y form a cluster. A scheduling hint with no effect on results: the sm_90a GEMM shares operand
+// tiles inside a cluster through TMA multicast (A along x, B along y); elsewhere it is ignored.
+struct ClusterStmt : StmtNode {
+  static constexpr NodeKind kKind = NodeKind::ClusterStmt;
+  ClusterStmt(int x, int y, std::source_location w) : StmtNode(kKind, w), cluster_x(x), cluster_y(y) {}
+  const int cluster_x, cluster_y;
+};
+
 // Thread level: a call into a device template, `callee<template_args>(args...)`. Buffers named in
 // args are passed as pointers to their first element (a shared or global buffer) or as the
 // register array (fragment/local). A lambda argument is code the callee runs when it chooses
@@ -477,6 +487,7 @@ Region whole_region(const Buffer& b);
 Stmt make_fill(Region dst, Expr value, std::source_location w);
 Stmt make_reduce(Buffer src, Buffer dst, ReduceOp op, int dim, bool clear, std::source_location w);
 Stmt make_swizzle(int panel, std::source_location w);
+Stmt make_cluster(int x, int y, std::source_location w);
 Stmt make_device_call(std::string callee, std::vector<std::string> template_args,
                       std::vector<DeviceCallArg> args, std::source_location w);
 Stmt make_barrier(std::source_location w);

@@ -13,8 +13,8 @@ using tessel::passes::check_hopper_pipeline;
 using tessel::passes::PipelineModel;
 
 PipelineModel model(int stages, int consumers, int split, int tiles, int k_tiles, Bug bug = Bug::None,
-                    bool tma_store = false) {
-  return PipelineModel{stages, consumers, split, tiles, k_tiles, tma_store, bug};
+                    bool tma_store = false, int multicast = 1) {
+  return PipelineModel{stages, consumers, split, tiles, k_tiles, tma_store, multicast, bug};
 }
 
 TEST(PipelineVerifier, TheEmittedConfigurationsPass) {
@@ -23,12 +23,14 @@ TEST(PipelineVerifier, TheEmittedConfigurationsPass) {
       for (int split : {1, 2})
         for (int tiles : {1, 3})
           for (int k : {1, 2, stages, 2 * stages + 3})
-            for (bool tma_store : {false, true}) {
-              if (tma_store && split > 1) continue;  // not combined (hopper_gemm.cuh)
-              const std::string v = check_hopper_pipeline(
-                  model(stages, consumers, split, tiles, k * split, Bug::None, tma_store), 16);
-              EXPECT_EQ(v, "");
-            }
+            for (bool tma_store : {false, true})
+              for (int multicast : {1, 2}) {
+                // Neither the TMA store nor a multicast cluster goes with split-K (hopper_gemm.cuh).
+                if ((tma_store || multicast > 1) && split > 1) continue;
+                const std::string v = check_hopper_pipeline(
+                    model(stages, consumers, split, tiles, k * split, Bug::None, tma_store, multicast), 16);
+                EXPECT_EQ(v, "");
+              }
 }
 
 TEST(PipelineVerifier, PlantedMistakesAreCaught) {
@@ -37,6 +39,7 @@ TEST(PipelineVerifier, PlantedMistakesAreCaught) {
     int split;
     const char* says;
     bool tma_store = false;
+    int multicast = 1;
   };
   for (const Planted& p : {Planted{Bug::ProducerSkipsEmptyWait, 1, "overwrites ring stage"},
                            Planted{Bug::FullParityFlipped, 1, "passes on phase"},
@@ -46,8 +49,11 @@ TEST(PipelineVerifier, PlantedMistakesAreCaught) {
                            Planted{Bug::ReductionCountOneShort, 2, "reads fill"},
                            Planted{Bug::TmaStoreSkipsWaitRead, 1, "overwrites warpgroup", true},
                            Planted{Bug::TmaStoreNoFirstBarrier, 1, "overwrites warpgroup", true},
-                           Planted{Bug::TmaStoreNoSecondBarrier, 1, "staging tile", true}}) {
-    const std::string v = check_hopper_pipeline(model(3, 2, p.split, 3, 7 * p.split, p.bug, p.tma_store), 64);
+                           Planted{Bug::TmaStoreNoSecondBarrier, 1, "staging tile", true},
+                           Planted{Bug::ProducerSkipsEmptyWait, 1, "share with fill", false, 2},
+                           Planted{Bug::MulticastEmptyCountsOwnCta, 1, "deadlock", true, 2}}) {
+    const std::string v = check_hopper_pipeline(
+        model(3, 2, p.split, 3, 7 * p.split, p.bug, p.tma_store, p.multicast), 64);
     EXPECT_NE(v.find(p.says), std::string::npos) << static_cast<int>(p.bug) << ": '" << v << "'";
     std::cout << "[ caught ] " << v << "\n";
   }

@@ -85,7 +85,11 @@ std::string case_name(const Case& c, DType t) {
   return std::to_string(c.M) + "x" + std::to_string(c.N) + "x" + std::to_string(c.K) + "_" +
          std::to_string(c.cfg.block_M) + "x" + std::to_string(c.cfg.block_N) + "x" +
          std::to_string(c.cfg.block_K) + "s" + std::to_string(c.cfg.num_stages) + "t" +
-         std::to_string(c.cfg.threads) + (c.cfg.use_swizzle ? "swz" : "") + "_" +
+         std::to_string(c.cfg.threads) + (c.cfg.use_swizzle ? "swz" : "") +
+         (c.cfg.cluster_x * c.cfg.cluster_y > 1
+              ? "c" + std::to_string(c.cfg.cluster_x) + "x" + std::to_string(c.cfg.cluster_y)
+              : "") +
+         "_" +
          std::string(tessel::dtype_name(t));
 }
 struct ShapeName {
@@ -195,6 +199,53 @@ INSTANTIATE_TEST_SUITE_P(
                        ::testing::Values(DType::f16), ::testing::Values(4)),
     ShapeName());
 
+// use_cluster: 2-CTA clusters of adjacent tiles that load the A (c2x1) or B (c1x2) tile they
+// share once, through TMA multicast. Odd tile counts leave a cluster's second tile past the
+// matrix (zero-filled loads, clipped stores); off = 6 ignores the hint (TESSEL_DISABLE=multicast).
+MatmulConfig clustered(int bm, int bn, int st, int thr, int panel, int x, int y) {
+  MatmulConfig c = hopper(bm, bn, st, thr, panel);
+  c.cluster_x = x;
+  c.cluster_y = y;
+  return c;
+}
+
+class MulticastShapes : public ::testing::TestWithParam<std::tuple<Case, DType, int>> {};
+
+TEST_P(MulticastShapes, MatchesReference) {
+  TESSEL_REQUIRE_GPU();
+  if (tessel::current_device().arch() != "sm_90a") GTEST_SKIP() << "SKIPPED: not an sm_90a GPU";
+  auto [c, dtype, off] = GetParam();
+  tessel::JitOptions o;
+  o.disable_multicast = off == 6;
+  MatmulConfig cfg = c.cfg;
+  cfg.dtype = dtype;
+  auto k = tessel::kernels::make_matmul(c.M, c.N, c.K, cfg, o);
+  EXPECT_EQ(k.info().cluster_size, off == 6 ? 1 : 2) << k.info().path;
+  EXPECT_NE(k.info().path.find(off == 6 ? "persistent" : "multicast"), std::string::npos) << k.info().path;
+  run_case(c, dtype, o);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Multicast, MulticastShapes,
+    ::testing::Combine(::testing::Values(Case{128, 8192, 8192, clustered(128, 64, 8, 256, 16, 2, 1)},
+                                         // 3 x 3 tiles: the last cluster of each row half past N
+                                         Case{300, 136, 1000, clustered(128, 64, 4, 256, 0, 2, 1)},
+                                         Case{17, 33, 65, clustered(128, 64, 4, 256, 0, 2, 1)},
+                                         // one consumer warpgroup, 64-row tiles, 32 rows per CTA
+                                         Case{200, 520, 2000, clustered(64, 128, 6, 128, 4, 2, 1)},
+                                         // B shared down columns; 3 tile rows (odd), TMA store
+                                         Case{300, 520, 1000, clustered(128, 128, 4, 256, 0, 1, 2)},
+                                         Case{2048, 2048, 2048, clustered(128, 256, 3, 256, 8, 1, 2)},
+                                         Case{1000, 1000, 1000, clustered(128, 256, 3, 256, 8, 2, 1)}),
+                       ::testing::Values(DType::f16, DType::bf16), ::testing::Values(0)),
+    ShapeName());
+
+INSTANTIATE_TEST_SUITE_P(
+    MulticastOff, MulticastShapes,
+    ::testing::Combine(::testing::Values(Case{300, 136, 1000, clustered(128, 64, 4, 256, 0, 2, 1)}),
+                       ::testing::Values(DType::f16), ::testing::Values(6)),
+    ShapeName());
+
 // Persistent grids capped at a few CTAs, so that each CTA (or 2-CTA cluster) loops over many
 // tiles: the split-K hand-off's barrier phases and the TMA-store epilogue's staging reuse across
 // tiles, which full grids on the H200 do not reach (split-K is chosen only when every cluster
@@ -212,6 +263,9 @@ TEST(HopperPersistent, FewCtasLoopOverManyTiles) {
     run_case(Case{300, 200, 4160, hopper(128, 128, 4, 256, 0)}, DType::f16, o);
     // TMA store, ragged edges: 32 tiles of 128x256 over 2 or 6 CTAs
     run_case(Case{1000, 1000, 1000, hopper(128, 256, 3, 256, 8)}, DType::bf16, o);
+    // Multicast clusters looping over tiles (the ring's phases run on across them), both kinds
+    run_case(Case{300, 520, 1000, clustered(128, 64, 4, 256, 0, 2, 1)}, DType::f16, o);
+    run_case(Case{300, 520, 1000, clustered(128, 128, 3, 256, 0, 1, 2)}, DType::f16, o);
   }
 }
 
