@@ -40,12 +40,18 @@ MatmulConfig default_matmul_config(long long M, long long N, long long K, DType 
       // SMs. Exhaustive tune on the H200 (bench/results/2026-12-02-tune-1024x1024x1024-h200.json):
       // 64x128x64 s6 t128 best of 392 candidates, 8.8 us against 11.4 us for 128x128x64 s6.
       c.block_M = 64, c.block_N = 128, c.num_stages = 6, c.threads = 128;
+    } else if (10 * tiles(128, 64) >= 9 * sm_count) {
+      // Few tiles, long K, and 64-column tiles fill the GPU (128x8192x8192: 128 tiles): one CTA
+      // per 128x64 tile with the full K loop, 8 stages, two consumer warpgroups of 64 rows —
+      // the shape of cuBLAS's own kernel there. H200 (bench/results/2026-12-03-gemm-s6-runB-h200.json,
+      // -runC-): 0.966-0.969 of cuBLAS f16 and bf16, against 0.907-0.94 for the split-K
+      // 128x128x64 s5 t128 below; sharing A over 2-CTA clusters (use_cluster(2, 1)) 0.94.
+      c.block_M = 128, c.block_N = 64, c.num_stages = 8, c.threads = 256;
     } else {
-      // Few tiles, long K (128x8192x8192): 128x128 tiles with each tile's K loop split over a
-      // 2-CTA cluster (select_hopper_gemm), which leaves room for 5 stages beside the reduction
-      // buffer. H200 (bench/results/2026-12-03-gemm-splitk-h200.json): 0.920 / 0.924 of cuBLAS
-      // f16 / bf16, against 0.878 / 0.873 for the unsplit 128x128x64 s6 t128 that the exhaustive
-      // tune of 2026-12-02 (without split-K) had found best.
+      // Few tiles, long K: 128x128 tiles with each tile's K loop split over a 2-CTA cluster
+      // (select_hopper_gemm), which leaves room for 5 stages beside the reduction buffer. H200
+      // (bench/results/2026-12-03-gemm-splitk-h200.json), at 128x8192x8192: 0.920 / 0.924 of
+      // cuBLAS f16 / bf16, against 0.878 / 0.873 for the unsplit 128x128x64 s6 t128.
       c.block_M = 128, c.block_N = 128, c.num_stages = 5, c.threads = 128;
     }
     return c;

@@ -288,7 +288,14 @@ Space gemm_space(const std::string& arch, DType dtype) {
       .knob("threads", {128, 256})
       .knob("panel", {0, 8, 16});
   if (arch.rfind("sm_90", 0) == 0) {
-    // The warp-specialized wgmma path's tiles default_matmul_config picks (6 stages is off-grid).
+    // The warp-specialized wgmma path's tiles default_matmul_config picks (6 and 8 stages are
+    // off-grid).
+    s.point({{"block_M", 128},
+             {"block_N", 64},
+             {"block_K", 64},
+             {"num_stages", 8},
+             {"threads", 256},
+             {"panel", 16}});
     s.point({{"block_M", 128},
              {"block_N", 128},
              {"block_K", 64},

@@ -230,7 +230,7 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Combine(::testing::Values(Case{128, 8192, 8192, clustered(128, 64, 8, 256, 16, 2, 1)},
                                          // 3 x 3 tiles: the last cluster of each row half past N
                                          Case{300, 136, 1000, clustered(128, 64, 4, 256, 0, 2, 1)},
-                                         Case{17, 33, 65, clustered(128, 64, 4, 256, 0, 2, 1)},
+                                         Case{17, 40, 72, clustered(128, 64, 4, 256, 0, 2, 1)},
                                          // one consumer warpgroup, 64-row tiles, 32 rows per CTA
                                          Case{200, 520, 2000, clustered(64, 128, 6, 128, 4, 2, 1)},
                                          // B shared down columns; 3 tile rows (odd), TMA store

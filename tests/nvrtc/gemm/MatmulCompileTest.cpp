@@ -164,6 +164,60 @@ TEST(HopperPath, FewTilesSplitKOverClusters) {
   EXPECT_EQ(tessel::kernels::make_matmul(128, 8192, 8192, c, o).info().cluster_size, 1);
 }
 
+// use_cluster(2, 1) / (1, 2): 2-CTA clusters loading the shared A / B tile once with a multicast
+// TMA (each CTA half of it), no split-K; the switch ignores the hint; a B cluster needs two
+// 64-column panels per tile to share, and clusters are 2 CTAs.
+TEST(HopperPath, UseClusterMulticastsTheSharedOperand) {
+  tessel::JitOptions o;
+  o.arch = "sm_90a";
+  auto c = hopper_config();
+  c.block_N = 64;
+  c.num_stages = 8;
+  c.cluster_x = 2;
+  auto a = tessel::kernels::make_matmul(128, 8192, 8192, c, o);
+  EXPECT_EQ(a.info().path,
+            "sm90 TMA + wgmma, warp-specialized, persistent, A multicast over 2-CTA clusters, TMA-store epilogue");
+  EXPECT_EQ(a.info().cluster_size, 2);
+  EXPECT_NE(a.source().find("__cluster_dims__(2, 1, 1)"), std::string::npos) << a.source();
+  EXPECT_NE(a.source().find("tessel::HopperGemm<tessel::half_t, 128, 64, 64, 8, 2, 40, 232, 1, 0, 1, 1, 1, 2>"),
+            std::string::npos)
+      << a.source();
+  EXPECT_NE(a.ptx().find("mbarrier::complete_tx::bytes.multicast::cluster"), std::string::npos);
+  // Each consumer warp releases a stage in both CTAs of the pair.
+  EXPECT_NE(a.ptx().find("mbarrier.arrive.shared::cluster.b64"), std::string::npos);
+  EXPECT_EQ(a.resources().spill_store_bytes, 0) << a.compile_log();
+  // 8 stages of (128 + 64) x 64 f16, their barriers, the 128 x 64 staging tile.
+  EXPECT_EQ(a.info().dynamic_smem_bytes, 1024 + 8 * 24576 + 128 * 64 * 2 + 8 * 16);
+  EXPECT_NE(tessel::kernels::matmul_program(128, 8192, 8192, c).script().find("use_cluster(2, 1)"), std::string::npos);
+
+  c.block_N = 128, c.num_stages = 5, c.cluster_x = 1, c.cluster_y = 2;
+  auto b = tessel::kernels::make_matmul(1000, 1000, 1000, c, o);
+  EXPECT_NE(b.info().path.find("B multicast over 2-CTA clusters"), std::string::npos) << b.info().path;
+  EXPECT_NE(b.source().find("128, 128, 64, 5, 2, 40, 232, 2, 0, 1, 1, 1>"), std::string::npos) << b.source();
+
+  o.disable_multicast = true;
+  auto off = tessel::kernels::make_matmul(1000, 1000, 1000, c, o);
+  EXPECT_EQ(off.info().cluster_size, 1);
+  EXPECT_EQ(off.source().find("__cluster_dims__"), std::string::npos);
+  o.disable_multicast = false;
+
+  c.block_N = 64;  // one B panel: nothing to split between the two CTAs
+  try {
+    (void)tessel::kernels::make_matmul(1000, 1000, 1000, c, o);
+    ADD_FAILURE() << "use_cluster(1, 2) with block_N = 64 was accepted";
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find("use_cluster"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("block_N = 64"), std::string::npos) << e.what();
+  }
+  c.cluster_x = 2;
+  try {
+    (void)tessel::kernels::make_matmul(1000, 1000, 1000, c, o);
+    ADD_FAILURE() << "use_cluster(2, 2) was accepted";
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find("legal: (1, 1), (2, 1)"), std::string::npos) << e.what();
+  }
+}
+
 // 16-bit outputs go through a swizzled staging tile and TMA stores when it fits beside the ring;
 // the switch keeps the direct register -> global stores.
 TEST(HopperPath, TmaStoreEpilogueWhenTheStagingTileFits) {
