@@ -89,6 +89,25 @@ TEST_F(Cli, DumpGemmTakesAConfig) {
   EXPECT_NE(r.output.find("use_swizzle(16)"), std::string::npos) << r.output;
 }
 
+TEST_F(Cli, DumpGemmTakesAClusterInTheConfig) {
+  const CliRun r = run_tessel("dump gemm --ir --m 128 --n 1024 --k 256 --config 128x64x64:8:256:swz16:c2x1");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("use_swizzle(16)\n    use_cluster(2, 1)"), std::string::npos) << r.output;
+  const CliRun no_swizzle = run_tessel("dump gemm --ir --config 128x128x64:4:256:c1x2");
+  ASSERT_EQ(no_swizzle.exit_code, 0) << no_swizzle.output;
+  EXPECT_NE(no_swizzle.output.find("use_cluster(1, 2)"), std::string::npos) << no_swizzle.output;
+  for (const char* bad : {"128x128x64:4:256:c2", "128x128x64:4:256:c2x1:swz", "128x128x64:4:256:x2x1"}) {
+    const CliRun b = run_tessel(std::string("dump gemm --ir --config ") + bad);
+    EXPECT_EQ(b.exit_code, 2) << bad << ": " << b.output;
+    EXPECT_NE(b.output.find("'cXxY'"), std::string::npos) << bad << ": " << b.output;
+  }
+  // A legal field, an illegal cluster: the language's own error, with what is legal.
+  const CliRun big = run_tessel("dump gemm --ir --config 128x128x64:4:256:c2x2");
+  EXPECT_NE(big.exit_code, 0) << big.output;
+  EXPECT_NE(big.output.find("use_cluster"), std::string::npos) << big.output;
+  EXPECT_NE(big.output.find("legal: (1, 1), (2, 1)"), std::string::npos) << big.output;
+}
+
 TEST_F(Cli, DumpGemmRejectsABadConfigAndSaysWhatIsLegal) {
   const CliRun r = run_tessel("dump gemm --ir --config 128x128:3");
   EXPECT_EQ(r.exit_code, 2) << r.output;

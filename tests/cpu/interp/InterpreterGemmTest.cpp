@@ -60,6 +60,21 @@ TEST_P(MatmulKnobs, EveryCandidateAtSmallSizesMatchesFloat64) {
     }
 }
 
+// use_cluster is a scheduling hint (operand tiles multicast on sm_90a): the interpreter's
+// results are those of the same program without it, at a ragged size with odd tile counts.
+TEST_P(MatmulKnobs, ClusterHintLeavesTheResultUnchanged) {
+  for (auto [x, y] : {std::pair{2, 1}, std::pair{1, 2}}) {
+    MatmulConfig c;
+    c.block_M = 64, c.block_N = 64, c.block_K = 64, c.num_stages = 2, c.threads = 128;
+    c.cluster_x = x, c.cluster_y = y;
+    c.dtype = GetParam();
+    EXPECT_NE(kernels::matmul_program(150, 136, 72, c).script().find("use_cluster(" + std::to_string(x) + ", " +
+                                                                     std::to_string(y) + ")"),
+              std::string::npos);
+    EXPECT_LE(run_matmul(Shape{150, 136, 72}, c), 1e-2) << c.describe();
+  }
+}
+
 TEST_P(MatmulKnobs, TutorialDefaultRunsThroughRunOnCpu) {
   MatmulConfig c;  // the tutorial's make_matmul defaults: 128x128x32, 3 stages, 128 threads
   c.dtype = GetParam();
