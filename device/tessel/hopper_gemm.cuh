@@ -82,7 +82,7 @@ namespace tessel {
 
 template <class TIn, int BM, int BN, int BK, int Stages, int ConsumerWGs = 2, int ProducerRegs = 40,
           int ConsumerRegs = 232, int ClusterM = 1, int PingPong = 0, int WideStores = 1, int SplitK = 1,
-          int TmaStore = 0, int ClusterN = 1, int StMatrix = 1>
+          int TmaStore = 0, int ClusterN = 1>
 struct HopperGemm {
   static_assert(is_mma_16bit<TIn>::value, "HopperGemm: TIn must be half_t or bfloat16_t");
   static_assert(ConsumerWGs == 1 || ConsumerWGs == 2, "HopperGemm: 1 or 2 consumer warpgroups");
@@ -380,8 +380,8 @@ struct HopperGemm {
   }
 
   // TMA-store epilogue of consumer warpgroup c: its kWgRows x BN accumulators go to its
-  // staging tile (16-bit, 128-byte swizzle: conflict-free 16-byte writes after the quad
-  // transpose of store_tile), then one thread issues a TMA store per 64-column panel and the
+  // staging tile (16-bit, 128-byte swizzle: stmatrix, each 8x8 matrix's rows in 8 different
+  // 16-byte chunks, conflict-free), then one thread issues a TMA store per 64-column panel and the
   // warpgroup goes on to its next tile's mainloop while the stores drain; TMA clips the
   // matrix edges. Before the next tile's writes, that thread waits until the previous
   // stores have read the staging tile (named barrier 3 + c orders the warpgroup around it).
@@ -390,48 +390,31 @@ struct HopperGemm {
                                         unsigned staging, int c, int m0, int n0) {
     static_assert(is_mma_16bit<TOut>::value, "HopperGemm: the TMA-store epilogue writes 16-bit outputs");
     const int t = threadIdx.x % 128;
-    const int q = t % 4;
     if (t == 0) tma_store_wait_read<0>();
     named_barrier_sync(3 + c, 128);
-    if constexpr (StMatrix != 0) {
-      // stmatrix: the accumulators of 8 rows x 8 columns (column block g8, row half h of an
-      // m-block) are one m8n8 matrix in exactly the layout stmatrix takes; x4 stores 4 of
-      // them (g8 = 2 g16 + m / 2, h = m % 2) with lane L giving row L % 8 of matrix L / 8.
-      const int l = t % 32, m = l / 8;
+    // stmatrix: the accumulators of 8 rows x 8 columns (column block g8, row half h of an
+    // m-block) are one m8n8 matrix in exactly the layout stmatrix takes; x4 stores 4 of them
+    // (g8 = 2 g16 + m / 2, h = m % 2) with lane L giving row L % 8 of matrix L / 8. (Against
+    // the quad transpose of store_tile: 2 xor shuffles less per 4 words; H200: +1.5-5 % on
+    // the issue-5 shapes with many tiles per CTA, docs/perf-notes.md.)
+    const int l = t % 32, m = l / 8;
 #pragma unroll
-      for (int mb = 0; mb < kMBlocks; ++mb)
+    for (int mb = 0; mb < kMBlocks; ++mb)
 #pragma unroll
-        for (int g16 = 0; g16 < BN / 16; ++g16) {
-          unsigned w[4];
+      for (int g16 = 0; g16 < BN / 16; ++g16) {
+        unsigned w[4];
 #pragma unroll
-          for (int v = 0; v < 4; ++v) {
-            const int i = mb * kAccPerMBlock + 4 * (2 * g16 + v / 2) + 2 * (v % 2);
-            w[v] = pack2<TOut>(acc[i], acc[i + 1]);
-          }
-          const int r = mb * 64 + 16 * (t / 32) + 8 * (m % 2) + l % 8;
-          const int g8 = 2 * g16 + m / 2, chunk = g8 % 8, p = g8 / 8;  // 16-byte chunk, 64-column panel
-          const unsigned addr = staging + p * (kWgRows * 128) + r * 128 + ((chunk ^ (r % 8)) * 16);
-          asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};" ::"r"(addr), "r"(w[0]),
-                       "r"(w[1]), "r"(w[2]), "r"(w[3])
-                       : "memory");
+        for (int v = 0; v < 4; ++v) {
+          const int i = mb * kAccPerMBlock + 4 * (2 * g16 + v / 2) + 2 * (v % 2);
+          w[v] = pack2<TOut>(acc[i], acc[i + 1]);
         }
-    } else {
-#pragma unroll
-      for (int mb = 0; mb < kMBlocks; ++mb)
-#pragma unroll
-        for (int h = 0; h < 2; ++h)
-#pragma unroll
-          for (int g = 0; g < BN / 32; ++g) {
-            unsigned w[4];
-            transpose_quad<TOut>(acc, mb, h, g, q, w);
-            const int r = acc_row_in_wg(mb * kAccPerMBlock + 2 * h, t);
-            const int chunk = (4 * g + q) % 8, p = (4 * g + q) / 8;  // 16-byte chunk, 64-column panel
-            const unsigned addr = staging + p * (kWgRows * 128) + r * 128 + ((chunk ^ (r % 8)) * 16);
-            asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};" ::"r"(addr), "r"(w[0]), "r"(w[1]),
-                         "r"(w[2]), "r"(w[3])
-                         : "memory");
-          }
-    }
+        const int r = mb * 64 + 16 * (t / 32) + 8 * (m % 2) + l % 8;
+        const int g8 = 2 * g16 + m / 2, chunk = g8 % 8, p = g8 / 8;  // 16-byte chunk, 64-column panel
+        const unsigned addr = staging + p * (kWgRows * 128) + r * 128 + ((chunk ^ (r % 8)) * 16);
+        asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};" ::"r"(addr), "r"(w[0]),
+                     "r"(w[1]), "r"(w[2]), "r"(w[3])
+                     : "memory");
+      }
     fence_proxy_async_shared();
     named_barrier_sync(3 + c, 128);
     if (t == 0) {

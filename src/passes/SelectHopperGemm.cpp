@@ -25,7 +25,6 @@
 //   Ensures:  when selected: one KernelStmt whose body is a single DeviceCall, ctx.hopper and
 //             ctx.tma_params describe the launch; otherwise the IR is unchanged.
 #include <algorithm>
-#include <cstdlib>
 
 #include "passes/HopperEpilogue.hpp"
 #include "passes/HopperPolicy.hpp"
@@ -221,10 +220,9 @@ Stmt select_hopper_gemm(const Stmt& body, PassContext& ctx) {
   plan.tma_store = tma_store;
   // HopperGemm<TIn, BM, BN, BK, Stages, ConsumerWGs, ProducerRegs, ConsumerRegs, ClusterM, PingPong,
   // WideStores, SplitK, TmaStore, ClusterN>, the trailing defaults left out.
-  const char* stm = std::getenv("TESSEL_EXPERIMENT_STMATRIX");  // experiment only
   std::vector<std::int64_t> targs{BM, BN, BK, stages, consumers, 40, 232, cluster_m, 0, 1, split, tma_store ? 1 : 0,
-                                  cluster_n, stm ? std::atoi(stm) : 1};
-  const std::vector<std::int64_t> defaults{40, 232, 1, 0, 1, 1, 0, 1, 1};  // from ProducerRegs on
+                                  cluster_n};
+  const std::vector<std::int64_t> defaults{40, 232, 1, 0, 1, 1, 0, 1};  // from ProducerRegs on
   while (targs.size() > 5 && targs.back() == defaults[targs.size() - 6]) targs.pop_back();
   plan.gemm_type = "tessel::HopperGemm<" + std::string(dtype_cuda_name(t));
   for (std::int64_t v : targs) plan.gemm_type += ", " + std::to_string(v);

@@ -232,6 +232,8 @@ TEST(HopperPath, TmaStoreEpilogueWhenTheStagingTileFits) {
   EXPECT_EQ(three.info().path, "sm90 TMA + wgmma, warp-specialized, persistent, TMA-store epilogue");
   EXPECT_NE(three.ptx().find("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group"), std::string::npos);
   EXPECT_NE(three.ptx().find("cp.async.bulk.wait_group.read"), std::string::npos);
+  // The staging tile is written with stmatrix (no quad-transpose shuffles).
+  EXPECT_NE(three.ptx().find("stmatrix.sync.aligned.m8n8.x4.shared.b16"), std::string::npos);
   EXPECT_NE(three.source().find("tmap_C"), std::string::npos);
   EXPECT_EQ(three.info().dynamic_smem_bytes, 1024 + 3 * 49152 + 128 * 256 * 2 + 48);
   EXPECT_EQ(three.resources().spill_store_bytes, 0) << three.compile_log();

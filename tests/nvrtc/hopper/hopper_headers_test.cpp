@@ -135,8 +135,9 @@ TEST(HopperHeaderRules, IncludesMessagesAndSize) {
           << "static_assert without a message: " << text.substr(p, end - p);
     }
     // A size guard (every GEMM compile parses these headers); split-K and the TMA-store
-    // epilogue took it past 400.
-    EXPECT_LT(std::count(text.begin(), text.end(), '\n'), 540);
+    // epilogue took it past 400, multicast clusters past 540 (cold compile 50 ms on the H200
+    // machine, bench/results/2026-12-03-compile-*).
+    EXPECT_LT(std::count(text.begin(), text.end(), '\n'), 600);
     EXPECT_NE(text.find("namespace tessel {"), std::string::npos);
     EXPECT_EQ(text.find("std::"), std::string::npos);
   }
