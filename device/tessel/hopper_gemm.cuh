@@ -232,8 +232,8 @@ struct HopperGemm {
                 tiles_nc, tiles_mc, kt_begin, kt_end, panel);
     } else {
       setmaxnreg_inc<ConsumerRegs>();
-      consume<TOut>(C, M, N, ring_a, ring_b, full, empty, red_bars, wg - 1, m_rank, n_rank, k_rank, cluster_id,
-                    clusters, tiles, tiles_nc, tiles_mc, kt_begin, kt_end, panel, tmap_c,
+      consume<TOut>(C, M, N, ring_a, ring_b, full, empty, red_bars, wg - 1, m_rank, n_rank, k_rank,
+                    cluster_id, clusters, tiles, tiles_nc, tiles_mc, kt_begin, kt_end, panel, tmap_c,
                     staging + (wg - 1) * kWgStagingBytes, epi);
     }
     // A CTA stays resident until its peers stopped arriving on its barriers and writing
@@ -262,9 +262,9 @@ struct HopperGemm {
 #pragma unroll
         for (int p = 0; p < LayoutA::kPanels; ++p) {
           if constexpr (ClusterN > 1) {  // this CTA's half of the rows, into both CTAs
-            tma_load_2d_multicast(a_dst + p * LayoutA::kPanelBytes + n_rank * kARowsPerCta * kSwizzleA, tmap_a,
-                                  bar, kt * BK + p * LayoutA::kPanelCols, tm * BM + n_rank * kARowsPerCta,
-                                  kMask);
+            tma_load_2d_multicast(a_dst + p * LayoutA::kPanelBytes + n_rank * kARowsPerCta * kSwizzleA,
+                                  tmap_a, bar, kt * BK + p * LayoutA::kPanelCols,
+                                  tm * BM + n_rank * kARowsPerCta, kMask);
           } else {
             tma_load_2d(a_dst + p * LayoutA::kPanelBytes, tmap_a, bar, kt * BK + p * LayoutA::kPanelCols,
                         tm * BM);
@@ -411,8 +411,8 @@ struct HopperGemm {
         const int r = mb * 64 + 16 * (t / 32) + 8 * (m % 2) + l % 8;
         const int g8 = 2 * g16 + m / 2, chunk = g8 % 8, p = g8 / 8;  // 16-byte chunk, 64-column panel
         const unsigned addr = staging + p * (kWgRows * 128) + r * 128 + ((chunk ^ (r % 8)) * 16);
-        asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};" ::"r"(addr), "r"(w[0]),
-                     "r"(w[1]), "r"(w[2]), "r"(w[3])
+        asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};" ::"r"(addr),
+                     "r"(w[0]), "r"(w[1]), "r"(w[2]), "r"(w[3])
                      : "memory");
       }
     fence_proxy_async_shared();

@@ -12,7 +12,8 @@ namespace T = tessel;
 std::string MatmulConfig::describe() const {
   return std::to_string(block_M) + "x" + std::to_string(block_N) + "x" + std::to_string(block_K) + " s" +
          std::to_string(num_stages) + " t" + std::to_string(threads) + (use_swizzle ? " swz" : "") +
-         (cluster_x * cluster_y > 1 ? " c" + std::to_string(cluster_x) + "x" + std::to_string(cluster_y) : "");
+         (cluster_x * cluster_y > 1 ? " c" + std::to_string(cluster_x) + "x" + std::to_string(cluster_y)
+                                    : "");
 }
 
 MatmulConfig default_matmul_config(long long M, long long N, long long K, DType dtype,
@@ -44,7 +45,7 @@ MatmulConfig default_matmul_config(long long M, long long N, long long K, DType 
       // Few tiles, long K, and 64-column tiles fill the GPU (128x8192x8192: 128 tiles): one CTA
       // per 128x64 tile with the full K loop, 8 stages, two consumer warpgroups of 64 rows —
       // the shape of cuBLAS's own kernel there. H200 (bench/results/2026-12-03-gemm-s6-runB-h200.json,
-      // -runC-): 0.966-0.969 of cuBLAS f16 and bf16, against 0.907-0.94 for the split-K
+      // -runE-): 0.966-0.974 of cuBLAS f16 and bf16, against 0.907-0.94 for the split-K
       // 128x128x64 s5 t128 below; sharing A over 2-CTA clusters (use_cluster(2, 1)) 0.94.
       c.block_M = 128, c.block_N = 64, c.num_stages = 8, c.threads = 256;
     } else {

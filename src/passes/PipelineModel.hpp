@@ -8,16 +8,16 @@ namespace tessel::passes {
 
 enum class Bug {
   None,
-  ProducerSkipsEmptyWait,   // the producer refills a stage without waiting for its release
-  FullParityFlipped,        // consumers wait on the wrong parity of full[s]
-  ReleaseBeforeWgmmaWait,   // a stage released right after its wgmma is issued, not completed
-  EmptyCountOneShort,       // empty[s] expects one arrival fewer than the warps that read it
-  EmptyCountOneExtra,       // empty[s] expects one arrival more: the producer waits forever
-  SplitSkipsEmptyWait,      // split-K: rank 1 rewrites the partial sums before rank 0 read them
-  ReductionCountOneShort,   // split-K: red_full completes before every rank-1 warp wrote
-  TmaStoreSkipsWaitRead,    // TMA store: staging rewritten while the last stores still read it
-  TmaStoreNoFirstBarrier,   // TMA store: warps write before warp 0 has waited for those reads
-  TmaStoreNoSecondBarrier,  // TMA store: the store issued before every warp wrote its rows
+  ProducerSkipsEmptyWait,      // the producer refills a stage without waiting for its release
+  FullParityFlipped,           // consumers wait on the wrong parity of full[s]
+  ReleaseBeforeWgmmaWait,      // a stage released right after its wgmma is issued, not completed
+  EmptyCountOneShort,          // empty[s] expects one arrival fewer than the warps that read it
+  EmptyCountOneExtra,          // empty[s] expects one arrival more: the producer waits forever
+  SplitSkipsEmptyWait,         // split-K: rank 1 rewrites the partial sums before rank 0 read them
+  ReductionCountOneShort,      // split-K: red_full completes before every rank-1 warp wrote
+  TmaStoreSkipsWaitRead,       // TMA store: staging rewritten while the last stores still read it
+  TmaStoreNoFirstBarrier,      // TMA store: warps write before warp 0 has waited for those reads
+  TmaStoreNoSecondBarrier,     // TMA store: the store issued before every warp wrote its rows
   MulticastEmptyCountsOwnCta,  // multicast: empty[s] completes on its own CTA's releases only
 };
 

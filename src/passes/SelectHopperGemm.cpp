@@ -156,7 +156,8 @@ Stmt select_hopper_gemm(const Stmt& body, PassContext& ctx) {
     return reject("the grid or the K loop does not cover the problem tile by tile");
   // Parallel nests between the loop and the store run per element on the accumulators.
   HopperEpilogue epilogue;
-  why = fuse_hopper_epilogue(g.epilogue, g.gemm->C.buffer, g.store->src.buffer, g.kernel->block_vars, epilogue);
+  why =
+      fuse_hopper_epilogue(g.epilogue, g.gemm->C.buffer, g.store->src.buffer, g.kernel->block_vars, epilogue);
   if (!why.empty()) return reject(why);
   DType t = A->dtype;
   if ((t != DType::f16 && t != DType::bf16) || B->dtype != t)
@@ -194,7 +195,8 @@ Stmt select_hopper_gemm(const Stmt& body, PassContext& ctx) {
   // Split-K over a 2-CTA cluster for few tiles and a long K (HopperPolicy.hpp says when); not
   // with a multicast cluster, which takes the cluster for itself.
   const std::int64_t tiles_m = (M + BM - 1) / BM, tiles_n = (N + BN - 1) / BN;
-  const std::int64_t tiles = ((tiles_m + cluster_m - 1) / cluster_m) * ((tiles_n + cluster_n - 1) / cluster_n);
+  const std::int64_t tiles =
+      ((tiles_m + cluster_m - 1) / cluster_m) * ((tiles_n + cluster_n - 1) / cluster_n);
   const std::int64_t k_tiles = (K + BK - 1) / BK;
   const int sms = ctx.target.sm_count > 0 ? ctx.target.sm_count : 132;
   const std::int64_t split_smem = smem + hopper_split_k_smem(BM, BN);
@@ -220,8 +222,8 @@ Stmt select_hopper_gemm(const Stmt& body, PassContext& ctx) {
   plan.tma_store = tma_store;
   // HopperGemm<TIn, BM, BN, BK, Stages, ConsumerWGs, ProducerRegs, ConsumerRegs, ClusterM, PingPong,
   // WideStores, SplitK, TmaStore, ClusterN>, the trailing defaults left out.
-  std::vector<std::int64_t> targs{BM, BN, BK, stages, consumers, 40, 232, cluster_m, 0, 1, split, tma_store ? 1 : 0,
-                                  cluster_n};
+  std::vector<std::int64_t> targs{BM,        BN, BK, stages, consumers,         40,       232,
+                                  cluster_m, 0,  1,  split,  tma_store ? 1 : 0, cluster_n};
   const std::vector<std::int64_t> defaults{40, 232, 1, 0, 1, 1, 0, 1};  // from ProducerRegs on
   while (targs.size() > 5 && targs.back() == defaults[targs.size() - 6]) targs.pop_back();
   plan.gemm_type = "tessel::HopperGemm<" + std::string(dtype_cuda_name(t));
@@ -234,8 +236,9 @@ Stmt select_hopper_gemm(const Stmt& body, PassContext& ctx) {
   // A's box is one swizzle row of K (64 elements, or 32 with the 64-byte swizzle) by BM rows;
   // B's is 64 columns of N by BK rows (hopper_gemm.cuh).
   // With A multicast (cluster_n), each CTA loads BM / cluster_n rows of it.
-  ctx.tma_params = {{ta, A, static_cast<int>(std::min<std::int64_t>(BK, 64)), static_cast<int>(BM / cluster_n)},
-                    {tb, B, 64, static_cast<int>(BK)}};
+  ctx.tma_params = {
+      {ta, A, static_cast<int>(std::min<std::int64_t>(BK, 64)), static_cast<int>(BM / cluster_n)},
+      {tb, B, 64, static_cast<int>(BK)}};
   // C's box: 64 columns (128 bytes, swizzled) by one consumer warpgroup's rows.
   Var tc("tmap_" + C->name, DType::i64);
   if (tma_store) ctx.tma_params.push_back({tc, C, 64, static_cast<int>(BM / consumers)});

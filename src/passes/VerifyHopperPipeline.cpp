@@ -258,9 +258,9 @@ void build(Machine& m, const PipelineModel& p) {
       full[r][s] = m.barrier("full[" + std::to_string(s) + "]" + cta, mc);
       empty[r][s] = m.barrier("empty[" + std::to_string(s) + "]" + cta, empty_count);
       for (int share = 0; share < mc; ++share)
-        ring[r][s].push_back(m.buffer(
-            "ring stage " + std::to_string(s) + cta + (mc > 1 ? ", rank " + std::to_string(share) + "'s share" : ""),
-            warps));
+        ring[r][s].push_back(m.buffer("ring stage " + std::to_string(s) + cta +
+                                          (mc > 1 ? ", rank " + std::to_string(share) + "'s share" : ""),
+                                      warps));
     }
   }
   for (int r = 0; r < ctas_all; ++r) {
@@ -312,7 +312,7 @@ void build(Machine& m, const PipelineModel& p) {
           prev = it;
         }
         if (prev >= 0) release(prev);  // wgmma_wait<0>
-        if (ctas > 1 && r == 1) {  // reduce_split_k, rank 1
+        if (ctas > 1 && r == 1) {      // reduce_split_k, rank 1
           if (bug != Bug::SplitSkipsEmptyWait)
             a.steps.push_back({Op::Wait, red_empty, static_cast<unsigned>(t & 1) ^ 1u, t - 1, 0});
           a.steps.push_back({Op::Write, red_slots[w], 0, 0, t});
@@ -344,8 +344,8 @@ std::string check_hopper_pipeline(const PipelineModel& p, int random_schedules) 
       std::ostringstream out;
       out << v << " (stages " << p.stages << ", " << p.consumer_warpgroups << " consumer warpgroup(s), split "
           << p.split_k << (p.multicast > 1 ? ", multicast over " + std::to_string(p.multicast) + " CTAs" : "")
-          << (p.tma_store ? ", TMA-store epilogue" : "") << ", " << p.tiles << " tile(s) of "
-          << p.k_tiles << " K tiles, schedule "
+          << (p.tma_store ? ", TMA-store epilogue" : "") << ", " << p.tiles << " tile(s) of " << p.k_tiles
+          << " K tiles, schedule "
           << (seed == 0 ? std::string("round-robin") : "random #" + std::to_string(seed)) << ")";
       return out.str();
     }
@@ -375,7 +375,7 @@ ir::Stmt verify_hopper_pipeline(const ir::Stmt& body, PassContext& ctx) {
       for (int tiles : {1, 3})
         if (v.empty()) {
           PipelineModel p{h.stages,    h.consumers, h.split_k, tiles, std::max(1, k) * h.split_k,
-                          h.tma_store, multicast,  Bug::None};
+                          h.tma_store, multicast,   Bug::None};
           v = check_hopper_pipeline(p, 8);
         }
     std::lock_guard<std::mutex> lock(mutex);

@@ -70,9 +70,9 @@ kernels::MatmulConfig parse_matmul_config(const std::string& text, DType dtype) 
     const auto dims = f.size() > 1 && f[0] == 'c' ? split(f.substr(1), 'x') : std::vector<std::string>{};
     if (i + 1 != fields.size() || dims.size() != 2 || !parse_positive(dims[0], c.cluster_x) ||
         !parse_positive(dims[1], c.cluster_y))
-      throw std::invalid_argument("bad GEMM config '" + text + "': the optional fields after threads are " +
-                                  "'swz' or 'swzN' (swizzle panels of N blocks), then 'cXxY' (use_cluster(X, Y), " +
-                                  "e.g. c2x1)");
+      throw std::invalid_argument(
+          "bad GEMM config '" + text + "': the optional fields after threads are " +
+          "'swz' or 'swzN' (swizzle panels of N blocks), then 'cXxY' (use_cluster(X, Y), " + "e.g. c2x1)");
   }
   return c;
 }
@@ -83,8 +83,9 @@ std::string format_matmul_config(const kernels::MatmulConfig& c) {
          (!c.use_swizzle       ? ""
           : c.panel_size == 10 ? ":swz"
                                : ":swz" + std::to_string(c.panel_size)) +
-         (c.cluster_x * c.cluster_y > 1 ? ":c" + std::to_string(c.cluster_x) + "x" + std::to_string(c.cluster_y)
-                                        : "");
+         (c.cluster_x * c.cluster_y > 1
+              ? ":c" + std::to_string(c.cluster_x) + "x" + std::to_string(c.cluster_y)
+              : "");
 }
 
 kernels::MatmulConfig fit_stages(kernels::MatmulConfig c, int smem_cap) {

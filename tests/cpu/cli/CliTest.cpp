@@ -130,7 +130,8 @@ TEST_F(Cli, BenchGemmRejectsABadShape) {
 TEST_F(Cli, BenchGemmRejectsAnUnknownEpilogue) {
   const CliRun r = run_tessel("bench gemm --epilogue gelu");
   EXPECT_EQ(r.exit_code, 2) << r.output;
-  EXPECT_NE(r.output.find("--epilogue takes none, bias or bias_relu, not 'gelu'"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("--epilogue takes none, bias or bias_relu, not 'gelu'"), std::string::npos)
+      << r.output;
 }
 
 TEST_F(Cli, TutorialRejectsAnUnknownSection) {

@@ -52,8 +52,8 @@ TEST(PipelineVerifier, PlantedMistakesAreCaught) {
                            Planted{Bug::TmaStoreNoSecondBarrier, 1, "staging tile", true},
                            Planted{Bug::ProducerSkipsEmptyWait, 1, "share with fill", false, 2},
                            Planted{Bug::MulticastEmptyCountsOwnCta, 1, "deadlock", true, 2}}) {
-    const std::string v = check_hopper_pipeline(
-        model(3, 2, p.split, 3, 7 * p.split, p.bug, p.tma_store, p.multicast), 64);
+    const std::string v =
+        check_hopper_pipeline(model(3, 2, p.split, 3, 7 * p.split, p.bug, p.tma_store, p.multicast), 64);
     EXPECT_NE(v.find(p.says), std::string::npos) << static_cast<int>(p.bug) << ": '" << v << "'";
     std::cout << "[ caught ] " << v << "\n";
   }

@@ -68,8 +68,9 @@ TEST_P(MatmulKnobs, ClusterHintLeavesTheResultUnchanged) {
     c.block_M = 64, c.block_N = 64, c.block_K = 64, c.num_stages = 2, c.threads = 128;
     c.cluster_x = x, c.cluster_y = y;
     c.dtype = GetParam();
-    EXPECT_NE(kernels::matmul_program(150, 136, 72, c).script().find("use_cluster(" + std::to_string(x) + ", " +
-                                                                     std::to_string(y) + ")"),
+    EXPECT_NE(kernels::matmul_program(150, 136, 72, c)
+                  .script()
+                  .find("use_cluster(" + std::to_string(x) + ", " + std::to_string(y) + ")"),
               std::string::npos);
     EXPECT_LE(run_matmul(Shape{150, 136, 72}, c), 1e-2) << c.describe();
   }

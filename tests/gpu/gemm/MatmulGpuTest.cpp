@@ -89,8 +89,7 @@ std::string case_name(const Case& c, DType t) {
          (c.cfg.cluster_x * c.cfg.cluster_y > 1
               ? "c" + std::to_string(c.cfg.cluster_x) + "x" + std::to_string(c.cfg.cluster_y)
               : "") +
-         "_" +
-         std::string(tessel::dtype_name(t));
+         "_" + std::string(tessel::dtype_name(t));
 }
 struct ShapeName {
   template <class P>
@@ -240,11 +239,11 @@ INSTANTIATE_TEST_SUITE_P(
                        ::testing::Values(DType::f16, DType::bf16), ::testing::Values(0)),
     ShapeName());
 
-INSTANTIATE_TEST_SUITE_P(
-    MulticastOff, MulticastShapes,
-    ::testing::Combine(::testing::Values(Case{300, 136, 1000, clustered(128, 64, 4, 256, 0, 2, 1)}),
-                       ::testing::Values(DType::f16), ::testing::Values(6)),
-    ShapeName());
+INSTANTIATE_TEST_SUITE_P(MulticastOff, MulticastShapes,
+                         ::testing::Combine(::testing::Values(Case{300, 136, 1000,
+                                                                   clustered(128, 64, 4, 256, 0, 2, 1)}),
+                                            ::testing::Values(DType::f16), ::testing::Values(6)),
+                         ShapeName());
 
 // Persistent grids capped at a few CTAs, so that each CTA (or 2-CTA cluster) loops over many
 // tiles: the split-K hand-off's barrier phases and the TMA-store epilogue's staging reuse across
@@ -321,7 +320,8 @@ TEST_P(EpilogueShapes, MatchesFloat64) {
   o.max_persistent_ctas = e.max_ctas;
   const float alpha = 0.5f;
   auto kernel = tessel::kernels::make_matmul_bias_act(c.M, c.N, c.K, cfg, e.act, alpha, o);
-  SCOPED_TRACE(case_name(c, e.dtype) + " " + tessel::kernels::activation_name(e.act) + " " + kernel.info().path);
+  SCOPED_TRACE(case_name(c, e.dtype) + " " + tessel::kernels::activation_name(e.act) + " " +
+               kernel.info().path);
   EXPECT_EQ(kernel.info().path.find("fused Parallel epilogue") != std::string::npos, !e.mma_sync)
       << kernel.info().hopper_declined;
   static std::mt19937_64 seeds(std::random_device{}());

@@ -175,12 +175,14 @@ TEST(HopperPath, UseClusterMulticastsTheSharedOperand) {
   c.num_stages = 8;
   c.cluster_x = 2;
   auto a = tessel::kernels::make_matmul(128, 8192, 8192, c, o);
-  EXPECT_EQ(a.info().path,
-            "sm90 TMA + wgmma, warp-specialized, persistent, A multicast over 2-CTA clusters, TMA-store epilogue");
+  EXPECT_EQ(
+      a.info().path,
+      "sm90 TMA + wgmma, warp-specialized, persistent, A multicast over 2-CTA clusters, TMA-store epilogue");
   EXPECT_EQ(a.info().cluster_size, 2);
   EXPECT_NE(a.source().find("__cluster_dims__(2, 1, 1)"), std::string::npos) << a.source();
-  EXPECT_NE(a.source().find("tessel::HopperGemm<tessel::half_t, 128, 64, 64, 8, 2, 40, 232, 1, 0, 1, 1, 1, 2>"),
-            std::string::npos)
+  EXPECT_NE(
+      a.source().find("tessel::HopperGemm<tessel::half_t, 128, 64, 64, 8, 2, 40, 232, 1, 0, 1, 1, 1, 2>"),
+      std::string::npos)
       << a.source();
   EXPECT_NE(a.ptx().find("mbarrier::complete_tx::bytes.multicast::cluster"), std::string::npos);
   // Each consumer warp releases a stage in both CTAs of the pair.
@@ -188,7 +190,8 @@ TEST(HopperPath, UseClusterMulticastsTheSharedOperand) {
   EXPECT_EQ(a.resources().spill_store_bytes, 0) << a.compile_log();
   // 8 stages of (128 + 64) x 64 f16, their barriers, the 128 x 64 staging tile.
   EXPECT_EQ(a.info().dynamic_smem_bytes, 1024 + 8 * 24576 + 128 * 64 * 2 + 8 * 16);
-  EXPECT_NE(tessel::kernels::matmul_program(128, 8192, 8192, c).script().find("use_cluster(2, 1)"), std::string::npos);
+  EXPECT_NE(tessel::kernels::matmul_program(128, 8192, 8192, c).script().find("use_cluster(2, 1)"),
+            std::string::npos);
 
   c.block_N = 128, c.num_stages = 5, c.cluster_x = 1, c.cluster_y = 2;
   auto b = tessel::kernels::make_matmul(1000, 1000, 1000, c, o);
@@ -286,10 +289,11 @@ TEST(HopperPath, ParallelEpilogueIsFusedOnEveryStorePath) {
   c3.num_stages = 3;
   split.block_N = 128, split.num_stages = 5, split.threads = 128;
   const char* base = "sm90 TMA + wgmma, warp-specialized, persistent";
-  for (const Want& w : {Want{4096, 4096, 4096, c4, Activation::relu, ", fused Parallel epilogue"},
-                        Want{4096, 4096, 4096, c3, Activation::silu, ", TMA-store epilogue, fused Parallel epilogue"},
-                        Want{128, 8192, 8192, split, Activation::relu,
-                             ", split-K over 2-CTA clusters, fused Parallel epilogue"}}) {
+  for (const Want& w :
+       {Want{4096, 4096, 4096, c4, Activation::relu, ", fused Parallel epilogue"},
+        Want{4096, 4096, 4096, c3, Activation::silu, ", TMA-store epilogue, fused Parallel epilogue"},
+        Want{128, 8192, 8192, split, Activation::relu,
+             ", split-K over 2-CTA clusters, fused Parallel epilogue"}}) {
     SCOPED_TRACE(w.c.describe() + " " + tessel::kernels::activation_name(w.act));
     auto k = tessel::kernels::make_matmul_bias_act(w.M, w.N, w.K, w.c, w.act, 0.5f, o);
     EXPECT_EQ(k.info().path, std::string(base) + w.path) << k.info().hopper_declined;
