@@ -3,7 +3,8 @@
 # machine by scripts/build-gpu.sh; nothing is rebuilt here) and collects the results:
 #   the gpu test tier, `tessel tutorial --section 1,2,3`, `tessel bench gemm` over issue 5's
 #   seven shapes in f16 and bf16, `tessel bench compile`, `tessel bench softmax` when the build
-#   has it, and the cluster softmax probe (tools/probes) when build-gpu/ holds it.
+#   has it, compute-sanitizer racecheck/synccheck on small sm_90a GEMMs when the tool is there,
+#   and the cluster softmax probe (tools/probes) when build-gpu/ holds it.
 # Writes at most 7 files into OUTDIR (the transfer limit is 8) — gpu-check.log (everything
 # printed), gpu-tests.json and up to five result JSONs named <date>-<what>-<tag>.json as
 # bench/results/ wants them — and prints a summary table last. Exit status: 0 when every step
@@ -73,6 +74,15 @@ run_step "bench gemm" 600 "$build/tessel" bench gemm \
 run_step "bench compile" 300 "$build/tessel" bench compile --json "$compile_json"
 if "$build/tessel" bench softmax --help >/dev/null 2>&1; then
   run_step "bench softmax" 600 "$build/tessel" bench softmax --json "$softmax_json"
+fi
+# compute-sanitizer's racecheck and synccheck on small sm_90a GEMMs — a multicast pair of each kind,
+# the TMA-store (stmatrix) epilogue, wgmma with A from registers — when the tool is installed
+# (small shapes: their references are computed on the CPU, so no cuBLAS kernel is checked).
+if command -v compute-sanitizer >/dev/null; then
+  filter='Multicast/MulticastShapes.MatchesReference/300x*_f16_off0:Hopper/HopperShapes.MatchesReference/300x200x1000*_f16_off0:Wgmma/WgmmaShapes.*/rs_f16_n128*'
+  for tool in racecheck synccheck; do
+    run_step "$tool" 240 compute-sanitizer --tool "$tool" --error-exitcode 9 "$build/tessel_tests_gpu" --gtest_filter="$filter"
+  done
 fi
 # The cluster softmax probe (issue 4's next design), when build-gpu.sh could build it.
 if [[ -x "$build/softmax_cluster_probe" ]]; then
