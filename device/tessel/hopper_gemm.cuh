@@ -107,7 +107,7 @@ struct HopperGemm {
                 "HopperGemm: the B tile's 64-column panels must split evenly over the cluster");
   static_assert(SplitK == 1 || SplitK == 2, "HopperGemm: SplitK is 1 or 2");
   static_assert(SplitK == 1 || (ClusterM == 1 && ClusterN == 1 && PingPong == 0),
-                "HopperGemm: split-K takes the cluster; no ClusterM or ping-pong with it");
+                "HopperGemm: split-K takes the cluster; no ClusterM, ClusterN or ping-pong with it");
   static_assert(TmaStore == 0 || (SplitK == 1 && PingPong == 0),
                 "HopperGemm: the TMA-store epilogue is for the cooperative kernel without split-K");
   static_assert(ProducerRegs * 128 + ConsumerRegs * 128 * ConsumerWGs <= 65536,
