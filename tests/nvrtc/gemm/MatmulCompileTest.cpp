@@ -312,6 +312,32 @@ TEST(HopperPath, ParallelEpilogueIsFusedOnEveryStorePath) {
   EXPECT_EQ(ampere.resources().spill_store_bytes, 0) << ampere.compile_log();
 }
 
+// The built-in table's configs for issue 5's seven shapes (what `tessel bench gemm` measured
+// against cuBLAS, docs/perf-notes.md "Session 6") take the sm_90a path with the TMA-store
+// epilogue, one CTA per tile (no split-K, no cluster), and compile without spills.
+TEST(HopperPath, IssueShapesDefaultConfigs) {
+  struct Want {
+    int M, N, K;
+    const char* config;
+  };
+  for (const Want& w :
+       {Want{2048, 2048, 2048, "128x128x64 s5 t256 swz"}, Want{4096, 4096, 4096, "128x256x64 s3 t256 swz"},
+        Want{8192, 8192, 8192, "128x256x64 s3 t256 swz"}, Want{8192, 28672, 8192, "128x256x64 s3 t256 swz"},
+        Want{16384, 4096, 1024, "128x256x64 s3 t256 swz"}, Want{128, 8192, 8192, "128x64x64 s8 t256 swz"},
+        Want{1024, 1024, 1024, "64x128x64 s6 t128 swz"}}) {
+    SCOPED_TRACE(std::to_string(w.M) + "x" + std::to_string(w.N) + "x" + std::to_string(w.K));
+    const auto c = tessel::kernels::default_matmul_config(w.M, w.N, w.K, tessel::DType::f16, "sm_90a", 132);
+    EXPECT_EQ(c.describe(), w.config);
+    tessel::JitOptions o;
+    o.arch = "sm_90a";
+    auto k = tessel::kernels::make_matmul(w.M, w.N, w.K, c, o);
+    EXPECT_EQ(k.info().path, "sm90 TMA + wgmma, warp-specialized, persistent, TMA-store epilogue");
+    EXPECT_EQ(k.info().cluster_size, 1);
+    EXPECT_NE(k.ptx().find("stmatrix.sync.aligned.m8n8.x4.shared.b16"), std::string::npos);
+    EXPECT_EQ(k.resources().spill_store_bytes, 0) << k.compile_log();
+  }
+}
+
 TEST(HopperPath, DeclinedShapesSayWhy) {
   tessel::JitOptions o;
   o.arch = "sm_90a";
