@@ -221,6 +221,41 @@ TEST(HopperPath, UseClusterMulticastsTheSharedOperand) {
   }
 }
 
+// use_cluster is a hint: the mma.sync GEMM (sm_80) and a kernel that is not a GEMM compile
+// without clusters, and the hint shows in their IR.
+TEST(HopperPath, UseClusterIsIgnoredWhereItCannotApply) {
+  tessel::JitOptions o;
+  o.arch = "sm_80";
+  auto c = hopper_config();
+  c.num_stages = 2;  // 96 KB: fits sm_80's shared memory
+  c.cluster_x = 2;
+  auto mma = tessel::kernels::make_matmul(1000, 1000, 1000, c, o);
+  EXPECT_EQ(mma.info().path, "mma.sync");
+  EXPECT_EQ(mma.info().cluster_size, 1);
+  EXPECT_EQ(mma.source().find("__cluster_dims__"), std::string::npos);
+
+  namespace T = tessel;
+  T::PrimFunc f("scale_rows");
+  auto X = f.tensor("X", {256, 128}, T::f16);
+  auto Y = f.tensor("Y", {256, 128}, T::f16);
+  f.body([&] {
+    T::Kernel(256 / 64, 128, [&](T::Var bx) {
+      T::use_cluster(2, 1);
+      auto x = T::alloc_fragment({64, 128}, T::f32);
+      T::copy(X(bx * 64, 0), x);
+      T::Parallel(64, 128, [&](T::Var i, T::Var j) { x(i, j) = x(i, j) * 2.0f; });
+      T::copy(x, Y(bx * 64, 0));
+    });
+  });
+  EXPECT_NE(f.script().find("use_cluster(2, 1)"), std::string::npos) << f.script();
+  for (const char* arch : {"sm_80", "sm_90a"}) {
+    o.arch = arch;
+    auto k = T::jit(f, o);
+    EXPECT_EQ(k.info().cluster_size, 1) << arch;
+    EXPECT_EQ(k.source().find("__cluster_dims__"), std::string::npos) << arch;
+  }
+}
+
 // 16-bit outputs go through a swizzled staging tile and TMA stores when it fits beside the ring;
 // the switch keeps the direct register -> global stores.
 TEST(HopperPath, TmaStoreEpilogueWhenTheStagingTileFits) {
