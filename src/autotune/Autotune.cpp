@@ -2,6 +2,7 @@
 #include "tessel/autotune/Autotune.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <limits>
 #include <random>
@@ -289,25 +290,15 @@ Space gemm_space(const std::string& arch, DType dtype) {
       .knob("panel", {0, 8, 16});
   if (arch.rfind("sm_90", 0) == 0) {
     // The warp-specialized wgmma path's tiles default_matmul_config picks (6 and 8 stages are
-    // off-grid).
-    s.point({{"block_M", 128},
-             {"block_N", 64},
-             {"block_K", 64},
-             {"num_stages", 8},
-             {"threads", 256},
-             {"panel", 16}});
-    s.point({{"block_M", 128},
-             {"block_N", 128},
-             {"block_K", 64},
-             {"num_stages", 6},
-             {"threads", 128},
-             {"panel", 16}});
-    s.point({{"block_M", 64},
-             {"block_N", 128},
-             {"block_K", 64},
-             {"num_stages", 6},
-             {"threads", 128},
-             {"panel", 16}});
+    // off-grid): {block_M, block_N, num_stages, threads}, block_K 64, panels of 16.
+    for (const auto& [bm, bn, stages, threads] :
+         {std::array{128, 64, 8, 256}, std::array{128, 128, 6, 128}, std::array{64, 128, 6, 128}})
+      s.point({{"block_M", bm},
+               {"block_N", bn},
+               {"block_K", 64},
+               {"num_stages", stages},
+               {"threads", threads},
+               {"panel", 16}});
   }
   s.constraint("at most 256 f32 accumulators per thread", [](const Config& c) {
     return 1LL * get(c, "block_M") * get(c, "block_N") <= 256LL * get(c, "threads");
