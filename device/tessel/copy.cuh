@@ -60,7 +60,7 @@ __device__ inline void copy_chunks(T* smem, const T* gmem, long long ld, int row
     const T* src0 = gmem + r0 * ld + c;
     auto smem_offset = [&](int k) {
       if constexpr (kRowStep % Layout::kRowPeriod == 0) {
-        return Layout::offset(r0, c) + k * kRowStep * Cols;
+        return Layout::offset(r0, c) + k * kRowStep * Layout::kRowPitch;
       } else {
         return Layout::offset(r0 + k * kRowStep, c);
       }

@@ -37,9 +37,60 @@ struct TileCoord {
   int col;
 };
 
+// The accumulator layout above, on its own: what a fragment laid out like a BlockGemm
+// accumulator needs (its registers' coordinates), without the gemm. Three kinds of tile share
+// it: a BlockGemm's accumulator, a WarpgroupGemm's (warpgroup_gemm.cuh: with WarpsN = 1 and
+// BM = 16 * WarpsM the wgmma D fragment is this layout), and the 16-bit A operand a gemm
+// takes from registers, whose m16k16 mma fragment is exactly two neighbouring m16n8 C
+// fragments (register i here is element (acc_row(i), acc_col(i)) of the [BM][BK] A tile).
+template <int BM, int BN, int WarpsM, int WarpsN>
+struct AccumulatorLayout {
+  static_assert(WarpsM > 0 && WarpsN > 0, "AccumulatorLayout: WarpsM and WarpsN must be positive");
+  static_assert(BM % (WarpsM * 16) == 0,
+                "AccumulatorLayout: BM must be a multiple of 16 * WarpsM (each warp owns whole m16 "
+                "mma tiles)");
+  static_assert(BN % (WarpsN * 8) == 0,
+                "AccumulatorLayout: BN must be a multiple of 8 * WarpsN (each warp owns whole n8 "
+                "mma tiles)");
+  static constexpr int kBM = BM;
+  static constexpr int kBN = BN;
+  static constexpr int kWarpsM = WarpsM;
+  static constexpr int kWarpsN = WarpsN;
+  static constexpr int kThreads = 32 * WarpsM * WarpsN;
+  static constexpr int kWarpM = BM / WarpsM;
+  static constexpr int kWarpN = BN / WarpsN;
+  static constexpr int kMmaM = kWarpM / 16;  // m16 fragments per warp
+  static constexpr int kMmaN = kWarpN / 8;   // n8 fragments per warp
+  static constexpr int kAccPerThread = kMmaM * kMmaN * 4;
+
+  __host__ __device__ static constexpr int acc_row_in_warp(int i, int lane) {
+    return (i / 4 / kMmaN) * 16 + lane / 4 + ((i % 4) / 2) * 8;
+  }
+  __host__ __device__ static constexpr int acc_col_in_warp(int i, int lane) {
+    return (i / 4 % kMmaN) * 8 + (lane % 4) * 2 + i % 2;
+  }
+  __device__ static int warp_m() { return (threadIdx.x / 32) % WarpsM; }
+  __device__ static int warp_n() { return (threadIdx.x / 32) / WarpsM; }
+  __device__ static int acc_row(int i) { return warp_m() * kWarpM + acc_row_in_warp(i, threadIdx.x % 32); }
+  __device__ static int acc_col(int i) { return warp_n() * kWarpN + acc_col_in_warp(i, threadIdx.x % 32); }
+};
+
+// The four 32-bit A registers of mma.m16n8k16 (and of wgmma with A from registers) for m16
+// row block mi and k16 step kk of a 16-bit A tile held in AccumulatorLayout<BM, BK, WarpsM, 1>
+// (kMmaN = BK / 8 n8 blocks per row block): registers 8 (mi * BK/16 + kk) + 0..7, in order,
+// are a0..a7 of the PTX fragment, packed in pairs (low half first).
+template <class TIn, int KSteps>
+__device__ __forceinline__ void pack_a_operand(const TIn* a, int mi, int kk, unsigned (&out)[4]) {
+  const int base = (mi * KSteps + kk) * 8;
+#pragma unroll
+  for (int j = 0; j < 4; ++j)
+    out[j] = static_cast<unsigned>(a[base + 2 * j].bits) | (static_cast<unsigned>(a[base + 2 * j + 1].bits) << 16);
+}
+
 template <class TIn, int BM, int BN, int BK, int WarpsM, int WarpsN, bool TransA, bool TransB, class LayoutA,
           class LayoutB>
-struct BlockGemm {
+struct BlockGemm : AccumulatorLayout<BM, BN, WarpsM, WarpsN> {
+  using Acc = AccumulatorLayout<BM, BN, WarpsM, WarpsN>;
   static_assert(is_mma_16bit<TIn>::value, "BlockGemm: TIn must be half_t or bfloat16_t");
   static_assert(WarpsM > 0 && WarpsN > 0, "BlockGemm: WarpsM and WarpsN must be positive");
   static_assert(BM % (WarpsM * 16) == 0,
@@ -56,28 +107,15 @@ struct BlockGemm {
   static_assert((LayoutA::kCols * 2) % 16 == 0 && (LayoutB::kCols * 2) % 16 == 0,
                 "BlockGemm: shared tile rows must be multiples of 16 bytes (ldmatrix rows)");
 
-  static constexpr int kBM = BM;
-  static constexpr int kBN = BN;
   static constexpr int kBK = BK;
-  static constexpr int kThreads = 32 * WarpsM * WarpsN;
-  static constexpr int kWarpM = BM / WarpsM;
-  static constexpr int kWarpN = BN / WarpsN;
-  static constexpr int kMmaM = kWarpM / 16;  // m16 fragments per warp
-  static constexpr int kMmaN = kWarpN / 8;   // n8 fragments per warp
+  using Acc::kAccPerThread;
+  using Acc::kMmaM;
+  using Acc::kMmaN;
+  using Acc::kWarpM;
+  using Acc::kWarpN;
+  using Acc::warp_m;
+  using Acc::warp_n;
   static constexpr int kKSteps = BK / 16;
-  static constexpr int kAccPerThread = kMmaM * kMmaN * 4;
-
-  // ---- accumulator layout (see the file comment) ----------------------------------------
-  __host__ __device__ static constexpr int acc_row_in_warp(int i, int lane) {
-    return (i / 4 / kMmaN) * 16 + lane / 4 + ((i % 4) / 2) * 8;
-  }
-  __host__ __device__ static constexpr int acc_col_in_warp(int i, int lane) {
-    return (i / 4 % kMmaN) * 8 + (lane % 4) * 2 + i % 2;
-  }
-  __device__ static int warp_m() { return (threadIdx.x / 32) % WarpsM; }
-  __device__ static int warp_n() { return (threadIdx.x / 32) / WarpsM; }
-  __device__ static int acc_row(int i) { return warp_m() * kWarpM + acc_row_in_warp(i, threadIdx.x % 32); }
-  __device__ static int acc_col(int i) { return warp_n() * kWarpN + acc_col_in_warp(i, threadIdx.x % 32); }
 
   // ---- ldmatrix addressing ----------------------------------------------------------------
   // The tile coordinate whose address `lane` gives to ldmatrix (thread t addresses row t % 8
@@ -187,7 +225,6 @@ struct BlockGemm {
   template <bool Xor = true>
   __device__ static void load_fragments(Fragments& f, unsigned a_base, unsigned b_base, int kk, int lane,
                                         int wm, int wn) {
-    constexpr unsigned kBytes = sizeof(TIn);
     const int a0 = lane_offset<true>(lane, wm, 0, 0);
     const int b0 = lane_offset<false>(lane, wn, 0, 0);
 #pragma unroll
@@ -199,6 +236,13 @@ struct BlockGemm {
         ldmatrix_x4(f.a[mi], p);
       }
     }
+    load_b<Xor>(f.b, b_base, b0, kk, lane, wn);
+  }
+
+  // The B fragments of k step kk (b0 = lane_offset<false>(lane, wn, 0, 0)).
+  template <bool Xor = true>
+  __device__ static void load_b(unsigned (&b)[kMmaN][2], unsigned b_base, int b0, int kk, int lane, int wn) {
+    constexpr unsigned kBytes = sizeof(TIn);
 #pragma unroll
     for (int ni = 0; ni + 1 < kMmaN; ni += 2) {
       const unsigned p = b_address<Xor>(b_base, b0, lane, wn, ni, kk);
@@ -208,18 +252,18 @@ struct BlockGemm {
       } else {
         ldmatrix_x4_trans(r, p);
       }
-      f.b[ni][0] = r[0];
-      f.b[ni][1] = r[1];
-      f.b[ni + 1][0] = r[2];
-      f.b[ni + 1][1] = r[3];
+      b[ni][0] = r[0];
+      b[ni][1] = r[1];
+      b[ni + 1][0] = r[2];
+      b[ni + 1][1] = r[3];
     }
     if constexpr (kMmaN % 2 != 0) {
       const TileCoord c = b_load_coord(lane % 16, wn, kMmaN - 1, kk);
       const unsigned p = b_base + LayoutB::offset(c.row, c.col) * kBytes;
       if constexpr (TransB) {
-        ldmatrix_x2(f.b[kMmaN - 1], p);
+        ldmatrix_x2(b[kMmaN - 1], p);
       } else {
-        ldmatrix_x2_trans(f.b[kMmaN - 1], p);
+        ldmatrix_x2_trans(b[kMmaN - 1], p);
       }
     }
   }
@@ -241,6 +285,35 @@ struct BlockGemm {
     for (int kk = 0; kk < kKSteps; ++kk) {
       if (kk + 1 < kKSteps) load_fragments<kRunXor>(frag[(kk + 1) % 2], a_base, b_base, kk + 1, lane, wm, wn);
       mma_all(frag[kk % 2], acc);
+    }
+  }
+
+  // acc += A * B_tile with A from registers: `a` holds this thread's elements of the [BM][BK]
+  // A tile in AccumulatorLayout<BM, BK, WarpsM, 1> (see pack_a_operand), B comes from shared
+  // memory as in run(). Each warp needs whole rows of A, which only it holds, so the warps
+  // split M alone (WarpsN = 1). All threads of the block call it.
+  static constexpr int kARegs = kMmaM * kKSteps * 8;
+  __device__ static void run_rs(const TIn (&a)[kARegs], const TIn* sB, float (&acc)[kAccPerThread]) {
+    static_assert(WarpsN == 1, "BlockGemm::run_rs: A from registers needs WarpsN == 1 (warps split M only)");
+    static_assert(!TransA, "BlockGemm::run_rs: an A operand in registers is [BM][BK], never transposed");
+    const int lane = threadIdx.x % 32;
+    const unsigned b_base = smem_address(sB);
+    const int b0 = lane_offset<false>(lane, 0, 0, 0);
+    unsigned b[2][kMmaN][2];
+    load_b<kRunXor>(b[0], b_base, b0, 0, lane, 0);
+#pragma unroll
+    for (int kk = 0; kk < kKSteps; ++kk) {
+      if (kk + 1 < kKSteps) load_b<kRunXor>(b[(kk + 1) % 2], b_base, b0, kk + 1, lane, 0);
+#pragma unroll
+      for (int mi = 0; mi < kMmaM; ++mi) {
+        unsigned a_regs[4];
+        pack_a_operand<TIn, kKSteps>(a, mi, kk, a_regs);
+#pragma unroll
+        for (int ni = 0; ni < kMmaN; ++ni) {
+          float(&d)[4] = *reinterpret_cast<float(*)[4]>(&acc[(mi * kMmaN + ni) * 4]);
+          mma_m16n8k16<TIn>(d, a_regs, b[kk % 2][ni]);
+        }
+      }
     }
   }
 

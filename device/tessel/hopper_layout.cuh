@@ -53,6 +53,7 @@ struct WgmmaSwizzleLayout {
   static constexpr int kPanelBytes = Rows * SwizzleBytes;
   static constexpr int kAlignment = 1024;                 // bytes, of the tile's base (>= 8 * SwizzleBytes)
   static constexpr int kRowPeriod = 8;                    // the swizzle repeats every 8 rows
+  static constexpr int kRowPitch = kPanelCols;            // rows r and r + 8j are 8j panel rows apart
   static constexpr int kRowsPerXor = 128 / SwizzleBytes;  // rows sharing one XOR value
 
   // Byte offset of element (r, c) from the tile base.

@@ -2,10 +2,12 @@
 //
 // A layout type is what the compiler's layout inference picks for an alloc_shared buffer;
 // copy.cuh writes through it and gemm.cuh reads through it. Every layout here provides
-//   kRows, kCols, kSize (elements, no padding) and offset(r, c),
+//   kRows, kCols, kSize (elements, no padding), kRowPeriod, kRowPitch and offset(r, c),
 // and satisfies two properties the copy and GEMM code rely on to hoist address math:
 //   * 16-byte chunks stay contiguous and 16-byte aligned (cp.async and ldmatrix move them);
-//   * offset(r + kRowPeriod * j, c) == offset(r, c) + kRowPeriod * j * kCols.
+//   * offset(r + kRowPeriod * j, c) == offset(r, c) + kRowPeriod * j * kRowPitch
+//     (kRowPitch is kCols for the layouts here; hopper_layout.cuh's column panels make it the
+//     panel's width).
 // The second one also means a multi-stage buffer [S][R][C] may use the layout of [S*R][C]:
 // stage s is then exactly the layout of [R][C] at element offset s * R * C (R % 8 == 0),
 // which is the single-stage type BlockGemm and the copies must be given.
@@ -32,6 +34,7 @@ struct RowMajorLayout {
   static constexpr int kCols = Cols;
   static constexpr int kSize = Rows * Cols;
   static constexpr int kRowPeriod = 1;
+  static constexpr int kRowPitch = Cols;
 
   __host__ __device__ static constexpr int offset(int r, int c) { return r * Cols + c; }
 };
@@ -71,6 +74,7 @@ struct SwizzledLayout {
                 "RowMajorLayout for this tile");
 
   static constexpr int kRowPeriod = 8;
+  static constexpr int kRowPitch = Cols;
 
  private:
   static constexpr int kChunkShift = layout_detail::log2_exact(kElemsPerChunk);

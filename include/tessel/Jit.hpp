@@ -27,8 +27,9 @@ struct JitOptions {
   // Shared memory a block may use. 0: the GPU's opt-in cap, or the target's known cap.
   int smem_cap_bytes = 0;
   // Debugging switches for the sm_90a path (TMA loads, wgmma, warp specialization). They
-  // come as one kernel today, so turning off any of them falls back to the mma.sync path,
-  // which must give the same results. The environment variable
+  // come as one kernel today, so turning off any of them falls back to the generic path,
+  // which must give the same results. disable_wgmma also keeps the generic path's gemms on
+  // mma.sync (instead of the warpgroup gemm, tessel::WarpgroupGemm). The environment variable
   // TESSEL_DISABLE=tma,wgmma,warp_specialization (any of them) does the same for every jit;
   // it also takes split_k, tma_store and multicast (below), and any other name is an error.
   bool disable_tma = false;
@@ -57,9 +58,10 @@ struct KernelInfo {
   // Which of "mma.sync", "wgmma", "ldmatrix", "cp.async", "cp.async.bulk.tensor", "mbarrier",
   // "setmaxnreg" the PTX holds.
   std::vector<std::string> instructions;
-  // "sm90 TMA + wgmma, warp-specialized, persistent", "mma.sync", or "CUDA cores (no gemm)" for
-  // kernels without tensor-core instructions; and, on sm_90a when the
-  // mma.sync path was kept, why the Hopper path was not taken.
+  // "sm90 TMA + wgmma, warp-specialized, persistent" (the Hopper GEMM), "sm90 wgmma block gemm
+  // (generic kernel)" (a generic kernel whose gemms use wgmma, "+ mma.sync" when some do not),
+  // "mma.sync", or "CUDA cores (no gemm)" for kernels without tensor-core instructions; and,
+  // on sm_90a when the Hopper GEMM was not taken, why.
   std::string path;
   std::string hopper_declined;
   bool persistent = false;  // the grid is min(tiles * cluster_size, SMs), whole clusters

@@ -192,8 +192,10 @@ JitKernel jit(const PrimFunc& f, const JitOptions& options) {
                                                                   : "") +
                                           (hopper.tma_store ? ", TMA-store epilogue" : "") +
                                           (hopper.fused_epilogue ? ", fused Parallel epilogue" : "")
-                    : tensor_cores ? "mma.sync"
-                                   : "CUDA cores (no gemm)";
+                    : ctx.uses_wgmma ? std::string("sm90 wgmma block gemm (generic kernel)") +
+                                           (tensor_cores ? " + mma.sync" : "")
+                    : tensor_cores   ? "mma.sync"
+                                     : "CUDA cores (no gemm)";
   impl->info.hopper_declined = hopper.why_not;
   impl->info.persistent = hopper.selected;
   if (hopper.selected) {

@@ -55,4 +55,10 @@ Expr fragment_register_valid(const FragmentLayout& f, const Expr& l, const Expr&
   return make_binary(BinaryOp::LT, add(mul(l, make_int(threads)), tx), make_int(numel));
 }
 
+bool same_fragment_layout(const FragmentLayout& a, const FragmentLayout& b) {
+  if (a.kind != b.kind || a.shape != b.shape) return false;
+  if (a.kind == FragmentLayout::Kind::GemmAccumulator) return a.warps_m == b.warps_m && a.warps_n == b.warps_n;
+  return a.vec == b.vec && a.lanes == b.lanes && a.rows_per_pass == b.rows_per_pass;
+}
+
 }  // namespace tessel::passes

@@ -18,4 +18,9 @@ std::vector<ir::Expr> fragment_coordinates(const FragmentLayout& layout, const i
 ir::Expr fragment_register_valid(const FragmentLayout& layout, const ir::Expr& l, const ir::Expr& tx,
                                  int threads);
 
+// Whether two fragments put every element in the same register of the same thread. Gemm tiles
+// compare by shape and warp split: every AccumulatorLayout of one (shape, warps) is one layout,
+// whichever gemm (or none) it belongs to.
+bool same_fragment_layout(const FragmentLayout& a, const FragmentLayout& b);
+
 }  // namespace tessel::passes

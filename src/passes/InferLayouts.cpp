@@ -1,13 +1,24 @@
 // infer_layouts
 //   Does:     picks how every fragment is spread over threads and how every shared tile is laid
-//             out. gemm fixes the strictest layouts: its accumulator gets the BlockGemm
-//             accumulator layout for the warp partition its policy chooses, and its shared
-//             operands get the swizzled layout ldmatrix reads without bank conflicts. Every other
-//             fragment gets the strided layout, every other shared tile row-major.
+//             out, and which instruction each gemm uses. gemm fixes the strictest layouts: its
+//             accumulator gets the accumulator layout (gemm.cuh AccumulatorLayout) of the warp
+//             partition its policy chooses, its shared operands the swizzled layout ldmatrix
+//             reads without bank conflicts, and an A operand held in registers (a fragment) the
+//             accumulator layout of its [BM, BK] tile, whose registers are the mma A fragments.
+//             On sm_90a a gemm whose warps can stack 16 rows each along M (64 per warpgroup)
+//             and whose N a wgmma shape covers lowers to WarpgroupGemm instead: its accumulator
+//             layout is the same kind, its shared operands get the 128/64/32-byte swizzled
+//             layouts its descriptors read (hopper_layout.cuh). A gemm whose accumulator
+//             becomes a register A operand (through Parallel nests or fragment copies), and a
+//             register-A gemm itself, split warps along M only. Fragments computed element by
+//             element from (or copied from) such tiles take their layout; the rest: 2-D tiles
+//             row-blocked, others strided; every other shared tile row-major.
 //             Rejects gemm tiles that do not divide the mma.sync m16n8k16 instruction shape.
 //   Requires: verify_program (regions have extents; gemm operands are checked for scope/dtype).
-//   Ensures:  ctx.fragment_layouts has every fragment, ctx.shared_layouts every shared buffer.
+//   Ensures:  ctx.fragment_layouts has every fragment, ctx.shared_layouts every shared buffer;
+//             ctx.uses_wgmma when some gemm lowers to WarpgroupGemm.
 #include <numeric>
+#include <set>
 
 #include "passes/PassUtil.hpp"
 #include "passes/Passes.hpp"
@@ -72,9 +83,55 @@ std::pair<int, int> partition_warps(std::int64_t BM, std::int64_t BN, int warps,
   return best;
 }
 
+// The fragments that become, element by element, the A operand of a gemm held in registers
+// (that operand, and whatever Parallel nests and fragment copies feed it): a gemm whose
+// accumulator is among them must split its warps along M alone, as the register gemm does.
+class RowOperandScan : public IRVisitor {
+ public:
+  std::set<int> closure() const {
+    std::set<int> out = operands_;
+    for (bool changed = true; changed;) {
+      changed = false;
+      for (const auto& group : links_) {
+        bool touches = false;
+        for (const Buffer& b : group) touches = touches || out.count(b->id);
+        if (!touches) continue;
+        for (const Buffer& b : group)
+          if (b.ndim() == 2 && out.insert(b->id).second) changed = true;
+      }
+    }
+    return out;
+  }
+
+ protected:
+  void visit_node(const GemmStmt* op) override {
+    if (op->A.buffer->scope == Scope::Fragment) operands_.insert(op->A.buffer->id);
+  }
+  void visit_node(const CopyStmt* op) override {
+    if (op->src.buffer->scope == Scope::Fragment && op->dst.buffer->scope == Scope::Fragment)
+      links_.push_back({op->src.buffer, op->dst.buffer});
+  }
+  void visit_node(const ForStmt* op) override {
+    if (op->kind == ForKind::Parallel && !in_nest_) {
+      links_.push_back(fragments_used(op->body));
+      in_nest_ = true;
+      IRVisitor::visit_node(op);
+      in_nest_ = false;
+      return;
+    }
+    IRVisitor::visit_node(op);
+  }
+
+ private:
+  std::set<int> operands_;
+  std::vector<std::vector<Buffer>> links_;
+  bool in_nest_ = false;
+};
+
 class LayoutInference : public IRVisitor {
  public:
-  explicit LayoutInference(PassContext& ctx) : ctx_(ctx) {}
+  LayoutInference(PassContext& ctx, std::set<int> row_operand_tiles)
+      : ctx_(ctx), row_operand_tiles_(std::move(row_operand_tiles)) {}
 
  protected:
   void visit_node(const DeclBuffer* op) override {
@@ -84,6 +141,7 @@ class LayoutInference : public IRVisitor {
 
   void visit_node(const GemmStmt* op) override {
     const Buffer &A = op->A.buffer, &B = op->B.buffer, &C = op->C.buffer;
+    const bool a_in_registers = A->scope == Scope::Fragment;
     auto a = matrix_shape(A), c = matrix_shape(C);
     std::int64_t BM = c.first, BN = c.second, BK = op->trans_a ? a.first : a.second;
     int elem = dtype_bytes(A->dtype);
@@ -96,38 +154,75 @@ class LayoutInference : public IRVisitor {
                         "the C tile " << BM << "x" << BN << " does not divide into m16n8 mma.sync "
                                       << "tiles; BM must be a multiple of 16 and BN of 8");
     for (const Buffer* s : {&A, &B}) {
+      if ((*s)->scope != Scope::Shared) continue;
       auto [rows, cols] = matrix_shape(*s);
       if ((cols * elem) % 16)
         TESSEL_USER_ERROR("gemm", op->where,
                           (*s)->name << " has rows of " << cols * elem << " bytes (" << cols
                                      << " elements); ldmatrix reads 16-byte rows, so its last "
                                      << "dimension must be a multiple of " << 16 / elem);
-      set_shared(*s, swizzle_supported(cols, elem), op->where);
     }
-    int warps = ctx_.threads / 32;
-    auto [wm, wn] = partition_warps(BM, BN, warps, op->policy, op->where);
+    const int warps = ctx_.threads / 32;
+    // A in registers: every warp needs whole rows of A, which only it holds, so the warps
+    // split M alone; so does a gemm whose accumulator becomes such an operand.
+    GemmWarpPolicy policy = op->policy;
+    if (a_in_registers || row_operand_tiles_.count(C->id)) {
+      if (policy == GemmWarpPolicy::FullCol && warps > 1)
+        TESSEL_USER_ERROR("gemm", op->where,
+                          (a_in_registers ? "A " + A->name + " is a fragment (registers)"
+                                          : "the accumulator " + C->name + " becomes the register A operand of "
+                                                                           "a later gemm") +
+                              std::string(", so the warps must split M alone (policy FullRow); policy "
+                                          "FullCol asks for the opposite"));
+      policy = GemmWarpPolicy::FullRow;
+    }
+    // wgmma stacks the warps along M whatever the policy (a policy shapes mma.sync warp tiles).
+    const bool wgmma = wgmma_applies(op, BM, BN);
+    auto [wm, wn] = wgmma ? std::pair<int, int>{warps, 1} : partition_warps(BM, BN, warps, policy, op->where);
+    for (const Buffer* s : {&A, &B}) {
+      if ((*s)->scope != Scope::Shared) continue;
+      const bool k_major = s == &A ? !op->trans_a : op->trans_b;
+      if (wgmma) {
+        set_wgmma_shared(*s, k_major);
+      } else if (!ctx_.shared_layouts.count((*s)->id) || !ctx_.shared_layouts.at((*s)->id).wgmma) {
+        // A tile a wgmma gemm reads keeps its layout: BlockGemm reads any layout.
+        auto [rows, cols] = matrix_shape(*s);
+        set_shared(*s, swizzle_supported(cols, elem), op->where);
+      }
+    }
     FragmentLayout f;
     f.kind = FragmentLayout::Kind::GemmAccumulator;
     f.shape = {BM, BN};
     f.warps_m = wm;
     f.warps_n = wn;
+    f.wgmma = wgmma;
     f.per_thread = static_cast<int>((BM / wm / kMmaM) * (BN / wn / kMmaN) * 4);
-    f.gemm_type = "tessel::BlockGemm<" + std::string(dtype_cuda_name(A->dtype)) + ", " + std::to_string(BM) +
-                  ", " + std::to_string(BN) + ", " + std::to_string(BK) + ", " + std::to_string(wm) + ", " +
-                  std::to_string(wn) + ", " + (op->trans_a ? "true" : "false") + ", " +
-                  (op->trans_b ? "true" : "false") + ", " + ctx_.shared_layouts.at(A->id).type_name + ", " +
-                  ctx_.shared_layouts.at(B->id).type_name + ">";
+    const std::string layout_a =
+        a_in_registers ? "tessel::RowMajorLayout<" + std::to_string(BM) + ", " + std::to_string(BK) + ">"
+                       : ctx_.shared_layouts.at(A->id).type_name;
+    const std::string operands = std::string(op->trans_a ? "true" : "false") + ", " +
+                                 (op->trans_b ? "true" : "false") + ", " + layout_a + ", " +
+                                 ctx_.shared_layouts.at(B->id).type_name + ">";
+    const std::string dims = std::string(dtype_cuda_name(A->dtype)) + ", " + std::to_string(BM) + ", " +
+                             std::to_string(BN) + ", " + std::to_string(BK) + ", ";
+    f.gemm_type = wgmma ? "tessel::WarpgroupGemm<" + dims + std::to_string(ctx_.threads / 128) + ", " + operands
+                        : "tessel::BlockGemm<" + dims + std::to_string(wm) + ", " + std::to_string(wn) + ", " +
+                              operands;
+    ctx_.uses_wgmma = ctx_.uses_wgmma || wgmma;
     auto it = ctx_.fragment_layouts.find(C->id);
     if (it != ctx_.fragment_layouts.end() && it->second.gemm_type != f.gemm_type)
       TESSEL_USER_ERROR("gemm", op->where,
                         C->name << " is the accumulator of two gemms with different tiles or "
                                 << "warp partitions; give each gemm its own accumulator");
     ctx_.fragment_layouts[C->id] = f;
+    if (a_in_registers) set_register_operand(op, BM, BK, wm);
   }
 
   void visit_node(const CopyStmt* op) override {
-    // Fragments exchanged with global tensors move in 16-byte vectors of the global dtype.
     const Region &s = op->src, &d = op->dst;
+    if (s.buffer->scope == Scope::Fragment && d.buffer->scope == Scope::Fragment)
+      links_.push_back({s.buffer, d.buffer});
+    // Fragments exchanged with global tensors move in 16-byte vectors of the global dtype.
     bool with_global = s.buffer->scope == Scope::Global || d.buffer->scope == Scope::Global;
     bool with_fragment = s.buffer->scope == Scope::Fragment || d.buffer->scope == Scope::Fragment;
     if (with_global && with_fragment) {
@@ -142,6 +237,7 @@ class LayoutInference : public IRVisitor {
   void visit_node(const ForStmt* op) override {
     if (op->kind == ForKind::Parallel && !in_nest_) {
       nests_.push_back(fragments_used(op->body));
+      links_.push_back(nests_.back());
       in_nest_ = true;
       IRVisitor::visit_node(op);
       in_nest_ = false;
@@ -153,6 +249,28 @@ class LayoutInference : public IRVisitor {
  public:
   void finish() {
     if (vec_ > 16) vec_ = 4;  // no fragment meets a global tensor: f32 vectors
+    // A fragment computed element by element from a gemm accumulator (or a register A
+    // operand), or copied from one, takes its layout: the work stays in each thread's
+    // registers. Until nothing changes, so that chains (S -> scaled S -> P) follow.
+    for (bool changed = true; changed;) {
+      changed = false;
+      for (const auto& group : links_) {
+        const FragmentLayout* acc = nullptr;
+        for (const Buffer& b : group)
+          if (auto it = ctx_.fragment_layouts.find(b->id);
+              it != ctx_.fragment_layouts.end() && it->second.kind == FragmentLayout::Kind::GemmAccumulator)
+            acc = &it->second;
+        if (!acc) continue;
+        FragmentLayout follow = *acc;
+        follow.wgmma = false;
+        follow.gemm_type = accumulator_layout_type(acc->shape[0], acc->shape[1], acc->warps_m, acc->warps_n);
+        for (const Buffer& b : group) {
+          if (ctx_.fragment_layouts.count(b->id) || b.ndim() != 2 || b.const_shape() != acc->shape) continue;
+          ctx_.fragment_layouts[b->id] = follow;
+          changed = true;
+        }
+      }
+    }
     // Strict: gemm accumulators (done). Common: 2-D tiles get the row-blocked layout.
     for (const Buffer& b : decls_) {
       if (b->scope == Scope::Fragment && !ctx_.fragment_layouts.count(b->id) && b.ndim() == 2)
@@ -272,9 +390,75 @@ class LayoutInference : public IRVisitor {
     return f;
   }
 
+  static std::string accumulator_layout_type(std::int64_t rows, std::int64_t cols, int wm, int wn) {
+    return "tessel::AccumulatorLayout<" + std::to_string(rows) + ", " + std::to_string(cols) + ", " +
+           std::to_string(wm) + ", " + std::to_string(wn) + ">";
+  }
+
+  // The WgmmaSwizzleLayout a wgmma descriptor reads `b` through: K-major tiles (K along the
+  // columns) swizzle by their row size, 128, 64 or 32 bytes; M/N-major tiles need 128-byte
+  // panels. Empty when there is none.
+  static std::string wgmma_layout_type(const Buffer& b, bool k_major) {
+    auto [rows, cols] = matrix_shape(b);
+    const std::int64_t bytes = cols * dtype_bytes(b->dtype);
+    if (rows % 8) return "";
+    int swizzle = bytes % 128 == 0 ? 128 : bytes % 64 == 0 ? 64 : bytes % 32 == 0 ? 32 : 0;
+    if (swizzle == 0 || (!k_major && swizzle != 128)) return "";
+    return "tessel::WgmmaSwizzleLayout<" + std::to_string(rows) + ", " + std::to_string(cols) + ", " +
+           std::to_string(dtype_bytes(b->dtype)) + ", " + std::to_string(swizzle) + ">";
+  }
+
+  // Whether this gemm lowers to tessel::WarpgroupGemm (device/tessel/warpgroup_gemm.cuh):
+  // sm_90a with wgmma allowed, whole warpgroups, the warps stacked along M 16 rows each (one
+  // m64 wgmma per warpgroup), an N the wgmma shapes cover, and shared operands that can take
+  // (or already have) the layout its descriptors read.
+  bool wgmma_applies(const GemmStmt* op, std::int64_t BM, std::int64_t BN) const {
+    if (ctx_.target.sm != 90 || !ctx_.allow_wgmma || ctx_.threads % 128 != 0) return false;
+    if (op->policy == GemmWarpPolicy::FullCol && ctx_.threads > 32) return false;
+    if (BM != 16 * (ctx_.threads / 32) || BN < 64 || BN > 256 || BN % 32) return false;
+    for (const Buffer* s : {&op->A.buffer, &op->B.buffer}) {
+      if ((*s)->scope != Scope::Shared) continue;
+      const bool k_major = s == &op->A.buffer ? !op->trans_a : op->trans_b;
+      const std::string want = wgmma_layout_type(*s, k_major);
+      if (want.empty()) return false;
+      auto it = ctx_.shared_layouts.find((*s)->id);
+      if (it != ctx_.shared_layouts.end() && it->second.wgmma && it->second.type_name != want) return false;
+    }
+    return true;
+  }
+
+  void set_wgmma_shared(const Buffer& b, bool k_major) {
+    auto [rows, cols] = matrix_shape(b);
+    SharedLayout l{true, wgmma_layout_type(b, k_major), rows, cols, true};
+    TESSEL_INTERNAL_CHECK(!l.type_name.empty(), "wgmma layout for " << b->name << " chosen without one");
+    ctx_.shared_layouts[b->id] = l;
+  }
+
+  // The A operand of a gemm held in registers: laid out like the accumulator of a [BM, BK]
+  // tile over the gemm's warps (all along M), so that register i is a0..a7 of the mma / wgmma
+  // A fragment in order (gemm.cuh, pack_a_operand).
+  void set_register_operand(const GemmStmt* op, std::int64_t BM, std::int64_t BK, int wm) {
+    const Buffer& A = op->A.buffer;
+    FragmentLayout f;
+    f.kind = FragmentLayout::Kind::GemmAccumulator;
+    f.shape = {BM, BK};
+    f.warps_m = wm;
+    f.warps_n = 1;
+    f.per_thread = static_cast<int>((BM / wm / kMmaM) * (BK / kMmaN) * 4);
+    f.gemm_type = accumulator_layout_type(BM, BK, wm, 1);
+    auto it = ctx_.fragment_layouts.find(A->id);
+    if (it != ctx_.fragment_layouts.end() && it->second.gemm_type != f.gemm_type)
+      TESSEL_USER_ERROR("gemm", op->where,
+                        A->name << " is the register A operand of gemms whose warps split it differently ("
+                                << it->second.warps_m << " and " << wm << " warps along M); use one tile shape");
+    ctx_.fragment_layouts[A->id] = f;
+  }
+
   int vec_ = 1 << 20;
   std::vector<const ReduceStmt*> reduces_;
   std::vector<std::vector<Buffer>> nests_;
+  // Fragments that move element by element into each other: a Parallel nest's, a copy's two.
+  std::vector<std::vector<Buffer>> links_;
   bool in_nest_ = false;
 
  private:
@@ -285,13 +469,16 @@ class LayoutInference : public IRVisitor {
   }
 
   PassContext& ctx_;
+  std::set<int> row_operand_tiles_;
   std::vector<Buffer> decls_;
 };
 
 }  // namespace
 
 Stmt infer_layouts(const Stmt& body, PassContext& ctx) {
-  LayoutInference inference(ctx);
+  RowOperandScan scan;
+  scan.visit(body);
+  LayoutInference inference(ctx, scan.closure());
   inference.visit(body);
   inference.finish();
   return body;

@@ -23,10 +23,6 @@ using namespace ir;
 
 namespace {
 
-bool same_layout(const FragmentLayout& a, const FragmentLayout& b) {
-  return a.kind == b.kind && a.shape == b.shape && a.gemm_type == b.gemm_type && a.vec == b.vec &&
-         a.lanes == b.lanes && a.rows_per_pass == b.rows_per_pass;
-}
 
 // How one fragment in a nest is reached: the nest variables it must be indexed with and the
 // register that holds that element in the calling thread.
@@ -141,7 +137,7 @@ class ParallelLowering : public IRMutator {
     std::map<int, RegisterMap> maps;
     for (const Buffer& b : fragments) {
       const FragmentLayout& bl = ctx_.fragment_layouts.at(b->id);
-      if (same_layout(bl, layout)) {
+      if (same_fragment_layout(bl, layout)) {
         maps[b->id] = RegisterMap{vars, l};
       } else if (layout.kind == FragmentLayout::Kind::RowBlocked && bl.kind == FragmentLayout::Kind::RowOf &&
                  bl.shape[0] == layout.shape[0] && bl.lanes == layout.lanes &&
@@ -149,6 +145,13 @@ class ParallelLowering : public IRMutator {
         Expr reg = make_binary(BinaryOp::Div, l, make_int(std::int64_t(layout.chunks) * layout.vec));
         maps[b->id] = RegisterMap{{vars[0]}, reg};
       } else {
+        if (layout.kind == FragmentLayout::Kind::GemmAccumulator && bl.kind == layout.kind)
+          TESSEL_USER_ERROR("Parallel", w,
+                            "fragments " << lead->name << " and " << b->name << " are gemm tiles whose warps "
+                                         << "split them differently (" << layout.warps_m << "x"
+                                         << layout.warps_n << " and " << bl.warps_m << "x" << bl.warps_n
+                                         << " warps, M x N); give their gemms one policy (FullRow when one "
+                                         << "of them is a gemm's A operand in registers)");
         TESSEL_USER_ERROR("Parallel", w,
                           "fragments " << lead->name << " and " << b->name
                                        << " are spread over threads differently; a Parallel nest can "

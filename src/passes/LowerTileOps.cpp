@@ -7,7 +7,10 @@
 //             - any other copy, and fill: element loops over the fragment's registers (its
 //               layout gives each register's coordinates) or split flat over threads, with
 //               reads past a global tensor's edge giving the pad value and writes dropped;
-//             - gemm: BlockGemm<...>::run on the operands' stages;
+//             - copy fragment->fragment (one layout): register to register, converted;
+//             - gemm: the instantiation infer_layouts chose (BlockGemm, or WarpgroupGemm on
+//               sm_90a) ::run on the operands' stages, ::run_rs when A is a fragment (its
+//               registers are the A operand);
 //             and fragments become per-thread register arrays.
 //   Requires: plan_pipelines (shared writes are fenced), lower_parallel_loops, infer_layouts.
 //   Ensures:  no CopyStmt, GemmStmt, FillStmt or Fragment-scope buffer remains.
@@ -101,10 +104,13 @@ class TileOpLowering : public IRMutator {
 
   Stmt mutate_node(const GemmStmt* op, const Stmt&) override {
     const FragmentLayout& l = ctx_.fragment_layouts.at(op->C.buffer->id);
-    std::vector<DeviceCallArg> args{{Expr(), op->A.buffer, linear_offset(op->A)},
+    const bool a_in_registers = op->A.buffer->scope == Scope::Fragment;
+    DeviceCallArg a = a_in_registers ? DeviceCallArg{Expr(), ctx_.registers_of(op->A.buffer), Expr()}
+                                     : DeviceCallArg{Expr(), op->A.buffer, linear_offset(op->A)};
+    std::vector<DeviceCallArg> args{a,
                                     {Expr(), op->B.buffer, linear_offset(op->B)},
                                     {Expr(), ctx_.registers_of(op->C.buffer), Expr()}};
-    return make_device_call(l.gemm_type + "::run", {}, args, op->where);
+    return make_device_call(l.gemm_type + (a_in_registers ? "::run_rs" : "::run"), {}, args, op->where);
   }
 
   Stmt mutate_node(const CopyStmt* op, const Stmt&) override {
@@ -285,6 +291,8 @@ class TileOpLowering : public IRMutator {
   Stmt element_copy(const CopyStmt* op) {
     const Region &src = op->src, &dst = op->dst;
     auto w = op->where;
+    if (src.buffer->scope == Scope::Fragment && dst.buffer->scope == Scope::Fragment)
+      return fragment_to_fragment(op);
     const Region* frag = src.buffer->scope == Scope::Fragment   ? &src
                          : dst.buffer->scope == Scope::Fragment ? &dst
                                                                 : nullptr;
@@ -320,6 +328,30 @@ class TileOpLowering : public IRMutator {
     if (Expr valid = fragment_register_valid(l, v, ctx_.thread_index, ctx_.threads); valid.defined())
       body = make_if(valid, body, Stmt(), w);
     return make_for(v, make_int(0), make_int(l.per_thread), ForKind::Unrolled, 0, body, w);
+  }
+
+  // Between two fragments of one layout (infer_layouts gives a copy's destination its source's
+  // layout): register l to register l, converted to the destination's dtype.
+  Stmt fragment_to_fragment(const CopyStmt* op) {
+    const Region &src = op->src, &dst = op->dst;
+    auto w = op->where;
+    if (!whole(src) || !whole(dst))
+      TESSEL_USER_ERROR("copy", w,
+                        "copies part of fragment " << (whole(src) ? dst : src).buffer->name
+                                                   << "; copies between fragments cover both whole");
+    const FragmentLayout &ls = ctx_.fragment_layouts.at(src.buffer->id),
+                         &ld = ctx_.fragment_layouts.at(dst.buffer->id);
+    if (!same_fragment_layout(ls, ld))
+      TESSEL_USER_ERROR("copy", w,
+                        "fragments " << src.buffer->name << " and " << dst.buffer->name
+                                     << " are spread over threads differently; a copy between "
+                                     << "fragments needs one layout (both [M, N] tiles fed by the same gemm)");
+    Var v("l");
+    Stmt body = make_store(ctx_.registers_of(dst.buffer), {v},
+                           make_cast(dst.buffer->dtype, make_load(ctx_.registers_of(src.buffer), {v})), w);
+    if (Expr valid = fragment_register_valid(ls, v, ctx_.thread_index, ctx_.threads); valid.defined())
+      body = make_if(valid, body, Stmt(), w);
+    return make_for(v, make_int(0), make_int(ls.per_thread), ForKind::Unrolled, 0, body, w);
   }
 
   bool row_major_shared(const Buffer& b) const {

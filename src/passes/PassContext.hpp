@@ -42,8 +42,13 @@ struct FragmentLayout {
   Kind kind = Kind::Strided;
   std::vector<std::int64_t> shape;
   int per_thread = 0;     // registers each thread holds
-  std::string gemm_type;  // GemmAccumulator: the BlockGemm instantiation
+  // GemmAccumulator: the device type whose acc_row/acc_col give the coordinates -- the gemm
+  // instantiation for an accumulator (tessel::BlockGemm or tessel::WarpgroupGemm, whose
+  // ::run / ::run_rs the gemm calls), tessel::AccumulatorLayout for a gemm's A operand held in
+  // registers. All of them lay out a [BM, BN] tile alike for one (warps_m, warps_n).
+  std::string gemm_type;
   int warps_m = 0, warps_n = 0;
+  bool wgmma = false;  // GemmAccumulator of a gemm lowered to tessel::WarpgroupGemm
   int vec = 1, lanes = 1, rows_per_pass = 1, chunks = 1;  // RowBlocked and RowOf
 };
 
@@ -53,6 +58,7 @@ struct SharedLayout {
   bool swizzled = false;
   std::string type_name;            // e.g. "tessel::SwizzledLayout<128, 32, 2>"
   std::int64_t rows = 0, cols = 0;  // the 2-D matrix the layout covers (one stage)
+  bool wgmma = false;  // a tessel::WgmmaSwizzleLayout a wgmma descriptor reads (1024-byte aligned)
 };
 
 // A tensor the kernel reads through TMA: the host encodes its tensor map before each launch and
@@ -113,6 +119,9 @@ struct PassContext {
   // Set by infer_layouts, keyed by Buffer id.
   std::map<int, FragmentLayout> fragment_layouts;
   std::map<int, SharedLayout> shared_layouts;
+  // Some gemm of the (generic) kernel lowers to tessel::WarpgroupGemm: codegen includes its
+  // header, fences the async proxy before every barrier and aligns shared memory to 1024.
+  bool uses_wgmma = false;
 
   // The per-thread register array that holds each fragment after lowering (a Local buffer of
   // FragmentLayout::per_thread elements), by fragment id; made on first use.

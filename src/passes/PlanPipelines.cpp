@@ -188,6 +188,8 @@ class PipelinePlanner : public IRMutator {
     auto layout = ctx_.fragment_layouts.find(g->C.buffer->id);
     if (layout == ctx_.fragment_layouts.end() || layout->second.kind != FragmentLayout::Kind::GemmAccumulator)
       return Stmt();
+    // gemm_mainloop carries BlockGemm's ldmatrix fragments; a WarpgroupGemm has none.
+    if (layout->second.wgmma) return Stmt();
     // Small warp tiles gain nothing from carrying fragments across tiles (and ptxas spilled
     // the 32x32-per-warp case on sm_80); they keep the generic schedule.
     if (layout->second.per_thread < 64) return Stmt();

@@ -1,7 +1,8 @@
 // plan_shared_memory
 //   Does:     places every shared buffer (multi-buffered stages included) in the kernel's one
 //             dynamic shared-memory array, each at a 128-byte aligned offset (the swizzle and
-//             cp.async assume 16-byte alignment; 128 keeps whole bank lines), and rejects a
+//             cp.async assume 16-byte alignment; 128 keeps whole bank lines; 1024 for tiles a
+//             wgmma descriptor reads, whose swizzle uses address bits 7-9), and rejects a
 //             kernel that needs more than the target allows, naming each buffer's share.
 //   Requires: plan_pipelines (stages are part of the buffers' shapes).
 //   Ensures:  ctx.smem_offsets has every shared buffer; ctx.smem_bytes <= ctx.target.smem_cap;
@@ -37,11 +38,18 @@ Stmt plan_shared_memory(const Stmt& body, PassContext& ctx) {
   std::int64_t offset = 0;
   std::ostringstream parts;
   for (const Buffer& b : c.buffers) {
-    offset = (offset + kAlign - 1) / kAlign * kAlign;
+    // A tile a wgmma descriptor reads swizzles with address bits [7, 10): 1024-byte aligned.
+    auto l = ctx.shared_layouts.find(b->id);
+    const std::int64_t align = l != ctx.shared_layouts.end() && l->second.wgmma ? 1024 : kAlign;
+    offset = (offset + align - 1) / align * align;
     ctx.smem_offsets[b->id] = offset;
     std::int64_t bytes = b.const_numel() * dtype_bytes(b->dtype);
     parts << (offset ? ", " : "") << b->name << " " << bytes << " B";
     offset += bytes;
+  }
+  if (ctx.uses_wgmma && offset > 0) {
+    offset += 1024;  // codegen moves the array's start up to the next 1024-byte boundary
+    parts << ", alignment slack 1024 B";
   }
   ctx.smem_bytes = offset;
   for (const auto& [first, second] : ctx.smem_contiguous) {

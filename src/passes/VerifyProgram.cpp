@@ -2,7 +2,8 @@
 //   Does:     checks the program as the author wrote it and reports misuse as CompileError at the
 //             author's line: one Kernel at the top; buffers used only inside the kernel that
 //             declares them; copies between regions of equal extents that stay inside their
-//             tiles; gemm operands in the right scopes, dtypes and chained shapes. Fills in the
+//             tiles; gemm operands in the right scopes (A shared or a whole fragment, B shared),
+//             dtypes and chained shapes. Fills in the
 //             extents of copy regions written as `buf(i, j)` from the other side.
 //   Requires: a program straight from the frontend.
 //   Ensures:  every Region has as many extents as its buffer has dimensions; ctx.threads,
@@ -142,10 +143,14 @@ class ProgramVerifier : public IRMutator {
     Stmt s = IRMutator::mutate_node(op, self);
     const Buffer &A = op->A.buffer, &B = op->B.buffer, &C = op->C.buffer;
     const char* name = "gemm";
-    if (A->scope != Scope::Shared || B->scope != Scope::Shared)
-      TESSEL_USER_ERROR(
-          name, op->where,
-          "A and B must be shared-memory tiles; got " << buffer_desc(A) << " and " << buffer_desc(B));
+    if ((A->scope != Scope::Shared && A->scope != Scope::Fragment) || B->scope != Scope::Shared)
+      TESSEL_USER_ERROR(name, op->where,
+                        "A must be a shared-memory tile or a fragment (registers) and B a shared-memory tile; got "
+                            << buffer_desc(A) << " and " << buffer_desc(B));
+    if (A->scope == Scope::Fragment && op->trans_a)
+      TESSEL_USER_ERROR(name, op->where,
+                        "A " << A->name << " is a fragment, held in registers as [M, K]; transpose_A "
+                             << "applies to shared-memory tiles only");
     if (C->scope != Scope::Fragment)
       TESSEL_USER_ERROR(name, op->where, "C must be a fragment (T::alloc_fragment); got " << buffer_desc(C));
     if (A->dtype != B->dtype || (A->dtype != DType::f16 && A->dtype != DType::bf16))
@@ -169,6 +174,10 @@ class ProgramVerifier : public IRMutator {
                                                       << ", B" << (op->trans_b ? "^T" : "") << " is " << KB
                                                       << "x" << N << ", C is " << CM << "x" << CN
                                                       << "; need A MxK, B KxN, C MxN");
+    if (A->scope == Scope::Fragment && (A.ndim() != 2 || A.const_shape() != std::vector<std::int64_t>{M, KA}))
+      TESSEL_USER_ERROR(name, op->where,
+                        "A " << A->name << " is a fragment of shape " << shape_str(A->shape) << "; a gemm takes "
+                             << "a fragment A whole, as a 2-D [M, K] tile (here [" << M << ", " << KA << "])");
     return s;
   }
 

@@ -98,7 +98,8 @@ __global__ void k(float* out) {
 // gemm.cuh takes any type with the Layout interface (layout.cuh); a minimal one here.
 template <int Rows, int Cols>
 struct Plain {
-  static constexpr int kRows = Rows, kCols = Cols, kSize = Rows * Cols, kRowPeriod = 1;
+  static constexpr int kRows = Rows, kCols = Cols, kSize = Rows * Cols, kRowPeriod = 1,
+                       kRowPitch = Cols;
   __host__ __device__ static constexpr int offset(int r, int c) { return r * Cols + c; }
 };
 using G = tessel::BlockGemm<tessel::half_t, 64, 64, 32, 2, 2, false, true, Plain<64, 32>,
@@ -232,7 +233,7 @@ HD constexpr bool chunks_whole() {
       for (int i = 1; i < e; ++i)
         if (L::offset(r, c + i) != L::offset(r, c) + i) return false;
       if (r + L::kRowPeriod < L::kRows &&
-          L::offset(r + L::kRowPeriod, c) != L::offset(r, c) + L::kRowPeriod * L::kCols)
+          L::offset(r + L::kRowPeriod, c) != L::offset(r, c) + L::kRowPeriod * L::kRowPitch)
         return false;
     }
   return true;

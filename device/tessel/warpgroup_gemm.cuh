@@ -1,0 +1,138 @@
+// Block GEMM through wgmma.mma_async (sm_90a) for the compiler's generic kernels: the `gemm`
+// op of a program that is not the plain GEMM the warp-specialized HopperGemm takes over
+// (hopper_gemm.cuh) -- a gemm with its A operand in registers (FlashAttention's P * V), or
+// one among other work in the kernel. Same contract as BlockGemm::run: all threads of the
+// block call it after the barrier that completes the shared tiles, and it returns with
+// acc += A * B done (wgmma.wait_group 0), so the caller may overwrite the tiles and touch the
+// accumulators right after.
+//
+// Shape: the block's warps form Warpgroups warpgroups stacked along M, warpgroup g computing
+// rows [64 g, 64 g + 64) of the BM = 64 * Warpgroups tile with one m64nBNk16 wgmma per k16
+// step. Its accumulator is then exactly AccumulatorLayout<BM, BN, 4 * Warpgroups, 1> (gemm.cuh:
+// warp w owns rows 16w..16w+15, the wgmma D fragment being BN/8 m16n8 C fragments side by
+// side), so a fragment's layout does not depend on which instruction the gemm used.
+//
+// Operands: B from shared memory in WgmmaSwizzleLayout (hopper_layout.cuh), [BN][BK] when
+// TransB (K-major: 128-, 64- or 32-byte swizzle by the row size) or [BK][BN] (N-major: 128-byte
+// swizzle, BN a multiple of 64). A either from shared memory the same way ([BM][BK] K-major, or
+// [BK][BM] when TransA, M-major) -- run() -- or from registers -- run_rs(): this thread's
+// elements of the [BM][BK] tile in AccumulatorLayout<BM, BK, 4 * Warpgroups, 1>, i.e. an
+// accumulator tile converted to 16 bits element by element.
+//
+// Ordering: the shared tiles were written by ordinary stores or cp.async (the generic proxy)
+// and wgmma reads them through the async proxy; the compiler emits fence.proxy.async.shared::cta
+// in every thread before the barriers of such a kernel (codegen), which is what the PTX memory
+// model asks of the writers. Reading back shared memory that a wgmma read needs nothing more
+// than the wait_group here.
+#pragma once
+
+#include "gemm.cuh"
+#include "hopper_layout.cuh"
+#include "smem.cuh"
+#include "types.cuh"
+#include "wgmma.cuh"
+
+namespace tessel {
+
+// Every thread's writes to shared memory so far are ordered before later async-proxy reads
+// (wgmma operands) that a barrier orders after them.
+__device__ __forceinline__ void fence_proxy_async_shared() {
+  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+}
+
+// The first 1024-byte boundary at or after p in the shared window (the generated kernel's
+// dynamic shared memory is allocated with 1024 bytes to spare for this).
+__device__ __forceinline__ unsigned char* align_shared_1024(unsigned char* p) {
+  return p + ((1024u - (smem_address(p) & 1023u)) & 1023u);
+}
+
+template <class TIn, int BM, int BN, int BK, int Warpgroups, bool TransA, bool TransB, class LayoutA,
+          class LayoutB>
+struct WarpgroupGemm : AccumulatorLayout<BM, BN, 4 * Warpgroups, 1> {
+  using Acc = AccumulatorLayout<BM, BN, 4 * Warpgroups, 1>;
+  static_assert(is_mma_16bit<TIn>::value, "WarpgroupGemm: TIn must be half_t or bfloat16_t");
+  static_assert(Warpgroups >= 1 && BM == 64 * Warpgroups,
+                "WarpgroupGemm: BM must be 64 rows per warpgroup (one m64 wgmma each)");
+  static_assert(BN >= 64 && BN <= 256 && BN % 32 == 0,
+                "WarpgroupGemm: BN must be a multiple of 32 in 64..256 (the wgmma shapes of wgmma.cuh)");
+  static_assert(BK % 16 == 0, "WarpgroupGemm: BK must be a multiple of 16 (the wgmma k step)");
+  static_assert(LayoutB::kRows == (TransB ? BN : BK) && LayoutB::kCols == (TransB ? BK : BN),
+                "WarpgroupGemm: LayoutB must describe the B tile, [BK][BN] or [BN][BK] if TransB");
+  static_assert(TransB || LayoutB::kSwizzleBytes == 128,
+                "WarpgroupGemm: an N-major B tile needs the 128-byte swizzle (BN a multiple of 64)");
+
+  static constexpr int kBK = BK;
+  static constexpr int kKSteps = BK / 16;
+  static constexpr int kARegs = Acc::kMmaM * kKSteps * 8;  // run_rs: A elements per thread
+  using Acc::kAccPerThread;
+  static_assert(kAccPerThread == BN / 2, "WarpgroupGemm: the accumulator is one wgmma D fragment");
+
+  // The descriptor of a K-major tile (rows along M or N, K along columns) at rows [row0, row0 +
+  // 64 or BN) and k16 step kk.
+  template <class Layout>
+  __device__ static unsigned long long kmajor_desc(unsigned base, int row0, int kk) {
+    constexpr int kPanelK = Layout::kPanelCols;
+    const int k = kk * 16;
+    const unsigned addr = base + (k / kPanelK) * Layout::kPanelBytes + row0 * Layout::kSwizzleBytes +
+                          (k % kPanelK) * static_cast<int>(sizeof(TIn));
+    return wgmma_desc_kmajor(addr, Layout::kSwizzleBytes);
+  }
+  // The descriptor of an MN-major tile (rows along K, M or N along columns, 128-byte panels of
+  // 64 elements) at column panel `panel` and k16 step kk.
+  template <class Layout>
+  __device__ static unsigned long long mnmajor_desc(unsigned base, int panel, int kk) {
+    static_assert(Layout::kSwizzleBytes == 128, "WarpgroupGemm: MN-major tiles use the 128-byte swizzle");
+    return wgmma_desc_mnmajor_sw128(base + panel * Layout::kPanelBytes + kk * 16 * 128, Layout::kPanelBytes);
+  }
+  __device__ static unsigned long long b_desc(unsigned b_base, int kk) {
+    if constexpr (TransB) {
+      return kmajor_desc<LayoutB>(b_base, 0, kk);
+    } else {
+      return mnmajor_desc<LayoutB>(b_base, 0, kk);
+    }
+  }
+  __device__ static int warpgroup() { return static_cast<int>(threadIdx.x / 128); }
+
+  // acc += A_tile * B_tile, both from shared memory.
+  __device__ static void run(const TIn* sA, const TIn* sB, float (&acc)[kAccPerThread]) {
+    static_assert(LayoutA::kRows == (TransA ? BK : BM) && LayoutA::kCols == (TransA ? BM : BK),
+                  "WarpgroupGemm: LayoutA must describe the A tile, [BM][BK] or [BK][BM] if TransA");
+    static_assert(!TransA || LayoutA::kSwizzleBytes == 128,
+                  "WarpgroupGemm: an M-major A tile needs the 128-byte swizzle");
+    const unsigned a_base = smem_address(sA), b_base = smem_address(sB);
+    const int g = warpgroup();
+    wgmma_fence_operand(acc);
+    wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < kKSteps; ++kk) {
+      unsigned long long da;
+      if constexpr (TransA) {
+        da = mnmajor_desc<LayoutA>(a_base, g, kk);  // 64 M columns = one panel per warpgroup
+      } else {
+        da = kmajor_desc<LayoutA>(a_base, 64 * g, kk);
+      }
+      wgmma_ss<TIn, BN, TransA ? 1 : 0, TransB ? 0 : 1>(acc, da, b_desc(b_base, kk), 1);
+    }
+    wgmma_commit();
+    wgmma_wait<0>();
+    wgmma_fence_operand(acc);
+  }
+
+  // acc += A * B_tile with A from registers (see the file comment).
+  __device__ static void run_rs(const TIn (&a)[kARegs], const TIn* sB, float (&acc)[kAccPerThread]) {
+    static_assert(!TransA, "WarpgroupGemm::run_rs: an A operand in registers is [BM][BK], never transposed");
+    const unsigned b_base = smem_address(sB);
+    unsigned regs[kKSteps][4];
+#pragma unroll
+    for (int kk = 0; kk < kKSteps; ++kk) pack_a_operand<TIn, kKSteps>(a, 0, kk, regs[kk]);
+    wgmma_fence_operand(acc);
+    wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < kKSteps; ++kk) wgmma_rs<TIn, BN, TransB ? 0 : 1>(acc, regs[kk], b_desc(b_base, kk), 1);
+    wgmma_commit();
+    wgmma_wait<0>();
+    wgmma_fence_operand(acc);
+  }
+};
+
+}  // namespace tessel

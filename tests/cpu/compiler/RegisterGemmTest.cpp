@@ -1,0 +1,238 @@
+// gemm with its A operand in registers (a fragment): layout inference hands a gemm accumulator
+// on as the A operand of the next gemm (FlashAttention's P * V), the lowering calls run_rs on
+// BlockGemm (sm_80) or WarpgroupGemm (sm_90a), the interpreter gives the float64 answer, and
+// misuse is reported at the author's line.
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "Lower.hpp"
+#include "codegen/CodegenCuda.hpp"
+#include "support/RegisterGemmPrograms.hpp"
+#include "support/TestSupport.hpp"
+#include "tessel/interp/HostTensor.hpp"
+#include "tessel/tessel.hpp"
+
+namespace T = tessel;
+
+namespace {
+
+tessel::passes::Target sm90() {
+  return {"sm_90a", 90, 232448};
+}
+tessel::passes::Target sm80() {
+  return {"sm_80", 80, 166912};
+}
+
+std::string error_of(const std::function<void()>& fn) {
+  try {
+    fn();
+  } catch (const tessel::CompileError& e) {
+    return e.what();
+  }
+  return "<no error>";
+}
+
+std::string stage_text(const tessel::LoweredFunc& l, const std::string& pass) {
+  for (const auto& [name, text] : l.stages)
+    if (name == pass) return text;
+  return "<no pass " + pass + ">";
+}
+
+const tessel::test::ChainShape kChain{200, 300, 64, 64, 64, 128};
+
+TEST(RegisterGemm, ChainOnSm80FeedsTheAccumulatorLayoutToTheMmaSyncAOperand) {
+  auto f = tessel::test::gemm_chain_program(kChain, T::f16, 0.125f);
+  auto lowered = tessel::lower(f.ir(), sm80(), true);
+  const std::string layouts = stage_text(lowered, "infer_layouts");
+  // S (the first gemm's accumulator), P (computed from it) and O: warps stacked along M, 4x1.
+  EXPECT_NE(layouts.find("// layout fragment_3: gemm accumulator, warps 4x1, 32 registers per thread"),
+            std::string::npos)
+      << layouts;
+  EXPECT_NE(layouts.find("// layout fragment_4: gemm accumulator, warps 4x1, 32 registers per thread"),
+            std::string::npos)
+      << layouts;
+  std::string src = tessel::codegen::generate_cuda(lowered);
+  EXPECT_NE(src.find("::run_rs(fragment_4, shared_2 + "), std::string::npos) << src;
+  EXPECT_NE(src.find("tessel::BlockGemm<tessel::half_t, 64, 64, 64, 4, 1, false, false, tessel::RowMajorLayout<64, "
+                     "64>, tessel::SwizzledLayout<64, 64, 2>>::run_rs("),
+            std::string::npos)
+      << src;
+  EXPECT_EQ(src.find("WarpgroupGemm"), std::string::npos) << src;
+  EXPECT_EQ(src.find("fence_proxy_async_shared"), std::string::npos) << src;
+}
+
+TEST(RegisterGemm, ChainOnSm90LowersBothGemmsToWgmma) {
+  auto f = tessel::test::gemm_chain_program(kChain, T::bf16, 0.125f);
+  auto lowered = tessel::lower(f.ir(), sm90());
+  std::string src = tessel::codegen::generate_cuda(lowered);
+  // S = Q K^T: A and B K-major, 128-byte swizzle; O += P V: A from registers, V N-major.
+  EXPECT_NE(src.find("tessel::WarpgroupGemm<tessel::bfloat16_t, 64, 64, 64, 1, false, true, "
+                     "tessel::WgmmaSwizzleLayout<64, 64, 2, 128>, tessel::WgmmaSwizzleLayout<64, 64, 2, 128>>::run("),
+            std::string::npos)
+      << src;
+  EXPECT_NE(src.find("tessel::WarpgroupGemm<tessel::bfloat16_t, 64, 64, 64, 1, false, false, "
+                     "tessel::RowMajorLayout<64, 64>, tessel::WgmmaSwizzleLayout<64, 64, 2, 128>>::run_rs("),
+            std::string::npos)
+      << src;
+  EXPECT_NE(src.find("#include <tessel/warpgroup_gemm.cuh>"), std::string::npos) << src;
+  EXPECT_NE(src.find("tessel::align_shared_1024(tessel_smem_raw)"), std::string::npos) << src;
+  // Every barrier is preceded by the generic -> async proxy fence.
+  size_t barriers = 0, fenced = 0;
+  for (size_t p = src.find("__syncthreads();"); p != std::string::npos; p = src.find("__syncthreads();", p + 1)) {
+    ++barriers;
+    const size_t line_start = src.rfind('\n', src.rfind('\n', p) - 1);
+    if (src.substr(line_start, p - line_start).find("tessel::fence_proxy_async_shared();") != std::string::npos)
+      ++fenced;
+  }
+  EXPECT_GT(barriers, 0u);
+  EXPECT_EQ(fenced, barriers) << src;
+  // The operand tiles sit on 1024-byte boundaries, and the slack is counted.
+  EXPECT_EQ(lowered.ctx.smem_bytes % 1024, 0);
+  for (const auto& [id, off] : lowered.ctx.smem_offsets) EXPECT_EQ(off % 1024, 0) << "buffer " << id;
+}
+
+TEST(RegisterGemm, ChainThroughACopyAndAWideHeadOnSm90) {
+  // D = 128: V is two 64-column panels; K_shared K-major with 256-byte rows (two panels).
+  tessel::test::ChainShape s{256, 256, 128, 128, 64, 256};
+  auto f = tessel::test::gemm_chain_program(s, T::f16, 0.5f, /*via_copy=*/true);
+  auto lowered = tessel::lower(f.ir(), sm90());
+  std::string src = tessel::codegen::generate_cuda(lowered);
+  EXPECT_NE(src.find("tessel::WarpgroupGemm<tessel::half_t, 128, 64, 128, 2, false, true, "
+                     "tessel::WgmmaSwizzleLayout<128, 128, 2, 128>, tessel::WgmmaSwizzleLayout<64, 128, 2, 128>>::run("),
+            std::string::npos)
+      << src;
+  EXPECT_NE(src.find("tessel::WarpgroupGemm<tessel::half_t, 128, 128, 64, 2, false, false, "
+                     "tessel::RowMajorLayout<128, 64>, tessel::WgmmaSwizzleLayout<64, 128, 2, 128>>::run_rs("),
+            std::string::npos)
+      << src;
+}
+
+TEST(RegisterGemm, DisableWgmmaKeepsMmaSyncOnSm90) {
+  auto f = tessel::test::gemm_chain_program(kChain, T::f16, 0.125f);
+  tessel::passes::PassContext::Switches off;
+  off.allow_wgmma = false;
+  auto lowered = tessel::lower(f.ir(), sm90(), off);
+  std::string src = tessel::codegen::generate_cuda(lowered);
+  EXPECT_EQ(src.find("WarpgroupGemm"), std::string::npos) << src;
+  EXPECT_NE(src.find("tessel::BlockGemm<tessel::half_t, 64, 64, 64, 4, 1, false, false"), std::string::npos) << src;
+}
+
+TEST(RegisterGemm, SquarePolicyBecomesFullRowOnlyWhereTheOperandNeedsIt) {
+  // 8 warps over a 128x64 tile: Square alone would give 4x2; the chain forces 8x1 on sm_80.
+  tessel::test::ChainShape s{128, 128, 64, 128, 64, 256};
+  auto lowered = tessel::lower(tessel::test::gemm_chain_program(s, T::f16, 1.0f).ir(), sm80(), true);
+  const std::string layouts = stage_text(lowered, "infer_layouts");
+  EXPECT_NE(layouts.find("// layout fragment_3: gemm accumulator, warps 8x1"), std::string::npos) << layouts;
+  EXPECT_NE(layouts.find("// layout fragment_5: gemm accumulator, warps 8x1"), std::string::npos) << layouts;
+}
+
+TEST(RegisterGemm, InterpreterAndLoweringAgreeWithFloat64) {
+  for (T::DType t : {T::DType::f16, T::DType::bf16}) {
+    tessel::test::RegisterGemmShape s{100, 72, 40, 64, 64, 16, 128};
+    tessel::JitOptions o;
+    o.arch = "sm_80";
+    o.out_idx = {-1};
+    auto k = T::jit(tessel::test::register_a_gemm_program(s, t), o);
+    EXPECT_NE(k.source().find("::run_rs("), std::string::npos) << k.source();
+    std::mt19937_64 seeds(std::random_device{}());
+    auto a = tessel::interp::HostTensor::random(t, {s.M, s.K}, seeds());
+    auto b = tessel::interp::HostTensor::random(t, {s.K, s.N}, seeds());
+    auto out = k.run_on_cpu({a, b});
+    ASSERT_EQ(out.size(), 1u);
+    auto ref = tessel::test::reference_gemm(a.to_values(), b.to_values(), s.M, s.N, s.K);
+    EXPECT_LE(tessel::test::rel_error(out[0].to_values(), ref), 1e-5) << tessel::dtype_name(t);
+  }
+}
+
+TEST(RegisterGemm, ErrorsNameTheOperandAndWhatIsLegal) {
+  // transpose_A on a fragment.
+  std::string msg = error_of([] {
+    T::PrimFunc f("bad");
+    auto A = f.tensor("A", {64, 64}, T::f16);
+    auto C = f.tensor("C", {64, 64}, T::f32);
+    f.body([&] {
+      T::Kernel(1, 128, [&](T::Var) {
+        auto Ar = T::alloc_fragment({64, 64}, T::f16);
+        auto Bs = T::alloc_shared({64, 64}, T::f16);
+        auto Cl = T::alloc_fragment({64, 64}, T::f32);
+        T::copy(A(0, 0), Ar);
+        T::copy(A(0, 0), Bs);
+        T::clear(Cl);
+        T::gemm(Ar, Bs, Cl, /*transpose_A=*/true);
+        T::copy(Cl, C(0, 0));
+      });
+    });
+    tessel::lower(f.ir(), sm80());
+  });
+  EXPECT_NE(msg.find("error in gemm: A fragment_0 is a fragment, held in registers as [M, K]; transpose_A applies "
+                     "to shared-memory tiles only"),
+            std::string::npos)
+      << msg;
+  EXPECT_NE(msg.find("RegisterGemmTest.cpp:"), std::string::npos) << msg;
+
+  // B in registers.
+  msg = error_of([] {
+    T::PrimFunc f("bad");
+    auto A = f.tensor("A", {64, 64}, T::f16);
+    f.body([&] {
+      T::Kernel(1, 128, [&](T::Var) {
+        auto As = T::alloc_shared({64, 64}, T::f16);
+        auto Br = T::alloc_fragment({64, 64}, T::f16);
+        auto Cl = T::alloc_fragment({64, 64}, T::f32);
+        T::copy(A(0, 0), As);
+        T::copy(A(0, 0), Br);
+        T::clear(Cl);
+        T::gemm(As, Br, Cl);
+      });
+    });
+    tessel::lower(f.ir(), sm80());
+  });
+  EXPECT_NE(msg.find("A must be a shared-memory tile or a fragment (registers) and B a shared-memory tile"),
+            std::string::npos)
+      << msg;
+
+  // FullCol where A is in registers.
+  msg = error_of([] {
+    T::PrimFunc f("bad");
+    auto A = f.tensor("A", {64, 64}, T::f16);
+    f.body([&] {
+      T::Kernel(1, 128, [&](T::Var) {
+        auto Ar = T::alloc_fragment({64, 64}, T::f16);
+        auto Bs = T::alloc_shared({64, 64}, T::f16);
+        auto Cl = T::alloc_fragment({64, 64}, T::f32);
+        T::copy(A(0, 0), Ar);
+        T::copy(A(0, 0), Bs);
+        T::clear(Cl);
+        T::gemm(Ar, Bs, Cl, false, false, T::GemmWarpPolicy::FullCol);
+      });
+    });
+    tessel::lower(f.ir(), sm80());
+  });
+  EXPECT_NE(msg.find("A fragment_0 is a fragment (registers), so the warps must split M alone (policy FullRow); "
+                     "policy FullCol asks for the opposite"),
+            std::string::npos)
+      << msg;
+
+  // More warps than 16-row slabs of A.
+  msg = error_of([] {
+    T::PrimFunc f("bad");
+    auto A = f.tensor("A", {32, 64}, T::f16);
+    f.body([&] {
+      T::Kernel(1, 128, [&](T::Var) {
+        auto Ar = T::alloc_fragment({32, 64}, T::f16);
+        auto Bs = T::alloc_shared({64, 64}, T::f16);
+        auto Cl = T::alloc_fragment({32, 64}, T::f32);
+        T::copy(A(0, 0), Ar);
+        T::copy(A(0, 0), Bs);
+        T::clear(Cl);
+        T::gemm(Ar, Bs, Cl);
+      });
+    });
+    tessel::lower(f.ir(), sm80());
+  });
+  EXPECT_NE(msg.find("the 32x64 C tile cannot be split over 4 warps with policy full_row"), std::string::npos)
+      << msg;
+}
+
+}  // namespace
