@@ -20,6 +20,7 @@
 // so acc[i], acc[i + 1] (e even) are two horizontally adjacent elements.
 #pragma once
 
+#include "accumulator.cuh"
 #include "mma.cuh"
 #include "smem.cuh"
 #include "types.cuh"
@@ -36,56 +37,6 @@ struct TileCoord {
   int row;
   int col;
 };
-
-// The accumulator layout above, on its own: what a fragment laid out like a BlockGemm
-// accumulator needs (its registers' coordinates), without the gemm. Three kinds of tile share
-// it: a BlockGemm's accumulator, a WarpgroupGemm's (warpgroup_gemm.cuh: with WarpsN = 1 and
-// BM = 16 * WarpsM the wgmma D fragment is this layout), and the 16-bit A operand a gemm
-// takes from registers, whose m16k16 mma fragment is exactly two neighbouring m16n8 C
-// fragments (register i here is element (acc_row(i), acc_col(i)) of the [BM][BK] A tile).
-template <int BM, int BN, int WarpsM, int WarpsN>
-struct AccumulatorLayout {
-  static_assert(WarpsM > 0 && WarpsN > 0, "AccumulatorLayout: WarpsM and WarpsN must be positive");
-  static_assert(BM % (WarpsM * 16) == 0,
-                "AccumulatorLayout: BM must be a multiple of 16 * WarpsM (each warp owns whole m16 "
-                "mma tiles)");
-  static_assert(BN % (WarpsN * 8) == 0,
-                "AccumulatorLayout: BN must be a multiple of 8 * WarpsN (each warp owns whole n8 "
-                "mma tiles)");
-  static constexpr int kBM = BM;
-  static constexpr int kBN = BN;
-  static constexpr int kWarpsM = WarpsM;
-  static constexpr int kWarpsN = WarpsN;
-  static constexpr int kThreads = 32 * WarpsM * WarpsN;
-  static constexpr int kWarpM = BM / WarpsM;
-  static constexpr int kWarpN = BN / WarpsN;
-  static constexpr int kMmaM = kWarpM / 16;  // m16 fragments per warp
-  static constexpr int kMmaN = kWarpN / 8;   // n8 fragments per warp
-  static constexpr int kAccPerThread = kMmaM * kMmaN * 4;
-
-  __host__ __device__ static constexpr int acc_row_in_warp(int i, int lane) {
-    return (i / 4 / kMmaN) * 16 + lane / 4 + ((i % 4) / 2) * 8;
-  }
-  __host__ __device__ static constexpr int acc_col_in_warp(int i, int lane) {
-    return (i / 4 % kMmaN) * 8 + (lane % 4) * 2 + i % 2;
-  }
-  __device__ static int warp_m() { return (threadIdx.x / 32) % WarpsM; }
-  __device__ static int warp_n() { return (threadIdx.x / 32) / WarpsM; }
-  __device__ static int acc_row(int i) { return warp_m() * kWarpM + acc_row_in_warp(i, threadIdx.x % 32); }
-  __device__ static int acc_col(int i) { return warp_n() * kWarpN + acc_col_in_warp(i, threadIdx.x % 32); }
-};
-
-// The four 32-bit A registers of mma.m16n8k16 (and of wgmma with A from registers) for m16
-// row block mi and k16 step kk of a 16-bit A tile held in AccumulatorLayout<BM, BK, WarpsM, 1>
-// (kMmaN = BK / 8 n8 blocks per row block): registers 8 (mi * BK/16 + kk) + 0..7, in order,
-// are a0..a7 of the PTX fragment, packed in pairs (low half first).
-template <class TIn, int KSteps>
-__device__ __forceinline__ void pack_a_operand(const TIn* a, int mi, int kk, unsigned (&out)[4]) {
-  const int base = (mi * KSteps + kk) * 8;
-#pragma unroll
-  for (int j = 0; j < 4; ++j)
-    out[j] = static_cast<unsigned>(a[base + 2 * j].bits) | (static_cast<unsigned>(a[base + 2 * j + 1].bits) << 16);
-}
 
 template <class TIn, int BM, int BN, int BK, int WarpsM, int WarpsN, bool TransA, bool TransB, class LayoutA,
           class LayoutB>

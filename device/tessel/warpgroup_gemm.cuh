@@ -28,6 +28,7 @@
 
 #include "gemm.cuh"
 #include "hopper_layout.cuh"
+#include "layout.cuh"
 #include "smem.cuh"
 #include "types.cuh"
 #include "wgmma.cuh"

@@ -138,6 +138,14 @@ Buffer alloc_local(std::vector<Expr> shape, DType dtype, Loc where = Loc::curren
 void copy(const RegionArg& src, const RegionArg& dst, Loc where = Loc::current());
 // A copy whose reads past a global tensor's edge give `pad` instead of zero.
 void copy_padded(const RegionArg& src, const RegionArg& dst, Expr pad, Loc where = Loc::current());
+// C += op(A) * op(B): C an f32 fragment [M, N]; B a shared tile, [K, N] ([N, K] when
+// transpose_B); A a shared tile, [M, K] ([K, M] when transpose_A), or a 16-bit fragment [M, K]
+// held in registers (no transpose), the form FlashAttention's P * V takes: a fragment computed
+// element by element from another gemm's accumulator (a Parallel cast, or a copy) is already laid
+// out as an A operand. A gemm with A in registers, and one whose accumulator becomes such an
+// operand, split their warps along M only (policy Square becomes FullRow; FullCol is an error).
+// On sm_90a the gemm uses wgmma when the warps stack 64 rows per warpgroup (BM = 16 * warps) and
+// 64 <= N <= 256 is a multiple of 32, mma.sync otherwise.
 void gemm(const Buffer& A, const Buffer& B, const Buffer& C, bool transpose_A = false,
           bool transpose_B = false, GemmWarpPolicy policy = GemmWarpPolicy::Square,
           Loc where = Loc::current());

@@ -27,9 +27,9 @@ struct JitOptions {
   // Shared memory a block may use. 0: the GPU's opt-in cap, or the target's known cap.
   int smem_cap_bytes = 0;
   // Debugging switches for the sm_90a path (TMA loads, wgmma, warp specialization). They
-  // come as one kernel today, so turning off any of them falls back to the generic path,
-  // which must give the same results. disable_wgmma also keeps the generic path's gemms on
-  // mma.sync (instead of the warpgroup gemm, tessel::WarpgroupGemm). The environment variable
+  // come as one kernel today, so turning off any of them falls back to the mma.sync path,
+  // which must give the same results; that includes the gemms of kernels the Hopper GEMM does
+  // not take, which otherwise use wgmma too (tessel::WarpgroupGemm). The environment variable
   // TESSEL_DISABLE=tma,wgmma,warp_specialization (any of them) does the same for every jit;
   // it also takes split_k, tma_store and multicast (below), and any other name is an error.
   bool disable_tma = false;

@@ -409,11 +409,14 @@ class LayoutInference : public IRVisitor {
   }
 
   // Whether this gemm lowers to tessel::WarpgroupGemm (device/tessel/warpgroup_gemm.cuh):
-  // sm_90a with wgmma allowed, whole warpgroups, the warps stacked along M 16 rows each (one
+  // sm_90a with the Hopper features allowed, whole warpgroups, the warps stacked along M 16 rows each (one
   // m64 wgmma per warpgroup), an N the wgmma shapes cover, and shared operands that can take
   // (or already have) the layout its descriptors read.
   bool wgmma_applies(const GemmStmt* op, std::int64_t BM, std::int64_t BN) const {
-    if (ctx_.target.sm != 90 || !ctx_.allow_wgmma || ctx_.threads % 128 != 0) return false;
+    // The Hopper switches come as one: turning any of them off keeps every gemm on mma.sync.
+    if (ctx_.target.sm != 90 || !ctx_.allow_wgmma || !ctx_.allow_tma || !ctx_.allow_warp_specialization)
+      return false;
+    if (ctx_.threads % 128 != 0) return false;
     if (op->policy == GemmWarpPolicy::FullCol && ctx_.threads > 32) return false;
     if (BM != 16 * (ctx_.threads / 32) || BN < 64 || BN > 256 || BN % 32) return false;
     for (const Buffer* s : {&op->A.buffer, &op->B.buffer}) {

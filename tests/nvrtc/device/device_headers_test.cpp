@@ -110,6 +110,18 @@ __global__ void k(float* out) {
   G::run(sa, sb, acc);
   for (int i = 0; i < G::kAccPerThread; ++i) out[G::acc_row(i) * 64 + G::acc_col(i)] = acc[i];
 })cuda"},
+    {"accumulator.cuh", R"cuda(
+// Register i of the 64x32 A tile over 4 warps: the rows and k columns of the mma A fragment.
+using A = tessel::AccumulatorLayout<64, 32, 4, 1>;
+static_assert(A::kAccPerThread == 16 && A::acc_row_in_warp(2, 5) == 9 && A::acc_col_in_warp(5, 3) == 15,
+              "AccumulatorLayout: e = 2 is 8 rows down; register 5 is n8 block 1, column 2 * 3 + 1");
+__global__ void k(const tessel::half_t* in, float* out) {
+  tessel::half_t a[A::kAccPerThread];
+  for (int i = 0; i < A::kAccPerThread; ++i) a[i] = in[A::acc_row(i) * 32 + A::acc_col(i)];
+  unsigned r[4];
+  tessel::pack_a_operand<tessel::half_t, 2>(a, 0, 1, r);
+  out[threadIdx.x] = static_cast<float>(r[0] ^ r[3]);
+})cuda"},
     {"epilogue.cuh", R"cuda(
 // A stand-in for BlockGemm: the epilogue only needs the accumulator layout.
 struct FakeGemm {

@@ -1,4 +1,5 @@
-// The sm_90a device headers (wgmma, mbarrier, tma, hopper_layout, hopper_gemm) under NVRTC:
+// The sm_90a device headers (wgmma, mbarrier, tma, hopper_layout, warpgroup_gemm, hopper_gemm) under
+// NVRTC:
 //  * each compiles alone for sm_90a with a small kernel that uses it, with no warnings;
 //  * they follow the device-header rules (includes, static_assert messages, size, no std::);
 //  * the 128B-swizzle layout and HopperGemm's accumulator layout are bijections (checked at
@@ -79,6 +80,30 @@ __global__ void __launch_bounds__(256, 1) k(float* out, int sd) {
   for (int i = 0; i < 128; ++i) t += d256[i];
   for (int i = 0; i < 32; ++i) t += d64[i];
   for (int i = 0; i < 48; ++i) t += d96[i];
+  out[threadIdx.x] = t;
+})cuda"},
+    {"warpgroup_gemm.cuh", R"cuda(
+// Two warpgroups: K-major A, N-major B over two panels (run); A from registers, K-major B (run_rs).
+using L128 = tessel::WgmmaSwizzleLayout<128, 64, 2, 128>;
+using G = tessel::WarpgroupGemm<tessel::half_t, 128, 128, 64, 2, false, false, L128,
+                                tessel::WgmmaSwizzleLayout<64, 128, 2, 128>>;
+using R = tessel::WarpgroupGemm<tessel::bfloat16_t, 128, 64, 32, 2, false, true, tessel::RowMajorLayout<128, 32>,
+                                tessel::WgmmaSwizzleLayout<64, 32, 2, 64>>;
+__global__ void __launch_bounds__(256) k(float* out) {
+  extern __shared__ __align__(1024) unsigned char raw[];
+  unsigned char* s = tessel::align_shared_1024(raw);
+  auto* sa = reinterpret_cast<tessel::half_t*>(s);
+  auto* sb = reinterpret_cast<tessel::half_t*>(s + 16384);
+  float acc[G::kAccPerThread] = {}, acc2[R::kAccPerThread] = {};
+  tessel::fence_proxy_async_shared();
+  __syncthreads();
+  G::run(sa, sb, acc);
+  tessel::bfloat16_t a[R::kARegs];
+  for (int i = 0; i < R::kARegs; ++i) a[i] = tessel::bfloat16_t{static_cast<unsigned short>(i)};
+  R::run_rs(a, reinterpret_cast<tessel::bfloat16_t*>(s + 32768), acc2);
+  float t = 0;
+  for (int i = 0; i < G::kAccPerThread; ++i) t += acc[i] * G::acc_row(i);
+  for (int i = 0; i < R::kAccPerThread; ++i) t += acc2[i];
   out[threadIdx.x] = t;
 })cuda"},
     {"hopper_gemm.cuh", R"cuda(
