@@ -2,11 +2,11 @@
 # On the GPU machine, from the repository root: runs what build-gpu/ holds (built on the CPU
 # machine by scripts/build-gpu.sh; nothing is rebuilt here) and collects the results:
 #   the gpu test tier, `tessel tutorial --section 1,2,3`, `tessel bench gemm` over issue 5's
-#   seven shapes in f16 and bf16, `tessel bench compile`, `tessel bench softmax` when the build
-#   has it, compute-sanitizer racecheck/synccheck on small sm_90a GEMMs when the tool is there,
+#   seven shapes in f16 and bf16, `tessel bench compile`, `tessel bench chain` and `tessel bench
+#   softmax` when the build has them, compute-sanitizer racecheck/synccheck on small sm_90a GEMMs when the tool is there,
 #   and the cluster softmax probe (tools/probes) when build-gpu/ holds it.
-# Writes at most 7 files into OUTDIR (the transfer limit is 8) — gpu-check.log (everything
-# printed), gpu-tests.json and up to five result JSONs named <date>-<what>-<tag>.json as
+# Writes at most 8 files into OUTDIR (the transfer limit) — gpu-check.log (everything
+# printed), gpu-tests.json and up to six result JSONs named <date>-<what>-<tag>.json as
 # bench/results/ wants them — and prints a summary table last. Exit status: 0 when every step
 # succeeded.
 #
@@ -25,6 +25,7 @@ tutorial_json="$out/$day-tutorial-$tag.json"
 gemm_json="$out/$day-gemm-$tag.json"
 compile_json="$out/$day-compile-$tag.json"
 softmax_json="$out/$day-softmax-$tag.json"
+chain_json="$out/$day-chain-$tag.json"
 
 if [[ -z "${TESSEL_GIT_COMMIT:-}" ]]; then
   # One line, whatever the file's layout ("<sha>" or "<sha>-dirty" or "<sha>\ndirty").
@@ -72,6 +73,9 @@ run_step "bench gemm" 600 "$build/tessel" bench gemm \
   --shapes 2048x2048x2048,4096x4096x4096,8192x8192x8192,8192x28672x8192,16384x4096x1024,128x8192x8192,1024x1024x1024 \
   --dtype f16,bf16 --json "$gemm_json"
 run_step "bench compile" 300 "$build/tessel" bench compile --json "$compile_json"
+if "$build/tessel" bench chain --help >/dev/null 2>&1; then
+  run_step "bench chain" 300 "$build/tessel" bench chain --dtype f16,bf16 --json "$chain_json"
+fi
 if "$build/tessel" bench softmax --help >/dev/null 2>&1; then
   run_step "bench softmax" 600 "$build/tessel" bench softmax --json "$softmax_json"
 fi

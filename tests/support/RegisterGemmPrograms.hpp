@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/attention/GemmChain.hpp"
 #include "tessel/tessel.hpp"
 
 namespace tessel::test {
@@ -49,44 +50,10 @@ struct ChainShape {
   int threads;
 };
 
-// Attention without the softmax: O = (scale * Q K^T) V, one [BM, D] block of O per CTA, the
-// N loop in steps of BN. S = Q K^T is a gemm accumulator; P = f16(scale * S) is computed from
-// it element by element and is the register A operand of O += P V — FlashAttention's dataflow,
-// so layout inference must hand the accumulator layout on as an A operand. `via_copy` makes P
-// with T::copy (a cast) after scaling S in place, instead of one Parallel nest.
+// The FlashAttention-shaped chain of kernels/attention/GemmChain (O = f16(scale * Q K^T) V,
+// P the register A operand of the second gemm) at a test's shape.
 inline PrimFunc gemm_chain_program(const ChainShape& s, DType dt, float scale, bool via_copy = false) {
-  T::PrimFunc f("gemm_chain");
-  auto Q = f.tensor("Q", {s.M, s.D}, dt);
-  auto K = f.tensor("K", {s.N, s.D}, dt);
-  auto V = f.tensor("V", {s.N, s.D}, dt);
-  auto O = f.tensor("O", {s.M, s.D}, T::f32);
-  f.body([&] {
-    T::Kernel(T::ceildiv(s.M, s.BM), s.threads, [&](T::Var bx) {
-      auto Q_shared = T::alloc_shared({s.BM, s.D}, dt);
-      auto K_shared = T::alloc_shared({s.BN, s.D}, dt);
-      auto V_shared = T::alloc_shared({s.BN, s.D}, dt);
-      auto S = T::alloc_fragment({s.BM, s.BN}, T::f32);
-      auto P = T::alloc_fragment({s.BM, s.BN}, dt);
-      auto O_local = T::alloc_fragment({s.BM, s.D}, T::f32);
-      T::copy(Q(bx * s.BM, 0), Q_shared);
-      T::clear(O_local);
-      T::Pipelined(T::ceildiv(s.N, s.BN), 2, [&](T::Var j) {
-        T::copy(K(j * s.BN, 0), K_shared);
-        T::copy(V(j * s.BN, 0), V_shared);
-        T::clear(S);
-        T::gemm(Q_shared, K_shared, S, false, true);
-        if (via_copy) {
-          T::Parallel(s.BM, s.BN, [&](T::Var r, T::Var c) { S(r, c) = S(r, c) * scale; });
-          T::copy(S, P);
-        } else {
-          T::Parallel(s.BM, s.BN, [&](T::Var r, T::Var c) { P(r, c) = T::cast(dt, S(r, c) * scale); });
-        }
-        T::gemm(P, V_shared, O_local);
-      });
-      T::copy(O_local, O(bx * s.BM, 0));
-    });
-  });
-  return f;
+  return kernels::gemm_chain_program(s.M, s.N, s.D, dt, scale, {s.BM, s.BN, s.threads, 2}, via_copy);
 }
 
 // The chain's float64 reference, rounding P to the 16-bit type as the kernel does (`round16`
