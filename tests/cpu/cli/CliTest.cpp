@@ -134,6 +134,27 @@ TEST_F(Cli, BenchGemmRejectsAnUnknownEpilogue) {
       << r.output;
 }
 
+TEST_F(Cli, BenchChainChecksItsArgumentsAndNeedsAGpu) {
+  for (const auto& [args, says] : std::vector<std::pair<std::string, std::string>>{
+           {"bench chain --shapes 4096x64", "shape '4096x64' is not MxNxD"},
+           {"bench chain --config 64x64", "config '64x64' is not BMxBN:tTHREADS[:sSTAGES]"},
+           {"bench chain --config 64x64:t128:q2", "config '64x64:t128:q2' is not BMxBN:tTHREADS[:sSTAGES]"},
+           {"bench chain --dtype f32", "--dtype takes f16 and bf16, not 'f32'"}}) {
+    const CliRun r = run_tessel(args);
+    EXPECT_EQ(r.exit_code, 2) << args << ": " << r.output;
+    EXPECT_NE(r.output.find(says), std::string::npos) << args << ": " << r.output;
+  }
+  const CliRun help = run_tessel("bench chain --help");
+  EXPECT_EQ(help.exit_code, 0) << help.output;
+  for (const char* option : {"--shapes", "--dtype", "--config", "--repeats", "--json"})
+    EXPECT_NE(help.output.find(option), std::string::npos) << option << " missing from:\n" << help.output;
+  if (!tessel::gpu_available()) {
+    const CliRun r = run_tessel("bench chain --shapes 128x128x64");
+    EXPECT_EQ(r.exit_code, 3) << r.output;
+    EXPECT_NE(r.output.find("tessel bench chain needs a GPU"), std::string::npos) << r.output;
+  }
+}
+
 TEST_F(Cli, TutorialRejectsAnUnknownSection) {
   const CliRun r = run_tessel("tutorial --section 9");
   EXPECT_EQ(r.exit_code, 2) << r.output;
