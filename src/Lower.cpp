@@ -67,7 +67,8 @@ std::string layouts_text(const ir::Stmt& body, const passes::PassContext& ctx) {
       const auto& l = f->second;
       out += "// layout " + b->name + ": " +
              (l.kind == passes::FragmentLayout::Kind::GemmAccumulator
-                  ? "gemm accumulator, warps " + std::to_string(l.warps_m) + "x" + std::to_string(l.warps_n)
+                  ? "gemm accumulator, warps " + std::to_string(l.warps_m) + "x" + std::to_string(l.warps_n) +
+                        (l.wgmma ? " (wgmma)" : "")
                   : std::string("strided over threads")) +
              ", " + std::to_string(l.per_thread) + " registers per thread\n";
     } else if (auto s = ctx.shared_layouts.find(b->id); s != ctx.shared_layouts.end()) {

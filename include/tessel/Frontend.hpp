@@ -145,7 +145,9 @@ void copy_padded(const RegionArg& src, const RegionArg& dst, Expr pad, Loc where
 // out as an A operand. A gemm with A in registers, and one whose accumulator becomes such an
 // operand, split their warps along M only (policy Square becomes FullRow; FullCol is an error).
 // On sm_90a the gemm uses wgmma when the warps stack 64 rows per warpgroup (BM = 16 * warps) and
-// 64 <= N <= 256 is a multiple of 32, mma.sync otherwise.
+// 64 <= N <= 256 is a multiple of 32, mma.sync otherwise -- and for the sole gemm of a Pipelined
+// loop that fills both its operands, whose mma.sync main loop measured faster (the tutorial GEMM
+// itself has its own sm_90a kernel).
 void gemm(const Buffer& A, const Buffer& B, const Buffer& C, bool transpose_A = false,
           bool transpose_B = false, GemmWarpPolicy policy = GemmWarpPolicy::Square,
           Loc where = Loc::current());

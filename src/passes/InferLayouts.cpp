@@ -6,7 +6,9 @@
 //             reads without bank conflicts, and an A operand held in registers (a fragment) the
 //             accumulator layout of its [BM, BK] tile, whose registers are the mma A fragments.
 //             On sm_90a a gemm whose warps can stack 16 rows each along M (64 per warpgroup)
-//             and whose N a wgmma shape covers lowers to WarpgroupGemm instead: its accumulator
+//             and whose N a wgmma shape covers lowers to WarpgroupGemm instead -- unless it is
+//             the sole compute of a Pipelined loop that fills both its operands, which
+//             plan_pipelines makes BlockGemm's gemm_mainloop (measured faster): its accumulator
 //             layout is the same kind, its shared operands get the 128/64/32-byte swizzled
 //             layouts its descriptors read (hopper_layout.cuh). A gemm whose accumulator
 //             becomes a register A operand (through Parallel nests or fragment copies), and a
@@ -128,10 +130,42 @@ class RowOperandScan : public IRVisitor {
   bool in_nest_ = false;
 };
 
+// The gemms plan_pipelines hands to gemm_mainloop: the only compute of a Pipelined loop (S > 1)
+// whose copies fill both operands. BlockGemm's pipeline there carries fragments across K tiles;
+// a WarpgroupGemm waits for its wgmmas at every tile, and measured 0.67x of it (H200, the plain
+// GEMM at 128x256x32 t256, docs/perf-notes.md session 7), so those stay on mma.sync.
+class MainLoopGemmScan : public IRVisitor {
+ public:
+  std::set<const GemmStmt*> gemms;
+
+ protected:
+  void visit_node(const ForStmt* op) override {
+    if (op->kind == ForKind::Pipelined && op->num_stages > 1) {
+      const std::vector<Stmt> body =
+          op->body.as<SeqStmt>() ? op->body.as<SeqStmt>()->stmts : std::vector<Stmt>{op->body};
+      std::set<int> filled;
+      std::vector<const GemmStmt*> gemm;
+      bool other = false;
+      for (const Stmt& st : body) {
+        const auto* c = st.as<CopyStmt>();
+        if (c && c->src.buffer->scope == Scope::Global && c->dst.buffer->scope == Scope::Shared)
+          filled.insert(c->dst.buffer->id);
+        else if (const auto* g = st.as<GemmStmt>())
+          gemm.push_back(g);
+        else
+          other = true;
+      }
+      if (!other && gemm.size() == 1 && filled.count(gemm[0]->A.buffer->id) && filled.count(gemm[0]->B.buffer->id))
+        gemms.insert(gemm[0]);
+    }
+    IRVisitor::visit_node(op);
+  }
+};
+
 class LayoutInference : public IRVisitor {
  public:
-  LayoutInference(PassContext& ctx, std::set<int> row_operand_tiles)
-      : ctx_(ctx), row_operand_tiles_(std::move(row_operand_tiles)) {}
+  LayoutInference(PassContext& ctx, std::set<int> row_operand_tiles, std::set<const GemmStmt*> main_loop_gemms)
+      : ctx_(ctx), row_operand_tiles_(std::move(row_operand_tiles)), main_loop_gemms_(std::move(main_loop_gemms)) {}
 
  protected:
   void visit_node(const DeclBuffer* op) override {
@@ -418,6 +452,7 @@ class LayoutInference : public IRVisitor {
       return false;
     if (ctx_.threads % 128 != 0) return false;
     if (op->policy == GemmWarpPolicy::FullCol && ctx_.threads > 32) return false;
+    if (main_loop_gemms_.count(op)) return false;
     if (BM != 16 * (ctx_.threads / 32) || BN < 64 || BN > 256 || BN % 32) return false;
     for (const Buffer* s : {&op->A.buffer, &op->B.buffer}) {
       if ((*s)->scope != Scope::Shared) continue;
@@ -473,6 +508,7 @@ class LayoutInference : public IRVisitor {
 
   PassContext& ctx_;
   std::set<int> row_operand_tiles_;
+  std::set<const GemmStmt*> main_loop_gemms_;
   std::vector<Buffer> decls_;
 };
 
@@ -481,7 +517,9 @@ class LayoutInference : public IRVisitor {
 Stmt infer_layouts(const Stmt& body, PassContext& ctx) {
   RowOperandScan scan;
   scan.visit(body);
-  LayoutInference inference(ctx, scan.closure());
+  MainLoopGemmScan main_loops;
+  main_loops.visit(body);
+  LayoutInference inference(ctx, scan.closure(), main_loops.gemms);
   inference.visit(body);
   inference.finish();
   return body;

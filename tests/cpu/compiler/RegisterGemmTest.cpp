@@ -8,6 +8,7 @@
 
 #include "Lower.hpp"
 #include "codegen/CodegenCuda.hpp"
+#include "kernels/gemm/Matmul.hpp"
 #include "support/RegisterGemmPrograms.hpp"
 #include "support/TestSupport.hpp"
 #include "tessel/interp/HostTensor.hpp"
@@ -64,7 +65,17 @@ TEST(RegisterGemm, ChainOnSm80FeedsTheAccumulatorLayoutToTheMmaSyncAOperand) {
 
 TEST(RegisterGemm, ChainOnSm90LowersBothGemmsToWgmma) {
   auto f = tessel::test::gemm_chain_program(kChain, T::bf16, 0.125f);
-  auto lowered = tessel::lower(f.ir(), sm90());
+  auto lowered = tessel::lower(f.ir(), sm90(), true);
+  // The layouts after infer_layouts say which accumulators a wgmma writes; P's is the same layout.
+  const std::string layouts = stage_text(lowered, "infer_layouts");
+  EXPECT_NE(layouts.find("// layout fragment_3: gemm accumulator, warps 4x1 (wgmma), 32 registers per thread"),
+            std::string::npos)
+      << layouts;
+  EXPECT_NE(layouts.find("// layout fragment_4: gemm accumulator, warps 4x1, 32 registers per thread"),
+            std::string::npos)
+      << layouts;
+  EXPECT_NE(layouts.find("// layout shared_2: tessel::WgmmaSwizzleLayout<64, 64, 2, 128>"), std::string::npos)
+      << layouts;
   std::string src = tessel::codegen::generate_cuda(lowered);
   // S = Q K^T: A and B K-major, 128-byte swizzle; O += P V: A from registers, V N-major.
   EXPECT_NE(src.find("tessel::WarpgroupGemm<tessel::bfloat16_t, 64, 64, 64, 1, false, true, "
@@ -116,6 +127,19 @@ TEST(RegisterGemm, DisableWgmmaKeepsMmaSyncOnSm90) {
   std::string src = tessel::codegen::generate_cuda(lowered);
   EXPECT_EQ(src.find("WarpgroupGemm"), std::string::npos) << src;
   EXPECT_NE(src.find("tessel::BlockGemm<tessel::half_t, 64, 64, 64, 4, 1, false, false"), std::string::npos) << src;
+}
+
+TEST(RegisterGemm, TheSoleGemmOfAPipelinedLoopKeepsTheMmaSyncMainLoop) {
+  // N = 4095: TMA cannot take it, so the tutorial GEMM stays a generic kernel on sm_90a. Its loop
+  // becomes BlockGemm's gemm_mainloop, not a WarpgroupGemm (measured 0.67x of it on the H200),
+  // although the tile (128 rows over 8 warps, N = 256) would take wgmma.
+  tessel::kernels::MatmulConfig c;
+  c.block_M = 128, c.block_N = 256, c.block_K = 32, c.num_stages = 3, c.threads = 256;
+  auto lowered = tessel::lower(tessel::kernels::matmul_program(4096, 4095, 4096, c).ir(), sm90());
+  std::string src = tessel::codegen::generate_cuda(lowered);
+  EXPECT_NE(src.find("tessel::gemm_mainloop<tessel::BlockGemm<tessel::half_t, 128, 256, 32, 2, 4"), std::string::npos)
+      << src;
+  EXPECT_EQ(src.find("WarpgroupGemm"), std::string::npos) << src;
 }
 
 TEST(RegisterGemm, SquarePolicyBecomesFullRowOnlyWhereTheOperandNeedsIt) {
