@@ -43,13 +43,7 @@ template <class TIn, int BM, int BN, int BK, int WarpsM, int WarpsN, bool TransA
 struct BlockGemm : AccumulatorLayout<BM, BN, WarpsM, WarpsN> {
   using Acc = AccumulatorLayout<BM, BN, WarpsM, WarpsN>;
   static_assert(is_mma_16bit<TIn>::value, "BlockGemm: TIn must be half_t or bfloat16_t");
-  static_assert(WarpsM > 0 && WarpsN > 0, "BlockGemm: WarpsM and WarpsN must be positive");
-  static_assert(BM % (WarpsM * 16) == 0,
-                "BlockGemm: BM must be a multiple of 16 * WarpsM (each warp owns whole m16 "
-                "mma tiles)");
-  static_assert(BN % (WarpsN * 8) == 0,
-                "BlockGemm: BN must be a multiple of 8 * WarpsN (each warp owns whole n8 mma "
-                "tiles)");
+  // WarpsM, WarpsN and the tile sizes are checked by AccumulatorLayout (accumulator.cuh).
   static_assert(BK % 16 == 0, "BlockGemm: BK must be a multiple of 16 (the mma k step)");
   static_assert(LayoutA::kRows == (TransA ? BK : BM) && LayoutA::kCols == (TransA ? BM : BK),
                 "BlockGemm: LayoutA must describe the A tile, [BM][BK] or [BK][BM] if TransA");

@@ -6,6 +6,7 @@
 #include "codegen/CodegenCuda.hpp"
 #include "kernels/gemm/Matmul.hpp"
 #include "kernels/softmax/Softmax.hpp"
+#include "support/LoweringSupport.hpp"
 #include "tessel/ir/Printer.hpp"
 #include "tessel/tessel.hpp"
 
@@ -13,21 +14,10 @@ namespace T = tessel;
 
 namespace {
 
-tessel::passes::Target sm90() {
-  return {"sm_90a", 90, 232448};
-}
-// The mma.sync path (sm_90a takes tutorial-shaped GEMMs to the Hopper kernel).
-tessel::passes::Target sm80() {
-  return {"sm_80", 80, 166912};
-}
-
+using tessel::test::sm80;
+using tessel::test::sm90;
 std::string error_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const tessel::CompileError& e) {
-    return e.what();
-  }
-  return "<no error>";
+  return tessel::test::compile_error_of(fn);
 }
 
 TEST(Frontend, MatmulRecordsTheTutorialProgram) {

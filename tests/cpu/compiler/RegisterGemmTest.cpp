@@ -9,6 +9,7 @@
 #include "Lower.hpp"
 #include "codegen/CodegenCuda.hpp"
 #include "kernels/gemm/Matmul.hpp"
+#include "support/LoweringSupport.hpp"
 #include "support/RegisterGemmPrograms.hpp"
 #include "support/TestSupport.hpp"
 #include "tessel/interp/HostTensor.hpp"
@@ -18,26 +19,32 @@ namespace T = tessel;
 
 namespace {
 
-tessel::passes::Target sm90() {
-  return {"sm_90a", 90, 232448};
-}
-tessel::passes::Target sm80() {
-  return {"sm_80", 80, 166912};
-}
+using tessel::test::compile_error_of;
+using tessel::test::sm80;
+using tessel::test::sm90;
+using tessel::test::stage_text;
 
-std::string error_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const tessel::CompileError& e) {
-    return e.what();
-  }
-  return "<no error>";
-}
-
-std::string stage_text(const tessel::LoweredFunc& l, const std::string& pass) {
-  for (const auto& [name, text] : l.stages)
-    if (name == pass) return text;
-  return "<no pass " + pass + ">";
+// Lowers for sm_80 a kernel of 128 threads over A [rows, 64] f16 that loads a fragment Ar
+// [rows, 64] (fragment_0) and a shared Bs [64, 64] from A, clears Cl [rows, 64] and calls
+// `gemm(Ar, Bs, Cl)`; the error.
+std::string register_gemm_error(
+    int rows, const std::function<void(const T::Buffer& Ar, const T::Buffer& Bs, const T::Buffer& Cl)>& gemm) {
+  return compile_error_of([&] {
+    T::PrimFunc f("bad");
+    auto A = f.tensor("A", {rows, 64}, T::f16);
+    f.body([&] {
+      T::Kernel(1, 128, [&](T::Var) {
+        auto Ar = T::alloc_fragment({rows, 64}, T::f16);
+        auto Bs = T::alloc_shared({64, 64}, T::f16);
+        auto Cl = T::alloc_fragment({rows, 64}, T::f32);
+        T::copy(A(0, 0), Ar);
+        T::copy(A(0, 0), Bs);
+        T::clear(Cl);
+        gemm(Ar, Bs, Cl);
+      });
+    });
+    tessel::lower(f.ir(), sm80());
+  });
 }
 
 const tessel::test::ChainShape kChain{200, 300, 64, 64, 64, 128};
@@ -170,91 +177,28 @@ TEST(RegisterGemm, InterpreterAndLoweringAgreeWithFloat64) {
 }
 
 TEST(RegisterGemm, ErrorsNameTheOperandAndWhatIsLegal) {
-  // transpose_A on a fragment.
-  std::string msg = error_of([] {
-    T::PrimFunc f("bad");
-    auto A = f.tensor("A", {64, 64}, T::f16);
-    auto C = f.tensor("C", {64, 64}, T::f32);
-    f.body([&] {
-      T::Kernel(1, 128, [&](T::Var) {
-        auto Ar = T::alloc_fragment({64, 64}, T::f16);
-        auto Bs = T::alloc_shared({64, 64}, T::f16);
-        auto Cl = T::alloc_fragment({64, 64}, T::f32);
-        T::copy(A(0, 0), Ar);
-        T::copy(A(0, 0), Bs);
-        T::clear(Cl);
-        T::gemm(Ar, Bs, Cl, /*transpose_A=*/true);
-        T::copy(Cl, C(0, 0));
-      });
-    });
-    tessel::lower(f.ir(), sm80());
-  });
+  std::string msg = register_gemm_error(64, [](auto& Ar, auto& Bs, auto& Cl) { T::gemm(Ar, Bs, Cl, true); });
   EXPECT_NE(msg.find("error in gemm: A fragment_0 is a fragment, held in registers as [M, K]; transpose_A applies "
                      "to shared-memory tiles only"),
             std::string::npos)
       << msg;
   EXPECT_NE(msg.find("RegisterGemmTest.cpp:"), std::string::npos) << msg;
 
-  // B in registers.
-  msg = error_of([] {
-    T::PrimFunc f("bad");
-    auto A = f.tensor("A", {64, 64}, T::f16);
-    f.body([&] {
-      T::Kernel(1, 128, [&](T::Var) {
-        auto As = T::alloc_shared({64, 64}, T::f16);
-        auto Br = T::alloc_fragment({64, 64}, T::f16);
-        auto Cl = T::alloc_fragment({64, 64}, T::f32);
-        T::copy(A(0, 0), As);
-        T::copy(A(0, 0), Br);
-        T::clear(Cl);
-        T::gemm(As, Br, Cl);
-      });
-    });
-    tessel::lower(f.ir(), sm80());
-  });
+  // B in registers (Ar as B, the shared tile as A).
+  msg = register_gemm_error(64, [](auto& Ar, auto& Bs, auto& Cl) { T::gemm(Bs, Ar, Cl); });
   EXPECT_NE(msg.find("A must be a shared-memory tile or a fragment (registers) and B a shared-memory tile"),
             std::string::npos)
       << msg;
 
-  // FullCol where A is in registers.
-  msg = error_of([] {
-    T::PrimFunc f("bad");
-    auto A = f.tensor("A", {64, 64}, T::f16);
-    f.body([&] {
-      T::Kernel(1, 128, [&](T::Var) {
-        auto Ar = T::alloc_fragment({64, 64}, T::f16);
-        auto Bs = T::alloc_shared({64, 64}, T::f16);
-        auto Cl = T::alloc_fragment({64, 64}, T::f32);
-        T::copy(A(0, 0), Ar);
-        T::copy(A(0, 0), Bs);
-        T::clear(Cl);
-        T::gemm(Ar, Bs, Cl, false, false, T::GemmWarpPolicy::FullCol);
-      });
-    });
-    tessel::lower(f.ir(), sm80());
-  });
+  msg = register_gemm_error(
+      64, [](auto& Ar, auto& Bs, auto& Cl) { T::gemm(Ar, Bs, Cl, false, false, T::GemmWarpPolicy::FullCol); });
   EXPECT_NE(msg.find("A fragment_0 is a fragment (registers), so the warps must split M alone (policy FullRow); "
                      "policy FullCol asks for the opposite"),
             std::string::npos)
       << msg;
 
   // More warps than 16-row slabs of A.
-  msg = error_of([] {
-    T::PrimFunc f("bad");
-    auto A = f.tensor("A", {32, 64}, T::f16);
-    f.body([&] {
-      T::Kernel(1, 128, [&](T::Var) {
-        auto Ar = T::alloc_fragment({32, 64}, T::f16);
-        auto Bs = T::alloc_shared({64, 64}, T::f16);
-        auto Cl = T::alloc_fragment({32, 64}, T::f32);
-        T::copy(A(0, 0), Ar);
-        T::copy(A(0, 0), Bs);
-        T::clear(Cl);
-        T::gemm(Ar, Bs, Cl);
-      });
-    });
-    tessel::lower(f.ir(), sm80());
-  });
+  msg = register_gemm_error(32, [](auto& Ar, auto& Bs, auto& Cl) { T::gemm(Ar, Bs, Cl); });
   EXPECT_NE(msg.find("the 32x64 C tile cannot be split over 4 warps with policy full_row"), std::string::npos)
       << msg;
 }
