@@ -49,6 +49,29 @@ struct AccumulatorLayout {
   __device__ static int warp_m() { return (threadIdx.x / 32) % WarpsM; }
   __device__ static int warp_n() { return (threadIdx.x / 32) / WarpsM; }
   __device__ static int acc_row(int i) { return warp_m() * kWarpM + acc_row_in_warp(i, threadIdx.x % 32); }
+
+  // Row vectors reduced from the tile (WarpsN = 1): register r of a thread holds the row
+  // its accumulator registers i with (i / 4 / kMmaN) * 2 + (i % 4) / 2 == r belong to.
+  static constexpr int kRowsPerThread = kMmaM * 2;
+  __device__ static int row_of_register(int r) {
+    return warp_m() * kWarpM + (r / 2) * 16 + (threadIdx.x % 32) / 4 + (r % 2) * 8;
+  }
+  // rows[r] = op over the row's elements of acc: this thread's registers, then the quad's 4
+  // lanes (every lane of the quad ends with the row's value). All lanes of the warp call it.
+  template <class Op>
+  __device__ static void reduce_rows(const float (&acc)[kAccPerThread], float (&rows)[kRowsPerThread]) {
+    static_assert(WarpsN == 1, "AccumulatorLayout::reduce_rows: the warps must split M only (policy FullRow)");
+#pragma unroll
+    for (int r = 0; r < kRowsPerThread; ++r) {
+      const int base = (r / 2) * kMmaN * 4 + (r % 2) * 2;
+      float v = Op::combine(acc[base], acc[base + 1]);
+#pragma unroll
+      for (int ni = 1; ni < kMmaN; ++ni) v = Op::combine(v, Op::combine(acc[base + ni * 4], acc[base + ni * 4 + 1]));
+      v = Op::combine(v, __shfl_xor_sync(0xffffffffu, v, 1));
+      v = Op::combine(v, __shfl_xor_sync(0xffffffffu, v, 2));
+      rows[r] = v;
+    }
+  }
   __device__ static int acc_col(int i) { return warp_n() * kWarpN + acc_col_in_warp(i, threadIdx.x % 32); }
 };
 

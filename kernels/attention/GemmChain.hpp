@@ -29,4 +29,14 @@ PrimFunc gemm_chain_program(int M, int N, int D, DType dtype, float scale, const
 JitKernel make_gemm_chain(int M, int N, int D, DType dtype, float scale, const GemmChainConfig& c = {},
                           const JitOptions& options = {});
 
+// FlashAttention's forward pass (non-causal, one head): O = softmax(scale * Q K^T) V with the
+// online softmax, in Tessel. The chain above plus the row statistics: per block_N keys, S = Q K^T
+// (masked to -inf past N), m = max(m, rowmax(S)), S = exp(S - m), l = l * exp(m_old - m) +
+// rowsum(S), O = O * exp(m_old - m) + f16(S) V; at the end O / l. The row reductions run on the
+// gemm accumulator in registers (its warps split M only), P goes to the second gemm from
+// registers. Same tensors and configs as the chain; O in f32.
+PrimFunc attention_program(int M, int N, int D, DType dtype, float scale, const GemmChainConfig& c = {});
+JitKernel make_attention(int M, int N, int D, DType dtype, float scale, const GemmChainConfig& c = {},
+                         const JitOptions& options = {});
+
 }  // namespace tessel::kernels

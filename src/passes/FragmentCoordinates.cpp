@@ -31,6 +31,8 @@ std::vector<Expr> fragment_coordinates(const FragmentLayout& f, const Expr& l, c
     }
     case FragmentLayout::Kind::RowOf:
       return {add(mul(l, make_int(f.rows_per_pass)), div(tx, f.lanes))};
+    case FragmentLayout::Kind::AccumulatorRows:
+      return {make_call(f.gemm_type + "::row_of_register", {l}, DType::i32)};
     case FragmentLayout::Kind::Strided: {
       Expr flat = add(mul(l, make_int(threads)), tx);
       std::vector<Expr> coords(f.shape.size());
@@ -57,7 +59,8 @@ Expr fragment_register_valid(const FragmentLayout& f, const Expr& l, const Expr&
 
 bool same_fragment_layout(const FragmentLayout& a, const FragmentLayout& b) {
   if (a.kind != b.kind || a.shape != b.shape) return false;
-  if (a.kind == FragmentLayout::Kind::GemmAccumulator) return a.warps_m == b.warps_m && a.warps_n == b.warps_n;
+  if (a.kind == FragmentLayout::Kind::GemmAccumulator || a.kind == FragmentLayout::Kind::AccumulatorRows)
+    return a.warps_m == b.warps_m && a.warps_n == b.warps_n;
   return a.vec == b.vec && a.lanes == b.lanes && a.rows_per_pass == b.rows_per_pass;
 }
 

@@ -20,8 +20,10 @@
 //   Ensures:  ctx.fragment_layouts has every fragment, ctx.shared_layouts every shared buffer;
 //             ctx.uses_wgmma when some gemm lowers to WarpgroupGemm.
 #include <numeric>
+#include <optional>
 #include <set>
 
+#include "passes/FragmentCoordinates.hpp"
 #include "passes/PassUtil.hpp"
 #include "passes/Passes.hpp"
 #include "tessel/ir/Mutator.hpp"
@@ -108,6 +110,9 @@ class RowOperandScan : public IRVisitor {
  protected:
   void visit_node(const GemmStmt* op) override {
     if (op->A.buffer->scope == Scope::Fragment) operands_.insert(op->A.buffer->id);
+  }
+  void visit_node(const ReduceStmt* op) override {
+    if (op->src->scope == Scope::Fragment && op->dim == 1) operands_.insert(op->src->id);
   }
   void visit_node(const CopyStmt* op) override {
     if (op->src.buffer->scope == Scope::Fragment && op->dst.buffer->scope == Scope::Fragment)
@@ -204,8 +209,9 @@ class LayoutInference : public IRVisitor {
       if (policy == GemmWarpPolicy::FullCol && warps > 1)
         TESSEL_USER_ERROR("gemm", op->where,
                           (a_in_registers ? "A " + A->name + " is a fragment (registers)"
-                                          : "the accumulator " + C->name + " becomes the register A operand of "
-                                                                           "a later gemm") +
+                                          : "the accumulator " + C->name +
+                                                " is reduced along its rows or becomes the register A operand of "
+                                                "a later gemm") +
                               std::string(", so the warps must split M alone (policy FullRow); policy "
                                           "FullCol asks for the opposite"));
       policy = GemmWarpPolicy::FullRow;
@@ -270,8 +276,7 @@ class LayoutInference : public IRVisitor {
   // The fragments each outermost Parallel nest touches, for propagation in finish().
   void visit_node(const ForStmt* op) override {
     if (op->kind == ForKind::Parallel && !in_nest_) {
-      nests_.push_back(fragments_used(op->body));
-      links_.push_back(nests_.back());
+      links_.push_back(fragments_used(op->body));
       in_nest_ = true;
       IRVisitor::visit_node(op);
       in_nest_ = false;
@@ -319,6 +324,10 @@ class LayoutInference : public IRVisitor {
                                      << "; both must be fragments (T::alloc_fragment)");
       auto found = ctx_.fragment_layouts.find(r->src->id);
       FragmentLayout src = found != ctx_.fragment_layouts.end() ? found->second : strided(r->src);
+      if (src.kind == FragmentLayout::Kind::GemmAccumulator) {
+        reduce_gemm_tile(r, src);
+        continue;
+      }
       if (src.kind != FragmentLayout::Kind::RowBlocked || r->dim != 1)
         TESSEL_USER_ERROR(reduce_name(r), r->where,
                           "cannot lay out "
@@ -343,29 +352,24 @@ class LayoutInference : public IRVisitor {
                                        << "differently; reduce tiles of one shape into it");
       ctx_.fragment_layouts[r->dst->id] = d;
     }
-    // Free: a 1-D fragment used in a Parallel nest beside a row-blocked tile or a row vector
-    // takes that row layout (a running max next to a reduction's result, say), until nothing
-    // changes; whatever is still free is strided.
+    // Free: a 1-D fragment used in a Parallel nest (or a copy) beside a row-blocked tile, a gemm
+    // tile whose warps split M only, or a row vector of either takes that row layout (a running
+    // max next to a reduction's result, say), until nothing changes; whatever is still free is
+    // strided.
     for (bool changed = true; changed;) {
       changed = false;
-      for (const auto& nest : nests_) {
-        const FragmentLayout* rows = nullptr;
-        for (const Buffer& b : nest) {
+      for (const auto& group : links_) {
+        std::optional<FragmentLayout> rows;
+        for (const Buffer& b : group) {
           auto it = ctx_.fragment_layouts.find(b->id);
           if (it == ctx_.fragment_layouts.end()) continue;
-          if (it->second.kind == FragmentLayout::Kind::RowOf ||
-              it->second.kind == FragmentLayout::Kind::RowBlocked)
-            rows = &it->second;
+          if (auto r = row_layout_of(it->second)) rows = r;
         }
         if (!rows) continue;
-        FragmentLayout row_of = *rows;
-        row_of.kind = FragmentLayout::Kind::RowOf;
-        row_of.shape = {rows->shape[0]};
-        row_of.per_thread = static_cast<int>(rows->shape[0] / rows->rows_per_pass);
-        for (const Buffer& b : nest) {
-          if (ctx_.fragment_layouts.count(b->id) || b.ndim() != 1 || b.const_shape()[0] != row_of.shape[0])
+        for (const Buffer& b : group) {
+          if (ctx_.fragment_layouts.count(b->id) || b.ndim() != 1 || b.const_shape()[0] != rows->shape[0])
             continue;
-          ctx_.fragment_layouts[b->id] = row_of;
+          ctx_.fragment_layouts[b->id] = *rows;
           changed = true;
         }
       }
@@ -422,6 +426,53 @@ class LayoutInference : public IRVisitor {
     f.chunks = static_cast<int>(C / (lanes * vec));
     f.per_thread = static_cast<int>(R / rows_per_pass) * f.chunks * vec;
     return f;
+  }
+
+  // The layout a row vector beside a tile of layout `l` takes (nullopt: none).
+  static std::optional<FragmentLayout> row_layout_of(const FragmentLayout& l) {
+    FragmentLayout r = l;
+    switch (l.kind) {
+      case FragmentLayout::Kind::RowOf:
+      case FragmentLayout::Kind::AccumulatorRows:
+        return l;
+      case FragmentLayout::Kind::RowBlocked:
+        r.kind = FragmentLayout::Kind::RowOf;
+        r.shape = {l.shape[0]};
+        r.per_thread = static_cast<int>(l.shape[0] / l.rows_per_pass);
+        return r;
+      case FragmentLayout::Kind::GemmAccumulator:
+        if (l.warps_n != 1) return std::nullopt;
+        r.kind = FragmentLayout::Kind::AccumulatorRows;
+        r.shape = {l.shape[0]};
+        r.per_thread = static_cast<int>(l.shape[0] / l.warps_m / kMmaM * 2);
+        r.wgmma = false;
+        r.gemm_type = accumulator_layout_type(l.shape[0], l.shape[1], l.warps_m, 1);
+        return r;
+      case FragmentLayout::Kind::Strided:
+        return std::nullopt;
+    }
+    return std::nullopt;
+  }
+
+  // reduce_max/min/sum of a gemm tile along its rows: the result is an AccumulatorRows vector.
+  void reduce_gemm_tile(const ReduceStmt* r, const FragmentLayout& src) {
+    if (r->dim != 1 || src.warps_n != 1)
+      TESSEL_USER_ERROR(reduce_name(r), r->where,
+                        "reduces the gemm tile " << r->src->name << " " << shape_text(src.shape) << " over dim "
+                                                 << r->dim << " with its warps split " << src.warps_m << "x"
+                                                 << src.warps_n << " (M x N); a gemm tile reduces along dim 1, "
+                                                 << "with its warps splitting M only (gemm policy FullRow)");
+    if (r->dst.ndim() != 1 || r->dst.const_shape()[0] != src.shape[0])
+      TESSEL_USER_ERROR(reduce_name(r), r->where,
+                        "the result " << r->dst->name << " must be a 1-D fragment of " << src.shape[0]
+                                      << " elements (one per row of " << r->src->name << ")");
+    const FragmentLayout d = *row_layout_of(src);
+    auto old = ctx_.fragment_layouts.find(r->dst->id);
+    if (old != ctx_.fragment_layouts.end() && !same_fragment_layout(old->second, d))
+      TESSEL_USER_ERROR(reduce_name(r), r->where,
+                        r->dst->name << " receives reductions of tiles laid out differently; reduce tiles "
+                                     << "of one shape and warp split into it");
+    ctx_.fragment_layouts[r->dst->id] = d;
   }
 
   static std::string accumulator_layout_type(std::int64_t rows, std::int64_t cols, int wm, int wn) {
@@ -494,7 +545,6 @@ class LayoutInference : public IRVisitor {
 
   int vec_ = 1 << 20;
   std::vector<const ReduceStmt*> reduces_;
-  std::vector<std::vector<Buffer>> nests_;
   // Fragments that move element by element into each other: a Parallel nest's, a copy's two.
   std::vector<std::vector<Buffer>> links_;
   bool in_nest_ = false;

@@ -122,8 +122,8 @@ class ParallelLowering : public IRMutator {
       return make_for(t, make_int(0), make_int((numel + threads - 1) / threads), ForKind::Unrolled, 0, inner,
                       w);
     }
-    // The nest follows the fragment of the highest rank; 1-D row vectors (RowOf) ride along
-    // with the row-blocked tile they were reduced from.
+    // The nest follows the fragment of the highest rank; 1-D row vectors (RowOf,
+    // AccumulatorRows) ride along with the tile they were reduced from (or one laid out alike).
     Buffer lead = fragments[0];
     for (const Buffer& b : fragments)
       if (b.ndim() > lead.ndim()) lead = b;
@@ -139,6 +139,14 @@ class ParallelLowering : public IRMutator {
       const FragmentLayout& bl = ctx_.fragment_layouts.at(b->id);
       if (same_fragment_layout(bl, layout)) {
         maps[b->id] = RegisterMap{vars, l};
+      } else if (layout.kind == FragmentLayout::Kind::GemmAccumulator &&
+                 bl.kind == FragmentLayout::Kind::AccumulatorRows && bl.shape[0] == layout.shape[0] &&
+                 bl.warps_m == layout.warps_m && layout.warps_n == 1) {
+        // Register l of the tile is in row register (l / 4 / mma_n) * 2 + (l % 4) / 2.
+        const std::int64_t mma_n = layout.shape[1] / 8;
+        Expr block = make_binary(BinaryOp::Div, make_binary(BinaryOp::Div, l, make_int(4)), make_int(mma_n));
+        Expr half = make_binary(BinaryOp::Div, make_binary(BinaryOp::Mod, l, make_int(4)), make_int(2));
+        maps[b->id] = RegisterMap{{vars[0]}, make_binary(BinaryOp::Add, make_binary(BinaryOp::Mul, block, make_int(2)), half)};
       } else if (layout.kind == FragmentLayout::Kind::RowBlocked && bl.kind == FragmentLayout::Kind::RowOf &&
                  bl.shape[0] == layout.shape[0] && bl.lanes == layout.lanes &&
                  bl.rows_per_pass == layout.rows_per_pass) {

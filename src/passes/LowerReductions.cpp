@@ -1,11 +1,14 @@
 // lower_reductions
-//   Does:     turns reduce_max/min/sum of a row-blocked fragment along its rows into thread-level
+//   Does:     turns reduce_max/min/sum of a row-blocked fragment (or a gemm tile) along its rows into thread-level
 //             code: each thread combines its own registers of a row, a butterfly of warp
 //             shuffles combines the row's lanes, and rows wider than a warp go through one
 //             shared-memory word per warp (tessel::reduce_warps_inplace, which holds the block's
 //             barriers). The result lands in every lane of the row (the RowOf layout), combined
-//             with the old value when clear is false.
-//   Requires: infer_layouts (src is RowBlocked, dst RowOf; checked there with the author's
+//             with the old value when clear is false. A gemm tile (warps splitting M only) is
+//             reduced by AccumulatorLayout::reduce_rows into an AccumulatorRows vector: each
+//             thread's registers of a row, then the row's quad of lanes.
+//   Requires: infer_layouts (src is RowBlocked and dst RowOf, or src GemmAccumulator and dst
+//             AccumulatorRows; checked there with the author's
 //             line). Reductions run in uniform control flow: every thread reaches them.
 //   Ensures:  no ReduceStmt remains; any scratch tile is declared (plan_shared_memory places it).
 #include "passes/Passes.hpp"
@@ -42,9 +45,10 @@ class ReductionLowering : public IRMutator {
                         "reduces " << dtype_name(op->src->dtype) << " " << op->src->name << " into "
                                    << dtype_name(op->dst->dtype) << " " << op->dst->name
                                    << "; reductions take f32 fragments (accumulate in f32)");
-    TESSEL_INTERNAL_CHECK(src.kind == FragmentLayout::Kind::RowBlocked, "reduce source is not row-blocked");
     const Buffer& in = ctx_.registers_of(op->src);
     const Buffer& out = ctx_.registers_of(op->dst);
+    if (src.kind == FragmentLayout::Kind::GemmAccumulator) return gemm_tile_rows(op, src, in, out);
+    TESSEL_INTERNAL_CHECK(src.kind == FragmentLayout::Kind::RowBlocked, "reduce source is not row-blocked");
     const int per_row = src.chunks * src.vec;
     const int row_slots = static_cast<int>(src.shape[0] / src.rows_per_pass);
     const int lanes_in_warp = std::min(src.lanes, 32);
@@ -81,6 +85,29 @@ class ReductionLowering : public IRMutator {
   }
 
  private:
+  // A gemm tile along its rows (warps split M only): AccumulatorLayout::reduce_rows combines each
+  // thread's registers of a row and the row's quad of lanes; no shared memory, no barrier.
+  Stmt gemm_tile_rows(const ReduceStmt* op, const FragmentLayout& src, const Buffer& in, const Buffer& out) {
+    auto w = op->where;
+    const FragmentLayout& dst = ctx_.fragment_layouts.at(op->dst->id);
+    TESSEL_INTERNAL_CHECK(dst.kind == FragmentLayout::Kind::AccumulatorRows && src.warps_n == 1,
+                          "reduce of a gemm tile into " << op->dst->name << " without its row layout");
+    const std::string opname = op_type(op->op);
+    Buffer partial =
+        Buffer::make(op->dst->name + "_partial", {make_int(dst.per_thread)}, DType::f32, Scope::Local, w);
+    const std::string layout = "tessel::AccumulatorLayout<" + std::to_string(src.shape[0]) + ", " +
+                               std::to_string(src.shape[1]) + ", " + std::to_string(src.warps_m) + ", 1>";
+    std::vector<Stmt> stmts{make_decl(partial, w),
+                            make_device_call(layout + "::template reduce_rows", {opname},
+                                             {{Expr(), in, Expr()}, {Expr(), partial, Expr()}}, w)};
+    Var r("r");
+    Expr value = make_load(partial, {r});
+    if (!op->clear) value = make_call(opname + "::combine", {make_load(out, {r}), value}, DType::f32);
+    stmts.push_back(make_for(r, make_int(0), make_int(dst.per_thread), ForKind::Unrolled, 0,
+                             make_store(out, {r}, value, w), w));
+    return make_seq(stmts, w);
+  }
+
   PassContext& ctx_;
 };
 

@@ -38,6 +38,12 @@ struct FragmentLayout {
     // values of the rows it covers there (register l is row l * rows_per_pass + t / lanes),
     // replicated over the row's lanes.
     RowOf,
+    // A [rows] vector reduced along dim 1 from a GemmAccumulator tile whose warps split M only:
+    // register r of a thread holds row AccumulatorLayout::row_of_register(r) (gemm_type names
+    // the layout), the two rows (lane / 4 and lane / 4 + 8) of each of its m16 blocks, replicated
+    // over the 4 lanes of a quad. A tile register i sits in row register
+    //   (i / 4 / mma_n) * 2 + (i % 4) / 2,   mma_n = the tile's columns per warp / 8.
+    AccumulatorRows,
   };
   Kind kind = Kind::Strided;
   std::vector<std::int64_t> shape;

@@ -2,6 +2,7 @@
 // the form FlashAttention's second GEMM (P * V) takes. Header-only.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -72,6 +73,25 @@ std::vector<double> reference_gemm_chain(const std::vector<double>& q, const std
     }
     for (int j = 0; j < N; ++j)
       for (int d = 0; d < D; ++d) o[size_t(i) * D + d] += p[j] * v[size_t(j) * D + d];
+  }
+  return o;
+}
+
+// softmax(scale * Q K^T) V in float64, row by row.
+inline std::vector<double> reference_attention(const std::vector<double>& q, const std::vector<double>& k,
+                                               const std::vector<double>& v, int M, int N, int D, double scale) {
+  std::vector<double> o(static_cast<size_t>(M) * D, 0.0), p(N);
+  for (int i = 0; i < M; ++i) {
+    double mx = -INFINITY, sum = 0;
+    for (int j = 0; j < N; ++j) {
+      double acc = 0;
+      for (int d = 0; d < D; ++d) acc += q[size_t(i) * D + d] * k[size_t(j) * D + d];
+      p[j] = acc * scale;
+      mx = std::max(mx, p[j]);
+    }
+    for (int j = 0; j < N; ++j) sum += (p[j] = std::exp(p[j] - mx));
+    for (int j = 0; j < N; ++j)
+      for (int d = 0; d < D; ++d) o[size_t(i) * D + d] += p[j] / sum * v[size_t(j) * D + d];
   }
   return o;
 }

@@ -176,6 +176,77 @@ TEST(RegisterGemm, InterpreterAndLoweringAgreeWithFloat64) {
   }
 }
 
+// FlashAttention's forward pass in the language: the row statistics are reductions of the gemm
+// accumulator in registers (no shared memory), 1-D nests over them follow its rows.
+TEST(Attention, RowStatisticsStayInRegistersOnBothPaths) {
+  for (const auto& target : {sm80(), sm90()}) {
+    auto f = tessel::kernels::attention_program(200, 300, 64, T::f16, 0.125f, {64, 64, 128, 2});
+    auto lowered = tessel::lower(f.ir(), target, true);
+    const std::string layouts = stage_text(lowered, "infer_layouts");
+    EXPECT_NE(layouts.find("// layout fragment_6: rows of a gemm tile, warps 4x1, 2 registers per thread"),
+              std::string::npos)
+        << layouts;
+    std::string src = tessel::codegen::generate_cuda(lowered);
+    EXPECT_NE(src.find("tessel::AccumulatorLayout<64, 64, 4, 1>::template reduce_rows<tessel::ReduceMaxOp>(fragment_3, "),
+              std::string::npos)
+        << src;
+    EXPECT_NE(src.find("template reduce_rows<tessel::ReduceSumOp>"), std::string::npos) << src;
+    // exp(S - m(i)): the row register of accumulator register l.
+    EXPECT_NE(src.find("fragment_6[((((l_7 / 4) / 8) * 2) + ((l_7 % 4) / 2))]"), std::string::npos) << src;
+    EXPECT_EQ(src.find("reduce_warps_inplace"), std::string::npos) << src;
+    EXPECT_NE(src.find(target.sm == 90 ? "WarpgroupGemm" : "BlockGemm"), std::string::npos) << src;
+  }
+}
+
+TEST(Attention, InterpreterMatchesFloat64Softmax) {
+  const int M = 40, N = 70, D = 64;
+  tessel::JitOptions o;
+  o.arch = "sm_80";
+  auto k = tessel::kernels::make_attention(M, N, D, T::f16, 0.125f, {64, 64, 128, 2}, o);
+  std::mt19937_64 seeds(std::random_device{}());
+  auto q = tessel::interp::HostTensor::random(T::f16, {M, D}, seeds());
+  auto kk = tessel::interp::HostTensor::random(T::f16, {N, D}, seeds());
+  auto v = tessel::interp::HostTensor::random(T::f16, {N, D}, seeds());
+  auto out = k.run_on_cpu({q, kk, v});
+  ASSERT_EQ(out.size(), 1u);
+  auto ref = tessel::test::reference_attention(q.to_values(), kk.to_values(), v.to_values(), M, N, D, 0.125);
+  EXPECT_LE(tessel::test::rel_error(out[0].to_values(), ref), 5e-3);
+}
+
+// A reduced gemm tile needs its warps along M: FullCol is refused at the gemm, a reduction over
+// dim 0 at the reduction.
+std::string reduced_gemm_error(T::GemmWarpPolicy policy, int dim) {
+  return compile_error_of([&] {
+    T::PrimFunc f("bad");
+    auto A = f.tensor("A", {64, 64}, T::f16);
+    f.body([&] {
+      T::Kernel(1, 128, [&](T::Var) {
+        auto As = T::alloc_shared({64, 64}, T::f16);
+        auto Cl = T::alloc_fragment({64, 64}, T::f32);
+        auto mx = T::alloc_fragment({64}, T::f32);
+        T::copy(A(0, 0), As);
+        T::clear(Cl);
+        T::gemm(As, As, Cl, false, false, policy);
+        T::reduce_max(Cl, mx, dim);
+      });
+    });
+    tessel::lower(f.ir(), sm80());
+  });
+}
+
+TEST(Attention, AReducedGemmTileMustSplitItsWarpsAlongM) {
+  std::string msg = reduced_gemm_error(T::GemmWarpPolicy::FullCol, 1);
+  EXPECT_NE(msg.find("error in gemm: the accumulator fragment_1 is reduced along its rows or becomes the register A "
+                     "operand of a later gemm, so the warps must split M alone (policy FullRow)"),
+            std::string::npos)
+      << msg;
+  msg = reduced_gemm_error(T::GemmWarpPolicy::Square, 0);
+  EXPECT_NE(msg.find("error in reduce_max: reduces the gemm tile fragment_1 [64, 64] over dim 0 with its warps split "
+                     "2x2 (M x N); a gemm tile reduces along dim 1, with its warps splitting M only"),
+            std::string::npos)
+      << msg;
+}
+
 TEST(RegisterGemm, ErrorsNameTheOperandAndWhatIsLegal) {
   std::string msg = register_gemm_error(64, [](auto& Ar, auto& Bs, auto& Cl) { T::gemm(Ar, Bs, Cl, true); });
   EXPECT_NE(msg.find("error in gemm: A fragment_0 is a fragment, held in registers as [M, K]; transpose_A applies "

@@ -131,4 +131,45 @@ INSTANTIATE_TEST_SUITE_P(Shapes, GemmChain,
                                             ::testing::Bool()),
                          chain_name);
 
+class Attention : public ::testing::TestWithParam<std::tuple<tessel::test::ChainShape, T::DType, bool>> {};
+
+TEST_P(Attention, MatchesFloat64Softmax) {
+  TESSEL_REQUIRE_GPU();
+  auto [s, dtype, disable_wgmma] = GetParam();
+  const float scale = 1.0f / std::sqrt(static_cast<float>(s.D));
+  T::JitOptions o;
+  o.disable_wgmma = disable_wgmma;
+  auto k = T::kernels::make_attention(s.M, s.N, s.D, dtype, scale, {s.BM, s.BN, s.threads, 2}, o);
+  const bool sm90 = T::current_device().arch() == "sm_90a";
+  EXPECT_NE(k.ptx().find(sm90 && !disable_wgmma ? "wgmma.mma_async" : "mma.sync"), std::string::npos);
+  static std::mt19937_64 seeds(std::random_device{}());
+  Tensor q = Tensor::empty({s.M, s.D}, dtype), kk = Tensor::empty({s.N, s.D}, dtype),
+         v = Tensor::empty({s.N, s.D}, dtype);
+  // Wide logits (|S| up to ~16) so that the running max moves and the rescaling matters.
+  q.fill_random(seeds(), -2, 2);
+  kk.fill_random(seeds(), -2, 2);
+  v.fill_random(seeds());
+  std::vector<double> got = run_twice(k, {q, kk, v}, {s.M, s.D});
+  std::vector<double> ref = tessel::test::reference_attention(q.to_host_f64(), kk.to_host_f64(), v.to_host_f64(),
+                                                              s.M, s.N, s.D, scale);
+  double err = tessel::test::rel_error(got, ref);
+  // P = exp(S - m) goes to the second gemm in 16 bits: ~2^-11 (f16) or 2^-8 (bf16) per term.
+  EXPECT_LE(err, dtype == T::DType::f16 ? 5e-3 : 2e-2) << "relative Frobenius error " << err << " ("
+                                                          << k.info().path << ")";
+}
+
+std::string attention_name(const ::testing::TestParamInfo<std::tuple<tessel::test::ChainShape, T::DType, bool>>& info) {
+  const auto& [s, t, off] = info.param;
+  return std::to_string(s.M) + "x" + std::to_string(s.N) + "xd" + std::to_string(s.D) + "_" + std::to_string(s.BM) +
+         "x" + std::to_string(s.BN) + "_" + std::string(T::dtype_name(t)) + (off ? "_nowgmma" : "");
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, Attention,
+                         ::testing::Combine(::testing::Values(tessel::test::ChainShape{200, 300, 64, 64, 64, 128},
+                                                              tessel::test::ChainShape{256, 1000, 128, 128, 64, 256},
+                                                              tessel::test::ChainShape{1024, 4096, 64, 64, 128, 128},
+                                                              tessel::test::ChainShape{17, 5, 64, 64, 64, 128}),
+                                            ::testing::Values(T::DType::f16, T::DType::bf16), ::testing::Bool()),
+                         attention_name);
+
 }  // namespace

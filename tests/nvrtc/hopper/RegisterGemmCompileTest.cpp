@@ -87,4 +87,23 @@ TEST(RegisterGemm, PlainRegisterAGemmCompilesOnBothPaths) {
   }
 }
 
+// FlashAttention's forward pass: both gemms wgmma on sm_90a (the second from registers), the row
+// statistics in registers (shuffles within a quad, no shared-memory reduction), no spills.
+TEST(Attention, CompilesWithoutSpillsOnBothPaths) {
+  for (const std::string arch : {"sm_80", "sm_90a"})
+    for (const auto& c : {T::kernels::GemmChainConfig{64, 64, 128, 2}, T::kernels::GemmChainConfig{128, 64, 256, 2}}) {
+      T::JitOptions o;
+      o.arch = arch;
+      const int D = c.block_M == 64 ? 64 : 128;
+      auto k = T::kernels::make_attention(1000, 1000, D, T::DType::bf16, 0.125f, c, o);
+      const std::string& ptx = k.ptx();
+      EXPECT_NE(ptx.find(arch == "sm_90a" ? "wgmma.mma_async" : "mma.sync.aligned.m16n8k16"), std::string::npos)
+          << arch;
+      EXPECT_NE(ptx.find("shfl.sync.bfly"), std::string::npos) << arch;
+      EXPECT_NE(ptx.find("ex2.approx"), std::string::npos) << arch;
+      EXPECT_EQ(k.resources().spill_store_bytes, 0) << arch << " " << c.describe() << "\n" << k.compile_log();
+      EXPECT_EQ(k.resources().spill_load_bytes, 0) << arch << " " << c.describe();
+    }
+}
+
 }  // namespace
