@@ -3,6 +3,9 @@
 // as compiled for the GPU (on sm_90a both gemms wgmma, the second with A from registers), the
 // same program with disable_wgmma (mma.sync), and cuBLAS as two GEMMs with S in memory (the
 // unfused baseline). FLOPs: 4 M N D.
+// tessel bench attention: the same with the softmax, O = softmax(scale * Q K^T) V
+// (kernels::make_attention, FlashAttention's forward pass), the unfused baseline being cuBLAS,
+// cuDNN's softmax on S in memory, cuBLAS.
 #include <cublas_v2.h>
 
 #include <algorithm>
@@ -15,6 +18,7 @@
 #include "tessel/runtime/Driver.hpp"
 #include "tessel/runtime/HostFloat.hpp"
 #include "tools/tessel/Commands.hpp"
+#include "tools/tessel/CudnnSoftmax.hpp"
 #include "tools/tessel/Output.hpp"
 #include "tools/tessel/System.hpp"
 
@@ -23,6 +27,7 @@ namespace tessel::cli {
 namespace {
 
 struct BenchChainOptions {
+  bool attention = false;  // bench attention: with the softmax
   std::vector<std::string> shapes = {"4096x4096x64", "4096x4096x128", "16384x16384x64"};
   std::vector<std::string> dtypes = {"f16"};
   std::vector<std::string> configs;  // BMxBN:tT[:sS]; empty: 64x128 t128 for D <= 64, else 128x64 t256
@@ -57,10 +62,10 @@ void check_cublas(cublasStatus_t status, const char* what) {
     throw std::runtime_error(std::string(what) + " failed with cuBLAS status " + std::to_string(int(status)));
 }
 
-// O's rows i (a sample spread over M) in float64 from the inputs, P rounded to 16 bits as the
-// kernels do; the relative Frobenius error of `o` on those rows.
+// O's rows i (a sample spread over M) in float64 from the inputs (the chain: P rounded to 16 bits
+// as the kernels do; attention: the softmax in float64); the relative Frobenius error of `o` there.
 double sampled_error(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& o, Shape s, float scale,
-                     DType t) {
+                     DType t, bool softmax) {
   const std::vector<double> kh = k.to_host_f64(), vh = v.to_host_f64();
   const long long samples = std::min<long long>(s.M, 16);
   double num = 0, den = 0;
@@ -68,11 +73,17 @@ double sampled_error(const Tensor& q, const Tensor& k, const Tensor& v, const Te
   for (long long n = 0; n < samples; ++n) {
     const long long i = samples == 1 ? 0 : n * (s.M - 1) / (samples - 1);
     const std::vector<double> qi = q.slice(0, i, i + 1).to_host_f64(), oi = o.slice(0, i, i + 1).to_host_f64();
+    double mx = -INFINITY, sum = 0;
     for (long long j = 0; j < s.N; ++j) {
       double acc = 0;
       for (long long d = 0; d < s.D; ++d) acc += qi[d] * kh[j * s.D + d];
       const float x = static_cast<float>(acc) * scale;
-      p[j] = t == DType::f16 ? round_to_half(x) : round_to_bf16(x);
+      p[j] = softmax ? double(x) : (t == DType::f16 ? round_to_half(x) : round_to_bf16(x));
+      mx = std::max(mx, p[j]);
+    }
+    if (softmax) {
+      for (long long j = 0; j < s.N; ++j) sum += (p[j] = std::exp(p[j] - mx));
+      for (long long j = 0; j < s.N; ++j) p[j] /= sum;
     }
     for (long long d = 0; d < s.D; ++d) {
       double ref = 0;
@@ -99,12 +110,13 @@ int run_bench_chain(const BenchChainOptions& o) {
     for (const std::string& s : o.shapes) shapes.push_back(parse_shape(s));
     for (const std::string& c : o.configs) configs.push_back(parse_config(c));
   } catch (const std::exception& e) {
-    std::cerr << "tessel bench chain: " << e.what() << "\n";
+    std::cerr << "tessel bench " << (o.attention ? "attention" : "chain") << ": " << e.what() << "\n";
     return kExitUsage;
   }
   const SystemInfo& sys = system_info();
   if (!sys.gpu) {
-    std::cerr << "tessel bench chain needs a GPU, and there is none: " << sys.no_gpu_reason << "\n";
+    std::cerr << "tessel bench " << (o.attention ? "attention" : "chain") << " needs a GPU, and there is none: "
+              << sys.no_gpu_reason << "\n";
     return kExitNoGpu;
   }
   cublasHandle_t handle = nullptr;
@@ -112,8 +124,15 @@ int run_bench_chain(const BenchChainOptions& o) {
   std::unique_ptr<cublasContext, void (*)(cublasHandle_t)> guard(handle, [](cublasHandle_t h) { cublasDestroy(h); });
   Tensor flush = Tensor::empty({256LL << 20}, DType::u8);
   unsigned char flush_value = 0;
-  std::cout << "O = f16(scale Q K^T) V: Tessel (as compiled for " << sys.device.arch()
-            << ") vs the same program on mma.sync vs cuBLAS (two GEMMs, S in memory), " << sys.device.name
+  CudnnSoftmax cudnn;
+  if (o.attention && !cudnn.available()) {
+    std::cerr << "tessel bench attention: the unfused baseline needs cuDNN's softmax: " << cudnn.reason() << "\n";
+    return kExitNoGpu;
+  }
+  std::cout << (o.attention ? "O = softmax(scale Q K^T) V: Tessel (" : "O = f16(scale Q K^T) V: Tessel (")
+            << "as compiled for " << sys.device.arch() << ") vs the same program on mma.sync vs "
+            << (o.attention ? "cuBLAS + cuDNN softmax + cuBLAS (S" : "cuBLAS (two GEMMs, S") << " in memory), "
+            << sys.device.name
             << "; medians of " << o.repeats << " interleaved runs, L2 flushed; TFLOP/s = 4 M N D / time\n";
   std::cout << "  " << left("shape MxNxD", 18) << left("dtype", 6) << left("config", 14) << left("path", 40)
             << right("Tessel", 8) << right("mma.sync", 9) << right("cuBLAS", 8) << right("vs mma", 8)
@@ -121,6 +140,10 @@ int run_bench_chain(const BenchChainOptions& o) {
   nlohmann::json results = nlohmann::json::array();
   int problems = 0;
   const float scale = 0.125f;
+  auto make = [&](Shape s, DType t, const kernels::GemmChainConfig& c, const JitOptions& jo) {
+    return o.attention ? kernels::make_attention(s.M, s.N, s.D, t, scale, c, jo)
+                       : kernels::make_gemm_chain(s.M, s.N, s.D, t, scale, c, jo);
+  };
   for (DType t : dtypes)
     for (Shape s : shapes) {
       std::vector<kernels::GemmChainConfig> cs = configs;
@@ -133,16 +156,17 @@ int run_bench_chain(const BenchChainOptions& o) {
         nlohmann::json r = {{"M", s.M}, {"N", s.N}, {"D", s.D}, {"dtype", std::string(dtype_name(t))},
                             {"config", c.describe()}};
         try {
-          JitKernel ours = kernels::make_gemm_chain(s.M, s.N, s.D, t, scale, c);
+          JitKernel ours = make(s, t, c, JitOptions{});
           JitOptions off;
           off.disable_wgmma = true;
-          JitKernel sync = kernels::make_gemm_chain(s.M, s.N, s.D, t, scale, c, off);
+          JitKernel sync = make(s, t, c, off);
           Tensor q = Tensor::empty({s.M, s.D}, t), k = Tensor::empty({s.N, s.D}, t), v = Tensor::empty({s.N, s.D}, t);
           q.fill_random(o.seed);
           k.fill_random(o.seed + 1);
           v.fill_random(o.seed + 2);
           Tensor o1 = Tensor::empty({s.M, s.D}, DType::f32), o2 = Tensor::empty({s.M, s.D}, DType::f32),
-                 o3 = Tensor::empty({s.M, s.D}, DType::f32), sc = Tensor::empty({s.M, s.N}, t);
+                 o3 = Tensor::empty({s.M, s.D}, DType::f32), sc = Tensor::empty({s.M, s.N}, t),
+                 pr = Tensor::empty({s.M, s.N}, t);
           for (Tensor* x : {&o1, &o2, &o3}) x->fill(std::nan(""));
           const cudaDataType ct = t == DType::f16 ? CUDA_R_16F : CUDA_R_16BF;
           auto cublas_chain = [&] {
@@ -152,8 +176,10 @@ int run_bench_chain(const BenchChainOptions& o) {
                                       k.data_ptr(), ct, int(s.D), q.data_ptr(), ct, int(s.D), &zero, sc.data_ptr(),
                                       ct, int(s.N), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
                          "cublasGemmEx (S)");
+            if (o.attention) cudnn.run(sc, pr);
             check_cublas(cublasGemmEx(handle, CUBLAS_OP_N, CUBLAS_OP_N, int(s.D), int(s.M), int(s.N), &one,
-                                      v.data_ptr(), ct, int(s.D), sc.data_ptr(), ct, int(s.N), &zero, o3.data_ptr(),
+                                      v.data_ptr(), ct, int(s.D), (o.attention ? pr : sc).data_ptr(), ct, int(s.N),
+                                      &zero, o3.data_ptr(),
                                       CUDA_R_32F, int(s.D), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
                          "cublasGemmEx (O)");
           };
@@ -161,9 +187,9 @@ int run_bench_chain(const BenchChainOptions& o) {
                                                      [&] { sync.launch({q, k, v, o2}); }, cublas_chain};
           for (auto& run : runs) run();
           check_cu(driver().cuCtxSynchronize(), "cuCtxSynchronize");
-          const double err = sampled_error(q, k, v, o1, s, scale, t);
-          const double err_sync = sampled_error(q, k, v, o2, s, scale, t);
-          const double tol = t == DType::f16 ? 2e-3 : 1e-2;
+          const double err = sampled_error(q, k, v, o1, s, scale, t, o.attention);
+          const double err_sync = sampled_error(q, k, v, o2, s, scale, t, o.attention);
+          const double tol = t == DType::f16 ? (o.attention ? 5e-3 : 2e-3) : (o.attention ? 2e-2 : 1e-2);
           const bool ok = std::isfinite(err) && err <= tol && std::isfinite(err_sync) && err_sync <= tol;
           std::vector<std::vector<double>> ms(runs.size());
           for (int rep = 0; rep < o.warmup + o.repeats; ++rep)
@@ -190,7 +216,7 @@ int run_bench_chain(const BenchChainOptions& o) {
                     {"path", ours.info().path},
                     {"tessel_ms", t_ours},
                     {"mma_sync_ms", t_sync},
-                    {"cublas_two_gemms_ms", t_cublas},
+                    {o.attention ? "unfused_cublas_cudnn_ms" : "cublas_two_gemms_ms", t_cublas},
                     {"tessel_tflops", tflops(t_ours)},
                     {"mma_sync_tflops", tflops(t_sync)},
                     {"cublas_tflops", tflops(t_cublas)},
@@ -215,16 +241,21 @@ int run_bench_chain(const BenchChainOptions& o) {
     }
   if (!o.json_file.empty()) {
     nlohmann::json j = provenance_json();
-    j["tool"] = "tessel bench chain";
-    j["method"] = {{"kernel", "kernels::make_gemm_chain: O = f16(0.125 Q K^T) V, O in f32"},
+    j["tool"] = o.attention ? "tessel bench attention" : "tessel bench chain";
+    j["method"] = {{"kernel", o.attention ? "kernels::make_attention: O = softmax(0.125 Q K^T) V, O in f32"
+                                          : "kernels::make_gemm_chain: O = f16(0.125 Q K^T) V, O in f32"},
                    {"baselines",
                     {"the same program with JitOptions::disable_wgmma (mma.sync)",
-                     "cuBLAS: cublasGemmEx S = 0.125 Q K^T into a 16-bit S in memory, then O = S V (f32 out)"}},
+                     o.attention ? "unfused: cublasGemmEx S = 0.125 Q K^T (16-bit S in memory), cudnnSoftmaxForward "
+                                   "(ACCURATE) into P, cublasGemmEx O = P V (f32 out); cuDNN " + cudnn.version()
+                                 : "cuBLAS: cublasGemmEx S = 0.125 Q K^T into a 16-bit S in memory, then O = S V "
+                                   "(f32 out)"}},
                    {"timing", "CUDA events, legacy default stream, rotating order rep by rep, 256 MiB L2 flush"},
                    {"warmup", o.warmup},
                    {"repeats", o.repeats},
                    {"statistic", "median"},
-                   {"check", "16 rows spread over O against float64 with P rounded to 16 bits"}};
+                   {"check", o.attention ? "16 rows spread over O against a float64 softmax attention"
+                                         : "16 rows spread over O against float64 with P rounded to 16 bits"}};
     j["cases"] = results;
     j["problems"] = problems;
     write_json_file(o.json_file, j);
@@ -235,12 +266,19 @@ int run_bench_chain(const BenchChainOptions& o) {
 
 }  // namespace
 
-Command add_bench_chain_command(CLI::App& bench) {
+namespace {
+Command add_chain_like(CLI::App& bench, bool attention) {
   auto o = std::make_shared<BenchChainOptions>();
-  CLI::App* app = bench.add_subcommand(
-      "chain",
-      "Attention's two GEMMs without the softmax, O = f16(scale Q K^T) V: Tessel (wgmma with A from registers on "
-      "sm_90a) vs its mma.sync path vs cuBLAS as two GEMMs: TFLOP/s (needs a GPU)");
+  o->attention = attention;
+  CLI::App* app =
+      attention
+          ? bench.add_subcommand("attention",
+                                 "FlashAttention's forward pass written in Tessel, O = softmax(scale Q K^T) V: against "
+                                 "its mma.sync path and unfused cuBLAS + cuDNN softmax + cuBLAS: TFLOP/s (needs a GPU)")
+          : bench.add_subcommand("chain",
+                                 "Attention's two GEMMs without the softmax, O = f16(scale Q K^T) V: Tessel (wgmma "
+                                 "with A from registers on sm_90a) vs its mma.sync path vs cuBLAS as two GEMMs: "
+                                 "TFLOP/s (needs a GPU)");
   app->add_option("--shapes", o->shapes, "Shapes MxNxD (queries x keys x head dim), comma-separated")
       ->delimiter(',')
       ->capture_default_str();
@@ -260,6 +298,14 @@ Command add_bench_chain_command(CLI::App& bench) {
   app->add_option("--json", o->json_file, "Also write the results, with date, device, command and commit, to FILE")
       ->type_name("FILE");
   return {app, [o] { return run_bench_chain(*o); }};
+}
+}  // namespace
+
+Command add_bench_chain_command(CLI::App& bench) {
+  return add_chain_like(bench, false);
+}
+Command add_bench_attention_command(CLI::App& bench) {
+  return add_chain_like(bench, true);
 }
 
 }  // namespace tessel::cli

@@ -27,6 +27,7 @@ Command add_bench_gemm_command(CLI::App& bench);
 Command add_bench_compile_command(CLI::App& bench);
 Command add_bench_softmax_command(CLI::App& bench);
 Command add_bench_chain_command(CLI::App& bench);
+Command add_bench_attention_command(CLI::App& bench);
 Command add_tune_gemm_command(CLI::App& tune);
 Command add_tune_softmax_command(CLI::App& tune);
 

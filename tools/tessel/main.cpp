@@ -30,6 +30,7 @@ int main(int argc, char** argv) {
   commands.push_back(cli::add_bench_compile_command(*bench));
   commands.push_back(cli::add_bench_softmax_command(*bench));
   commands.push_back(cli::add_bench_chain_command(*bench));
+  commands.push_back(cli::add_bench_attention_command(*bench));
   CLI::App* tune = app.add_subcommand("tune", "The autotuner: search a kernel's tuning space for one shape");
   tune->require_subcommand(1);
   commands.push_back(cli::add_tune_gemm_command(*tune));

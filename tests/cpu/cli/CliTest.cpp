@@ -152,7 +152,14 @@ TEST_F(Cli, BenchChainChecksItsArgumentsAndNeedsAGpu) {
     const CliRun r = run_tessel("bench chain --shapes 128x128x64");
     EXPECT_EQ(r.exit_code, 3) << r.output;
     EXPECT_NE(r.output.find("tessel bench chain needs a GPU"), std::string::npos) << r.output;
+    const CliRun a = run_tessel("bench attention --shapes 128x128x64");
+    EXPECT_EQ(a.exit_code, 3) << a.output;
+    EXPECT_NE(a.output.find("tessel bench attention needs a GPU"), std::string::npos) << a.output;
   }
+  const CliRun bad = run_tessel("bench attention --dtype f64");
+  EXPECT_EQ(bad.exit_code, 2) << bad.output;
+  EXPECT_NE(bad.output.find("tessel bench attention: --dtype takes f16 and bf16, not 'f64'"), std::string::npos)
+      << bad.output;
 }
 
 TEST_F(Cli, TutorialRejectsAnUnknownSection) {
