@@ -1,5 +1,6 @@
 // tessel tutorial: the seven sections of the tile-language tutorial Tessel grew from, run on this
-// machine. Sections 2 and 3 live in TutorialGemm.cpp, 4 in TutorialSoftmax.cpp, 7 in TutorialTune.cpp.
+// machine. Sections 2 and 3 live in TutorialGemm.cpp, 4 in TutorialSoftmax.cpp, 5 in
+// TutorialAttention.cpp, 7 in TutorialTune.cpp.
 #include <algorithm>
 #include <iostream>
 #include <memory>
@@ -24,9 +25,8 @@ struct TutorialOptions {
 
 // Sections whose kernels have not landed: say so, and where the work is tracked.
 void section_not_implemented(int n, TutorialContext& ctx) {
-  static const char* const titles[] = {"", "", "", "", "", "5. FlashAttention", "6. Under the hood"};
-  static const char* const trackers[] = {
-      "", "", "", "", "issue #4", "no issue filed yet", "no issue filed yet"};
+  static const char* const titles[] = {"", "", "", "", "", "", "6. Under the hood"};
+  static const char* const trackers[] = {"", "", "", "", "", "", "no issue filed yet"};
   print_banner(titles[n]);
   std::cout << "  not yet implemented in this build (" << trackers[n] << ")\n";
   if (n == 6)
@@ -58,6 +58,9 @@ int run_tutorial(const TutorialOptions& o) {
         break;
       case 4:
         section_softmax(ctx, o.cpu);
+        break;
+      case 5:
+        section_attention(ctx, o.cpu);
         break;
       case 7:
         section_autotune(ctx, o.cpu);
@@ -165,8 +168,8 @@ Command add_tutorial_command(CLI::App& root) {
   CLI::App* app =
       root.add_subcommand("tutorial",
                           "Run the tutorial: 1 setup, 2 tensor-core GEMM, 3 knobs, 4 fused "
-                          "softmax, 5 FlashAttention, 6 under the hood, 7 autotuning (5 and 6 "
-                          "are not implemented yet). Without a GPU, sections 2-4 and 7 compile "
+                          "softmax, 5 FlashAttention, 6 under the hood, 7 autotuning (6 is not "
+                          "implemented yet). Without a GPU, sections 2-5 and 7 compile "
                           "their kernels and report instructions and resources instead of timings");
   app->add_option("--section", o->sections, "Sections to run, e.g. 2 or 1,2,3 (default: all)")
       ->delimiter(',')
@@ -181,7 +184,7 @@ Command add_tutorial_command(CLI::App& root) {
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
   app->add_flag("--cpu", o->cpu,
-                "Run sections 2-4 on the CPU reference interpreter at small sizes, checked against float64 "
+                "Run sections 2-5 on the CPU reference interpreter at small sizes, checked against float64 "
                 "(no GPU needed; checks results, times nothing that matters); section 7 then shows its "
                 "space only, since tuning needs GPU timings");
   return {app, [o] { return run_tutorial(*o); }};
