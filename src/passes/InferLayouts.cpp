@@ -11,10 +11,13 @@
 //             plan_pipelines makes BlockGemm's gemm_mainloop (measured faster): its accumulator
 //             layout is the same kind, its shared operands get the 128/64/32-byte swizzled
 //             layouts its descriptors read (hopper_layout.cuh). A gemm whose accumulator
-//             becomes a register A operand (through Parallel nests or fragment copies), and a
-//             register-A gemm itself, split warps along M only. Fragments computed element by
-//             element from (or copied from) such tiles take their layout; the rest: 2-D tiles
-//             row-blocked, others strided; every other shared tile row-major.
+//             becomes a register A operand or is reduced along its rows (through Parallel
+//             nests or fragment copies), and a register-A gemm itself, split warps along M
+//             only. Fragments computed element by element from (or copied from) such tiles
+//             take their layout; a row reduction of a gemm tile gives an AccumulatorRows
+//             vector, and 1-D fragments beside row vectors or row-split gemm tiles take the
+//             row layout; the rest: 2-D tiles row-blocked, others strided; every other shared
+//             tile row-major.
 //             Rejects gemm tiles that do not divide the mma.sync m16n8k16 instruction shape.
 //   Requires: verify_program (regions have extents; gemm operands are checked for scope/dtype).
 //   Ensures:  ctx.fragment_layouts has every fragment, ctx.shared_layouts every shared buffer;
@@ -87,9 +90,11 @@ std::pair<int, int> partition_warps(std::int64_t BM, std::int64_t BN, int warps,
   return best;
 }
 
-// The fragments that become, element by element, the A operand of a gemm held in registers
-// (that operand, and whatever Parallel nests and fragment copies feed it): a gemm whose
-// accumulator is among them must split its warps along M alone, as the register gemm does.
+// The tiles whose rows must stay within one warp: the A operand of a gemm held in registers and
+// the sources of row reductions, and whatever Parallel nests and fragment copies link to them
+// element by element. A gemm whose accumulator is among them splits its warps along M alone (a
+// register-A gemm needs whole rows of A per warp; a row reduction of a gemm tile runs within a
+// warp's quads).
 class RowOperandScan : public IRVisitor {
  public:
   std::set<int> closure() const {
