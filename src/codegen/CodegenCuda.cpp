@@ -332,9 +332,6 @@ class CudaEmitter {
     } else if (const auto* dc = s.as<DeviceCall>()) {
       device_call(dc);
     } else if (s.as<BarrierStmt>()) {
-      // wgmma reads shared memory through the async proxy: every thread orders its own
-      // writes (stores, completed cp.async) before the barrier that hands them over.
-      if (ctx_.uses_wgmma) line() << "tessel::fence_proxy_async_shared();";
       line() << "__syncthreads();";
     } else if (s.as<AsyncCommit>()) {
       line() << "tessel::cp_async_commit();";

@@ -111,6 +111,9 @@ class RowOperandScan : public IRVisitor {
     }
     return out;
   }
+  // The fragments that move element by element into each other: each outermost Parallel nest's,
+  // each fragment-to-fragment copy's two. Layout inference propagates layouts along them.
+  const std::vector<std::vector<Buffer>>& links() const { return links_; }
 
  protected:
   void visit_node(const GemmStmt* op) override {
@@ -174,8 +177,12 @@ class MainLoopGemmScan : public IRVisitor {
 
 class LayoutInference : public IRVisitor {
  public:
-  LayoutInference(PassContext& ctx, std::set<int> row_operand_tiles, std::set<const GemmStmt*> main_loop_gemms)
-      : ctx_(ctx), row_operand_tiles_(std::move(row_operand_tiles)), main_loop_gemms_(std::move(main_loop_gemms)) {}
+  LayoutInference(PassContext& ctx, std::set<int> row_operand_tiles, std::set<const GemmStmt*> main_loop_gemms,
+                  std::vector<std::vector<Buffer>> links)
+      : ctx_(ctx),
+        row_operand_tiles_(std::move(row_operand_tiles)),
+        main_loop_gemms_(std::move(main_loop_gemms)),
+        links_(std::move(links)) {}
 
  protected:
   void visit_node(const DeclBuffer* op) override {
@@ -265,8 +272,6 @@ class LayoutInference : public IRVisitor {
 
   void visit_node(const CopyStmt* op) override {
     const Region &s = op->src, &d = op->dst;
-    if (s.buffer->scope == Scope::Fragment && d.buffer->scope == Scope::Fragment)
-      links_.push_back({s.buffer, d.buffer});
     // Fragments exchanged with global tensors move in 16-byte vectors of the global dtype.
     bool with_global = s.buffer->scope == Scope::Global || d.buffer->scope == Scope::Global;
     bool with_fragment = s.buffer->scope == Scope::Fragment || d.buffer->scope == Scope::Fragment;
@@ -277,18 +282,6 @@ class LayoutInference : public IRVisitor {
   }
 
   void visit_node(const ReduceStmt* op) override { reduces_.push_back(op); }
-
-  // The fragments each outermost Parallel nest touches, for propagation in finish().
-  void visit_node(const ForStmt* op) override {
-    if (op->kind == ForKind::Parallel && !in_nest_) {
-      links_.push_back(fragments_used(op->body));
-      in_nest_ = true;
-      IRVisitor::visit_node(op);
-      in_nest_ = false;
-      return;
-    }
-    IRVisitor::visit_node(op);
-  }
 
  public:
   void finish() {
@@ -550,9 +543,6 @@ class LayoutInference : public IRVisitor {
 
   int vec_ = 1 << 20;
   std::vector<const ReduceStmt*> reduces_;
-  // Fragments that move element by element into each other: a Parallel nest's, a copy's two.
-  std::vector<std::vector<Buffer>> links_;
-  bool in_nest_ = false;
 
  private:
   void set_shared(const Buffer& b, bool swizzled, std::source_location) {
@@ -564,6 +554,7 @@ class LayoutInference : public IRVisitor {
   PassContext& ctx_;
   std::set<int> row_operand_tiles_;
   std::set<const GemmStmt*> main_loop_gemms_;
+  std::vector<std::vector<Buffer>> links_;  // RowOperandScan::links()
   std::vector<Buffer> decls_;
 };
 
@@ -574,7 +565,7 @@ Stmt infer_layouts(const Stmt& body, PassContext& ctx) {
   scan.visit(body);
   MainLoopGemmScan main_loops;
   main_loops.visit(body);
-  LayoutInference inference(ctx, scan.closure(), main_loops.gemms);
+  LayoutInference inference(ctx, scan.closure(), main_loops.gemms, scan.links());
   inference.visit(body);
   inference.finish();
   return body;

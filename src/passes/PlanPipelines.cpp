@@ -12,7 +12,10 @@
 //             the loop points at one stage. Shared-memory writes outside pipelined loops get a
 //             barrier before (earlier readers are done) and after (the data is visible), with
 //             cp.async groups drained.
-//   Requires: verify_program, infer_layouts (layouts are copied to the multi-buffered tiles).
+//             In kernels with wgmma gemms each barrier is preceded by the generic -> async proxy
+//             fence (see barrier()).
+//   Requires: verify_program, infer_layouts (layouts are copied to the multi-buffered tiles;
+//             ctx.uses_wgmma).
 //   Ensures:  no ForStmt of kind Pipelined remains; every shared-memory write is ordered by
 //             barriers against its readers.
 #include <map>
@@ -140,14 +143,14 @@ class PipelinePlanner : public IRMutator {
         make_seq({make_if(make_binary(BinaryOp::LT, s, n), issue(s), Stmt(), w), make_async_commit(w)}, w),
         w);
     Expr next = make_binary(BinaryOp::Add, k, make_int(S - 1));
-    std::vector<Stmt> steady{make_async_wait(S - 2, w), make_barrier(w),
+    std::vector<Stmt> steady{make_async_wait(S - 2, w), barrier(w),
                              make_if(make_binary(BinaryOp::LT, next, n), issue(next), Stmt(), w),
                              make_async_commit(w)};
     if (Stmt fused = gemm_mainloop(op, consumers, local, issue_at); fused.defined()) return fused;
     Expr stage = make_binary(BinaryOp::Mod, k, make_int(S));
     for (const Stmt& c : consumers) steady.push_back(StageRewriter(local, stage).mutate(c));
     Stmt main = make_for(k, op->min, n, ForKind::Serial, 0, make_seq(steady, w), w);
-    return make_seq({prologue, main, make_async_wait(0, w), make_barrier(w)}, w);
+    return make_seq({prologue, main, make_async_wait(0, w), barrier(w)}, w);
   }
 
   // A run of adjacent shared-memory writes is fenced once: barrier, the writes, drain the
@@ -174,6 +177,15 @@ class PipelinePlanner : public IRMutator {
   Stmt mutate_node(const FillStmt*, const Stmt& self) override { return fence({self}); }
 
  private:
+  // __syncthreads. In a kernel whose gemms read shared memory through the async proxy (wgmma,
+  // infer_layouts sets ctx.uses_wgmma), every thread first orders its own shared-memory writes
+  // (stores, completed cp.async) before the barrier that hands them over, as the PTX memory
+  // model asks of the writers: fence.proxy.async.shared::cta.
+  Stmt barrier(std::source_location w) const {
+    if (!ctx_.uses_wgmma) return make_barrier(w);
+    return make_seq({make_device_call("tessel::fence_proxy_async_shared", {}, {}, w), make_barrier(w)}, w);
+  }
+
   // A loop whose only compute is one gemm on the staged tiles becomes tessel::gemm_mainloop
   // (device/tessel/mainloop.cuh), which carries the gemm's register fragments across tiles so
   // that the next tile's first loads overlap the current tile's last mmas; the copies go in as
@@ -211,7 +223,7 @@ class PipelinePlanner : public IRMutator {
   Stmt fence(const std::vector<Stmt>& writes) {
     if (writes.size() == 1 && !writes_shared(writes[0])) return writes[0];
     auto w = writes[0]->where;
-    std::vector<Stmt> out{make_barrier(w)};
+    std::vector<Stmt> out{barrier(w)};
     bool async = false;
     for (const Stmt& s : writes) {
       out.push_back(s);
@@ -221,7 +233,7 @@ class PipelinePlanner : public IRMutator {
       out.push_back(make_async_commit(w));
       out.push_back(make_async_wait(0, w));
     }
-    out.push_back(make_barrier(w));
+    out.push_back(barrier(w));
     return make_seq(out, w);
   }
 

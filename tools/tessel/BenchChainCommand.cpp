@@ -16,11 +16,12 @@
 
 #include "kernels/attention/GemmChain.hpp"
 #include "tessel/runtime/Driver.hpp"
-#include "tessel/runtime/HostFloat.hpp"
+#include "tools/tessel/AttentionCheck.hpp"
 #include "tools/tessel/Commands.hpp"
 #include "tools/tessel/CudnnSoftmax.hpp"
 #include "tools/tessel/Output.hpp"
 #include "tools/tessel/System.hpp"
+#include "tools/tessel/Timing.hpp"
 
 namespace tessel::cli {
 
@@ -60,40 +61,6 @@ kernels::GemmChainConfig parse_config(const std::string& s) {
 void check_cublas(cublasStatus_t status, const char* what) {
   if (status != CUBLAS_STATUS_SUCCESS)
     throw std::runtime_error(std::string(what) + " failed with cuBLAS status " + std::to_string(int(status)));
-}
-
-// O's rows i (a sample spread over M) in float64 from the inputs (the chain: P rounded to 16 bits
-// as the kernels do; attention: the softmax in float64); the relative Frobenius error of `o` there.
-double sampled_error(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& o, Shape s, float scale,
-                     DType t, bool softmax) {
-  const std::vector<double> kh = k.to_host_f64(), vh = v.to_host_f64();
-  const long long samples = std::min<long long>(s.M, 16);
-  double num = 0, den = 0;
-  std::vector<double> p(s.N);
-  for (long long n = 0; n < samples; ++n) {
-    const long long i = samples == 1 ? 0 : n * (s.M - 1) / (samples - 1);
-    const std::vector<double> qi = q.slice(0, i, i + 1).to_host_f64(), oi = o.slice(0, i, i + 1).to_host_f64();
-    double mx = -INFINITY, sum = 0;
-    for (long long j = 0; j < s.N; ++j) {
-      double acc = 0;
-      for (long long d = 0; d < s.D; ++d) acc += qi[d] * kh[j * s.D + d];
-      const float x = static_cast<float>(acc) * scale;
-      p[j] = softmax ? double(x) : (t == DType::f16 ? round_to_half(x) : round_to_bf16(x));
-      mx = std::max(mx, p[j]);
-    }
-    if (softmax) {
-      for (long long j = 0; j < s.N; ++j) sum += (p[j] = std::exp(p[j] - mx));
-      for (long long j = 0; j < s.N; ++j) p[j] /= sum;
-    }
-    for (long long d = 0; d < s.D; ++d) {
-      double ref = 0;
-      for (long long j = 0; j < s.N; ++j) ref += p[j] * vh[j * s.D + d];
-      if (!std::isfinite(oi[d])) return NAN;
-      num += (oi[d] - ref) * (oi[d] - ref);
-      den += ref * ref;
-    }
-  }
-  return std::sqrt(num / std::max(den, 1e-300));
 }
 
 int run_bench_chain(const BenchChainOptions& o) {
@@ -187,25 +154,19 @@ int run_bench_chain(const BenchChainOptions& o) {
                                                      [&] { sync.launch({q, k, v, o2}); }, cublas_chain};
           for (auto& run : runs) run();
           check_cu(driver().cuCtxSynchronize(), "cuCtxSynchronize");
-          const double err = sampled_error(q, k, v, o1, s, scale, t, o.attention);
-          const double err_sync = sampled_error(q, k, v, o2, s, scale, t, o.attention);
+          const std::vector<double> qh = q.to_host_f64(), kh = k.to_host_f64(), vh = v.to_host_f64();
+          const std::vector<long long> rows = spread_rows(s.M, 16);
+          const double err = attention_error(qh, kh, vh, o1.to_host_f64(), rows, s.N, s.D, scale, t, o.attention);
+          const double err_sync =
+              attention_error(qh, kh, vh, o2.to_host_f64(), rows, s.N, s.D, scale, t, o.attention);
           const double tol = t == DType::f16 ? (o.attention ? 5e-3 : 2e-3) : (o.attention ? 2e-2 : 1e-2);
           const bool ok = std::isfinite(err) && err <= tol && std::isfinite(err_sync) && err_sync <= tol;
-          std::vector<std::vector<double>> ms(runs.size());
-          for (int rep = 0; rep < o.warmup + o.repeats; ++rep)
-            for (size_t j = 0; j < runs.size(); ++j) {
-              const size_t which = (j + rep) % runs.size();  // rotate who goes first
-              check_cu(driver().cuMemsetD8Async(flush.device_ptr(), ++flush_value, flush.nbytes(), nullptr),
-                       "cuMemsetD8Async (L2 flush)");
-              EventTimer timer;
-              timer.start();
-              runs[which]();
-              timer.stop();
-              const float e = timer.elapsed_ms();
-              if (rep >= o.warmup) ms[which].push_back(e);
-            }
+          const std::vector<double> ms = interleaved_median_ms(runs, o.warmup, o.repeats, [&] {
+            check_cu(driver().cuMemsetD8Async(flush.device_ptr(), ++flush_value, flush.nbytes(), nullptr),
+                     "cuMemsetD8Async (L2 flush)");
+          });
           const double flops = 4.0 * double(s.M) * double(s.N) * double(s.D);
-          const double t_ours = median(ms[0]), t_sync = median(ms[1]), t_cublas = median(ms[2]);
+          const double t_ours = ms[0], t_sync = ms[1], t_cublas = ms[2];
           auto tflops = [&](double msec) { return flops / (msec * 1e-3) / 1e12; };
           std::cout << "  " << left(shape_text, 18) << left(std::string(dtype_name(t)), 6) << left(c.describe(), 14)
                     << left(ours.info().path, 40) << right(fixed(tflops(t_ours), 1), 8)

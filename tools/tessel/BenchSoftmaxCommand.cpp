@@ -11,6 +11,7 @@
 #include "tools/tessel/CudnnSoftmax.hpp"
 #include "tools/tessel/Output.hpp"
 #include "tools/tessel/System.hpp"
+#include "tools/tessel/Timing.hpp"
 
 namespace tessel::cli {
 
@@ -138,19 +139,8 @@ int run_bench_softmax(const BenchSoftmaxOptions& o) {
                          "cuMemcpyDtoDAsync");
               }};
           if (cudnn.available()) runs.push_back([&] { cudnn.run(x, y2); });
-          std::vector<std::vector<double>> ms(runs.size());
-          for (int rep = 0; rep < o.warmup + o.repeats; ++rep) {
-            for (size_t j = 0; j < runs.size(); ++j) {
-              size_t which = (j + rep) % runs.size();  // rotate who goes first
-              EventTimer timer;
-              timer.start();
-              runs[which]();
-              timer.stop();
-              float e = timer.elapsed_ms();
-              if (rep >= o.warmup) ms[which].push_back(e);
-            }
-          }
-          double ours = median(ms[0]), copy = median(ms[1]), theirs = cudnn.available() ? median(ms[2]) : NAN;
+          const std::vector<double> ms = interleaved_median_ms(runs, o.warmup, o.repeats);
+          double ours = ms[0], copy = ms[1], theirs = cudnn.available() ? ms[2] : NAN;
           double gbs = bytes / (ours * 1e-3) / 1e9, copy_gbs = bytes / (copy * 1e-3) / 1e9,
                  cudnn_gbs = bytes / (theirs * 1e-3) / 1e9;
           std::cout << "  " << left(std::to_string(M) + "x" + std::to_string(N), 18)

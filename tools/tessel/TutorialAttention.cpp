@@ -9,38 +9,15 @@
 #include "kernels/attention/GemmChain.hpp"
 #include "tessel/interp/Interpreter.hpp"
 #include "tessel/runtime/Driver.hpp"
+#include "tools/tessel/AttentionCheck.hpp"
 #include "tools/tessel/Output.hpp"
 #include "tools/tessel/System.hpp"
+#include "tools/tessel/Timing.hpp"
 #include "tools/tessel/Tutorial.hpp"
 
 namespace tessel::cli {
 
 namespace {
-
-// Rows [0, rows) of softmax(scale q k^T) v in float64 against `o`: the relative Frobenius error.
-double attention_error(const std::vector<double>& q, const std::vector<double>& k, const std::vector<double>& v,
-                       const std::vector<double>& o, long long rows, long long N, long long D, double scale) {
-  double num = 0, den = 0;
-  std::vector<double> p(N);
-  for (long long i = 0; i < rows; ++i) {
-    double mx = -INFINITY, sum = 0;
-    for (long long j = 0; j < N; ++j) {
-      double acc = 0;
-      for (long long d = 0; d < D; ++d) acc += q[i * D + d] * k[j * D + d];
-      mx = std::max(mx, p[j] = acc * scale);
-    }
-    for (long long j = 0; j < N; ++j) sum += (p[j] = std::exp(p[j] - mx));
-    for (long long d = 0; d < D; ++d) {
-      double ref = 0;
-      for (long long j = 0; j < N; ++j) ref += p[j] / sum * v[j * D + d];
-      const double got = o[i * D + d];
-      if (!std::isfinite(got)) return NAN;
-      num += (got - ref) * (got - ref);
-      den += ref * ref;
-    }
-  }
-  return std::sqrt(num / den);
-}
 
 void show_program() {
   std::cout
@@ -72,7 +49,8 @@ void section_attention(TutorialContext& ctx, bool cpu) {
     auto q = interp::HostTensor::random(DType::f16, {M, D}, 5), k = interp::HostTensor::random(DType::f16, {N, D}, 6),
          v = interp::HostTensor::random(DType::f16, {N, D}, 7);
     auto o = interp::run_on_cpu(kernels::attention_program(M, N, D, DType::f16, scale, c), {q, k, v}, {-1});
-    const double err = attention_error(q.to_values(), k.to_values(), v.to_values(), o[0].to_values(), M, N, D, scale);
+    const double err = attention_error(q.to_values(), k.to_values(), v.to_values(), o[0].to_values(),
+                                       spread_rows(M, M), N, D, scale, DType::f16, /*softmax=*/true);
     const bool ok = std::isfinite(err) && err <= 5e-3;
     std::cout << "  interpreter " << M << "x" << N << "x" << D << " f16, " << c.describe()
               << ": relative error vs float64 " << scientific(err) << (ok ? " OK" : "  NUMERICALLY WRONG") << "\n";
@@ -106,24 +84,13 @@ void section_attention(TutorialContext& ctx, bool cpu) {
   o.fill(std::nan(""));
   kern.launch({q, k, v, o});
   check_cu(driver().cuCtxSynchronize(), "cuCtxSynchronize");
-  const double err = attention_error(q.slice(0, 0, 8).to_host_f64(), k.to_host_f64(), v.to_host_f64(),
-                                     o.slice(0, 0, 8).to_host_f64(), 8, N, D, scale);
+  const double err = attention_error(q.to_host_f64(), k.to_host_f64(), v.to_host_f64(), o.to_host_f64(),
+                                     spread_rows(M, 8), N, D, scale, DType::f16, /*softmax=*/true);
   const bool ok = std::isfinite(err) && err <= 5e-3;
-  std::cout << "  check:   relative error vs float64 (8 rows) " << scientific(err)
+  std::cout << "  check:   relative error vs float64 (8 rows spread over O) " << scientific(err)
             << (ok ? ": OK" : ": NUMERICALLY WRONG") << "\n";
   if (!ok) ++ctx.problems;
-  auto time_ms = [&](const std::function<void()>& run) {
-    for (int i = 0; i < ctx.warmup; ++i) run();
-    std::vector<double> ms;
-    for (int i = 0; i < ctx.repeats; ++i) {
-      EventTimer t;
-      t.start();
-      run();
-      t.stop();
-      ms.push_back(t.elapsed_ms());
-    }
-    return median(ms);
-  };
+  auto time_ms = [&](const std::function<void()>& run) { return median_ms(run, ctx.warmup, ctx.repeats); };
   const double flops = 4.0 * double(M) * double(N) * double(D);
   const double ours = time_ms([&] { kern.launch({q, k, v, o}); });
   const double theirs = time_ms([&] { sync.launch({q, k, v, o2}); });

@@ -12,6 +12,7 @@
 #include "tools/tessel/CudnnSoftmax.hpp"
 #include "tools/tessel/Output.hpp"
 #include "tools/tessel/System.hpp"
+#include "tools/tessel/Timing.hpp"
 #include "tools/tessel/Tutorial.hpp"
 
 namespace tessel::cli {
@@ -99,18 +100,7 @@ void section_softmax(TutorialContext& ctx, bool cpu) {
             << (ok ? ": OK" : ": NUMERICALLY WRONG") << "\n";
   if (!ok) ++ctx.problems;
   CudnnSoftmax cudnn;
-  auto time_ms = [&](const std::function<void()>& run) {
-    for (int i = 0; i < ctx.warmup; ++i) run();
-    std::vector<double> ms;
-    for (int i = 0; i < ctx.repeats; ++i) {
-      EventTimer t;
-      t.start();
-      run();
-      t.stop();
-      ms.push_back(t.elapsed_ms());
-    }
-    return median(ms);
-  };
+  auto time_ms = [&](const std::function<void()>& run) { return median_ms(run, ctx.warmup, ctx.repeats); };
   const double bytes = 2.0 * static_cast<double>(x.nbytes());
   double ours = time_ms([&] { k.launch({x, y}); });
   double copy = time_ms([&] {
