@@ -1,0 +1,86 @@
+// FlashAttention's forward pass, written in Tessel: O, LSE = attention(Q, K, V).
+//
+//   Q [B, Sq, H, D], K and V [B, Sk, H_kv, D] (H_kv divides H: multi-head, grouped-query and
+//   multi-query attention), f16 or bf16, any element strides in the batch, sequence and head
+//   dimensions (BSHD and BHSD are two stride orders of one logical tensor) with the head
+//   dimension contiguous; O [B, Sq, H, D] in the inputs' dtype, row-major; LSE [B, H, Sq] f32:
+//   each row's log-sum-exp of the scaled scores (natural log), what a backward pass needs.
+//   O = softmax(scale * Q K^T) V per (batch, head), head h reading K/V head h / (H / H_kv).
+//   Causal: query i sees keys j <= i + Sk - Sq (the mask aligned to the bottom-right corner,
+//   as FlashAttention 2 does when Sq != Sk). A query row that sees no key gives O = 0 and
+//   LSE = -inf.
+//
+// The program (attention_program) is the online-softmax loop over blocks of block_N keys for
+// one block of block_M queries of one (batch, head): S = Q K^T, masked (sequence tail, causal
+// diagonal blocks), m = max(m, rowmax(S)), P = exp(S - m), l = l * exp(m_old - m) + rowsum(P),
+// O = O * exp(m_old - m) + P V; at the end O / l and LSE = m + log(l). Causal blocks above the
+// diagonal are skipped by the loop's bound, not masked.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "tessel/Frontend.hpp"
+#include "tessel/Jit.hpp"
+#include "tessel/runtime/Tensor.hpp"
+
+namespace tessel::kernels {
+
+struct AttentionShape {
+  std::int64_t batch = 1, heads = 1, kv_heads = 1;
+  std::int64_t seqlen_q = 1, seqlen_k = 1;
+  std::int64_t dim = 64;
+  // Element strides of Q, K and V over [B, S, H, D]; empty: row-major [B, S, H, D] (BSHD).
+  // The last stride must be 1.
+  std::vector<std::int64_t> q_strides, k_strides, v_strides;
+  std::string describe() const;  // "B2 H16/16 Sq1024 Sk1024 D128"
+};
+
+// The strides of a [B, S, H, D] tensor stored as [B, H, S, D] (BHSD).
+std::vector<std::int64_t> bhsd_strides(std::int64_t B, std::int64_t S, std::int64_t H, std::int64_t D);
+
+struct AttentionConfig {
+  int block_M = 128;  // query rows per block (64 per consumer warpgroup on sm_90a)
+  int block_N = 128;  // keys per step of the loop
+  int threads = 256;
+  int num_stages = 2;  // of the K/V ring
+  std::string describe() const;  // "128x128 s2 t256"
+  bool operator==(const AttentionConfig&) const = default;
+};
+
+struct AttentionOptions {
+  bool causal = false;
+  // The softmax scale; 0 means 1/sqrt(D).
+  float scale = 0.0f;
+  // A config; unset: the built-in choice for the shape class, D, causal, dtype and GPU.
+  std::optional<AttentionConfig> config;
+  JitOptions jit;
+};
+
+// Throws CompileError naming the tensor, the values and what is legal when the shape, dtype or
+// strides cannot be run (H % H_kv, D not a multiple of 8 or over 256, a non-unit last stride).
+void check_attention(const AttentionShape& s, DType dtype);
+
+// The config used when none is given.
+AttentionConfig default_attention_config(const AttentionShape& s, DType dtype, bool causal,
+                                         const std::string& arch);
+
+// The program, for the tuner and `tessel dump`: parameters Q, K, V, O, LSE in that order.
+PrimFunc attention_program(const AttentionShape& s, DType dtype, bool causal, float scale,
+                           const AttentionConfig& c);
+// The compiled program (outputs O and LSE allocated by call()).
+JitKernel make_flash_attention(const AttentionShape& s, DType dtype, const AttentionOptions& o = {});
+
+struct AttentionOutput {
+  Tensor O;    // [B, Sq, H, D], the inputs' dtype
+  Tensor LSE;  // [B, H, Sq], f32
+};
+// The library entry point: checks the tensors (ranks, dtypes, matching B and D, H % H_kv,
+// strides), compiles (cached per shape, strides, causal, scale, dtype and config) and runs.
+AttentionOutput flash_attention(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionOptions& o = {},
+                                CUstream stream = nullptr);
+
+}  // namespace tessel::kernels
