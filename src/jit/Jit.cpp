@@ -252,8 +252,20 @@ void JitKernel::launch(const std::vector<Tensor>& args, CUstream stream) const {
     std::vector<std::int64_t> want = p.const_shape();
     if (t.shape() != want)
       throw RuntimeError(which + " has shape " + shape_text(t.shape()) + "; expected " + shape_text(want));
-    if (!t.is_contiguous())
-      throw RuntimeError(which + " is not contiguous; Tessel kernels take row-major tensors");
+    if (!p.row_major() || !t.is_contiguous()) {
+      // The kernel was compiled for the parameter's strides (row-major unless it declared
+      // others); dimensions of size 1 may have any stride.
+      std::vector<std::int64_t> compiled;
+      for (const ir::Expr& e : p.strides()) compiled.push_back(*ir::as_const_int(e));
+      bool same = true;
+      for (size_t d = 0; d < want.size(); ++d) same = same && (want[d] == 1 || t.strides()[d] == compiled[d]);
+      if (!same)
+        throw RuntimeError(which + " has strides " + shape_text(t.strides()) + "; the kernel was compiled for " +
+                           shape_text(compiled) +
+                           (p.row_major() ? " (row-major): copy it to a contiguous tensor, or declare the "
+                                            "parameter with its strides (PrimFunc::tensor)"
+                                          : ""));
+    }
     if (t.device_ptr() % 16 != 0)
       throw RuntimeError(which + " is at address " + std::to_string(t.device_ptr()) +
                          ", not 16-byte aligned; Tessel's vectorized copies need 16-byte aligned tensors");
