@@ -188,8 +188,8 @@ Buffer PrimFunc::tensor(const std::string& name, std::vector<Expr> shape, DType 
   return Buffer(b);
 }
 
-Buffer PrimFunc::tensor(const std::string& name, std::vector<Expr> shape, DType dtype, std::vector<Expr> strides,
-                        Loc where) {
+Buffer PrimFunc::tensor(const std::string& name, std::vector<Expr> shape, DType dtype,
+                        std::vector<Expr> strides, Loc where) {
   if (strides.size() != shape.size())
     TESSEL_USER_ERROR("tensor", where,
                       "tensor " << name << " has " << shape.size() << " dimensions but " << strides.size()
@@ -203,7 +203,8 @@ Buffer PrimFunc::tensor(const std::string& name, std::vector<Expr> shape, DType 
     strides[i] = ir::make_int(*v, DType::i64);
   }
   Buffer b = tensor(name, std::move(shape), dtype, where);
-  ir::Buffer sb = ir::Buffer::make(b.ir()->name, b.ir()->shape, dtype, ir::Scope::Global, where, 0, std::move(strides));
+  ir::Buffer sb =
+      ir::Buffer::make(b.ir()->name, b.ir()->shape, dtype, ir::Scope::Global, where, 0, std::move(strides));
   if (sb.row_major()) return b;  // the same as a row-major tensor: one kernel for both
   node_->params.back() = sb;
   return Buffer(sb);
@@ -284,7 +285,8 @@ Buffer alloc_fragment(std::vector<Expr> shape, DType dtype, Loc where) {
 Buffer alloc_fragment(std::vector<Expr> shape, DType dtype, FragmentStorage storage, Loc where) {
   if (storage.shared_tail < 0)
     TESSEL_USER_ERROR("alloc_fragment", where,
-                      "shared_tail is " << storage.shared_tail << "; give the number of vectors (>= 0) per thread "
+                      "shared_tail is " << storage.shared_tail
+                                        << "; give the number of vectors (>= 0) per thread "
                                         << "kept in shared memory");
   return alloc(std::move(shape), dtype, ir::Scope::Fragment, "alloc_fragment", "fragment", where,
                storage.shared_tail);

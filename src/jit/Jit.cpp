@@ -135,9 +135,11 @@ JitKernel jit(const PrimFunc& f, const JitOptions& options) {
   const std::set<std::string> disabled = disabled_features(std::getenv("TESSEL_DISABLE"));
   auto env_off = [&](const char* name) { return disabled.count(name) != 0; };
   passes::PassContext::Switches switches{
-      !options.disable_tma && !env_off("tma"), !options.disable_wgmma && !env_off("wgmma"),
+      !options.disable_tma && !env_off("tma"),
+      !options.disable_wgmma && !env_off("wgmma"),
       !options.disable_warp_specialization && !env_off("warp_specialization"),
-      !options.disable_split_k && !env_off("split_k"), !options.disable_tma_store && !env_off("tma_store"),
+      !options.disable_split_k && !env_off("split_k"),
+      !options.disable_tma_store && !env_off("tma_store"),
       !options.disable_multicast && !env_off("multicast")};
 
   int nparams = static_cast<int>(prog.params.size());
@@ -194,8 +196,8 @@ JitKernel jit(const PrimFunc& f, const JitOptions& options) {
                                           (hopper.fused_epilogue ? ", fused Parallel epilogue" : "")
                     : ctx.uses_wgmma ? std::string("sm90 wgmma block gemm (generic kernel)") +
                                            (tensor_cores ? " + mma.sync" : "")
-                    : tensor_cores   ? "mma.sync"
-                                     : "CUDA cores (no gemm)";
+                    : tensor_cores ? "mma.sync"
+                                   : "CUDA cores (no gemm)";
   impl->info.hopper_declined = hopper.why_not;
   impl->info.persistent = hopper.selected;
   if (hopper.selected) {
@@ -260,8 +262,8 @@ void JitKernel::launch(const std::vector<Tensor>& args, CUstream stream) const {
       bool same = true;
       for (size_t d = 0; d < want.size(); ++d) same = same && (want[d] == 1 || t.strides()[d] == compiled[d]);
       if (!same)
-        throw RuntimeError(which + " has strides " + shape_text(t.strides()) + "; the kernel was compiled for " +
-                           shape_text(compiled) +
+        throw RuntimeError(which + " has strides " + shape_text(t.strides()) +
+                           "; the kernel was compiled for " + shape_text(compiled) +
                            (p.row_major() ? " (row-major): copy it to a contiguous tensor, or declare the "
                                             "parameter with its strides (PrimFunc::tensor)"
                                           : ""));

@@ -34,7 +34,8 @@ namespace {
 Expr linear_offset(const Region& r) {
   if (r.buffer.row_major()) {
     Expr off = make_int(0, DType::i64);
-    for (size_t d = 0; d < r.starts.size(); ++d) off = add(mul(off, i64(r.buffer->shape[d])), i64(r.starts[d]));
+    for (size_t d = 0; d < r.starts.size(); ++d)
+      off = add(mul(off, i64(r.buffer->shape[d])), i64(r.starts[d]));
     return off;
   }
   const std::vector<Expr> strides = r.buffer.strides();
@@ -48,7 +49,7 @@ Expr linear_offset(const Region& r) {
 // [1, BM, 1, D] region of a [B, S, H, D] tensor is a BM x D matrix of rows S and columns D.
 struct GlobalMatrix {
   int row_dim = -1, col_dim = -1;
-  Expr row_start, col_start;  // where the matrix starts in those dims
+  Expr row_start, col_start;    // where the matrix starts in those dims
   Expr rows_valid, cols_valid;  // rows / columns inside the tensor from there (may be <= 0)
   Expr ld;                      // elements from one row to the next
   Expr col_stride;              // elements from one column to the next (1: contiguous rows)
@@ -163,9 +164,8 @@ class TileOpLowering : public IRMutator {
     const bool a_in_registers = op->A.buffer->scope == Scope::Fragment;
     DeviceCallArg a = a_in_registers ? DeviceCallArg{Expr(), ctx_.registers_of(op->A.buffer), Expr()}
                                      : DeviceCallArg{Expr(), op->A.buffer, linear_offset(op->A)};
-    std::vector<DeviceCallArg> args{a,
-                                    {Expr(), op->B.buffer, linear_offset(op->B)},
-                                    {Expr(), ctx_.registers_of(op->C.buffer), Expr()}};
+    std::vector<DeviceCallArg> args{
+        a, {Expr(), op->B.buffer, linear_offset(op->B)}, {Expr(), ctx_.registers_of(op->C.buffer), Expr()}};
     return make_device_call(l.gemm_type + (a_in_registers ? "::run_rs" : "::run"), {}, args, op->where);
   }
 
@@ -213,8 +213,9 @@ class TileOpLowering : public IRMutator {
     std::optional<GlobalMatrix> m = global_matrix(src);
     if (!m)
       TESSEL_USER_ERROR("copy", w,
-                        "the region " << to_string(src) << " of " << g->name
-                                      << " has more than two dimensions of extent > 1; a copy moves a 2-D tile");
+                        "the region "
+                            << to_string(src) << " of " << g->name
+                            << " has more than two dimensions of extent > 1; a copy moves a 2-D tile");
     // Rows that are not contiguous (a column stride other than 1): element by element.
     if (!is_const_int(m->col_stride, 1)) return element_copy(op);
     const SharedLayout& layout = ctx_.shared_layouts.at(dst.buffer->id);
@@ -397,10 +398,11 @@ class TileOpLowering : public IRMutator {
     const FragmentLayout &ls = ctx_.fragment_layouts.at(src.buffer->id),
                          &ld = ctx_.fragment_layouts.at(dst.buffer->id);
     if (!same_fragment_layout(ls, ld))
-      TESSEL_USER_ERROR("copy", w,
-                        "fragments " << src.buffer->name << " and " << dst.buffer->name
-                                     << " are spread over threads differently; a copy between "
-                                     << "fragments needs one layout (both [M, N] tiles fed by the same gemm)");
+      TESSEL_USER_ERROR(
+          "copy", w,
+          "fragments " << src.buffer->name << " and " << dst.buffer->name
+                       << " are spread over threads differently; a copy between "
+                       << "fragments needs one layout (both [M, N] tiles fed by the same gemm)");
     Var v("l");
     Stmt body = make_store(ctx_.registers_of(dst.buffer), {v},
                            make_cast(dst.buffer->dtype, make_load(ctx_.registers_of(src.buffer), {v})), w);
@@ -480,7 +482,8 @@ class TileOpLowering : public IRMutator {
       }
       Expr present = make_binary(BinaryOp::GT, valid, make_int(0));
       ranges_.set(grp, {0, groups - 1});
-      if (prove_by_cases(present, ranges_) == std::optional<bool>(true)) present = make_int(1, DType::boolean);
+      if (prove_by_cases(present, ranges_) == std::optional<bool>(true))
+        present = make_int(1, DType::boolean);
       const bool provably_fast = prove_by_cases(fast, ranges_) == std::optional<bool>(true);
       ranges_.erase(grp);
       Stmt whole, masked;

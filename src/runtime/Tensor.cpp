@@ -415,7 +415,8 @@ Tensor Tensor::permute(const std::vector<int>& order) const {
   }
   if (!ok)
     throw RuntimeError("Tensor::permute: [" + join(std::vector<std::int64_t>(order.begin(), order.end())) +
-                       "] is not a permutation of the " + std::to_string(dim()) + " dimensions of " + describe());
+                       "] is not a permutation of the " + std::to_string(dim()) + " dimensions of " +
+                       describe());
   Tensor t = *this;
   for (size_t i = 0; i < order.size(); ++i) {
     t.shape_[i] = shape_[static_cast<size_t>(order[i])];
