@@ -37,9 +37,16 @@ const PassEntry kPasses[] = {
     // Layouts next: gemm fixes the accumulator and operand layouts that copies, Parallel nests
     // and the pipeline's multi-buffered tiles must all follow.
     {"infer_layouts", passes::infer_layouts},
+    // TMA needs the shared tile laid out as a TMA box writes it (the wgmma swizzle), so after
+    // layouts; and before pipelining, which builds an mbarrier ring for TMA loads and a
+    // cp.async schedule for other copies.
+    {"plan_tma_copies", passes::plan_tma_copies},
     // Pipelining works on tile ops (it moves whole copies between iterations), so it runs
     // before they are lowered; it multi-buffers shared tiles, so after layouts are known.
     {"plan_pipelines", passes::plan_pipelines},
+    // Roles split the rings' producer work from everything else, so after the rings exist; and
+    // before lowering, which then lowers the consumers' tile ops inside their role.
+    {"specialize_warps", passes::specialize_warps},
     // Parallel nests become per-register loops before tile ops are lowered, because lowering
     // replaces fragments by register arrays that the nests must index the same way.
     {"lower_parallel_loops", passes::lower_parallel_loops},
@@ -50,6 +57,9 @@ const PassEntry kPasses[] = {
     // Element loops over register arrays with shared tails become vector loops once every
     // fragment is a register array (and so every tail is known).
     {"vectorize_shared_tails", passes::vectorize_shared_tails},
+    // After every pass that emits barriers (lowering emits some for reductions and staged
+    // copies): the consumers' become named barriers; the rings' mbarriers get initialized.
+    {"insert_barriers", passes::insert_barriers},
     // Last: the final set and sizes of shared buffers are known only after pipelining.
     {"plan_shared_memory", passes::plan_shared_memory},
 };
@@ -127,6 +137,7 @@ LoweredFunc lower(const ir::PrimFuncNode& f, const passes::Target& target,
   out.ctx.allow_split_k = s.allow_split_k;
   out.ctx.allow_tma_store = s.allow_tma_store;
   out.ctx.allow_multicast = s.allow_multicast;
+  out.ctx.allow_async_pipeline = s.allow_async_pipeline;
   out.ctx.allow_warp_specialization = s.allow_warp_specialization;
   out.name = f.name;
   out.params = f.params;

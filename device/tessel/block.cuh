@@ -1,6 +1,8 @@
 // Block-level scheduling helpers: block-index rasterization and the block barrier.
 #pragma once
 
+#include "smem.cuh"
+
 namespace tessel {
 
 // Remaps the launch-order block index (bx, by) of a grid_x x grid_y grid to the tile
@@ -29,7 +31,7 @@ __host__ __device__ constexpr void rasterize(int panel, int bx, int by, int grid
 
 // __syncthreads under the name generated code uses.
 __device__ inline void barrier() {
-  __syncthreads();
+  block_sync();
 }
 
 }  // namespace tessel

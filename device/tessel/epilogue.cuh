@@ -13,6 +13,7 @@
 #include "copy.cuh"
 #include "cp_async.cuh"
 #include "layout.cuh"
+#include "smem.cuh"
 #include "types.cuh"
 
 namespace tessel {
@@ -70,7 +71,7 @@ __device__ inline void store_accumulators_via_shared(const float (&acc)[Gemm::kA
                 "store_accumulators_via_shared<Vectorized>: BN * sizeof(TOut) must be a "
                 "multiple of 16 bytes");
   cp_async_wait_all();
-  __syncthreads();
+  block_sync();
   // A thread's column pair never straddles a 16-byte chunk (c is even), so it stays
   // contiguous under the swizzle and can be stored as a pair.
   constexpr bool kPair = (Gemm::kBN * sizeof(TOut)) % 16 == 0;
@@ -80,7 +81,7 @@ __device__ inline void store_accumulators_via_shared(const float (&acc)[Gemm::kA
     const int c = Gemm::acc_col(i);
     epilogue_detail::store_pair<TOut, kPair>(smem_scratch + Scratch::offset(r, c), acc[i], acc[i + 1], 2);
   }
-  __syncthreads();
+  block_sync();
   copy_shared_to_global<TOut, Gemm::kBM, Gemm::kBN, Scratch, Gemm::kThreads, Vectorized>(
       gmem, smem_scratch, ld, rows_valid, cols_valid);
 }

@@ -16,6 +16,7 @@
 
 #include "cp_async.cuh"
 #include "gemm.cuh"
+#include "smem.cuh"
 
 namespace tessel {
 
@@ -30,7 +31,7 @@ __device__ __forceinline__ void gemm_mainloop(int k_tiles, TIn* sA, TIn* sB, int
     cp_async_commit();
   }
   cp_async_wait<Stages - 2>();
-  __syncthreads();
+  block_sync();
   typename Gemm::Fragments frag[2];
   Gemm::load_first(frag, sA, sB);
   int stage = 0;
@@ -42,7 +43,7 @@ __device__ __forceinline__ void gemm_mainloop(int k_tiles, TIn* sA, TIn* sB, int
         sB + next * stage_elems_b, acc,
         [&] {
           cp_async_wait<Stages - 2>();
-          __syncthreads();
+          block_sync();
         },
         [&] {
           if (kt + Stages - 1 < k_tiles) issue(kt + Stages - 1, refill);
@@ -51,7 +52,7 @@ __device__ __forceinline__ void gemm_mainloop(int k_tiles, TIn* sA, TIn* sB, int
     stage = next;
   }
   cp_async_wait_all();
-  __syncthreads();
+  block_sync();
 }
 
 }  // namespace tessel

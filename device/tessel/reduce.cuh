@@ -8,6 +8,7 @@
 #pragma once
 
 #include "cp_async.cuh"
+#include "smem.cuh"
 #include "split_regs.cuh"
 #include "types.cuh"
 
@@ -56,7 +57,7 @@ __device__ inline float reduce_warps(float v, float* scratch) {
   if (WarpsPerRow == 1) return v;
   const int warp = threadIdx.x / 32;
   if (threadIdx.x % 32 == 0) scratch[warp] = v;
-  __syncthreads();
+  block_sync();
   const int first = warp / WarpsPerRow * WarpsPerRow;
   float r;
   if constexpr ((WarpsPerRow & (WarpsPerRow - 1)) == 0) {
@@ -70,7 +71,7 @@ __device__ inline float reduce_warps(float v, float* scratch) {
 #pragma unroll
     for (int w = 1; w < WarpsPerRow; ++w) r = Op::combine(r, scratch[first + w]);
   }
-  __syncthreads();  // the scratch may be reused by the next reduction
+  block_sync();  // the scratch may be reused by the next reduction
   return r;
 }
 

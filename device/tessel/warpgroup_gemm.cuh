@@ -29,17 +29,12 @@
 #include "gemm.cuh"
 #include "hopper_layout.cuh"
 #include "layout.cuh"
+#include "mbarrier.cuh"
 #include "smem.cuh"
 #include "types.cuh"
 #include "wgmma.cuh"
 
 namespace tessel {
-
-// Every thread's writes to shared memory so far are ordered before later async-proxy reads
-// (wgmma operands) that a barrier orders after them.
-__device__ __forceinline__ void fence_proxy_async_shared() {
-  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
-}
 
 // The first 1024-byte boundary at or after p in the shared window (the generated kernel's
 // dynamic shared memory is allocated with 1024 bytes to spare for this).
@@ -119,6 +114,41 @@ struct WarpgroupGemm : AccumulatorLayout<BM, BN, 4 * Warpgroups, 1> {
     wgmma_fence_operand(acc);
   }
 
+  // run() without the wait: issues the wgmmas as one commit group and returns at once. The
+  // compiler places wgmma_wait<N>() (and wgmma_fence_operand on acc) before anything touches
+  // acc or overwrites the tiles (place_gemm_waits).
+  __device__ static void run_async(const TIn* sA, const TIn* sB, float (&acc)[kAccPerThread]) {
+    const unsigned a_base = smem_address(sA), b_base = smem_address(sB);
+    const int g = warpgroup();
+    wgmma_fence_operand(acc);
+    wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < kKSteps; ++kk) {
+      unsigned long long da;
+      if constexpr (TransA) {
+        da = mnmajor_desc<LayoutA>(a_base, g, kk);
+      } else {
+        da = kmajor_desc<LayoutA>(a_base, 64 * g, kk);
+      }
+      wgmma_ss<TIn, BN, TransA ? 1 : 0, TransB ? 0 : 1>(acc, da, b_desc(b_base, kk), 1);
+    }
+    wgmma_commit();
+  }
+
+  // run_rs() without the wait (see run_async). The A registers must not change until the wait.
+  __device__ static void run_rs_async(const TIn (&a)[kARegs], const TIn* sB, float (&acc)[kAccPerThread]) {
+    const unsigned b_base = smem_address(sB);
+    unsigned regs[kKSteps][4];
+#pragma unroll
+    for (int kk = 0; kk < kKSteps; ++kk) pack_a_operand<TIn, kKSteps>(a, 0, kk, regs[kk]);
+    wgmma_fence_operand(acc);
+    wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < kKSteps; ++kk)
+      wgmma_rs<TIn, BN, TransB ? 0 : 1>(acc, regs[kk], b_desc(b_base, kk), 1);
+    wgmma_commit();
+  }
+
   // acc += A * B_tile with A from registers (see the file comment).
   __device__ static void run_rs(const TIn (&a)[kARegs], const TIn* sB, float (&acc)[kAccPerThread]) {
     static_assert(!TransA, "WarpgroupGemm::run_rs: an A operand in registers is [BM][BK], never transposed");
@@ -129,7 +159,8 @@ struct WarpgroupGemm : AccumulatorLayout<BM, BN, 4 * Warpgroups, 1> {
     wgmma_fence_operand(acc);
     wgmma_fence();
 #pragma unroll
-    for (int kk = 0; kk < kKSteps; ++kk) wgmma_rs<TIn, BN, TransB ? 0 : 1>(acc, regs[kk], b_desc(b_base, kk), 1);
+    for (int kk = 0; kk < kKSteps; ++kk)
+      wgmma_rs<TIn, BN, TransB ? 0 : 1>(acc, regs[kk], b_desc(b_base, kk), 1);
     wgmma_commit();
     wgmma_wait<0>();
     wgmma_fence_operand(acc);

@@ -44,6 +44,11 @@ struct JitOptions {
   // The sm_90a GEMM honours the program's use_cluster hint by loading the operand tiles a
   // 2-CTA cluster shares once and multicasting them (TESSEL_DISABLE=multicast ignores the hint).
   bool disable_multicast = false;
+  // Generic kernels (not the tutorial GEMM's own kernel) load the tiles of their Pipelined loops
+  // with TMA into mbarrier rings that a producer warpgroup fills, when every load of the loop can
+  // be a TMA load (sm_90a); this keeps their cp.async schedule instead
+  // (TESSEL_DISABLE=async_pipeline does the same).
+  bool disable_async_pipeline = false;
   // Persistent kernels launch min(tiles, SMs) CTAs; a positive cap launches fewer (whole
   // clusters, at least one), so that each CTA loops over many tiles: for tests and debugging.
   int max_persistent_ctas = 0;

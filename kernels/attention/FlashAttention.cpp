@@ -135,12 +135,14 @@ PrimFunc attention_program(const AttentionShape& s, DType dtype, bool causal, fl
   const float scale_log2 = static_cast<float>(scale * kLog2e);
   const Expr group = static_cast<int>(H / HKV);
 
+  // Dimensions are i32 (check_attention keeps each below 2^31); element offsets are 64-bit.
+  auto dim = [](std::int64_t v) { return Expr(static_cast<int>(v)); };
   T::PrimFunc f("flash_attention");
-  auto Q = f.tensor("Q", {B, SQ, H, D}, dtype, strides(s.q_strides, SQ, H));
-  auto K = f.tensor("K", {B, SK, HKV, D}, dtype, strides(s.k_strides, SK, HKV));
-  auto V = f.tensor("V", {B, SK, HKV, D}, dtype, strides(s.v_strides, SK, HKV));
-  auto O = f.tensor("O", {B, SQ, H, D}, dtype);
-  auto LSE = f.tensor("LSE", {B, H, SQ}, T::f32);
+  auto Q = f.tensor("Q", {dim(B), dim(SQ), dim(H), dim(D)}, dtype, strides(s.q_strides, SQ, H));
+  auto K = f.tensor("K", {dim(B), dim(SK), dim(HKV), dim(D)}, dtype, strides(s.k_strides, SK, HKV));
+  auto V = f.tensor("V", {dim(B), dim(SK), dim(HKV), dim(D)}, dtype, strides(s.v_strides, SK, HKV));
+  auto O = f.tensor("O", {dim(B), dim(SQ), dim(H), dim(D)}, dtype);
+  auto LSE = f.tensor("LSE", {dim(B), dim(H), dim(SQ)}, T::f32);
   f.body([&] {
     T::Kernel(
         T::ceildiv(Expr(static_cast<int>(SQ)), BM), Expr(static_cast<int>(H)), Expr(static_cast<int>(B)),
@@ -283,7 +285,8 @@ AttentionOutput flash_attention(const Tensor& q, const Tensor& k, const Tensor& 
   key << s.describe() << " q" << list_text(s.q_strides) << " k" << list_text(s.k_strides) << " v"
       << list_text(s.v_strides) << " " << dtype_name(q.dtype()) << (o.causal ? " causal" : "") << " scale "
       << o.scale << " config " << (o.config ? o.config->describe() : "default") << " arch " << o.jit.arch
-      << (o.jit.disable_tma || o.jit.disable_wgmma || o.jit.disable_warp_specialization ? " sm80" : "");
+      << (o.jit.disable_tma || o.jit.disable_wgmma || o.jit.disable_warp_specialization ? " sm80" : "")
+      << (o.jit.disable_async_pipeline ? " no-async-pipeline" : "");
   static std::mutex mutex;
   static std::map<std::string, JitKernel> kernels;
   JitKernel kernel;

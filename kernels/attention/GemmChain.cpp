@@ -35,7 +35,8 @@ PrimFunc gemm_chain_program(int M, int N, int D, DType dtype, float scale, const
           T::Parallel(c.block_M, c.block_N, [&](T::Var r, T::Var q) { S(r, q) = S(r, q) * scale; });
           T::copy(S, P);
         } else {
-          T::Parallel(c.block_M, c.block_N, [&](T::Var r, T::Var q) { P(r, q) = T::cast(dtype, S(r, q) * scale); });
+          T::Parallel(c.block_M, c.block_N,
+                      [&](T::Var r, T::Var q) { P(r, q) = T::cast(dtype, S(r, q) * scale); });
         }
         T::gemm(P, V_shared, O_local);
       });

@@ -462,10 +462,12 @@ Region whole_region(const Buffer& b) {
   return r;
 }
 
-Stmt make_gemm(Region a, Region b, Region c, bool ta, bool tb, GemmWarpPolicy p, std::source_location w) {
+Stmt make_gemm(Region a, Region b, Region c, bool ta, bool tb, GemmWarpPolicy p, std::source_location w,
+               bool async) {
   TESSEL_INTERNAL_CHECK(a.buffer.defined() && b.buffer.defined() && c.buffer.defined(),
                         "gemm with an undefined buffer");
-  return Stmt(std::make_shared<const GemmStmt>(std::move(a), std::move(b), std::move(c), ta, tb, p, w));
+  return Stmt(
+      std::make_shared<const GemmStmt>(std::move(a), std::move(b), std::move(c), ta, tb, p, w, async));
 }
 
 Stmt make_fill(Region dst, Expr value, std::source_location w) {
@@ -495,8 +497,69 @@ Stmt make_device_call(std::string callee, std::vector<std::string> template_args
       std::make_shared<const DeviceCall>(std::move(callee), std::move(template_args), std::move(args), w));
 }
 
-Stmt make_barrier(std::source_location w) {
-  return Stmt(std::make_shared<const BarrierStmt>(w));
+Stmt make_barrier(std::source_location w, int id, int threads) {
+  TESSEL_INTERNAL_CHECK(
+      (id == 0 && threads == 0) || (id >= 1 && id <= 15 && threads > 0 && threads % 32 == 0),
+      "barrier " << id << " over " << threads << " threads");
+  return Stmt(std::make_shared<const BarrierStmt>(w, id, threads));
+}
+
+const char* mbarrier_op_name(MbarrierOp op) {
+  switch (op) {
+    case MbarrierOp::Init:
+      return "init";
+    case MbarrierOp::Arrive:
+      return "arrive";
+    case MbarrierOp::WarpArrive:
+      return "warp_arrive";
+    case MbarrierOp::ArriveExpectTx:
+      return "arrive_expect_tx";
+    case MbarrierOp::Wait:
+      return "wait";
+  }
+  return "?";
+}
+
+Stmt make_mbarrier(MbarrierOp op, Buffer bars, Expr index, Expr value, std::source_location w) {
+  TESSEL_INTERNAL_CHECK(bars.defined() && bars->scope == Scope::Shared && bars->dtype == DType::i64,
+                        "mbarrier on something other than a shared i64 array");
+  TESSEL_INTERNAL_CHECK(index.defined(), "mbarrier without an index");
+  const bool needs_value =
+      op == MbarrierOp::Init || op == MbarrierOp::ArriveExpectTx || op == MbarrierOp::Wait;
+  TESSEL_INTERNAL_CHECK(value.defined() == needs_value, "mbarrier " << mbarrier_op_name(op) << " value");
+  return Stmt(
+      std::make_shared<const MbarrierStmt>(op, std::move(bars), std::move(index), std::move(value), w));
+}
+
+Stmt make_tma_load(Region src, Region dst, Var map, Buffer bars, Expr index, std::source_location w) {
+  TESSEL_INTERNAL_CHECK(
+      src.buffer->scope == Scope::Global && dst.buffer->scope == Scope::Shared,
+      "TMA load from " << scope_name(src.buffer->scope) << " to " << scope_name(dst.buffer->scope));
+  TESSEL_INTERNAL_CHECK(bars.defined() == index.defined(), "TMA load barrier without index");
+  return Stmt(std::make_shared<const TmaLoadStmt>(std::move(src), std::move(dst), std::move(map),
+                                                  std::move(bars), std::move(index), w));
+}
+
+Stmt make_producer(Stmt body, std::source_location w) {
+  return Stmt(std::make_shared<const ProducerStmt>(std::move(body), w));
+}
+
+Stmt make_specialize(int consumer_threads, int producer_threads, int consumer_regs, int producer_regs,
+                     Stmt producer, Stmt consumer, std::source_location w) {
+  TESSEL_INTERNAL_CHECK(consumer_threads % 128 == 0 && producer_threads % 128 == 0 && producer_threads > 0,
+                        "warp roles of " << consumer_threads << " and " << producer_threads
+                                         << " threads (whole warpgroups needed)");
+  TESSEL_INTERNAL_CHECK(
+      consumer_regs % 8 == 0 && producer_regs % 8 == 0 && consumer_regs <= 256 && producer_regs <= 256,
+      "register budgets " << consumer_regs << " / " << producer_regs);
+  return Stmt(std::make_shared<const SpecializeStmt>(consumer_threads, producer_threads, consumer_regs,
+                                                     producer_regs, std::move(producer), std::move(consumer),
+                                                     w));
+}
+
+Stmt make_async_gemm_wait(int pending, std::vector<Buffer> fence, std::source_location w) {
+  TESSEL_INTERNAL_CHECK(pending >= 0 && pending <= 7, "wgmma wait for " << pending << " groups");
+  return Stmt(std::make_shared<const AsyncGemmWait>(pending, std::move(fence), w));
 }
 Stmt make_async_commit(std::source_location w) {
   return Stmt(std::make_shared<const AsyncCommit>(w));

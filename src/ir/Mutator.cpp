@@ -122,6 +122,28 @@ void IRVisitor::visit_node(const DeviceCall* op) {
 void IRVisitor::visit_node(const BarrierStmt*) {}
 void IRVisitor::visit_node(const AsyncCommit*) {}
 void IRVisitor::visit_node(const AsyncWait*) {}
+void IRVisitor::visit_node(const MbarrierStmt* op) {
+  visit_buffer(op->bars);
+  visit(op->index);
+  visit(op->value);
+}
+void IRVisitor::visit_node(const TmaLoadStmt* op) {
+  visit_region(op->src);
+  visit_region(op->dst);
+  visit(op->map);
+  if (op->bars.defined()) visit_buffer(op->bars);
+  visit(op->index);
+}
+void IRVisitor::visit_node(const ProducerStmt* op) {
+  visit(op->body);
+}
+void IRVisitor::visit_node(const SpecializeStmt* op) {
+  visit(op->producer);
+  visit(op->consumer);
+}
+void IRVisitor::visit_node(const AsyncGemmWait* op) {
+  for (const Buffer& b : op->fence) visit_buffer(b);
+}
 
 // ---- mutator ---------------------------------------------------------------------------------------
 
@@ -265,7 +287,7 @@ Stmt IRMutator::mutate_node(const GemmStmt* op, const Stmt& self) {
   Region a = mutate_region(op->A, &changed), b = mutate_region(op->B, &changed),
          c = mutate_region(op->C, &changed);
   if (!changed) return self;
-  return make_gemm(a, b, c, op->trans_a, op->trans_b, op->policy, op->where);
+  return make_gemm(a, b, c, op->trans_a, op->trans_b, op->policy, op->where, op->async);
 }
 Stmt IRMutator::mutate_node(const FillStmt* op, const Stmt& self) {
   bool changed = false;
@@ -289,8 +311,9 @@ Stmt IRMutator::mutate_node(const DeviceCall* op, const Stmt& self) {
   bool changed = false;
   std::vector<DeviceCallArg> args;
   for (const auto& a : op->args) {
-    DeviceCallArg n{mutate(a.expr), a.buffer.defined() ? mutate_buffer(a.buffer) : a.buffer, mutate(a.offset),
-                    a.lambda_params, mutate(a.lambda_body), mutate(a.lambda_result)};
+    DeviceCallArg n{mutate(a.expr),        a.buffer.defined() ? mutate_buffer(a.buffer) : a.buffer,
+                    mutate(a.offset),      a.lambda_params,
+                    mutate(a.lambda_body), mutate(a.lambda_result)};
     if (!n.expr.same_as(a.expr) || !n.buffer.same_as(a.buffer) || !n.offset.same_as(a.offset) ||
         !n.lambda_body.same_as(a.lambda_body) || !n.lambda_result.same_as(a.lambda_result))
       changed = true;
@@ -306,6 +329,39 @@ Stmt IRMutator::mutate_node(const AsyncCommit*, const Stmt& self) {
 }
 Stmt IRMutator::mutate_node(const AsyncWait*, const Stmt& self) {
   return self;
+}
+Stmt IRMutator::mutate_node(const MbarrierStmt* op, const Stmt& self) {
+  Buffer b = mutate_buffer(op->bars);
+  Expr i = mutate(op->index), v = mutate(op->value);
+  if (b.same_as(op->bars) && i.same_as(op->index) && v.same_as(op->value)) return self;
+  return make_mbarrier(op->op, b, i, v, op->where);
+}
+Stmt IRMutator::mutate_node(const TmaLoadStmt* op, const Stmt& self) {
+  bool changed = false;
+  Region s = mutate_region(op->src, &changed), d = mutate_region(op->dst, &changed);
+  Buffer b = op->bars.defined() ? mutate_buffer(op->bars) : op->bars;
+  Expr i = mutate(op->index);
+  if (!changed && b.same_as(op->bars) && i.same_as(op->index)) return self;
+  return make_tma_load(s, d, op->map, b, i, op->where);
+}
+Stmt IRMutator::mutate_node(const ProducerStmt* op, const Stmt& self) {
+  Stmt b = mutate(op->body);
+  return b.same_as(op->body) ? self : make_producer(b, op->where);
+}
+Stmt IRMutator::mutate_node(const SpecializeStmt* op, const Stmt& self) {
+  Stmt p = mutate(op->producer), c = mutate(op->consumer);
+  if (p.same_as(op->producer) && c.same_as(op->consumer)) return self;
+  return make_specialize(op->consumer_threads, op->producer_threads, op->consumer_regs, op->producer_regs, p,
+                         c, op->where);
+}
+Stmt IRMutator::mutate_node(const AsyncGemmWait* op, const Stmt& self) {
+  bool changed = false;
+  std::vector<Buffer> f;
+  for (const Buffer& b : op->fence) {
+    f.push_back(mutate_buffer(b));
+    changed = changed || !f.back().same_as(b);
+  }
+  return changed ? make_async_gemm_wait(op->pending, f, op->where) : self;
 }
 
 // ---- substitution ------------------------------------------------------------------------------------

@@ -156,8 +156,8 @@ class Printer {
       if (c->pad.defined()) os << ", pad=" << expr(c->pad);
       os << ")\n";
     } else if (const auto* g = s.as<GemmStmt>()) {
-      os << pad << "gemm(" << operand(g->A) << (g->trans_a ? "^T" : "") << ", " << operand(g->B)
-         << (g->trans_b ? "^T" : "") << " -> " << operand(g->C)
+      os << pad << (g->async ? "gemm_issue(" : "gemm(") << operand(g->A) << (g->trans_a ? "^T" : "") << ", "
+         << operand(g->B) << (g->trans_b ? "^T" : "") << " -> " << operand(g->C)
          << ", policy=" << gemm_warp_policy_name(g->policy) << ")\n";
     } else if (const auto* f = s.as<FillStmt>()) {
       os << pad << "fill(" << region(f->dst) << ", " << expr(f->value) << ")\n";
@@ -195,8 +195,42 @@ class Printer {
         }
       }
       os << ")\n";
-    } else if (s.as<BarrierStmt>()) {
-      os << pad << "barrier()\n";
+    } else if (const auto* b = s.as<BarrierStmt>()) {
+      if (b->threads == 0)
+        os << pad << "barrier()\n";
+      else
+        os << pad << "barrier(id=" << b->id << ", threads=" << b->threads << ")\n";
+    } else if (const auto* m = s.as<MbarrierStmt>()) {
+      os << pad << "mbarrier." << mbarrier_op_name(m->op) << "(" << m->bars->name << "[" << expr(m->index)
+         << "]";
+      if (m->value.defined())
+        os << ", "
+           << (m->op == MbarrierOp::Init   ? "count="
+               : m->op == MbarrierOp::Wait ? "parity="
+                                           : "bytes=")
+           << expr(m->value);
+      os << ")\n";
+    } else if (const auto* t = s.as<TmaLoadStmt>()) {
+      os << pad << "tma_load(" << region(t->src) << " -> " << region(t->dst)
+         << ", map=" << var_name(t->map.as<VarNode>());
+      if (t->bars.defined()) os << ", complete_tx=" << t->bars->name << "[" << expr(t->index) << "]";
+      os << ")\n";
+    } else if (const auto* p = s.as<ProducerStmt>()) {
+      os << pad << "producer {\n";
+      stmt(os, p->body, indent + 1);
+      os << pad << "}\n";
+    } else if (const auto* sp = s.as<SpecializeStmt>()) {
+      os << pad << "specialize(consumers=" << sp->consumer_threads << " threads regs=" << sp->consumer_regs
+         << ", producer=" << sp->producer_threads << " threads regs=" << sp->producer_regs << ") {\n";
+      os << pad << "  producer:\n";
+      stmt(os, sp->producer, indent + 2);
+      os << pad << "  consumers:\n";
+      stmt(os, sp->consumer, indent + 2);
+      os << pad << "}\n";
+    } else if (const auto* gw = s.as<AsyncGemmWait>()) {
+      os << pad << "gemm_wait(pending=" << gw->pending;
+      for (const Buffer& f : gw->fence) os << ", " << f->name;
+      os << ")\n";
     } else if (s.as<AsyncCommit>()) {
       os << pad << "async_commit()\n";
     } else if (const auto* w = s.as<AsyncWait>()) {

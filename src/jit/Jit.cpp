@@ -67,7 +67,39 @@ int smem_cap_for(const std::string& arch, const JitOptions& o) {
 
 // A 2-D row-major tensor as TMA sees it: {cols, rows}, swizzled (by the box's row size) boxes of
 // box_rows x box_cols, zero fill past the edges (which the GEMM relies on for partial tiles).
+// An N-D tensor map (plan_tma_copies): the tensor's dimensions and the strides the kernel was
+// compiled for, innermost first; the box per dimension; the swizzle of the tiles it fills.
+CUtensorMap encode_tensor_map_nd(const Tensor& t, const passes::TmaParam& p) {
+  CUtensorMap map;
+  const int rank = t.dim();
+  const std::vector<ir::Expr> strides = p.tensor.strides();
+  cuuint64_t dims[5], byte_strides[4];
+  cuuint32_t box[5], element_strides[5];
+  const int elem = dtype_bytes(t.dtype());
+  for (int i = 0; i < rank; ++i) {
+    const int d = rank - 1 - i;  // innermost first
+    dims[i] = static_cast<cuuint64_t>(t.size(d));
+    box[i] = static_cast<cuuint32_t>(p.box[static_cast<size_t>(d)]);
+    element_strides[i] = 1;
+    if (i > 0)
+      byte_strides[i - 1] =
+          static_cast<cuuint64_t>(*ir::as_const_int(strides[static_cast<size_t>(d)]) * elem);
+  }
+  CUtensorMapDataType type =
+      t.dtype() == DType::bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
+  CUtensorMapSwizzle swizzle = p.swizzle_bytes == 128  ? CU_TENSOR_MAP_SWIZZLE_128B
+                               : p.swizzle_bytes == 64 ? CU_TENSOR_MAP_SWIZZLE_64B
+                                                       : CU_TENSOR_MAP_SWIZZLE_32B;
+  check_cu(driver().cuTensorMapEncodeTiled(&map, type, static_cast<cuuint32_t>(rank), t.data_ptr(), dims,
+                                           byte_strides, box, element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
+                                           swizzle, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                                           CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE),
+           "cuTensorMapEncodeTiled (tensor map of " + p.tensor->name + ")");
+  return map;
+}
+
 CUtensorMap encode_tensor_map(const Tensor& t, const passes::TmaParam& p) {
+  if (!p.box.empty()) return encode_tensor_map_nd(t, p);
   CUtensorMap map;
   const cuuint64_t dims[2] = {static_cast<cuuint64_t>(t.size(1)), static_cast<cuuint64_t>(t.size(0))};
   const cuuint64_t strides[1] = {static_cast<cuuint64_t>(t.size(1) * dtype_bytes(t.dtype()))};
@@ -89,8 +121,8 @@ CUtensorMap encode_tensor_map(const Tensor& t, const passes::TmaParam& p) {
 
 // TESSEL_DISABLE's names, comma- or space-separated, each one exactly (tma_store is not tma).
 std::set<std::string> disabled_features(const char* env) {
-  static const std::set<std::string> known = {"tma",     "wgmma",     "warp_specialization",
-                                              "split_k", "tma_store", "multicast"};
+  static const std::set<std::string> known = {"tma",       "wgmma",     "warp_specialization", "split_k",
+                                              "tma_store", "multicast", "async_pipeline"};
   std::set<std::string> out;
   std::string text = env ? env : "", word;
   text += ',';
@@ -104,7 +136,8 @@ std::set<std::string> disabled_features(const char* env) {
       TESSEL_USER_ERROR("jit", std::source_location(),
                         "TESSEL_DISABLE names '" << word
                                                  << "'; it takes a comma-separated list of tma, wgmma, "
-                                                    "warp_specialization, split_k, tma_store, multicast");
+                                                    "warp_specialization, split_k, tma_store, multicast, "
+                                                    "async_pipeline");
     out.insert(word);
     word.clear();
   }
@@ -140,7 +173,8 @@ JitKernel jit(const PrimFunc& f, const JitOptions& options) {
       !options.disable_warp_specialization && !env_off("warp_specialization"),
       !options.disable_split_k && !env_off("split_k"),
       !options.disable_tma_store && !env_off("tma_store"),
-      !options.disable_multicast && !env_off("multicast")};
+      !options.disable_multicast && !env_off("multicast"),
+      !options.disable_async_pipeline && !env_off("async_pipeline")};
 
   int nparams = static_cast<int>(prog.params.size());
   for (int idx : options.out_idx) {
@@ -180,7 +214,7 @@ JitKernel jit(const PrimFunc& f, const JitOptions& options) {
                                      << "; the y and z extents may be at most 65535");
   impl->grid = Dim3{static_cast<unsigned>(g[0]), static_cast<unsigned>(g[1]), static_cast<unsigned>(g[2])};
   impl->info.kernel_name = name;
-  impl->info.threads = ctx.threads;
+  impl->info.threads = ctx.launch_threads > 0 ? ctx.launch_threads : ctx.threads;
   impl->info.dynamic_smem_bytes = static_cast<int>(ctx.smem_bytes);
   impl->info.arch = arch;
   impl->info.instructions = instructions_in(impl->compiled.ptx);
@@ -195,7 +229,9 @@ JitKernel jit(const PrimFunc& f, const JitOptions& options) {
                                           (hopper.tma_store ? ", TMA-store epilogue" : "") +
                                           (hopper.fused_epilogue ? ", fused Parallel epilogue" : "")
                     : ctx.uses_wgmma ? std::string("sm90 wgmma block gemm (generic kernel)") +
-                                           (tensor_cores ? " + mma.sync" : "")
+                                           (tensor_cores ? " + mma.sync" : "") +
+                                           (!ctx.mbarriers.empty() ? ", TMA + mbarrier ring" : "") +
+                                           (ctx.launch_threads > 0 ? ", warp-specialized" : "")
                     : tensor_cores ? "mma.sync"
                                    : "CUDA cores (no gemm)";
   impl->info.hopper_declined = hopper.why_not;

@@ -65,10 +65,10 @@ class Scalarize : public IRMutator {
     fail("a loop inside a Parallel nest");
     return self;
   }
-#define TESSEL_EPILOGUE_REJECT(name)                                     \
-  Stmt mutate_node(const name*, const Stmt& self) override {             \
+#define TESSEL_EPILOGUE_REJECT(name)                                         \
+  Stmt mutate_node(const name*, const Stmt& self) override {                 \
     fail(std::string("a ") + node_kind_name(NodeKind::name) + " inside it"); \
-    return self;                                                         \
+    return self;                                                             \
   }
   TESSEL_EPILOGUE_REJECT(DeclBuffer)
   TESSEL_EPILOGUE_REJECT(KernelStmt)
@@ -93,8 +93,8 @@ class Scalarize : public IRMutator {
   Buffer scalar(const Buffer& f, const std::vector<Expr>& idx) {
     std::vector<std::int64_t> shape = f.const_shape();
     if (shape != std::vector<std::int64_t>{bm_, bn_}) {
-      fail("fragment " + f->name + " is " + shape_text(shape) + ", not the " +
-           shape_text({bm_, bn_}) + " tile");
+      fail("fragment " + f->name + " is " + shape_text(shape) + ", not the " + shape_text({bm_, bn_}) +
+           " tile");
       return Buffer();
     }
     if (idx.size() != 2 || idx[0].get() != i_.get() || idx[1].get() != j_.get()) {
@@ -163,7 +163,8 @@ std::string fuse_hopper_epilogue(const std::vector<Stmt>& nests, const Buffer& a
   auto acc_scalar = scalars.find(acc->id);
   std::vector<Stmt> body;
   for (const Buffer& s : order) body.push_back(make_decl(s, s->where));
-  if (acc_scalar != scalars.end()) body.push_back(make_store(acc_scalar->second, {make_int(0)}, value, acc->where));
+  if (acc_scalar != scalars.end())
+    body.push_back(make_store(acc_scalar->second, {make_int(0)}, value, acc->where));
   for (Stmt& b : bodies) body.push_back(std::move(b));
   out.lambda.lambda_params = {value, block_vars[0], block_vars[1], vi, vj};
   out.lambda.lambda_body = make_seq(std::move(body), nests.front()->where);

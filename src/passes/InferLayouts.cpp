@@ -168,7 +168,8 @@ class MainLoopGemmScan : public IRVisitor {
         else
           other = true;
       }
-      if (!other && gemm.size() == 1 && filled.count(gemm[0]->A.buffer->id) && filled.count(gemm[0]->B.buffer->id))
+      if (!other && gemm.size() == 1 && filled.count(gemm[0]->A.buffer->id) &&
+          filled.count(gemm[0]->B.buffer->id))
         gemms.insert(gemm[0]);
     }
     IRVisitor::visit_node(op);
@@ -177,8 +178,8 @@ class MainLoopGemmScan : public IRVisitor {
 
 class LayoutInference : public IRVisitor {
  public:
-  LayoutInference(PassContext& ctx, std::set<int> row_operand_tiles, std::set<const GemmStmt*> main_loop_gemms,
-                  std::vector<std::vector<Buffer>> links)
+  LayoutInference(PassContext& ctx, std::set<int> row_operand_tiles,
+                  std::set<const GemmStmt*> main_loop_gemms, std::vector<std::vector<Buffer>> links)
       : ctx_(ctx),
         row_operand_tiles_(std::move(row_operand_tiles)),
         main_loop_gemms_(std::move(main_loop_gemms)),
@@ -219,13 +220,14 @@ class LayoutInference : public IRVisitor {
     GemmWarpPolicy policy = op->policy;
     if (a_in_registers || row_operand_tiles_.count(C->id)) {
       if (policy == GemmWarpPolicy::FullCol && warps > 1)
-        TESSEL_USER_ERROR("gemm", op->where,
-                          (a_in_registers ? "A " + A->name + " is a fragment (registers)"
-                                          : "the accumulator " + C->name +
-                                                " is reduced along its rows or becomes the register A operand of "
-                                                "a later gemm") +
-                              std::string(", so the warps must split M alone (policy FullRow); policy "
-                                          "FullCol asks for the opposite"));
+        TESSEL_USER_ERROR(
+            "gemm", op->where,
+            (a_in_registers ? "A " + A->name + " is a fragment (registers)"
+                            : "the accumulator " + C->name +
+                                  " is reduced along its rows or becomes the register A operand of "
+                                  "a later gemm") +
+                std::string(", so the warps must split M alone (policy FullRow); policy "
+                            "FullCol asks for the opposite"));
       policy = GemmWarpPolicy::FullRow;
     }
     // wgmma stacks the warps along M whatever the policy (a policy shapes mma.sync warp tiles).
@@ -257,9 +259,10 @@ class LayoutInference : public IRVisitor {
                                  ctx_.shared_layouts.at(B->id).type_name + ">";
     const std::string dims = std::string(dtype_cuda_name(A->dtype)) + ", " + std::to_string(BM) + ", " +
                              std::to_string(BN) + ", " + std::to_string(BK) + ", ";
-    f.gemm_type = wgmma ? "tessel::WarpgroupGemm<" + dims + std::to_string(ctx_.threads / 128) + ", " + operands
-                        : "tessel::BlockGemm<" + dims + std::to_string(wm) + ", " + std::to_string(wn) + ", " +
-                              operands;
+    f.gemm_type =
+        wgmma
+            ? "tessel::WarpgroupGemm<" + dims + std::to_string(ctx_.threads / 128) + ", " + operands
+            : "tessel::BlockGemm<" + dims + std::to_string(wm) + ", " + std::to_string(wn) + ", " + operands;
     ctx_.uses_wgmma = ctx_.uses_wgmma || wgmma;
     auto it = ctx_.fragment_layouts.find(C->id);
     if (it != ctx_.fragment_layouts.end() && it->second.gemm_type != f.gemm_type)
@@ -456,9 +459,10 @@ class LayoutInference : public IRVisitor {
   void reduce_gemm_tile(const ReduceStmt* r, const FragmentLayout& src) {
     if (r->dim != 1 || src.warps_n != 1)
       TESSEL_USER_ERROR(reduce_name(r), r->where,
-                        "reduces the gemm tile " << r->src->name << " " << shape_text(src.shape) << " over dim "
-                                                 << r->dim << " with its warps split " << src.warps_m << "x"
-                                                 << src.warps_n << " (M x N); a gemm tile reduces along dim 1, "
+                        "reduces the gemm tile " << r->src->name << " " << shape_text(src.shape)
+                                                 << " over dim " << r->dim << " with its warps split "
+                                                 << src.warps_m << "x" << src.warps_n
+                                                 << " (M x N); a gemm tile reduces along dim 1, "
                                                  << "with its warps splitting M only (gemm policy FullRow)");
     if (r->dst.ndim() != 1 || r->dst.const_shape()[0] != src.shape[0])
       TESSEL_USER_ERROR(reduce_name(r), r->where,
@@ -481,12 +485,18 @@ class LayoutInference : public IRVisitor {
   // The WgmmaSwizzleLayout a wgmma descriptor reads `b` through: K-major tiles (K along the
   // columns) swizzle by their row size, 128, 64 or 32 bytes; M/N-major tiles need 128-byte
   // panels. Empty when there is none.
-  static std::string wgmma_layout_type(const Buffer& b, bool k_major) {
+  static int wgmma_swizzle(const Buffer& b, bool k_major) {
     auto [rows, cols] = matrix_shape(b);
     const std::int64_t bytes = cols * dtype_bytes(b->dtype);
-    if (rows % 8) return "";
+    if (rows % 8) return 0;
     int swizzle = bytes % 128 == 0 ? 128 : bytes % 64 == 0 ? 64 : bytes % 32 == 0 ? 32 : 0;
-    if (swizzle == 0 || (!k_major && swizzle != 128)) return "";
+    if (swizzle == 0 || (!k_major && swizzle != 128)) return 0;
+    return swizzle;
+  }
+  static std::string wgmma_layout_type(const Buffer& b, bool k_major) {
+    auto [rows, cols] = matrix_shape(b);
+    const int swizzle = wgmma_swizzle(b, k_major);
+    if (swizzle == 0) return "";
     return "tessel::WgmmaSwizzleLayout<" + std::to_string(rows) + ", " + std::to_string(cols) + ", " +
            std::to_string(dtype_bytes(b->dtype)) + ", " + std::to_string(swizzle) + ">";
   }
@@ -516,7 +526,7 @@ class LayoutInference : public IRVisitor {
 
   void set_wgmma_shared(const Buffer& b, bool k_major) {
     auto [rows, cols] = matrix_shape(b);
-    SharedLayout l{true, wgmma_layout_type(b, k_major), rows, cols, true};
+    SharedLayout l{true, wgmma_layout_type(b, k_major), rows, cols, true, wgmma_swizzle(b, k_major)};
     TESSEL_INTERNAL_CHECK(!l.type_name.empty(), "wgmma layout for " << b->name << " chosen without one");
     ctx_.shared_layouts[b->id] = l;
   }
@@ -537,7 +547,8 @@ class LayoutInference : public IRVisitor {
     if (it != ctx_.fragment_layouts.end() && it->second.gemm_type != f.gemm_type)
       TESSEL_USER_ERROR("gemm", op->where,
                         A->name << " is the register A operand of gemms whose warps split it differently ("
-                                << it->second.warps_m << " and " << wm << " warps along M); use one tile shape");
+                                << it->second.warps_m << " and " << wm
+                                << " warps along M); use one tile shape");
     ctx_.fragment_layouts[A->id] = f;
   }
 

@@ -111,7 +111,8 @@ std::optional<bool> prove(const Expr& cond, const VarRanges& vars) {
   }
   if (!is_comparison(b->op)) return std::nullopt;
   // x % m == 0 (or != 0) where m divides x.
-  if ((b->op == BinaryOp::EQ || b->op == BinaryOp::NE) && as_const_int(b->b) == std::optional<std::int64_t>(0)) {
+  if ((b->op == BinaryOp::EQ || b->op == BinaryOp::NE) &&
+      as_const_int(b->b) == std::optional<std::int64_t>(0)) {
     if (const auto* m = b->a.as<Binary>(); m && (m->op == BinaryOp::Mod || m->op == BinaryOp::FloorMod)) {
       if (auto d = as_const_int(m->b); d && *d > 0 && known_divisor(m->a) % *d == 0)
         return b->op == BinaryOp::EQ;

@@ -23,7 +23,6 @@ using namespace ir;
 
 namespace {
 
-
 // How one fragment in a nest is reached: the nest variables it must be indexed with and the
 // register that holds that element in the calling thread.
 struct RegisterMap {
@@ -146,7 +145,8 @@ class ParallelLowering : public IRMutator {
         const std::int64_t mma_n = layout.shape[1] / 8;
         Expr block = make_binary(BinaryOp::Div, make_binary(BinaryOp::Div, l, make_int(4)), make_int(mma_n));
         Expr half = make_binary(BinaryOp::Div, make_binary(BinaryOp::Mod, l, make_int(4)), make_int(2));
-        maps[b->id] = RegisterMap{{vars[0]}, make_binary(BinaryOp::Add, make_binary(BinaryOp::Mul, block, make_int(2)), half)};
+        maps[b->id] = RegisterMap{
+            {vars[0]}, make_binary(BinaryOp::Add, make_binary(BinaryOp::Mul, block, make_int(2)), half)};
       } else if (layout.kind == FragmentLayout::Kind::RowBlocked && bl.kind == FragmentLayout::Kind::RowOf &&
                  bl.shape[0] == layout.shape[0] && bl.lanes == layout.lanes &&
                  bl.rows_per_pass == layout.rows_per_pass) {

@@ -1,5 +1,6 @@
 // lower_reductions
-//   Does:     turns reduce_max/min/sum of a row-blocked fragment (or a gemm tile) along its rows into thread-level
+//   Does:     turns reduce_max/min/sum of a row-blocked fragment (or a gemm tile) along its rows into
+//   thread-level
 //             code: each thread combines its own registers of a row, a butterfly of warp
 //             shuffles combines the row's lanes, and rows wider than a warp go through one
 //             shared-memory word per warp (tessel::reduce_warps_inplace, which holds the block's

@@ -17,6 +17,7 @@
 #include <numeric>
 
 #include "passes/FragmentCoordinates.hpp"
+#include "passes/GlobalRegions.hpp"
 #include "passes/IntBounds.hpp"
 #include "passes/PassUtil.hpp"
 #include "passes/Passes.hpp"
@@ -28,70 +29,6 @@ namespace tessel::passes {
 using namespace ir;
 
 namespace {
-
-// Element offset of a region's start inside its buffer (row-major, or the global tensor's
-// strides).
-Expr linear_offset(const Region& r) {
-  if (r.buffer.row_major()) {
-    Expr off = make_int(0, DType::i64);
-    for (size_t d = 0; d < r.starts.size(); ++d)
-      off = add(mul(off, i64(r.buffer->shape[d])), i64(r.starts[d]));
-    return off;
-  }
-  const std::vector<Expr> strides = r.buffer.strides();
-  Expr off = make_int(0, DType::i64);
-  for (size_t d = 0; d < r.starts.size(); ++d) off = add(off, mul(i64(r.starts[d]), strides[d]));
-  return off;
-}
-
-// The matrix a region of a global tensor moves: its last dimension is the columns, the last
-// other dimension of extent > 1 the rows (none: one row), every other extent 1 -- so a
-// [1, BM, 1, D] region of a [B, S, H, D] tensor is a BM x D matrix of rows S and columns D.
-struct GlobalMatrix {
-  int row_dim = -1, col_dim = -1;
-  Expr row_start, col_start;    // where the matrix starts in those dims
-  Expr rows_valid, cols_valid;  // rows / columns inside the tensor from there (may be <= 0)
-  Expr ld;                      // elements from one row to the next
-  Expr col_stride;              // elements from one column to the next (1: contiguous rows)
-  Expr offset;                  // element offset of the region's start
-};
-
-std::optional<GlobalMatrix> global_matrix(const Region& r) {
-  const Buffer& g = r.buffer;
-  const int nd = g.ndim();
-  GlobalMatrix m;
-  m.col_dim = nd - 1;
-  for (int d = nd - 2; d >= 0; --d)
-    if (!is_const_int(r.extents[d], 1)) {
-      if (m.row_dim >= 0) return std::nullopt;  // a third dimension of extent > 1
-      m.row_dim = d;
-    }
-  const std::vector<Expr> strides = g.strides();
-  m.col_start = r.starts[m.col_dim];
-  m.cols_valid = sub(g->shape[m.col_dim], m.col_start);
-  m.col_stride = strides[m.col_dim];
-  // Dimensions of extent 1 other than the columns: the matrix exists only where their index
-  // is inside the tensor.
-  Expr inside;
-  for (int d = 0; d + 1 < nd; ++d) {
-    if (d == m.row_dim) continue;
-    Expr c = lt(r.starts[d], g->shape[d]);
-    if (is_const_int(c, 1)) continue;
-    inside = inside.defined() ? make_binary(BinaryOp::And, inside, c) : c;
-  }
-  if (m.row_dim >= 0) {
-    m.row_start = r.starts[m.row_dim];
-    m.rows_valid = sub(g->shape[m.row_dim], m.row_start);
-    m.ld = strides[m.row_dim];
-  } else {
-    m.row_start = make_int(0);
-    m.rows_valid = make_int(1);
-    m.ld = make_int(0, DType::i64);
-  }
-  if (inside.defined()) m.rows_valid = make_select(inside, m.rows_valid, make_int(0));
-  m.offset = linear_offset(r);
-  return m;
-}
 
 // The last two extents of a region (the matrix a copy or gemm moves); leading ones are 1.
 std::pair<std::int64_t, std::int64_t> matrix_extents(const Region& r, std::source_location where,
@@ -166,7 +103,32 @@ class TileOpLowering : public IRMutator {
                                      : DeviceCallArg{Expr(), op->A.buffer, linear_offset(op->A)};
     std::vector<DeviceCallArg> args{
         a, {Expr(), op->B.buffer, linear_offset(op->B)}, {Expr(), ctx_.registers_of(op->C.buffer), Expr()}};
-    return make_device_call(l.gemm_type + (a_in_registers ? "::run_rs" : "::run"), {}, args, op->where);
+    const std::string run = std::string(a_in_registers ? "::run_rs" : "::run") + (op->async ? "_async" : "");
+    return make_device_call(l.gemm_type + run, {}, args, op->where);
+  }
+
+  // A TMA load: one box per panel of the tile's swizzle (device/tessel/pipeline.cuh), at the
+  // region's start, coordinates innermost first.
+  Stmt mutate_node(const TmaLoadStmt* op, const Stmt&) override {
+    const TmaParam* p = nullptr;
+    for (const TmaParam& t : ctx_.tma_params)
+      if (t.var.same_as(op->map)) p = &t;
+    TESSEL_INTERNAL_CHECK(p && !p->box.empty() && op->bars.defined(), "TMA load without its map or barrier");
+    const SharedLayout& l = ctx_.shared_layouts.at(op->dst.buffer->id);
+    const int elem = dtype_bytes(op->src.buffer->dtype);
+    const int panel_cols = p->swizzle_bytes / elem;
+    const std::int64_t panels = l.cols / panel_cols;
+    const std::int64_t panel_bytes = l.rows * p->swizzle_bytes;
+    const int rank = op->src.buffer.ndim();
+    std::vector<DeviceCallArg> args{{Expr(), op->dst.buffer, linear_offset(op->dst)},
+                                    {make_call("address_of", {op->map}, DType::i64), Buffer(), Expr()},
+                                    {Expr(), op->bars, op->index}};
+    for (int d = rank - 1; d >= 0; --d)
+      args.push_back({make_cast(DType::i32, op->src.starts[static_cast<size_t>(d)]), Buffer(), Expr()});
+    return make_device_call("tessel::tma_load_tile",
+                            {std::to_string(rank), std::to_string(panels), std::to_string(panel_cols),
+                             std::to_string(panel_bytes)},
+                            args, op->where);
   }
 
   Stmt mutate_node(const CopyStmt* op, const Stmt&) override {

@@ -47,7 +47,7 @@ struct FragmentLayout {
   };
   Kind kind = Kind::Strided;
   std::vector<std::int64_t> shape;
-  int per_thread = 0;     // registers each thread holds
+  int per_thread = 0;  // registers each thread holds
   // GemmAccumulator: the device type whose acc_row/acc_col give the coordinates -- the gemm
   // instantiation for an accumulator (tessel::BlockGemm or tessel::WarpgroupGemm, whose
   // ::run / ::run_rs the gemm calls), tessel::AccumulatorLayout for a gemm's A operand held in
@@ -64,35 +64,48 @@ struct SharedLayout {
   bool swizzled = false;
   std::string type_name;            // e.g. "tessel::SwizzledLayout<128, 32, 2>"
   std::int64_t rows = 0, cols = 0;  // the 2-D matrix the layout covers (one stage)
-  bool wgmma = false;  // a tessel::WgmmaSwizzleLayout a wgmma descriptor reads (1024-byte aligned)
+  bool wgmma = false;     // a tessel::WgmmaSwizzleLayout a wgmma descriptor reads (1024-byte aligned)
+  int swizzle_bytes = 0;  // its swizzle (128, 64 or 32: panels that wide, as TMA writes them)
 };
 
 // A tensor the kernel reads through TMA: the host encodes its tensor map before each launch and
 // passes it by value (a __grid_constant__ parameter named by `var`).
 struct TmaParam {
   ir::Var var;
-  ir::Buffer tensor;  // a 2-D global parameter
+  ir::Buffer tensor;  // a global parameter
   int box_cols = 0;   // the box: box_rows x box_cols elements, swizzled by its row size
   int box_rows = 0;   // (box_cols * 2 bytes: 128-byte or 64-byte swizzle)
+  // N-D maps (plan_tma_copies): the box per tensor dimension, outermost first (1 for the
+  // dimensions a tile does not span), and the swizzle; the map's dimensions and strides are
+  // the tensor's own. Empty: the 2-D row-major map of box_rows x box_cols above.
+  std::vector<int> box;
+  int swizzle_bytes = 0;
+};
+
+// A shared array of mbarriers (ir::MbarrierStmt) and the arrivals that complete each phase;
+// insert_barriers initializes them at the kernel's start.
+struct MbarrierArray {
+  ir::Buffer bars;
+  int count = 1;
 };
 
 // Set when select_hopper_gemm replaced the kernel by the sm_90a warp-specialized GEMM.
 struct HopperPlan {
   bool selected = false;
-  std::string gemm_type;     // tessel::HopperGemm<...>
-  int launch_threads = 0;    // producer + consumer warpgroups
-  int smem_bytes = 0;        // the ring, its mbarriers and alignment slack
-  std::int64_t tiles = 0;    // output tiles (clusters' tile groups); grid min(tiles * cluster_size, SMs)
-  int split_k = 1;           // 2: each tile's K loop split over the 2 CTAs of a cluster
-  int cluster_m = 1;         // 2: vertically adjacent tiles share B (TMA multicast)
-  int cluster_n = 1;         // 2: horizontally adjacent tiles share A (TMA multicast)
-  int cluster_size = 1;      // CTAs per cluster: split_k * cluster_m * cluster_n
-  int stages = 0;            // the ring's stages
-  int consumers = 0;         // consumer warpgroups
-  std::int64_t k_tiles = 0;  // K tiles per tile (over all split_k CTAs)
-  bool tma_store = false;    // the epilogue stores C through shared memory and TMA
+  std::string gemm_type;        // tessel::HopperGemm<...>
+  int launch_threads = 0;       // producer + consumer warpgroups
+  int smem_bytes = 0;           // the ring, its mbarriers and alignment slack
+  std::int64_t tiles = 0;       // output tiles (clusters' tile groups); grid min(tiles * cluster_size, SMs)
+  int split_k = 1;              // 2: each tile's K loop split over the 2 CTAs of a cluster
+  int cluster_m = 1;            // 2: vertically adjacent tiles share B (TMA multicast)
+  int cluster_n = 1;            // 2: horizontally adjacent tiles share A (TMA multicast)
+  int cluster_size = 1;         // CTAs per cluster: split_k * cluster_m * cluster_n
+  int stages = 0;               // the ring's stages
+  int consumers = 0;            // consumer warpgroups
+  std::int64_t k_tiles = 0;     // K tiles per tile (over all split_k CTAs)
+  bool tma_store = false;       // the epilogue stores C through shared memory and TMA
   bool fused_epilogue = false;  // the author's Parallel epilogue runs on the accumulators
-  std::string why_not;       // when not selected on sm_90a: the reason, for tools and tests
+  std::string why_not;          // when not selected on sm_90a: the reason, for tools and tests
 };
 
 struct PassContext {
@@ -106,15 +119,26 @@ struct PassContext {
     bool allow_split_k = true;
     bool allow_tma_store = true;
     bool allow_multicast = true;
+    bool allow_async_pipeline = true;
   };
   bool allow_tma = true, allow_wgmma = true, allow_warp_specialization = true;
   bool allow_split_k = true;
   bool allow_tma_store = true;
   bool allow_multicast = true;
+  // Generic kernels' TMA loads, mbarrier rings and warp roles (plan_tma_copies,
+  // specialize_warps); off: their Pipelined loops keep the cp.async schedule.
+  bool allow_async_pipeline = true;
 
   // Set by select_hopper_gemm.
   HopperPlan hopper;
   std::vector<TmaParam> tma_params;
+
+  // Set by plan_pipelines: the mbarrier arrays of its rings.
+  std::vector<MbarrierArray> mbarriers;
+  // Set by specialize_warps: threads the kernel launches (consumers plus the producer
+  // warpgroup), 0 when it is `threads`; the roles' register budgets (setmaxnreg).
+  int launch_threads = 0;
+  int consumer_regs = 0, producer_regs = 0;
 
   // Set by verify_program.
   int threads = 0;
@@ -151,20 +175,21 @@ struct PassContext {
       const int vectors = l.vec > 0 ? l.per_thread / l.vec : 0;
       if (l.kind != FragmentLayout::Kind::RowBlocked || l.vec < 2 || fragment->shared_tail > vectors)
         TESSEL_USER_ERROR("alloc_fragment", fragment->where,
-                          "fragment " << fragment->name << " asks for shared_tail(" << fragment->shared_tail
-                                      << ") but its layout gives each thread "
-                                      << (l.kind == FragmentLayout::Kind::RowBlocked && l.vec >= 2
-                                              ? std::to_string(vectors) + " vectors of " + std::to_string(l.vec)
-                                              : std::string("no row vectors"))
-                                      << "; shared_tail is for row-wise fragments and at most the vectors a "
-                                         "thread holds");
+                          "fragment "
+                              << fragment->name << " asks for shared_tail(" << fragment->shared_tail
+                              << ") but its layout gives each thread "
+                              << (l.kind == FragmentLayout::Kind::RowBlocked && l.vec >= 2
+                                      ? std::to_string(vectors) + " vectors of " + std::to_string(l.vec)
+                                      : std::string("no row vectors"))
+                              << "; shared_tail is for row-wise fragments and at most the vectors a "
+                                 "thread holds");
       RegisterTail t;
       t.vec = l.vec;
       t.tail_elems = fragment->shared_tail * l.vec;
       t.register_elems = l.per_thread - t.tail_elems;
       const std::int64_t slots = static_cast<std::int64_t>(threads) * t.tail_elems;
-      t.slots = ir::Buffer::make(fragment->name + "_tail", {ir::make_int(slots)}, fragment->dtype, ir::Scope::Shared,
-                                 fragment->where);
+      t.slots = ir::Buffer::make(fragment->name + "_tail", {ir::make_int(slots)}, fragment->dtype,
+                                 ir::Scope::Shared, fragment->where);
       shared_layouts[t.slots->id] =
           SharedLayout{false, "tessel::RowMajorLayout<1, " + std::to_string(slots) + ">", 1, slots};
       register_tails[r->id] = t;

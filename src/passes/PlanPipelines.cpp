@@ -18,6 +18,7 @@
 //             ctx.uses_wgmma).
 //   Ensures:  no ForStmt of kind Pipelined remains; every shared-memory write is ordered by
 //             barriers against its readers.
+#include <algorithm>
 #include <map>
 
 #include "passes/Passes.hpp"
@@ -99,9 +100,10 @@ class PipelinePlanner : public IRMutator {
     std::vector<Stmt> body =
         op->body.as<SeqStmt>() ? op->body.as<SeqStmt>()->stmts : std::vector<Stmt>{op->body};
     std::vector<Stmt> producers, consumers;
-    for (const Stmt& s : body) (is_producer(s) ? producers : consumers).push_back(s);
+    for (const Stmt& s : body) (is_producer(s) || s.as<TmaLoadStmt>() ? producers : consumers).push_back(s);
     int S = op->num_stages;
     auto w = op->where;
+    if (!producers.empty() && producers[0].as<TmaLoadStmt>()) return tma_ring(op, producers, consumers);
     if (producers.empty() || S == 1) {
       // Nothing to overlap: a plain loop, its shared writes fenced like any other.
       ++loop_depth_;
@@ -220,6 +222,140 @@ class PipelinePlanner : public IRMutator {
                             {layout->second.gemm_type, std::to_string(op->num_stages)}, args, g->where);
   }
 
+  // A loop whose loads are TMA loads (plan_tma_copies) becomes a ring of S stages per loaded
+  // tile, each stage with a `full` mbarrier (the producer's arrive_expect_tx plus the TMA's
+  // bytes complete it) and an `empty` one (every consumer warp arrives once it is done with the
+  // stage). The producer -- one thread, or a warpgroup of its own after specialize_warps --
+  // issues iteration it = k + S - 1 into stage it % S after waiting that stage's empty barrier
+  // for the phase of iteration it - S (parity ((it / S) & 1) ^ 1: the first pass over the ring
+  // waits on the phase before phase 0, which has completed). The consumers wait a tile's full
+  // barrier (parity (k / S) & 1) right before the first statement that reads it and release its
+  // stage right after the last:
+  //   producer { for s in [0, S-1): if s < n: expect_tx(full[s]); tma(tile s -> stage s) }
+  //   for k in [0, n):
+  //     producer { if k+S-1 < n: wait(empty[st], ...); expect_tx(full[st]); tma(...) }
+  //     ... wait(full[k%S], (k/S)&1); readers of the tile; warp_arrive(empty[k%S]) ...
+  Stmt tma_ring(const ForStmt* op, const std::vector<Stmt>& producers, const std::vector<Stmt>& consumers) {
+    const int S = op->num_stages;
+    auto w = op->where;
+    TESSEL_INTERNAL_CHECK(is_const_int(op->min, 0), "a TMA ring over a loop that does not start at 0");
+    struct Tile {
+      Buffer old, staged, full, empty;
+      std::vector<const TmaLoadStmt*> loads;
+      std::int64_t bytes = 0;
+    };
+    std::vector<Tile> tiles;
+    for (const Stmt& p : producers) {
+      const auto* t = p.as<TmaLoadStmt>();
+      TESSEL_INTERNAL_CHECK(t != nullptr, "a TMA ring with a producer that is not a TMA load");
+      const Buffer& b = t->dst.buffer;
+      auto it = std::find_if(tiles.begin(), tiles.end(), [&](const Tile& x) { return x.old.same_as(b); });
+      if (it == tiles.end()) {
+        Tile x;
+        x.old = b;
+        std::vector<Expr> shape{make_int(S)};
+        shape.insert(shape.end(), b->shape.begin(), b->shape.end());
+        x.staged = Buffer::make(b->name, shape, b->dtype, Scope::Shared, b->where);
+        ctx_.shared_layouts[x.staged->id] = ctx_.shared_layouts.at(b->id);
+        x.full = mbarrier_array(b->name + "_full", S, 1, b->where);
+        x.empty = mbarrier_array(b->name + "_empty", S, ctx_.threads / 32, b->where);
+        staged[b->id] = x.staged;
+        tiles.push_back(x);
+        it = tiles.end() - 1;
+      }
+      it->loads.push_back(t);
+      std::int64_t n = dtype_bytes(b->dtype);
+      for (const Expr& e : t->dst.extents) n *= *as_const_int(e);
+      it->bytes += n;
+    }
+    for (const Stmt& c : consumers)
+      if (writes_shared(c))
+        TESSEL_USER_ERROR("Pipelined", c->where,
+                          "this loop also writes shared memory outside its global->shared "
+                          "copies; only global->shared copies can be pipelined");
+    std::map<int, Buffer> local;
+    for (const Tile& t : tiles) local[t.old->id] = t.staged;
+    const Expr n = op->extent;
+    const Var& k = op->var;
+    const Expr Sx = make_int(S);
+    // The producer's work for iteration `iter` into stage `stage`.
+    auto issue = [&](const Expr& iter, const Expr& stage, bool wait_empty) {
+      std::vector<Stmt> out;
+      for (const Tile& t : tiles) {
+        if (wait_empty) {
+          Expr parity = make_binary(
+              BinaryOp::Mod, make_binary(BinaryOp::Add, make_binary(BinaryOp::Div, iter, Sx), make_int(1)),
+              make_int(2));
+          out.push_back(make_mbarrier(MbarrierOp::Wait, t.empty, stage, parity, w));
+        }
+        out.push_back(make_mbarrier(MbarrierOp::ArriveExpectTx, t.full, stage, make_int(t.bytes), w));
+        for (const TmaLoadStmt* l : t.loads) {
+          Stmt at = substitute(
+              Stmt(std::make_shared<const TmaLoadStmt>(l->src, l->dst, l->map, Buffer(), Expr(), l->where)),
+              {{k, iter}});
+          const auto* sub = at.as<TmaLoadStmt>();
+          out.push_back(make_tma_load(sub->src, at_stage(sub->dst, t.staged, stage), sub->map, t.full, stage,
+                                      l->where));
+        }
+      }
+      return make_seq(out, w);
+    };
+    Var s("s");
+    Stmt prologue =
+        make_producer(make_for(s, make_int(0), make_int(S - 1), ForKind::Unrolled, 0,
+                               make_if(make_binary(BinaryOp::LT, s, n), issue(s, s, false), Stmt(), w), w),
+                      w);
+    Expr next = make_binary(BinaryOp::Add, k, make_int(S - 1));
+    std::vector<Stmt> steady{
+        make_producer(make_if(make_binary(BinaryOp::LT, next, n),
+                              issue(next, make_binary(BinaryOp::Mod, next, Sx), true), Stmt(), w),
+                      w)};
+    const Expr stage = make_binary(BinaryOp::Mod, k, Sx);
+    const Expr parity = make_binary(BinaryOp::Mod, make_binary(BinaryOp::Div, k, Sx), make_int(2));
+    std::vector<Stmt> body;
+    for (const Stmt& c : consumers) body.push_back(StageRewriter(local, stage).mutate(c));
+    // Each tile's wait before its first reader, its release after its last.
+    for (const Tile& t : tiles) {
+      int first = -1, last = -1;
+      for (int i = 0; i < static_cast<int>(body.size()); ++i)
+        if (reads_buffer(body[i], t.staged)) {
+          if (first < 0) first = i;
+          last = i;
+        }
+      Stmt wait = make_mbarrier(MbarrierOp::Wait, t.full, stage, parity, w);
+      Stmt release = make_mbarrier(MbarrierOp::WarpArrive, t.empty, stage, Expr(), w);
+      if (first < 0) {
+        body.push_back(wait);
+        body.push_back(release);
+        continue;
+      }
+      body.insert(body.begin() + last + 1, release);
+      body.insert(body.begin() + first, wait);
+    }
+    steady.insert(steady.end(), body.begin(), body.end());
+    Stmt main = make_for(k, op->min, n, ForKind::Serial, 0, make_seq(steady, w), w);
+    return make_seq({prologue, main}, w);
+  }
+
+  static bool reads_buffer(const Stmt& s, const Buffer& b) {
+    struct Finder : IRVisitor {
+      int id;
+      bool found = false;
+      void visit_buffer(const Buffer& x) override { found = found || x->id == id; }
+    } f;
+    f.id = b->id;
+    f.visit(s);
+    return f.found;
+  }
+
+  Buffer mbarrier_array(const std::string& name, int n, int count, std::source_location w) {
+    Buffer b = Buffer::make(name, {make_int(n)}, DType::i64, Scope::Shared, w);
+    ctx_.shared_layouts[b->id] =
+        SharedLayout{false, "tessel::RowMajorLayout<1, " + std::to_string(n) + ">", 1, n};
+    ctx_.mbarriers.push_back(MbarrierArray{b, count});
+    return b;
+  }
+
   Stmt fence(const std::vector<Stmt>& writes) {
     if (writes.size() == 1 && !writes_shared(writes[0])) return writes[0];
     auto w = writes[0]->where;
@@ -267,11 +403,31 @@ class DeclRewriter : public IRMutator {
 
 }  // namespace
 
+// Declares the rings' mbarrier arrays first thing in the kernel (insert_barriers initializes
+// them there).
+class MbarrierDecls : public IRMutator {
+ public:
+  explicit MbarrierDecls(const std::vector<MbarrierArray>& a) : arrays_(a) {}
+
+ protected:
+  Stmt mutate_node(const KernelStmt* op, const Stmt&) override {
+    std::vector<Stmt> body;
+    for (const MbarrierArray& a : arrays_) body.push_back(make_decl(a.bars, op->where));
+    body.push_back(op->body);
+    return make_kernel(op->grid, op->threads, op->block_vars, make_seq(body, op->where), op->where);
+  }
+
+ private:
+  const std::vector<MbarrierArray>& arrays_;
+};
+
 Stmt plan_pipelines(const Stmt& body, PassContext& ctx) {
   PipelinePlanner planner(ctx);
   Stmt out = planner.mutate(body);
   if (planner.staged.empty()) return out;
-  return DeclRewriter(planner.staged).mutate(out);
+  out = DeclRewriter(planner.staged).mutate(out);
+  if (!ctx.mbarriers.empty()) out = MbarrierDecls(ctx.mbarriers).mutate(out);
+  return out;
 }
 
 }  // namespace tessel::passes

@@ -64,7 +64,8 @@ struct ToLocals : IRMutator {
   const std::vector<Buffer>& from;
   const std::vector<Buffer>& to;
   Var e;
-  ToLocals(const std::vector<Buffer>& f, const std::vector<Buffer>& t, Var ev) : from(f), to(t), e(std::move(ev)) {}
+  ToLocals(const std::vector<Buffer>& f, const std::vector<Buffer>& t, Var ev)
+      : from(f), to(t), e(std::move(ev)) {}
   int find(const Buffer& b) const {
     for (size_t i = 0; i < from.size(); ++i)
       if (from[i].same_as(b)) return static_cast<int>(i);

@@ -50,7 +50,12 @@ namespace tessel::ir {
   X(DeviceCall)              \
   X(BarrierStmt)             \
   X(AsyncCommit)             \
-  X(AsyncWait)
+  X(AsyncWait)               \
+  X(MbarrierStmt)            \
+  X(TmaLoadStmt)             \
+  X(ProducerStmt)            \
+  X(SpecializeStmt)          \
+  X(AsyncGemmWait)
 
 enum class NodeKind : std::uint8_t {
 #define TESSEL_NODE_ENUM(name) name,
@@ -377,17 +382,22 @@ const char* gemm_warp_policy_name(GemmWarpPolicy p);
 // extents are 1.
 struct GemmStmt : StmtNode {
   static constexpr NodeKind kKind = NodeKind::GemmStmt;
-  GemmStmt(Region a, Region b, Region c, bool ta, bool tb, GemmWarpPolicy p, std::source_location w)
+  GemmStmt(Region a, Region b, Region c, bool ta, bool tb, GemmWarpPolicy p, std::source_location w,
+           bool as = false)
       : StmtNode(kKind, w),
         A(std::move(a)),
         B(std::move(b)),
         C(std::move(c)),
         trans_a(ta),
         trans_b(tb),
-        policy(p) {}
+        policy(p),
+        async(as) {}
   const Region A, B, C;
   const bool trans_a, trans_b;
   const GemmWarpPolicy policy;
+  // Set by place_gemm_waits on a wgmma gemm: the statement only issues the gemm (one commit
+  // group); an AsyncGemmWait placed after it retires it before anything touches its operands.
+  const bool async;
 };
 
 // Tile op: every element of dst = value.
@@ -452,9 +462,13 @@ struct DeviceCall : StmtNode {
   const std::vector<DeviceCallArg> args;
 };
 
+// A block barrier (threads 0: __syncthreads), or named barrier `id` (1..15) over `threads`
+// threads: the consumer warpgroups of a warp-specialized kernel synchronize among themselves.
 struct BarrierStmt : StmtNode {
   static constexpr NodeKind kKind = NodeKind::BarrierStmt;
-  explicit BarrierStmt(std::source_location w) : StmtNode(kKind, w) {}
+  explicit BarrierStmt(std::source_location w, int i = 0, int t = 0)
+      : StmtNode(kKind, w), id(i), threads(t) {}
+  const int id, threads;
 };
 
 // cp.async group bookkeeping, placed by plan_pipelines.
@@ -466,6 +480,83 @@ struct AsyncWait : StmtNode {
   static constexpr NodeKind kKind = NodeKind::AsyncWait;
   AsyncWait(int n, std::source_location w) : StmtNode(kKind, w), pending(n) {}
   const int pending;  // wait until at most this many groups are in flight
+};
+
+// ---- Hopper asynchrony (introduced by passes, never by the frontend) -------------------------
+
+// mbarriers: `bars` is a shared i64 array, one barrier per element; the statement acts on
+// bars[index]. Init: `value` arrivals complete a phase (one thread initializes; a block
+// barrier follows). Arrive: each executing thread arrives once. WarpArrive: each executing
+// warp arrives once, after all its threads got there (the consumers' release of a ring stage).
+// ArriveExpectTx: one arrival that also expects `value` bytes of TMA transactions. Wait: blocks
+// until the phase of parity `value` (0 or 1) has completed.
+enum class MbarrierOp : std::uint8_t { Init, Arrive, WarpArrive, ArriveExpectTx, Wait };
+const char* mbarrier_op_name(MbarrierOp op);
+
+struct MbarrierStmt : StmtNode {
+  static constexpr NodeKind kKind = NodeKind::MbarrierStmt;
+  MbarrierStmt(MbarrierOp o, Buffer b, Expr i, Expr v, std::source_location w)
+      : StmtNode(kKind, w), op(o), bars(std::move(b)), index(std::move(i)), value(std::move(v)) {}
+  const MbarrierOp op;
+  const Buffer bars;
+  const Expr index;
+  const Expr value;  // Init: arrival count; ArriveExpectTx: bytes; Wait: parity; else undefined
+};
+
+// dst = src through the tensor memory accelerator: a bulk copy of a global region (2-D tile of
+// an N-D tensor, as copy takes it) into a shared tile laid out with the TMA swizzle, issued by
+// one thread, completing `bytes` of transactions on bars[index]. `map` is the kernel parameter
+// holding the tensor map (ctx.tma_params says its box).
+struct TmaLoadStmt : StmtNode {
+  static constexpr NodeKind kKind = NodeKind::TmaLoadStmt;
+  TmaLoadStmt(Region s, Region d, Var m, Buffer b, Expr i, std::source_location w)
+      : StmtNode(kKind, w),
+        src(std::move(s)),
+        dst(std::move(d)),
+        map(std::move(m)),
+        bars(std::move(b)),
+        index(std::move(i)) {}
+  const Region src, dst;
+  const Var map;
+  const Buffer bars;  // undefined until plan_pipelines gives the load its ring barrier
+  const Expr index;
+};
+
+// The producer's share of a ring's work (issuing its loads). Until specialize_warps gives the
+// producer warps of its own, one thread of the block runs it (thread 0) while the others wait at
+// the warp's reconvergence.
+struct ProducerStmt : StmtNode {
+  static constexpr NodeKind kKind = NodeKind::ProducerStmt;
+  ProducerStmt(Stmt b, std::source_location w) : StmtNode(kKind, w), body(std::move(b)) {}
+  const Stmt body;
+};
+
+// Warp roles: threads [0, consumer_threads) run `consumer`, the next producer_threads (whole
+// warpgroups) run `producer` (its first thread issues; the others idle); each role sets its
+// per-thread register budget (setmaxnreg) first when the budget is non-zero.
+struct SpecializeStmt : StmtNode {
+  static constexpr NodeKind kKind = NodeKind::SpecializeStmt;
+  SpecializeStmt(int ct, int pt, int cr, int pr, Stmt p, Stmt c, std::source_location w)
+      : StmtNode(kKind, w),
+        consumer_threads(ct),
+        producer_threads(pt),
+        consumer_regs(cr),
+        producer_regs(pr),
+        producer(std::move(p)),
+        consumer(std::move(c)) {}
+  const int consumer_threads, producer_threads, consumer_regs, producer_regs;
+  const Stmt producer, consumer;
+};
+
+// wgmma.wait_group: until at most `pending` async gemm groups of this warpgroup are in flight;
+// `fence` names the accumulators (and register A operands) the retired gemms wrote or read,
+// whose registers the code after the wait may touch.
+struct AsyncGemmWait : StmtNode {
+  static constexpr NodeKind kKind = NodeKind::AsyncGemmWait;
+  AsyncGemmWait(int p, std::vector<Buffer> f, std::source_location w)
+      : StmtNode(kKind, w), pending(p), fence(std::move(f)) {}
+  const int pending;
+  const std::vector<Buffer> fence;
 };
 
 // ---- constructors that check invariants ------------------------------------------------------
@@ -488,7 +579,8 @@ Stmt make_decl(Buffer b, std::source_location w);
 Stmt make_kernel(std::vector<Expr> grid, int threads, std::vector<Var> block_vars, Stmt body,
                  std::source_location w);
 Stmt make_copy(Region src, Region dst, Expr pad, std::source_location w);
-Stmt make_gemm(Region a, Region b, Region c, bool ta, bool tb, GemmWarpPolicy p, std::source_location w);
+Stmt make_gemm(Region a, Region b, Region c, bool ta, bool tb, GemmWarpPolicy p, std::source_location w,
+               bool async = false);
 // The region covering all of b.
 Region whole_region(const Buffer& b);
 Stmt make_fill(Region dst, Expr value, std::source_location w);
@@ -497,7 +589,13 @@ Stmt make_swizzle(int panel, std::source_location w);
 Stmt make_cluster(int x, int y, std::source_location w);
 Stmt make_device_call(std::string callee, std::vector<std::string> template_args,
                       std::vector<DeviceCallArg> args, std::source_location w);
-Stmt make_barrier(std::source_location w);
+Stmt make_barrier(std::source_location w, int id = 0, int threads = 0);
+Stmt make_mbarrier(MbarrierOp op, Buffer bars, Expr index, Expr value, std::source_location w);
+Stmt make_tma_load(Region src, Region dst, Var map, Buffer bars, Expr index, std::source_location w);
+Stmt make_producer(Stmt body, std::source_location w);
+Stmt make_specialize(int consumer_threads, int producer_threads, int consumer_regs, int producer_regs,
+                     Stmt producer, Stmt consumer, std::source_location w);
+Stmt make_async_gemm_wait(int pending, std::vector<Buffer> fence, std::source_location w);
 Stmt make_async_commit(std::source_location w);
 Stmt make_async_wait(int pending, std::source_location w);
 

@@ -25,7 +25,8 @@ TEST(IntBounds, RangesOfIndexArithmetic) {
   VarRanges r;
   r.set(bx, {0, 16383});
   r.set(tx, {0, 511});
-  auto b = int_bounds(add(mul(bx, make_int(16384)), mul(bin(BinaryOp::Mod, tx, make_int(512)), make_int(8))), r);
+  auto b =
+      int_bounds(add(mul(bx, make_int(16384)), mul(bin(BinaryOp::Mod, tx, make_int(512)), make_int(8))), r);
   ASSERT_TRUE(b);
   EXPECT_EQ(b->lo, 0);
   EXPECT_EQ(b->hi, 16383LL * 16384 + 511 * 8);
@@ -54,8 +55,10 @@ TEST(IntBounds, ProvesOnlyWhatHoldsForEveryValue) {
   EXPECT_EQ(prove(bin(BinaryOp::GE, tx, make_int(256)), r), std::optional<bool>(false));
   // (bx * 64 + tx / 32 * 8) % 8 == 0: 8 divides every term.
   Expr off = add(mul(bx, make_int(64)), mul(bin(BinaryOp::Div, tx, make_int(32)), make_int(8)));
-  EXPECT_EQ(prove(bin(BinaryOp::EQ, bin(BinaryOp::Mod, off, make_int(8)), make_int(0)), r), std::optional<bool>(true));
-  EXPECT_EQ(prove(bin(BinaryOp::EQ, bin(BinaryOp::Mod, add(off, tx), make_int(8)), make_int(0)), r), std::nullopt);
+  EXPECT_EQ(prove(bin(BinaryOp::EQ, bin(BinaryOp::Mod, off, make_int(8)), make_int(0)), r),
+            std::optional<bool>(true));
+  EXPECT_EQ(prove(bin(BinaryOp::EQ, bin(BinaryOp::Mod, add(off, tx), make_int(8)), make_int(0)), r),
+            std::nullopt);
   // && needs both sides; || one.
   Expr yes = lt(tx, make_int(256)), unknown = lt(tx, make_int(100));
   EXPECT_EQ(prove(bin(BinaryOp::And, yes, unknown), r), std::nullopt);
@@ -83,7 +86,8 @@ TEST(IntBounds, CasesProveWhatHoldsPerIteration) {
   // tx = 511) holds 4 elements.
   r.set(tx, {0, 511});
   Expr ragged = sub(make_int(65532), add(mul(k, make_int(4096)), mul(tx, make_int(8))));
-  Expr ok2 = bin(BinaryOp::Or, bin(BinaryOp::GE, ragged, make_int(8)), bin(BinaryOp::LE, ragged, make_int(0)));
+  Expr ok2 =
+      bin(BinaryOp::Or, bin(BinaryOp::GE, ragged, make_int(8)), bin(BinaryOp::LE, ragged, make_int(0)));
   EXPECT_EQ(tessel::passes::prove_by_cases(ok2, r), std::nullopt);
 }
 

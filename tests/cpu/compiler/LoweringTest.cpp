@@ -314,9 +314,9 @@ std::string stage_text(const tessel::LoweredFunc& l, const std::string& pass) {
 // On sm_90a an element-wise epilogue becomes a per-element lambda of the Hopper kernel: one
 // scalar per fragment, the nests' bodies in order, the stored fragment's value returned.
 TEST(Passes, HopperFusesAnElementWiseEpilogue) {
-  auto f = tessel::kernels::matmul_bias_act_program(300, 264, 512, tessel::kernels::default_matmul_config(
-                                                                        300, 264, 512, T::f16, "sm_90a", 132),
-                                                    tessel::kernels::Activation::relu, 0.5f);
+  auto f = tessel::kernels::matmul_bias_act_program(
+      300, 264, 512, tessel::kernels::default_matmul_config(300, 264, 512, T::f16, "sm_90a", 132),
+      tessel::kernels::Activation::relu, 0.5f);
   auto lowered = tessel::lower(f.ir(), sm90(), true);
   ASSERT_TRUE(lowered.ctx.hopper.selected) << lowered.ctx.hopper.why_not;
   EXPECT_TRUE(lowered.ctx.hopper.fused_epilogue);
@@ -330,13 +330,15 @@ TEST(Passes, HopperFusesAnElementWiseEpilogue) {
       << ir;
   EXPECT_NE(ir.find("return fragment_2[0]"), std::string::npos) << ir;
   std::string src = tessel::codegen::generate_cuda(lowered);
-  EXPECT_NE(src.find("      &tmap_C,\n      [&](float acc, int bx_1, int by, int i, int j) {"), std::string::npos)
+  EXPECT_NE(src.find("      &tmap_C,\n      [&](float acc, int bx_1, int by, int i, int j) {"),
+            std::string::npos)
       << src;
   EXPECT_NE(src.find("return fragment_2[0];"), std::string::npos) << src;
   // The guarded bias read has no branch: both arms evaluated, the index clamped when not taken.
-  EXPECT_NE(src.find("tessel::pick((((bx_1 * 128) + j) < 264), ((float)(tessel::to_float(bias[(((((bx_1 * 128) + "
-                     "j) < 264)) ? (long long)(((bx_1 * 128) + j)) : 0LL)]))), 0.0f)"),
-            std::string::npos)
+  EXPECT_NE(
+      src.find("tessel::pick((((bx_1 * 128) + j) < 264), ((float)(tessel::to_float(bias[(((((bx_1 * 128) + "
+               "j) < 264)) ? (long long)(((bx_1 * 128) + j)) : 0LL)]))), 0.0f)"),
+      std::string::npos)
       << src;
 
   // A nest that writes a global tensor keeps the mma.sync path and says why.
@@ -345,8 +347,9 @@ TEST(Passes, HopperFusesAnElementWiseEpilogue) {
   });
   auto s = tessel::lower(second_output.ir(), sm90());
   EXPECT_FALSE(s.ctx.hopper.selected);
-  EXPECT_NE(s.ctx.hopper.why_not.find("the epilogue is not element-wise: it stores to D, a global buffer (line "),
-            std::string::npos)
+  EXPECT_NE(
+      s.ctx.hopper.why_not.find("the epilogue is not element-wise: it stores to D, a global buffer (line "),
+      std::string::npos)
       << s.ctx.hopper.why_not;
 }
 
@@ -355,7 +358,8 @@ TEST(Passes, HopperFusesAnElementWiseEpilogue) {
 // row's end or the last row keeps both.
 TEST(Codegen, RowCopiesDropTheEdgePathOnlyWhenItCannotRun) {
   auto source = [](long long M, long long N, const char* config) {
-    auto f = tessel::kernels::softmax_program(M, N, tessel::DType::f16, tessel::kernels::parse_softmax_config(config));
+    auto f = tessel::kernels::softmax_program(M, N, tessel::DType::f16,
+                                              tessel::kernels::parse_softmax_config(config));
     return tessel::codegen::generate_cuda(tessel::lower(f.ir(), sm90()));
   };
   const std::string masked = "tessel::load_row_vector<", whole = "tessel::load_row_vector_whole<";
@@ -363,7 +367,8 @@ TEST(Codegen, RowCopiesDropTheEdgePathOnlyWhenItCannotRun) {
   EXPECT_EQ(exact.find(masked), std::string::npos) << exact;
   EXPECT_EQ(exact.find("tessel::store_row_vector<"), std::string::npos) << exact;
   EXPECT_NE(exact.find(whole), std::string::npos) << exact;
-  EXPECT_NE(exact.find("), true, -tessel::infinity_f32()"), std::string::npos) << exact;  // no per-vector test left
+  EXPECT_NE(exact.find("), true, -tessel::infinity_f32()"), std::string::npos)
+      << exact;  // no per-vector test left
   // The online variant's chunk loop: the loop variable's range proves every chunk whole.
   std::string online = source(64, 65536, "online:t256:bn4096");
   EXPECT_EQ(online.find(masked), std::string::npos) << online;
@@ -380,8 +385,8 @@ TEST(Codegen, RowCopiesDropTheEdgePathOnlyWhenItCannotRun) {
 // (tessel::SplitRegs), filled by cp.async and waited for by each thread, and the kernel asks
 // ptxas for the two blocks per SM its shared memory allows.
 TEST(Codegen, FragmentSharedTail) {
-  auto f = tessel::kernels::softmax_program(4096, 65536, tessel::DType::f16,
-                                            tessel::kernels::parse_softmax_config("rows:t512:r1:bn65536:s14"));
+  auto f = tessel::kernels::softmax_program(
+      4096, 65536, tessel::DType::f16, tessel::kernels::parse_softmax_config("rows:t512:r1:bn65536:s14"));
   EXPECT_NE(f.script().find("shared_tail(14)"), std::string::npos) << f.script();
   auto lowered = tessel::lower(f.ir(), sm90());
   EXPECT_EQ(lowered.ctx.min_blocks_per_sm, 2);
@@ -408,9 +413,10 @@ TEST(Errors, SharedTailNeedsARowFragment) {
     });
   });
   std::string msg = error_of([&] { tessel::lower(f.ir(), sm90()); });
-  EXPECT_NE(msg.find("error in alloc_fragment: fragment fragment_0 asks for shared_tail(3) but its layout gives "
-                     "each thread 2 vectors of 4"),
-            std::string::npos)
+  EXPECT_NE(
+      msg.find("error in alloc_fragment: fragment fragment_0 asks for shared_tail(3) but its layout gives "
+               "each thread 2 vectors of 4"),
+      std::string::npos)
       << msg;
   EXPECT_NE(msg.find("LoweringTest.cpp:"), std::string::npos) << msg;
 }
@@ -419,11 +425,15 @@ TEST(Errors, SharedTailMustNotBeNegative) {
   T::PrimFunc f("negative_tail");
   f.tensor("X", {4, 1024}, T::f32);
   std::string msg = error_of([&] {
-    f.body([&] { T::Kernel(4, 128, [&](T::Var) { T::alloc_fragment({1, 1024}, T::f32, T::FragmentStorage{-1}); }); });
+    f.body([&] {
+      T::Kernel(4, 128, [&](T::Var) { T::alloc_fragment({1, 1024}, T::f32, T::FragmentStorage{-1}); });
+    });
   });
-  EXPECT_NE(msg.find("error in alloc_fragment: shared_tail is -1; give the number of vectors (>= 0) per thread kept "
-                     "in shared memory"),
-            std::string::npos)
+  EXPECT_NE(
+      msg.find(
+          "error in alloc_fragment: shared_tail is -1; give the number of vectors (>= 0) per thread kept "
+          "in shared memory"),
+      std::string::npos)
       << msg;
   EXPECT_NE(msg.find("LoweringTest.cpp:"), std::string::npos) << msg;
 }

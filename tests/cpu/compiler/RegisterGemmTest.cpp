@@ -28,7 +28,8 @@ using tessel::test::stage_text;
 // [rows, 64] (fragment_0) and a shared Bs [64, 64] from A, clears Cl [rows, 64] and calls
 // `gemm(Ar, Bs, Cl)`; the error.
 std::string register_gemm_error(
-    int rows, const std::function<void(const T::Buffer& Ar, const T::Buffer& Bs, const T::Buffer& Cl)>& gemm) {
+    int rows,
+    const std::function<void(const T::Buffer& Ar, const T::Buffer& Bs, const T::Buffer& Cl)>& gemm) {
   return compile_error_of([&] {
     T::PrimFunc f("bad");
     auto A = f.tensor("A", {rows, 64}, T::f16);
@@ -62,9 +63,10 @@ TEST(RegisterGemm, ChainOnSm80FeedsTheAccumulatorLayoutToTheMmaSyncAOperand) {
       << layouts;
   std::string src = tessel::codegen::generate_cuda(lowered);
   EXPECT_NE(src.find("::run_rs(fragment_4, shared_2 + "), std::string::npos) << src;
-  EXPECT_NE(src.find("tessel::BlockGemm<tessel::half_t, 64, 64, 64, 4, 1, false, false, tessel::RowMajorLayout<64, "
-                     "64>, tessel::SwizzledLayout<64, 64, 2>>::run_rs("),
-            std::string::npos)
+  EXPECT_NE(
+      src.find("tessel::BlockGemm<tessel::half_t, 64, 64, 64, 4, 1, false, false, tessel::RowMajorLayout<64, "
+               "64>, tessel::SwizzledLayout<64, 64, 2>>::run_rs("),
+      std::string::npos)
       << src;
   EXPECT_EQ(src.find("WarpgroupGemm"), std::string::npos) << src;
   EXPECT_EQ(src.find("fence_proxy_async_shared"), std::string::npos) << src;
@@ -75,8 +77,9 @@ TEST(RegisterGemm, ChainOnSm90LowersBothGemmsToWgmma) {
   auto lowered = tessel::lower(f.ir(), sm90(), true);
   // The layouts after infer_layouts say which accumulators a wgmma writes; P's is the same layout.
   const std::string layouts = stage_text(lowered, "infer_layouts");
-  EXPECT_NE(layouts.find("// layout fragment_3: gemm accumulator, warps 4x1 (wgmma), 32 registers per thread"),
-            std::string::npos)
+  EXPECT_NE(
+      layouts.find("// layout fragment_3: gemm accumulator, warps 4x1 (wgmma), 32 registers per thread"),
+      std::string::npos)
       << layouts;
   EXPECT_NE(layouts.find("// layout fragment_4: gemm accumulator, warps 4x1, 32 registers per thread"),
             std::string::npos)
@@ -85,9 +88,11 @@ TEST(RegisterGemm, ChainOnSm90LowersBothGemmsToWgmma) {
       << layouts;
   std::string src = tessel::codegen::generate_cuda(lowered);
   // S = Q K^T: A and B K-major, 128-byte swizzle; O += P V: A from registers, V N-major.
-  EXPECT_NE(src.find("tessel::WarpgroupGemm<tessel::bfloat16_t, 64, 64, 64, 1, false, true, "
-                     "tessel::WgmmaSwizzleLayout<64, 64, 2, 128>, tessel::WgmmaSwizzleLayout<64, 64, 2, 128>>::run("),
-            std::string::npos)
+  EXPECT_NE(
+      src.find(
+          "tessel::WarpgroupGemm<tessel::bfloat16_t, 64, 64, 64, 1, false, true, "
+          "tessel::WgmmaSwizzleLayout<64, 64, 2, 128>, tessel::WgmmaSwizzleLayout<64, 64, 2, 128>>::run("),
+      std::string::npos)
       << src;
   EXPECT_NE(src.find("tessel::WarpgroupGemm<tessel::bfloat16_t, 64, 64, 64, 1, false, false, "
                      "tessel::RowMajorLayout<64, 64>, tessel::WgmmaSwizzleLayout<64, 64, 2, 128>>::run_rs("),
@@ -95,19 +100,34 @@ TEST(RegisterGemm, ChainOnSm90LowersBothGemmsToWgmma) {
       << src;
   EXPECT_NE(src.find("#include <tessel/warpgroup_gemm.cuh>"), std::string::npos) << src;
   EXPECT_NE(src.find("tessel::align_shared_1024(tessel_smem_raw)"), std::string::npos) << src;
-  // Every barrier is preceded by the generic -> async proxy fence.
+  // K and V come by TMA into mbarrier rings, issued by a producer warpgroup; the consumer
+  // warpgroup synchronizes its own shared writes (the Q copy) with named barriers, each
+  // preceded by the generic -> async proxy fence (wgmma reads Q through the async proxy).
+  EXPECT_NE(src.find("tessel::tma_load_tile<2, 1, 64, 8192>"), std::string::npos) << src;
+  EXPECT_NE(src.find("if (threadIdx.x >= 128) {  // producer warpgroup"), std::string::npos) << src;
   size_t barriers = 0, fenced = 0;
-  for (size_t p = src.find("__syncthreads();"); p != std::string::npos; p = src.find("__syncthreads();", p + 1)) {
+  for (size_t p = src.find("tessel::named_barrier_sync(1, 128);"); p != std::string::npos;
+       p = src.find("tessel::named_barrier_sync(1, 128);", p + 1)) {
     ++barriers;
     const size_t line_start = src.rfind('\n', src.rfind('\n', p) - 1);
-    if (src.substr(line_start, p - line_start).find("tessel::fence_proxy_async_shared();") != std::string::npos)
+    if (src.substr(line_start, p - line_start).find("tessel::fence_proxy_async_shared();") !=
+        std::string::npos)
       ++fenced;
   }
   EXPECT_GT(barriers, 0u);
   EXPECT_EQ(fenced, barriers) << src;
+  // One block barrier: after the mbarriers' initialization, before the roles split.
+  EXPECT_EQ(src.find("__syncthreads();"), src.rfind("__syncthreads();")) << src;
+  EXPECT_LT(src.find("__syncthreads();"), src.find("// producer warpgroup")) << src;
   // The operand tiles sit on 1024-byte boundaries, and the slack is counted.
   EXPECT_EQ(lowered.ctx.smem_bytes % 1024, 0);
-  for (const auto& [id, off] : lowered.ctx.smem_offsets) EXPECT_EQ(off % 1024, 0) << "buffer " << id;
+  for (const auto& [id, off] : lowered.ctx.smem_offsets) {
+    bool wgmma_tile = false;
+    for (const auto& [bid, l] : lowered.ctx.shared_layouts) wgmma_tile = wgmma_tile || (bid == id && l.wgmma);
+    if (wgmma_tile) {
+      EXPECT_EQ(off % 1024, 0) << "buffer " << id;
+    }
+  }
 }
 
 TEST(RegisterGemm, ChainThroughACopyAndAWideHeadOnSm90) {
@@ -116,13 +136,16 @@ TEST(RegisterGemm, ChainThroughACopyAndAWideHeadOnSm90) {
   auto f = tessel::test::gemm_chain_program(s, T::f16, 0.5f, /*via_copy=*/true);
   auto lowered = tessel::lower(f.ir(), sm90());
   std::string src = tessel::codegen::generate_cuda(lowered);
-  EXPECT_NE(src.find("tessel::WarpgroupGemm<tessel::half_t, 128, 64, 128, 2, false, true, "
-                     "tessel::WgmmaSwizzleLayout<128, 128, 2, 128>, tessel::WgmmaSwizzleLayout<64, 128, 2, 128>>::run("),
-            std::string::npos)
+  EXPECT_NE(
+      src.find(
+          "tessel::WarpgroupGemm<tessel::half_t, 128, 64, 128, 2, false, true, "
+          "tessel::WgmmaSwizzleLayout<128, 128, 2, 128>, tessel::WgmmaSwizzleLayout<64, 128, 2, 128>>::run("),
+      std::string::npos)
       << src;
-  EXPECT_NE(src.find("tessel::WarpgroupGemm<tessel::half_t, 128, 128, 64, 2, false, false, "
-                     "tessel::RowMajorLayout<128, 64>, tessel::WgmmaSwizzleLayout<64, 128, 2, 128>>::run_rs("),
-            std::string::npos)
+  EXPECT_NE(
+      src.find("tessel::WarpgroupGemm<tessel::half_t, 128, 128, 64, 2, false, false, "
+               "tessel::RowMajorLayout<128, 64>, tessel::WgmmaSwizzleLayout<64, 128, 2, 128>>::run_rs("),
+      std::string::npos)
       << src;
 }
 
@@ -133,7 +156,8 @@ TEST(RegisterGemm, DisableWgmmaKeepsMmaSyncOnSm90) {
   auto lowered = tessel::lower(f.ir(), sm90(), off);
   std::string src = tessel::codegen::generate_cuda(lowered);
   EXPECT_EQ(src.find("WarpgroupGemm"), std::string::npos) << src;
-  EXPECT_NE(src.find("tessel::BlockGemm<tessel::half_t, 64, 64, 64, 4, 1, false, false"), std::string::npos) << src;
+  EXPECT_NE(src.find("tessel::BlockGemm<tessel::half_t, 64, 64, 64, 4, 1, false, false"), std::string::npos)
+      << src;
 }
 
 TEST(RegisterGemm, TheSoleGemmOfAPipelinedLoopKeepsTheMmaSyncMainLoop) {
@@ -144,7 +168,8 @@ TEST(RegisterGemm, TheSoleGemmOfAPipelinedLoopKeepsTheMmaSyncMainLoop) {
   c.block_M = 128, c.block_N = 256, c.block_K = 32, c.num_stages = 3, c.threads = 256;
   auto lowered = tessel::lower(tessel::kernels::matmul_program(4096, 4095, 4096, c).ir(), sm90());
   std::string src = tessel::codegen::generate_cuda(lowered);
-  EXPECT_NE(src.find("tessel::gemm_mainloop<tessel::BlockGemm<tessel::half_t, 128, 256, 32, 2, 4"), std::string::npos)
+  EXPECT_NE(src.find("tessel::gemm_mainloop<tessel::BlockGemm<tessel::half_t, 128, 256, 32, 2, 4"),
+            std::string::npos)
       << src;
   EXPECT_EQ(src.find("WarpgroupGemm"), std::string::npos) << src;
 }
@@ -187,7 +212,8 @@ TEST(Attention, RowStatisticsStayInRegistersOnBothPaths) {
               std::string::npos)
         << layouts;
     std::string src = tessel::codegen::generate_cuda(lowered);
-    EXPECT_NE(src.find("tessel::AccumulatorLayout<64, 64, 4, 1>::template reduce_rows<tessel::ReduceMaxOp>(fragment_3, "),
+    EXPECT_NE(src.find("tessel::AccumulatorLayout<64, 64, 4, 1>::template "
+                       "reduce_rows<tessel::ReduceMaxOp>(fragment_3, "),
               std::string::npos)
         << src;
     EXPECT_NE(src.find("template reduce_rows<tessel::ReduceSumOp>"), std::string::npos) << src;
@@ -236,22 +262,27 @@ std::string reduced_gemm_error(T::GemmWarpPolicy policy, int dim) {
 
 TEST(Attention, AReducedGemmTileMustSplitItsWarpsAlongM) {
   std::string msg = reduced_gemm_error(T::GemmWarpPolicy::FullCol, 1);
-  EXPECT_NE(msg.find("error in gemm: the accumulator fragment_1 is reduced along its rows or becomes the register A "
-                     "operand of a later gemm, so the warps must split M alone (policy FullRow)"),
-            std::string::npos)
+  EXPECT_NE(
+      msg.find(
+          "error in gemm: the accumulator fragment_1 is reduced along its rows or becomes the register A "
+          "operand of a later gemm, so the warps must split M alone (policy FullRow)"),
+      std::string::npos)
       << msg;
   msg = reduced_gemm_error(T::GemmWarpPolicy::Square, 0);
-  EXPECT_NE(msg.find("error in reduce_max: reduces the gemm tile fragment_1 [64, 64] over dim 0 with its warps split "
-                     "2x2 (M x N); a gemm tile reduces along dim 1, with its warps splitting M only"),
-            std::string::npos)
+  EXPECT_NE(
+      msg.find(
+          "error in reduce_max: reduces the gemm tile fragment_1 [64, 64] over dim 0 with its warps split "
+          "2x2 (M x N); a gemm tile reduces along dim 1, with its warps splitting M only"),
+      std::string::npos)
       << msg;
 }
 
 TEST(RegisterGemm, ErrorsNameTheOperandAndWhatIsLegal) {
   std::string msg = register_gemm_error(64, [](auto& Ar, auto& Bs, auto& Cl) { T::gemm(Ar, Bs, Cl, true); });
-  EXPECT_NE(msg.find("error in gemm: A fragment_0 is a fragment, held in registers as [M, K]; transpose_A applies "
-                     "to shared-memory tiles only"),
-            std::string::npos)
+  EXPECT_NE(
+      msg.find("error in gemm: A fragment_0 is a fragment, held in registers as [M, K]; transpose_A applies "
+               "to shared-memory tiles only"),
+      std::string::npos)
       << msg;
   EXPECT_NE(msg.find("RegisterGemmTest.cpp:"), std::string::npos) << msg;
 
@@ -261,11 +292,13 @@ TEST(RegisterGemm, ErrorsNameTheOperandAndWhatIsLegal) {
             std::string::npos)
       << msg;
 
-  msg = register_gemm_error(
-      64, [](auto& Ar, auto& Bs, auto& Cl) { T::gemm(Ar, Bs, Cl, false, false, T::GemmWarpPolicy::FullCol); });
-  EXPECT_NE(msg.find("A fragment_0 is a fragment (registers), so the warps must split M alone (policy FullRow); "
-                     "policy FullCol asks for the opposite"),
-            std::string::npos)
+  msg = register_gemm_error(64, [](auto& Ar, auto& Bs, auto& Cl) {
+    T::gemm(Ar, Bs, Cl, false, false, T::GemmWarpPolicy::FullCol);
+  });
+  EXPECT_NE(
+      msg.find("A fragment_0 is a fragment (registers), so the warps must split M alone (policy FullRow); "
+               "policy FullCol asks for the opposite"),
+      std::string::npos)
       << msg;
 
   // More warps than 16-row slabs of A.

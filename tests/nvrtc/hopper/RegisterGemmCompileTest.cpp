@@ -22,9 +22,9 @@ struct ChainCase {
 
 std::string chain_name(const ::testing::TestParamInfo<ChainCase>& info) {
   const ChainCase& c = info.param;
-  return "BM" + std::to_string(c.shape.BM) + "_BN" + std::to_string(c.shape.BN) + "_D" + std::to_string(c.shape.D) +
-         "_t" + std::to_string(c.shape.threads) + "_" + std::string(T::dtype_name(c.dtype)) + "_" + c.arch +
-         (c.disable_wgmma ? "_nowgmma" : "");
+  return "BM" + std::to_string(c.shape.BM) + "_BN" + std::to_string(c.shape.BN) + "_D" +
+         std::to_string(c.shape.D) + "_t" + std::to_string(c.shape.threads) + "_" +
+         std::string(T::dtype_name(c.dtype)) + "_" + c.arch + (c.disable_wgmma ? "_nowgmma" : "");
 }
 
 class RegisterGemmChain : public ::testing::TestWithParam<ChainCase> {};
@@ -38,17 +38,20 @@ TEST_P(RegisterGemmChain, CompilesToTheChosenInstructionsWithoutSpills) {
   const std::string& ptx = k.ptx();
   const bool wgmma = c.arch == "sm_90a" && !c.disable_wgmma;
   if (wgmma) {
-    EXPECT_EQ(k.info().path, "sm90 wgmma block gemm (generic kernel)");
+    EXPECT_EQ(k.info().path, "sm90 wgmma block gemm (generic kernel), TMA + mbarrier ring, warp-specialized");
+    EXPECT_NE(ptx.find("cp.async.bulk.tensor.2d"), std::string::npos) << "no TMA loads";
+    EXPECT_NE(ptx.find("setmaxnreg.inc"), std::string::npos) << "no register budget for the consumers";
     const std::string ty = c.dtype == T::DType::f16 ? "f16" : "bf16";
     const std::string n1 = std::to_string(c.shape.BN), n2 = std::to_string(c.shape.D);
     // S = Q K^T: both operands by descriptor (two 64-bit registers after the accumulators).
-    EXPECT_TRUE(std::regex_search(ptx, std::regex("wgmma\\.mma_async\\.sync\\.aligned\\.m64n" + n1 + "k16\\.f32\\." +
-                                                  ty + "\\." + ty + " \\{[^}]*\\}, %rd[0-9]+, %rd[0-9]+")))
+    EXPECT_TRUE(
+        std::regex_search(ptx, std::regex("wgmma\\.mma_async\\.sync\\.aligned\\.m64n" + n1 + "k16\\.f32\\." +
+                                          ty + "\\." + ty + " \\{[^}]*\\}, %rd[0-9]+, %rd[0-9]+")))
         << "no wgmma with A and B in shared memory";
     // O += P V: A as four 32-bit registers.
-    EXPECT_TRUE(std::regex_search(ptx, std::regex("wgmma\\.mma_async\\.sync\\.aligned\\.m64n" + n2 + "k16\\.f32\\." +
-                                                  ty + "\\." + ty +
-                                                  " \\{[^}]*\\}, \\{%r[0-9]+, %r[0-9]+, %r[0-9]+, %r[0-9]+\\}, %rd")))
+    EXPECT_TRUE(std::regex_search(
+        ptx, std::regex("wgmma\\.mma_async\\.sync\\.aligned\\.m64n" + n2 + "k16\\.f32\\." + ty + "\\." + ty +
+                        " \\{[^}]*\\}, \\{%r[0-9]+, %r[0-9]+, %r[0-9]+, %r[0-9]+\\}, %rd")))
         << "no wgmma with A from registers";
     EXPECT_NE(ptx.find("fence.proxy.async.shared::cta"), std::string::npos);
     EXPECT_EQ(ptx.find("mma.sync"), std::string::npos);
@@ -81,7 +84,8 @@ TEST(RegisterGemm, PlainRegisterAGemmCompilesOnBothPaths) {
     o.arch = arch;
     tessel::test::RegisterGemmShape s{1000, 1000, 1000, 64, 128, 32, 128, 3};
     auto k = T::jit(tessel::test::register_a_gemm_program(s, T::DType::f16), o);
-    EXPECT_NE(k.ptx().find(arch == "sm_90a" ? "wgmma.mma_async" : "mma.sync.aligned.m16n8k16"), std::string::npos)
+    EXPECT_NE(k.ptx().find(arch == "sm_90a" ? "wgmma.mma_async" : "mma.sync.aligned.m16n8k16"),
+              std::string::npos)
         << arch;
     EXPECT_EQ(k.resources().spill_store_bytes, 0) << arch << "\n" << k.compile_log();
   }
@@ -91,13 +95,15 @@ TEST(RegisterGemm, PlainRegisterAGemmCompilesOnBothPaths) {
 // statistics in registers (shuffles within a quad, no shared-memory reduction), no spills.
 TEST(Attention, CompilesWithoutSpillsOnBothPaths) {
   for (const std::string arch : {"sm_80", "sm_90a"})
-    for (const auto& c : {T::kernels::GemmChainConfig{64, 64, 128, 2}, T::kernels::GemmChainConfig{128, 64, 256, 2}}) {
+    for (const auto& c :
+         {T::kernels::GemmChainConfig{64, 64, 128, 2}, T::kernels::GemmChainConfig{128, 64, 256, 2}}) {
       T::JitOptions o;
       o.arch = arch;
       const int D = c.block_M == 64 ? 64 : 128;
       auto k = T::kernels::make_attention(1000, 1000, D, T::DType::bf16, 0.125f, c, o);
       const std::string& ptx = k.ptx();
-      EXPECT_NE(ptx.find(arch == "sm_90a" ? "wgmma.mma_async" : "mma.sync.aligned.m16n8k16"), std::string::npos)
+      EXPECT_NE(ptx.find(arch == "sm_90a" ? "wgmma.mma_async" : "mma.sync.aligned.m16n8k16"),
+                std::string::npos)
           << arch;
       EXPECT_NE(ptx.find("shfl.sync.bfly"), std::string::npos) << arch;
       EXPECT_NE(ptx.find("ex2.approx"), std::string::npos) << arch;

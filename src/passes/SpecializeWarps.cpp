@@ -1,0 +1,115 @@
+// specialize_warps
+//   Does:     gives the producer work of a kernel's TMA rings (ProducerStmt, from plan_pipelines)
+//             a warpgroup of its own: the kernel becomes
+//               <shared declarations>
+//               specialize(consumers = the kernel's threads, producer = one more warpgroup) {
+//                 producer: the ring prologues, and each ring loop with only its producer work
+//                 consumers: the kernel's body without the producer work
+//               }
+//             so the consumer warpgroups never stop to issue loads, and wait on mbarriers only
+//             for data, not on each other. It applies when the producer work can run alone:
+//             every ProducerStmt is a ring prologue at the kernel's top level or the first
+//             statement of a top-level Serial loop whose bounds read only block indices and
+//             constants (so the producer knows the trip count without the consumers), and the
+//             kernel's threads are whole warpgroups. Register budgets (setmaxnreg): the producer
+//             keeps kProducerRegs, the consumers take what the register file has left per thread,
+//             rounded down to 8, at most 240.
+//   Requires: plan_pipelines (rings and their ProducerStmts).
+//   Ensures:  no ProducerStmt is left when it applied; ctx.launch_threads, ctx.consumer_regs and
+//             ctx.producer_regs set. Otherwise the IR is unchanged (one thread issues the loads).
+#include "passes/Passes.hpp"
+#include "tessel/ir/Mutator.hpp"
+
+namespace tessel::passes {
+
+using namespace ir;
+
+namespace {
+
+constexpr int kProducerRegs = 32;
+constexpr int kRegisterFile = 65536;
+
+std::vector<Stmt> flatten(const Stmt& s) {
+  std::vector<Stmt> out;
+  if (!s.defined()) return out;
+  if (const auto* seq = s.as<SeqStmt>()) {
+    for (const Stmt& c : seq->stmts) {
+      auto f = flatten(c);
+      out.insert(out.end(), f.begin(), f.end());
+    }
+    return out;
+  }
+  out.push_back(s);
+  return out;
+}
+
+bool contains_producer(const Stmt& s) {
+  struct Finder : IRVisitor {
+    bool found = false;
+    void visit_node(const ProducerStmt*) override { found = true; }
+  } f;
+  f.visit(s);
+  return f.found;
+}
+
+// Whether `e` reads only the given variables (block indices) and constants.
+bool only_reads(const Expr& e, const std::vector<Var>& allowed) {
+  struct Check : IRVisitor {
+    const std::vector<Var>* allowed;
+    bool ok = true;
+    void visit_node(const VarNode* v) override {
+      bool known = false;
+      for (const Var& a : *allowed) known = known || a.get() == v;
+      ok = ok && known;
+    }
+    void visit_node(const BufferLoad*) override { ok = false; }
+  } c;
+  c.allowed = &allowed;
+  c.visit(e);
+  return c.ok;
+}
+
+}  // namespace
+
+Stmt specialize_warps(const Stmt& body, PassContext& ctx) {
+  if (ctx.target.sm != 90 || !ctx.allow_warp_specialization || !contains_producer(body)) return body;
+  const auto* kernel = body.as<KernelStmt>();
+  if (!kernel || ctx.threads % 128 != 0) return body;
+  std::vector<Stmt> top = flatten(kernel->body);
+  std::vector<Stmt> shared_decls, producer, consumer;
+  for (const Stmt& s : top) {
+    if (const auto* d = s.as<DeclBuffer>(); d && d->buffer->scope == Scope::Shared) {
+      shared_decls.push_back(s);
+    } else if (const auto* p = s.as<ProducerStmt>()) {
+      producer.push_back(p->body);
+    } else if (const auto* f = s.as<ForStmt>();
+               f && f->kind == ForKind::Serial && contains_producer(f->body)) {
+      std::vector<Stmt> inner = flatten(f->body);
+      const auto* first = inner.empty() ? nullptr : inner[0].as<ProducerStmt>();
+      if (!first || !only_reads(f->min, ctx.block_vars) || !only_reads(f->extent, ctx.block_vars))
+        return body;
+      for (size_t i = 1; i < inner.size(); ++i)
+        if (contains_producer(inner[i])) return body;
+      producer.push_back(make_for(f->var, f->min, f->extent, ForKind::Serial, 0, first->body, f->where));
+      consumer.push_back(make_for(f->var, f->min, f->extent, ForKind::Serial, 0,
+                                  make_seq(std::vector<Stmt>(inner.begin() + 1, inner.end()), f->where),
+                                  f->where));
+    } else {
+      if (contains_producer(s)) return body;  // producer work somewhere a lone producer cannot follow
+      consumer.push_back(s);
+    }
+  }
+  const int producer_threads = 128;
+  const int consumer_regs =
+      std::min(240, (kRegisterFile - producer_threads * kProducerRegs) / ctx.threads / 8 * 8);
+  ctx.launch_threads = ctx.threads + producer_threads;
+  ctx.consumer_regs = consumer_regs;
+  ctx.producer_regs = kProducerRegs;
+  auto w = kernel->where;
+  std::vector<Stmt> out = shared_decls;
+  out.push_back(make_specialize(ctx.threads, producer_threads, consumer_regs, kProducerRegs,
+                                make_seq(producer, w), make_seq(consumer, w), w));
+  return make_kernel(kernel->grid, kernel->threads, kernel->block_vars, make_seq(out, w), w);
+}
+
+}  // namespace tessel::passes

@@ -1,0 +1,134 @@
+// The Hopper pipeline passes on IR text: plan_tma_copies turns a Pipelined loop's loads into TMA
+// loads, plan_pipelines builds their mbarrier ring, specialize_warps gives the producer work a
+// warpgroup, insert_barriers initializes the mbarriers and names the consumers' barriers. And
+// where they must not apply: sm_80, the async_pipeline switch off, a loop nested in another, a
+// copy TMA cannot make.
+#include <gtest/gtest.h>
+
+#include "Lower.hpp"
+#include "codegen/CodegenCuda.hpp"
+#include "kernels/attention/FlashAttention.hpp"
+#include "support/LoweringSupport.hpp"
+#include "support/RegisterGemmPrograms.hpp"
+
+namespace {
+
+namespace T = tessel;
+using T::test::sm80;
+using T::test::sm90;
+using T::test::stage_text;
+
+T::PrimFunc attention(int D, bool causal, std::vector<std::int64_t> q_strides = {}) {
+  T::kernels::AttentionShape s;
+  s.batch = 2, s.heads = 4, s.kv_heads = 2, s.seqlen_q = 300, s.seqlen_k = 1000, s.dim = D;
+  s.q_strides = std::move(q_strides);
+  return T::kernels::attention_program(s, T::DType::f16, causal, 0.125f, {128, 128, 256, 2});
+}
+
+bool has(const std::string& text, const std::string& needle) {
+  return text.find(needle) != std::string::npos;
+}
+
+TEST(HopperPipeline, AttentionLoadsBecomeTmaLoadsIntoRings) {
+  auto lowered = T::lower(attention(128, true).ir(), sm90(), true);
+  const std::string tma = stage_text(lowered, "plan_tma_copies");
+  // K and V: [1, 128, 1, 128] regions of [B, S, H_kv, D] tensors, one map each.
+  EXPECT_TRUE(has(
+      tma, "tma_load(K[bz:+1, (ko * 128):+128, (by / 2):+1, 0:+128] -> shared_1[0:+128, 0:+128], map=K_map)"))
+      << tma;
+  EXPECT_TRUE(has(tma, "map=V_map)")) << tma;
+  // Q is loaded once, outside the loop: it keeps its copy.
+  EXPECT_TRUE(has(tma, "copy(Q[")) << tma;
+  ASSERT_EQ(lowered.ctx.tma_params.size(), 2u);
+  EXPECT_EQ(lowered.ctx.tma_params[0].box, (std::vector<int>{1, 128, 1, 64}));
+  EXPECT_EQ(lowered.ctx.tma_params[0].swizzle_bytes, 128);
+
+  const std::string ring = stage_text(lowered, "plan_pipelines");
+  // The producer: a prologue of S - 1 stages, then one iteration ahead, waiting for the stage's
+  // release first.
+  EXPECT_TRUE(has(ring, "producer {")) << ring;
+  EXPECT_TRUE(has(ring, "mbarrier.arrive_expect_tx(shared_1_full[s], bytes=32768)")) << ring;
+  EXPECT_TRUE(has(ring, "mbarrier.wait(shared_1_empty[((ko + 1) % 2)], parity=((((ko + 1) / 2) + 1) % 2))"))
+      << ring;
+  // The consumers: wait for K right before the gemm that reads it, release it right after.
+  const size_t wait_k = ring.find("mbarrier.wait(shared_1_full[(ko % 2)], parity=((ko / 2) % 2))");
+  const size_t gemm_k = ring.find("gemm(shared_0, shared_1[(ko % 2):+1");
+  const size_t release_k = ring.find("mbarrier.warp_arrive(shared_1_empty[(ko % 2)])");
+  ASSERT_NE(wait_k, std::string::npos) << ring;
+  ASSERT_NE(gemm_k, std::string::npos) << ring;
+  ASSERT_NE(release_k, std::string::npos) << ring;
+  EXPECT_LT(wait_k, gemm_k);
+  EXPECT_LT(gemm_k, release_k);
+  // V's wait comes after the softmax, right before P V.
+  const size_t wait_v = ring.find("mbarrier.wait(shared_2_full[(ko % 2)]");
+  EXPECT_GT(wait_v, ring.find("reduce_sum(")) << ring;
+
+  const std::string roles = stage_text(lowered, "specialize_warps");
+  EXPECT_TRUE(has(roles, "specialize(consumers=256 threads regs=240, producer=128 threads regs=32) {"))
+      << roles;
+  EXPECT_FALSE(has(roles, "producer {")) << "producer work left among the consumers:\n" << roles;
+  EXPECT_EQ(lowered.ctx.launch_threads, 384);
+
+  const std::string barriers = stage_text(lowered, "insert_barriers");
+  EXPECT_TRUE(has(barriers, "mbarrier.init(shared_1_full[b], count=1)")) << barriers;
+  EXPECT_TRUE(has(barriers, "mbarrier.init(shared_1_empty[b#1], count=8)")) << barriers;
+  EXPECT_TRUE(has(barriers, "barrier(id=1, threads=256)")) << barriers;
+
+  const std::string src = T::codegen::generate_cuda(lowered);
+  EXPECT_TRUE(has(src, "#define TESSEL_CONSUMER_THREADS 256")) << src;
+  EXPECT_TRUE(has(src, "__launch_bounds__(384, 1)")) << src;
+  EXPECT_TRUE(has(src, "tessel::setmaxnreg_dec<32>();")) << src;
+  EXPECT_TRUE(has(src, "tessel::setmaxnreg_inc<240>();")) << src;
+}
+
+TEST(HopperPipeline, BhsdStridesGiveTheMapThoseStrides) {
+  auto lowered = T::lower(attention(64, false, T::kernels::bhsd_strides(2, 300, 4, 64)).ir(), sm90(), true);
+  EXPECT_TRUE(has(stage_text(lowered, "plan_tma_copies"),
+                  "Q: f16[2, 300, 4, 64] strides [76800_i64, 64_i64, 19200_i64, 1_i64]"));
+  EXPECT_EQ(lowered.ctx.tma_params.size(), 2u);  // K and V (row-major here)
+}
+
+TEST(HopperPipeline, NotOnSm80NorWithTheSwitchOff) {
+  auto on80 = T::lower(attention(64, false).ir(), sm80(), true);
+  EXPECT_TRUE(on80.ctx.tma_params.empty());
+  EXPECT_FALSE(has(stage_text(on80, "plan_pipelines"), "mbarrier")) << stage_text(on80, "plan_pipelines");
+  T::passes::PassContext::Switches off;
+  off.allow_async_pipeline = false;
+  auto sync = T::lower(attention(64, false).ir(), sm90(), off, true);
+  EXPECT_TRUE(sync.ctx.tma_params.empty());
+  EXPECT_EQ(sync.ctx.launch_threads, 0);
+  // The cp.async schedule, still with wgmma.
+  EXPECT_TRUE(has(stage_text(sync, "plan_pipelines"), "async_wait(0)"));
+  EXPECT_TRUE(sync.ctx.uses_wgmma);
+}
+
+TEST(HopperPipeline, ALoopInsideALoopKeepsCpAsync) {
+  // A ring's parities count iterations from the kernel's start: a Pipelined loop that runs
+  // once per outer iteration must not get one.
+  T::PrimFunc f("nested");
+  auto A = f.tensor("A", {512, 64}, T::f16);
+  auto B = f.tensor("B", {512, 64}, T::f16);
+  auto C = f.tensor("C", {128, 64}, T::f32);
+  f.body([&] {
+    T::Kernel(1, 128, [&](T::Var) {
+      auto a = T::alloc_shared({64, 64}, T::f16);
+      auto b = T::alloc_shared({64, 64}, T::f16);
+      auto acc = T::alloc_fragment({64, 64}, T::f32);
+      T::clear(acc);
+      T::Serial(2, [&](T::Var o) {
+        T::Pipelined(4, 2, [&](T::Var k) {
+          T::copy(A(o * 256 + k * 64, 0), a);
+          T::copy(B(o * 256 + k * 64, 0), b);
+          T::gemm(a, b, acc, false, true);
+        });
+      });
+      T::copy(acc, C(0, 0));
+    });
+  });
+  auto lowered = T::lower(f.ir(), sm90(), true);
+  EXPECT_TRUE(lowered.ctx.tma_params.empty());
+  EXPECT_FALSE(has(stage_text(lowered, "plan_tma_copies"), "tma_load"))
+      << stage_text(lowered, "plan_tma_copies");
+}
+
+}  // namespace
