@@ -199,6 +199,13 @@ JitKernel jit(const PrimFunc& f, const JitOptions& options) {
                          "\n--- generated source ---\n" + source);
   }
   impl->compiled.source = source;
+  // setmaxnreg moves registers within the CTA's pool: the consumers' setmaxnreg.inc waits
+  // forever unless the kernel launched with the registers specialize_warps budgeted from.
+  if (impl->lowered.ctx.consumer_regs > 0 && impl->compiled.resources.registers != impl->lowered.ctx.entry_regs)
+    throw_internal_error("the warp-specialized " + prog.name + " was compiled to " +
+                         std::to_string(impl->compiled.resources.registers) + " registers per thread, not the " +
+                         std::to_string(impl->lowered.ctx.entry_regs) +
+                         " its setmaxnreg budgets assume; launching it could hang");
 
   const auto& ctx = impl->lowered.ctx;
   std::int64_t g[3] = {1, 1, 1};

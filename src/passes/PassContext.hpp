@@ -139,6 +139,7 @@ struct PassContext {
   // warpgroup), 0 when it is `threads`; the roles' register budgets (setmaxnreg).
   int launch_threads = 0;
   int consumer_regs = 0, producer_regs = 0;
+  int entry_regs = 0;  // per thread at launch, which the budgets assume ptxas allocated
 
   // Set by verify_program.
   int threads = 0;

@@ -11,9 +11,15 @@
 //             every ProducerStmt is a ring prologue at the kernel's top level or the first
 //             statement of a top-level Serial loop whose bounds read only block indices and
 //             constants (so the producer knows the trip count without the consumers), and the
-//             kernel's threads are whole warpgroups. Register budgets (setmaxnreg): the producer
-//             keeps kProducerRegs, the consumers take what the register file has left per thread,
-//             rounded down to 8, at most 240.
+//             kernel's threads are whole warpgroups. Register budgets (setmaxnreg): a CTA owns
+//             the registers it launched with -- entry = 65536 / threads per thread, in steps of
+//             8, which ptxas allocates under __launch_bounds__(threads, 1) (the JIT checks) --
+//             and setmaxnreg.inc takes registers only from what setmaxnreg.dec gave back to the
+//             CTA's pool (it blocks until they are there). So the producer drops to
+//             kProducerRegs and the consumers rise by its surplus shared among them:
+//             consumers = entry + (entry - kProducerRegs) * producer threads / consumer threads,
+//             rounded down to 8 (384 threads: 168 -> 24 and 240). When the entry budget is
+//             already generous (>= 232: a single consumer warpgroup) there is no setmaxnreg.
 //   Requires: plan_pipelines (rings and their ProducerStmts).
 //   Ensures:  no ProducerStmt is left when it applied; ctx.launch_threads, ctx.consumer_regs and
 //             ctx.producer_regs set. Otherwise the IR is unchanged (one thread issues the loads).
@@ -26,7 +32,7 @@ using namespace ir;
 
 namespace {
 
-constexpr int kProducerRegs = 32;
+constexpr int kProducerRegs = 24;
 constexpr int kRegisterFile = 65536;
 
 std::vector<Stmt> flatten(const Stmt& s) {
@@ -100,14 +106,20 @@ Stmt specialize_warps(const Stmt& body, PassContext& ctx) {
     }
   }
   const int producer_threads = 128;
-  const int consumer_regs =
-      std::min(240, (kRegisterFile - producer_threads * kProducerRegs) / ctx.threads / 8 * 8);
-  ctx.launch_threads = ctx.threads + producer_threads;
+  const int launch = ctx.threads + producer_threads;
+  const int entry = std::min(255, kRegisterFile / launch) / 8 * 8;
+  int consumer_regs = 0, producer_regs = 0;
+  if (entry < 232) {
+    producer_regs = kProducerRegs;
+    consumer_regs = std::min(256, entry + (entry - kProducerRegs) * producer_threads / ctx.threads / 8 * 8);
+  }
+  ctx.launch_threads = launch;
   ctx.consumer_regs = consumer_regs;
-  ctx.producer_regs = kProducerRegs;
+  ctx.producer_regs = producer_regs;
+  ctx.entry_regs = entry;
   auto w = kernel->where;
   std::vector<Stmt> out = shared_decls;
-  out.push_back(make_specialize(ctx.threads, producer_threads, consumer_regs, kProducerRegs,
+  out.push_back(make_specialize(ctx.threads, producer_threads, consumer_regs, producer_regs,
                                 make_seq(producer, w), make_seq(consumer, w), w));
   return make_kernel(kernel->grid, kernel->threads, kernel->block_vars, make_seq(out, w), w);
 }

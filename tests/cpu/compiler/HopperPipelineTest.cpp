@@ -64,7 +64,7 @@ TEST(HopperPipeline, AttentionLoadsBecomeTmaLoadsIntoRings) {
   EXPECT_GT(wait_v, ring.find("reduce_sum(")) << ring;
 
   const std::string roles = stage_text(lowered, "specialize_warps");
-  EXPECT_TRUE(has(roles, "specialize(consumers=256 threads regs=240, producer=128 threads regs=32) {"))
+  EXPECT_TRUE(has(roles, "specialize(consumers=256 threads regs=240, producer=128 threads regs=24) {"))
       << roles;
   EXPECT_FALSE(has(roles, "producer {")) << "producer work left among the consumers:\n" << roles;
   EXPECT_EQ(lowered.ctx.launch_threads, 384);
@@ -77,7 +77,7 @@ TEST(HopperPipeline, AttentionLoadsBecomeTmaLoadsIntoRings) {
   const std::string src = T::codegen::generate_cuda(lowered);
   EXPECT_TRUE(has(src, "#define TESSEL_CONSUMER_THREADS 256")) << src;
   EXPECT_TRUE(has(src, "__launch_bounds__(384, 1)")) << src;
-  EXPECT_TRUE(has(src, "tessel::setmaxnreg_dec<32>();")) << src;
+  EXPECT_TRUE(has(src, "tessel::setmaxnreg_dec<24>();")) << src;
   EXPECT_TRUE(has(src, "tessel::setmaxnreg_inc<240>();")) << src;
 }
 

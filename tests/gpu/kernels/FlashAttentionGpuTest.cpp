@@ -167,3 +167,15 @@ TEST(FlashAttentionGpuErrors, ArgumentsByMessage) {
 }
 
 }  // namespace
+
+namespace {
+
+// Small cases for compute-sanitizer (scripts/gpu-check.sh runs racecheck and synccheck on them):
+// the TMA ring, the producer warpgroup and the consumers' named barriers, causal and not.
+TEST(FlashAttentionGpuSmall, RingsAndRoles) {
+  TESSEL_REQUIRE_GPU();
+  check({2, 4, 2, 200, 300, 64, true}, DType::f16);
+  check({1, 2, 1, 130, 129, 128, false, true}, DType::bf16);
+}
+
+}  // namespace

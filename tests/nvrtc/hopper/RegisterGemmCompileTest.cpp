@@ -40,7 +40,14 @@ TEST_P(RegisterGemmChain, CompilesToTheChosenInstructionsWithoutSpills) {
   if (wgmma) {
     EXPECT_EQ(k.info().path, "sm90 wgmma block gemm (generic kernel), TMA + mbarrier ring, warp-specialized");
     EXPECT_NE(ptx.find("cp.async.bulk.tensor.2d"), std::string::npos) << "no TMA loads";
-    EXPECT_NE(ptx.find("setmaxnreg.inc"), std::string::npos) << "no register budget for the consumers";
+    // Two consumer warpgroups (384 threads launched, 168 registers each) rebalance registers
+    // with setmaxnreg; one (256 launched, 248 each) has enough without.
+    if (c.shape.threads >= 256) {
+      EXPECT_NE(ptx.find("setmaxnreg.inc.sync.aligned.u32 240"), std::string::npos) << "no register budget";
+      EXPECT_EQ(k.resources().registers, 168);
+    } else {
+      EXPECT_EQ(ptx.find("setmaxnreg"), std::string::npos);
+    }
     const std::string ty = c.dtype == T::DType::f16 ? "f16" : "bf16";
     const std::string n1 = std::to_string(c.shape.BN), n2 = std::to_string(c.shape.D);
     // S = Q K^T: both operands by descriptor (two 64-bit registers after the accumulators).
