@@ -13,6 +13,9 @@
 
 #if defined(TESSEL_HAVE_CUDNN_FRONTEND)
 #include <dlfcn.h>
+#include <link.h>
+
+#include <cstring>
 
 #include <cudnn_frontend.h>
 
@@ -94,6 +97,26 @@ std::vector<std::int64_t> dims_and_strides(const Bhsd& b) {
   std::vector<std::int64_t> r = b.dims;
   r.insert(r.end(), b.strides.begin(), b.strides.end());
   return r;
+}
+
+// The folder of the loaded shared library whose file name starts with `prefix`; "" if none.
+std::string loaded_library_folder(const char* prefix) {
+  struct Search {
+    const char* prefix;
+    std::string folder;
+  } search{prefix, ""};
+  dl_iterate_phdr(
+      [](dl_phdr_info* info, std::size_t, void* data) {
+        auto* s = static_cast<Search*>(data);
+        const std::string path = info->dlpi_name ? info->dlpi_name : "";
+        const std::size_t slash = path.rfind('/');
+        if (slash == std::string::npos || path.compare(slash + 1, std::strlen(s->prefix), s->prefix) != 0)
+          return 0;
+        s->folder = path.substr(0, slash);
+        return 1;
+      },
+      &search);
+  return search.folder;
 }
 
 void check_fe(fe::error_t e, const std::string& what) {
@@ -182,6 +205,12 @@ CudnnAttention::CudnnAttention() {
   // runtime into a reason rather than an exception in the middle of a benchmark.
   impl->cudart = dlopen("libcudart.so.13", RTLD_NOW | RTLD_LOCAL);
   if (!impl->cudart) impl->cudart = dlopen("libcudart.so.12", RTLD_NOW | RTLD_LOCAL);
+  if (!impl->cudart) {
+    // Not on the search path: try the toolkit folder that libnvrtc (which tessel links) came
+    // from. Once loaded, the frontend's dlopen by soname finds this copy.
+    if (const std::string dir = loaded_library_folder("libnvrtc.so"); !dir.empty())
+      impl->cudart = dlopen((dir + "/libcudart.so.13").c_str(), RTLD_NOW | RTLD_LOCAL);
+  }
   if (!impl->cudart) {
     reason_ =
         "the cuDNN frontend needs the CUDA runtime (libcudart.so.13 or .12), which is not on the library "
