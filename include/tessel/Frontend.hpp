@@ -101,6 +101,13 @@ class PrimFunc {
   explicit PrimFunc(std::string name = "unnamed");
   // A global tensor parameter, in call order.
   Buffer tensor(const std::string& name, std::vector<Expr> shape, DType dtype, Loc where = Loc::current());
+  // A tensor parameter with explicit element strides, one per dimension (positive constants).
+  // The kernel is compiled for them and takes only tensors with these strides (dimensions of
+  // size 1 aside): e.g. a [B, H, S, D] allocation seen as the logical [B, S, H, D] tensor
+  // Q(b, s, h, d) has strides {H*S*D, D, S*D, 1}. Copies move tiles in 16-byte vectors (or with
+  // TMA) along a dimension of stride 1.
+  Buffer tensor(const std::string& name, std::vector<Expr> shape, DType dtype, std::vector<Expr> strides,
+                Loc where = Loc::current());
   // Records the program body by running `fn` once.
   void body(const std::function<void()>& fn, Loc where = Loc::current());
   const ir::PrimFuncNode& ir() const { return *node_; }

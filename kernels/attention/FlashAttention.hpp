@@ -46,7 +46,7 @@ struct AttentionConfig {
   int block_M = 128;  // query rows per block (64 per consumer warpgroup on sm_90a)
   int block_N = 128;  // keys per step of the loop
   int threads = 256;
-  int num_stages = 2;  // of the K/V ring
+  int num_stages = 2;            // of the K/V ring
   std::string describe() const;  // "128x128 s2 t256"
   bool operator==(const AttentionConfig&) const = default;
 };
@@ -80,7 +80,7 @@ struct AttentionOutput {
 };
 // The library entry point: checks the tensors (ranks, dtypes, matching B and D, H % H_kv,
 // strides), compiles (cached per shape, strides, causal, scale, dtype and config) and runs.
-AttentionOutput flash_attention(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionOptions& o = {},
-                                CUstream stream = nullptr);
+AttentionOutput flash_attention(const Tensor& q, const Tensor& k, const Tensor& v,
+                                const AttentionOptions& o = {}, CUstream stream = nullptr);
 
 }  // namespace tessel::kernels

@@ -258,9 +258,19 @@ class CudaEmitter {
         return n + "[" + lin + "]";
       }
       case Scope::Global: {
-        std::string lin = "(long long)(" + expr(idx[0]) + ")";
-        for (size_t d = 1; d < idx.size(); ++d)
-          lin = "(" + lin + " * " + expr(b->shape[d]) + " + " + expr(idx[d]) + ")";
+        std::string lin;
+        if (b.row_major()) {
+          lin = "(long long)(" + expr(idx[0]) + ")";
+          for (size_t d = 1; d < idx.size(); ++d)
+            lin = "(" + lin + " * " + expr(b->shape[d]) + " + " + expr(idx[d]) + ")";
+        } else {  // a strided view: sum of index * stride, in 64 bits
+          const std::vector<Expr> strides = b.strides();
+          for (size_t d = 0; d < idx.size(); ++d) {
+            std::string term = "(long long)(" + expr(idx[d]) + ")";
+            if (!is_const_int(strides[d], 1)) term += " * " + expr(strides[d]);
+            lin = d ? "(" + lin + " + " + term + ")" : term;
+          }
+        }
         for (const auto& [cond, taken] : guards_)  // inside select arms (see expr)
           lin = taken ? "((" + cond + ") ? " + lin + " : 0LL)" : "((" + cond + ") ? 0LL : " + lin + ")";
         return n + "[" + lin + "]";

@@ -188,6 +188,28 @@ Buffer PrimFunc::tensor(const std::string& name, std::vector<Expr> shape, DType 
   return Buffer(b);
 }
 
+Buffer PrimFunc::tensor(const std::string& name, std::vector<Expr> shape, DType dtype,
+                        std::vector<Expr> strides, Loc where) {
+  if (strides.size() != shape.size())
+    TESSEL_USER_ERROR("tensor", where,
+                      "tensor " << name << " has " << shape.size() << " dimensions but " << strides.size()
+                                << " strides; give one stride (in elements) per dimension");
+  for (size_t i = 0; i < strides.size(); ++i) {
+    auto v = ir::as_const_int(strides[i]);
+    if (!v || *v < 1)
+      TESSEL_USER_ERROR("tensor", where,
+                        "stride " << i << " of " << name << " is " << ir::to_string(strides[i])
+                                  << "; strides must be constant integers >= 1 (elements)");
+    strides[i] = ir::make_int(*v, DType::i64);
+  }
+  Buffer b = tensor(name, std::move(shape), dtype, where);
+  ir::Buffer sb =
+      ir::Buffer::make(b.ir()->name, b.ir()->shape, dtype, ir::Scope::Global, where, 0, std::move(strides));
+  if (sb.row_major()) return b;  // the same as a row-major tensor: one kernel for both
+  node_->params.back() = sb;
+  return Buffer(sb);
+}
+
 void PrimFunc::body(const std::function<void()>& fn, Loc where) {
   if (node_->body.defined()) TESSEL_USER_ERROR("body", where, node_->name << " already has a body");
   if (g_state.in_body) TESSEL_USER_ERROR("body", where, "program bodies cannot nest");
@@ -263,7 +285,8 @@ Buffer alloc_fragment(std::vector<Expr> shape, DType dtype, Loc where) {
 Buffer alloc_fragment(std::vector<Expr> shape, DType dtype, FragmentStorage storage, Loc where) {
   if (storage.shared_tail < 0)
     TESSEL_USER_ERROR("alloc_fragment", where,
-                      "shared_tail is " << storage.shared_tail << "; give the number of vectors (>= 0) per thread "
+                      "shared_tail is " << storage.shared_tail
+                                        << "; give the number of vectors (>= 0) per thread "
                                         << "kept in shared memory");
   return alloc(std::move(shape), dtype, ir::Scope::Fragment, "alloc_fragment", "fragment", where,
                storage.shared_tail);

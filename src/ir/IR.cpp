@@ -133,14 +133,43 @@ const std::string& Var::name() const {
 }
 
 Buffer Buffer::make(const std::string& name, std::vector<Expr> shape, DType dtype, Scope scope,
-                    std::source_location where, int shared_tail) {
+                    std::source_location where, int shared_tail, std::vector<Expr> strides) {
   static std::atomic<int> next_id{0};
   for (const Expr& e : shape)
     TESSEL_INTERNAL_CHECK(e.defined(), "buffer " << name << " has an undefined dim");
+  TESSEL_INTERNAL_CHECK(strides.empty() || (scope == Scope::Global && strides.size() == shape.size()),
+                        "buffer " << name << " has " << strides.size() << " strides for " << shape.size()
+                                  << " dimensions in scope " << scope_name(scope));
   Buffer b;
-  b.node_ =
-      std::make_shared<const BufferNode>(BufferNode{name, std::move(shape), dtype, scope, where, next_id++, shared_tail});
+  b.node_ = std::make_shared<const BufferNode>(
+      BufferNode{name, std::move(shape), dtype, scope, where, next_id++, shared_tail, std::move(strides)});
   return b;
+}
+
+std::vector<Expr> Buffer::strides() const {
+  if (!node_->strides.empty()) return node_->strides;
+  std::vector<Expr> out(node_->shape.size());
+  Expr s = make_int(1, DType::i64);
+  for (int d = static_cast<int>(out.size()) - 1; d >= 0; --d) {
+    out[d] = s;
+    auto a = as_const_int(s), b = as_const_int(node_->shape[d]);
+    s = a && b ? make_int(*a * *b, DType::i64)
+               : make_binary(BinaryOp::Mul, s, make_cast(DType::i64, node_->shape[d]));
+  }
+  return out;
+}
+
+bool Buffer::row_major() const {
+  if (node_->strides.empty()) return true;
+  const std::vector<Expr>& s = node_->strides;
+  std::int64_t want = 1;
+  for (int d = static_cast<int>(s.size()) - 1; d >= 0; --d) {
+    auto v = as_const_int(s[d]), n = as_const_int(node_->shape[d]);
+    if (!v || !n) return false;
+    if (*n != 1 && *v != want) return false;
+    want *= *n;
+  }
+  return true;
 }
 
 std::vector<std::int64_t> Buffer::const_shape() const {

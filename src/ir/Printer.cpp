@@ -110,7 +110,9 @@ class Printer {
   }
 
   std::string buffer_type(const Buffer& b) {
-    return std::string(dtype_name(b->dtype)) + "[" + join(b->shape) + "]";
+    std::string t = std::string(dtype_name(b->dtype)) + "[" + join(b->shape) + "]";
+    if (!b->strides.empty()) t += " strides [" + join(b->strides) + "]";
+    return t;
   }
 
   void stmt(std::ostream& os, const Stmt& s, int indent) {

@@ -135,9 +135,11 @@ JitKernel jit(const PrimFunc& f, const JitOptions& options) {
   const std::set<std::string> disabled = disabled_features(std::getenv("TESSEL_DISABLE"));
   auto env_off = [&](const char* name) { return disabled.count(name) != 0; };
   passes::PassContext::Switches switches{
-      !options.disable_tma && !env_off("tma"), !options.disable_wgmma && !env_off("wgmma"),
+      !options.disable_tma && !env_off("tma"),
+      !options.disable_wgmma && !env_off("wgmma"),
       !options.disable_warp_specialization && !env_off("warp_specialization"),
-      !options.disable_split_k && !env_off("split_k"), !options.disable_tma_store && !env_off("tma_store"),
+      !options.disable_split_k && !env_off("split_k"),
+      !options.disable_tma_store && !env_off("tma_store"),
       !options.disable_multicast && !env_off("multicast")};
 
   int nparams = static_cast<int>(prog.params.size());
@@ -194,8 +196,8 @@ JitKernel jit(const PrimFunc& f, const JitOptions& options) {
                                           (hopper.fused_epilogue ? ", fused Parallel epilogue" : "")
                     : ctx.uses_wgmma ? std::string("sm90 wgmma block gemm (generic kernel)") +
                                            (tensor_cores ? " + mma.sync" : "")
-                    : tensor_cores   ? "mma.sync"
-                                     : "CUDA cores (no gemm)";
+                    : tensor_cores ? "mma.sync"
+                                   : "CUDA cores (no gemm)";
   impl->info.hopper_declined = hopper.why_not;
   impl->info.persistent = hopper.selected;
   if (hopper.selected) {
@@ -252,8 +254,20 @@ void JitKernel::launch(const std::vector<Tensor>& args, CUstream stream) const {
     std::vector<std::int64_t> want = p.const_shape();
     if (t.shape() != want)
       throw RuntimeError(which + " has shape " + shape_text(t.shape()) + "; expected " + shape_text(want));
-    if (!t.is_contiguous())
-      throw RuntimeError(which + " is not contiguous; Tessel kernels take row-major tensors");
+    if (!p.row_major() || !t.is_contiguous()) {
+      // The kernel was compiled for the parameter's strides (row-major unless it declared
+      // others); dimensions of size 1 may have any stride.
+      std::vector<std::int64_t> compiled;
+      for (const ir::Expr& e : p.strides()) compiled.push_back(*ir::as_const_int(e));
+      bool same = true;
+      for (size_t d = 0; d < want.size(); ++d) same = same && (want[d] == 1 || t.strides()[d] == compiled[d]);
+      if (!same)
+        throw RuntimeError(which + " has strides " + shape_text(t.strides()) +
+                           "; the kernel was compiled for " + shape_text(compiled) +
+                           (p.row_major() ? " (row-major): copy it to a contiguous tensor, or declare the "
+                                            "parameter with its strides (PrimFunc::tensor)"
+                                          : ""));
+    }
     if (t.device_ptr() % 16 != 0)
       throw RuntimeError(which + " is at address " + std::to_string(t.device_ptr()) +
                          ", not 16-byte aligned; Tessel's vectorized copies need 16-byte aligned tensors");

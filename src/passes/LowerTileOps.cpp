@@ -29,11 +29,68 @@ using namespace ir;
 
 namespace {
 
-// Row-major element offset of a region's start inside its buffer.
+// Element offset of a region's start inside its buffer (row-major, or the global tensor's
+// strides).
 Expr linear_offset(const Region& r) {
+  if (r.buffer.row_major()) {
+    Expr off = make_int(0, DType::i64);
+    for (size_t d = 0; d < r.starts.size(); ++d)
+      off = add(mul(off, i64(r.buffer->shape[d])), i64(r.starts[d]));
+    return off;
+  }
+  const std::vector<Expr> strides = r.buffer.strides();
   Expr off = make_int(0, DType::i64);
-  for (size_t d = 0; d < r.starts.size(); ++d) off = add(mul(off, i64(r.buffer->shape[d])), i64(r.starts[d]));
+  for (size_t d = 0; d < r.starts.size(); ++d) off = add(off, mul(i64(r.starts[d]), strides[d]));
   return off;
+}
+
+// The matrix a region of a global tensor moves: its last dimension is the columns, the last
+// other dimension of extent > 1 the rows (none: one row), every other extent 1 -- so a
+// [1, BM, 1, D] region of a [B, S, H, D] tensor is a BM x D matrix of rows S and columns D.
+struct GlobalMatrix {
+  int row_dim = -1, col_dim = -1;
+  Expr row_start, col_start;    // where the matrix starts in those dims
+  Expr rows_valid, cols_valid;  // rows / columns inside the tensor from there (may be <= 0)
+  Expr ld;                      // elements from one row to the next
+  Expr col_stride;              // elements from one column to the next (1: contiguous rows)
+  Expr offset;                  // element offset of the region's start
+};
+
+std::optional<GlobalMatrix> global_matrix(const Region& r) {
+  const Buffer& g = r.buffer;
+  const int nd = g.ndim();
+  GlobalMatrix m;
+  m.col_dim = nd - 1;
+  for (int d = nd - 2; d >= 0; --d)
+    if (!is_const_int(r.extents[d], 1)) {
+      if (m.row_dim >= 0) return std::nullopt;  // a third dimension of extent > 1
+      m.row_dim = d;
+    }
+  const std::vector<Expr> strides = g.strides();
+  m.col_start = r.starts[m.col_dim];
+  m.cols_valid = sub(g->shape[m.col_dim], m.col_start);
+  m.col_stride = strides[m.col_dim];
+  // Dimensions of extent 1 other than the columns: the matrix exists only where their index
+  // is inside the tensor.
+  Expr inside;
+  for (int d = 0; d + 1 < nd; ++d) {
+    if (d == m.row_dim) continue;
+    Expr c = lt(r.starts[d], g->shape[d]);
+    if (is_const_int(c, 1)) continue;
+    inside = inside.defined() ? make_binary(BinaryOp::And, inside, c) : c;
+  }
+  if (m.row_dim >= 0) {
+    m.row_start = r.starts[m.row_dim];
+    m.rows_valid = sub(g->shape[m.row_dim], m.row_start);
+    m.ld = strides[m.row_dim];
+  } else {
+    m.row_start = make_int(0);
+    m.rows_valid = make_int(1);
+    m.ld = make_int(0, DType::i64);
+  }
+  if (inside.defined()) m.rows_valid = make_select(inside, m.rows_valid, make_int(0));
+  m.offset = linear_offset(r);
+  return m;
 }
 
 // The last two extents of a region (the matrix a copy or gemm moves); leading ones are 1.
@@ -107,9 +164,8 @@ class TileOpLowering : public IRMutator {
     const bool a_in_registers = op->A.buffer->scope == Scope::Fragment;
     DeviceCallArg a = a_in_registers ? DeviceCallArg{Expr(), ctx_.registers_of(op->A.buffer), Expr()}
                                      : DeviceCallArg{Expr(), op->A.buffer, linear_offset(op->A)};
-    std::vector<DeviceCallArg> args{a,
-                                    {Expr(), op->B.buffer, linear_offset(op->B)},
-                                    {Expr(), ctx_.registers_of(op->C.buffer), Expr()}};
+    std::vector<DeviceCallArg> args{
+        a, {Expr(), op->B.buffer, linear_offset(op->B)}, {Expr(), ctx_.registers_of(op->C.buffer), Expr()}};
     return make_device_call(l.gemm_type + (a_in_registers ? "::run_rs" : "::run"), {}, args, op->where);
   }
 
@@ -153,31 +209,31 @@ class TileOpLowering : public IRMutator {
     const Region &src = op->src, &dst = op->dst;
     const Buffer& g = src.buffer;
     auto w = op->where;
-    if (g.ndim() != 2)
-      TESSEL_USER_ERROR("copy", w,
-                        "global " << g->name << " has " << g.ndim() << " dimensions; global->shared copies "
-                                  << "take 2-D tensors in this version");
     auto [rows, cols] = matrix_extents(dst, w, "copy");
+    std::optional<GlobalMatrix> m = global_matrix(src);
+    if (!m)
+      TESSEL_USER_ERROR("copy", w,
+                        "the region "
+                            << to_string(src) << " of " << g->name
+                            << " has more than two dimensions of extent > 1; a copy moves a 2-D tile");
+    // Rows that are not contiguous (a column stride other than 1): element by element.
+    if (!is_const_int(m->col_stride, 1)) return element_copy(op);
     const SharedLayout& layout = ctx_.shared_layouts.at(dst.buffer->id);
     TESSEL_INTERNAL_CHECK(
         layout.cols == cols && layout.rows == rows,
         "shared layout " << layout.type_name << " does not match the copied tile " << rows << "x" << cols);
     int elem = dtype_bytes(g->dtype);
-    Expr ld = g->shape[1];
     std::int64_t vec = 16 / elem;
-    bool vectorized = elem <= 16 && known_divisor(ld) % vec == 0 && known_divisor(src.starts[1]) % vec == 0 &&
-                      (cols * elem) % 16 == 0;
-    Expr rows_valid = sub(g->shape[0], src.starts[0]);
-    Expr cols_valid = sub(g->shape[1], src.starts[1]);
-    Expr goff = add(mul(i64(src.starts[0]), i64(ld)), i64(src.starts[1]));
+    bool vectorized = elem <= 16 && (rows == 1 || known_divisor(m->ld) % vec == 0) &&
+                      known_divisor(m->offset) % vec == 0 && (cols * elem) % 16 == 0;
     std::vector<std::string> targs{dtype_cuda(g->dtype),         std::to_string(rows),
                                    std::to_string(cols),         layout.type_name,
                                    std::to_string(ctx_.threads), vectorized ? "true" : "false"};
     std::vector<DeviceCallArg> args{{Expr(), dst.buffer, linear_offset(dst)},
-                                    {Expr(), g, goff},
-                                    {i64(ld), Buffer(), Expr()},
-                                    {rows_valid, Buffer(), Expr()},
-                                    {cols_valid, Buffer(), Expr()}};
+                                    {Expr(), g, m->offset},
+                                    {i64(m->ld), Buffer(), Expr()},
+                                    {m->rows_valid, Buffer(), Expr()},
+                                    {m->cols_valid, Buffer(), Expr()}};
     return make_device_call("tessel::copy_global_to_shared", targs, args, w);
   }
 
@@ -185,21 +241,17 @@ class TileOpLowering : public IRMutator {
     const Region& dst = op->dst;
     const Buffer& g = dst.buffer;
     auto w = op->where;
-    if (g.ndim() != 2)
-      TESSEL_USER_ERROR("copy", w,
-                        "global " << g->name << " has " << g.ndim() << " dimensions; fragment->global "
-                                  << "copies take 2-D tensors in this version");
+    std::optional<GlobalMatrix> m = global_matrix(dst);
+    if (!m || !is_const_int(m->col_stride, 1)) return element_copy(op);
     int elem = dtype_bytes(g->dtype);
-    Expr ld = g->shape[1];
     // Two adjacent columns go out as one store when both the row length and the region's
     // column start keep pairs aligned.
-    bool pairs = elem <= 4 && known_divisor(ld) % 2 == 0 && known_divisor(dst.starts[1]) % 2 == 0;
-    Expr goff = add(mul(i64(dst.starts[0]), i64(ld)), i64(dst.starts[1]));
+    bool pairs = elem <= 4 && known_divisor(m->ld) % 2 == 0 && known_divisor(m->offset) % 2 == 0;
     std::vector<DeviceCallArg> args{{Expr(), ctx_.registers_of(op->src.buffer), Expr()},
-                                    {Expr(), g, goff},
-                                    {i64(ld), Buffer(), Expr()},
-                                    {sub(g->shape[0], dst.starts[0]), Buffer(), Expr()},
-                                    {sub(g->shape[1], dst.starts[1]), Buffer(), Expr()}};
+                                    {Expr(), g, m->offset},
+                                    {i64(m->ld), Buffer(), Expr()},
+                                    {m->rows_valid, Buffer(), Expr()},
+                                    {m->cols_valid, Buffer(), Expr()}};
     // Through shared memory when the drained ring of the gemm's main loop can hold the tile:
     // whole 16-byte rows go out instead of 4-byte pairs.
     auto scratch = ctx_.epilogue_scratch.find(op->src.buffer->id);
@@ -308,10 +360,14 @@ class TileOpLowering : public IRMutator {
                                                    << "; copies to or from a fragment cover all of it");
     const FragmentLayout& l = ctx_.fragment_layouts.at(frag->buffer->id);
     const Region& other = frag == &src ? dst : src;
-    if (l.kind == FragmentLayout::Kind::RowBlocked &&
-        (other.buffer->scope == Scope::Global ||
-         (other.buffer->scope == Scope::Shared && frag == &dst && row_major_shared(other.buffer))) &&
-        other.buffer.ndim() == 2 &&
+    auto row_vectors_fit = [&] {
+      if (other.buffer->scope == Scope::Shared)
+        return frag == &dst && row_major_shared(other.buffer) && other.buffer.ndim() == 2;
+      if (other.buffer->scope != Scope::Global) return false;
+      std::optional<GlobalMatrix> m = global_matrix(other);
+      return m && is_const_int(m->col_stride, 1);
+    };
+    if (l.kind == FragmentLayout::Kind::RowBlocked && row_vectors_fit() &&
         (frag->buffer->dtype == DType::f32 || frag->buffer->dtype == other.buffer->dtype) && l.vec > 1)
       return row_vector_copy(op, l);
     const Buffer& regs = ctx_.registers_of(frag->buffer);
@@ -342,10 +398,11 @@ class TileOpLowering : public IRMutator {
     const FragmentLayout &ls = ctx_.fragment_layouts.at(src.buffer->id),
                          &ld = ctx_.fragment_layouts.at(dst.buffer->id);
     if (!same_fragment_layout(ls, ld))
-      TESSEL_USER_ERROR("copy", w,
-                        "fragments " << src.buffer->name << " and " << dst.buffer->name
-                                     << " are spread over threads differently; a copy between "
-                                     << "fragments needs one layout (both [M, N] tiles fed by the same gemm)");
+      TESSEL_USER_ERROR(
+          "copy", w,
+          "fragments " << src.buffer->name << " and " << dst.buffer->name
+                       << " are spread over threads differently; a copy between "
+                       << "fragments needs one layout (both [M, N] tiles fed by the same gemm)");
     Var v("l");
     Stmt body = make_store(ctx_.registers_of(dst.buffer), {v},
                            make_cast(dst.buffer->dtype, make_load(ctx_.registers_of(src.buffer), {v})), w);
@@ -382,10 +439,18 @@ class TileOpLowering : public IRMutator {
     Var grp("g");
     Expr first = mul(grp, make_int(l.vec));
     std::vector<Expr> coords = fragment_coordinates(l, first, ctx_.thread_index, ctx_.threads);
-    Expr row = add(g.starts[0], coords[0]), col = add(g.starts[1], coords[1]);
     const Buffer& t = g.buffer;
-    Expr valid = make_select(lt(row, t->shape[0]), sub(t->shape[1], col), make_int(0));
-    Expr offset = add(mul(i64(row), i64(t->shape[1])), i64(col));
+    Expr valid, offset;
+    if (t->scope == Scope::Global) {
+      // The fragment's rows and columns along the global region's matrix dimensions.
+      const GlobalMatrix m = *global_matrix(g);
+      valid = make_select(lt(coords[0], m.rows_valid), sub(m.cols_valid, coords[1]), make_int(0));
+      offset = add(m.offset, add(mul(i64(coords[0]), i64(m.ld)), i64(coords[1])));
+    } else {
+      Expr row = add(g.starts[0], coords[0]), col = add(g.starts[1], coords[1]);
+      valid = make_select(lt(row, t->shape[0]), sub(t->shape[1], col), make_int(0));
+      offset = add(mul(i64(row), i64(t->shape[1])), i64(col));
+    }
     std::vector<std::string> targs{dtype_cuda(t->dtype), std::to_string(l.vec)};
     const bool global = t->scope == Scope::Global;
     Stmt call;
@@ -417,7 +482,8 @@ class TileOpLowering : public IRMutator {
       }
       Expr present = make_binary(BinaryOp::GT, valid, make_int(0));
       ranges_.set(grp, {0, groups - 1});
-      if (prove_by_cases(present, ranges_) == std::optional<bool>(true)) present = make_int(1, DType::boolean);
+      if (prove_by_cases(present, ranges_) == std::optional<bool>(true))
+        present = make_int(1, DType::boolean);
       const bool provably_fast = prove_by_cases(fast, ranges_) == std::optional<bool>(true);
       ranges_.erase(grp);
       Stmt whole, masked;

@@ -139,6 +139,7 @@ Stmt select_hopper_gemm(const Stmt& body, PassContext& ctx) {
   if (!why.empty()) return reject(why);
   const Buffer &A = g.copy_a->src.buffer, &B = g.copy_b->src.buffer, &C = g.store->dst.buffer;
   if (A.ndim() != 2 || B.ndim() != 2 || C.ndim() != 2) return reject("the tensors are not 2-D");
+  if (!A.row_major() || !B.row_major() || !C.row_major()) return reject("a tensor is not row-major (strided)");
   auto a = A.const_shape(), b = B.const_shape(), c = C.const_shape();
   std::int64_t M = a[0], K = a[1], N = b[1];
   if (b[0] != K || c[0] != M || c[1] != N) return reject("A, B and C are not M x K, K x N and M x N");

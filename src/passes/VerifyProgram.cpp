@@ -39,8 +39,17 @@ std::vector<Expr> squeeze(const std::vector<Expr>& e) {
   return {e.begin() + static_cast<long>(i), e.end()};
 }
 
+// Extents without any 1s: a [1, 128, 1, 64] region of a [B, S, H, D] tensor and a [128, 64]
+// tile have the same extents.
+std::vector<Expr> drop_ones(const std::vector<Expr>& e) {
+  std::vector<Expr> out;
+  for (const Expr& x : e)
+    if (!is_const_int(x, 1)) out.push_back(x);
+  return out;
+}
+
 bool same_extents(const std::vector<Expr>& a, const std::vector<Expr>& b) {
-  auto sa = squeeze(a), sb = squeeze(b);
+  auto sa = drop_ones(a), sb = drop_ones(b);
   if (sa.size() != sb.size()) return false;
   for (size_t i = 0; i < sa.size(); ++i) {
     auto x = as_const_int(sa[i]), y = as_const_int(sb[i]);
@@ -144,9 +153,10 @@ class ProgramVerifier : public IRMutator {
     const Buffer &A = op->A.buffer, &B = op->B.buffer, &C = op->C.buffer;
     const char* name = "gemm";
     if ((A->scope != Scope::Shared && A->scope != Scope::Fragment) || B->scope != Scope::Shared)
-      TESSEL_USER_ERROR(name, op->where,
-                        "A must be a shared-memory tile or a fragment (registers) and B a shared-memory tile; got "
-                            << buffer_desc(A) << " and " << buffer_desc(B));
+      TESSEL_USER_ERROR(
+          name, op->where,
+          "A must be a shared-memory tile or a fragment (registers) and B a shared-memory tile; got "
+              << buffer_desc(A) << " and " << buffer_desc(B));
     if (A->scope == Scope::Fragment && op->trans_a)
       TESSEL_USER_ERROR(name, op->where,
                         "A " << A->name << " is a fragment, held in registers as [M, K]; transpose_A "
@@ -175,9 +185,10 @@ class ProgramVerifier : public IRMutator {
                                                       << "x" << N << ", C is " << CM << "x" << CN
                                                       << "; need A MxK, B KxN, C MxN");
     if (A->scope == Scope::Fragment && (A.ndim() != 2 || A.const_shape() != std::vector<std::int64_t>{M, KA}))
-      TESSEL_USER_ERROR(name, op->where,
-                        "A " << A->name << " is a fragment of shape " << shape_str(A->shape) << "; a gemm takes "
-                             << "a fragment A whole, as a 2-D [M, K] tile (here [" << M << ", " << KA << "])");
+      TESSEL_USER_ERROR(
+          name, op->where,
+          "A " << A->name << " is a fragment of shape " << shape_str(A->shape) << "; a gemm takes "
+               << "a fragment A whole, as a 2-D [M, K] tile (here [" << M << ", " << KA << "])");
     return s;
   }
 

@@ -406,6 +406,25 @@ Tensor Tensor::slice(int d, std::int64_t start, std::int64_t stop) const {
   return t;
 }
 
+Tensor Tensor::permute(const std::vector<int>& order) const {
+  std::vector<bool> seen(static_cast<size_t>(dim()), false);
+  bool ok = static_cast<int>(order.size()) == dim();
+  for (int o : order) {
+    ok = ok && o >= 0 && o < dim() && !seen[static_cast<size_t>(o)];
+    if (ok) seen[static_cast<size_t>(o)] = true;
+  }
+  if (!ok)
+    throw RuntimeError("Tensor::permute: [" + join(std::vector<std::int64_t>(order.begin(), order.end())) +
+                       "] is not a permutation of the " + std::to_string(dim()) + " dimensions of " +
+                       describe());
+  Tensor t = *this;
+  for (size_t i = 0; i < order.size(); ++i) {
+    t.shape_[i] = shape_[static_cast<size_t>(order[i])];
+    t.strides_[i] = strides_[static_cast<size_t>(order[i])];
+  }
+  return t;
+}
+
 std::string Tensor::describe() const {
   if (!defined_) return "undefined tensor";
   std::string out = std::string(dtype_name(dtype_)) + "[" + join(shape_) + "]";

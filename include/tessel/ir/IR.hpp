@@ -159,13 +159,16 @@ struct BufferNode {
   // memory, in slots only that thread touches (alloc_fragment's FragmentStorage). 0: all in
   // registers.
   int shared_tail = 0;
+  // Global only: element strides per dimension, set when the tensor is not row-major (a view
+  // such as a BHSD tensor seen as [B, S, H, D]); empty means row-major over `shape`.
+  std::vector<Expr> strides;
 };
 
 class Buffer {
  public:
   Buffer() = default;
   static Buffer make(const std::string& name, std::vector<Expr> shape, DType dtype, Scope scope,
-                     std::source_location where, int shared_tail = 0);
+                     std::source_location where, int shared_tail = 0, std::vector<Expr> strides = {});
   bool defined() const { return node_ != nullptr; }
   const BufferNode* operator->() const { return node_.get(); }
   const BufferNode* get() const { return node_.get(); }
@@ -174,6 +177,10 @@ class Buffer {
   // The shape as integers; InternalError if a dimension is not a constant.
   std::vector<std::int64_t> const_shape() const;
   std::int64_t const_numel() const;
+  // Element strides per dimension: the global tensor's own, or row-major over the shape.
+  std::vector<Expr> strides() const;
+  // Whether the strides are row-major over the shape (always true of tiles).
+  bool row_major() const;
 
  private:
   std::shared_ptr<const BufferNode> node_;

@@ -65,6 +65,9 @@ class Tensor {
   Tensor view(std::vector<std::int64_t> shape) const;
   // Elements [start, stop) of dimension `dim`, as a view sharing ownership.
   Tensor slice(int dim, std::int64_t start, std::int64_t stop) const;
+  // The same memory with its dimensions reordered: dimension i of the result is dimension
+  // order[i] of this one (a [B, H, S, D] tensor permuted by {0, 2, 1, 3} is its [B, S, H, D] view).
+  Tensor permute(const std::vector<int>& order) const;
 
   bool defined() const { return defined_; }
   bool owning() const { return owner_ != nullptr; }

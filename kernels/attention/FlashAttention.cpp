@@ -1,0 +1,307 @@
+#include "kernels/attention/FlashAttention.hpp"
+
+#include <cmath>
+#include <map>
+#include <mutex>
+#include <sstream>
+
+#include "tessel/runtime/Driver.hpp"
+
+namespace tessel::kernels {
+
+namespace T = tessel;
+
+namespace {
+
+std::vector<std::int64_t> row_major(const std::vector<std::int64_t>& shape) {
+  std::vector<std::int64_t> s(shape.size(), 1);
+  for (int d = static_cast<int>(shape.size()) - 2; d >= 0; --d) s[d] = s[d + 1] * shape[d + 1];
+  return s;
+}
+
+std::string list_text(const std::vector<std::int64_t>& v) {
+  std::string out = "[";
+  for (size_t i = 0; i < v.size(); ++i) out += (i ? ", " : "") + std::to_string(v[i]);
+  return out + "]";
+}
+
+std::vector<Expr> exprs(const std::vector<std::int64_t>& v) {
+  std::vector<Expr> out;
+  for (std::int64_t x : v) out.emplace_back(static_cast<long long>(x));
+  return out;
+}
+
+// The columns the head dimension occupies in the tiles: the gemms step K by 16, so D rounds up
+// to a multiple of 16; the copies zero-fill the extra columns (past the tensors' last dimension).
+std::int64_t padded_dim(std::int64_t D) {
+  return (D + 15) / 16 * 16;
+}
+
+constexpr double kLog2e = 1.4426950408889634;
+
+}  // namespace
+
+std::string AttentionShape::describe() const {
+  std::ostringstream s;
+  s << "B" << batch << " H" << heads << "/" << kv_heads << " Sq" << seqlen_q << " Sk" << seqlen_k << " D"
+    << dim;
+  return s.str();
+}
+
+std::vector<std::int64_t> bhsd_strides(std::int64_t B, std::int64_t S, std::int64_t H, std::int64_t D) {
+  (void)B;
+  return {H * S * D, D, S * D, 1};
+}
+
+std::string AttentionConfig::describe() const {
+  return std::to_string(block_M) + "x" + std::to_string(block_N) + " s" + std::to_string(num_stages) + " t" +
+         std::to_string(threads);
+}
+
+void check_attention(const AttentionShape& s, DType dtype) {
+  const auto where = std::source_location::current();
+  const char* op = "flash_attention";
+  if (dtype != DType::f16 && dtype != DType::bf16)
+    TESSEL_USER_ERROR(op, where, "Q, K and V are " << dtype_name(dtype) << "; legal: f16 or bf16");
+  auto positive = [&](const char* what, std::int64_t v) {
+    if (v < 1 || v > (std::int64_t(1) << 31) - 1)
+      TESSEL_USER_ERROR(op, where, what << " is " << v << "; legal: 1 .. 2^31 - 1");
+  };
+  positive("the batch size B", s.batch);
+  positive("the number of query heads H", s.heads);
+  positive("the number of key/value heads H_kv", s.kv_heads);
+  positive("the query length Sq", s.seqlen_q);
+  positive("the key length Sk", s.seqlen_k);
+  if (s.heads % s.kv_heads != 0)
+    TESSEL_USER_ERROR(op, where,
+                      "Q has H = " << s.heads << " heads and K/V have H_kv = " << s.kv_heads
+                                   << "; H must be a multiple of H_kv (MHA: equal, GQA: a divisor, MQA: 1)");
+  if (s.dim < 8 || s.dim > 256 || s.dim % 8 != 0)
+    TESSEL_USER_ERROR(op, where,
+                      "the head dimension D is " << s.dim << "; legal: a multiple of 8 from 8 to 256");
+  if (s.seqlen_q > 65535 * std::int64_t(128) && s.heads > 65535)
+    TESSEL_USER_ERROR(op, where, "H = " << s.heads << " heads; the grid takes at most 65535");
+  if (s.heads > 65535 || s.batch > 65535)
+    TESSEL_USER_ERROR(
+        op, where,
+        "B = " << s.batch << ", H = " << s.heads << "; the launch grid takes at most 65535 of each");
+  auto check_strides = [&](const char* name, const std::vector<std::int64_t>& st) {
+    if (st.empty()) return;
+    if (st.size() != 4)
+      TESSEL_USER_ERROR(
+          op, where,
+          name << " has " << st.size() << " strides; give 4, over [B, S, H, D] (or none: row-major)");
+    if (st[3] != 1)
+      TESSEL_USER_ERROR(
+          op, where,
+          name << " has stride " << st[3] << " along D; the head dimension must be contiguous (stride 1)");
+    for (int d = 0; d < 3; ++d)
+      if (st[d] < 1 || st[d] % 8 != 0)
+        TESSEL_USER_ERROR(op, where,
+                          name << " has strides " << list_text(st)
+                               << "; strides along B, S and H must be positive multiples of 8 elements "
+                                  "(16 bytes), so that rows start 16-byte aligned");
+  };
+  check_strides("Q", s.q_strides);
+  check_strides("K", s.k_strides);
+  check_strides("V", s.v_strides);
+}
+
+AttentionConfig default_attention_config(const AttentionShape& s, DType, bool, const std::string& arch) {
+  AttentionConfig c;
+  const std::int64_t dp = padded_dim(s.dim);
+  // 128 query rows over two warpgroups (64 each: one m64 wgmma per warpgroup on sm_90a); the
+  // key block shrinks as D grows so that S, P and O fit the registers together (and, on GPUs
+  // with less shared memory than Hopper's 227 KB, so that Q and two stages of K and V fit).
+  c.block_M = 128;
+  c.threads = 256;
+  const bool hopper_smem = arch.rfind("sm_90", 0) == 0 || arch.rfind("sm_100", 0) == 0;
+  c.block_N = dp <= 128 ? 128 : hopper_smem ? 64 : 32;
+  c.num_stages = 2;
+  return c;
+}
+
+PrimFunc attention_program(const AttentionShape& s, DType dtype, bool causal, float scale,
+                           const AttentionConfig& c) {
+  check_attention(s, dtype);
+  const std::int64_t B = s.batch, H = s.heads, HKV = s.kv_heads, SQ = s.seqlen_q, SK = s.seqlen_k, D = s.dim;
+  const int DP = static_cast<int>(padded_dim(D));
+  const int BM = c.block_M, BN = c.block_N;
+  if (scale == 0.0f) scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(D)));
+  auto strides = [&](const std::vector<std::int64_t>& st, std::int64_t S, std::int64_t heads) {
+    return exprs(st.empty() ? row_major({B, S, heads, D}) : st);
+  };
+  // Scores are kept in log2 units: exp2(x * scale * log2 e) = exp(x * scale).
+  const float scale_log2 = static_cast<float>(scale * kLog2e);
+  const Expr group = static_cast<int>(H / HKV);
+
+  T::PrimFunc f("flash_attention");
+  auto Q = f.tensor("Q", {B, SQ, H, D}, dtype, strides(s.q_strides, SQ, H));
+  auto K = f.tensor("K", {B, SK, HKV, D}, dtype, strides(s.k_strides, SK, HKV));
+  auto V = f.tensor("V", {B, SK, HKV, D}, dtype, strides(s.v_strides, SK, HKV));
+  auto O = f.tensor("O", {B, SQ, H, D}, dtype);
+  auto LSE = f.tensor("LSE", {B, H, SQ}, T::f32);
+  f.body([&] {
+    T::Kernel(
+        T::ceildiv(Expr(static_cast<int>(SQ)), BM), Expr(static_cast<int>(H)), Expr(static_cast<int>(B)),
+        c.threads, [&](T::Var bx, T::Var h, T::Var b) {
+          auto Q_shared = T::alloc_shared({BM, DP}, dtype);
+          auto K_shared = T::alloc_shared({BN, DP}, dtype);
+          auto V_shared = T::alloc_shared({BN, DP}, dtype);
+          auto S = T::alloc_fragment({BM, BN}, T::f32);
+          auto P = T::alloc_fragment({BM, BN}, dtype);
+          auto O_acc = T::alloc_fragment({BM, DP}, T::f32);
+          auto m = T::alloc_fragment({BM}, T::f32);       // running row max (log2 units)
+          auto m_prev = T::alloc_fragment({BM}, T::f32);  // its value before this block of keys
+          auto l = T::alloc_fragment({BM}, T::f32);       // running row sum of exp2(S - m)
+          auto row_sum = T::alloc_fragment({BM}, T::f32);
+          auto rescale = T::alloc_fragment({BM}, T::f32);
+          auto lse = T::alloc_fragment({BM}, T::f32);
+          const Expr q0 = bx * BM;
+          const Expr hk = h / group;
+          const Expr sq = static_cast<int>(SQ), sk = static_cast<int>(SK);
+          T::copy(T::region(Q, {b, q0, h, 0}, {1, BM, 1, DP}), Q_shared);
+          T::clear(O_acc);
+          T::fill(m, -T::infinity(T::f32));
+          T::clear(l);
+          // Query row i sees keys j <= i + SK - SQ (bottom-right aligned). The blocks of keys past
+          // what the block's last row sees are skipped; the blocks whose last key is past what its
+          // first row sees, or past SK, are masked.
+          const Expr key_blocks = T::ceildiv(sk, BN);
+          const Expr last_visible = q0 + (BM - 1) + (sk - sq);  // of the block's last row
+          const Expr blocks =
+              causal ? T::max(T::min(T::ceildiv(last_visible + 1, BN), key_blocks), 0) : key_blocks;
+          T::Pipelined(blocks, c.num_stages, [&](T::Var j) {
+            T::copy(T::region(K, {b, j * BN, hk, 0}, {1, BN, 1, DP}), K_shared);
+            T::copy(T::region(V, {b, j * BN, hk, 0}, {1, BN, 1, DP}), V_shared);
+            T::clear(S);
+            T::gemm(Q_shared, K_shared, S, /*transpose_A=*/false, /*transpose_B=*/true);
+            const Expr block_end = (j + 1) * BN;  // one past the block's last key
+            Expr masked = block_end > sk;
+            if (causal) masked = masked || block_end - 1 > q0 + (sk - sq);
+            T::If(masked, [&] {
+              T::Parallel(BM, BN, [&](T::Var r, T::Var q) {
+                const Expr key = j * BN + q;
+                Expr visible = key < sk;
+                if (causal) visible = visible && key <= q0 + r + (sk - sq);
+                S(r, q) = T::if_then_else(visible, S(r, q) * scale_log2, -T::infinity(T::f32));
+              });
+            });
+            T::If(!masked,
+                  [&] { T::Parallel(BM, BN, [&](T::Var r, T::Var q) { S(r, q) = S(r, q) * scale_log2; }); });
+            T::copy(m, m_prev);
+            T::reduce_max(S, m, 1, /*clear=*/false);
+            // A row that has seen no key yet keeps m = -inf; it subtracts 0 instead (its scores are
+            // all -inf, so its exponentials are 0), and its rescale is 1 (l and O are still 0).
+            T::Parallel(BM, [&](T::Var r) {
+              rescale(r) = T::if_then_else(m(r) == -T::infinity(T::f32), 1.0f, T::exp2(m_prev(r) - m(r)));
+            });
+            T::Parallel(BM, BN, [&](T::Var r, T::Var q) {
+              S(r, q) = T::exp2(S(r, q) - T::if_then_else(m(r) == -T::infinity(T::f32), 0.0f, m(r)));
+            });
+            T::reduce_sum(S, row_sum, 1);
+            T::Parallel(BM, [&](T::Var r) { l(r) = l(r) * rescale(r) + row_sum(r); });
+            T::Parallel(BM, DP, [&](T::Var r, T::Var d) { O_acc(r, d) = O_acc(r, d) * rescale(r); });
+            T::copy(S, P);
+            T::gemm(P, V_shared, O_acc);
+          });
+          // Rows that saw no key (l = 0): O = 0, LSE = -inf.
+          T::Parallel(BM, DP, [&](T::Var r, T::Var d) {
+            O_acc(r, d) = T::if_then_else(l(r) > 0.0f, O_acc(r, d) / l(r), 0.0f);
+          });
+          T::Parallel(BM, [&](T::Var r) {
+            lse(r) = T::if_then_else(l(r) > 0.0f, (m(r) + T::log2(l(r))) * static_cast<float>(1.0 / kLog2e),
+                                     -T::infinity(T::f32));
+          });
+          T::copy(O_acc, T::region(O, {b, q0, h, 0}, {1, BM, 1, DP}));
+          T::copy(lse, T::region(LSE, {b, h, q0}, {1, 1, BM}));
+        });
+  });
+  return f;
+}
+
+JitKernel make_flash_attention(const AttentionShape& s, DType dtype, const AttentionOptions& o) {
+  std::string arch = o.jit.arch;
+  if (arch.empty()) arch = gpu_available() ? current_device().arch() : "sm_90a";
+  const AttentionConfig c = o.config ? *o.config : default_attention_config(s, dtype, o.causal, arch);
+  JitOptions jo = o.jit;
+  jo.out_idx = {3, 4};
+  return jit(attention_program(s, dtype, o.causal, o.scale, c), jo);
+}
+
+AttentionOutput flash_attention(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionOptions& o,
+                                CUstream stream) {
+  const auto where = std::source_location::current();
+  const char* op = "flash_attention";
+  const std::pair<const char*, const Tensor*> args[] = {{"Q", &q}, {"K", &k}, {"V", &v}};
+  for (const auto& [name, t] : args) {
+    if (!t->defined()) TESSEL_USER_ERROR(op, where, name << " is an undefined tensor");
+    if (t->dim() != 4)
+      TESSEL_USER_ERROR(op, where,
+                        name << " is " << t->describe()
+                             << "; Q, K and V are 4-D: [B, S, H, D] (a BHSD tensor "
+                             << "passes as its permute({0, 2, 1, 3}) view)");
+  }
+  if (k.dtype() != q.dtype() || v.dtype() != q.dtype())
+    TESSEL_USER_ERROR(op, where,
+                      "Q is " << dtype_name(q.dtype()) << ", K " << dtype_name(k.dtype()) << ", V "
+                              << dtype_name(v.dtype()) << "; all three must have one dtype (f16 or bf16)");
+  if (k.shape() != v.shape())
+    TESSEL_USER_ERROR(op, where,
+                      "K is " << k.describe() << " but V is " << v.describe() << "; they must match");
+  if (k.size(0) != q.size(0) || k.size(3) != q.size(3))
+    TESSEL_USER_ERROR(op, where,
+                      "Q is " << q.describe() << " and K " << k.describe()
+                              << "; they must agree in B (dimension 0) and D (dimension 3)");
+  AttentionShape s;
+  s.batch = q.size(0);
+  s.seqlen_q = q.size(1);
+  s.heads = q.size(2);
+  s.dim = q.size(3);
+  s.seqlen_k = k.size(1);
+  s.kv_heads = k.size(2);
+  // Strides of dimensions of size 1 do not matter: normalize them so that equal views share a
+  // kernel.
+  auto strides_of = [](const Tensor& t) {
+    std::vector<std::int64_t> st = t.strides();
+    const std::vector<std::int64_t> rm = Tensor::row_major_strides(t.shape());
+    if (t.is_contiguous()) return std::vector<std::int64_t>{};
+    for (int d = 0; d < 4; ++d)
+      if (t.size(d) == 1) st[d] = rm[d];
+    return st;
+  };
+  s.q_strides = strides_of(q);
+  s.k_strides = strides_of(k);
+  s.v_strides = strides_of(v);
+  for (const auto& [name, t] : args)
+    if (t->device_ptr() % 16 != 0)
+      TESSEL_USER_ERROR(op, where, name << " starts at a device address that is not 16-byte aligned");
+  check_attention(s, q.dtype());
+
+  // One compiled kernel per (shape, strides, dtype, options): a repeated call costs a map lookup.
+  std::ostringstream key;
+  key << s.describe() << " q" << list_text(s.q_strides) << " k" << list_text(s.k_strides) << " v"
+      << list_text(s.v_strides) << " " << dtype_name(q.dtype()) << (o.causal ? " causal" : "") << " scale "
+      << o.scale << " config " << (o.config ? o.config->describe() : "default") << " arch " << o.jit.arch
+      << (o.jit.disable_tma || o.jit.disable_wgmma || o.jit.disable_warp_specialization ? " sm80" : "");
+  static std::mutex mutex;
+  static std::map<std::string, JitKernel> kernels;
+  JitKernel kernel;
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    auto it = kernels.find(key.str());
+    if (it != kernels.end()) kernel = it->second;
+  }
+  if (!kernel.defined()) {
+    kernel = make_flash_attention(s, q.dtype(), o);
+    std::lock_guard<std::mutex> lock(mutex);
+    kernels.emplace(key.str(), kernel);
+  }
+  AttentionOutput out;
+  out.O = Tensor::empty({s.batch, s.seqlen_q, s.heads, s.dim}, q.dtype());
+  out.LSE = Tensor::empty({s.batch, s.heads, s.seqlen_q}, DType::f32);
+  kernel.launch({q, k, v, out.O, out.LSE}, stream);
+  return out;
+}
+
+}  // namespace tessel::kernels

@@ -1,0 +1,169 @@
+// kernels::flash_attention on the GPU against float64 on sampled rows (O and LSE): batch, heads,
+// GQA and MQA, Sq != Sk both ways, tails, causal and not, every head dimension the issue lists,
+// BHSD strides, both dtypes; outputs poisoned with NaN first; a rerun bit-identical; the library
+// entry point's errors.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <string>
+
+#include "kernels/attention/FlashAttention.hpp"
+#include "support/AttentionReference.hpp"
+#include "support/TestSupport.hpp"
+#include "tessel/runtime/Driver.hpp"
+
+namespace {
+
+namespace T = tessel;
+using T::DType;
+using T::Tensor;
+
+struct Case {
+  std::int64_t B, H, Hkv, Sq, Sk, D;
+  bool causal;
+  bool bhsd = false;  // Q, K and V stored [B, H, S, D], passed as their [B, S, H, D] views
+};
+
+std::string describe(const Case& c, DType t) {
+  return "B" + std::to_string(c.B) + " H" + std::to_string(c.H) + "/" + std::to_string(c.Hkv) + " Sq" +
+         std::to_string(c.Sq) + " Sk" + std::to_string(c.Sk) + " D" + std::to_string(c.D) +
+         (c.causal ? " causal" : "") + (c.bhsd ? " BHSD" : "") + " " + std::string(T::dtype_name(t));
+}
+
+Tensor random_input(std::int64_t B, std::int64_t S, std::int64_t H, std::int64_t D, DType t, bool bhsd,
+                    std::uint64_t seed) {
+  if (!bhsd) {
+    Tensor x = Tensor::empty({B, S, H, D}, t);
+    x.fill_random(seed, -2, 2);
+    return x;
+  }
+  Tensor x = Tensor::empty({B, H, S, D}, t);
+  x.fill_random(seed, -2, 2);
+  return x.permute({0, 2, 1, 3});
+}
+
+void check(const Case& c, DType t) {
+  SCOPED_TRACE(describe(c, t));
+  std::mt19937_64 seeds(std::random_device{}());
+  Tensor q = random_input(c.B, c.Sq, c.H, c.D, t, c.bhsd, seeds());
+  Tensor k = random_input(c.B, c.Sk, c.Hkv, c.D, t, c.bhsd, seeds());
+  Tensor v = random_input(c.B, c.Sk, c.Hkv, c.D, t, c.bhsd, seeds());
+  T::kernels::AttentionOptions o;
+  o.causal = c.causal;
+  T::kernels::AttentionShape s;
+  s.batch = c.B, s.heads = c.H, s.kv_heads = c.Hkv, s.seqlen_q = c.Sq, s.seqlen_k = c.Sk, s.dim = c.D;
+  if (c.bhsd) {
+    s.q_strides = q.strides();
+    s.k_strides = k.strides();
+    s.v_strides = v.strides();
+  }
+  T::JitKernel kernel = T::kernels::make_flash_attention(s, t, o);
+  Tensor out = Tensor::empty({c.B, c.Sq, c.H, c.D}, t), lse = Tensor::empty({c.B, c.H, c.Sq}, DType::f32);
+  out.fill(std::nan(""));
+  lse.fill(std::nan(""));
+  kernel.launch({q, k, v, out, lse});
+  T::check_cu(T::driver().cuCtxSynchronize(), "cuCtxSynchronize");
+
+  const std::vector<double> qh = q.to_host_f64(), kh = k.to_host_f64(), vh = v.to_host_f64();
+  const std::vector<double> oh = out.to_host_f64(), lh = lse.to_host_f64();
+  const T::test::AttentionDims dims{c.B, c.H, c.Hkv, c.Sq, c.Sk, c.D};
+  const double scale = 1.0 / std::sqrt(static_cast<double>(c.D));
+  // Sampled rows: the first and last of every (batch, head) and a few between.
+  std::vector<double> got, want, got_lse, want_lse;
+  std::vector<double> row(static_cast<size_t>(c.D));
+  int rows_checked = 0;
+  for (std::int64_t b = 0; b < c.B; ++b)
+    for (std::int64_t h = 0; h < c.H; ++h)
+      for (std::int64_t i : {std::int64_t(0), c.Sq / 3, c.Sq / 2 + 1, c.Sq - 2, c.Sq - 1}) {
+        if (i < 0 || i >= c.Sq) continue;
+        const double l =
+            T::test::reference_attention_row(qh, kh, vh, dims, c.causal, scale, b, h, i, row.data());
+        const double lg = lh[static_cast<size_t>((b * c.H + h) * c.Sq + i)];
+        if (std::isinf(l)) {
+          EXPECT_TRUE(std::isinf(lg) && lg < 0) << "row " << i << " sees no key: LSE " << lg << ", want -inf";
+        } else {
+          got_lse.push_back(lg);
+          want_lse.push_back(l);
+        }
+        for (std::int64_t d = 0; d < c.D; ++d) {
+          got.push_back(oh[static_cast<size_t>(((b * c.Sq + i) * c.H + h) * c.D + d)]);
+          want.push_back(row[static_cast<size_t>(d)]);
+        }
+        ++rows_checked;
+      }
+  ASSERT_GT(rows_checked, 0);
+  const double err = T::test::rel_error(got, want);
+  EXPECT_LE(err, t == DType::f16 ? 5e-3 : 2e-2) << "O: relative error " << err;
+  const double lse_err = T::test::rel_error(got_lse, want_lse);
+  EXPECT_LE(lse_err, 1e-3) << "LSE: relative error " << lse_err;
+
+  // Every element written (no NaN left from the poison) -- the sampled rows above aside.
+  for (size_t i = 0; i < oh.size(); ++i)
+    ASSERT_FALSE(std::isnan(oh[i])) << "O element " << i << " not written";
+  for (size_t i = 0; i < lh.size(); ++i)
+    ASSERT_FALSE(std::isnan(lh[i])) << "LSE element " << i << " not written";
+
+  // The library entry point: the same kernel, bit-identical results.
+  T::kernels::AttentionOutput again = T::kernels::flash_attention(q, k, v, o);
+  T::check_cu(T::driver().cuCtxSynchronize(), "cuCtxSynchronize");
+  std::vector<unsigned char> a(static_cast<size_t>(out.nbytes())), b2(static_cast<size_t>(out.nbytes()));
+  out.copy_to_host(a.data());
+  again.O.copy_to_host(b2.data());
+  EXPECT_EQ(0, std::memcmp(a.data(), b2.data(), a.size())) << "a rerun is not bit-identical (O)";
+  std::vector<float> l1(static_cast<size_t>(lse.numel())), l2(l1.size());
+  lse.copy_to_host(l1.data());
+  again.LSE.copy_to_host(l2.data());
+  EXPECT_EQ(0, std::memcmp(l1.data(), l2.data(), l1.size() * sizeof(float)))
+      << "a rerun is not bit-identical (LSE)";
+}
+
+class FlashAttentionGpu : public ::testing::TestWithParam<std::tuple<int, bool, DType>> {};
+
+TEST_P(FlashAttentionGpu, AgainstFloat64) {
+  TESSEL_REQUIRE_GPU();
+  auto [D, causal, t] = GetParam();
+  const Case cases[] = {
+      {1, 1, 1, 1, 1, D, causal},          {2, 8, 8, 128, 128, D, causal},
+      {1, 8, 2, 17, 1000, D, causal},      {2, 8, 1, 1000, 17, D, causal},
+      {1, 1, 1, 4096, 4096, D, causal},    {2, 8, 2, 1000, 1000, D, causal, true},
+      {1, 8, 8, 1, 4096, D, causal, true}, {1, 1, 1, 4096, 128, D, causal},
+  };
+  for (const Case& c : cases) check(c, t);
+}
+
+INSTANTIATE_TEST_SUITE_P(HeadDims, FlashAttentionGpu,
+                         ::testing::Combine(::testing::Values(64, 96, 128, 256), ::testing::Bool(),
+                                            ::testing::Values(DType::f16, DType::bf16)),
+                         [](const auto& info) {
+                           return "D" + std::to_string(std::get<0>(info.param)) +
+                                  (std::get<1>(info.param) ? "_causal_" : "_") +
+                                  std::string(T::dtype_name(std::get<2>(info.param)));
+                         });
+
+TEST(FlashAttentionGpuErrors, ArgumentsByMessage) {
+  TESSEL_REQUIRE_GPU();
+  auto expect_error = [](auto&& f, const std::string& needle) {
+    try {
+      f();
+      ADD_FAILURE() << "no error; expected one containing: " << needle;
+    } catch (const T::Error& e) {
+      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+    }
+  };
+  Tensor q = Tensor::empty({1, 64, 4, 64}, DType::f16), k = Tensor::empty({1, 64, 3, 64}, DType::f16);
+  expect_error([&] { T::kernels::flash_attention(q, k, k); }, "H must be a multiple of H_kv");
+  Tensor kb = Tensor::empty({1, 64, 2, 64}, DType::bf16);
+  expect_error([&] { T::kernels::flash_attention(q, kb, kb); }, "all three must have one dtype");
+  Tensor k3 = Tensor::empty({64, 2, 64}, DType::f16);
+  expect_error([&] { T::kernels::flash_attention(q, k3, k3); }, "Q, K and V are 4-D");
+  Tensor kd = Tensor::empty({1, 64, 2, 32}, DType::f16);
+  expect_error([&] { T::kernels::flash_attention(q, kd, kd); },
+               "agree in B (dimension 0) and D (dimension 3)");
+  Tensor qt = Tensor::empty({1, 64, 64, 4}, DType::f16).permute({0, 1, 3, 2});
+  Tensor k2 = Tensor::empty({1, 64, 2, 64}, DType::f16);
+  expect_error([&] { T::kernels::flash_attention(qt, k2, k2); }, "the head dimension must be contiguous");
+}
+
+}  // namespace
