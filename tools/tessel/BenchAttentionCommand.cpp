@@ -135,22 +135,10 @@ double attention_flops(const AttentionCase& c, std::string& counting) {
   return 4.0 * double(s.batch) * double(s.heads) * double(s.dim) * pairs;
 }
 
-// Q, K and V of one run, stored [B, S, H, D] (bshd) or [B, H, S, D] (bhsd) and seen through
-// [B, S, H, D] views either way.
-struct Inputs {
-  Tensor q, k, v;
-  Tensor q_store, k_store, v_store;  // owners of the bhsd views
-};
-
-std::vector<std::int64_t> bhsd_strides_of(std::int64_t S, std::int64_t H, std::int64_t D) {
-  return {H * S * D, D, S * D, 1};
-}
-
-Tensor make_input(std::int64_t B, std::int64_t S, std::int64_t H, std::int64_t D, DType t, bool bhsd,
-                  Tensor& store) {
-  if (!bhsd) return Tensor::empty({B, S, H, D}, t);
-  store = Tensor::empty({B, H, S, D}, t);
-  return Tensor::view_of(store.device_ptr(), {B, S, H, D}, t, bhsd_strides_of(S, H, D));
+// One of Q, K, V: [B, S, H, D] as the kernels see it, stored that way (bshd) or as [B, H, S, D]
+// (bhsd, the permuted view sharing the allocation).
+Tensor make_input(std::int64_t B, std::int64_t S, std::int64_t H, std::int64_t D, DType t, bool bhsd) {
+  return bhsd ? Tensor::empty({B, H, S, D}, t).permute({0, 2, 1, 3}) : Tensor::empty({B, S, H, D}, t);
 }
 
 // The sampled rows of O [B, Sq, H, D] and LSE [B, H, Sq], as the reference lays them out.
@@ -225,10 +213,11 @@ class AttentionBench {
 
     // Inputs and outputs. Each side's outputs are poisoned with NaN before its checked run, so
     // that a row it never wrote cannot pass.
-    Inputs in;
-    in.q = make_input(s.batch, s.seqlen_q, s.heads, s.dim, t, bhsd_, in.q_store);
-    in.k = make_input(s.batch, s.seqlen_k, s.kv_heads, s.dim, t, bhsd_, in.k_store);
-    in.v = make_input(s.batch, s.seqlen_k, s.kv_heads, s.dim, t, bhsd_, in.v_store);
+    struct {
+      Tensor q, k, v;
+    } in{make_input(s.batch, s.seqlen_q, s.heads, s.dim, t, bhsd_),
+         make_input(s.batch, s.seqlen_k, s.kv_heads, s.dim, t, bhsd_),
+         make_input(s.batch, s.seqlen_k, s.kv_heads, s.dim, t, bhsd_)};
     in.q.fill_random(seed);
     in.k.fill_random(seed + 1);
     in.v.fill_random(seed + 2);

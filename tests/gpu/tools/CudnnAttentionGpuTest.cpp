@@ -33,13 +33,11 @@ struct Problem {
 // Runs cuDNN once on fresh inputs and returns the errors of every row against float64.
 K::AttentionError run_and_check(tessel::cli::CudnnAttention& cudnn, const Problem& p, DType t,
                                 bool stats_rank4 = false) {
-  auto input = [&](std::int64_t S, std::int64_t H, Tensor& store) {
-    if (!p.bhsd) return store = Tensor::empty({p.B, S, H, p.D}, t);
-    store = Tensor::empty({p.B, H, S, p.D}, t);
-    return Tensor::view_of(store.device_ptr(), {p.B, S, H, p.D}, t, {H * S * p.D, p.D, S * p.D, 1});
+  auto input = [&](std::int64_t S, std::int64_t H) {
+    return p.bhsd ? Tensor::empty({p.B, H, S, p.D}, t).permute({0, 2, 1, 3})
+                  : Tensor::empty({p.B, S, H, p.D}, t);
   };
-  Tensor qs, ks, vs;
-  Tensor q = input(p.Sq, p.H, qs), k = input(p.Sk, p.Hkv, ks), v = input(p.Sk, p.Hkv, vs);
+  Tensor q = input(p.Sq, p.H), k = input(p.Sk, p.Hkv), v = input(p.Sk, p.Hkv);
   q.fill_random(11);
   k.fill_random(12);
   v.fill_random(13);
