@@ -6,13 +6,15 @@
 // timed run. FLOPs: 4 B H Sq Sk D, halved when causal with Sq = Sk; for causal with Sq != Sk the
 // visible (query, key) pairs are counted exactly.
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdio>
 #include <functional>
 #include <iostream>
-#include <limits>
 #include <memory>
+#include <optional>
 #include <sstream>
+#include <thread>
 
 #include "kernels/attention/AttentionReference.hpp"
 #include "kernels/attention/FlashAttention.hpp"
@@ -141,6 +143,40 @@ Tensor make_input(std::int64_t B, std::int64_t S, std::int64_t H, std::int64_t D
   return bhsd ? Tensor::empty({B, H, S, D}, t).permute({0, 2, 1, 3}) : Tensor::empty({B, S, H, D}, t);
 }
 
+// Uniform values in [-1, 1) rounded to t's dtype, uploaded into t, and returned as doubles in
+// logical row-major order (what the reference reads). Generated on every host core in fixed
+// blocks, each seeded from (seed, block), so the values do not depend on the core count;
+// Tensor::fill_random's one thread plus reading the tensors back took seconds per case at 64 M
+// elements per tensor.
+std::vector<double> fill_uniform(Tensor& t, std::uint64_t seed) {
+  constexpr std::size_t kBlock = 1 << 16;
+  const std::size_t n = static_cast<std::size_t>(t.numel()),
+                    eb = static_cast<std::size_t>(dtype_bytes(t.dtype()));
+  std::vector<unsigned char> bytes(n * eb);
+  std::vector<double> values(n);
+  const std::size_t blocks = (n + kBlock - 1) / kBlock;
+  std::atomic<std::size_t> next_block{0};
+  auto work = [&] {
+    for (std::size_t b = next_block++; b < blocks; b = next_block++) {
+      std::uint64_t state = seed * 0x9E3779B97F4A7C15ull + b;  // SplitMix64 over this block
+      for (std::size_t i = b * kBlock; i < std::min(n, (b + 1) * kBlock); ++i) {
+        std::uint64_t z = (state += 0x9E3779B97F4A7C15ull);
+        z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+        z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+        z ^= z >> 31;
+        store_host_element(-1.0 + 2.0 * static_cast<double>(z >> 11) * 0x1.0p-53, t.dtype(), &bytes[i * eb]);
+        values[i] = load_host_element(&bytes[i * eb], t.dtype());
+      }
+    }
+  };
+  std::vector<std::thread> threads(std::clamp(std::thread::hardware_concurrency(), 1u, 32u) - 1);
+  for (auto& th : threads) th = std::thread(work);
+  work();
+  for (auto& th : threads) th.join();
+  t.copy_from_host(bytes.data());
+  return values;
+}
+
 // The sampled rows of O [B, Sq, H, D] and LSE [B, H, Sq], as the reference lays them out.
 kernels::AttentionRows gather_rows(const Tensor& o, const Tensor& lse,
                                    const std::vector<kernels::AttentionSample>& samples) {
@@ -218,14 +254,12 @@ class AttentionBench {
     } in{make_input(s.batch, s.seqlen_q, s.heads, s.dim, t, bhsd_),
          make_input(s.batch, s.seqlen_k, s.kv_heads, s.dim, t, bhsd_),
          make_input(s.batch, s.seqlen_k, s.kv_heads, s.dim, t, bhsd_)};
-    in.q.fill_random(seed);
-    in.k.fill_random(seed + 1);
-    in.v.fill_random(seed + 2);
     kernels::AttentionShape shape = s;
     shape.q_strides = in.q.strides(), shape.k_strides = in.k.strides(), shape.v_strides = in.v.strides();
     const std::vector<kernels::AttentionSample> samples = kernels::choose_attention_samples(shape);
-    const kernels::AttentionRows ref = kernels::attention_reference(
-        in.q.to_host_f64(), in.k.to_host_f64(), in.v.to_host_f64(), shape, c.causal, scale, samples);
+    const kernels::AttentionRows ref =
+        kernels::attention_reference(fill_uniform(in.q, seed), fill_uniform(in.k, seed + 1),
+                                     fill_uniform(in.v, seed + 2), shape, c.causal, scale, samples);
     r["check"] = {{"sampled_rows", samples.size()}};
 
     int problems = 0;
