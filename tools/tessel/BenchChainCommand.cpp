@@ -2,10 +2,8 @@
 // (kernels/attention/GemmChain), three ways in one process on the same inputs: Tessel's kernel
 // as compiled for the GPU (on sm_90a both gemms wgmma, the second with A from registers), the
 // same program with disable_wgmma (mma.sync), and cuBLAS as two GEMMs with S in memory (the
-// unfused baseline). FLOPs: 4 M N D.
-// tessel bench attention: the same with the softmax, O = softmax(scale * Q K^T) V
-// (kernels::make_attention, FlashAttention's forward pass), the unfused baseline being cuBLAS,
-// cuDNN's softmax on S in memory, cuBLAS.
+// unfused baseline). FLOPs: 4 M N D. (Multi-head attention with its softmax is `tessel bench
+// attention`, BenchAttentionCommand.cpp.)
 #include <cublas_v2.h>
 
 #include <algorithm>
@@ -18,7 +16,6 @@
 #include "tessel/runtime/Driver.hpp"
 #include "tools/tessel/AttentionCheck.hpp"
 #include "tools/tessel/Commands.hpp"
-#include "tools/tessel/CudnnSoftmax.hpp"
 #include "tools/tessel/Output.hpp"
 #include "tools/tessel/System.hpp"
 #include "tools/tessel/Timing.hpp"
@@ -28,7 +25,6 @@ namespace tessel::cli {
 namespace {
 
 struct BenchChainOptions {
-  bool attention = false;  // bench attention: with the softmax
   std::vector<std::string> shapes = {"4096x4096x64", "4096x4096x128", "16384x16384x64"};
   std::vector<std::string> dtypes = {"f16"};
   std::vector<std::string> configs;  // BMxBN:tT[:sS]; empty: 64x128 t128 for D <= 64, else 128x64 t256
@@ -77,29 +73,22 @@ int run_bench_chain(const BenchChainOptions& o) {
     for (const std::string& s : o.shapes) shapes.push_back(parse_shape(s));
     for (const std::string& c : o.configs) configs.push_back(parse_config(c));
   } catch (const std::exception& e) {
-    std::cerr << "tessel bench " << (o.attention ? "attention" : "chain") << ": " << e.what() << "\n";
+    std::cerr << "tessel bench chain: " << e.what() << "\n";
     return kExitUsage;
   }
   const SystemInfo& sys = system_info();
   if (!sys.gpu) {
-    std::cerr << "tessel bench " << (o.attention ? "attention" : "chain") << " needs a GPU, and there is none: "
-              << sys.no_gpu_reason << "\n";
+    std::cerr << "tessel bench chain needs a GPU, and there is none: " << sys.no_gpu_reason << "\n";
     return kExitNoGpu;
   }
   cublasHandle_t handle = nullptr;
   check_cublas(cublasCreate(&handle), "cublasCreate");
-  std::unique_ptr<cublasContext, void (*)(cublasHandle_t)> guard(handle, [](cublasHandle_t h) { cublasDestroy(h); });
+  std::unique_ptr<cublasContext, void (*)(cublasHandle_t)> guard(handle,
+                                                                 [](cublasHandle_t h) { cublasDestroy(h); });
   Tensor flush = Tensor::empty({256LL << 20}, DType::u8);
   unsigned char flush_value = 0;
-  CudnnSoftmax cudnn;
-  if (o.attention && !cudnn.available()) {
-    std::cerr << "tessel bench attention: the unfused baseline needs cuDNN's softmax: " << cudnn.reason() << "\n";
-    return kExitNoGpu;
-  }
-  std::cout << (o.attention ? "O = softmax(scale Q K^T) V: Tessel (" : "O = f16(scale Q K^T) V: Tessel (")
-            << "as compiled for " << sys.device.arch() << ") vs the same program on mma.sync vs "
-            << (o.attention ? "cuBLAS + cuDNN softmax + cuBLAS (S" : "cuBLAS (two GEMMs, S") << " in memory), "
-            << sys.device.name
+  std::cout << "O = f16(scale Q K^T) V: Tessel (as compiled for " << sys.device.arch()
+            << ") vs the same program on mma.sync vs cuBLAS (two GEMMs, S in memory), " << sys.device.name
             << "; medians of " << o.repeats << " interleaved runs, L2 flushed; TFLOP/s = 4 M N D / time\n";
   std::cout << "  " << left("shape MxNxD", 18) << left("dtype", 6) << left("config", 14) << left("path", 40)
             << right("Tessel", 8) << right("mma.sync", 9) << right("cuBLAS", 8) << right("vs mma", 8)
@@ -108,58 +97,65 @@ int run_bench_chain(const BenchChainOptions& o) {
   int problems = 0;
   const float scale = 0.125f;
   auto make = [&](Shape s, DType t, const kernels::GemmChainConfig& c, const JitOptions& jo) {
-    return o.attention ? kernels::make_attention(s.M, s.N, s.D, t, scale, c, jo)
-                       : kernels::make_gemm_chain(s.M, s.N, s.D, t, scale, c, jo);
+    return kernels::make_gemm_chain(s.M, s.N, s.D, t, scale, c, jo);
   };
   for (DType t : dtypes)
     for (Shape s : shapes) {
       std::vector<kernels::GemmChainConfig> cs = configs;
       // The best of those tried on the H200 (bench/results/2026-12-03-chain-s7-runG-*-h200.json).
       if (cs.empty())
-        cs.push_back(s.D <= 64 ? kernels::GemmChainConfig{64, 128, 128, 2} : kernels::GemmChainConfig{128, 64, 256, 2});
+        cs.push_back(s.D <= 64 ? kernels::GemmChainConfig{64, 128, 128, 2}
+                               : kernels::GemmChainConfig{128, 64, 256, 2});
       for (const kernels::GemmChainConfig& c : cs) {
         const std::string shape_text =
             std::to_string(s.M) + "x" + std::to_string(s.N) + "x" + std::to_string(s.D);
-        nlohmann::json r = {{"M", s.M}, {"N", s.N}, {"D", s.D}, {"dtype", std::string(dtype_name(t))},
+        nlohmann::json r = {{"M", s.M},
+                            {"N", s.N},
+                            {"D", s.D},
+                            {"dtype", std::string(dtype_name(t))},
                             {"config", c.describe()}};
         try {
           JitKernel ours = make(s, t, c, JitOptions{});
           JitOptions off;
           off.disable_wgmma = true;
           JitKernel sync = make(s, t, c, off);
-          Tensor q = Tensor::empty({s.M, s.D}, t), k = Tensor::empty({s.N, s.D}, t), v = Tensor::empty({s.N, s.D}, t);
+          Tensor q = Tensor::empty({s.M, s.D}, t), k = Tensor::empty({s.N, s.D}, t),
+                 v = Tensor::empty({s.N, s.D}, t);
           q.fill_random(o.seed);
           k.fill_random(o.seed + 1);
           v.fill_random(o.seed + 2);
           Tensor o1 = Tensor::empty({s.M, s.D}, DType::f32), o2 = Tensor::empty({s.M, s.D}, DType::f32),
-                 o3 = Tensor::empty({s.M, s.D}, DType::f32), sc = Tensor::empty({s.M, s.N}, t),
-                 pr = Tensor::empty({s.M, s.N}, t);
+                 o3 = Tensor::empty({s.M, s.D}, DType::f32), sc = Tensor::empty({s.M, s.N}, t);
           for (Tensor* x : {&o1, &o2, &o3}) x->fill(std::nan(""));
           const cudaDataType ct = t == DType::f16 ? CUDA_R_16F : CUDA_R_16BF;
           auto cublas_chain = [&] {
             const float alpha = scale, one = 1, zero = 0;
             // Row-major S[M, N] = scale Q K^T is column-major S^T = K Q^T; O = S V likewise.
             check_cublas(cublasGemmEx(handle, CUBLAS_OP_T, CUBLAS_OP_N, int(s.N), int(s.M), int(s.D), &alpha,
-                                      k.data_ptr(), ct, int(s.D), q.data_ptr(), ct, int(s.D), &zero, sc.data_ptr(),
-                                      ct, int(s.N), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+                                      k.data_ptr(), ct, int(s.D), q.data_ptr(), ct, int(s.D), &zero,
+                                      sc.data_ptr(), ct, int(s.N), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
                          "cublasGemmEx (S)");
-            if (o.attention) cudnn.run(sc, pr);
-            check_cublas(cublasGemmEx(handle, CUBLAS_OP_N, CUBLAS_OP_N, int(s.D), int(s.M), int(s.N), &one,
-                                      v.data_ptr(), ct, int(s.D), (o.attention ? pr : sc).data_ptr(), ct, int(s.N),
-                                      &zero, o3.data_ptr(),
-                                      CUDA_R_32F, int(s.D), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
-                         "cublasGemmEx (O)");
+            check_cublas(
+                cublasGemmEx(handle, CUBLAS_OP_N, CUBLAS_OP_N, int(s.D), int(s.M), int(s.N), &one,
+                             v.data_ptr(), ct, int(s.D), sc.data_ptr(), ct, int(s.N), &zero, o3.data_ptr(),
+                             CUDA_R_32F, int(s.D), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+                "cublasGemmEx (O)");
           };
-          std::vector<std::function<void()>> runs = {[&] { ours.launch({q, k, v, o1}); },
-                                                     [&] { sync.launch({q, k, v, o2}); }, cublas_chain};
+          std::vector<std::function<void()>> runs = {[&] {
+                                                       ours.launch({q, k, v, o1});
+                                                     },
+                                                     [&] {
+                                                       sync.launch({q, k, v, o2});
+                                                     },
+                                                     cublas_chain};
           for (auto& run : runs) run();
           check_cu(driver().cuCtxSynchronize(), "cuCtxSynchronize");
           const std::vector<double> qh = q.to_host_f64(), kh = k.to_host_f64(), vh = v.to_host_f64();
           const std::vector<long long> rows = spread_rows(s.M, 16);
-          const double err = attention_error(qh, kh, vh, o1.to_host_f64(), rows, s.N, s.D, scale, t, o.attention);
+          const double err = attention_error(qh, kh, vh, o1.to_host_f64(), rows, s.N, s.D, scale, t, false);
           const double err_sync =
-              attention_error(qh, kh, vh, o2.to_host_f64(), rows, s.N, s.D, scale, t, o.attention);
-          const double tol = t == DType::f16 ? (o.attention ? 5e-3 : 2e-3) : (o.attention ? 2e-2 : 1e-2);
+              attention_error(qh, kh, vh, o2.to_host_f64(), rows, s.N, s.D, scale, t, false);
+          const double tol = t == DType::f16 ? 2e-3 : 1e-2;
           const bool ok = std::isfinite(err) && err <= tol && std::isfinite(err_sync) && err_sync <= tol;
           const std::vector<double> ms = interleaved_median_ms(runs, o.warmup, o.repeats, [&] {
             check_cu(driver().cuMemsetD8Async(flush.device_ptr(), ++flush_value, flush.nbytes(), nullptr),
@@ -168,30 +164,32 @@ int run_bench_chain(const BenchChainOptions& o) {
           const double flops = 4.0 * double(s.M) * double(s.N) * double(s.D);
           const double t_ours = ms[0], t_sync = ms[1], t_cublas = ms[2];
           auto tflops = [&](double msec) { return flops / (msec * 1e-3) / 1e12; };
-          std::cout << "  " << left(shape_text, 18) << left(std::string(dtype_name(t)), 6) << left(c.describe(), 14)
-                    << left(ours.info().path, 40) << right(fixed(tflops(t_ours), 1), 8)
-                    << right(fixed(tflops(t_sync), 1), 9) << right(fixed(tflops(t_cublas), 1), 8)
-                    << right(fixed(t_sync / t_ours, 2) + "x", 8) << right(fixed(t_cublas / t_ours, 2) + "x", 10)
-                    << right(scientific(err), 9) << (ok ? "" : "  NUMERICALLY WRONG") << "\n";
-          r.update({{"status", ok ? "ok" : "wrong"},
-                    {"path", ours.info().path},
-                    {"tessel_ms", t_ours},
-                    {"mma_sync_ms", t_sync},
-                    {o.attention ? "unfused_cublas_cudnn_ms" : "cublas_two_gemms_ms", t_cublas},
-                    {"tessel_tflops", tflops(t_ours)},
-                    {"mma_sync_tflops", tflops(t_sync)},
-                    {"cublas_tflops", tflops(t_cublas)},
-                    {"speedup_vs_mma_sync", t_sync / t_ours},
-                    {"speedup_vs_cublas", t_cublas / t_ours},
-                    {"rel_error_sampled_rows", std::isfinite(err) ? nlohmann::json(err) : nlohmann::json(nullptr)},
-                    {"rel_error_sampled_rows_mma_sync",
-                     std::isfinite(err_sync) ? nlohmann::json(err_sync) : nlohmann::json(nullptr)},
-                    {"registers", ours.resources().registers},
-                    {"registers_mma_sync", sync.resources().registers}});
+          std::cout << "  " << left(shape_text, 18) << left(std::string(dtype_name(t)), 6)
+                    << left(c.describe(), 14) << left(ours.info().path, 40)
+                    << right(fixed(tflops(t_ours), 1), 8) << right(fixed(tflops(t_sync), 1), 9)
+                    << right(fixed(tflops(t_cublas), 1), 8) << right(fixed(t_sync / t_ours, 2) + "x", 8)
+                    << right(fixed(t_cublas / t_ours, 2) + "x", 10) << right(scientific(err), 9)
+                    << (ok ? "" : "  NUMERICALLY WRONG") << "\n";
+          r.update(
+              {{"status", ok ? "ok" : "wrong"},
+               {"path", ours.info().path},
+               {"tessel_ms", t_ours},
+               {"mma_sync_ms", t_sync},
+               {"cublas_two_gemms_ms", t_cublas},
+               {"tessel_tflops", tflops(t_ours)},
+               {"mma_sync_tflops", tflops(t_sync)},
+               {"cublas_tflops", tflops(t_cublas)},
+               {"speedup_vs_mma_sync", t_sync / t_ours},
+               {"speedup_vs_cublas", t_cublas / t_ours},
+               {"rel_error_sampled_rows", std::isfinite(err) ? nlohmann::json(err) : nlohmann::json(nullptr)},
+               {"rel_error_sampled_rows_mma_sync",
+                std::isfinite(err_sync) ? nlohmann::json(err_sync) : nlohmann::json(nullptr)},
+               {"registers", ours.resources().registers},
+               {"registers_mma_sync", sync.resources().registers}});
           if (!ok) ++problems;
         } catch (const std::exception& e) {
-          std::cout << "  " << left(shape_text, 18) << "failed: " << error_kind(e) << " (" << error_summary(e, 120)
-                    << ")\n";
+          std::cout << "  " << left(shape_text, 18) << "failed: " << error_kind(e) << " ("
+                    << error_summary(e, 120) << ")\n";
           r["status"] = "failed";
           r["error"] = {{"kind", error_kind(e)}, {"message", e.what()}};
           ++problems;
@@ -202,21 +200,17 @@ int run_bench_chain(const BenchChainOptions& o) {
     }
   if (!o.json_file.empty()) {
     nlohmann::json j = provenance_json();
-    j["tool"] = o.attention ? "tessel bench attention" : "tessel bench chain";
-    j["method"] = {{"kernel", o.attention ? "kernels::make_attention: O = softmax(0.125 Q K^T) V, O in f32"
-                                          : "kernels::make_gemm_chain: O = f16(0.125 Q K^T) V, O in f32"},
-                   {"baselines",
-                    {"the same program with JitOptions::disable_wgmma (mma.sync)",
-                     o.attention ? "unfused: cublasGemmEx S = 0.125 Q K^T (16-bit S in memory), cudnnSoftmaxForward "
-                                   "(ACCURATE) into P, cublasGemmEx O = P V (f32 out); cuDNN " + cudnn.version()
-                                 : "cuBLAS: cublasGemmEx S = 0.125 Q K^T into a 16-bit S in memory, then O = S V "
-                                   "(f32 out)"}},
-                   {"timing", "CUDA events, legacy default stream, rotating order rep by rep, 256 MiB L2 flush"},
-                   {"warmup", o.warmup},
-                   {"repeats", o.repeats},
-                   {"statistic", "median"},
-                   {"check", o.attention ? "16 rows spread over O against a float64 softmax attention"
-                                         : "16 rows spread over O against float64 with P rounded to 16 bits"}};
+    j["tool"] = "tessel bench chain";
+    j["method"] = {
+        {"kernel", "kernels::make_gemm_chain: O = f16(0.125 Q K^T) V, O in f32"},
+        {"baselines",
+         {"the same program with JitOptions::disable_wgmma (mma.sync)",
+          "cuBLAS: cublasGemmEx S = 0.125 Q K^T into a 16-bit S in memory, then O = S V (f32 out)"}},
+        {"timing", "CUDA events, legacy default stream, rotating order rep by rep, 256 MiB L2 flush"},
+        {"warmup", o.warmup},
+        {"repeats", o.repeats},
+        {"statistic", "median"},
+        {"check", "16 rows spread over O against float64 with P rounded to 16 bits"}};
     j["cases"] = results;
     j["problems"] = problems;
     write_json_file(o.json_file, j);
@@ -227,28 +221,23 @@ int run_bench_chain(const BenchChainOptions& o) {
 
 }  // namespace
 
-namespace {
-Command add_chain_like(CLI::App& bench, bool attention) {
+Command add_bench_chain_command(CLI::App& bench) {
   auto o = std::make_shared<BenchChainOptions>();
-  o->attention = attention;
   CLI::App* app =
-      attention
-          ? bench.add_subcommand("attention",
-                                 "FlashAttention's forward pass written in Tessel, O = softmax(scale Q K^T) V: against "
-                                 "its mma.sync path and unfused cuBLAS + cuDNN softmax + cuBLAS: TFLOP/s (needs a GPU)")
-          : bench.add_subcommand("chain",
-                                 "Attention's two GEMMs without the softmax, O = f16(scale Q K^T) V: Tessel (wgmma "
-                                 "with A from registers on sm_90a) vs its mma.sync path vs cuBLAS as two GEMMs: "
-                                 "TFLOP/s (needs a GPU)");
+      bench.add_subcommand("chain",
+                           "Attention's two GEMMs without the softmax, O = f16(scale Q K^T) V: Tessel "
+                           "(wgmma with A from registers on sm_90a) vs its mma.sync path vs cuBLAS as two "
+                           "GEMMs: TFLOP/s (needs a GPU)");
   app->add_option("--shapes", o->shapes, "Shapes MxNxD (queries x keys x head dim), comma-separated")
       ->delimiter(',')
       ->capture_default_str();
   app->add_option("--dtype", o->dtypes, "Element types, comma-separated (f16, bf16)")
       ->delimiter(',')
       ->capture_default_str();
-  app->add_option("--config", o->configs,
-                  "Tiles to run instead of the default (64x128:t128 for D <= 64, else 128x64:t256), comma-separated: "
-                  "BMxBN:tTHREADS[:sSTAGES]")
+  app->add_option(
+         "--config", o->configs,
+         "Tiles to run instead of the default (64x128:t128 for D <= 64, else 128x64:t256), comma-separated: "
+         "BMxBN:tTHREADS[:sSTAGES]")
       ->delimiter(',')
       ->type_name("CONFIG");
   app->add_option("--repeats", o->repeats, "Timed runs of each side (median reported)")
@@ -256,17 +245,10 @@ Command add_chain_like(CLI::App& bench, bool attention) {
       ->check(CLI::PositiveNumber);
   app->add_option("--warmup", o->warmup, "Untimed runs of each side first")->capture_default_str();
   app->add_option("--seed", o->seed, "Seed of the random inputs")->capture_default_str();
-  app->add_option("--json", o->json_file, "Also write the results, with date, device, command and commit, to FILE")
+  app->add_option("--json", o->json_file,
+                  "Also write the results, with date, device, command and commit, to FILE")
       ->type_name("FILE");
   return {app, [o] { return run_bench_chain(*o); }};
-}
-}  // namespace
-
-Command add_bench_chain_command(CLI::App& bench) {
-  return add_chain_like(bench, false);
-}
-Command add_bench_attention_command(CLI::App& bench) {
-  return add_chain_like(bench, true);
 }
 
 }  // namespace tessel::cli

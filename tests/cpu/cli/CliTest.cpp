@@ -152,14 +152,53 @@ TEST_F(Cli, BenchChainChecksItsArgumentsAndNeedsAGpu) {
     const CliRun r = run_tessel("bench chain --shapes 128x128x64");
     EXPECT_EQ(r.exit_code, 3) << r.output;
     EXPECT_NE(r.output.find("tessel bench chain needs a GPU"), std::string::npos) << r.output;
-    const CliRun a = run_tessel("bench attention --shapes 128x128x64");
-    EXPECT_EQ(a.exit_code, 3) << a.output;
-    EXPECT_NE(a.output.find("tessel bench attention needs a GPU"), std::string::npos) << a.output;
   }
-  const CliRun bad = run_tessel("bench attention --dtype f64");
-  EXPECT_EQ(bad.exit_code, 2) << bad.output;
-  EXPECT_NE(bad.output.find("tessel bench attention: --dtype takes f16 and bf16, not 'f64'"), std::string::npos)
-      << bad.output;
+}
+
+TEST_F(Cli, BenchAttentionHelpListsItsOptionsAndTheCaseForm) {
+  const CliRun help = run_tessel("bench attention --help");
+  EXPECT_EQ(help.exit_code, 0) << help.output;
+  for (const char* option : {"--batch", "--heads", "--kv-heads", "--seqlen-q", "--seqlen-k", "--dim",
+                             "--causal", "--cases", "--dtype", "--config", "--layout", "--repeats", "--json",
+                             "BxHxHKVxSQxSKxD[:causal]", "BMxBN:STAGES:THREADS"})
+    EXPECT_NE(help.output.find(option), std::string::npos) << option << " missing from:\n" << help.output;
+  // The one-head form of the old bench attention is gone.
+  const CliRun old = run_tessel("bench attention --shapes 128x128x64");
+  EXPECT_EQ(old.exit_code, 2) << old.output;
+  EXPECT_NE(old.output.find("--shapes"), std::string::npos) << old.output;
+}
+
+TEST_F(Cli, BenchAttentionRejectsMalformedArgumentsNamingTheFlag) {
+  for (const auto& [args, says] : std::vector<std::pair<std::string, std::string>>{
+           {"bench attention --cases 2x16x16x1024x1024x128:causal,2x16x3x5",
+            "--cases: '2x16x3x5' is not BxHxHKVxSQxSKxD[:causal]"},
+           {"bench attention --cases 2x16x16x1024x1024x128:casual",
+            "--cases: '2x16x16x1024x1024x128:casual' is not BxHxHKVxSQxSKxD[:causal]"},
+           {"bench attention --cases 2x16x16x1024x1024x128x7", "--cases: '2x16x16x1024x1024x128x7' is not"},
+           {"bench attention --cases 2x16x0x1024x1024x128",
+            "--cases: '2x16x0x1024x1024x128' needs positive sizes"},
+           {"bench attention --cases 2x16x5x1024x1024x128", "5 K/V heads do not divide 16 heads"},
+           {"bench attention --heads 16 --kv-heads 3", "3 K/V heads do not divide 16 heads"},
+           {"bench attention --causal --cases 1x1x1x64x64x64", "--cases and the single-case flags"},
+           {"bench attention --config 128x128:2", "--config: '128x128:2' is not BMxBN:STAGES:THREADS"},
+           {"bench attention --layout sbhd", "--layout takes bshd or bhsd, not 'sbhd'"},
+           {"bench attention --dtype f64",
+            "tessel bench attention: --dtype takes f16 and bf16, not 'f64'"}}) {
+    const CliRun r = run_tessel(args);
+    EXPECT_EQ(r.exit_code, 2) << args << ": " << r.output;
+    EXPECT_NE(r.output.find(says), std::string::npos) << args << ": " << r.output;
+  }
+}
+
+TEST_F(Cli, BenchAttentionWithoutAGpuSaysSo) {
+  if (tessel::gpu_available()) GTEST_SKIP() << "a GPU is present: the command would run the benchmark";
+  for (const char* args : {"bench attention --cases 1x2x1x64x128x64:causal",
+                           "bench attention --heads 4 --dim 64", "bench attention"}) {
+    const CliRun r = run_tessel(args);
+    EXPECT_EQ(r.exit_code, 3) << args << ": " << r.output;
+    EXPECT_NE(r.output.find("tessel bench attention needs a GPU, and there is none: "), std::string::npos)
+        << args << ": " << r.output;
+  }
 }
 
 TEST_F(Cli, TutorialRejectsAnUnknownSection) {
