@@ -55,13 +55,14 @@ class CudaEmitter {
     const auto* k = f_.body.as<KernelStmt>();
     if (!k) k = find_kernel(f_.body);
     TESSEL_INTERNAL_CHECK(k != nullptr, "lowered body has no kernel");
-    // setmaxnreg (the Hopper GEMM) only takes effect under a register cap at entry: (threads, 1).
+    // setmaxnreg (the Hopper GEMM, warp-specialized kernels with register budgets) only takes
+    // effect under a register cap at entry: (threads, 1).
     // A kernel that keeps fragment tails in shared memory is register-bound by design: ask for
     // the blocks per SM its shared memory allows (plan_shared_memory), so ptxas fits the
     // registers to that occupancy.
     os_ << "extern \"C\" __global__ void __launch_bounds__("
         << (ctx_.launch_threads > 0 ? ctx_.launch_threads : k->threads);
-    if (ctx_.hopper.selected || ctx_.launch_threads > 0)
+    if (ctx_.hopper.selected || ctx_.consumer_regs > 0)
       os_ << ", 1";
     else if (ctx_.min_blocks_per_sm > 1)
       os_ << ", " << ctx_.min_blocks_per_sm;
@@ -361,7 +362,8 @@ class CudaEmitter {
       line() << "}";
       line() << "__syncwarp();";
     } else if (const auto* sp = s.as<SpecializeStmt>()) {
-      line() << "if (threadIdx.x >= " << sp->consumer_threads << ") {  // producer warpgroup";
+      line() << "if (threadIdx.x >= " << sp->consumer_threads << ") {  // producer warp"
+             << (sp->producer_threads > 32 ? "group" : "");
       ++indent_;
       if (sp->producer_regs > 0) line() << "tessel::setmaxnreg_dec<" << sp->producer_regs << ">();";
       line() << "if (threadIdx.x == " << sp->consumer_threads << ") {";

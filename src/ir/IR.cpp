@@ -546,9 +546,11 @@ Stmt make_producer(Stmt body, std::source_location w) {
 
 Stmt make_specialize(int consumer_threads, int producer_threads, int consumer_regs, int producer_regs,
                      Stmt producer, Stmt consumer, std::source_location w) {
-  TESSEL_INTERNAL_CHECK(consumer_threads % 128 == 0 && producer_threads % 128 == 0 && producer_threads > 0,
+  TESSEL_INTERNAL_CHECK(consumer_threads % 128 == 0 && producer_threads % 32 == 0 && producer_threads > 0,
                         "warp roles of " << consumer_threads << " and " << producer_threads
-                                         << " threads (whole warpgroups needed)");
+                                         << " threads (whole consumer warpgroups, whole producer warps needed)");
+  TESSEL_INTERNAL_CHECK(producer_regs == 0 || producer_threads % 128 == 0,
+                        "setmaxnreg for a producer that is not whole warpgroups");
   TESSEL_INTERNAL_CHECK(
       consumer_regs % 8 == 0 && producer_regs % 8 == 0 && consumer_regs <= 256 && producer_regs <= 256,
       "register budgets " << consumer_regs << " / " << producer_regs);

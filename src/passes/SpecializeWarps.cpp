@@ -18,8 +18,12 @@
 //             CTA's pool (it blocks until they are there). So the producer drops to
 //             kProducerRegs and the consumers rise by its surplus shared among them:
 //             consumers = entry + (entry - kProducerRegs) * producer threads / consumer threads,
-//             rounded down to 8 (384 threads: 168 -> 24 and 240). When the entry budget is
-//             already generous (>= 232: a single consumer warpgroup) there is no setmaxnreg.
+//             rounded down to 8 (384 threads: 168 -> 24 and 240).
+//             A single consumer warpgroup gets a producer *warp* instead, and no setmaxnreg:
+//             registers are allocated for every launched thread alike and a CTA's pool is its
+//             own, so a producer warpgroup's share would be taken from the other CTAs that such
+//             small kernels fit on an SM (measured: 16384^2 attention at D = 64 on 64x128 tiles
+//             ran 0.70-0.87x of its cp.async form with a producer warpgroup, H200, 2026-12-04).
 //   Requires: plan_pipelines (rings and their ProducerStmts).
 //   Ensures:  no ProducerStmt is left when it applied; ctx.launch_threads, ctx.consumer_regs and
 //             ctx.producer_regs set. Otherwise the IR is unchanged (one thread issues the loads).
@@ -105,11 +109,12 @@ Stmt specialize_warps(const Stmt& body, PassContext& ctx) {
       consumer.push_back(s);
     }
   }
-  const int producer_threads = 128;
+  const bool one_warpgroup = ctx.threads == 128;
+  const int producer_threads = one_warpgroup ? 32 : 128;
   const int launch = ctx.threads + producer_threads;
   const int entry = std::min(255, kRegisterFile / launch) / 8 * 8;
   int consumer_regs = 0, producer_regs = 0;
-  if (entry < 232) {
+  if (!one_warpgroup) {
     producer_regs = kProducerRegs;
     consumer_regs = std::min(256, entry + (entry - kProducerRegs) * producer_threads / ctx.threads / 8 * 8);
   }

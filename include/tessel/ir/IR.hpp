@@ -531,9 +531,10 @@ struct ProducerStmt : StmtNode {
   const Stmt body;
 };
 
-// Warp roles: threads [0, consumer_threads) run `consumer`, the next producer_threads (whole
-// warpgroups) run `producer` (its first thread issues; the others idle); each role sets its
-// per-thread register budget (setmaxnreg) first when the budget is non-zero.
+// Warp roles: threads [0, consumer_threads) run `consumer`, the next producer_threads (a warp,
+// or whole warpgroups when it sets a register budget) run `producer` (its first thread issues;
+// the others idle); each role sets its per-thread register budget (setmaxnreg) first when the
+// budget is non-zero.
 struct SpecializeStmt : StmtNode {
   static constexpr NodeKind kKind = NodeKind::SpecializeStmt;
   SpecializeStmt(int ct, int pt, int cr, int pr, Stmt p, Stmt c, std::source_location w)

@@ -100,11 +100,11 @@ TEST(RegisterGemm, ChainOnSm90LowersBothGemmsToWgmma) {
       << src;
   EXPECT_NE(src.find("#include <tessel/warpgroup_gemm.cuh>"), std::string::npos) << src;
   EXPECT_NE(src.find("tessel::align_shared_1024(tessel_smem_raw)"), std::string::npos) << src;
-  // K and V come by TMA into mbarrier rings, issued by a producer warpgroup; the consumer
+  // K and V come by TMA into mbarrier rings, issued by a producer warp; the consumer
   // warpgroup synchronizes its own shared writes (the Q copy) with named barriers, each
   // preceded by the generic -> async proxy fence (wgmma reads Q through the async proxy).
   EXPECT_NE(src.find("tessel::tma_load_tile<2, 1, 64, 8192>"), std::string::npos) << src;
-  EXPECT_NE(src.find("if (threadIdx.x >= 128) {  // producer warpgroup"), std::string::npos) << src;
+  EXPECT_NE(src.find("if (threadIdx.x >= 128) {  // producer warp\n"), std::string::npos) << src;
   size_t barriers = 0, fenced = 0;
   for (size_t p = src.find("tessel::named_barrier_sync(1, 128);"); p != std::string::npos;
        p = src.find("tessel::named_barrier_sync(1, 128);", p + 1)) {
@@ -118,7 +118,7 @@ TEST(RegisterGemm, ChainOnSm90LowersBothGemmsToWgmma) {
   EXPECT_EQ(fenced, barriers) << src;
   // One block barrier: after the mbarriers' initialization, before the roles split.
   EXPECT_EQ(src.find("__syncthreads();"), src.rfind("__syncthreads();")) << src;
-  EXPECT_LT(src.find("__syncthreads();"), src.find("// producer warpgroup")) << src;
+  EXPECT_LT(src.find("__syncthreads();"), src.find("// producer warp")) << src;
   // The operand tiles sit on 1024-byte boundaries, and the slack is counted.
   EXPECT_EQ(lowered.ctx.smem_bytes % 1024, 0);
   for (const auto& [id, off] : lowered.ctx.smem_offsets) {
