@@ -37,6 +37,10 @@ const PassEntry kPasses[] = {
     // Layouts next: gemm fixes the accumulator and operand layouts that copies, Parallel nests
     // and the pipeline's multi-buffered tiles must all follow.
     {"infer_layouts", passes::infer_layouts},
+    // Right after layouts: they give each fragment's registers per thread, and a kernel past the
+    // register budget must be refused before pipelining and lowering work on it (and long before
+    // ptxas spends minutes spilling it).
+    {"check_register_budget", passes::check_register_budget},
     // Pipelining works on tile ops (it moves whole copies between iterations), so it runs
     // before they are lowered; it multi-buffers shared tiles, so after layouts are known.
     {"plan_pipelines", passes::plan_pipelines},
@@ -128,6 +132,7 @@ LoweredFunc lower(const ir::PrimFuncNode& f, const passes::Target& target,
   out.ctx.allow_tma_store = s.allow_tma_store;
   out.ctx.allow_multicast = s.allow_multicast;
   out.ctx.allow_warp_specialization = s.allow_warp_specialization;
+  out.ctx.allow_register_spills = s.allow_register_spills;
   out.name = f.name;
   out.params = f.params;
   out.ctx.target = target;

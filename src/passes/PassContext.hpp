@@ -47,7 +47,7 @@ struct FragmentLayout {
   };
   Kind kind = Kind::Strided;
   std::vector<std::int64_t> shape;
-  int per_thread = 0;     // registers each thread holds
+  int per_thread = 0;  // registers each thread holds
   // GemmAccumulator: the device type whose acc_row/acc_col give the coordinates -- the gemm
   // instantiation for an accumulator (tessel::BlockGemm or tessel::WarpgroupGemm, whose
   // ::run / ::run_rs the gemm calls), tessel::AccumulatorLayout for a gemm's A operand held in
@@ -79,20 +79,20 @@ struct TmaParam {
 // Set when select_hopper_gemm replaced the kernel by the sm_90a warp-specialized GEMM.
 struct HopperPlan {
   bool selected = false;
-  std::string gemm_type;     // tessel::HopperGemm<...>
-  int launch_threads = 0;    // producer + consumer warpgroups
-  int smem_bytes = 0;        // the ring, its mbarriers and alignment slack
-  std::int64_t tiles = 0;    // output tiles (clusters' tile groups); grid min(tiles * cluster_size, SMs)
-  int split_k = 1;           // 2: each tile's K loop split over the 2 CTAs of a cluster
-  int cluster_m = 1;         // 2: vertically adjacent tiles share B (TMA multicast)
-  int cluster_n = 1;         // 2: horizontally adjacent tiles share A (TMA multicast)
-  int cluster_size = 1;      // CTAs per cluster: split_k * cluster_m * cluster_n
-  int stages = 0;            // the ring's stages
-  int consumers = 0;         // consumer warpgroups
-  std::int64_t k_tiles = 0;  // K tiles per tile (over all split_k CTAs)
-  bool tma_store = false;    // the epilogue stores C through shared memory and TMA
+  std::string gemm_type;        // tessel::HopperGemm<...>
+  int launch_threads = 0;       // producer + consumer warpgroups
+  int smem_bytes = 0;           // the ring, its mbarriers and alignment slack
+  std::int64_t tiles = 0;       // output tiles (clusters' tile groups); grid min(tiles * cluster_size, SMs)
+  int split_k = 1;              // 2: each tile's K loop split over the 2 CTAs of a cluster
+  int cluster_m = 1;            // 2: vertically adjacent tiles share B (TMA multicast)
+  int cluster_n = 1;            // 2: horizontally adjacent tiles share A (TMA multicast)
+  int cluster_size = 1;         // CTAs per cluster: split_k * cluster_m * cluster_n
+  int stages = 0;               // the ring's stages
+  int consumers = 0;            // consumer warpgroups
+  std::int64_t k_tiles = 0;     // K tiles per tile (over all split_k CTAs)
+  bool tma_store = false;       // the epilogue stores C through shared memory and TMA
   bool fused_epilogue = false;  // the author's Parallel epilogue runs on the accumulators
-  std::string why_not;       // when not selected on sm_90a: the reason, for tools and tests
+  std::string why_not;          // when not selected on sm_90a: the reason, for tools and tests
 };
 
 struct PassContext {
@@ -106,11 +106,13 @@ struct PassContext {
     bool allow_split_k = true;
     bool allow_tma_store = true;
     bool allow_multicast = true;
+    bool allow_register_spills = false;  // check_register_budget off
   };
   bool allow_tma = true, allow_wgmma = true, allow_warp_specialization = true;
   bool allow_split_k = true;
   bool allow_tma_store = true;
   bool allow_multicast = true;
+  bool allow_register_spills = false;
 
   // Set by select_hopper_gemm.
   HopperPlan hopper;
@@ -151,20 +153,21 @@ struct PassContext {
       const int vectors = l.vec > 0 ? l.per_thread / l.vec : 0;
       if (l.kind != FragmentLayout::Kind::RowBlocked || l.vec < 2 || fragment->shared_tail > vectors)
         TESSEL_USER_ERROR("alloc_fragment", fragment->where,
-                          "fragment " << fragment->name << " asks for shared_tail(" << fragment->shared_tail
-                                      << ") but its layout gives each thread "
-                                      << (l.kind == FragmentLayout::Kind::RowBlocked && l.vec >= 2
-                                              ? std::to_string(vectors) + " vectors of " + std::to_string(l.vec)
-                                              : std::string("no row vectors"))
-                                      << "; shared_tail is for row-wise fragments and at most the vectors a "
-                                         "thread holds");
+                          "fragment "
+                              << fragment->name << " asks for shared_tail(" << fragment->shared_tail
+                              << ") but its layout gives each thread "
+                              << (l.kind == FragmentLayout::Kind::RowBlocked && l.vec >= 2
+                                      ? std::to_string(vectors) + " vectors of " + std::to_string(l.vec)
+                                      : std::string("no row vectors"))
+                              << "; shared_tail is for row-wise fragments and at most the vectors a "
+                                 "thread holds");
       RegisterTail t;
       t.vec = l.vec;
       t.tail_elems = fragment->shared_tail * l.vec;
       t.register_elems = l.per_thread - t.tail_elems;
       const std::int64_t slots = static_cast<std::int64_t>(threads) * t.tail_elems;
-      t.slots = ir::Buffer::make(fragment->name + "_tail", {ir::make_int(slots)}, fragment->dtype, ir::Scope::Shared,
-                                 fragment->where);
+      t.slots = ir::Buffer::make(fragment->name + "_tail", {ir::make_int(slots)}, fragment->dtype,
+                                 ir::Scope::Shared, fragment->where);
       shared_layouts[t.slots->id] =
           SharedLayout{false, "tessel::RowMajorLayout<1, " + std::to_string(slots) + ">", 1, slots};
       register_tails[r->id] = t;

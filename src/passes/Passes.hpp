@@ -10,6 +10,12 @@ ir::Stmt verify_program(const ir::Stmt& body, PassContext& ctx);
 ir::Stmt select_hopper_gemm(const ir::Stmt& body, PassContext& ctx);
 ir::Stmt verify_hopper_pipeline(const ir::Stmt& body, PassContext& ctx);
 ir::Stmt infer_layouts(const ir::Stmt& body, PassContext& ctx);
+// The most registers a thread can have, and check_register_budget's limit on the values a
+// thread keeps in registers (fragments and local arrays): twice that, past which ptxas spills
+// heavily (JitOptions::allow_register_spills lifts it).
+inline constexpr int kMaxRegistersPerThread = 255;
+inline constexpr int kRegisterBudget = 2 * kMaxRegistersPerThread;
+ir::Stmt check_register_budget(const ir::Stmt& body, PassContext& ctx);
 ir::Stmt plan_pipelines(const ir::Stmt& body, PassContext& ctx);
 ir::Stmt lower_reductions(const ir::Stmt& body, PassContext& ctx);
 ir::Stmt lower_tile_ops(const ir::Stmt& body, PassContext& ctx);

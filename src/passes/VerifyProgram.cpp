@@ -3,7 +3,8 @@
 //             author's line: one Kernel at the top; buffers used only inside the kernel that
 //             declares them; copies between regions of equal extents that stay inside their
 //             tiles; gemm operands in the right scopes (A shared or a whole fragment, B shared),
-//             dtypes and chained shapes. Fills in the
+//             dtypes and chained shapes; no integer division or remainder by a constant zero.
+//             Fills in the
 //             extents of copy regions written as `buf(i, j)` from the other side.
 //   Requires: a program straight from the frontend.
 //   Ensures:  every Region has as many extents as its buffer has dimensions; ctx.threads,
@@ -64,7 +65,31 @@ class ProgramVerifier : public IRMutator {
     for (const Buffer& p : ctx.params) visible_.insert(p->id);
   }
 
+  // Every statement, so that an expression's error can name the statement's line.
+  Stmt mutate(const Stmt& s) override {
+    if (!s.defined()) return s;
+    const std::source_location outer = where_;
+    where_ = s->where;
+    Stmt out = IRMutator::mutate(s);
+    where_ = outer;
+    return out;
+  }
+  using IRMutator::mutate;
+
  protected:
+  // i / 0 and i % 0 are undefined behaviour in the generated C++ (and the interpreter would trap):
+  // the author's mistake, at their line.
+  Expr mutate_node(const Binary* op, const Expr& self) override {
+    const bool division = op->op == BinaryOp::Div || op->op == BinaryOp::Mod ||
+                          op->op == BinaryOp::FloorDiv || op->op == BinaryOp::FloorMod;
+    if (division && is_integer(op->dtype) && is_const_int(op->b, 0))
+      TESSEL_USER_ERROR(
+          "expression", where_,
+          "integer " << (op->op == BinaryOp::Div || op->op == BinaryOp::FloorDiv ? "division" : "remainder")
+                     << " by zero in " << to_string(self) << "; the divisor must not be 0");
+    return IRMutator::mutate_node(op, self);
+  }
+
   Stmt mutate_node(const KernelStmt* op, const Stmt& self) override {
     if (in_kernel_) TESSEL_USER_ERROR("Kernel", op->where, "kernels cannot nest");
     if (++kernels_ > 1)
@@ -144,9 +169,10 @@ class ProgramVerifier : public IRMutator {
     const Buffer &A = op->A.buffer, &B = op->B.buffer, &C = op->C.buffer;
     const char* name = "gemm";
     if ((A->scope != Scope::Shared && A->scope != Scope::Fragment) || B->scope != Scope::Shared)
-      TESSEL_USER_ERROR(name, op->where,
-                        "A must be a shared-memory tile or a fragment (registers) and B a shared-memory tile; got "
-                            << buffer_desc(A) << " and " << buffer_desc(B));
+      TESSEL_USER_ERROR(
+          name, op->where,
+          "A must be a shared-memory tile or a fragment (registers) and B a shared-memory tile; got "
+              << buffer_desc(A) << " and " << buffer_desc(B));
     if (A->scope == Scope::Fragment && op->trans_a)
       TESSEL_USER_ERROR(name, op->where,
                         "A " << A->name << " is a fragment, held in registers as [M, K]; transpose_A "
@@ -175,9 +201,10 @@ class ProgramVerifier : public IRMutator {
                                                       << "x" << N << ", C is " << CM << "x" << CN
                                                       << "; need A MxK, B KxN, C MxN");
     if (A->scope == Scope::Fragment && (A.ndim() != 2 || A.const_shape() != std::vector<std::int64_t>{M, KA}))
-      TESSEL_USER_ERROR(name, op->where,
-                        "A " << A->name << " is a fragment of shape " << shape_str(A->shape) << "; a gemm takes "
-                             << "a fragment A whole, as a 2-D [M, K] tile (here [" << M << ", " << KA << "])");
+      TESSEL_USER_ERROR(
+          name, op->where,
+          "A " << A->name << " is a fragment of shape " << shape_str(A->shape) << "; a gemm takes "
+               << "a fragment A whole, as a 2-D [M, K] tile (here [" << M << ", " << KA << "])");
     return s;
   }
 
@@ -201,6 +228,7 @@ class ProgramVerifier : public IRMutator {
   }
 
   PassContext& ctx_;
+  std::source_location where_;
   std::set<int> visible_;
   bool in_kernel_ = false;
   int kernels_ = 0;
