@@ -261,6 +261,22 @@ TEST_F(Cli, DumpWritesJson) {
   EXPECT_NE(j["text"].get<std::string>().find("registers:"), std::string::npos);
 }
 
+TEST_F(Cli, InfoSaysWhenTheCacheFolderIsNotUsed) {
+  tessel::test::TempDir dir;
+  const fs::path open = dir.path() / "open";
+  fs::create_directory(open);
+  fs::permissions(open, fs::perms::all, fs::perm_options::replace);
+  tessel::test::ScopedEnv env("TESSEL_CACHE_DIR", open.string());
+  const CliRun r = run_tessel("info");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(
+      r.output.find("kernel cache:   " + open.string() + " — not used: the cache folder " + open.string() +
+                    " is writable by others (mode 0777), so they could plant kernels in it; fix: chmod 700 " +
+                    open.string()),
+      std::string::npos)
+      << r.output;
+}
+
 TEST_F(Cli, InfoRunsWithOrWithoutAGpu) {
   const CliRun r = run_tessel("info");
   EXPECT_EQ(r.exit_code, 0) << r.output;

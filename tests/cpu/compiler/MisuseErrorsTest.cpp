@@ -145,6 +145,13 @@ TEST(Misuse, JitOptionsOutOfRangeAtTheJitCall) {
       << jit_error(o);
 
   o.smem_cap_bytes = 0;
+  o.compile_time_limit_s = -1;
+  EXPECT_NE(
+      jit_error(o).find(line(jit_line) + "error in jit: JitOptions::compile_time_limit_s is -1; legal: 0 (no "
+                                         "limit) or a number of seconds > 0"),
+      std::string::npos)
+      << jit_error(o);
+  o.compile_time_limit_s = 0;
   o.out_idx = {2, -1};
   EXPECT_NE(
       jit_error(o).find(line(jit_line) +

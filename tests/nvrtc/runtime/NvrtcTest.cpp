@@ -11,6 +11,7 @@
 #include "tessel/runtime/Cache.hpp"
 #include "tessel/runtime/EmbeddedHeaders.hpp"
 #include "tessel/runtime/Nvrtc.hpp"
+#include "tessel/tessel.hpp"
 
 namespace tessel {
 namespace {
@@ -218,6 +219,30 @@ TEST(Nvrtc, TimeLimitStopsACompile) {
   // The limit is not part of the cache key: it does not change the output.
   CompileOptions unlimited = for_arch("sm_90a");
   EXPECT_EQ(nvrtc_flags(o), nvrtc_flags(unlimited));
+}
+
+// Through jit(): a Tessel program NVRTC would chew on for minutes (8192 floats per thread,
+// allowed past the register budget) stops at JitOptions::compile_time_limit_s with a
+// RuntimeError, not an InternalError.
+TEST(Nvrtc, JitTimeLimitStopsACompileAsARuntimeError) {
+  test::TempDir dir;
+  test::ScopedEnv env("TESSEL_CACHE_DIR", dir.path().string());
+  PrimFunc f("huge_fragment");
+  auto C = f.tensor("C", {128, 8192}, DType::f32);
+  f.body([&] {
+    Kernel(1, 128, [&](Var) {
+      auto frag = alloc_fragment({128, 8192}, DType::f32);
+      clear(frag);
+      copy(frag, C(0, 0));
+    });
+  });
+  JitOptions o;
+  o.arch = "sm_90a";
+  o.allow_register_spills = true;
+  o.compile_time_limit_s = 0.01;
+  const auto t0 = std::chrono::steady_clock::now();
+  EXPECT_THROW(jit(f, o), CompileTimeLimitError);
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 8.0);
 }
 
 }  // namespace
