@@ -37,6 +37,10 @@ const PassEntry kPasses[] = {
     // Layouts next: gemm fixes the accumulator and operand layouts that copies, Parallel nests
     // and the pipeline's multi-buffered tiles must all follow.
     {"infer_layouts", passes::infer_layouts},
+    // Right after layouts: they give each fragment's registers per thread, and a kernel past the
+    // register budget must be refused before pipelining and lowering work on it (and long before
+    // ptxas spends minutes spilling it).
+    {"check_register_budget", passes::check_register_budget},
     // TMA needs the shared tile laid out as a TMA box writes it (the wgmma swizzle), so after
     // layouts; and before pipelining, which builds an mbarrier ring for TMA loads and a
     // cp.async schedule for other copies.
@@ -139,6 +143,7 @@ LoweredFunc lower(const ir::PrimFuncNode& f, const passes::Target& target,
   out.ctx.allow_multicast = s.allow_multicast;
   out.ctx.allow_async_pipeline = s.allow_async_pipeline;
   out.ctx.allow_warp_specialization = s.allow_warp_specialization;
+  out.ctx.allow_register_spills = s.allow_register_spills;
   out.name = f.name;
   out.params = f.params;
   out.ctx.target = target;

@@ -137,7 +137,8 @@ Buffer alloc_fragment(std::vector<Expr> shape, DType dtype, Loc where = Loc::cur
 struct FragmentStorage {
   int shared_tail = 0;
 };
-Buffer alloc_fragment(std::vector<Expr> shape, DType dtype, FragmentStorage storage, Loc where = Loc::current());
+Buffer alloc_fragment(std::vector<Expr> shape, DType dtype, FragmentStorage storage,
+                      Loc where = Loc::current());
 Buffer alloc_local(std::vector<Expr> shape, DType dtype, Loc where = Loc::current());
 
 // ---- tile ops -------------------------------------------------------------------------------------
@@ -190,7 +191,8 @@ void If(Expr cond, const std::function<void()>& then_body, Loc where = Loc::curr
 
 // ---- expressions ------------------------------------------------------------------------------------
 
-Expr ceildiv(Expr a, Expr b);
+// (a + b - 1) / b; a constant b <= 0 is a CompileError at the caller's line.
+Expr ceildiv(Expr a, Expr b, Loc where = Loc::current());
 Expr min(Expr a, Expr b);
 Expr max(Expr a, Expr b);
 Expr select(Expr cond, Expr if_true, Expr if_false);

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <memory>
+#include <source_location>
 #include <string>
 #include <vector>
 
@@ -24,7 +25,8 @@ struct JitOptions {
   std::vector<int> out_idx;
   // NVRTC target ("sm_80", "sm_90a", ...). Empty: the GPU's own arch, or sm_90a with no GPU.
   std::string arch;
-  // Shared memory a block may use. 0: the GPU's opt-in cap, or the target's known cap.
+  // Shared memory a block may use. 0: the GPU's opt-in cap, or the target's known cap; else 1 to
+  // 16 MiB (more is refused as a mistake).
   int smem_cap_bytes = 0;
   // Debugging switches for the sm_90a path (TMA loads, wgmma, warp specialization). They
   // come as one kernel today, so turning off any of them falls back to the mma.sync path,
@@ -49,6 +51,15 @@ struct JitOptions {
   // be a TMA load (sm_90a); this keeps their cp.async schedule instead
   // (TESSEL_DISABLE=async_pipeline does the same).
   bool disable_async_pipeline = false;
+  // A kernel whose fragments and local arrays hold more than 510 values per thread (twice the
+  // 255 registers a thread can have), in one buffer or in all, is a CompileError naming the
+  // buffer: ptxas would spill most of it to local memory, slowly and at length. True compiles it
+  // anyway (check_register_budget, src/passes/CheckRegisterBudget.cpp).
+  bool allow_register_spills = false;
+  // Seconds NVRTC may spend on the kernel; 0: no limit. Past it jit() throws
+  // CompileTimeLimitError (a RuntimeError). NVRTC checks the limit between its phases, so the
+  // compile stops at the first check past it, not exactly at it (CompileOptions::time_limit_s).
+  double compile_time_limit_s = 0;
   // Persistent kernels launch min(tiles, SMs) CTAs; a positive cap launches fewer (whole
   // clusters, at least one), so that each CTA loops over many tiles: for tests and debugging.
   int max_persistent_ctas = 0;
@@ -113,7 +124,10 @@ class JitKernel {
 };
 
 // Lowers, generates and compiles `f`. Compile errors in the program are CompileError (with the
-// author's line); a failure of the generated code to compile is InternalError.
-JitKernel jit(const PrimFunc& f, const JitOptions& options = {});
+// author's line; errors in `options` — an arch this NVRTC does not target, a shared-memory cap
+// below 0 or above 16 MiB, an out_idx out of range or named twice — at the jit call's line); a
+// failure of the generated code to compile is InternalError.
+JitKernel jit(const PrimFunc& f, const JitOptions& options = {},
+              std::source_location where = std::source_location::current());
 
 }  // namespace tessel

@@ -77,7 +77,8 @@ Result autotune(const Factory& factory, const Space& space, const std::function<
   // A stored answer: compile it alone and return.
   std::optional<std::filesystem::path> dir = o.cache_dir ? o.cache_dir : tuning_cache_directory();
   if (!o.cache_key.empty() && dir) {
-    if (auto stored = read_tuning_entry(*dir, o.cache_key)) {
+    // Only a config this space would try now (a point, its constraints, this GPU's limits).
+    if (auto stored = read_valid_tuning_entry(*dir, o.cache_key, space, limits)) {
       try {
         result.kernel = factory(stored->config);
         result.found = result.from_cache = true;

@@ -78,33 +78,52 @@ std::string Space::description() const {
   return out;
 }
 
+std::string Space::prune_reason(const Config& c, const HardwareLimits& limits) const {
+  for (const auto& [name, ok] : constraints_)
+    if (!ok(c)) return "constraint " + name;
+  if (smem_ && limits.smem_per_block > 0) {
+    const long long s = smem_(c);
+    if (s > limits.smem_per_block)
+      return "shared memory " + std::to_string(s) + " > " + std::to_string(limits.smem_per_block) + " bytes";
+  }
+  if (threads_ && limits.threads_per_block > 0) {
+    const int t = threads_(c);
+    if (t > limits.threads_per_block)
+      return "threads " + std::to_string(t) + " > " + std::to_string(limits.threads_per_block);
+  }
+  return {};
+}
+
 Space::Enumeration Space::enumerate(const HardwareLimits& limits) const {
   Enumeration e;
   std::vector<Config> all = points();
   e.total = all.size();
   for (Config& c : all) {
-    std::string why;
-    for (const auto& [name, ok] : constraints_)
-      if (!ok(c)) {
-        why = "constraint " + name;
-        break;
-      }
-    if (why.empty() && smem_ && limits.smem_per_block > 0) {
-      const long long s = smem_(c);
-      if (s > limits.smem_per_block)
-        why = "shared memory " + std::to_string(s) + " > " + std::to_string(limits.smem_per_block) + " bytes";
-    }
-    if (why.empty() && threads_ && limits.threads_per_block > 0) {
-      const int t = threads_(c);
-      if (t > limits.threads_per_block)
-        why = "threads " + std::to_string(t) + " > " + std::to_string(limits.threads_per_block);
-    }
+    std::string why = prune_reason(c, limits);
     if (why.empty())
       e.kept.push_back(std::move(c));
     else
       e.pruned.push_back({std::move(c), std::move(why)});
   }
   return e;
+}
+
+std::optional<std::string> Space::why_not(const Config& c, const HardwareLimits& limits) const {
+  const std::vector<Config> all = points();
+  if (std::find(all.begin(), all.end(), c) == all.end()) {
+    std::set<std::string> names;
+    for (const Config& p : all)
+      for (const auto& knob : p) names.insert(knob.first);
+    for (const std::string& n : names)
+      if (!c.count(n)) return "lacks the knob " + n + " of the space '" + name_ + "'";
+    for (const auto& knob : c)
+      if (!names.count(knob.first))
+        return "has a knob " + knob.first + " the space '" + name_ + "' does not have";
+    return "is not a point of the space '" + name_ + "'";
+  }
+  const std::string why = prune_reason(c, limits);
+  if (!why.empty()) return "is pruned from the space '" + name_ + "' by " + why;
+  return std::nullopt;
 }
 
 const char* status_name(Status s) {

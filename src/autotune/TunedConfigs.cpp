@@ -1,20 +1,33 @@
 // The tuning cache as the library kernels see it: the stored winner for one problem on this GPU.
 #include "tessel/autotune/Autotune.hpp"
+#include "tessel/runtime/Driver.hpp"
 
 namespace tessel::autotune {
 
+namespace {
+HardwareLimits current_limits() {
+  const DeviceInfo& d = current_device();
+  return HardwareLimits{d.smem_optin_per_block, d.max_threads_per_block};
+}
+}  // namespace
+
 std::optional<kernels::MatmulConfig> find_tuned_matmul_config(long long M, long long N, long long K,
                                                               DType dtype, const DeviceKey& device,
-                                                              const std::filesystem::path& dir) {
-  const auto stored = read_tuning_entry(dir, tuning_key(gemm_key_parts(M, N, K, dtype, device)));
+                                                              const std::filesystem::path& dir,
+                                                              const HardwareLimits& limits) {
+  const KeyParts parts = gemm_key_parts(M, N, K, dtype, device);
+  const auto stored =
+      read_valid_tuning_entry(dir, tuning_key(parts), gemm_space(device.arch(), dtype), limits);
   if (!stored) return std::nullopt;
   return gemm_config(stored->config, dtype);
 }
 
 std::optional<kernels::SoftmaxConfig> find_tuned_softmax_config(long long M, long long N, DType dtype,
                                                                 const DeviceKey& device,
-                                                                const std::filesystem::path& dir) {
-  const auto stored = read_tuning_entry(dir, tuning_key(softmax_key_parts(M, N, dtype, device)));
+                                                                const std::filesystem::path& dir,
+                                                                const HardwareLimits& limits) {
+  const auto stored = read_valid_tuning_entry(dir, tuning_key(softmax_key_parts(M, N, dtype, device)),
+                                              softmax_space(device.arch(), M, N, dtype), limits);
   if (!stored) return std::nullopt;
   return softmax_config(stored->config);
 }
@@ -25,7 +38,7 @@ std::optional<kernels::MatmulConfig> tuned_matmul_config(long long M, long long 
     const auto device = current_device_key();
     const auto dir = tuning_cache_directory();
     if (!device || !dir) return std::nullopt;
-    return find_tuned_matmul_config(M, N, K, dtype, *device, *dir);
+    return find_tuned_matmul_config(M, N, K, dtype, *device, *dir, current_limits());
   } catch (...) {
     return std::nullopt;
   }
@@ -36,7 +49,7 @@ std::optional<kernels::SoftmaxConfig> tuned_softmax_config(long long M, long lon
     const auto device = current_device_key();
     const auto dir = tuning_cache_directory();
     if (!device || !dir) return std::nullopt;
-    return find_tuned_softmax_config(M, N, dtype, *device, *dir);
+    return find_tuned_softmax_config(M, N, dtype, *device, *dir, current_limits());
   } catch (...) {
     return std::nullopt;
   }

@@ -1,15 +1,12 @@
-// The tuning cache: one JSON file per key under cache_directory()/tune, written atomically.
-#include <unistd.h>
-
-#include <fstream>
-#include <iterator>
+// The tuning cache: one JSON file per key under cache_directory()/tune, written atomically into
+// a private folder (CacheFolder.hpp), read strictly (integers only, in range), and used only for
+// a config its space still holds.
+#include <climits>
 #include <nlohmann/json.hpp>
-#include <random>
-#include <sstream>
-#include <thread>
 
 #include "tessel/autotune/Autotune.hpp"
 #include "tessel/runtime/Cache.hpp"
+#include "tessel/runtime/CacheFolder.hpp"
 #include "tessel/runtime/Driver.hpp"
 #include "tessel/runtime/Nvrtc.hpp"
 
@@ -19,14 +16,31 @@ namespace fs = std::filesystem;
 
 namespace {
 constexpr int kFormat = 1;
+// A stored result is a few hundred bytes; anything much larger is not one of ours.
+constexpr std::uint64_t kMaxEntryBytes = 1 << 20;
 
-std::string temp_suffix() {
-  thread_local std::mt19937_64 rng(std::random_device{}() ^
-                                   std::hash<std::thread::id>{}(std::this_thread::get_id()));
-  std::ostringstream os;
-  os << ".tmp." << ::getpid() << "." << std::hex << std::hash<std::thread::id>{}(std::this_thread::get_id())
-     << "." << rng();
-  return os.str();
+// The config object, knob by knob: every value an integer that fits an int (1e20, 12.5, "64",
+// 2^31 are rejected, never converted).
+Config config_from_json(const nlohmann::json& j) {
+  if (!j.is_object()) throw std::runtime_error("the config is not a JSON object");
+  Config c;
+  for (const auto& [name, value] : j.items()) {
+    const bool fits = value.is_number_unsigned() ? value.get<std::uint64_t>() <= INT_MAX
+                      : value.is_number_integer()
+                          ? value.get<std::int64_t>() >= INT_MIN && value.get<std::int64_t>() <= INT_MAX
+                          : false;
+    if (!fits)
+      throw std::runtime_error("knob " + name + " is " + value.dump() + ", not an integer that fits an int");
+    c[name] = value.get<int>();
+  }
+  if (c.empty()) throw std::runtime_error("the config is empty");
+  return c;
+}
+
+void remove_with_note(const fs::path& file, const std::string& why) {
+  std::error_code ec;
+  fs::remove(file, ec);
+  cache_note("tuning cache entry " + file.string() + " " + why + "; removed");
 }
 }  // namespace
 
@@ -98,56 +112,55 @@ std::string tuning_key(const KeyParts& p) {
 
 std::optional<fs::path> tuning_cache_directory() {
   auto d = cache_directory();
-  if (!d) return std::nullopt;
+  if (!d || !use_private_folder(*d)) return std::nullopt;
   return *d / "tune";
 }
 
 std::optional<StoredResult> read_tuning_entry(const fs::path& dir, const std::string& key) {
+  if (!use_private_folder(dir)) return std::nullopt;
   const fs::path file = dir / (key + ".json");
-  std::ifstream in(file);
-  if (!in) return std::nullopt;
-  std::string data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const FileRead read = read_private_file(file, kMaxEntryBytes);
+  if (read.status == FileRead::Status::missing) return std::nullopt;
+  if (read.status == FileRead::Status::refused) {
+    // Only a regular file is removed; a FIFO, a directory or a link is left alone.
+    if (read.regular_file)
+      remove_with_note(file, read.reason);
+    else
+      cache_note("tuning cache entry " + file.string() + " " + read.reason + "; not used");
+    return std::nullopt;
+  }
   try {
-    const nlohmann::json j = nlohmann::json::parse(data);
-    if (j.at("format").get<int>() != kFormat || j.at("key").get<std::string>() != key)
-      throw std::runtime_error("another key");
+    const nlohmann::json j = nlohmann::json::parse(read.data);
+    if (!j.is_object()) throw std::runtime_error("is not a JSON object");
+    if (j.at("format") != kFormat || j.at("key") != key)
+      throw std::runtime_error("holds another format or key");
     StoredResult r;
-    r.config = j.at("config").get<Config>();
+    r.config = config_from_json(j.at("config"));
     r.ms = j.at("ms").get<double>();
     r.strategy = j.at("strategy").get<std::string>();
     r.space = j.at("space").get<std::string>();
-    if (r.config.empty()) throw std::runtime_error("empty config");
     return r;
-  } catch (const std::exception&) {
-    std::error_code ec;
-    fs::remove(file, ec);  // damaged: the next tune writes it again
+  } catch (const std::exception& e) {
+    remove_with_note(file, std::string("is damaged (") + e.what() + ")");  // the next tune writes it again
     return std::nullopt;
   }
 }
 
+std::optional<StoredResult> read_valid_tuning_entry(const fs::path& dir, const std::string& key,
+                                                    const Space& space, const HardwareLimits& limits) {
+  std::optional<StoredResult> r = read_tuning_entry(dir, key);
+  if (!r) return std::nullopt;
+  if (const std::optional<std::string> why = space.why_not(r->config, limits)) {
+    remove_with_note(dir / (key + ".json"), "holds " + describe(r->config) + ", which " + *why);
+    return std::nullopt;
+  }
+  return r;
+}
+
 bool write_tuning_entry(const fs::path& dir, const std::string& key, const StoredResult& r) {
-  nlohmann::json j = {{"format", kFormat},      {"key", key},      {"config", r.config}, {"ms", r.ms},
-                      {"strategy", r.strategy}, {"space", r.space}};
-  std::error_code ec;
-  fs::create_directories(dir, ec);
-  const fs::path file = dir / (key + ".json");
-  const fs::path temp = file.string() + temp_suffix();
-  {
-    std::ofstream out(temp, std::ios::trunc);
-    if (!out) return false;
-    out << j.dump(2) << "\n";
-    out.close();
-    if (!out) {
-      fs::remove(temp, ec);
-      return false;
-    }
-  }
-  fs::rename(temp, file, ec);
-  if (ec) {
-    fs::remove(temp, ec);
-    return false;
-  }
-  return true;
+  const nlohmann::json j = {{"format", kFormat},      {"key", key},      {"config", r.config}, {"ms", r.ms},
+                            {"strategy", r.strategy}, {"space", r.space}};
+  return use_private_folder(dir) && write_private_file(dir / (key + ".json"), j.dump(2) + "\n");
 }
 
 }  // namespace tessel::autotune

@@ -100,6 +100,10 @@ void loop_nest(ir::ForKind kind, const std::vector<Expr>& extents, const char* o
   for (size_t d = 0; d < extents.size(); ++d) {
     if (!is_integer(extents[d].dtype()))
       TESSEL_USER_ERROR(op, where, "extent " << d << " is not an integer expression");
+    if (auto v = ir::as_const_int(extents[d]); v && *v <= 0)
+      TESSEL_USER_ERROR(op, where,
+                        "extent " << d << " is " << *v << "; a " << op
+                                  << " extent is the size of a tile dimension and must be >= 1");
     vars.emplace_back(names[d]);
   }
   ir::Stmt body = record([&] { fn(vars); }, where);
@@ -115,6 +119,8 @@ void single_loop(ir::ForKind kind, int stages, Expr extent, const std::function<
     TESSEL_USER_ERROR(name, where,
                       "the extent " << ir::to_string(extent) << " has type " << dtype_name(extent.dtype())
                                     << "; loop extents must be integers");
+  if (auto c = ir::as_const_int(extent); c && *c < 0)
+    TESSEL_USER_ERROR(name, where, "the extent is " << *c << "; a loop's extent must be >= 0");
   Var v(kind == ir::ForKind::Pipelined ? "ko" : "k");
   ir::Stmt body = record([&] { fn(v); }, where);
   emit(ir::make_for(v, Expr(0), extent, kind, stages, body, where), name, where);
@@ -392,8 +398,14 @@ void If(Expr cond, const std::function<void()>& then_body, Loc where) {
 
 // ---- expressions -------------------------------------------------------------------------------------
 
-Expr ceildiv(Expr a, Expr b) {
+Expr ceildiv(Expr a, Expr b, Loc where) {
   using ir::BinaryOp;
+  // A block count from a tile size: a divisor <= 0 (block_M = -128) would give a meaningless
+  // grid or loop extent far from here.
+  if (auto c = ir::as_const_int(b); c && *c <= 0)
+    TESSEL_USER_ERROR("ceildiv", where,
+                      "ceildiv(" << ir::to_string(a) << ", " << *c << "): the divisor is " << *c
+                                 << "; it is a tile size and must be >= 1");
   return ir::make_binary(BinaryOp::Div,
                          ir::make_binary(BinaryOp::Sub, ir::make_binary(BinaryOp::Add, a, b), 1), b);
 }

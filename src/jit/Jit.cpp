@@ -11,6 +11,7 @@
 #include "Lower.hpp"
 #include "codegen/CodegenCuda.hpp"
 #include "tessel/interp/Interpreter.hpp"
+#include "tessel/ir/Mutator.hpp"
 #include "tessel/ir/Printer.hpp"
 #include "tessel/runtime/Cache.hpp"
 #include "tessel/runtime/Driver.hpp"
@@ -144,6 +145,20 @@ std::set<std::string> disabled_features(const char* env) {
   return out;
 }
 
+// The line of the program's Kernel(...) call: where grid errors belong.
+std::source_location kernel_location(const ir::Stmt& body) {
+  struct Find : ir::IRVisitor {
+    std::source_location where;
+    void visit_node(const ir::KernelStmt* op) override { where = op->where; }
+  } find;
+  if (body.defined()) find.visit(body);
+  return find.where;
+}
+
+// More shared memory per block than any GPU has (228 KB on Hopper) by a wide margin: a cap past
+// this is a typo, not a target.
+constexpr int kMaxSmemCapBytes = 16 << 20;
+
 int sm_of(const std::string& arch) {
   int v = 0;
   for (char c : arch)
@@ -153,7 +168,7 @@ int sm_of(const std::string& arch) {
 
 }  // namespace
 
-JitKernel jit(const PrimFunc& f, const JitOptions& options) {
+JitKernel jit(const PrimFunc& f, const JitOptions& options, std::source_location where) {
   auto impl = std::make_shared<JitKernelImpl>();
   impl->program = f.ir_ptr();
   impl->func = f;
@@ -161,6 +176,19 @@ JitKernel jit(const PrimFunc& f, const JitOptions& options) {
   const ir::PrimFuncNode& prog = *impl->program;
   std::string arch = options.arch;
   if (arch.empty()) arch = gpu_available() ? current_device().arch() : "sm_90a";
+  if (auto why = why_not_arch(arch)) TESSEL_USER_ERROR("jit", where, "JitOptions::arch " << *why);
+  if (!(options.compile_time_limit_s >= 0))
+    TESSEL_USER_ERROR("jit", where,
+                      "JitOptions::compile_time_limit_s is "
+                          << options.compile_time_limit_s
+                          << "; legal: 0 (no limit) or a number of seconds > 0");
+  if (options.smem_cap_bytes < 0 || options.smem_cap_bytes > kMaxSmemCapBytes)
+    TESSEL_USER_ERROR("jit", where,
+                      "JitOptions::smem_cap_bytes is "
+                          << options.smem_cap_bytes
+                          << "; legal: 0 (the GPU's opt-in cap, else the target's) or "
+                             "1 to "
+                          << kMaxSmemCapBytes << " bytes (no GPU has more than 228 KB per block)");
   passes::Target target{arch, sm_of(arch), smem_cap_for(arch, options),
                         gpu_available() && current_device().arch() == arch ? current_device().sm_count : 0};
   // TESSEL_DISABLE=tma,wgmma,warp_specialization turns the same switches off from outside a
@@ -174,24 +202,58 @@ JitKernel jit(const PrimFunc& f, const JitOptions& options) {
       !options.disable_split_k && !env_off("split_k"),
       !options.disable_tma_store && !env_off("tma_store"),
       !options.disable_multicast && !env_off("multicast"),
-      !options.disable_async_pipeline && !env_off("async_pipeline")};
+      !options.disable_async_pipeline && !env_off("async_pipeline"),
+      options.allow_register_spills};
 
   int nparams = static_cast<int>(prog.params.size());
-  for (int idx : options.out_idx) {
+  for (std::size_t n = 0; n < options.out_idx.size(); ++n) {
+    const int idx = options.out_idx[n];
     int i = idx < 0 ? idx + nparams : idx;
     if (i < 0 || i >= nparams)
-      TESSEL_USER_ERROR(
-          "jit", std::source_location(),
-          "out_idx " << idx << " is out of range for " << prog.name << " with " << nparams << " parameters");
+      TESSEL_USER_ERROR("jit", where,
+                        "out_idx " << idx << " is out of range for " << prog.name << " with " << nparams
+                                   << " parameters; legal: 0 to " << nparams - 1 << ", or -1 to -"
+                                   << nparams);
+    for (std::size_t m = 0; m < n; ++m) {
+      const int other = options.out_idx[m];
+      if ((other < 0 ? other + nparams : other) == i)
+        TESSEL_USER_ERROR("jit", where,
+                          "out_idx names parameter " << i << " (" << prog.params[i]->name << ") twice, as "
+                                                     << other << " and " << idx
+                                                     << "; each output is allocated and returned once");
+    }
     impl->outputs.push_back(i);
   }
 
   impl->lowered = lower(prog, target, switches);
+  // The launch shape is known once lowered: check it before paying for NVRTC.
+  const auto& ctx = impl->lowered.ctx;
+  std::int64_t g[3] = {1, 1, 1};
+  for (size_t d = 0; d < ctx.grid.size(); ++d) {
+    auto v = ir::as_const_int(ctx.grid[d]);
+    TESSEL_INTERNAL_CHECK(v.has_value(),
+                          "grid dimension " << d << " is not constant: " << ir::to_string(ctx.grid[d]));
+    g[d] = *v;
+  }
+  const std::source_location kernel_where = kernel_location(prog.body);
+  for (size_t d = 0; d < ctx.grid.size(); ++d)
+    if (g[d] < 1)
+      TESSEL_USER_ERROR("Kernel", kernel_where,
+                        "grid dimension "
+                            << d << " is " << ir::to_string(ctx.grid[d]) << " = " << g[d]
+                            << ", not a positive block count; check the tile sizes it divides by");
+  if (g[0] > 2147483647LL || g[1] > 65535 || g[2] > 65535)
+    TESSEL_USER_ERROR("Kernel", kernel_where,
+                      "the grid is " << g[0] << " x " << g[1] << " x " << g[2]
+                                     << "; the x extent may be at most 2147483647 and the y and z extents at "
+                                        "most 65535 (CUDA's limits)");
+  impl->grid = Dim3{static_cast<unsigned>(g[0]), static_cast<unsigned>(g[1]), static_cast<unsigned>(g[2])};
   std::string source = codegen::generate_cuda(impl->lowered);
   std::string name = codegen::kernel_name(prog.name);
   CompileOptions copts;
   copts.arch = arch;
   copts.program_name = prog.name + ".cu";
+  copts.time_limit_s = options.compile_time_limit_s;
   try {
     impl->compiled = compile_cached(source, name, copts);
   } catch (const NvrtcError& e) {
@@ -201,25 +263,11 @@ JitKernel jit(const PrimFunc& f, const JitOptions& options) {
   impl->compiled.source = source;
   // setmaxnreg moves registers within the CTA's pool: the consumers' setmaxnreg.inc waits
   // forever unless the kernel launched with the registers specialize_warps budgeted from.
-  if (impl->lowered.ctx.consumer_regs > 0 && impl->compiled.resources.registers != impl->lowered.ctx.entry_regs)
+  if (ctx.consumer_regs > 0 && impl->compiled.resources.registers != ctx.entry_regs)
     throw_internal_error("the warp-specialized " + prog.name + " was compiled to " +
                          std::to_string(impl->compiled.resources.registers) + " registers per thread, not the " +
-                         std::to_string(impl->lowered.ctx.entry_regs) +
-                         " its setmaxnreg budgets assume; launching it could hang");
+                         std::to_string(ctx.entry_regs) + " its setmaxnreg budgets assume; launching it could hang");
 
-  const auto& ctx = impl->lowered.ctx;
-  std::int64_t g[3] = {1, 1, 1};
-  for (size_t d = 0; d < ctx.grid.size(); ++d) {
-    auto v = ir::as_const_int(ctx.grid[d]);
-    TESSEL_INTERNAL_CHECK(v.has_value(),
-                          "grid dimension " << d << " is not constant: " << ir::to_string(ctx.grid[d]));
-    g[d] = *v;
-  }
-  if (g[1] > 65535 || g[2] > 65535)
-    TESSEL_USER_ERROR("Kernel", std::source_location(),
-                      "the grid is " << g[0] << " x " << g[1] << " x " << g[2]
-                                     << "; the y and z extents may be at most 65535");
-  impl->grid = Dim3{static_cast<unsigned>(g[0]), static_cast<unsigned>(g[1]), static_cast<unsigned>(g[2])};
   impl->info.kernel_name = name;
   impl->info.threads = ctx.launch_threads > 0 ? ctx.launch_threads : ctx.threads;
   impl->info.dynamic_smem_bytes = static_cast<int>(ctx.smem_bytes);

@@ -120,6 +120,7 @@ struct PassContext {
     bool allow_tma_store = true;
     bool allow_multicast = true;
     bool allow_async_pipeline = true;
+    bool allow_register_spills = false;  // check_register_budget off
   };
   bool allow_tma = true, allow_wgmma = true, allow_warp_specialization = true;
   bool allow_split_k = true;
@@ -128,6 +129,7 @@ struct PassContext {
   // Generic kernels' TMA loads, mbarrier rings and warp roles (plan_tma_copies,
   // specialize_warps); off: their Pipelined loops keep the cp.async schedule.
   bool allow_async_pipeline = true;
+  bool allow_register_spills = false;
 
   // Set by select_hopper_gemm.
   HopperPlan hopper;

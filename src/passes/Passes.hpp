@@ -11,6 +11,12 @@ ir::Stmt select_hopper_gemm(const ir::Stmt& body, PassContext& ctx);
 ir::Stmt verify_hopper_pipeline(const ir::Stmt& body, PassContext& ctx);
 ir::Stmt infer_layouts(const ir::Stmt& body, PassContext& ctx);
 ir::Stmt plan_tma_copies(const ir::Stmt& body, PassContext& ctx);
+// The most registers a thread can have, and check_register_budget's limit on the values a
+// thread keeps in registers (fragments and local arrays): twice that, past which ptxas spills
+// heavily (JitOptions::allow_register_spills lifts it).
+inline constexpr int kMaxRegistersPerThread = 255;
+inline constexpr int kRegisterBudget = 2 * kMaxRegistersPerThread;
+ir::Stmt check_register_budget(const ir::Stmt& body, PassContext& ctx);
 ir::Stmt plan_pipelines(const ir::Stmt& body, PassContext& ctx);
 ir::Stmt specialize_warps(const ir::Stmt& body, PassContext& ctx);
 ir::Stmt insert_barriers(const ir::Stmt& body, PassContext& ctx);

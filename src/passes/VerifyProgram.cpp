@@ -3,7 +3,8 @@
 //             author's line: one Kernel at the top; buffers used only inside the kernel that
 //             declares them; copies between regions of equal extents that stay inside their
 //             tiles; gemm operands in the right scopes (A shared or a whole fragment, B shared),
-//             dtypes and chained shapes. Fills in the
+//             dtypes and chained shapes; no integer division or remainder by a constant zero.
+//             Fills in the
 //             extents of copy regions written as `buf(i, j)` from the other side.
 //   Requires: a program straight from the frontend.
 //   Ensures:  every Region has as many extents as its buffer has dimensions; ctx.threads,
@@ -73,7 +74,31 @@ class ProgramVerifier : public IRMutator {
     for (const Buffer& p : ctx.params) visible_.insert(p->id);
   }
 
+  // Every statement, so that an expression's error can name the statement's line.
+  Stmt mutate(const Stmt& s) override {
+    if (!s.defined()) return s;
+    const std::source_location outer = where_;
+    where_ = s->where;
+    Stmt out = IRMutator::mutate(s);
+    where_ = outer;
+    return out;
+  }
+  using IRMutator::mutate;
+
  protected:
+  // i / 0 and i % 0 are undefined behaviour in the generated C++ (and the interpreter would trap):
+  // the author's mistake, at their line.
+  Expr mutate_node(const Binary* op, const Expr& self) override {
+    const bool division = op->op == BinaryOp::Div || op->op == BinaryOp::Mod ||
+                          op->op == BinaryOp::FloorDiv || op->op == BinaryOp::FloorMod;
+    if (division && is_integer(op->dtype) && is_const_int(op->b, 0))
+      TESSEL_USER_ERROR(
+          "expression", where_,
+          "integer " << (op->op == BinaryOp::Div || op->op == BinaryOp::FloorDiv ? "division" : "remainder")
+                     << " by zero in " << to_string(self) << "; the divisor must not be 0");
+    return IRMutator::mutate_node(op, self);
+  }
+
   Stmt mutate_node(const KernelStmt* op, const Stmt& self) override {
     if (in_kernel_) TESSEL_USER_ERROR("Kernel", op->where, "kernels cannot nest");
     if (++kernels_ > 1)
@@ -212,6 +237,7 @@ class ProgramVerifier : public IRMutator {
   }
 
   PassContext& ctx_;
+  std::source_location where_;
   std::set<int> visible_;
   bool in_kernel_ = false;
   int kernels_ = 0;

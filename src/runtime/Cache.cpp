@@ -1,16 +1,10 @@
 #include "tessel/runtime/Cache.hpp"
 
-#include <unistd.h>
-
 #include <chrono>
 #include <cstdlib>
-#include <fstream>
-#include <iterator>
 #include <nlohmann/json.hpp>
-#include <random>
-#include <sstream>
-#include <thread>
 
+#include "tessel/runtime/CacheFolder.hpp"
 #include "tessel/runtime/EmbeddedHeaders.hpp"
 
 #ifndef TESSEL_VERSION
@@ -28,24 +22,53 @@ namespace {
 //   8   u32 format version
 //   12  u32 section count
 //   16  u64 length of each section (kSectionCount of them)
-//   64  sha256 of the payload, 64 hex digits
+//   64  HMAC-SHA256 of the key, the header above and the payload, under the folder's secret
+//       (CacheFolder.hpp), 64 hex digits
 //   128 payload: the sections back to back, in Section order
 constexpr char kMagic[8] = {'T', 'E', 'S', 'S', 'E', 'L', 'K', '1'};
-constexpr std::uint32_t kFormatVersion = 1;
+constexpr std::uint32_t kFormatVersion = 2;  // 2: a keyed MAC instead of a plain checksum
 enum Section { kKey, kPtx, kCubin, kLog, kLoweredName, kResources, kSectionCount };
 constexpr std::size_t kLengthsOffset = 16;
-constexpr std::size_t kChecksumOffset = kLengthsOffset + 8 * kSectionCount;
-constexpr std::size_t kHeaderSize = kChecksumOffset + 64;
+constexpr std::size_t kMacOffset = kLengthsOffset + 8 * kSectionCount;
+constexpr std::size_t kHeaderSize = kMacOffset + 64;
 static_assert(kHeaderSize == 128, "entry header layout changed: bump kFormatVersion");
+// No kernel comes near this (the largest cubins are a few MB); anything bigger is junk, and is
+// refused before it is read.
+constexpr std::uint64_t kMaxEntryBytes = 64ull << 20;
 
 void put_le(std::string& out, std::uint64_t v, int bytes) {
   for (int i = 0; i < bytes; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
 }
 
-std::uint64_t get_le(const std::string& in, std::size_t offset, int bytes) {
+std::uint64_t get_le(std::string_view in, std::size_t offset, int bytes) {
   std::uint64_t v = 0;
   for (int i = 0; i < bytes; ++i) v |= std::uint64_t{static_cast<unsigned char>(in[offset + i])} << (8 * i);
   return v;
+}
+
+// The entry's MAC: binds the payload to the key it is filed under and to this user's secret, so
+// that neither another kernel's entry renamed to this key nor an entry forged without the secret
+// (its checksum recomputed) is accepted.
+std::string entry_mac(const std::string& secret, const std::string& key, std::string_view header,
+                      std::string_view payload) {
+  std::string text = "tessel kernel cache entry\n" + key + "\n";
+  text.append(header.substr(0, kMacOffset));
+  text.append(payload);
+  return hmac_sha256_hex(secret, text);
+}
+
+// The size the whole entry must have, from its header; nullopt when the header is not ours.
+std::optional<std::uint64_t> entry_size_from_header(std::string_view header) {
+  if (header.size() < kHeaderSize || header.compare(0, 8, std::string_view(kMagic, 8)) != 0)
+    return std::nullopt;
+  if (get_le(header, 8, 4) != kFormatVersion || get_le(header, 12, 4) != kSectionCount) return std::nullopt;
+  std::uint64_t total = kHeaderSize;
+  for (int i = 0; i < kSectionCount; ++i) {
+    const std::uint64_t length = get_le(header, kLengthsOffset + 8 * i, 8);
+    if (length > kMaxEntryBytes) return std::nullopt;  // also keeps the sum from overflowing
+    total += length;
+  }
+  return total;
 }
 
 nlohmann::json resources_to_json(const Resources& r) {
@@ -71,25 +94,27 @@ Resources resources_from_json(const nlohmann::json& j) {
   return r;
 }
 
-enum class LoadResult { kOk, kMissing, kBad };
+enum class LoadResult { kOk, kMissing, kBad, kRefused };
 
-LoadResult load_entry(const fs::path& file, const std::string& key, CompiledKernel& out) {
-  std::ifstream in(file, std::ios::binary);
-  if (!in) return LoadResult::kMissing;
-  std::string data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (in.bad()) return LoadResult::kBad;
-  if (data.size() < kHeaderSize || data.compare(0, 8, kMagic, 8) != 0) return LoadResult::kBad;
-  if (get_le(data, 8, 4) != kFormatVersion || get_le(data, 12, 4) != kSectionCount) return LoadResult::kBad;
-  std::uint64_t lengths[kSectionCount];
-  std::uint64_t total = 0;
-  for (int i = 0; i < kSectionCount; ++i) {
-    lengths[i] = get_le(data, kLengthsOffset + 8 * i, 8);
-    if (lengths[i] > data.size()) return LoadResult::kBad;  // also keeps the sum from overflowing
-    total += lengths[i];
+// kBad: a regular file that is not a valid entry for `key` (remove it and rebuild); kRefused: not
+// a regular file at all (a FIFO, a directory, a link: left alone, compiled around). `reason`
+// says why, for the note.
+LoadResult load_entry(const fs::path& file, const std::string& key, const std::string& secret,
+                      CompiledKernel& out, std::string& reason) {
+  FileRead read = read_private_file(file, kMaxEntryBytes, kHeaderSize, entry_size_from_header);
+  if (read.status == FileRead::Status::missing) return LoadResult::kMissing;
+  if (read.status == FileRead::Status::refused) {
+    reason = read.reason;
+    return read.regular_file ? LoadResult::kBad : LoadResult::kRefused;
   }
-  if (total != data.size() - kHeaderSize) return LoadResult::kBad;
-  const std::string_view payload(data.data() + kHeaderSize, total);
-  if (sha256_hex(payload) != std::string_view(data.data() + kChecksumOffset, 64)) return LoadResult::kBad;
+  const std::string& data = read.data;
+  std::uint64_t lengths[kSectionCount];
+  for (int i = 0; i < kSectionCount; ++i) lengths[i] = get_le(data, kLengthsOffset + 8 * i, 8);
+  const std::string_view payload(data.data() + kHeaderSize, data.size() - kHeaderSize);
+  if (entry_mac(secret, key, data, payload) != std::string_view(data.data() + kMacOffset, 64)) {
+    reason = "fails its MAC check (damaged, written under another key or another secret, or tampered with)";
+    return LoadResult::kBad;
+  }
 
   std::string sections[kSectionCount];
   std::size_t offset = kHeaderSize;
@@ -97,10 +122,12 @@ LoadResult load_entry(const fs::path& file, const std::string& key, CompiledKern
     sections[i] = data.substr(offset, lengths[i]);
     offset += lengths[i];
   }
+  reason = "holds another key or no cubin";
   if (sections[kKey] != key || sections[kCubin].empty()) return LoadResult::kBad;
   try {
     out.resources = resources_from_json(nlohmann::json::parse(sections[kResources]));
   } catch (const nlohmann::json::exception&) {
+    reason = "holds malformed resources";
     return LoadResult::kBad;
   }
   out.ptx = std::move(sections[kPtx]);
@@ -110,15 +137,42 @@ LoadResult load_entry(const fs::path& file, const std::string& key, CompiledKern
   return LoadResult::kOk;
 }
 
-// Unique per process, thread and call: pid + thread id + a random draw, so that concurrent
-// writers (threads or processes, even after fork) never share a temporary file.
-std::string temp_suffix() {
-  thread_local std::mt19937_64 rng(std::random_device{}() ^
-                                   std::hash<std::thread::id>{}(std::this_thread::get_id()));
-  std::ostringstream os;
-  os << ".tmp." << ::getpid() << "." << std::hex << std::hash<std::thread::id>{}(std::this_thread::get_id())
-     << "." << rng();
-  return os.str();
+std::string entry_bytes(const std::string& key, const CompiledKernel& kernel, const std::string& secret) {
+  std::string sections[kSectionCount];
+  sections[kKey] = key;
+  sections[kPtx] = kernel.ptx;
+  sections[kCubin].assign(kernel.cubin.begin(), kernel.cubin.end());
+  sections[kLog] = kernel.log;
+  sections[kLoweredName] = kernel.lowered_name;
+  sections[kResources] = resources_to_json(kernel.resources).dump();
+
+  std::string payload;
+  for (const std::string& s : sections) payload += s;
+  std::string data(kMagic, sizeof(kMagic));
+  put_le(data, kFormatVersion, 4);
+  put_le(data, kSectionCount, 4);
+  for (const std::string& s : sections) put_le(data, s.size(), 8);
+  data += entry_mac(secret, key, data, payload);
+  data += payload;
+  return data;
+}
+
+// Loads, and on a bad or refused entry leaves a note (and removes a bad one). The folder is
+// assumed checked (open_cache_folder).
+LoadResult load_and_report(const fs::path& file, const std::string& key, const std::string& secret,
+                           CompiledKernel& out, bool remove_if_bad) {
+  std::string reason;
+  const LoadResult r = load_entry(file, key, secret, out, reason);
+  if (r == LoadResult::kBad) {
+    std::error_code ec;
+    // A racing writer may already have replaced it; then it is rebuilt once more.
+    if (remove_if_bad) fs::remove(file, ec);
+    cache_note("kernel cache entry " + file.string() + " " + reason +
+               (remove_if_bad ? "; removed, compiling instead" : "; not used"));
+  } else if (r == LoadResult::kRefused) {
+    cache_note("kernel cache entry " + file.string() + " " + reason + "; not used, compiling instead");
+  }
+  return r;
 }
 
 const std::string& embedded_headers_hash() {
@@ -150,55 +204,16 @@ std::optional<fs::path> cache_directory() {
 
 std::optional<CompiledKernel> read_cache_entry(const fs::path& file, const std::string& key,
                                                bool remove_if_bad) {
+  const std::optional<std::string> secret = open_cache_folder(file.parent_path());
+  if (!secret) return std::nullopt;
   CompiledKernel out;
-  const LoadResult r = load_entry(file, key, out);
-  if (r == LoadResult::kBad && remove_if_bad) {
-    std::error_code ec;
-    fs::remove(file, ec);  // a racing writer may already have replaced it; then it is rebuilt once more
-  }
-  if (r != LoadResult::kOk) return std::nullopt;
+  if (load_and_report(file, key, *secret, out, remove_if_bad) != LoadResult::kOk) return std::nullopt;
   return out;
 }
 
 bool write_cache_entry(const fs::path& file, const std::string& key, const CompiledKernel& kernel) {
-  std::string sections[kSectionCount];
-  sections[kKey] = key;
-  sections[kPtx] = kernel.ptx;
-  sections[kCubin].assign(kernel.cubin.begin(), kernel.cubin.end());
-  sections[kLog] = kernel.log;
-  sections[kLoweredName] = kernel.lowered_name;
-  sections[kResources] = resources_to_json(kernel.resources).dump();
-
-  std::string payload;
-  for (const std::string& s : sections) payload += s;
-  std::string data(kMagic, sizeof(kMagic));
-  put_le(data, kFormatVersion, 4);
-  put_le(data, kSectionCount, 4);
-  for (const std::string& s : sections) put_le(data, s.size(), 8);
-  data += sha256_hex(payload);
-  data += payload;
-
-  std::error_code ec;
-  fs::create_directories(file.parent_path(), ec);
-  const fs::path temp = file.string() + temp_suffix();
-  {
-    std::ofstream out(temp, std::ios::binary | std::ios::trunc);
-    if (!out) return false;
-    out.write(data.data(), static_cast<std::streamsize>(data.size()));
-    out.close();
-    if (!out) {
-      fs::remove(temp, ec);
-      return false;
-    }
-  }
-  // No fsync: after a crash a half-written entry fails its checksum and is rebuilt, which is
-  // cheaper than syncing every compile.
-  fs::rename(temp, file, ec);
-  if (ec) {
-    fs::remove(temp, ec);
-    return false;
-  }
-  return true;
+  const std::optional<std::string> secret = open_cache_folder(file.parent_path());
+  return secret && write_private_file(file, entry_bytes(key, kernel, *secret));
 }
 
 KernelCache::KernelCache(Compiler compiler) : compiler_(std::move(compiler)) {}
@@ -253,11 +268,13 @@ CompiledKernel KernelCache::get_or_compile(const std::string& source, const std:
     return out;
   }
 
+  // The disk level, when the environment asks for one and its folder is private to this user.
   const std::optional<fs::path> dir = cache_directory();
-  const std::optional<fs::path> file = dir ? std::optional<fs::path>(*dir / (k + ".tsk")) : std::nullopt;
+  const std::optional<std::string> secret = dir ? open_cache_folder(*dir) : std::nullopt;
+  const std::optional<fs::path> file = secret ? std::optional<fs::path>(*dir / (k + ".tsk")) : std::nullopt;
   if (file) {
     CompiledKernel out;
-    const LoadResult r = load_entry(*file, k, out);
+    const LoadResult r = load_and_report(*file, k, *secret, out, /*remove_if_bad=*/true);
     if (r == LoadResult::kOk) {
       out.source = source;
       out.resources.cache_hit = false;
@@ -271,9 +288,7 @@ CompiledKernel KernelCache::get_or_compile(const std::string& source, const std:
       out.resources.compile_ms = ms_since(t0);
       return out;
     }
-    if (r == LoadResult::kBad) {
-      std::error_code ec;
-      fs::remove(*file, ec);
+    if (r == LoadResult::kBad || r == LoadResult::kRefused) {
       std::lock_guard<std::mutex> lock(mutex_);
       ++stats_.corrupt_entries;
     }
@@ -283,7 +298,7 @@ CompiledKernel KernelCache::get_or_compile(const std::string& source, const std:
   // missing on one key both compile it; the results are identical, so either may win.
   CompiledKernel out = compiler_(source, kernel_name, options);
   out.source = source;
-  const bool written = file && write_cache_entry(*file, k, out);
+  const bool written = file && write_private_file(*file, entry_bytes(k, out, *secret));
   {
     std::lock_guard<std::mutex> lock(mutex_);
     memory_.emplace(k, std::make_shared<const CompiledKernel>(out));

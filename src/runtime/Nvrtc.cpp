@@ -77,6 +77,14 @@ int number_before(const std::string& text, std::string_view suffix) {
   return -1;
 }
 
+struct Deadline {
+  std::chrono::steady_clock::time_point at;
+};
+
+int past_deadline(void* payload, void*) {
+  return std::chrono::steady_clock::now() > static_cast<const Deadline*>(payload)->at ? 1 : 0;
+}
+
 }  // namespace
 
 NvrtcError::NvrtcError(const std::string& program_name, const std::string& stage, const std::string& log)
@@ -88,6 +96,34 @@ int nvrtc_version() {
   int major = 0, minor = 0;
   if (nvrtcVersion(&major, &minor) != NVRTC_SUCCESS) return 0;
   return major * 1000 + minor * 10;
+}
+
+const std::vector<std::string>& tessel_archs() {
+  static const std::vector<std::string> archs = [] {
+    std::vector<std::string> out;
+    int count = 0;
+    if (nvrtcGetNumSupportedArchs(&count) != NVRTC_SUCCESS || count <= 0) return out;
+    std::vector<int> numbers(static_cast<std::size_t>(count));
+    if (nvrtcGetSupportedArchs(numbers.data()) != NVRTC_SUCCESS) return out;
+    for (int n : numbers) {
+      if (n < 80) continue;
+      out.push_back("sm_" + std::to_string(n));
+      if (n >= 90) out.push_back("sm_" + std::to_string(n) + "a");
+    }
+    return out;
+  }();
+  return archs;
+}
+
+std::optional<std::string> why_not_arch(const std::string& arch) {
+  const std::vector<std::string>& legal = tessel_archs();
+  if (std::find(legal.begin(), legal.end(), arch) != legal.end()) return std::nullopt;
+  const int v = nvrtc_version();
+  std::string list;
+  for (const std::string& a : legal) list += (list.empty() ? "" : ", ") + a;
+  return "'" + arch + "' is not a target Tessel compiles for with NVRTC " + std::to_string(v / 1000) + "." +
+         std::to_string(v % 1000 / 10) +
+         "; legal: " + (list.empty() ? "none (NVRTC lists no targets)" : list);
 }
 
 std::vector<std::string> nvrtc_flags(const CompileOptions& options) {
@@ -152,7 +188,20 @@ CompiledKernel nvrtc_compile(const std::string& source, const std::string& kerne
   const std::vector<std::string> flags = nvrtc_flags(options);
   std::vector<const char*> flag_ptrs;
   for (const std::string& f : flags) flag_ptrs.push_back(f.c_str());
+  // The time limit: NVRTC calls this at points during the compile and cancels once it says 1
+  // (and it must keep saying 1; the clock only moves forward).
+  Deadline deadline{t0 + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                             std::chrono::duration<double>(options.time_limit_s))};
+  if (options.time_limit_s > 0)
+    check_nvrtc(nvrtcSetFlowCallback(raw, past_deadline, &deadline), "nvrtcSetFlowCallback", name, raw);
   nvrtcResult result = nvrtcCompileProgram(raw, static_cast<int>(flag_ptrs.size()), flag_ptrs.data());
+  if (result == NVRTC_ERROR_CANCELLED && options.time_limit_s > 0) {
+    const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    throw CompileTimeLimitError("NVRTC stopped compiling " + name + " after " + std::to_string(took) +
+                                " s: CompileOptions::time_limit_s is " +
+                                std::to_string(options.time_limit_s) +
+                                " s (NVRTC checks it between its phases)");
+  }
 
   CompiledKernel out;
   out.source = source;

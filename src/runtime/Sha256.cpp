@@ -1,12 +1,13 @@
-// SHA-256 (FIPS 180-4), for cache keys and entry checksums. Written out here rather than taken
-// from OpenSSL so that the library has no dependency beyond NVRTC; speed is not critical
-// (generated sources are tens of KB, cubins hundreds).
+// SHA-256 (FIPS 180-4), for cache keys, and HMAC-SHA256 (RFC 2104), for the MAC of cache entries. Written out
+// here rather than taken from OpenSSL so that the library has no dependency beyond NVRTC; speed is not
+// critical (generated sources are tens of KB, cubins hundreds).
 #include <algorithm>
 #include <array>
 #include <cstdint>
 #include <cstring>
 
 #include "tessel/runtime/Cache.hpp"
+#include "tessel/runtime/CacheFolder.hpp"
 
 namespace tessel {
 
@@ -98,12 +99,7 @@ class Sha256 {
   std::uint64_t total_bytes_ = 0;
 };
 
-}  // namespace
-
-std::string sha256_hex(std::string_view data) {
-  Sha256 hasher;
-  hasher.update(reinterpret_cast<const unsigned char*>(data.data()), data.size());
-  const auto digest = hasher.finish();
+std::string to_hex(const std::array<unsigned char, 32>& digest) {
   static constexpr char kHex[] = "0123456789abcdef";
   std::string out(64, '0');
   for (int i = 0; i < 32; ++i) {
@@ -111,6 +107,40 @@ std::string sha256_hex(std::string_view data) {
     out[2 * i + 1] = kHex[digest[i] & 0xf];
   }
   return out;
+}
+
+std::array<unsigned char, 32> sha256(std::string_view data) {
+  Sha256 hasher;
+  hasher.update(reinterpret_cast<const unsigned char*>(data.data()), data.size());
+  return hasher.finish();
+}
+
+}  // namespace
+
+std::string sha256_hex(std::string_view data) {
+  return to_hex(sha256(data));
+}
+
+std::string hmac_sha256_hex(std::string_view key, std::string_view data) {
+  constexpr std::size_t kBlock = 64;
+  unsigned char block_key[kBlock] = {};
+  if (key.size() > kBlock) {
+    const auto digest = sha256(key);
+    std::memcpy(block_key, digest.data(), digest.size());
+  } else {
+    std::memcpy(block_key, key.data(), key.size());
+  }
+  unsigned char pad[kBlock];
+  for (std::size_t i = 0; i < kBlock; ++i) pad[i] = block_key[i] ^ 0x36;
+  Sha256 inner;
+  inner.update(pad, kBlock);
+  inner.update(reinterpret_cast<const unsigned char*>(data.data()), data.size());
+  const auto inner_digest = inner.finish();
+  for (std::size_t i = 0; i < kBlock; ++i) pad[i] = block_key[i] ^ 0x5c;
+  Sha256 outer;
+  outer.update(pad, kBlock);
+  outer.update(inner_digest.data(), inner_digest.size());
+  return to_hex(outer.finish());
 }
 
 }  // namespace tessel

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -16,6 +17,15 @@
   do {                                                                           \
     if (!::tessel::gpu_available())                                              \
       GTEST_SKIP() << "SKIPPED: no GPU: " << ::tessel::gpu_unavailable_reason(); \
+  } while (0)
+
+// `text` (a std::string) holds `needle`; on failure both are printed.
+#define EXPECT_CONTAINS(text, needle)                                   \
+  do {                                                                  \
+    const std::string tessel_text_ = (text), tessel_needle_ = (needle); \
+    EXPECT_NE(tessel_text_.find(tessel_needle_), std::string::npos)     \
+        << "'" << tessel_needle_ << "' missing from:\n"                 \
+        << tessel_text_;                                                \
   } while (0)
 
 namespace tessel::test {
@@ -42,6 +52,16 @@ class TempDir {
  private:
   std::filesystem::path path_;
 };
+
+// Runs `fn` in a forked child with its stderr captured, and kills it when it has not finished
+// after `seconds`: for tests of things that must neither hang nor abort. `result` is what fn
+// returned ("threw: ..." for an exception, "killed by signal 6" for an abort).
+struct ChildResult {
+  bool timed_out = false;
+  std::string result;
+  std::string stderr_text;
+};
+ChildResult run_in_child(double seconds, const std::function<std::string()>& fn);
 
 // Sets (or, with nullopt, unsets) an environment variable for the scope, then restores it.
 class ScopedEnv {

@@ -7,6 +7,7 @@
 #include <cublas_v2.h>
 
 #include <algorithm>
+#include <climits>
 #include <cmath>
 #include <functional>
 #include <iostream>
@@ -17,6 +18,7 @@
 #include "tools/tessel/AttentionCheck.hpp"
 #include "tools/tessel/Commands.hpp"
 #include "tools/tessel/Output.hpp"
+#include "tools/tessel/Parse.hpp"
 #include "tools/tessel/System.hpp"
 #include "tools/tessel/Timing.hpp"
 
@@ -39,18 +41,38 @@ struct Shape {
 };
 
 Shape parse_shape(const std::string& s) {
-  Shape r{};
-  if (std::sscanf(s.c_str(), "%lldx%lldx%lld", &r.M, &r.N, &r.D) != 3 || r.M < 1 || r.N < 1 || r.D < 1)
-    throw std::invalid_argument("shape '" + s + "' is not MxNxD with positive sizes");
-  return r;
+  const std::vector<long long> v = cli::parse_shape(s, 3, "--shapes", "MxNxD", "4096x4096x64");
+  return {v[0], v[1], v[2]};
 }
 
+// BMxBN:tTHREADS[:sSTAGES], every number strict (Parse.hpp).
 kernels::GemmChainConfig parse_config(const std::string& s) {
+  const auto bad = [&] {
+    return std::invalid_argument(
+        "--config: '" + s + "' is not BMxBN:tTHREADS[:sSTAGES] with positive integers, e.g. 64x64:t128:s2");
+  };
+  std::vector<std::string> fields;
+  for (std::size_t begin = 0;;) {
+    const std::size_t end = s.find(':', begin);
+    fields.push_back(s.substr(begin, end == std::string::npos ? end : end - begin));
+    if (end == std::string::npos) break;
+    begin = end + 1;
+  }
+  if (fields.size() < 2 || fields.size() > 3 || fields[1].rfind('t', 0) != 0 ||
+      (fields.size() == 3 && fields[2].rfind('s', 0) != 0))
+    throw bad();
+  const auto positive = [&](const std::string& text) {
+    const auto v = parse_integer(text);
+    if (!v || *v < 1 || *v > INT_MAX) throw bad();
+    return static_cast<int>(*v);
+  };
+  const std::size_t x = fields[0].find('x');
+  if (x == std::string::npos) throw bad();
   kernels::GemmChainConfig c;
-  char tail[64] = {};
-  int n = std::sscanf(s.c_str(), "%dx%d:t%d%63s", &c.block_M, &c.block_N, &c.threads, tail);
-  if (n < 3 || (n == 4 && std::sscanf(tail, ":s%d", &c.num_stages) != 1))
-    throw std::invalid_argument("config '" + s + "' is not BMxBN:tTHREADS[:sSTAGES], e.g. 64x64:t128:s2");
+  c.block_M = positive(fields[0].substr(0, x));
+  c.block_N = positive(fields[0].substr(x + 1));
+  c.threads = positive(fields[1].substr(1));
+  if (fields.size() == 3) c.num_stages = positive(fields[2].substr(1));
   return c;
 }
 
@@ -230,7 +252,8 @@ Command add_bench_chain_command(CLI::App& bench) {
                            "GEMMs: TFLOP/s (needs a GPU)");
   app->add_option("--shapes", o->shapes, "Shapes MxNxD (queries x keys x head dim), comma-separated")
       ->delimiter(',')
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(shape(3, "MxNxD", "4096x4096x64"));
   app->add_option("--dtype", o->dtypes, "Element types, comma-separated (f16, bf16)")
       ->delimiter(',')
       ->capture_default_str();
@@ -242,9 +265,11 @@ Command add_bench_chain_command(CLI::App& bench) {
       ->type_name("CONFIG");
   app->add_option("--repeats", o->repeats, "Timed runs of each side (median reported)")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
-  app->add_option("--warmup", o->warmup, "Untimed runs of each side first")->capture_default_str();
-  app->add_option("--seed", o->seed, "Seed of the random inputs")->capture_default_str();
+      ->check(integer_in(1, kMaxRepeats));
+  app->add_option("--warmup", o->warmup, "Untimed runs of each side first")
+      ->capture_default_str()
+      ->check(integer_in(0, kMaxRepeats));
+  app->add_option("--seed", o->seed, "Seed of the random inputs")->capture_default_str()->check(seed());
   app->add_option("--json", o->json_file,
                   "Also write the results, with date, device, command and commit, to FILE")
       ->type_name("FILE");

@@ -13,6 +13,7 @@
 #include "tools/tessel/Commands.hpp"
 #include "tools/tessel/GemmConfigs.hpp"
 #include "tools/tessel/Output.hpp"
+#include "tools/tessel/Parse.hpp"
 #include "tools/tessel/System.hpp"
 
 namespace tessel::cli {
@@ -217,19 +218,20 @@ Command add_bench_compile_command(CLI::App& bench) {
   CLI::App* app = bench.add_subcommand("compile",
                                        "JIT cost of one GEMM variant: cold compile (empty cache) and cache "
                                        "hits from memory and disk (no GPU needed)");
-  app->add_option("--m", o->M, "Rows of A and C")->capture_default_str()->check(CLI::PositiveNumber);
-  app->add_option("--n", o->N, "Columns of B and C")->capture_default_str()->check(CLI::PositiveNumber);
-  app->add_option("--k", o->K, "Columns of A, rows of B")->capture_default_str()->check(CLI::PositiveNumber);
+  app->add_option("--m", o->M, "Rows of A and C")->capture_default_str()->check(dimension());
+  app->add_option("--n", o->N, "Columns of B and C")->capture_default_str()->check(dimension());
+  app->add_option("--k", o->K, "Columns of A, rows of B")->capture_default_str()->check(dimension());
   app->add_option("--dtype", o->dtype, "f16 or bf16")->capture_default_str();
-  app->add_option("--config", o->config, "BMxBNxBK:stages:threads[:swz[N]][:cXxY] (default: the built-in table)")
+  app->add_option("--config", o->config,
+                  "BMxBNxBK:stages:threads[:swz[N]][:cXxY] (default: the built-in table)")
       ->type_name("CONFIG");
-  app->add_option("--arch", o->arch, "NVRTC target (default: the GPU's, else sm_90a)");
+  app->add_option("--arch", o->arch, "NVRTC target (default: the GPU's, else sm_90a)")->check(arch());
   app->add_option("--cold-repeats", o->cold_repeats, "Cold compiles, each with an empty cache")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(integer_in(1, 1000));
   app->add_option("--repeats", o->repeats, "Cache hits timed, from memory and from disk each")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(integer_in(1, kMaxRepeats));
   app->add_option("--json", o->json_file, "Also write the results as JSON to FILE")->type_name("FILE");
   return {app, [o] { return run_bench_compile(*o); }};
 }

@@ -10,6 +10,7 @@
 #include "tools/tessel/GemmBench.hpp"
 #include "tools/tessel/GemmConfigs.hpp"
 #include "tools/tessel/Output.hpp"
+#include "tools/tessel/Parse.hpp"
 #include "tools/tessel/System.hpp"
 
 namespace tessel::cli {
@@ -79,8 +80,7 @@ int run_bench_gemm(const BenchGemmOptions& o) {
                           std::string(epilogue == GemmEpilogue::bias ? "BIAS" : "RELU_BIAS") +
                           ", f32 accumulation), C = " + (epilogue == GemmEpilogue::bias ? "" : "relu") +
                           "(A * B + bias), ")
-            << s.device.name << ": medians of "
-            << o.repeats << " interleaved runs after " << o.warmup
+            << s.device.name << ": medians of " << o.repeats << " interleaved runs after " << o.warmup
             << " warm-up runs, L2 flushed before each\n";
   print_header();
   GemmBench bench;
@@ -120,9 +120,9 @@ int run_bench_gemm(const BenchGemmOptions& o) {
       const JitKernel k =
           epilogue == GemmEpilogue::none
               ? kernels::make_matmul(c.shape.M, c.shape.N, c.shape.K, config)
-              : kernels::make_matmul_bias_act(c.shape.M, c.shape.N, c.shape.K, config,
-                                              epilogue == GemmEpilogue::bias ? kernels::Activation::none
-                                                                             : kernels::Activation::relu);
+              : kernels::make_matmul_bias_act(
+                    c.shape.M, c.shape.N, c.shape.K, config,
+                    epilogue == GemmEpilogue::bias ? kernels::Activation::none : kernels::Activation::relu);
       GemmInputs in = make_gemm_inputs(c.shape, c.dtype, o.seed + 2 * i, epilogue);
       bench.compute_reference(in);
       const double err = bench.check(k, in);
@@ -179,11 +179,12 @@ int run_bench_gemm(const BenchGemmOptions& o) {
     j["tool"] = "tessel bench gemm";
     j["epilogue"] = gemm_epilogue_name(epilogue);
     j["method"] = {
-        {"baseline", epilogue == GemmEpilogue::none
-                         ? "cublasGemmEx, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT, row-major by operand swap"
-                         : std::string("cublasLtMatmul, CUBLAS_COMPUTE_32F, CUBLASLT_EPILOGUE_") +
-                               (epilogue == GemmEpilogue::bias ? "BIAS" : "RELU_BIAS") +
-                               ", the heuristic's first algorithm, 32 MiB workspace, row-major by operand swap"},
+        {"baseline",
+         epilogue == GemmEpilogue::none
+             ? "cublasGemmEx, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT, row-major by operand swap"
+             : std::string("cublasLtMatmul, CUBLAS_COMPUTE_32F, CUBLASLT_EPILOGUE_") +
+                   (epilogue == GemmEpilogue::bias ? "BIAS" : "RELU_BIAS") +
+                   ", the heuristic's first algorithm, 32 MiB workspace, row-major by operand swap"},
         {"timing", "CUDA events on the legacy default stream, interleaved rep by rep, order alternating"},
         {"warmup", o.warmup},
         {"repeats", o.repeats},
@@ -211,13 +212,15 @@ Command add_bench_gemm_command(CLI::App& bench) {
       "Tessel's GEMM against cuBLAS on the same inputs: ms, TFLOP/s, ratio, relative error (needs a GPU)");
   app->add_option("--shapes", o->shapes, "Problem shapes MxNxK, comma-separated")
       ->delimiter(',')
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(shape(3, "MxNxK", "4096x4096x4096"));
   app->add_option("--dtype", o->dtypes, "Element types, comma-separated (f16, bf16)")
       ->delimiter(',')
       ->capture_default_str();
-  app->add_option("--config", o->config,
-                  "One config for every case, BMxBNxBK:stages:threads[:swz[N]][:cXxY] (default: the tuning cache's "
-                  "entry for the shape, else a built-in table)")
+  app->add_option(
+         "--config", o->config,
+         "One config for every case, BMxBNxBK:stages:threads[:swz[N]][:cXxY] (default: the tuning cache's "
+         "entry for the shape, else a built-in table)")
       ->type_name("CONFIG");
   app->add_option("--epilogue", o->epilogue,
                   "none: the GEMM against cublasGemmEx; bias or bias_relu: C = [relu](A*B + bias) fused, "
@@ -225,11 +228,11 @@ Command add_bench_gemm_command(CLI::App& bench) {
       ->capture_default_str();
   app->add_option("--repeats", o->repeats, "Timed runs of each side (median reported)")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(integer_in(1, kMaxRepeats));
   app->add_option("--warmup", o->warmup, "Untimed runs of each side first")
       ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
-  app->add_option("--seed", o->seed, "Seed of the random inputs")->capture_default_str();
+      ->check(integer_in(0, kMaxRepeats));
+  app->add_option("--seed", o->seed, "Seed of the random inputs")->capture_default_str()->check(seed());
   app->add_option("--json", o->json_file,
                   "Also write the results, with date, device, command and commit, to FILE")
       ->type_name("FILE");

@@ -10,6 +10,7 @@
 #include "tools/tessel/Commands.hpp"
 #include "tools/tessel/CudnnSoftmax.hpp"
 #include "tools/tessel/Output.hpp"
+#include "tools/tessel/Parse.hpp"
 #include "tools/tessel/System.hpp"
 #include "tools/tessel/Timing.hpp"
 
@@ -28,12 +29,9 @@ struct BenchSoftmaxOptions {
   std::string json_file;
 };
 
-std::pair<long long, long long> parse_shape(const std::string& s) {
-  auto x = s.find('x');
-  if (x == std::string::npos) throw std::invalid_argument("shape '" + s + "' is not MxN");
-  long long M = std::stoll(s.substr(0, x)), N = std::stoll(s.substr(x + 1));
-  if (M < 1 || N < 1) throw std::invalid_argument("shape '" + s + "' must have M, N >= 1");
-  return {M, N};
+std::pair<long long, long long> parse_softmax_shape(const std::string& s) {
+  const std::vector<long long> mn = parse_shape(s, 2, "--shapes", "MxN", "65536x4096");
+  return {mn[0], mn[1]};
 }
 
 // Float64 softmax of one row (PyTorch semantics) and its error against `got`.
@@ -75,7 +73,7 @@ int run_bench_softmax(const BenchSoftmaxOptions& o) {
         throw std::invalid_argument("--dtype takes f16, bf16 and f32, not '" + d + "'");
       dtypes.push_back(*t);
     }
-    for (const std::string& s : o.shapes) shapes.push_back(parse_shape(s));
+    for (const std::string& s : o.shapes) shapes.push_back(parse_softmax_shape(s));
     for (const std::string& c : o.configs) (void)kernels::parse_softmax_config(c);
   } catch (const std::exception& e) {
     std::cerr << "tessel bench softmax: " << e.what() << "\n";
@@ -204,22 +202,26 @@ Command add_bench_softmax_command(CLI::App& bench) {
          "--shapes", o->shapes,
          "Shapes MxN, comma-separated (default: --input-mib inputs at N = 256, 1000, 1024, 4096, 5000, "
          "16384, 65536)")
-      ->delimiter(',');
+      ->delimiter(',')
+      ->check(shape(2, "MxN", "65536x4096"));
   app->add_option("--input-mib", o->input_mib, "Input size of the default shapes, MiB")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(integer_in(1, 1 << 20));
   app->add_option("--dtype", o->dtypes, "Element types, comma-separated (f16, bf16, f32)")
       ->delimiter(',')
       ->capture_default_str();
   app->add_option("--repeats", o->repeats, "Timed runs of each side (median reported)")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
-  app->add_option("--warmup", o->warmup, "Untimed runs of each side first")->capture_default_str();
+      ->check(integer_in(1, kMaxRepeats));
+  app->add_option("--warmup", o->warmup, "Untimed runs of each side first")
+      ->capture_default_str()
+      ->check(integer_in(0, kMaxRepeats));
   app->add_option("--config", o->configs,
                   "Softmax configs to run on every shape instead of the dispatcher's, comma-separated: "
                   "VARIANT:tTHREADS[:rROWS][:bnBLOCK_N][:sVECTORS], e.g. rows:t512:r1:bn16384")
       ->delimiter(',')
       ->type_name("CONFIG");
-  app->add_option("--seed", o->seed, "Seed of the random inputs")->capture_default_str();
+  app->add_option("--seed", o->seed, "Seed of the random inputs")->capture_default_str()->check(seed());
   app->add_option("--json", o->json_file,
                   "Also write the results, with date, device, command and commit, to FILE")
       ->type_name("FILE");

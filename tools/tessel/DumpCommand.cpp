@@ -1,12 +1,16 @@
 // tessel dump gemm|softmax: what the compiler makes of a library kernel, at each level — the
-// program's IR, the lowered IR, the generated CUDA C++, the PTX, the resources. Needs no GPU.
+// program's IR, the lowered IR, the generated CUDA C++, the PTX, the resources — on stdout and,
+// with --json FILE, as JSON. Needs no GPU.
 #include <iostream>
 #include <memory>
+#include <sstream>
 
 #include "kernels/gemm/Matmul.hpp"
 #include "kernels/softmax/Softmax.hpp"
 #include "tools/tessel/Commands.hpp"
 #include "tools/tessel/GemmConfigs.hpp"
+#include "tools/tessel/Output.hpp"
+#include "tools/tessel/Parse.hpp"
 #include "tools/tessel/System.hpp"
 
 namespace tessel::cli {
@@ -20,35 +24,70 @@ struct DumpOptions {
   std::string config;
   std::string arch;
   bool ir = false, lowered = false, source = false, ptx = false, resources = false;
+  std::string json_file;
 };
-
-// Prints the level the flags chose of an already compiled kernel.
-int print_level(const DumpOptions& o, const JitKernel& k, const std::string& what) {
-  if (o.lowered) std::cout << k.lowered_ir();
-  if (o.source) std::cout << k.source();
-  if (o.ptx) std::cout << k.ptx();
-  if (o.resources) {
-    const Resources& r = k.resources();
-    const KernelInfo& info = k.info();
-    std::cout << "kernel:        " << info.kernel_name << " (" << what << ", " << info.arch << ")\n"
-              << "path:          " << info.path << "\n"
-              << "threads:       " << info.threads << "\n"
-              << "registers:     " << r.registers << "\n"
-              << "spills:        " << r.spill_store_bytes << " B stored, " << r.spill_load_bytes
-              << " B loaded\n"
-              << "shared memory: " << info.dynamic_smem_bytes << " B dynamic, " << r.static_smem_bytes
-              << " B static\n"
-              << "compile:       " << r.compile_ms << " ms" << (r.cache_hit ? " (cache hit)" : "") << "\n"
-              << "instructions: ";
-    for (const std::string& i : info.instructions) std::cout << " " << i;
-    std::cout << "\n";
-  }
-  if (!std::cout) return kExitCheckFailed;
-  return kExitOk;
-}
 
 int chosen_levels(const DumpOptions& o) {
   return int(o.ir) + int(o.lowered) + int(o.source) + int(o.ptx) + int(o.resources);
+}
+
+const char* level_name(const DumpOptions& o) {
+  return o.lowered ? "lowered" : o.source ? "source" : o.ptx ? "ptx" : o.resources ? "resources" : "ir";
+}
+
+// The level the flags chose of an already compiled kernel, as text.
+std::string level_text(const DumpOptions& o, const JitKernel& k, const std::string& what) {
+  if (o.lowered) return k.lowered_ir();
+  if (o.source) return k.source();
+  if (o.ptx) return k.ptx();
+  const Resources& r = k.resources();
+  const KernelInfo& info = k.info();
+  std::ostringstream os;
+  os << "kernel:        " << info.kernel_name << " (" << what << ", " << info.arch << ")\n"
+     << "path:          " << info.path << "\n"
+     << "threads:       " << info.threads << "\n"
+     << "registers:     " << r.registers << "\n"
+     << "spills:        " << r.spill_store_bytes << " B stored, " << r.spill_load_bytes << " B loaded\n"
+     << "shared memory: " << info.dynamic_smem_bytes << " B dynamic, " << r.static_smem_bytes << " B static\n"
+     << "compile:       " << r.compile_ms << " ms" << (r.cache_hit ? " (cache hit)" : "") << "\n"
+     << "instructions: ";
+  for (const std::string& i : info.instructions) os << " " << i;
+  os << "\n";
+  return os.str();
+}
+
+nlohmann::json kernel_json(const JitKernel& k) {
+  const Resources& r = k.resources();
+  const KernelInfo& info = k.info();
+  return {{"kernel_name", info.kernel_name},
+          {"arch", info.arch},
+          {"path", info.path},
+          {"threads", info.threads},
+          {"dynamic_smem_bytes", info.dynamic_smem_bytes},
+          {"instructions", info.instructions},
+          {"registers", r.registers},
+          {"spill_store_bytes", r.spill_store_bytes},
+          {"spill_load_bytes", r.spill_load_bytes},
+          {"static_smem_bytes", r.static_smem_bytes},
+          {"compile_ms", r.compile_ms},
+          {"cache_hit", r.cache_hit}};
+}
+
+// Prints `text` and, with --json, writes it with what it is of: the kernel, shape, dtype, config,
+// level, and (when compiled) the kernel's resources.
+int emit(const DumpOptions& o, nlohmann::json what, const std::string& text, const JitKernel* k) {
+  std::cout << text;
+  if (!std::cout) return kExitCheckFailed;
+  if (o.json_file.empty()) return kExitOk;
+  nlohmann::json j = provenance_json();
+  j["kernel"] = o.kernel;
+  j.update(what);
+  j["level"] = level_name(o);
+  j["text"] = text;
+  if (k) j["compiled"] = kernel_json(*k);
+  write_json_file(o.json_file, j);
+  std::cerr << "wrote " << o.json_file << "\n";
+  return kExitOk;
 }
 
 int run_dump_gemm(const DumpOptions& o) {
@@ -67,16 +106,21 @@ int run_dump_gemm(const DumpOptions& o) {
     std::cerr << "tessel dump gemm: " << e.what() << "\n";
     return kExitUsage;
   }
-  if (chosen_levels(o) == 0 || o.ir) {
-    std::cout << kernels::matmul_program(o.M, o.N, o.K, c).script();
-    return kExitOk;
-  }
+  const nlohmann::json what = {{"M", o.M},
+                               {"N", o.N},
+                               {"K", o.K},
+                               {"dtype", std::string(dtype_name(c.dtype))},
+                               {"config", format_matmul_config(c)}};
+  if (chosen_levels(o) == 0 || o.ir)
+    return emit(o, what, kernels::matmul_program(o.M, o.N, o.K, c).script(), nullptr);
   JitOptions jo;
   jo.arch = o.arch.empty() ? s.arch() : o.arch;
   const JitKernel k = kernels::make_matmul(o.M, o.N, o.K, c, jo);
-  return print_level(
-      o, k,
-      shape.describe() + " " + std::string(dtype_name(c.dtype)) + ", config " + format_matmul_config(c));
+  return emit(o, what,
+              level_text(o, k,
+                         shape.describe() + " " + std::string(dtype_name(c.dtype)) + ", config " +
+                             format_matmul_config(c)),
+              &k);
 }
 
 int run_dump_softmax(const DumpOptions& o) {
@@ -93,16 +137,18 @@ int run_dump_softmax(const DumpOptions& o) {
     std::cerr << "tessel dump softmax: " << e.what() << "\n";
     return kExitUsage;
   }
-  if (chosen_levels(o) == 0 || o.ir) {
-    std::cout << kernels::softmax_program(o.M, o.N, *dtype, c).script();
-    return kExitOk;
-  }
+  const nlohmann::json what = {
+      {"M", o.M}, {"N", o.N}, {"dtype", std::string(dtype_name(*dtype))}, {"config", c.describe()}};
+  if (chosen_levels(o) == 0 || o.ir)
+    return emit(o, what, kernels::softmax_program(o.M, o.N, *dtype, c).script(), nullptr);
   JitOptions jo;
   jo.arch = o.arch.empty() ? system_info().arch() : o.arch;
   const JitKernel k = kernels::make_softmax(o.M, o.N, *dtype, c, jo);
-  return print_level(o, k,
-                     std::to_string(o.M) + "x" + std::to_string(o.N) + " " + std::string(dtype_name(*dtype)) +
-                         ", config " + c.describe());
+  return emit(o, what,
+              level_text(o, k,
+                         std::to_string(o.M) + "x" + std::to_string(o.N) + " " +
+                             std::string(dtype_name(*dtype)) + ", config " + c.describe()),
+              &k);
 }
 
 int run_dump(const DumpOptions& o) {
@@ -115,13 +161,19 @@ int run_dump(const DumpOptions& o) {
 }
 
 void add_level_flags(CLI::App* app, DumpOptions& o) {
-  app->add_option("--arch", o.arch, "NVRTC target, e.g. sm_80 or sm_90a (default: the GPU's, else sm_90a)");
+  app->add_option("--arch", o.arch, "NVRTC target, e.g. sm_80 or sm_90a (default: the GPU's, else sm_90a)")
+      ->check(arch());
   app->add_flag("--ir", o.ir, "The program's IR, as recorded from the C++ (PrimFunc::script)");
   app->add_flag("--lowered", o.lowered, "The IR after the compiler's passes (what codegen sees)");
   app->add_flag("--source", o.source, "The generated CUDA C++");
   app->add_flag("--ptx", o.ptx, "The PTX from NVRTC");
   app->add_flag("--resources", o.resources,
                 "Registers, spills, shared memory, compile time, instructions used");
+  app->add_option(
+         "--json", o.json_file,
+         "Also write the chosen level, the kernel's shape, dtype and config (and, when compiled, its "
+         "resources), with date, device and command, as JSON to FILE")
+      ->type_name("FILE");
 }
 
 }  // namespace
@@ -133,12 +185,13 @@ Command add_dump_command(CLI::App& root) {
   CLI::App* gemm = dump->add_subcommand("gemm",
                                         "The tutorial GEMM C[M,N] = A[M,K] B[K,N]: its IR (default), lowered "
                                         "IR, CUDA source, PTX or resources");
-  gemm->add_option("--m", o->M, "Rows of A and C")->capture_default_str()->check(CLI::PositiveNumber);
-  gemm->add_option("--n", o->N, "Columns of B and C")->capture_default_str()->check(CLI::PositiveNumber);
-  gemm->add_option("--k", o->K, "Columns of A, rows of B")->capture_default_str()->check(CLI::PositiveNumber);
+  gemm->add_option("--m", o->M, "Rows of A and C")->capture_default_str()->check(dimension());
+  gemm->add_option("--n", o->N, "Columns of B and C")->capture_default_str()->check(dimension());
+  gemm->add_option("--k", o->K, "Columns of A, rows of B")->capture_default_str()->check(dimension());
   gemm->add_option("--dtype", o->dtype, "f16 or bf16")->capture_default_str();
-  gemm->add_option("--config", o->config,
-                   "BMxBNxBK:stages:threads[:swz[N]][:cXxY], e.g. 128x128x32:3:128 (default: the built-in table)")
+  gemm->add_option(
+          "--config", o->config,
+          "BMxBNxBK:stages:threads[:swz[N]][:cXxY], e.g. 128x128x32:3:128 (default: the built-in table)")
       ->type_name("CONFIG");
   add_level_flags(gemm, *o);
   gemm->callback([o] { o->kernel = "gemm"; });
@@ -146,15 +199,15 @@ Command add_dump_command(CLI::App& root) {
       "softmax",
       "The library softmax over the rows of an M x N tensor: its IR (default), lowered IR, CUDA "
       "source, PTX or resources");
-  softmax->add_option("--m", o->M, "Rows")->capture_default_str()->check(CLI::PositiveNumber);
+  softmax->add_option("--m", o->M, "Rows")->capture_default_str()->check(dimension());
   softmax->add_option("--n", o->N, "Columns (the softmax dimension)")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(dimension());
   softmax->add_option("--dtype", o->dtype, "f16, bf16 or f32")->capture_default_str();
   softmax
-      ->add_option(
-          "--config", o->config,
-          "VARIANT:tTHREADS[:rROWS][:bnBLOCK_N][:sVECTORS], e.g. rows:t256:r8:bn1024 (default: the dispatcher's)")
+      ->add_option("--config", o->config,
+                   "VARIANT:tTHREADS[:rROWS][:bnBLOCK_N][:sVECTORS], e.g. rows:t256:r8:bn1024 (default: the "
+                   "dispatcher's)")
       ->type_name("CONFIG");
   add_level_flags(softmax, *o);
   softmax->callback([o] { o->kernel = "softmax"; });

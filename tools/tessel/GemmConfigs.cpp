@@ -1,8 +1,8 @@
 #include "tools/tessel/GemmConfigs.hpp"
 
-#include <charconv>
 #include <stdexcept>
 
+#include "tools/tessel/Parse.hpp"
 #include "tools/tessel/System.hpp"
 
 namespace tessel::cli {
@@ -20,10 +20,12 @@ std::vector<std::string> split(const std::string& s, char sep) {
   }
 }
 
+// A strict positive int (Parse.hpp): no sign, spaces, exponent or suffix; no overflow.
 bool parse_positive(const std::string& s, int& out) {
-  if (s.empty()) return false;
-  auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
-  return ec == std::errc() && ptr == s.data() + s.size() && out > 0;
+  const auto v = parse_integer(s);
+  if (!v || *v < 1 || *v > INT_MAX) return false;
+  out = static_cast<int>(*v);
+  return true;
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include <memory>
 
 #include "tessel/runtime/Cache.hpp"
+#include "tessel/runtime/CacheFolder.hpp"
 #include "tools/tessel/Commands.hpp"
 #include "tools/tessel/Output.hpp"
 #include "tools/tessel/System.hpp"
@@ -41,11 +42,14 @@ int run_info(const InfoOptions& o) {
             << "cuBLAS:         " << cublas_version_string(s.cublas_version) << "\n"
             << "CUDA headers:   " << cuda_version_string(s.cuda_headers_version) << " (at build time)\n";
   const auto dir = cache_directory();
+  // Whether the folder may be used (docs/security.md): private to this user, or why not.
+  const std::optional<std::string> refused = dir ? prepare_private_folder(*dir) : std::nullopt;
   std::cout << "kernel cache:   " << (dir ? dir->string() : std::string("disk level off (TESSEL_CACHE=0)"))
-            << "\n";
+            << (refused ? " — not used: " + *refused : std::string()) << "\n";
   if (!o.json_file.empty()) {
     nlohmann::json j = provenance_json();
     j["kernel_cache"] = dir ? nlohmann::json(dir->string()) : nlohmann::json(nullptr);
+    j["kernel_cache_refused"] = refused ? nlohmann::json(*refused) : nlohmann::json(nullptr);
     write_json_file(o.json_file, j);
   }
   return kExitOk;

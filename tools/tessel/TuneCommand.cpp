@@ -16,6 +16,7 @@
 #include "tools/tessel/GemmBench.hpp"
 #include "tools/tessel/GemmConfigs.hpp"
 #include "tools/tessel/Output.hpp"
+#include "tools/tessel/Parse.hpp"
 #include "tools/tessel/SoftmaxCheck.hpp"
 #include "tools/tessel/System.hpp"
 #include "tools/tessel/TuneOutput.hpp"
@@ -184,6 +185,7 @@ int run_tune_gemm(const TuneOptions& o) {
   const std::string arch = system_info().arch();
   JitOptions jo;
   jo.arch = arch;
+  jo.compile_time_limit_s = o.compile_time_limit;  // NVRTC stops too, rather than running on unseen
   TuneJob job{
       command,
       GemmShape{M, N, K}.describe() + " " + o.dtype,
@@ -231,6 +233,7 @@ int run_tune_softmax(const TuneOptions& o) {
   const std::string arch = system_info().arch();
   JitOptions jo;
   jo.arch = arch;
+  jo.compile_time_limit_s = o.compile_time_limit;  // NVRTC stops too, rather than running on unseen
   const double bytes = 2.0 * static_cast<double>(M) * static_cast<double>(N) * dtype_bytes(*dtype);
   TuneJob job{
       command,
@@ -267,27 +270,17 @@ void add_common_options(CLI::App* app, TuneOptions& o) {
   app->add_option("--strategy", o.strategy, "exhaustive, random or halving")->capture_default_str();
   app->add_option("--budget", o.budget, "random: candidates to time (0: a quarter)")
       ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
+      ->check(integer_in(0, INT_MAX));
   app->add_option("--repeats", o.repeats, "Full repeats per timing")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(integer_in(1, kMaxRepeats));
   app->add_option("--warmup", o.warmup, "Untimed runs before each timing")
       ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
+      ->check(integer_in(0, kMaxRepeats));
   app->add_option("--compile-time-limit", o.compile_time_limit,
                   "Seconds a candidate may take to compile before it counts as failed (0: no limit)")
       ->capture_default_str()
-      ->check(CLI::Validator(
-          [](const std::string& text) {
-            try {
-              std::size_t used = 0;
-              const double v = std::stod(text, &used);
-              if (used == text.size() && v >= 0 && std::isfinite(v)) return std::string();
-            } catch (const std::exception&) {
-            }
-            return "--compile-time-limit takes seconds >= 0 (0: no limit), not '" + text + "'";
-          },
-          "SECONDS >= 0"))
+      ->check(number_in(0, 86400))
       ->type_name("SECONDS");
   app->add_flag("--compile-only", o.compile_only,
                 "Compile the whole space in parallel and report candidates/s");
@@ -296,7 +289,7 @@ void add_common_options(CLI::App* app, TuneOptions& o) {
                   "halving, gemm: compile only this fraction of the candidates, the best by the cost model "
                   "(at least 16; 1 compiles all)")
       ->capture_default_str()
-      ->check(CLI::Range(0.0, 1.0));
+      ->check(number_in(0, 1));
   app->add_option("--json", o.json_file, "Also write the table and the winner to FILE")->type_name("FILE");
 }
 
@@ -307,11 +300,9 @@ Command add_tune_gemm_command(CLI::App& tune) {
   o->M = o->N = o->K = 4096;
   CLI::App* app = tune.add_subcommand(
       "gemm", "Tune the GEMM for one shape: every candidate checked against cuBLAS, the winner cached");
-  app->add_option("--m", o->M, "Rows of A and C")->capture_default_str()->check(CLI::Range(1, 1 << 30));
-  app->add_option("--n", o->N, "Columns of B and C")->capture_default_str()->check(CLI::Range(1, 1 << 30));
-  app->add_option("--k", o->K, "Columns of A, rows of B")
-      ->capture_default_str()
-      ->check(CLI::Range(1, 1 << 30));
+  app->add_option("--m", o->M, "Rows of A and C")->capture_default_str()->check(dimension());
+  app->add_option("--n", o->N, "Columns of B and C")->capture_default_str()->check(dimension());
+  app->add_option("--k", o->K, "Columns of A, rows of B")->capture_default_str()->check(dimension());
   app->add_option("--dtype", o->dtype, "f16 or bf16")->capture_default_str();
   add_common_options(app, *o);
   return {app, [o] { return run_tune_gemm(*o); }};
@@ -324,10 +315,10 @@ Command add_tune_softmax_command(CLI::App& tune) {
   CLI::App* app = tune.add_subcommand("softmax",
                                       "Tune the softmax for one shape: every candidate checked against "
                                       "float64 on sampled rows, the winner cached");
-  app->add_option("--m", o->M, "Rows")->capture_default_str()->check(CLI::PositiveNumber);
+  app->add_option("--m", o->M, "Rows")->capture_default_str()->check(dimension());
   app->add_option("--n", o->N, "Row length (the softmax's dimension)")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(dimension());
   app->add_option("--dtype", o->dtype, "f16, bf16 or f32")->capture_default_str();
   add_common_options(app, *o);
   return {app, [o] { return run_tune_softmax(*o); }};

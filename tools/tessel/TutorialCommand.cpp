@@ -8,6 +8,7 @@
 
 #include "tools/tessel/Commands.hpp"
 #include "tools/tessel/Output.hpp"
+#include "tools/tessel/Parse.hpp"
 #include "tools/tessel/System.hpp"
 #include "tools/tessel/Tutorial.hpp"
 
@@ -173,16 +174,16 @@ Command add_tutorial_command(CLI::App& root) {
                           "their kernels and report instructions and resources instead of timings");
   app->add_option("--section", o->sections, "Sections to run, e.g. 2 or 1,2,3 (default: all)")
       ->delimiter(',')
-      ->check(CLI::Range(1, 7))
+      ->check(integer_in(1, 7))
       ->type_name("N[,N...]");
   app->add_option("--json", o->json_file, "Also write the sections' results as JSON to FILE")
       ->type_name("FILE");
   app->add_option("--repeats", o->repeats, "Timed runs per kernel (median reported)")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(integer_in(1, kMaxRepeats));
   app->add_option("--warmup", o->warmup, "Untimed runs before timing")
       ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
+      ->check(integer_in(0, kMaxRepeats));
   app->add_flag("--cpu", o->cpu,
                 "Run sections 2-5 on the CPU reference interpreter at small sizes, checked against float64 "
                 "(no GPU needed; checks results, times nothing that matters); section 7 then shows its "

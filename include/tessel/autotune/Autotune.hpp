@@ -70,8 +70,15 @@ class Space {
     std::size_t total = 0;
   };
   Enumeration enumerate(const HardwareLimits& limits = {}) const;
+  // Why `c` is not a config this space would try under `limits` ("lacks the knob threads of the
+  // space 'gemm sm_90a f16'", "is not a point of ...", "is pruned from ... by constraint ..."), or
+  // nullopt when it is one: what a stored tuning result must pass before it is used.
+  std::optional<std::string> why_not(const Config& c, const HardwareLimits& limits = {}) const;
 
  private:
+  // The constraint or limit that prunes `c`; empty when none does.
+  std::string prune_reason(const Config& c, const HardwareLimits& limits) const;
+
   std::string name_;
   std::vector<std::pair<std::string, std::vector<int>>> knobs_;
   std::vector<Config> points_;
@@ -163,12 +170,20 @@ struct StoredResult {
   std::string strategy;
   std::string space;
 };
-// cache_directory()/tune, or nullopt when the disk cache is off.
+// cache_directory()/tune, or nullopt when the disk cache is off or its folder is not private
+// (then after the warning CacheFolder.hpp describes).
 std::optional<std::filesystem::path> tuning_cache_directory();
-// <dir>/<key>.json. nullopt when missing or damaged (not JSON, another key, fields missing);
-// a damaged file is removed so that the next tune rewrites it.
+// <dir>/<key>.json, read as the kernel cache reads entries (a private folder, no links, regular
+// files of at most 1 MiB). nullopt when missing or damaged (not JSON, another key, fields
+// missing, a knob that is not an integer fitting an int: 1e20, 12.5, 2^31); a damaged file is
+// removed with a note on stderr, so that the next tune rewrites it.
 std::optional<StoredResult> read_tuning_entry(const std::filesystem::path& dir, const std::string& key);
-// Atomic (unique temp file + rename); false when the directory cannot be written.
+// The same, used only when its config passes space.why_not(config, limits); an entry that does
+// not (block_M=7, a config the space no longer holds, missing knobs) is removed with a note.
+std::optional<StoredResult> read_valid_tuning_entry(const std::filesystem::path& dir, const std::string& key,
+                                                    const Space& space, const HardwareLimits& limits = {});
+// Atomic (unique temp file + rename, 0600 in a 0700 folder); false when the directory cannot be
+// written or is not private.
 bool write_tuning_entry(const std::filesystem::path& dir, const std::string& key, const StoredResult& r);
 
 // ---- autotune ----------------------------------------------------------------------------------
@@ -302,13 +317,16 @@ KeyParts softmax_key_parts(long long M, long long N, DType dtype, const DeviceKe
 // defaults.
 //
 // The config `tessel tune` stored in `dir` for this problem on `device`, or nullopt. Reads only
-// that one entry (a damaged one is removed, as read_tuning_entry does).
+// that one entry, and uses it only when it is a point of the space that passes the space's
+// constraints and `limits` (read_valid_tuning_entry: a damaged or invalid one is removed).
 std::optional<kernels::MatmulConfig> find_tuned_matmul_config(long long M, long long N, long long K,
                                                               DType dtype, const DeviceKey& device,
-                                                              const std::filesystem::path& dir);
+                                                              const std::filesystem::path& dir,
+                                                              const HardwareLimits& limits = {});
 std::optional<kernels::SoftmaxConfig> find_tuned_softmax_config(long long M, long long N, DType dtype,
                                                                 const DeviceKey& device,
-                                                                const std::filesystem::path& dir);
+                                                                const std::filesystem::path& dir,
+                                                                const HardwareLimits& limits = {});
 // The same for this process's GPU and tuning cache folder. nullopt without a GPU, without a
 // cache folder (TESSEL_CACHE=0), or on any error: never throws. Costs a space description, a
 // SHA-256 and one file lookup (microseconds; far below a jit()).

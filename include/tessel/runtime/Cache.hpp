@@ -2,10 +2,15 @@
 // Tessel process of the user. A hit costs a hash and a file read instead of an NVRTC run.
 //
 // Disk level: $TESSEL_CACHE_DIR, else $XDG_CACHE_HOME/tessel, else ~/.cache/tessel;
-// TESSEL_CACHE=0 turns it off (the in-process map stays). Entries are written to a unique
-// temporary file and renamed into place, so readers never see a partial entry and concurrent
-// writers of one key cannot corrupt it; each entry carries a checksum, and an entry that fails
-// it (truncated, flipped bits, another format) is removed and rebuilt.
+// TESSEL_CACHE=0 turns it off (the in-process map stays). The folder is used only when it is
+// this user's and nobody else can write it (CacheFolder.hpp; otherwise one warning and no disk
+// level); it is created 0700, entries 0600. Entries are written to a unique temporary file and
+// renamed into place, so readers never see a partial entry and concurrent writers of one key
+// cannot corrupt it; each entry carries a MAC of its key and contents under the folder's
+// per-user secret, and an entry that fails it (truncated, flipped bits, another format, another
+// kernel's entry, a forgery) is removed and rebuilt. A FIFO, a directory, a link or an
+// oversized file in place of an entry is a miss with a note on stderr. docs/security.md has
+// the threat model.
 #pragma once
 
 #include <cstdint>
@@ -28,12 +33,14 @@ std::string sha256_hex(std::string_view data);
 // The cache directory the environment selects now, or nullopt when the disk level is off.
 std::optional<std::filesystem::path> cache_directory();
 
-// Reads one entry file. nullopt when it is missing or damaged (bad magic, version, lengths,
-// checksum or JSON) or holds another key; a damaged file is removed when `remove_if_bad`.
+// Reads one entry file (its folder must pass open_cache_folder). nullopt when it is missing,
+// damaged (bad magic, version, lengths, MAC or JSON), holds another key, or is not a regular
+// file; a damaged file is removed when `remove_if_bad`.
 std::optional<CompiledKernel> read_cache_entry(const std::filesystem::path& file, const std::string& key,
                                                bool remove_if_bad = true);
 // Writes one entry atomically (temp file in the same directory, then rename). Returns false,
-// without throwing, when the directory cannot be written: the cache is only an optimisation.
+// without throwing, when the directory cannot be written or is not private: the cache is only an
+// optimisation.
 bool write_cache_entry(const std::filesystem::path& file, const std::string& key,
                        const CompiledKernel& kernel);
 
@@ -44,7 +51,7 @@ class KernelCache {
 
   struct Stats {
     std::uint64_t memory_hits = 0, disk_hits = 0, misses = 0;
-    std::uint64_t corrupt_entries = 0;  // disk entries found damaged and rebuilt
+    std::uint64_t corrupt_entries = 0;  // disk entries found damaged or unsafe and rebuilt
     std::uint64_t write_failures = 0;   // disk entries that could not be written
     std::uint64_t hits() const { return memory_hits + disk_hits; }
   };

@@ -1,7 +1,13 @@
 // What the library kernels' default entry points get from the tuning cache: a planted entry is
 // found for its own shape, dtype and device only; without an entry (or a GPU) the built-in
-// default, and never an exception.
+// default, and never an exception; an entry outside the space, or not made of ints, or not a
+// regular file, is never used.
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <fstream>
 
 #include "support/TestSupport.hpp"
 #include "tessel/autotune/Autotune.hpp"
@@ -92,4 +98,159 @@ TEST(TunedConfigs, WithoutAnEntryTheKernelsUseTheirDefaults) {
   tessel::test::ScopedEnv off("TESSEL_CACHE", "0");
   EXPECT_FALSE(at::tuned_softmax_config(4096, 1000, DType::f16));
   EXPECT_FALSE(tessel::kernels::choose_softmax_config(4096, 1000, DType::f16).tuned);
+}
+
+// ---- validated and safely read entries (issue 18) ------------------------------------------------
+
+namespace {
+
+const at::Config kGoodGemm = {{"block_M", 64},   {"block_N", 256}, {"block_K", 64},
+                              {"num_stages", 4}, {"threads", 128}, {"panel", 8}};
+
+std::filesystem::path gemm_entry(const std::filesystem::path& dir) {
+  return dir / (at::tuning_key(at::gemm_key_parts(2048, 2048, 2048, DType::f16, kH200)) + ".json");
+}
+
+// Writes the entry file by hand, with `config_json` as its config.
+void plant_raw(const std::filesystem::path& dir, const std::string& config_json) {
+  const std::string key = at::tuning_key(at::gemm_key_parts(2048, 2048, 2048, DType::f16, kH200));
+  std::ofstream(gemm_entry(dir)) << "{\"format\": 1, \"key\": \"" << key << "\", \"config\": " << config_json
+                                 << ", \"ms\": 0.5, \"strategy\": \"halving\", \"space\": \"test\"}";
+}
+
+// Looks the 2048^3 f16 GEMM up; returns the note on stderr, and checks that nothing was found and
+// the entry was removed.
+std::string rejected_note(const std::filesystem::path& dir, const at::HardwareLimits& limits = {}) {
+  testing::internal::CaptureStderr();
+  const auto found = at::find_tuned_matmul_config(2048, 2048, 2048, DType::f16, kH200, dir, limits);
+  const std::string err = testing::internal::GetCapturedStderr();
+  EXPECT_FALSE(found) << err;
+  EXPECT_FALSE(std::filesystem::exists(gemm_entry(dir))) << "a rejected entry is removed";
+  return err;
+}
+
+}  // namespace
+
+TEST(TunedConfigs, EntriesOutsideTheSpaceAreRemovedWithANote) {
+  tessel::test::TempDir dir;
+  const std::string space = "the space 'gemm sm_90a f16'";
+  const std::string note = "tessel: note: tuning cache entry " + gemm_entry(dir.path()).string() + " holds ";
+  const auto key_parts = at::gemm_key_parts(2048, 2048, 2048, DType::f16, kH200);
+
+  // Issue 18's entry: every later make_matmul for the shape would have thrown.
+  plant(dir.path(), key_parts, {{"block_M", 7}, {"num_stages", -3}, {"threads", 5000}});
+  EXPECT_CONTAINS(rejected_note(dir.path()),
+                  note + "block_M=7 num_stages=-3 threads=5000, which lacks the knob block_K of " + space +
+                      "; removed\n");
+
+  // A legal config the space does not hold (6 stages of 128x128x32 is off its grid on sm_90a).
+  at::Config off_grid = kGoodGemm;
+  off_grid["num_stages"] = 6;
+  plant(dir.path(), key_parts, off_grid);
+  EXPECT_CONTAINS(rejected_note(dir.path()),
+                  "num_stages=6 panel=8 threads=128, which is not a point of " + space);
+
+  // A missing knob is not defaulted.
+  at::Config missing = kGoodGemm;
+  missing.erase("panel");
+  plant(dir.path(), key_parts, missing);
+  EXPECT_CONTAINS(rejected_note(dir.path()), "which lacks the knob panel of " + space);
+
+  at::Config extra = kGoodGemm;
+  extra["unroll"] = 2;
+  plant(dir.path(), key_parts, extra);
+  EXPECT_CONTAINS(rejected_note(dir.path()),
+                  "which has a knob unroll the space 'gemm sm_90a f16' does not have");
+
+  // A point the space prunes: by a constraint, and by this GPU's shared memory.
+  at::Config too_many = kGoodGemm;
+  too_many["block_M"] = 256;
+  too_many["block_N"] = 256;
+  plant(dir.path(), key_parts, too_many);
+  EXPECT_CONTAINS(rejected_note(dir.path()),
+                  "which is pruned from " + space + " by constraint at most 256 f32 accumulators per thread");
+  plant(dir.path(), key_parts, kGoodGemm);
+  EXPECT_CONTAINS(rejected_note(dir.path(), at::HardwareLimits{48 * 1024, 1024}),
+                  "which is pruned from " + space + " by shared memory ");
+
+  // The good one is used.
+  plant(dir.path(), key_parts, kGoodGemm);
+  EXPECT_TRUE(at::find_tuned_matmul_config(2048, 2048, 2048, DType::f16, kH200, dir.path()));
+}
+
+TEST(TunedConfigs, KnobsThatAreNotIntsAreRejectedNotWrapped) {
+  tessel::test::TempDir dir;
+  const std::pair<const char*, const char*> cases[] = {
+      {"1e20", "knob block_M is 1e+20, not an integer that fits an int"},
+      {"12.5", "knob block_M is 12.5, not an integer that fits an int"},
+      {"2147483648", "knob block_M is 2147483648, not an integer that fits an int"},
+      {"-2147483649", "knob block_M is -2147483649, not an integer that fits an int"},
+      {"\"64\"", "knob block_M is \"64\", not an integer that fits an int"},
+  };
+  for (const auto& [value, why] : cases) {
+    SCOPED_TRACE(value);
+    plant_raw(dir.path(), std::string("{\"block_M\": ") + value +
+                              ", \"block_N\": 256, \"block_K\": 64, \"num_stages\": 4, \"threads\": 128, "
+                              "\"panel\": 8}");
+    EXPECT_CONTAINS(rejected_note(dir.path()), std::string(" is damaged (") + why + "); removed\n");
+  }
+  plant_raw(dir.path(), "[64, 256]");
+  EXPECT_CONTAINS(rejected_note(dir.path()), " is damaged (the config is not a JSON object); removed\n");
+}
+
+TEST(TunedConfigs, OddFilesInPlaceOfAnEntryNeitherHangNorAbort) {
+  tessel::test::TempDir dir;
+  const auto file = gemm_entry(dir.path());
+  ASSERT_EQ(::mkfifo(file.c_str(), 0600), 0);
+  auto lookup = [&] {
+    return std::string(
+        at::find_tuned_matmul_config(2048, 2048, 2048, DType::f16, kH200, dir.path()) ? "found" : "none");
+  };
+  tessel::test::ChildResult r = tessel::test::run_in_child(20, lookup);
+  EXPECT_FALSE(r.timed_out);
+  EXPECT_EQ(r.result, "none");
+  EXPECT_CONTAINS(r.stderr_text,
+                  "tuning cache entry " + file.string() + " is a FIFO, not a regular file; not used");
+
+  std::filesystem::remove(file);
+  std::filesystem::create_directory(file);
+  r = tessel::test::run_in_child(20, lookup);
+  EXPECT_EQ(r.result, "none");
+  EXPECT_CONTAINS(r.stderr_text, " is a directory, not a regular file; not used");
+
+  std::filesystem::remove(file);
+  const int fd = ::open(file.c_str(), O_WRONLY | O_CREAT, 0600);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(::ftruncate(fd, 3ll << 30), 0);
+  ::close(fd);
+  r = tessel::test::run_in_child(20, lookup);
+  EXPECT_FALSE(r.timed_out);
+  EXPECT_EQ(r.result, "none");
+  EXPECT_CONTAINS(r.stderr_text, " is 3221225472 bytes, more than the 1048576 an entry may have; removed");
+  EXPECT_FALSE(std::filesystem::exists(file));
+}
+
+TEST(TunedConfigs, TheTuningFolderIsPrivateUnderUmask000AndAnOpenOneIsRefused) {
+  tessel::test::TempDir dir;
+  tessel::test::ScopedEnv env("TESSEL_CACHE_DIR", (dir.path() / "cache").string());
+  const mode_t old = ::umask(0);
+  const auto tune = at::tuning_cache_directory();
+  ASSERT_TRUE(tune);
+  plant(*tune, at::gemm_key_parts(2048, 2048, 2048, DType::f16, kH200), kGoodGemm);
+  ::umask(old);
+  auto mode = [](const std::filesystem::path& p) {
+    return static_cast<unsigned>(std::filesystem::status(p).permissions()) & 0777;
+  };
+  EXPECT_EQ(mode(dir.path() / "cache"), 0700u);
+  EXPECT_EQ(mode(*tune), 0700u);
+  EXPECT_EQ(mode(gemm_entry(*tune)), 0600u);
+
+  std::filesystem::permissions(*tune, std::filesystem::perms::all, std::filesystem::perm_options::replace);
+  testing::internal::CaptureStderr();
+  EXPECT_FALSE(at::find_tuned_matmul_config(2048, 2048, 2048, DType::f16, kH200, *tune));
+  EXPECT_CONTAINS(
+      testing::internal::GetCapturedStderr(),
+      "tessel: warning: the cache folder " + tune->string() +
+          " is writable by others (mode 0777), so they could plant kernels in it; fix: chmod 700 " +
+          tune->string() + "; running without the disk cache\n");
 }

@@ -1,11 +1,14 @@
 // The kernel cache with a stand-in compiler (no NVRTC needed): levels, damage detection,
 // environment selection, and concurrent writers (threads and forked processes).
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <fstream>
+#include <iterator>
 #include <thread>
 
 #include "support/TestSupport.hpp"
@@ -183,8 +186,12 @@ TEST_F(CacheTest, UnwritableDirectoryStillCompiles) {
   std::ofstream(blocker) << "not a directory";
   ScopedEnv bad("TESSEL_CACHE_DIR", (blocker / "sub").string());
   KernelCache cache(CountingCompiler{});
+  testing::internal::CaptureStderr();
   EXPECT_NO_THROW(cache.get_or_compile(source, "k", options));
-  EXPECT_EQ(cache.stats().write_failures, 1u);
+  EXPECT_CONTAINS(testing::internal::GetCapturedStderr(),
+                  "tessel: warning: the cache folder " + (blocker / "sub").string() +
+                      " cannot be created (Not a directory); fix: set TESSEL_CACHE_DIR to a folder you can "
+                      "write; running without the disk cache\n");
   EXPECT_TRUE(cache.get_or_compile(source, "k", options).resources.cache_hit);
 }
 
@@ -216,14 +223,14 @@ TEST_F(CacheTest, ConcurrentThreadsWritingOneKey) {
   EXPECT_EQ(failures, 0);
   EXPECT_TRUE(read_cache_entry(file, key).has_value());
   for (const auto& e : fs::directory_iterator(dir.path()))  // no temporary files left behind
-    EXPECT_EQ(e.path().filename(), "shared.tsk");
+    EXPECT_TRUE(e.path().filename() == "shared.tsk" || e.path().filename() == "secret") << e.path();
 }
 
 TEST_F(CacheTest, ConcurrentProcessesWritingOneKey) {
   const fs::path file = dir.path() / "shared.tsk";
   const std::string key = std::string(64, 'b');
   std::vector<pid_t> children;
-  for (int p = 0; p < 6; ++p) {
+  for (int p = 0; p < 8; ++p) {
     const pid_t pid = fork();
     ASSERT_GE(pid, 0);
     if (pid == 0) _exit(hammer(file, key, p, 40) ? 0 : 1);  // no gtest in the child
@@ -255,6 +262,198 @@ TEST_F(CacheTest, ConcurrentGetOrCompile) {
   EXPECT_EQ(s.hits() + s.misses, 160u);
   EXPECT_GE(s.misses, 4u);
   EXPECT_EQ(static_cast<std::uint64_t>(*compiler.calls), s.misses);
+}
+
+// ---- safety (issue 18): the folder, the entry files, the MAC ------------------------------------
+
+std::string file_bytes(const fs::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+void put_bytes(const fs::path& file, const std::string& bytes) {
+  std::ofstream(file, std::ios::binary | std::ios::trunc) << bytes;
+}
+
+unsigned mode_of(const fs::path& p) {
+  return static_cast<unsigned>(fs::status(p).permissions()) & 0777;
+}
+
+TEST_F(CacheTest, WorldWritableFolderIsRefusedWithOneWarning) {
+  const fs::path open = dir.path() / "open";
+  fs::create_directory(open);
+  fs::permissions(open, fs::perms::all, fs::perm_options::replace);
+  ScopedEnv env("TESSEL_CACHE_DIR", open.string());
+  CountingCompiler compiler;
+  testing::internal::CaptureStderr();
+  for (int i = 0; i < 2; ++i) {  // two "processes": each compiles, neither reads or writes the folder
+    KernelCache cache(compiler);
+    CompiledKernel k = cache.get_or_compile(source, "k", options);
+    EXPECT_FALSE(k.resources.cache_hit);
+    EXPECT_EQ(k.cubin, fake_kernel(source, "k", options).cubin);
+  }
+  const std::string err = testing::internal::GetCapturedStderr();
+  const std::string warning = "tessel: warning: the cache folder " + open.string() +
+                              " is writable by others (mode 0777), so they could plant kernels in it; fix: "
+                              "chmod 700 " +
+                              open.string() + "; running without the disk cache\n";
+  EXPECT_EQ(err, warning);  // once per folder and process
+  EXPECT_EQ(*compiler.calls, 2);
+  EXPECT_TRUE(fs::is_empty(open));  // no secret, no entry
+
+  const fs::path group = dir.path() / "group";  // another folder: the warning is once per folder
+  fs::create_directory(group);
+  fs::permissions(group, fs::perms::owner_all | fs::perms::group_all, fs::perm_options::replace);
+  ScopedEnv group_env("TESSEL_CACHE_DIR", group.string());
+  testing::internal::CaptureStderr();
+  KernelCache cache(compiler);
+  cache.get_or_compile(source, "k", options);
+  EXPECT_CONTAINS(testing::internal::GetCapturedStderr(),
+                  "the cache folder " + group.string() + " is writable by its group (mode 0770)");
+  EXPECT_TRUE(fs::is_empty(group));
+
+  ScopedEnv open_env("TESSEL_CACHE_DIR", open.string());
+
+  fs::permissions(open, fs::perms::owner_all, fs::perm_options::replace);  // the fix
+  KernelCache fixed(compiler);
+  fixed.get_or_compile(source, "k", options);
+  EXPECT_TRUE(fs::exists(open / (KernelCache::key(source, "k", options) + ".tsk")));
+}
+
+TEST_F(CacheTest, CreatedFoldersAndFilesArePrivateUnderUmask000) {
+  const mode_t old = ::umask(0);
+  const fs::path nested = dir.path() / "new" / "cache";
+  {
+    ScopedEnv env("TESSEL_CACHE_DIR", nested.string());
+    KernelCache cache(CountingCompiler{});
+    cache.get_or_compile(source, "k", options);
+  }
+  ::umask(old);
+  EXPECT_EQ(mode_of(dir.path() / "new"), 0700u);
+  EXPECT_EQ(mode_of(nested), 0700u);
+  EXPECT_EQ(mode_of(nested / "secret"), 0600u);
+  EXPECT_EQ(fs::file_size(nested / "secret"), 32u);
+  EXPECT_EQ(mode_of(nested / (KernelCache::key(source, "k", options) + ".tsk")), 0600u);
+}
+
+// What a fresh process sees when `file` holds something odd: run in a child that is killed after
+// 20 s, so that a hang fails the test instead of stalling it, and an abort is reported.
+test::ChildResult fresh_lookup(const std::string& source, const CompileOptions& options) {
+  return test::run_in_child(20, [&] {
+    CountingCompiler compiler;
+    KernelCache fresh(compiler);
+    CompiledKernel k = fresh.get_or_compile(source, "k", options);
+    return std::string(k.resources.cache_hit ? "hit" : "miss") + ", compiled " +
+           std::to_string(*compiler.calls);
+  });
+}
+
+TEST_F(CacheTest, OddFilesInPlaceOfAnEntryAreMissesNotHangsOrAborts) {
+  const fs::path file = entry();
+  struct Case {
+    std::string name, note;
+    std::function<void()> plant;
+  };
+  const std::vector<Case> cases = {
+      {"fifo", " is a FIFO, not a regular file; not used, compiling instead",
+       [&] { ASSERT_EQ(::mkfifo(file.c_str(), 0600), 0); }},
+      {"directory", " is a directory, not a regular file; not used, compiling instead",
+       [&] { fs::create_directory(file); }},
+      {"symlink", " is a symbolic link; not used, compiling instead",
+       [&] {
+         // To a valid entry: followed, it would be a hit.
+         KernelCache(CountingCompiler{}).get_or_compile(source, "k", options);
+         fs::rename(file, dir.path() / "elsewhere");
+         fs::create_symlink(dir.path() / "elsewhere", file);
+       }},
+      {"3 GB sparse file", " is 3221225472 bytes, more than the 67108864 an entry may have; removed",
+       [&] {
+         const int fd = ::open(file.c_str(), O_WRONLY | O_CREAT, 0600);
+         ASSERT_GE(fd, 0);
+         ASSERT_EQ(::ftruncate(fd, 3ll << 30), 0);
+         ::close(fd);
+       }},
+      {"header announcing more than the file holds", " bytes, but its header announces ",
+       [&] {
+         KernelCache(CountingCompiler{}).get_or_compile(source, "k", options);
+         std::string bytes = file_bytes(file);
+         bytes[16 + 8 * 2 + 3] = 1;  // the cubin's length + 16 MB
+         put_bytes(file, bytes);
+       }},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    std::error_code ec;
+    fs::remove_all(file, ec);
+    c.plant();
+    const test::ChildResult r = fresh_lookup(source, options);
+    EXPECT_FALSE(r.timed_out);
+    EXPECT_EQ(r.result, "miss, compiled 1");
+    EXPECT_CONTAINS(r.stderr_text, "tessel: note: kernel cache entry " + file.string());
+    EXPECT_CONTAINS(r.stderr_text, c.note);
+  }
+}
+
+TEST_F(CacheTest, ForgedEntriesAreNotLoaded) {
+  const std::string other_source = "extern \"C\" __global__ void softmax_kernel() {}";
+  KernelCache cache(CountingCompiler{});
+  cache.get_or_compile(source, "k", options);
+  cache.get_or_compile(other_source, "k", options);
+  const fs::path file = entry();
+  const fs::path other = dir.path() / (KernelCache::key(other_source, "k", options) + ".tsk");
+  const std::string key = KernelCache::key(source, "k", options);
+
+  // Issue 18's forgery: another kernel's entry filed under this key, its key section replaced and
+  // the integrity field recomputed the way format 1 checked it (SHA-256 of the payload).
+  const std::string theirs = file_bytes(other);
+  const std::string payload = key + theirs.substr(128 + 64);
+  put_bytes(file, theirs.substr(0, 64) + sha256_hex(payload) + payload);
+  testing::internal::CaptureStderr();
+  EXPECT_FALSE(read_cache_entry(file, key, /*remove_if_bad=*/false).has_value());
+  EXPECT_CONTAINS(testing::internal::GetCapturedStderr(),
+                  "tessel: note: kernel cache entry " + file.string() +
+                      " fails its MAC check (damaged, written under another key or another secret, or "
+                      "tampered with); not used\n");
+
+  // Another kernel's entry copied in whole (its MAC is right, for its own key).
+  put_bytes(file, theirs);
+  testing::internal::CaptureStderr();
+  EXPECT_FALSE(read_cache_entry(file, key, false).has_value());
+  EXPECT_CONTAINS(testing::internal::GetCapturedStderr(), " fails its MAC check");
+
+  // This kernel's own entry, from a folder with another secret (another user's, another machine's).
+  TempDir elsewhere;
+  ASSERT_TRUE(
+      write_cache_entry(elsewhere.path() / file.filename(), key, fake_kernel(other_source, "k", options)));
+  fs::copy_file(elsewhere.path() / file.filename(), file, fs::copy_options::overwrite_existing);
+  testing::internal::CaptureStderr();
+  EXPECT_FALSE(read_cache_entry(file, key, false).has_value());
+  EXPECT_CONTAINS(testing::internal::GetCapturedStderr(), " fails its MAC check");
+
+  // And the cache itself compiles instead, replacing the forgery with a real entry.
+  CountingCompiler compiler;
+  KernelCache fresh(compiler);
+  testing::internal::CaptureStderr();
+  CompiledKernel k = fresh.get_or_compile(source, "k", options);
+  testing::internal::GetCapturedStderr();
+  EXPECT_FALSE(k.resources.cache_hit);
+  EXPECT_EQ(*compiler.calls, 1);
+  EXPECT_EQ(fresh.stats().corrupt_entries, 1u);
+  ASSERT_TRUE(read_cache_entry(file, key).has_value());
+  EXPECT_EQ(read_cache_entry(file, key)->ptx, fake_kernel(source, "k", options).ptx);
+}
+
+TEST_F(CacheTest, TamperedSecretDisablesTheDiskCache) {
+  KernelCache(CountingCompiler{}).get_or_compile(source, "k", options);
+  fs::permissions(dir.path() / "secret", fs::perms::owner_read | fs::perms::group_read,
+                  fs::perm_options::replace);
+  testing::internal::CaptureStderr();
+  CountingCompiler compiler;
+  KernelCache fresh(compiler);
+  EXPECT_FALSE(fresh.get_or_compile(source, "k", options).resources.cache_hit);
+  EXPECT_CONTAINS(testing::internal::GetCapturedStderr(),
+                  "tessel: warning: the cache secret " + (dir.path() / "secret").string() +
+                      " is not a 32-byte file of yours readable by you alone (mode 0440); fix: remove it");
 }
 
 TEST(PtxasLog, ParsesResources) {

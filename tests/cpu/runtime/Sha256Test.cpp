@@ -1,10 +1,11 @@
 // SHA-256 against FIPS 180-4 vectors and lengths around the 55/56/64-byte padding edges
-// (expected digests from Python's hashlib).
+// (expected digests from Python's hashlib); HMAC-SHA256 against RFC 4231.
 #include <gtest/gtest.h>
 
 #include <string>
 
 #include "tessel/runtime/Cache.hpp"
+#include "tessel/runtime/CacheFolder.hpp"
 
 namespace tessel {
 namespace {
@@ -37,6 +38,20 @@ TEST(Sha256, BinaryBytes) {
   for (int r = 0; r < 3; ++r)
     for (int b = 0; b < 256; ++b) all.push_back(static_cast<char>(b));
   EXPECT_EQ(sha256_hex(all), "f3a25aa93aa2fbba28d79260535bbd6a5eb0fc1c24a8b0f04e12b484c1dfe363");
+}
+
+TEST(HmacSha256, Rfc4231Vectors) {
+  EXPECT_EQ(hmac_sha256_hex(std::string(20, '\x0b'), "Hi There"),
+            "b0344c61d8db38535ca8afceaf0bf12b881dc200c9833da726e9376c2e32cff7");
+  EXPECT_EQ(hmac_sha256_hex("Jefe", "what do ya want for nothing?"),
+            "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843");
+  // A key longer than the block is hashed first (test case 6).
+  EXPECT_EQ(
+      hmac_sha256_hex(std::string(131, '\xaa'), "Test Using Larger Than Block-Size Key - Hash Key First"),
+      "60e431591ee0b67f0d8a26aacbf5b77f8e0bc6213728c5140546040f0ee37f54");
+  // A key of exactly one block (Python's hmac).
+  EXPECT_EQ(hmac_sha256_hex(std::string(64, 'k'), ""),
+            "83026a325aaee70e36cfe607536aa1054104ad1077c36134810d4ccded1ccd3b");
 }
 
 }  // namespace

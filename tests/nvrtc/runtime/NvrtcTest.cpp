@@ -2,6 +2,7 @@
 // real ptxas output, error reporting, thread safety and the cache's hit latency.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <thread>
@@ -10,6 +11,7 @@
 #include "tessel/runtime/Cache.hpp"
 #include "tessel/runtime/EmbeddedHeaders.hpp"
 #include "tessel/runtime/Nvrtc.hpp"
+#include "tessel/tessel.hpp"
 
 namespace tessel {
 namespace {
@@ -168,6 +170,79 @@ TEST(Nvrtc, CacheHitIsFast) {
               warm.resources.compile_ms, disk.resources.compile_ms);
   EXPECT_LT(warm.resources.compile_ms, 50.0);  // the target is < 10 ms; 50 leaves room for loaded CI
   EXPECT_LT(disk.resources.compile_ms, 50.0);
+}
+
+// Every target tessel_archs() lists (what the CLI's --arch and jit() accept) really compiles.
+TEST(Nvrtc, EveryListedArchCompiles) {
+  const std::vector<std::string>& archs = tessel_archs();
+  ASSERT_FALSE(archs.empty());
+  EXPECT_EQ(archs.front(), "sm_80");
+  EXPECT_NE(std::find(archs.begin(), archs.end(), "sm_90a"), archs.end());
+  for (const std::string& arch : archs) {
+    EXPECT_FALSE(why_not_arch(arch)) << arch;
+    CompiledKernel k;
+    ASSERT_NO_THROW(k = nvrtc_compile(kVectorAdd, "vadd", for_arch(arch))) << arch;
+    EXPECT_FALSE(k.cubin.empty()) << arch;
+  }
+  for (const char* bad : {"sm_75", "sm_90b", "compute_90", "", "sm_80 "})
+    EXPECT_TRUE(why_not_arch(bad)) << "'" << bad << "'";
+}
+
+// A source that keeps NVRTC busy for tens of seconds (thousands of dependent statements).
+std::string slow_source() {
+  std::string s =
+      "extern \"C\" __global__ void slow(float* p) {\n  float a = p[threadIdx.x], b = p[threadIdx.x + 1];\n";
+  for (int i = 0; i < 4000; ++i)
+    s += "  a = a * p[(" + std::to_string(i) + " * threadIdx.x) & 1023] + __sinf(b); b = b + a * " +
+         std::to_string(i) + ".f;\n";
+  return s + "  p[0] = a + b;\n}\n";
+}
+
+TEST(Nvrtc, TimeLimitStopsACompile) {
+  CompileOptions o = for_arch("sm_90a");
+  o.time_limit_s = 0.01;  // NVRTC checks between phases; the first check comes well past 10 ms
+  const auto t0 = std::chrono::steady_clock::now();
+  try {
+    nvrtc_compile(slow_source(), "slow", o);
+    FAIL() << "the compile was not stopped";
+  } catch (const CompileTimeLimitError& e) {
+    EXPECT_NE(std::string(e.what()).find("NVRTC stopped compiling tessel_kernel.cu after "),
+              std::string::npos)
+        << e.what();
+    EXPECT_NE(std::string(e.what()).find("CompileOptions::time_limit_s is 0.01"), std::string::npos)
+        << e.what();
+  }
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  // Unbounded, this compile takes 25-30 s on a 2-core CI machine; stopped, well under a second
+  // there. 8 s leaves room for a loaded machine.
+  EXPECT_LT(seconds, 8.0);
+  // The limit is not part of the cache key: it does not change the output.
+  CompileOptions unlimited = for_arch("sm_90a");
+  EXPECT_EQ(nvrtc_flags(o), nvrtc_flags(unlimited));
+}
+
+// Through jit(): a Tessel program NVRTC would chew on for minutes (8192 floats per thread,
+// allowed past the register budget) stops at JitOptions::compile_time_limit_s with a
+// RuntimeError, not an InternalError.
+TEST(Nvrtc, JitTimeLimitStopsACompileAsARuntimeError) {
+  test::TempDir dir;
+  test::ScopedEnv env("TESSEL_CACHE_DIR", dir.path().string());
+  PrimFunc f("huge_fragment");
+  auto C = f.tensor("C", {128, 8192}, DType::f32);
+  f.body([&] {
+    Kernel(1, 128, [&](Var) {
+      auto frag = alloc_fragment({128, 8192}, DType::f32);
+      clear(frag);
+      copy(frag, C(0, 0));
+    });
+  });
+  JitOptions o;
+  o.arch = "sm_90a";
+  o.allow_register_spills = true;
+  o.compile_time_limit_s = 0.01;
+  const auto t0 = std::chrono::steady_clock::now();
+  EXPECT_THROW(jit(f, o), CompileTimeLimitError);
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 8.0);
 }
 
 }  // namespace

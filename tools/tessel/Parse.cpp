@@ -1,0 +1,118 @@
+#include "tools/tessel/Parse.hpp"
+
+#include <charconv>
+#include <cmath>
+#include <sstream>
+#include <stdexcept>
+
+#include "tessel/runtime/Nvrtc.hpp"
+
+namespace tessel::cli {
+
+namespace {
+
+std::string number_text(double v) {
+  std::ostringstream os;
+  os << v;
+  return os.str();
+}
+
+std::string range_text(long long min, long long max) {
+  return "must be an integer from " + std::to_string(min) + " to " + std::to_string(max);
+}
+
+// The message of a value outside [min, max] (or not an integer), without the flag.
+std::string integer_error(std::string_view text, long long min, long long max) {
+  return range_text(min, max) + ", not '" + std::string(text) + "'";
+}
+
+std::optional<std::string> shape_error(std::string_view text, int dims, const std::string& form,
+                                       const std::string& example, long long max) {
+  int count = 0;
+  bool ok = true;
+  std::size_t begin = 0;
+  while (ok) {
+    const std::size_t end = text.find('x', begin);
+    const auto v = parse_integer(text.substr(begin, end == std::string_view::npos ? end : end - begin));
+    ok = v && *v >= 1 && *v <= max;
+    ++count;
+    if (end == std::string_view::npos) break;
+    begin = end + 1;
+  }
+  if (ok && count == dims) return std::nullopt;
+  return "'" + std::string(text) + "' is not " + form + " (" + std::to_string(dims) + " integers from 1 to " +
+         std::to_string(max) + " joined by 'x', e.g. " + example + ")";
+}
+
+}  // namespace
+
+std::optional<long long> parse_integer(std::string_view text) {
+  if (text.empty()) return std::nullopt;
+  long long v = 0;
+  const char* end = text.data() + text.size();
+  const auto [ptr, ec] = std::from_chars(text.data(), end, v);
+  if (ec != std::errc() || ptr != end) return std::nullopt;
+  return v;
+}
+
+long long parse_integer_in(std::string_view text, long long min, long long max, const std::string& flag) {
+  const auto v = parse_integer(text);
+  if (!v || *v < min || *v > max) throw std::invalid_argument(flag + ": " + integer_error(text, min, max));
+  return *v;
+}
+
+std::vector<long long> parse_shape(std::string_view text, int dims, const std::string& flag,
+                                   const std::string& form, const std::string& example, long long max) {
+  if (auto why = shape_error(text, dims, form, example, max)) throw std::invalid_argument(flag + ": " + *why);
+  std::vector<long long> out;
+  std::size_t begin = 0;
+  for (int d = 0; d < dims; ++d) {
+    const std::size_t end = text.find('x', begin);
+    out.push_back(*parse_integer(text.substr(begin, end == std::string_view::npos ? end : end - begin)));
+    begin = end + 1;
+  }
+  return out;
+}
+
+CLI::Validator integer_in(long long min, long long max) {
+  return CLI::Validator(
+      [min, max](std::string& text) {
+        const auto v = parse_integer(text);
+        return v && *v >= min && *v <= max ? std::string() : integer_error(text, min, max);
+      },
+      "INT in [" + std::to_string(min) + " - " + std::to_string(max) + "]");
+}
+
+CLI::Validator dimension(long long max) {
+  return integer_in(1, max);
+}
+
+CLI::Validator shape(int dims, const std::string& form, const std::string& example) {
+  return CLI::Validator(
+      [=](std::string& text) { return shape_error(text, dims, form, example, kMaxDimension).value_or(""); },
+      form);
+}
+
+CLI::Validator seed() {
+  return integer_in(0, LLONG_MAX);
+}
+
+CLI::Validator number_in(double min, double max) {
+  return CLI::Validator(
+      [min, max](std::string& text) {
+        double v = 0;
+        const char* end = text.data() + text.size();
+        const auto [ptr, ec] = std::from_chars(text.data(), end, v);
+        if (text.empty() || ec != std::errc() || ptr != end || !std::isfinite(v) || v < min || v > max)
+          return "must be a number from " + number_text(min) + " to " + number_text(max) + ", not '" + text +
+                 "'";
+        return std::string();
+      },
+      "NUMBER");
+}
+
+CLI::Validator arch() {
+  return CLI::Validator([](std::string& text) { return why_not_arch(text).value_or(""); }, "ARCH");
+}
+
+}  // namespace tessel::cli
