@@ -51,6 +51,9 @@ const PassEntry kPasses[] = {
     // Roles split the rings' producer work from everything else, so after the rings exist; and
     // before lowering, which then lowers the consumers' tile ops inside their role.
     {"specialize_warps", passes::specialize_warps},
+    // Scheduling the consumer warpgroups needs their role, and sees the gemms as tile ops
+    // (before lowering turns them into device calls).
+    {"schedule_warpgroups", passes::schedule_warpgroups},
     // Parallel nests become per-register loops before tile ops are lowered, because lowering
     // replaces fragments by register arrays that the nests must index the same way.
     {"lower_parallel_loops", passes::lower_parallel_loops},
@@ -144,6 +147,7 @@ LoweredFunc lower(const ir::PrimFuncNode& f, const passes::Target& target,
   out.ctx.allow_async_pipeline = s.allow_async_pipeline;
   out.ctx.allow_warp_specialization = s.allow_warp_specialization;
   out.ctx.allow_register_spills = s.allow_register_spills;
+  out.ctx.allow_pingpong = s.allow_pingpong;
   out.name = f.name;
   out.params = f.params;
   out.ctx.target = target;

@@ -51,6 +51,10 @@ struct JitOptions {
   // be a TMA load (sm_90a); this keeps their cp.async schedule instead
   // (TESSEL_DISABLE=async_pipeline does the same).
   bool disable_async_pipeline = false;
+  // In such kernels with two consumer warpgroups, the warpgroups take turns for their gemm
+  // phases so that one's softmax (or other work) runs while the other's gemms do; this lets them
+  // run unscheduled (TESSEL_DISABLE=pingpong does the same).
+  bool disable_pingpong = false;
   // A kernel whose fragments and local arrays hold more than 510 values per thread (twice the
   // 255 registers a thread can have), in one buffer or in all, is a CompileError naming the
   // buffer: ptxas would spill most of it to local memory, slowly and at length. True compiles it

@@ -286,7 +286,7 @@ AttentionOutput flash_attention(const Tensor& q, const Tensor& k, const Tensor& 
       << list_text(s.v_strides) << " " << dtype_name(q.dtype()) << (o.causal ? " causal" : "") << " scale "
       << o.scale << " config " << (o.config ? o.config->describe() : "default") << " arch " << o.jit.arch
       << (o.jit.disable_tma || o.jit.disable_wgmma || o.jit.disable_warp_specialization ? " sm80" : "")
-      << (o.jit.disable_async_pipeline ? " no-async-pipeline" : "");
+      << (o.jit.disable_async_pipeline ? " no-async-pipeline" : "") << (o.jit.disable_pingpong ? " no-pingpong" : "");
   static std::mutex mutex;
   static std::map<std::string, JitKernel> kernels;
   JitKernel kernel;

@@ -123,7 +123,7 @@ CUtensorMap encode_tensor_map(const Tensor& t, const passes::TmaParam& p) {
 // TESSEL_DISABLE's names, comma- or space-separated, each one exactly (tma_store is not tma).
 std::set<std::string> disabled_features(const char* env) {
   static const std::set<std::string> known = {"tma",       "wgmma",     "warp_specialization", "split_k",
-                                              "tma_store", "multicast", "async_pipeline"};
+                                              "tma_store", "multicast", "async_pipeline", "pingpong"};
   std::set<std::string> out;
   std::string text = env ? env : "", word;
   text += ',';
@@ -138,7 +138,7 @@ std::set<std::string> disabled_features(const char* env) {
                         "TESSEL_DISABLE names '" << word
                                                  << "'; it takes a comma-separated list of tma, wgmma, "
                                                     "warp_specialization, split_k, tma_store, multicast, "
-                                                    "async_pipeline");
+                                                    "async_pipeline, pingpong");
     out.insert(word);
     word.clear();
   }
@@ -203,7 +203,8 @@ JitKernel jit(const PrimFunc& f, const JitOptions& options, std::source_location
       !options.disable_tma_store && !env_off("tma_store"),
       !options.disable_multicast && !env_off("multicast"),
       !options.disable_async_pipeline && !env_off("async_pipeline"),
-      options.allow_register_spills};
+      options.allow_register_spills,
+      !options.disable_pingpong && !env_off("pingpong")};
 
   int nparams = static_cast<int>(prog.params.size());
   for (std::size_t n = 0; n < options.out_idx.size(); ++n) {
@@ -286,7 +287,8 @@ JitKernel jit(const PrimFunc& f, const JitOptions& options, std::source_location
                     : ctx.uses_wgmma ? std::string("sm90 wgmma block gemm (generic kernel)") +
                                            (tensor_cores ? " + mma.sync" : "") +
                                            (!ctx.mbarriers.empty() ? ", TMA + mbarrier ring" : "") +
-                                           (ctx.launch_threads > 0 ? ", warp-specialized" : "")
+                                           (ctx.launch_threads > 0 ? ", warp-specialized" : "") +
+                                           (ctx.pingpong ? ", ping-pong" : "")
                     : tensor_cores ? "mma.sync"
                                    : "CUDA cores (no gemm)";
   impl->info.hopper_declined = hopper.why_not;

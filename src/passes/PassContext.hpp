@@ -121,6 +121,7 @@ struct PassContext {
     bool allow_multicast = true;
     bool allow_async_pipeline = true;
     bool allow_register_spills = false;  // check_register_budget off
+    bool allow_pingpong = true;
   };
   bool allow_tma = true, allow_wgmma = true, allow_warp_specialization = true;
   bool allow_split_k = true;
@@ -130,6 +131,8 @@ struct PassContext {
   // specialize_warps); off: their Pipelined loops keep the cp.async schedule.
   bool allow_async_pipeline = true;
   bool allow_register_spills = false;
+  // schedule_warpgroups: the consumer warpgroups take turns for their gemm phases.
+  bool allow_pingpong = true;
 
   // Set by select_hopper_gemm.
   HopperPlan hopper;
@@ -142,6 +145,8 @@ struct PassContext {
   int launch_threads = 0;
   int consumer_regs = 0, producer_regs = 0;
   int entry_regs = 0;  // per thread at launch, which the budgets assume ptxas allocated
+  // Set by schedule_warpgroups: the two consumer warpgroups alternate their gemm phases.
+  bool pingpong = false;
 
   // Set by verify_program.
   int threads = 0;

@@ -81,6 +81,32 @@ TEST(HopperPipeline, AttentionLoadsBecomeTmaLoadsIntoRings) {
   EXPECT_TRUE(has(src, "tessel::setmaxnreg_inc<240>();")) << src;
 }
 
+TEST(HopperPipeline, TwoConsumerWarpgroupsTakeTurnsForTheirGemms) {
+  auto lowered = T::lower(attention(128, false).ir(), sm90(), true);
+  const std::string text = stage_text(lowered, "schedule_warpgroups");
+  // Warpgroup 1 waits for its first turn before the loop; in the loop each warpgroup hands the
+  // turn over after its first gemm and waits for it before its last; warpgroup 0 hands over the
+  // last turn after the loop.
+  const size_t pre = text.find("if !(tx < 128) {\n          tessel::named_barrier_sync(3, 256)");
+  const size_t qk = text.find("gemm(shared_0, shared_1[(ko % 2):+1");
+  const size_t give = text.find("tessel::named_barrier_arrive(select((tx < 128), 3, 2), 256)");
+  const size_t take = text.find("tessel::named_barrier_sync(select((tx < 128), 2, 3), 256)");
+  const size_t pv = text.find("gemm(fragment_4, shared_2[(ko % 2):+1");
+  const size_t post = text.find("tessel::named_barrier_arrive(3, 256)");
+  for (size_t at : {pre, qk, give, take, pv, post}) ASSERT_NE(at, std::string::npos) << text;
+  EXPECT_LT(pre, qk);
+  EXPECT_LT(qk, give);
+  EXPECT_LT(give, take);
+  EXPECT_LT(take, pv);
+  EXPECT_LT(pv, post);
+  EXPECT_TRUE(lowered.ctx.pingpong);
+  T::passes::PassContext::Switches off;
+  off.allow_pingpong = false;
+  auto plain = T::lower(attention(128, false).ir(), sm90(), off, true);
+  EXPECT_FALSE(has(stage_text(plain, "schedule_warpgroups"), "named_barrier")) << stage_text(plain, "schedule_warpgroups");
+  EXPECT_FALSE(plain.ctx.pingpong);
+}
+
 TEST(HopperPipeline, BhsdStridesGiveTheMapThoseStrides) {
   auto lowered = T::lower(attention(64, false, T::kernels::bhsd_strides(2, 300, 4, 64)).ir(), sm90(), true);
   EXPECT_TRUE(has(stage_text(lowered, "plan_tma_copies"),

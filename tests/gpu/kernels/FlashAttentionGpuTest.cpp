@@ -44,7 +44,7 @@ Tensor random_input(std::int64_t B, std::int64_t S, std::int64_t H, std::int64_t
   return x.permute({0, 2, 1, 3});
 }
 
-void check(const Case& c, DType t) {
+void check(const Case& c, DType t, const T::JitOptions& jit = {}) {
   SCOPED_TRACE(describe(c, t));
   std::mt19937_64 seeds(std::random_device{}());
   Tensor q = random_input(c.B, c.Sq, c.H, c.D, t, c.bhsd, seeds());
@@ -52,6 +52,7 @@ void check(const Case& c, DType t) {
   Tensor v = random_input(c.B, c.Sk, c.Hkv, c.D, t, c.bhsd, seeds());
   T::kernels::AttentionOptions o;
   o.causal = c.causal;
+  o.jit = jit;
   T::kernels::AttentionShape s;
   s.batch = c.B, s.heads = c.H, s.kv_heads = c.Hkv, s.seqlen_q = c.Sq, s.seqlen_k = c.Sk, s.dim = c.D;
   if (c.bhsd) {
@@ -159,6 +160,21 @@ TEST(FlashAttentionGpuSmall, RingsAndRoles) {
   TESSEL_REQUIRE_GPU();
   check({2, 4, 2, 200, 300, 64, true}, DType::f16);
   check({1, 2, 1, 130, 129, 128, false, true}, DType::bf16);
+  check({1, 3, 1, 333, 1000, 128, true}, DType::bf16);
+}
+
+// The same programs with the Hopper pipeline's pieces switched off one by one: the cp.async
+// schedule (async_pipeline), the warpgroups unscheduled (pingpong), and mma.sync (wgmma).
+TEST(FlashAttentionGpuSmall, SwitchesGiveTheSameResults) {
+  TESSEL_REQUIRE_GPU();
+  T::JitOptions no_pipeline, no_pingpong, no_wgmma;
+  no_pipeline.disable_async_pipeline = true;
+  no_pingpong.disable_pingpong = true;
+  no_wgmma.disable_wgmma = true;
+  for (const T::JitOptions& jo : {no_pipeline, no_pingpong, no_wgmma}) {
+    check({2, 4, 2, 200, 300, 64, true}, DType::f16, jo);
+    check({1, 2, 1, 130, 1029, 128, false, true}, DType::bf16, jo);
+  }
 }
 
 }  // namespace

@@ -1,0 +1,129 @@
+// schedule_warpgroups
+//   Does:     ping-pong between the two consumer warpgroups of a warp-specialized kernel whose
+//             ring loop runs gemms with other work between them (attention: S = Q K^T, the
+//             softmax, O += P V). Left alone, both warpgroups wait on the same ring barriers
+//             and fall into step: both in their gemms, then both in the softmax, the tensor cores
+//             idle meanwhile. The pass makes each warpgroup's gemm phase -- the last gemm of
+//             iteration j and the first of iteration j + 1, adjacent across the loop's back edge
+//             -- take turns with the other's, so one warpgroup's softmax runs while the other's
+//             gemms do, through named barriers 2 (warpgroup 0's turn) and 3 (warpgroup 1's):
+//               before the loop:   warpgroup 1 waits for its turn
+//               each iteration:    first gemm; give the other warpgroup its turn;
+//                                  ... (the softmax); wait for this warpgroup's turn; last gemm
+//               after the loop:    warpgroup 0 gives warpgroup 1 its last turn
+//             Each barrier completes once per turn: between two of a warpgroup's arrivals on the
+//             other's barrier lies its own wait, which needs the other's arrival, which the
+//             other makes only after waiting on the first -- so arrivals never run a turn ahead.
+//   Requires: specialize_warps (the consumer role); no block or named barrier inside the loop
+//             (insert_barriers names those later: the consumers' barrier 1).
+//   Ensures:  warpgroup 0 arrives on barrier 3 as often as warpgroup 1 waits on it, and
+//             warpgroup 1 on barrier 2 as often as warpgroup 0 waits on it.
+#include "passes/PassUtil.hpp"
+#include "passes/Passes.hpp"
+#include "tessel/ir/Mutator.hpp"
+
+namespace tessel::passes {
+
+using namespace ir;
+
+namespace {
+
+std::vector<Stmt> flatten(const Stmt& s) {
+  std::vector<Stmt> out;
+  if (!s.defined()) return out;
+  if (const auto* seq = s.as<SeqStmt>()) {
+    for (const Stmt& c : seq->stmts) {
+      auto f = flatten(c);
+      out.insert(out.end(), f.begin(), f.end());
+    }
+    return out;
+  }
+  out.push_back(s);
+  return out;
+}
+
+bool has_barrier_or_gemm(const Stmt& s) {
+  struct Finder : IRVisitor {
+    bool found = false;
+    void visit_node(const BarrierStmt*) override { found = true; }
+    void visit_node(const GemmStmt*) override { found = true; }
+  } f;
+  f.visit(s);
+  return f.found;
+}
+
+class PingPong : public IRMutator {
+ public:
+  explicit PingPong(const PassContext& ctx) : ctx_(ctx) {}
+  bool applied = false;
+
+ protected:
+  Stmt mutate_node(const SpecializeStmt* op, const Stmt& self) override {
+    if (op->consumer_threads != 256) return self;
+    std::vector<Stmt> body = flatten(op->consumer);
+    for (size_t i = 0; i < body.size(); ++i) {
+      const auto* loop = body[i].as<ForStmt>();
+      if (!loop || loop->kind != ForKind::Serial) continue;
+      Stmt scheduled = schedule(loop);
+      if (!scheduled.defined()) continue;
+      auto w = loop->where;
+      const Expr wg0 = lt(ctx_.thread_index, make_int(128));
+      body[i] = make_seq({make_if(make_unary(UnaryOp::Not, wg0), sync(make_int(3), w), Stmt(), w), scheduled,
+                          make_if(wg0, arrive(make_int(3), w), Stmt(), w)},
+                         w);
+      applied = true;
+      return make_specialize(op->consumer_threads, op->producer_threads, op->consumer_regs, op->producer_regs,
+                             op->producer, make_seq(body, op->where), op->where);
+    }
+    return self;
+  }
+
+ private:
+  // The loop with its gemm phases alternated, or undefined when it is not a loop of wgmma gemms
+  // with other work between them.
+  Stmt schedule(const ForStmt* loop) {
+    std::vector<Stmt> body = flatten(loop->body);
+    int first = -1, last = -1;
+    for (int i = 0; i < static_cast<int>(body.size()); ++i) {
+      if (const auto* g = body[i].as<GemmStmt>()) {
+        auto l = ctx_.fragment_layouts.find(g->C.buffer->id);
+        if (l == ctx_.fragment_layouts.end() || !l->second.wgmma) return Stmt();
+        if (first < 0) first = i;
+        last = i;
+      } else if (has_barrier_or_gemm(body[i])) {
+        return Stmt();  // a gemm or barrier nested in other statements: not a shape this pass knows
+      }
+    }
+    if (first < 0 || last <= first + 1) return Stmt();
+    auto w = loop->where;
+    const Expr wg0 = lt(ctx_.thread_index, make_int(128));
+    const Expr other = make_select(wg0, make_int(3), make_int(2));
+    const Expr mine = make_select(wg0, make_int(2), make_int(3));
+    body.insert(body.begin() + last, sync(mine, w));
+    body.insert(body.begin() + first + 1, arrive(other, w));
+    return make_for(loop->var, loop->min, loop->extent, loop->kind, loop->num_stages, make_seq(body, w), w);
+  }
+
+  static Stmt sync(const Expr& id, std::source_location w) {
+    return make_device_call("tessel::named_barrier_sync", {}, {{id, Buffer(), Expr()}, {make_int(256), Buffer(), Expr()}},
+                            w);
+  }
+  static Stmt arrive(const Expr& id, std::source_location w) {
+    return make_device_call("tessel::named_barrier_arrive", {},
+                            {{id, Buffer(), Expr()}, {make_int(256), Buffer(), Expr()}}, w);
+  }
+
+  const PassContext& ctx_;
+};
+
+}  // namespace
+
+Stmt schedule_warpgroups(const Stmt& body, PassContext& ctx) {
+  if (!ctx.allow_pingpong || ctx.launch_threads == 0) return body;
+  PingPong p(ctx);
+  Stmt out = p.mutate(body);
+  ctx.pingpong = p.applied;
+  return out;
+}
+
+}  // namespace tessel::passes
