@@ -53,9 +53,21 @@ std::vector<std::int64_t> bhsd_strides(std::int64_t B, std::int64_t S, std::int6
   return {H * S * D, D, S * D, 1};
 }
 
+const char* schedule_name(AttentionConfig::Schedule s) {
+  switch (s) {
+    case AttentionConfig::Schedule::ring_pingpong:
+      return "ring+pingpong";
+    case AttentionConfig::Schedule::ring:
+      return "ring";
+    case AttentionConfig::Schedule::cp_async:
+      return "cp.async";
+  }
+  return "?";
+}
+
 std::string AttentionConfig::describe() const {
   return std::to_string(block_M) + "x" + std::to_string(block_N) + " s" + std::to_string(num_stages) + " t" +
-         std::to_string(threads);
+         std::to_string(threads) + " " + schedule_name(schedule);
 }
 
 void check_attention(const AttentionShape& s, DType dtype) {
@@ -107,7 +119,7 @@ void check_attention(const AttentionShape& s, DType dtype) {
   check_strides("V", s.v_strides);
 }
 
-AttentionConfig default_attention_config(const AttentionShape& s, DType, bool, const std::string& arch) {
+AttentionConfig default_attention_config(const AttentionShape& s, DType, bool causal, const std::string& arch) {
   AttentionConfig c;
   const std::int64_t dp = padded_dim(s.dim);
   // 128 query rows over two warpgroups (64 each: one m64 wgmma per warpgroup on sm_90a); the
@@ -118,6 +130,15 @@ AttentionConfig default_attention_config(const AttentionShape& s, DType, bool, c
   const bool hopper_smem = arch.rfind("sm_90", 0) == 0 || arch.rfind("sm_100", 0) == 0;
   c.block_N = dp <= 128 ? 128 : hopper_smem ? 64 : 32;
   c.num_stages = 2;
+  // The schedule measured fastest on the H200 (bf16, 4096 keys, bench/results/
+  // 2026-12-04-attention-s8-*: TFLOP/s ring+pingpong / ring / cp.async): at D = 64 the cp.async
+  // schedule (343 / 323 / 393; causal 213 / 285 / 354); at D = 128 the ring, with ping-pong
+  // when not causal (534 / 497 / 414) and without when causal (343 / 418 / 359: the
+  // warpgroups' turns cost more than they overlap when CTAs run few, unequal loops).
+  if (dp <= 64)
+    c.schedule = AttentionConfig::Schedule::cp_async;
+  else
+    c.schedule = causal ? AttentionConfig::Schedule::ring : AttentionConfig::Schedule::ring_pingpong;
   return c;
 }
 
@@ -228,6 +249,8 @@ JitKernel make_flash_attention(const AttentionShape& s, DType dtype, const Atten
   const AttentionConfig c = o.config ? *o.config : default_attention_config(s, dtype, o.causal, arch);
   JitOptions jo = o.jit;
   jo.out_idx = {3, 4};
+  jo.disable_async_pipeline = jo.disable_async_pipeline || c.schedule == AttentionConfig::Schedule::cp_async;
+  jo.disable_pingpong = jo.disable_pingpong || c.schedule != AttentionConfig::Schedule::ring_pingpong;
   return jit(attention_program(s, dtype, o.causal, o.scale, c), jo);
 }
 

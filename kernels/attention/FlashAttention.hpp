@@ -46,10 +46,18 @@ struct AttentionConfig {
   int block_M = 128;  // query rows per block (64 per consumer warpgroup on sm_90a)
   int block_N = 128;  // keys per step of the loop
   int threads = 256;
-  int num_stages = 2;            // of the K/V ring
-  std::string describe() const;  // "128x128 s2 t256"
+  int num_stages = 2;  // of the K/V ring
+  // How the loop over K/V blocks runs on sm_90a: a TMA ring that a producer warp(group) fills
+  // (the compiler's Hopper pipeline), with the two consumer warpgroups taking turns for their
+  // gemms (ping-pong) or not; or the cp.async schedule (every thread loads, block barriers).
+  // Elsewhere it is always the cp.async schedule.
+  enum class Schedule { ring_pingpong, ring, cp_async };
+  Schedule schedule = Schedule::ring_pingpong;
+  std::string describe() const;  // "128x128 s2 t256 ring+pingpong"
   bool operator==(const AttentionConfig&) const = default;
 };
+// "ring+pingpong", "ring", "cp.async"
+const char* schedule_name(AttentionConfig::Schedule s);
 
 struct AttentionOptions {
   bool causal = false;
