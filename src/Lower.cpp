@@ -4,6 +4,7 @@
 // TESSEL_DUMP=after:all writes it to stderr.
 #include "Lower.hpp"
 
+#include <algorithm>
 #include <cstdlib>
 #include <iostream>
 
@@ -54,6 +55,9 @@ const PassEntry kPasses[] = {
     // Scheduling the consumer warpgroups needs their role, and sees the gemms as tile ops
     // (before lowering turns them into device calls).
     {"schedule_warpgroups", passes::schedule_warpgroups},
+    // The protocol the three passes above produced is checked right away, from the IR (its
+    // gemms and copies still name the ring tiles they read), before anything is lowered.
+    {"verify_pipelines", passes::verify_pipelines},
     // Parallel nests become per-register loops before tile ops are lowered, because lowering
     // replaces fragments by register arrays that the nests must index the same way.
     {"lower_parallel_loops", passes::lower_parallel_loops},
@@ -136,8 +140,27 @@ LoweredFunc lower(const ir::PrimFuncNode& f, const passes::Target& target, bool 
   return lower(f, target, passes::PassContext::Switches{}, keep_stages);
 }
 
+namespace {
+LoweredFunc lower_to(const ir::PrimFuncNode& f, const passes::Target& target,
+                     const passes::PassContext::Switches& s, bool keep_stages, const std::string& last_pass);
+}
+
 LoweredFunc lower(const ir::PrimFuncNode& f, const passes::Target& target,
                   const passes::PassContext::Switches& s, bool keep_stages) {
+  return lower_to(f, target, s, keep_stages, "");
+}
+
+LoweredFunc lower_until(const ir::PrimFuncNode& f, const passes::Target& target, const std::string& last_pass,
+                        const passes::PassContext::Switches& s) {
+  const auto& names = pass_names();
+  if (std::find(names.begin(), names.end(), last_pass) == names.end())
+    throw_internal_error("lower_until: no pass named " + last_pass);
+  return lower_to(f, target, s, false, last_pass);
+}
+
+namespace {
+LoweredFunc lower_to(const ir::PrimFuncNode& f, const passes::Target& target,
+                     const passes::PassContext::Switches& s, bool keep_stages, const std::string& last_pass) {
   LoweredFunc out;
   out.ctx.allow_tma = s.allow_tma;
   out.ctx.allow_wgmma = s.allow_wgmma;
@@ -174,9 +197,11 @@ LoweredFunc lower(const ir::PrimFuncNode& f, const passes::Target& target,
       if (dump_requested(p.name)) std::cerr << "// TESSEL_DUMP after " << p.name << "\n" << text;
       if (keep_stages) out.stages.emplace_back(p.name, text);
     }
+    if (last_pass == p.name) break;
   }
   out.body = body;
   return out;
 }
+}  // namespace
 
 }  // namespace tessel

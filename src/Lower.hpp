@@ -26,6 +26,11 @@ LoweredFunc lower(const ir::PrimFuncNode& f, const passes::Target& target, bool 
 LoweredFunc lower(const ir::PrimFuncNode& f, const passes::Target& target,
                   const passes::PassContext::Switches& s, bool keep_stages = false);
 
+// Runs the passes up to and including `last_pass` (a name of pass_names()) and stops there: the
+// IR and context a pass test starts from. InternalError for an unknown name.
+LoweredFunc lower_until(const ir::PrimFuncNode& f, const passes::Target& target, const std::string& last_pass,
+                        const passes::PassContext::Switches& s = {});
+
 // The known shared-memory cap of an arch when no GPU can be asked (bytes per block, opt-in).
 int default_smem_cap(const std::string& arch);
 

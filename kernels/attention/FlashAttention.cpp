@@ -119,7 +119,8 @@ void check_attention(const AttentionShape& s, DType dtype) {
   check_strides("V", s.v_strides);
 }
 
-AttentionConfig default_attention_config(const AttentionShape& s, DType, bool causal, const std::string& arch) {
+AttentionConfig default_attention_config(const AttentionShape& s, DType, bool causal,
+                                         const std::string& arch) {
   AttentionConfig c;
   const std::int64_t dp = padded_dim(s.dim);
   // 128 query rows over two warpgroups (64 each: one m64 wgmma per warpgroup on sm_90a); the
@@ -309,7 +310,8 @@ AttentionOutput flash_attention(const Tensor& q, const Tensor& k, const Tensor& 
       << list_text(s.v_strides) << " " << dtype_name(q.dtype()) << (o.causal ? " causal" : "") << " scale "
       << o.scale << " config " << (o.config ? o.config->describe() : "default") << " arch " << o.jit.arch
       << (o.jit.disable_tma || o.jit.disable_wgmma || o.jit.disable_warp_specialization ? " sm80" : "")
-      << (o.jit.disable_async_pipeline ? " no-async-pipeline" : "") << (o.jit.disable_pingpong ? " no-pingpong" : "");
+      << (o.jit.disable_async_pipeline ? " no-async-pipeline" : "")
+      << (o.jit.disable_pingpong ? " no-pingpong" : "");
   static std::mutex mutex;
   static std::map<std::string, JitKernel> kernels;
   JitKernel kernel;

@@ -105,8 +105,8 @@ class PingPong : public IRMutator {
   }
 
   static Stmt sync(const Expr& id, std::source_location w) {
-    return make_device_call("tessel::named_barrier_sync", {}, {{id, Buffer(), Expr()}, {make_int(256), Buffer(), Expr()}},
-                            w);
+    return make_device_call("tessel::named_barrier_sync", {},
+                            {{id, Buffer(), Expr()}, {make_int(256), Buffer(), Expr()}}, w);
   }
   static Stmt arrive(const Expr& id, std::source_location w) {
     return make_device_call("tessel::named_barrier_arrive", {},

@@ -95,7 +95,8 @@ kernels::AttentionConfig parse_config(const std::string& text) {
     return std::invalid_argument("--config: '" + text + "' is not " + kConfigForm +
                                  " with positive numbers, e.g. 128x128:2:256 or 128x128:2:256:ring");
   };
-  if (std::sscanf(text.c_str(), "%dx%d:%d:%d%n", &c.block_M, &c.block_N, &c.num_stages, &c.threads, &used) != 4 ||
+  if (std::sscanf(text.c_str(), "%dx%d:%d:%d%n", &c.block_M, &c.block_N, &c.num_stages, &c.threads, &used) !=
+          4 ||
       c.block_M < 1 || c.block_N < 1 || c.num_stages < 1 || c.threads < 1)
     throw bad();
   const std::string schedule = text.substr(static_cast<size_t>(used));
@@ -546,7 +547,9 @@ Command add_bench_attention_command(CLI::App& bench) {
       ->capture_default_str();
   app->add_option("--config", o->config,
                   std::string("Tessel's tiles for every case instead of the built-in choice: ") +
-                      kConfigForm + ", e.g. 128x128:2:256 (the schedule: a TMA ring with or without the warpgroups taking turns, or cp.async; default pingpong)")
+                      kConfigForm +
+                      ", e.g. 128x128:2:256 (the schedule: a TMA ring with or without the warpgroups taking "
+                      "turns, or cp.async; default pingpong)")
       ->type_name("CONFIG");
   app->add_option("--layout", o->layout, "Storage of Q, K and V: bshd ([B, S, H, D]) or bhsd ([B, H, S, D])")
       ->capture_default_str();

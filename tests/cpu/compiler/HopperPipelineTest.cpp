@@ -103,7 +103,8 @@ TEST(HopperPipeline, TwoConsumerWarpgroupsTakeTurnsForTheirGemms) {
   T::passes::PassContext::Switches off;
   off.allow_pingpong = false;
   auto plain = T::lower(attention(128, false).ir(), sm90(), off, true);
-  EXPECT_FALSE(has(stage_text(plain, "schedule_warpgroups"), "named_barrier")) << stage_text(plain, "schedule_warpgroups");
+  EXPECT_FALSE(has(stage_text(plain, "schedule_warpgroups"), "named_barrier"))
+      << stage_text(plain, "schedule_warpgroups");
   EXPECT_FALSE(plain.ctx.pingpong);
 }
 

@@ -1,0 +1,197 @@
+// verify_pipelines reads the protocol from the pipeline passes' output: the attention kernel's
+// and the chain's pass as produced; each planted mistake -- a release dropped or moved before
+// the read, a wait on the wrong parity, an empty barrier counting too few warps, a producer
+// that does not wait for the stage's release, a ping-pong turn that is never handed over or
+// handed over twice -- is caught with its own message.
+#include <gtest/gtest.h>
+
+#include <functional>
+
+#include "Lower.hpp"
+#include "kernels/attention/FlashAttention.hpp"
+#include "passes/Passes.hpp"
+#include "support/LoweringSupport.hpp"
+#include "support/RegisterGemmPrograms.hpp"
+#include "tessel/ir/Mutator.hpp"
+
+namespace {
+
+namespace T = tessel;
+using namespace T::ir;
+
+T::PrimFunc attention(bool causal) {
+  T::kernels::AttentionShape s;
+  s.batch = 1, s.heads = 2, s.kv_heads = 1, s.seqlen_q = 300, s.seqlen_k = 700, s.dim = 64;
+  return T::kernels::attention_program(s, T::DType::f16, causal, 0.125f, {128, 128, 256, 2});
+}
+
+// The IR and context right before verify_pipelines.
+T::LoweredFunc before_verify(const T::PrimFunc& f) {
+  return T::lower_until(f.ir(), T::test::sm90(), "schedule_warpgroups");
+}
+
+std::string verify_error(const Stmt& body, T::passes::PassContext ctx) {
+  try {
+    T::passes::verify_pipelines(body, ctx);
+  } catch (const T::InternalError& e) {
+    return e.what();
+  }
+  return "<no error>";
+}
+
+// Rewrites the statements `pick` selects into what `edit` makes of them (undefined: removed).
+class Edit : public IRMutator {
+ public:
+  Edit(std::function<bool(const Stmt&)> pick, std::function<Stmt(const Stmt&)> edit)
+      : pick_(std::move(pick)), edit_(std::move(edit)) {}
+  int edits = 0;
+
+  Stmt mutate(const Stmt& s) override {
+    if (s.defined() && pick_(s)) {
+      ++edits;
+      Stmt e = edit_(s);
+      return e.defined() ? e : make_seq({});
+    }
+    return IRMutator::mutate(s);
+  }
+
+ private:
+  std::function<bool(const Stmt&)> pick_;
+  std::function<Stmt(const Stmt&)> edit_;
+};
+
+bool is_mbarrier(const Stmt& s, MbarrierOp op, const std::string& bars) {
+  const auto* m = s.as<MbarrierStmt>();
+  return m && m->op == op && m->bars->name == bars;
+}
+
+TEST(PipelinePassVerifier, PassOutputIsAccepted) {
+  for (bool causal : {false, true}) {
+    auto l = before_verify(attention(causal));
+    ASSERT_FALSE(l.ctx.mbarriers.empty());
+    EXPECT_EQ(verify_error(l.body, l.ctx), "<no error>");
+  }
+  auto chain = before_verify(T::test::gemm_chain_program({200, 300, 64, 64, 64, 128}, T::DType::f16, 0.5f));
+  EXPECT_EQ(verify_error(chain.body, chain.ctx), "<no error>");
+  // Not specialized (a ring whose producer work one consumer thread does): accepted too.
+  T::passes::PassContext::Switches no_roles;
+  auto flat = T::lower_until(attention(true).ir(), T::test::sm90(), "plan_pipelines", no_roles);
+  EXPECT_EQ(verify_error(flat.body, flat.ctx), "<no error>");
+}
+
+TEST(PipelinePassVerifier, ADroppedReleaseDeadlocks) {
+  auto l = before_verify(attention(false));
+  Edit drop([](const Stmt& s) { return is_mbarrier(s, MbarrierOp::WarpArrive, "shared_1_empty"); },
+            [](const Stmt&) { return Stmt(); });
+  Stmt bad = drop.mutate(l.body);
+  ASSERT_EQ(drop.edits, 1);
+  const std::string e = verify_error(bad, l.ctx);
+  EXPECT_NE(e.find("deadlock: the producer waits forever at mbarrier.wait shared_1_empty"), std::string::npos)
+      << e;
+}
+
+TEST(PipelinePassVerifier, AWaitOnTheWrongParityReadsTooEarly) {
+  auto l = before_verify(attention(false));
+  Edit flip([](const Stmt& s) { return is_mbarrier(s, MbarrierOp::Wait, "shared_1_full"); },
+            [](const Stmt& s) {
+              const auto* m = s.as<MbarrierStmt>();
+              return make_mbarrier(
+                  m->op, m->bars, m->index,
+                  make_binary(BinaryOp::Mod, make_binary(BinaryOp::Add, m->value, make_int(1)), make_int(2)),
+                  m->where);
+            });
+  Stmt bad = flip.mutate(l.body);
+  ASSERT_GE(flip.edits, 1);
+  const std::string e = verify_error(bad, l.ctx);
+  EXPECT_NE(e.find("reads shared_1 stage 0 for its use 1 before that load landed"), std::string::npos) << e;
+}
+
+TEST(PipelinePassVerifier, AReleaseBeforeTheReadLetsTheStageBeRefilled) {
+  auto l = before_verify(attention(false));
+  // K's release moved from after the gemm that reads K to right after the wait for it.
+  Buffer empty;
+  struct Finder : IRVisitor {
+    Buffer* out;
+    void visit_node(const MbarrierStmt* op) override {
+      if (op->bars->name == "shared_1_empty") *out = op->bars;
+    }
+  } finder;
+  finder.out = &empty;
+  finder.visit(l.body);
+  ASSERT_TRUE(empty.defined());
+  Edit drop([](const Stmt& s) { return is_mbarrier(s, MbarrierOp::WarpArrive, "shared_1_empty"); },
+            [](const Stmt&) { return Stmt(); });
+  Edit early([](const Stmt& s) { return is_mbarrier(s, MbarrierOp::Wait, "shared_1_full"); },
+             [&](const Stmt& s) {
+               const auto* m = s.as<MbarrierStmt>();
+               if (is_const_int(m->index, 0) || !m->index.as<Binary>())
+                 return s;  // (the consumers' wait only)
+               return make_seq({s, make_mbarrier(MbarrierOp::WarpArrive, empty, m->index, Expr(), m->where)});
+             });
+  Stmt bad = early.mutate(drop.mutate(l.body));
+  ASSERT_GE(early.edits, 1);
+  const std::string e = verify_error(bad, l.ctx);
+  EXPECT_NE(e.find("the stage was refilled while it was still being read"), std::string::npos) << e;
+}
+
+TEST(PipelinePassVerifier, AnEmptyBarrierCountingTooFewWarps) {
+  auto l = before_verify(attention(false));
+  T::passes::PassContext ctx = l.ctx;
+  bool changed = false;
+  for (auto& a : ctx.mbarriers)
+    if (a.bars->name == "shared_1_empty") {
+      a.count -= 1;
+      changed = true;
+    }
+  ASSERT_TRUE(changed);
+  const std::string e = verify_error(l.body, ctx);
+  EXPECT_NE(e.find("the stage was refilled while it was still being read"), std::string::npos) << e;
+}
+
+TEST(PipelinePassVerifier, AProducerThatDoesNotWaitForTheRelease) {
+  auto l = before_verify(attention(false));
+  Edit drop([](const Stmt& s) { return is_mbarrier(s, MbarrierOp::Wait, "shared_2_empty"); },
+            [](const Stmt&) { return Stmt(); });
+  Stmt bad = drop.mutate(l.body);
+  ASSERT_EQ(drop.edits, 1);
+  const std::string e = verify_error(bad, l.ctx);
+  EXPECT_NE(e.find("reads shared_2 stage"), std::string::npos) << e;
+  EXPECT_NE(e.find("the stage was refilled while it was still being read"), std::string::npos) << e;
+}
+
+TEST(PipelinePassVerifier, APingPongTurnNeverHandedOver) {
+  auto l = before_verify(attention(false));
+  ASSERT_TRUE(l.ctx.pingpong);
+  // Warpgroup 0's hand-over after the loop: warpgroup 1's last wait is never released.
+  Edit drop(
+      [](const Stmt& s) {
+        const auto* d = s.as<DeviceCall>();
+        return d && d->callee == "tessel::named_barrier_arrive" && is_const_int(d->args[0].expr, 3);
+      },
+      [](const Stmt&) { return Stmt(); });
+  Stmt bad = drop.mutate(l.body);
+  ASSERT_EQ(drop.edits, 1);
+  const std::string e = verify_error(bad, l.ctx);
+  EXPECT_NE(e.find("deadlock: consumer warp 4 waits forever at tessel::named_barrier_sync(3)"),
+            std::string::npos)
+      << e;
+}
+
+TEST(PipelinePassVerifier, APingPongTurnHandedOverTwice) {
+  auto l = before_verify(attention(false));
+  // Without warpgroup 1's wait before the loop, a warpgroup can hand over its next turn before
+  // the other took the last one: one generation of the barrier mixes two turns' arrivals.
+  Edit drop(
+      [](const Stmt& s) {
+        const auto* d = s.as<DeviceCall>();
+        return d && d->callee == "tessel::named_barrier_sync" && is_const_int(d->args[0].expr, 3);
+      },
+      [](const Stmt&) { return Stmt(); });
+  Stmt bad = drop.mutate(l.body);
+  ASSERT_EQ(drop.edits, 1);
+  const std::string e = verify_error(bad, l.ctx);
+  EXPECT_NE(e.find("arrived twice in one generation: arrivals meant for two turns met"), std::string::npos)
+      << e;
+}
+
+}  // namespace
