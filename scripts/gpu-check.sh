@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # On the GPU machine, from the repository root: runs what build-gpu/ holds (built on the CPU
 # machine by scripts/build-gpu.sh; nothing is rebuilt here) and collects the results:
-#   the gpu test tier, `tessel tutorial --section 1,2,3,5`, `tessel bench gemm` over issue 5's
+#   the gpu test tier, `tessel tutorial --section 1,2,3,5,6`, `tessel bench gemm` over issue 5's
 #   seven shapes in f16 and bf16, `tessel bench compile`, `tessel bench attention` and `tessel
 #   bench softmax` when the build has them, compute-sanitizer racecheck/synccheck on small sm_90a GEMMs when the tool is there,
 #   and the cluster softmax probe (tools/probes) when build-gpu/ holds it.
@@ -67,7 +67,7 @@ command -v nvidia-smi >/dev/null &&
 
 run_step "info" 60 "$build/tessel" info
 run_step "gpu tests" 600 "$build/tessel_tests_gpu" --gtest_output="json:$out/gpu-tests.json"
-run_step "tutorial 1-3,5" 600 "$build/tessel" tutorial --section 1,2,3,5 --json "$tutorial_json"
+run_step "tutorial 1-3,5,6" 600 "$build/tessel" tutorial --section 1,2,3,5,6 --json "$tutorial_json"
 # The seven shapes of issue 5's bar, f16 and bf16, cuBLAS in the same process.
 run_step "bench gemm" 600 "$build/tessel" bench gemm \
   --shapes 2048x2048x2048,4096x4096x4096,8192x8192x8192,8192x28672x8192,16384x4096x1024,128x8192x8192,1024x1024x1024 \
@@ -84,7 +84,7 @@ fi
 # compiler's WarpgroupGemm in the gemm chain and the plain register-A gemm) — when the tool is installed
 # (small shapes: their references are computed on the CPU, so no cuBLAS kernel is checked).
 if command -v compute-sanitizer >/dev/null; then
-  filter='Multicast/MulticastShapes.MatchesReference/300x*_f16_off0:Hopper/HopperShapes.MatchesReference/300x200x1000*_f16_off0:Wgmma/WgmmaShapes.*/rs_f16_n128*:Shapes/GemmChain.*/200x300xd64_64x64t128_f16:Shapes/GemmChain.*/256x256xd128_128x64t256_bf16_copy:Shapes/RegisterAGemm.*/100x72x40_64x64x16t128_f16:Shapes/Attention.*/200x300xd64_64x64_f16'
+  filter='Multicast/MulticastShapes.MatchesReference/300x*_f16_off0:Hopper/HopperShapes.MatchesReference/300x200x1000*_f16_off0:Wgmma/WgmmaShapes.*/rs_f16_n128*:Shapes/GemmChain.*/200x300xd64_64x64t128_f16:Shapes/GemmChain.*/256x256xd128_128x64t256_bf16_copy:Shapes/RegisterAGemm.*/100x72x40_64x64x16t128_f16:Shapes/Attention.*/200x300xd64_64x64_f16:FlashAttentionGpuSmall.RingsAndRoles'
   for tool in racecheck synccheck; do
     run_step "$tool" 240 compute-sanitizer --tool "$tool" --error-exitcode 9 "$build/tessel_tests_gpu" --gtest_filter="$filter"
   done

@@ -64,6 +64,9 @@ struct JitOptions {
   // CompileTimeLimitError (a RuntimeError). NVRTC checks the limit between its phases, so the
   // compile stops at the first check past it, not exactly at it (CompileOptions::time_limit_s).
   double compile_time_limit_s = 0;
+  // Keep the IR text after every compiler pass (JitKernel::ir_stages): what `tessel tutorial
+  // --section 6` and TESSEL_DUMP=after:all show, for tools that want it as data.
+  bool keep_ir_stages = false;
   // Persistent kernels launch min(tiles, SMs) CTAs; a positive cap launches fewer (whole
   // clusters, at least one), so that each CTA loops over many tiles: for tests and debugging.
   int max_persistent_ctas = 0;
@@ -86,6 +89,13 @@ struct KernelInfo {
   std::string hopper_declined;
   bool persistent = false;  // the grid is min(tiles * cluster_size, SMs), whole clusters
   int cluster_size = 1;     // CTAs per thread-block cluster (split-K or multicast: 2)
+  // What the Hopper pipeline passes decided for a generic kernel (empty / zero otherwise): one
+  // line per TMA tensor map ("K_map: box [1, 128, 1, 64] of K, 128-byte swizzle") and per
+  // mbarrier array ("K_full[2]: 1 arrival per phase"); the warp roles (consumer threads and
+  // register budget, producer threads and budget); the warpgroups taking turns.
+  std::vector<std::string> tma_maps, mbarriers;
+  int consumer_threads = 0, consumer_regs = 0, producer_threads = 0, producer_regs = 0;
+  bool pingpong = false;
 };
 
 class JitKernelImpl;
@@ -104,6 +114,9 @@ class JitKernel {
   const ir::PrimFuncNode& program() const;
   // The IR after lowering (what codegen saw).
   std::string lowered_ir() const;
+  // The IR text after each pass, in order, with its pass's name (JitOptions::keep_ir_stages;
+  // empty otherwise).
+  const std::vector<std::pair<std::string, std::string>>& ir_stages() const;
 
   // Inputs are the parameters not in out_idx, in order; returns the outputs, in order.
   std::vector<Tensor> call(const std::vector<Tensor>& inputs, CUstream stream = nullptr) const;

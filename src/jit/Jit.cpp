@@ -123,7 +123,7 @@ CUtensorMap encode_tensor_map(const Tensor& t, const passes::TmaParam& p) {
 // TESSEL_DISABLE's names, comma- or space-separated, each one exactly (tma_store is not tma).
 std::set<std::string> disabled_features(const char* env) {
   static const std::set<std::string> known = {"tma",       "wgmma",     "warp_specialization", "split_k",
-                                              "tma_store", "multicast", "async_pipeline", "pingpong"};
+                                              "tma_store", "multicast", "async_pipeline",      "pingpong"};
   std::set<std::string> out;
   std::string text = env ? env : "", word;
   text += ',';
@@ -226,7 +226,7 @@ JitKernel jit(const PrimFunc& f, const JitOptions& options, std::source_location
     impl->outputs.push_back(i);
   }
 
-  impl->lowered = lower(prog, target, switches);
+  impl->lowered = lower(prog, target, switches, options.keep_ir_stages);
   // The launch shape is known once lowered: check it before paying for NVRTC.
   const auto& ctx = impl->lowered.ctx;
   std::int64_t g[3] = {1, 1, 1};
@@ -266,8 +266,9 @@ JitKernel jit(const PrimFunc& f, const JitOptions& options, std::source_location
   // forever unless the kernel launched with the registers specialize_warps budgeted from.
   if (ctx.consumer_regs > 0 && impl->compiled.resources.registers != ctx.entry_regs)
     throw_internal_error("the warp-specialized " + prog.name + " was compiled to " +
-                         std::to_string(impl->compiled.resources.registers) + " registers per thread, not the " +
-                         std::to_string(ctx.entry_regs) + " its setmaxnreg budgets assume; launching it could hang");
+                         std::to_string(impl->compiled.resources.registers) +
+                         " registers per thread, not the " + std::to_string(ctx.entry_regs) +
+                         " its setmaxnreg budgets assume; launching it could hang");
 
   impl->info.kernel_name = name;
   impl->info.threads = ctx.launch_threads > 0 ? ctx.launch_threads : ctx.threads;
@@ -277,21 +278,39 @@ JitKernel jit(const PrimFunc& f, const JitOptions& options, std::source_location
   const passes::HopperPlan& hopper = ctx.hopper;
   const bool tensor_cores = std::find(impl->info.instructions.begin(), impl->info.instructions.end(),
                                       "mma.sync") != impl->info.instructions.end();
-  impl->info.path = hopper.selected ? std::string("sm90 TMA + wgmma, warp-specialized, persistent") +
-                                          (hopper.split_k > 1 ? ", split-K over 2-CTA clusters" : "") +
-                                          (hopper.cluster_n > 1   ? ", A multicast over 2-CTA clusters"
-                                           : hopper.cluster_m > 1 ? ", B multicast over 2-CTA clusters"
-                                                                  : "") +
-                                          (hopper.tma_store ? ", TMA-store epilogue" : "") +
-                                          (hopper.fused_epilogue ? ", fused Parallel epilogue" : "")
-                    : ctx.uses_wgmma ? std::string("sm90 wgmma block gemm (generic kernel)") +
-                                           (tensor_cores ? " + mma.sync" : "") +
-                                           (!ctx.mbarriers.empty() ? ", TMA + mbarrier ring" : "") +
-                                           (ctx.launch_threads > 0 ? ", warp-specialized" : "") +
-                                           (ctx.pingpong ? ", ping-pong" : "")
-                    : tensor_cores ? "mma.sync"
-                                   : "CUDA cores (no gemm)";
+  impl->info.path =
+      hopper.selected ? std::string("sm90 TMA + wgmma, warp-specialized, persistent") +
+                            (hopper.split_k > 1 ? ", split-K over 2-CTA clusters" : "") +
+                            (hopper.cluster_n > 1   ? ", A multicast over 2-CTA clusters"
+                             : hopper.cluster_m > 1 ? ", B multicast over 2-CTA clusters"
+                                                    : "") +
+                            (hopper.tma_store ? ", TMA-store epilogue" : "") +
+                            (hopper.fused_epilogue ? ", fused Parallel epilogue" : "")
+      : ctx.uses_wgmma
+          ? std::string("sm90 wgmma block gemm (generic kernel)") + (tensor_cores ? " + mma.sync" : "") +
+                (!ctx.mbarriers.empty() ? ", TMA + mbarrier ring" : "") +
+                (ctx.launch_threads > 0 ? ", warp-specialized" : "") + (ctx.pingpong ? ", ping-pong" : "")
+      : tensor_cores ? "mma.sync"
+                     : "CUDA cores (no gemm)";
   impl->info.hopper_declined = hopper.why_not;
+  for (const passes::TmaParam& t : ctx.tma_params) {
+    if (t.box.empty()) continue;  // the Hopper GEMM's own maps (its plan says them)
+    std::string box;
+    for (size_t d = 0; d < t.box.size(); ++d) box += (d ? ", " : "") + std::to_string(t.box[d]);
+    impl->info.tma_maps.push_back(t.var.name() + ": box [" + box + "] of " + t.tensor->name + ", " +
+                                  std::to_string(t.swizzle_bytes) + "-byte swizzle");
+  }
+  for (const passes::MbarrierArray& a : ctx.mbarriers)
+    impl->info.mbarriers.push_back(a.bars->name + "[" + std::to_string(a.bars.const_numel()) +
+                                   "]: " + std::to_string(a.count) +
+                                   (a.count == 1 ? " arrival" : " arrivals") + " per phase");
+  if (ctx.launch_threads > 0) {
+    impl->info.consumer_threads = ctx.threads;
+    impl->info.producer_threads = ctx.launch_threads - ctx.threads;
+    impl->info.consumer_regs = ctx.consumer_regs;
+    impl->info.producer_regs = ctx.producer_regs;
+  }
+  impl->info.pingpong = ctx.pingpong;
   impl->info.persistent = hopper.selected;
   if (hopper.selected) {
     impl->info.threads = hopper.launch_threads;
@@ -321,6 +340,10 @@ const KernelInfo& JitKernel::info() const {
 }
 const ir::PrimFuncNode& JitKernel::program() const {
   return *impl_->program;
+}
+
+const std::vector<std::pair<std::string, std::string>>& JitKernel::ir_stages() const {
+  return impl_->lowered.stages;
 }
 
 std::string JitKernel::lowered_ir() const {

@@ -1,7 +1,7 @@
-// The tutorial's sections, shared between TutorialCommand.cpp (options, sections 1, 5 and 6),
+// The tutorial's sections, shared between TutorialCommand.cpp (options, section 1),
 // TutorialGemm.cpp (sections 2 and 3 on the GPU, or compiled only), TutorialCpu.cpp (2 and 3
-// on the reference interpreter), TutorialSoftmax.cpp (4), TutorialAttention.cpp (5) and
-// TutorialTune.cpp (7).
+// on the reference interpreter), TutorialSoftmax.cpp (4), TutorialAttention.cpp (5),
+// TutorialUnderTheHood.cpp (6) and TutorialTune.cpp (7).
 #pragma once
 
 #include <memory>
@@ -50,6 +50,9 @@ void section_softmax(TutorialContext& ctx, bool cpu);
 // Section 5, FlashAttention (TutorialAttention.cpp): on the GPU, compile-only, or on the
 // interpreter (cpu).
 void section_attention(TutorialContext& ctx, bool cpu);
+// Section 6, under the hood (TutorialUnderTheHood.cpp): the GEMM's and attention's passes,
+// layouts, pipeline, instruction mix and resources; compiles only.
+void section_under_the_hood(TutorialContext& ctx);
 // Section 7, autotuning (TutorialTune.cpp): a tuning run on the GPU; compile-only without one;
 // with `cpu` the space only (timing needs a GPU).
 void section_autotune(TutorialContext& ctx, bool cpu);

@@ -1,6 +1,6 @@
 // tessel tutorial: the seven sections of the tile-language tutorial Tessel grew from, run on this
 // machine. Sections 2 and 3 live in TutorialGemm.cpp, 4 in TutorialSoftmax.cpp, 5 in
-// TutorialAttention.cpp, 7 in TutorialTune.cpp.
+// TutorialAttention.cpp, 6 in TutorialUnderTheHood.cpp, 7 in TutorialTune.cpp.
 #include <algorithm>
 #include <iostream>
 #include <memory>
@@ -23,18 +23,6 @@ struct TutorialOptions {
   int warmup = 5;
   bool cpu = false;
 };
-
-// Sections whose kernels have not landed: say so, and where the work is tracked.
-void section_not_implemented(int n, TutorialContext& ctx) {
-  static const char* const titles[] = {"", "", "", "", "", "", "6. Under the hood"};
-  static const char* const trackers[] = {"", "", "", "", "", "", "no issue filed yet"};
-  print_banner(titles[n]);
-  std::cout << "  not yet implemented in this build (" << trackers[n] << ")\n";
-  if (n == 6)
-    std::cout << "  meanwhile, `tessel dump gemm --ir | --lowered | --source | --ptx` shows each stage of "
-                 "the compiler\n";
-  ctx.sections[std::to_string(n)] = {{"implemented", false}, {"tracked_by", trackers[n]}};
-}
 
 int run_tutorial(const TutorialOptions& o) {
   std::set<int> chosen(o.sections.begin(), o.sections.end());
@@ -67,7 +55,7 @@ int run_tutorial(const TutorialOptions& o) {
         section_autotune(ctx, o.cpu);
         break;
       default:
-        section_not_implemented(n, ctx);
+        section_under_the_hood(ctx);
         break;
     }
     std::cout.flush();
@@ -169,9 +157,11 @@ Command add_tutorial_command(CLI::App& root) {
   CLI::App* app =
       root.add_subcommand("tutorial",
                           "Run the tutorial: 1 setup, 2 tensor-core GEMM, 3 knobs, 4 fused "
-                          "softmax, 5 FlashAttention, 6 under the hood, 7 autotuning (6 is not "
-                          "implemented yet). Without a GPU, sections 2-5 and 7 compile "
-                          "their kernels and report instructions and resources instead of timings");
+                          "softmax, 5 FlashAttention (multi-head, causal and not, vs cuDNN), 6 under the "
+                          "hood (the passes, layouts, pipeline, instruction mix and resources of the GEMM "
+                          "and of attention; compiles only), 7 autotuning. Without a GPU, sections 2-5 "
+                          "and 7 compile their kernels and report instructions and resources instead of "
+                          "timings");
   app->add_option("--section", o->sections, "Sections to run, e.g. 2 or 1,2,3 (default: all)")
       ->delimiter(',')
       ->check(integer_in(1, 7))
