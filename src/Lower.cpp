@@ -71,6 +71,9 @@ const PassEntry kPasses[] = {
     // After every pass that emits barriers (lowering emits some for reductions and staged
     // copies): the consumers' become named barriers; the rings' mbarriers get initialized.
     {"insert_barriers", passes::insert_barriers},
+    // Once every index expression exists (after lowering): sums and products that can leave
+    // the 32-bit range, by the IR's bounds, are computed in 64 bits.
+    {"widen_indices", passes::widen_indices},
     // Last: the final set and sizes of shared buffers are known only after pipelining.
     {"plan_shared_memory", passes::plan_shared_memory},
 };

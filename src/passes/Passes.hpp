@@ -22,6 +22,7 @@ ir::Stmt specialize_warps(const ir::Stmt& body, PassContext& ctx);
 ir::Stmt schedule_warpgroups(const ir::Stmt& body, PassContext& ctx);
 ir::Stmt verify_pipelines(const ir::Stmt& body, PassContext& ctx);
 ir::Stmt insert_barriers(const ir::Stmt& body, PassContext& ctx);
+ir::Stmt widen_indices(const ir::Stmt& body, PassContext& ctx);
 ir::Stmt lower_reductions(const ir::Stmt& body, PassContext& ctx);
 ir::Stmt lower_tile_ops(const ir::Stmt& body, PassContext& ctx);
 ir::Stmt vectorize_shared_tails(const ir::Stmt& body, PassContext& ctx);

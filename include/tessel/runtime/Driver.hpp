@@ -47,6 +47,7 @@ namespace tessel {
   X(cuLaunchKernel, "cuLaunchKernel")                     \
   X(cuMemAlloc, "cuMemAlloc_v2")                          \
   X(cuMemFree, "cuMemFree_v2")                            \
+  X(cuMemGetInfo, "cuMemGetInfo_v2")                      \
   X(cuMemcpyHtoD, "cuMemcpyHtoD_v2")                      \
   X(cuMemcpyDtoH, "cuMemcpyDtoH_v2")                      \
   X(cuMemcpyDtoD, "cuMemcpyDtoD_v2")                      \

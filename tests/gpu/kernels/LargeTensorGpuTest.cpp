@@ -1,0 +1,118 @@
+// Tensors past 2^31 elements on the GPU (the H200 holds them): a user's 1-D kernel over
+// 2^31 + 2048 elements and the library softmax over 2^31 + 1024 rows of 8, checked against a
+// reference at elements and rows past 2^31 (the indices that a 32-bit computation would wrap).
+// Skipped without a GPU, or when the GPU has too little free memory (said in the message).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "kernels/softmax/Softmax.hpp"
+#include "support/TestSupport.hpp"
+#include "tessel/tessel.hpp"
+
+namespace {
+
+namespace T = tessel;
+using T::DType;
+using T::Tensor;
+
+bool enough_memory(std::int64_t bytes, std::string* why) {
+  std::size_t free_bytes = 0, total = 0;
+  T::check_cu(T::driver().cuMemGetInfo(&free_bytes, &total), "cuMemGetInfo");
+  if (static_cast<std::int64_t>(free_bytes) >= bytes + (std::int64_t(1) << 30)) return true;
+  *why =
+      "needs " + std::to_string(bytes >> 30) + " GiB free, the GPU has " + std::to_string(free_bytes >> 30);
+  return false;
+}
+
+TEST(LargeTensorGpu, ElementwiseKernelPast2To31Elements) {
+  TESSEL_REQUIRE_GPU();
+  const std::int64_t N = (std::int64_t(1) << 31) + 2048;
+  std::string why;
+  if (!enough_memory(2 * N * 2, &why)) GTEST_SKIP() << "SKIPPED: " << why;
+  T::PrimFunc f("double_it");
+  auto X = f.tensor("X", {N}, T::f16);
+  auto Y = f.tensor("Y", {N}, T::f16);
+  f.body([&] {
+    T::Kernel(T::ceildiv(N, 1024), 128, [&](T::Var bx) {
+      auto x = T::alloc_fragment({1024}, T::f16);
+      T::copy(X(bx * 1024), x);
+      T::Parallel(1024, [&](T::Var i) { x(i) = x(i) * 2.0f; });
+      T::copy(x, Y(bx * 1024));
+    });
+  });
+  T::JitKernel k = T::jit(f);
+  Tensor x = Tensor::empty({N}, DType::f16), y = Tensor::empty({N}, DType::f16);
+  x.fill(1.5);
+  y.fill(std::nan(""));
+  // Distinct values at the indices a 32-bit index would wrap: just before and past 2^31, the end.
+  std::mt19937_64 rng(std::random_device{}());
+  const std::int64_t starts[] = {0, (std::int64_t(1) << 31) - 512, (std::int64_t(1) << 31) + 1, N - 700};
+  std::vector<std::vector<double>> values;
+  for (std::int64_t s : starts) {
+    std::vector<double> v(600);
+    std::vector<std::uint16_t> bits(600);
+    for (size_t i = 0; i < v.size(); ++i) {
+      v[i] = std::uniform_real_distribution<double>(-4, 4)(rng);
+      T::store_host_element(v[i], DType::f16, &bits[i]);
+      v[i] = T::load_host_element(&bits[i], DType::f16);
+    }
+    x.slice(0, s, s + 600).copy_from_host(bits.data());
+    values.push_back(v);
+  }
+  k.launch({x, y});
+  T::check_cu(T::driver().cuCtxSynchronize(), "cuCtxSynchronize");
+  for (size_t n = 0; n < values.size(); ++n) {
+    const std::vector<double> got = y.slice(0, starts[n], starts[n] + 600).to_host_f64();
+    for (size_t i = 0; i < got.size(); ++i)
+      ASSERT_EQ(got[i], 2 * values[n][i]) << "element " << starts[n] + static_cast<std::int64_t>(i);
+  }
+  // Elements of the constant part on both sides of 2^31.
+  for (std::int64_t at : {std::int64_t(1) << 30, (std::int64_t(1) << 31) + 1000, N - 50}) {
+    EXPECT_EQ(y.slice(0, at, at + 1).to_host_f64()[0], 3.0) << "element " << at;
+  }
+  EXPECT_EQ(y.slice(0, N - 1, N).to_host_f64()[0], 3.0) << "the last element";
+}
+
+TEST(LargeTensorGpu, SoftmaxPast2To31Rows) {
+  TESSEL_REQUIRE_GPU();
+  const std::int64_t M = (std::int64_t(1) << 31) + 1024, N = 8;
+  std::string why;
+  if (!enough_memory(2 * M * N * 2, &why)) GTEST_SKIP() << "SKIPPED: " << why;
+  T::JitKernel k = T::kernels::make_softmax(M, N, DType::f16);
+  Tensor x = Tensor::empty({M, N}, DType::f16), y = Tensor::empty({M, N}, DType::f16);
+  x.fill(0.75);
+  y.fill(std::nan(""));
+  std::mt19937_64 rng(std::random_device{}());
+  const std::int64_t rows[] = {0, (std::int64_t(1) << 31) - 3, std::int64_t(1) << 31,
+                               (std::int64_t(1) << 31) + 517, M - 1};
+  std::vector<std::vector<double>> in;
+  for (std::int64_t r : rows) {
+    std::vector<double> v(N);
+    std::vector<std::uint16_t> bits(N);
+    for (std::int64_t c = 0; c < N; ++c) {
+      T::store_host_element(std::uniform_real_distribution<double>(-6, 6)(rng), DType::f16, &bits[c]);
+      v[c] = T::load_host_element(&bits[c], DType::f16);
+    }
+    x.slice(0, r, r + 1).copy_from_host(bits.data());
+    in.push_back(v);
+  }
+  k.launch({x, y});
+  T::check_cu(T::driver().cuCtxSynchronize(), "cuCtxSynchronize");
+  for (size_t n = 0; n < in.size(); ++n) {
+    double mx = -INFINITY, sum = 0;
+    for (double v : in[n]) mx = std::max(mx, v);
+    for (double v : in[n]) sum += std::exp(v - mx);
+    std::vector<double> want;
+    for (double v : in[n]) want.push_back(std::exp(v - mx) / sum);
+    const double err = T::test::rel_error(y.slice(0, rows[n], rows[n] + 1).to_host_f64(), want);
+    EXPECT_LE(err, 1e-2) << "row " << rows[n] << ": relative error " << err;
+  }
+  // A constant row between them: every entry 1/8.
+  for (double v : y.slice(0, (std::int64_t(1) << 31) + 100, (std::int64_t(1) << 31) + 101).to_host_f64())
+    EXPECT_NEAR(v, 0.125, 1e-3);
+}
+
+}  // namespace
