@@ -129,9 +129,6 @@ Space attention_space(const std::string& arch, const kernels::AttentionShape& sh
                  return get(c, "schedule") != static_cast<int>(Schedule::ring_pingpong) ||
                         get(c, "threads") == 256;
                });
-  s.constraint("the TMA ring schedules are sm_90a's (elsewhere only cp.async)", [rings](const Config& c) {
-    return rings || get(c, "schedule") == static_cast<int>(Schedule::cp_async);
-  });
   // A block of keys past the sequence's end is masked work: no more than the keys rounded up to
   // 64 (the smallest block on sm_90a), so that a short Sk does not try every block_N.
   const std::int64_t keys = (shape.seqlen_k + 63) / 64 * 64;

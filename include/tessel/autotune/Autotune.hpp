@@ -321,8 +321,8 @@ KeyParts softmax_key_parts(long long M, long long N, DType dtype, const DeviceKe
 // num_stages {1, 2, 3}; schedule, kernels::AttentionConfig::Schedule's index (0 ring+pingpong,
 // 1 ring, 2 cp.async; off sm_90a only cp.async, the one schedule there); and
 // default_attention_config's choice. Constraints, cheap ones first: threads = 2 * block_M;
-// ring+pingpong only with two consumer warpgroups (with one it is the ring); rings only on sm_90a;
-// block_N no longer than the keys need (Sk rounded up to 64); the compiler accepts the program
+// ring+pingpong only with two consumer warpgroups (with one it is the ring); block_N no longer
+// than the keys need (Sk rounded up to 64); the compiler accepts the program
 // (lowered for `arch`, no NVRTC: its layouts, its pipeline and its register budget) and builds
 // the schedule asked for (else the candidate is the cp.async kernel again); shared memory as the
 // compiler plans it and the threads it launches, against the GPU's limits. A few candidates
