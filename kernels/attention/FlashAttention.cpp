@@ -41,12 +41,6 @@ std::int64_t padded_dim(std::int64_t D) {
 
 constexpr double kLog2e = 1.4426950408889634;
 
-// The TMA ring schedules need sm_90a's TMA, mbarriers and wgmma (the compiler's Hopper pipeline
-// targets sm 90 only); elsewhere Pipelined loops keep the cp.async schedule.
-bool has_ring_schedules(const std::string& arch) {
-  return arch.rfind("sm_90", 0) == 0;
-}
-
 }  // namespace
 
 std::string AttentionShape::describe() const {
@@ -71,6 +65,10 @@ const char* schedule_name(AttentionConfig::Schedule s) {
       return "cp.async";
   }
   return "?";
+}
+
+bool has_ring_schedules(const std::string& arch) {
+  return arch.rfind("sm_90", 0) == 0;
 }
 
 std::string AttentionConfig::describe() const {

@@ -58,6 +58,9 @@ struct AttentionConfig {
 };
 // "ring+pingpong", "ring", "cp.async"
 const char* schedule_name(AttentionConfig::Schedule s);
+// Whether `arch` has the ring schedules: the compiler's TMA + mbarrier pipeline targets sm_90a
+// (and wgmma); elsewhere every schedule runs as cp.async.
+bool has_ring_schedules(const std::string& arch);
 
 struct AttentionOptions {
   bool causal = false;

@@ -79,10 +79,6 @@ class Lowerings {
   std::map<Config, std::optional<Lowered>> memo_;
 };
 
-bool has_ring_schedules(const std::string& arch) {
-  return sm_number(arch) == 90;
-}
-
 }  // namespace
 
 Config attention_point(const kernels::AttentionConfig& c) {
@@ -108,7 +104,7 @@ Space attention_space(const std::string& arch, const kernels::AttentionShape& sh
                       bool causal) {
   Space s("attention " + arch + " D" + std::to_string(shape.dim) + (causal ? " causal " : " ") +
           std::string(dtype_name(dtype)));
-  const bool rings = has_ring_schedules(arch);
+  const bool rings = kernels::has_ring_schedules(arch);
   std::vector<int> block_N = {64, 96, 128, 160, 192, 224, 256};
   if (!rings) block_N.insert(block_N.begin(), 32);
   s.knob("block_M", {64, 128})
