@@ -473,7 +473,21 @@ TEST_F(Cli, TuneAttentionRejectsBadInputNamingTheFlag) {
   EXPECT_NE(r.output.find("--window"), std::string::npos) << r.output;
 }
 
-TEST_F(Cli, TuneAttentionCompilesItsSpaceWithoutAGpu) {
+TEST_F(Cli, TuneAttentionWithoutAGpuSaysSo) {
+  if (tessel::gpu_available()) GTEST_SKIP() << "a GPU is present: the command would tune";
+  const CliRun r = run_tessel("tune attention --heads 4 --kv-heads 1 --seqlen-q 1 --seqlen-k 8192 --causal");
+  EXPECT_EQ(r.exit_code, 3) << r.output;
+  EXPECT_NE(
+      r.output.find("tessel tune attention 2x4x1x1x8192x128 causal bshd f16 on sm_90a: 252 candidates, "),
+      std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("tessel tune attention needs a GPU to time candidates (--compile-only compiles the "
+                          "space without one)\n"),
+            std::string::npos)
+      << r.output;
+}
+
+TEST_F(Cli, TuneAttentionCompileOnlyListsEveryCandidate) {
   // 64 keys: only 64-key blocks; 15 candidates (block_M 64: ring and cp.async; 128: the three
   // schedules; 1-3 stages), each listed with its registers, spills and shared memory.
   const fs::path file =
