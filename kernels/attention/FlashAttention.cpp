@@ -1,10 +1,12 @@
 #include "kernels/attention/FlashAttention.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <mutex>
 #include <sstream>
 
+#include "tessel/autotune/Autotune.hpp"
 #include "tessel/runtime/Driver.hpp"
 
 namespace tessel::kernels {
@@ -63,6 +65,10 @@ const char* schedule_name(AttentionConfig::Schedule s) {
       return "cp.async";
   }
   return "?";
+}
+
+bool has_ring_schedules(const std::string& arch) {
+  return arch.rfind("sm_90", 0) == 0;
 }
 
 std::string AttentionConfig::describe() const {
@@ -136,11 +142,31 @@ AttentionConfig default_attention_config(const AttentionShape& s, DType, bool ca
   // schedule (343 / 323 / 393; causal 213 / 285 / 354); at D = 128 the ring, with ping-pong
   // when not causal (534 / 497 / 414) and without when causal (343 / 418 / 359: the
   // warpgroups' turns cost more than they overlap when CTAs run few, unequal loops).
-  if (dp <= 64)
+  if (dp <= 64 || !has_ring_schedules(arch))
     c.schedule = AttentionConfig::Schedule::cp_async;
   else
     c.schedule = causal ? AttentionConfig::Schedule::ring : AttentionConfig::Schedule::ring_pingpong;
   return c;
+}
+
+AttentionChoice choose_attention_config(const AttentionShape& s, DType dtype, bool causal,
+                                        const std::string& arch) {
+  // A tuned entry holds a point of the space of the GPU's arch: it says nothing about kernels
+  // compiled for another one.
+  const bool gpu_arch = gpu_available() && current_device().arch() == arch;
+  if (gpu_arch)
+    if (auto tuned = autotune::tuned_attention_config(s, dtype, causal)) return {*tuned, true};
+  return {default_attention_config(s, dtype, causal, arch), false};
+}
+
+double attention_flops(const AttentionShape& s, bool causal) {
+  const double per_pair = 4.0 * double(s.batch) * double(s.heads) * double(s.dim);
+  if (!causal) return per_pair * double(s.seqlen_q) * double(s.seqlen_k);
+  if (s.seqlen_q == s.seqlen_k) return per_pair * double(s.seqlen_q) * double(s.seqlen_k) / 2;
+  double pairs = 0;
+  for (std::int64_t i = 0; i < s.seqlen_q; ++i)
+    pairs += double(std::clamp<std::int64_t>(i + s.seqlen_k - s.seqlen_q + 1, 0, s.seqlen_k));
+  return per_pair * pairs;
 }
 
 PrimFunc attention_program(const AttentionShape& s, DType dtype, bool causal, float scale,
@@ -247,7 +273,7 @@ PrimFunc attention_program(const AttentionShape& s, DType dtype, bool causal, fl
 JitKernel make_flash_attention(const AttentionShape& s, DType dtype, const AttentionOptions& o) {
   std::string arch = o.jit.arch;
   if (arch.empty()) arch = gpu_available() ? current_device().arch() : "sm_90a";
-  const AttentionConfig c = o.config ? *o.config : default_attention_config(s, dtype, o.causal, arch);
+  const AttentionConfig c = o.config ? *o.config : choose_attention_config(s, dtype, o.causal, arch).config;
   JitOptions jo = o.jit;
   jo.out_idx = {3, 4};
   jo.disable_async_pipeline = jo.disable_async_pipeline || c.schedule == AttentionConfig::Schedule::cp_async;

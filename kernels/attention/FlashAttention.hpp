@@ -58,12 +58,16 @@ struct AttentionConfig {
 };
 // "ring+pingpong", "ring", "cp.async"
 const char* schedule_name(AttentionConfig::Schedule s);
+// Whether `arch` has the ring schedules: the compiler's TMA + mbarrier pipeline targets sm_90a
+// (and wgmma); elsewhere every schedule runs as cp.async.
+bool has_ring_schedules(const std::string& arch);
 
 struct AttentionOptions {
   bool causal = false;
   // The softmax scale; 0 means 1/sqrt(D).
   float scale = 0.0f;
-  // A config; unset: the built-in choice for the shape class, D, causal, dtype and GPU.
+  // A config; unset: choose_attention_config's (a tuned one, else the built-in choice for the
+  // shape class, D, causal, dtype and GPU).
   std::optional<AttentionConfig> config;
   JitOptions jit;
 };
@@ -72,14 +76,32 @@ struct AttentionOptions {
 // strides cannot be run (H % H_kv, D not a multiple of 8 or over 256, a non-unit last stride).
 void check_attention(const AttentionShape& s, DType dtype);
 
-// The config used when none is given.
+// The built-in config (a tuned entry takes its place: choose_attention_config). Off sm_90a the
+// schedule is always cp.async.
 AttentionConfig default_attention_config(const AttentionShape& s, DType dtype, bool causal,
                                          const std::string& arch);
+
+// The config a default entry point compiles, and whether the tuning cache gave it.
+struct AttentionChoice {
+  AttentionConfig config;
+  bool tuned = false;
+};
+// The tuning cache's entry for this shape (its strides' class included), causal, dtype and GPU
+// when `tessel tune attention` stored one and `arch` is the GPU's own, else
+// default_attention_config. Never throws for want of a GPU or a cache.
+AttentionChoice choose_attention_config(const AttentionShape& s, DType dtype, bool causal,
+                                        const std::string& arch);
+
+// The forward pass's FLOPs: 4 B H Sq Sk D (two gemms, a multiply-add of length D per (query,
+// key) pair each), halved when causal with Sq = Sk; causal with Sq != Sk counts the visible pairs
+// exactly (query i sees min(max(i + Sk - Sq + 1, 0), Sk) keys).
+double attention_flops(const AttentionShape& s, bool causal);
 
 // The program, for the tuner and `tessel dump`: parameters Q, K, V, O, LSE in that order.
 PrimFunc attention_program(const AttentionShape& s, DType dtype, bool causal, float scale,
                            const AttentionConfig& c);
-// The compiled program (outputs O and LSE allocated by call()).
+// The compiled program (outputs O and LSE allocated by call()); without o.config, with
+// choose_attention_config's for o.jit.arch (the GPU's, or sm_90a without one).
 JitKernel make_flash_attention(const AttentionShape& s, DType dtype, const AttentionOptions& o = {});
 
 struct AttentionOutput {
@@ -87,7 +109,8 @@ struct AttentionOutput {
   Tensor LSE;  // [B, H, Sq], f32
 };
 // The library entry point: checks the tensors (ranks, dtypes, matching B and D, H % H_kv,
-// strides), compiles (cached per shape, strides, causal, scale, dtype and config) and runs.
+// strides), compiles (cached per shape, strides, causal, scale, dtype and config: without a
+// config, the choice made at the first call stands for the process) and runs.
 AttentionOutput flash_attention(const Tensor& q, const Tensor& k, const Tensor& v,
                                 const AttentionOptions& o = {}, CUstream stream = nullptr);
 

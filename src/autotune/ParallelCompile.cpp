@@ -45,6 +45,8 @@ std::pair<Row, JitKernel> compile_one(const Factory& factory, const Config& conf
     row.registers = res.registers;
     row.compile_ms = 1000 * seconds_between(c0, Clock::now());
     const int spill = res.spill_store_bytes + res.spill_load_bytes;
+    row.spill_bytes = spill;
+    row.smem_bytes = k.info().dynamic_smem_bytes + res.static_smem_bytes;
     if (spill > 0 && !allow_spills) {
       row.status = Status::spills;
       row.reason = std::to_string(spill) + " bytes of spill loads/stores";

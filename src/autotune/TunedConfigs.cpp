@@ -32,6 +32,18 @@ std::optional<kernels::SoftmaxConfig> find_tuned_softmax_config(long long M, lon
   return softmax_config(stored->config);
 }
 
+std::optional<kernels::AttentionConfig> find_tuned_attention_config(const kernels::AttentionShape& shape,
+                                                                    DType dtype, bool causal,
+                                                                    const DeviceKey& device,
+                                                                    const std::filesystem::path& dir,
+                                                                    const HardwareLimits& limits) {
+  const auto stored =
+      read_valid_tuning_entry(dir, tuning_key(attention_key_parts(shape, dtype, causal, device)),
+                              attention_space(device.arch(), shape, dtype, causal), limits);
+  if (!stored) return std::nullopt;
+  return attention_config(stored->config);
+}
+
 std::optional<kernels::MatmulConfig> tuned_matmul_config(long long M, long long N, long long K,
                                                          DType dtype) noexcept {
   try {
@@ -50,6 +62,18 @@ std::optional<kernels::SoftmaxConfig> tuned_softmax_config(long long M, long lon
     const auto dir = tuning_cache_directory();
     if (!device || !dir) return std::nullopt;
     return find_tuned_softmax_config(M, N, dtype, *device, *dir, current_limits());
+  } catch (...) {
+    return std::nullopt;
+  }
+}
+
+std::optional<kernels::AttentionConfig> tuned_attention_config(const kernels::AttentionShape& shape,
+                                                               DType dtype, bool causal) noexcept {
+  try {
+    const auto device = current_device_key();
+    const auto dir = tuning_cache_directory();
+    if (!device || !dir) return std::nullopt;
+    return find_tuned_attention_config(shape, dtype, causal, *device, *dir, current_limits());
   } catch (...) {
     return std::nullopt;
   }

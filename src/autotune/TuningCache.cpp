@@ -91,6 +91,17 @@ KeyParts softmax_key_parts(long long M, long long N, DType dtype, const DeviceKe
                    softmax_space(device.arch(), M, N, dtype), device);
 }
 
+KeyParts attention_key_parts(const kernels::AttentionShape& s, DType dtype, bool causal,
+                             const DeviceKey& device) {
+  return key_parts("attention",
+                   {s.batch, s.heads, s.kv_heads, s.seqlen_q, s.seqlen_k, s.dim, causal ? 1 : 0,
+                    attention_strides_class(s.q_strides, s.batch, s.seqlen_q, s.heads, s.dim),
+                    attention_strides_class(s.k_strides, s.batch, s.seqlen_k, s.kv_heads, s.dim),
+                    attention_strides_class(s.v_strides, s.batch, s.seqlen_k, s.kv_heads, s.dim)},
+                   {std::string(dtype_name(dtype))}, attention_space(device.arch(), s, dtype, causal),
+                   device);
+}
+
 std::string tuning_key(const KeyParts& p) {
   std::string text;
   auto field = [&](const std::string& name, const std::string& value) {

@@ -127,25 +127,13 @@ std::vector<AttentionCase> default_cases() {
   return cases;
 }
 
-// The (query, key) pairs the mask lets through, summed over rows: each visible pair is one
-// multiply-add of length D in each of the two gemms.
+// kernels::attention_flops, and how it counted.
 double attention_flops(const AttentionCase& c, std::string& counting) {
   const auto& s = c.shape;
-  const double dense =
-      4.0 * double(s.batch) * double(s.heads) * double(s.seqlen_q) * double(s.seqlen_k) * double(s.dim);
-  if (!c.causal) {
-    counting = "4 B H Sq Sk D";
-    return dense;
-  }
-  if (s.seqlen_q == s.seqlen_k) {
-    counting = "4 B H Sq Sk D / 2 (causal)";
-    return dense / 2;
-  }
-  double pairs = 0;
-  for (std::int64_t i = 0; i < s.seqlen_q; ++i)
-    pairs += double(std::clamp<std::int64_t>(i + s.seqlen_k - s.seqlen_q + 1, 0, s.seqlen_k));
-  counting = "4 B H D x visible pairs (causal, Sq != Sk: counted exactly)";
-  return 4.0 * double(s.batch) * double(s.heads) * double(s.dim) * pairs;
+  counting = !c.causal                  ? "4 B H Sq Sk D"
+             : s.seqlen_q == s.seqlen_k ? "4 B H Sq Sk D / 2 (causal)"
+                                        : "4 B H D x visible pairs (causal, Sq != Sk: counted exactly)";
+  return kernels::attention_flops(s, c.causal);
 }
 
 // One of Q, K, V: [B, S, H, D] as the kernels see it, stored that way (bshd) or as [B, H, S, D]
@@ -289,13 +277,16 @@ class AttentionBench {
       kernels::AttentionOptions opts;
       opts.causal = c.causal;
       opts.scale = scale;
-      opts.config = config_;
-      const kernels::AttentionConfig used =
-          config_ ? *config_ : kernels::default_attention_config(shape, t, c.causal, sys.arch());
-      row.config = used.describe();
+      const kernels::AttentionChoice choice =
+          config_ ? kernels::AttentionChoice{*config_, false}
+                  : kernels::choose_attention_config(shape, t, c.causal, sys.arch());
+      const kernels::AttentionConfig& used = choice.config;
+      opts.config = used;
+      row.config = used.describe() + (choice.tuned ? " (tuned)" : "");
       r["config"] = {{"text", used.describe()}, {"block_M", used.block_M},
                      {"block_N", used.block_N}, {"num_stages", used.num_stages},
-                     {"threads", used.threads}, {"given", config_.has_value()}};
+                     {"threads", used.threads}, {"given", config_.has_value()},
+                     {"tuned", choice.tuned}};
       ours = kernels::make_flash_attention(shape, t, opts);
       r["tessel_path"] = ours.info().path;
       r["tessel_registers"] = ours.resources().registers;

@@ -30,5 +30,6 @@ Command add_bench_chain_command(CLI::App& bench);
 Command add_bench_attention_command(CLI::App& bench);
 Command add_tune_gemm_command(CLI::App& tune);
 Command add_tune_softmax_command(CLI::App& tune);
+Command add_tune_attention_command(CLI::App& tune);
 
 }  // namespace tessel::cli

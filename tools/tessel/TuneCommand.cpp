@@ -1,12 +1,14 @@
-// tessel tune gemm | softmax: the autotuner over a kernel's space for one shape. Every candidate
-// is checked (GEMM against cuBLAS, softmax against float64 on sampled rows) and timed with CUDA
-// events (L2 flushed, medians); the winner is kept in the tuning cache, where the library's
-// default entry points find it. Without a GPU: the space's size and pruning, and with
-// --compile-only the compile throughput.
+// tessel tune gemm | softmax | attention: the autotuner over a kernel's space for one shape.
+// Every candidate is checked (GEMM against cuBLAS, softmax and attention against float64 on
+// sampled rows) and timed with CUDA events (L2 flushed, medians); the winner is kept in the
+// tuning cache, where the library's default entry points find it. Without a GPU: the space's size
+// and pruning, and with --compile-only the compile throughput (for attention, each candidate's
+// registers, spills and shared memory too).
 #include <chrono>
 #include <cmath>
 #include <iostream>
 #include <memory>
+#include <sstream>
 #include <thread>
 
 #include "tessel/Error.hpp"
@@ -55,6 +57,8 @@ struct TuneJob {
   std::function<at::KeyParts(const at::DeviceKey&)> key;
   // Ranks candidates before compiling (halving only); absent: every candidate compiles.
   std::function<double(const at::Config&)> cost_model;
+  // --compile-only lists every candidate's registers, spills and shared memory.
+  bool list_compiled = false;
 };
 
 int report_compile_only(const TuneJob& job, const at::Space::Enumeration& e, const TuneOptions& o, bool gpu) {
@@ -74,6 +78,10 @@ int report_compile_only(const TuneJob& job, const at::Space::Enumeration& e, con
     if (row.status == at::Status::compile_failed || row.status == at::Status::spills)
       std::cout << "  " << job.describe(row.config) << ": " << at::status_name(row.status) << " ("
                 << row.reason << ")\n";
+    else if (job.list_compiled)
+      std::cout << "  " << job.describe(row.config) << ": " << row.registers << " registers, "
+                << row.spill_bytes << " bytes spilled, " << row.smem_bytes << " bytes of shared memory, "
+                << fixed(row.compile_ms / 1000, 2) << " s\n";
   }
   std::cout << "compiled " << e.kept.size() << " in " << fixed(r.seconds, 2)
             << " s: " << fixed(e.kept.size() / std::max(r.seconds, 1e-9), 2) << " candidates/s; " << failed
@@ -266,6 +274,83 @@ int run_tune_softmax(const TuneOptions& o) {
   return run_tune(job, o, *strategy);
 }
 
+struct TuneAttentionOptions : TuneOptions {
+  std::int64_t batch = 2, heads = 16, kv_heads = 0, seqlen_q = 4096, seqlen_k = 0, dim = 128;
+  bool causal = false;
+  std::string layout = "bshd";
+};
+
+int run_tune_attention(const TuneAttentionOptions& o) {
+  const std::string command = "tessel tune attention";
+  const auto dtype = parse_dtype(o.dtype);
+  if (!dtype || (*dtype != DType::f16 && *dtype != DType::bf16)) {
+    std::cerr << command << ": --dtype takes f16 or bf16, not '" << o.dtype << "'\n";
+    return kExitUsage;
+  }
+  const auto strategy = parse_strategy_option(command, o.strategy);
+  if (!strategy) return kExitUsage;
+  kernels::AttentionShape shape;
+  shape.batch = o.batch, shape.heads = o.heads, shape.kv_heads = o.kv_heads ? o.kv_heads : o.heads;
+  shape.seqlen_q = o.seqlen_q, shape.seqlen_k = o.seqlen_k ? o.seqlen_k : o.seqlen_q, shape.dim = o.dim;
+  if (shape.heads % shape.kv_heads != 0) {
+    std::cerr << command << ": --kv-heads: " << shape.kv_heads << " K/V heads do not divide the "
+              << shape.heads << " query heads (--heads); legal: a divisor of " << shape.heads << "\n";
+    return kExitUsage;
+  }
+  if (shape.dim % 8 != 0) {
+    std::cerr << command << ": --dim: the head dimension is " << shape.dim
+              << "; legal: a multiple of 8 from 8 to 256\n";
+    return kExitUsage;
+  }
+  if (o.layout != "bshd" && o.layout != "bhsd") {
+    std::cerr << command << ": --layout takes bshd or bhsd, not '" << o.layout << "'\n";
+    return kExitUsage;
+  }
+  if (o.layout == "bhsd") {
+    shape.q_strides = kernels::bhsd_strides(shape.batch, shape.seqlen_q, shape.heads, shape.dim);
+    shape.k_strides = kernels::bhsd_strides(shape.batch, shape.seqlen_k, shape.kv_heads, shape.dim);
+    shape.v_strides = shape.k_strides;
+  }
+  try {
+    kernels::check_attention(shape, *dtype);  // anything the flags above let through
+  } catch (const CompileError& e) {
+    std::cerr << command << ": " << e.what() << "\n";
+    return kExitUsage;
+  }
+  const bool causal = o.causal;
+  const std::string arch = system_info().arch();
+  JitOptions jo;
+  jo.arch = arch;
+  jo.compile_time_limit_s = o.compile_time_limit;  // NVRTC stops too, rather than running on unseen
+  const double flops = kernels::attention_flops(shape, causal);
+  std::ostringstream problem;
+  problem << shape.batch << "x" << shape.heads << "x" << shape.kv_heads << "x" << shape.seqlen_q << "x"
+          << shape.seqlen_k << "x" << shape.dim << (causal ? " causal " : " ") << o.layout << " " << o.dtype;
+  TuneJob job{command,
+              problem.str(),
+              {{"batch", shape.batch},
+               {"heads", shape.heads},
+               {"kv_heads", shape.kv_heads},
+               {"seqlen_q", shape.seqlen_q},
+               {"seqlen_k", shape.seqlen_k},
+               {"dim", shape.dim},
+               {"causal", causal},
+               {"layout", o.layout},
+               {"dtype", o.dtype},
+               {"flops", flops}},
+              at::attention_space(arch, shape, *dtype, causal),
+              at::attention_factory(shape, *dtype, causal, jo),
+              [](const at::Config& c) { return at::attention_config(c).describe(); },
+              [=](double ms) { return fixed(flops / (ms * 1e-3) / 1e12, 1) + " TFLOP/s"; },
+              {},
+              [=, d = *dtype](const at::DeviceKey& device) {
+                return at::attention_key_parts(shape, d, causal, device);
+              }};
+  job.list_compiled = true;
+  job.prepare = [=, d = *dtype] { return at::attention_callbacks(shape, d, causal, 1); };
+  return run_tune(job, o, *strategy);
+}
+
 void add_common_options(CLI::App* app, TuneOptions& o) {
   app->add_option("--strategy", o.strategy, "exhaustive, random or halving")->capture_default_str();
   app->add_option("--budget", o.budget, "random: candidates to time (0: a quarter)")
@@ -322,6 +407,30 @@ Command add_tune_softmax_command(CLI::App& tune) {
   app->add_option("--dtype", o->dtype, "f16, bf16 or f32")->capture_default_str();
   add_common_options(app, *o);
   return {app, [o] { return run_tune_softmax(*o); }};
+}
+
+Command add_tune_attention_command(CLI::App& tune) {
+  auto o = std::make_shared<TuneAttentionOptions>();
+  CLI::App* app = tune.add_subcommand(
+      "attention",
+      "Tune FlashAttention's forward pass for one shape: every candidate's O and LSE checked against "
+      "float64 on sampled rows, the winner cached for kernels::flash_attention");
+  // B and H are grid dimensions: at most 65535 each.
+  app->add_option("--batch", o->batch, "The batch size B")->capture_default_str()->check(dimension(65535));
+  app->add_option("--heads", o->heads, "Query heads H")->capture_default_str()->check(dimension(65535));
+  app->add_option("--kv-heads", o->kv_heads, "K/V heads HKV, dividing H (default: H)")
+      ->check(dimension(65535));
+  app->add_option("--seqlen-q", o->seqlen_q, "Query length SQ")->capture_default_str()->check(dimension());
+  app->add_option("--seqlen-k", o->seqlen_k, "Key length SK (default: SQ)")->check(dimension());
+  app->add_option("--dim", o->dim, "Head dimension D (a multiple of 8 up to 256)")
+      ->capture_default_str()
+      ->check(dimension(256));
+  app->add_flag("--causal", o->causal, "The bottom-right causal mask (query i sees keys j <= i + SK - SQ)");
+  app->add_option("--layout", o->layout, "Storage of Q, K and V: bshd ([B, S, H, D]) or bhsd ([B, H, S, D])")
+      ->capture_default_str();
+  app->add_option("--dtype", o->dtype, "f16 or bf16")->capture_default_str();
+  add_common_options(app, *o);
+  return {app, [o] { return run_tune_attention(*o); }};
 }
 
 }  // namespace tessel::cli

@@ -21,6 +21,8 @@ nlohmann::json tune_table_json(const std::vector<autotune::Row>& rows) {
                  {"ms", r.ms < 0 ? nlohmann::json(nullptr) : nlohmann::json(r.ms)},
                  {"repeats", r.repeats},
                  {"registers", r.registers},
+                 {"spill_bytes", r.spill_bytes},
+                 {"smem_bytes", r.smem_bytes < 0 ? nlohmann::json(nullptr) : nlohmann::json(r.smem_bytes)},
                  {"compile_ms", r.compile_ms}});
   return a;
 }

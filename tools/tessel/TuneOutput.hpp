@@ -13,7 +13,8 @@
 
 namespace tessel::cli {
 
-// Every row: config, status, reason, ms (null when not timed), repeats, registers, compile_ms.
+// Every row: config, status, reason, ms (null when not timed), repeats, registers, spill_bytes,
+// smem_bytes (null when not compiled), compile_ms.
 nlohmann::json tune_table_json(const std::vector<autotune::Row>& rows);
 
 // The candidates that compiled or failed, fastest first, then the failures (pruned ones are

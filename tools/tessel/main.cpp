@@ -35,6 +35,7 @@ int main(int argc, char** argv) {
   tune->require_subcommand(1);
   commands.push_back(cli::add_tune_gemm_command(*tune));
   commands.push_back(cli::add_tune_softmax_command(*tune));
+  commands.push_back(cli::add_tune_attention_command(*tune));
 
   try {
     app.parse(argc, argv);

@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/attention/FlashAttention.hpp"
 #include "kernels/gemm/Matmul.hpp"
 #include "kernels/softmax/Softmax.hpp"
 #include "tessel/DType.hpp"
@@ -99,6 +100,8 @@ struct Row {
   int repeats = 0;  // repeats behind `ms`
   int registers = -1;
   double compile_ms = 0;
+  int spill_bytes = 0;  // spill stores and loads ptxas reported (compiled candidates)
+  int smem_bytes = -1;  // shared memory per block, static and dynamic; -1 when not compiled
 };
 
 enum class Strategy { exhaustive, random, halving };
@@ -311,10 +314,52 @@ Config softmax_point(const kernels::SoftmaxConfig& c);
 // Kernel "softmax", shapes {M, N}, the dtype's name, softmax_space(device.arch(), M, N, dtype).
 KeyParts softmax_key_parts(long long M, long long N, DType dtype, const DeviceKey& device);
 
+// ---- attention --------------------------------------------------------------------------------
+// Knobs: block_M {64, 128} with threads {128, 256} (a consumer warpgroup per 64 query rows, so
+// threads = 2 * block_M); block_N, the multiples of 32 from 64 to 256 (the N tiles wgmma takes,
+// InferLayouts' wgmma_applies; 32 too off sm_90a, where mma.sync takes any multiple of 8);
+// num_stages {1, 2, 3}; schedule, kernels::AttentionConfig::Schedule's index (0 ring+pingpong,
+// 1 ring, 2 cp.async; off sm_90a only cp.async, the one schedule there); and
+// default_attention_config's choice. Constraints, cheap ones first: threads = 2 * block_M;
+// ring+pingpong only with two consumer warpgroups (with one it is the ring); block_N no longer
+// than the keys need (Sk rounded up to 64); the compiler accepts the program
+// (lowered for `arch`, no NVRTC: its layouts, its pipeline and its register budget) and builds
+// the schedule asked for (else the candidate is the cp.async kernel again); shared memory as the
+// compiler plans it and the threads it launches, against the GPU's limits. A few candidates
+// still spill (D = 256) and are dropped after compiling.
+Space attention_space(const std::string& arch, const kernels::AttentionShape& shape, DType dtype,
+                      bool causal);
+kernels::AttentionConfig attention_config(const Config& c);
+Config attention_point(const kernels::AttentionConfig& c);
+// Compiles make_flash_attention with the config (options.jit.arch and switches kept).
+Factory attention_factory(const kernels::AttentionShape& shape, DType dtype, bool causal,
+                          JitOptions options = {});
+// Inputs Q, K and V filled at random (from `seed`), the float64 reference on sampled rows
+// (kernels::choose_attention_samples), outputs O and LSE. check: O and LSE poisoned with NaN,
+// one launch, the sampled rows against the reference within attention_tolerance; run: one
+// launch (timed by event_timer, the L2 flushed). Needs a GPU.
+Callbacks attention_callbacks(const kernels::AttentionShape& shape, DType dtype, bool causal,
+                              std::uint64_t seed = 1);
+// The relative errors a right kernel stays within against float64 (tests/gpu/kernels/
+// FlashAttentionGpuTest.cpp): O 5e-3 (f16) or 2e-2 (bf16; P is rounded to 16 bits before P V),
+// LSE 1e-3.
+struct AttentionTolerance {
+  double O = 0, LSE = 0;
+};
+AttentionTolerance attention_tolerance(DType dtype);
+// How a tensor's strides over [B, S, H, D] are laid out, for the tuning key: 0 row-major (BSHD,
+// also no strides given), 1 BHSD, 2 anything else.
+int attention_strides_class(const std::vector<std::int64_t>& strides, std::int64_t B, std::int64_t S,
+                            std::int64_t H, std::int64_t D);
+// Kernel "attention", shapes {B, H, H_kv, Sq, Sk, D, causal, Q's, K's and V's strides class},
+// the dtype's name, attention_space(device.arch(), shape, dtype, causal).
+KeyParts attention_key_parts(const kernels::AttentionShape& shape, DType dtype, bool causal,
+                             const DeviceKey& device);
+
 // ---- tuned configs for the library's default entry points ------------------------------------
-// make_matmul(M, N, K, dtype) and make_softmax(M, N, dtype) ask these (through
-// kernels::choose_matmul_config / choose_softmax_config) before falling back to their built-in
-// defaults.
+// make_matmul(M, N, K, dtype), make_softmax(M, N, dtype) and make_flash_attention (without a
+// config) ask these (through kernels::choose_matmul_config / choose_softmax_config /
+// choose_attention_config) before falling back to their built-in defaults.
 //
 // The config `tessel tune` stored in `dir` for this problem on `device`, or nullopt. Reads only
 // that one entry, and uses it only when it is a point of the space that passes the space's
@@ -327,11 +372,18 @@ std::optional<kernels::SoftmaxConfig> find_tuned_softmax_config(long long M, lon
                                                                 const DeviceKey& device,
                                                                 const std::filesystem::path& dir,
                                                                 const HardwareLimits& limits = {});
+std::optional<kernels::AttentionConfig> find_tuned_attention_config(const kernels::AttentionShape& shape,
+                                                                    DType dtype, bool causal,
+                                                                    const DeviceKey& device,
+                                                                    const std::filesystem::path& dir,
+                                                                    const HardwareLimits& limits = {});
 // The same for this process's GPU and tuning cache folder. nullopt without a GPU, without a
 // cache folder (TESSEL_CACHE=0), or on any error: never throws. Costs a space description, a
 // SHA-256 and one file lookup (microseconds; far below a jit()).
 std::optional<kernels::MatmulConfig> tuned_matmul_config(long long M, long long N, long long K,
                                                          DType dtype) noexcept;
 std::optional<kernels::SoftmaxConfig> tuned_softmax_config(long long M, long long N, DType dtype) noexcept;
+std::optional<kernels::AttentionConfig> tuned_attention_config(const kernels::AttentionShape& shape,
+                                                               DType dtype, bool causal) noexcept;
 
 }  // namespace tessel::autotune

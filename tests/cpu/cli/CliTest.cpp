@@ -230,6 +230,10 @@ TEST_F(Cli, NumbersAreCheckedStrictlyWithOneLineNamingTheFlag) {
            {"bench compile --m 12abc", "--m: " + dim + "'12abc'"},
            {"tune gemm --m 4294967297 --compile-only", "--m: " + dim + "'4294967297'"},
            {"tune softmax --n 0 --compile-only", "--n: " + dim + "'0'"},
+           {"tune attention --seqlen-k 0 --compile-only", "--seqlen-k: " + dim + "'0'"},
+           {"tune attention --batch 65536", "--batch: must be an integer from 1 to 65535, not '65536'"},
+           {"tune attention --heads 1e3", "--heads: must be an integer from 1 to 65535, not '1e3'"},
+           {"tune attention --dim 264", "--dim: must be an integer from 1 to 256, not '264'"},
            {"bench softmax --shapes 12x", "--shapes: '12x'" + mxn},
            {"bench softmax --shapes 12x5abc", "--shapes: '12x5abc'" + mxn},
            {"bench softmax --shapes 1e3x10", "--shapes: '1e3x10'" + mxn},
@@ -452,6 +456,92 @@ TEST_F(Cli, TuneSoftmaxCompilesItsSpace) {
   // Not on a terminal: a plain progress line per candidate, no bar.
   EXPECT_NE(r.output.find("  compiled 1/"), std::string::npos) << r.output;
   EXPECT_EQ(r.output.find("\033[K"), std::string::npos) << r.output;
+}
+
+TEST_F(Cli, TuneAttentionHelpShowsItsOptions) {
+  const CliRun r = run_tessel("tune attention --help");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  for (const char* option :
+       {"--batch", "--heads", "--kv-heads", "--seqlen-q", "--seqlen-k", "--dim", "--causal", "--layout",
+        "--dtype", "--strategy", "--budget", "--compile-only", "--json"})
+    EXPECT_NE(r.output.find(option), std::string::npos) << option << " missing from:\n" << r.output;
+}
+
+TEST_F(Cli, TuneAttentionRejectsBadInputNamingTheFlag) {
+  for (const auto& [args, says] : std::vector<std::pair<std::string, std::string>>{
+           {"tune attention --heads 16 --kv-heads 3",
+            "tessel tune attention: --kv-heads: 3 K/V heads do not divide the 16 query heads (--heads); "
+            "legal: a "
+            "divisor of 16\n"},
+           {"tune attention --dim 100",
+            "tessel tune attention: --dim: the head dimension is 100; legal: a multiple of 8 from 8 to "
+            "256\n"},
+           {"tune attention --dtype f32", "tessel tune attention: --dtype takes f16 or bf16, not 'f32'\n"},
+           {"tune attention --layout sbhd",
+            "tessel tune attention: --layout takes bshd or bhsd, not 'sbhd'\n"},
+           {"tune attention --strategy greedy",
+            "tessel tune attention: --strategy takes exhaustive, random or halving, not 'greedy'\n"},
+       }) {
+    const CliRun r = run_tessel(args);
+    EXPECT_EQ(r.exit_code, 2) << args << ": " << r.output;
+    EXPECT_EQ(r.output, says) << args;
+  }
+  const CliRun r = run_tessel("tune attention --window 4");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("--window"), std::string::npos) << r.output;
+}
+
+TEST_F(Cli, TuneAttentionWithoutAGpuSaysSo) {
+  if (tessel::gpu_available()) GTEST_SKIP() << "a GPU is present: the command would tune";
+  const CliRun r = run_tessel("tune attention --heads 4 --kv-heads 1 --seqlen-q 1 --seqlen-k 8192 --causal");
+  EXPECT_EQ(r.exit_code, 3) << r.output;
+  EXPECT_NE(
+      r.output.find("tessel tune attention 2x4x1x1x8192x128 causal bshd f16 on sm_90a: 252 candidates, "),
+      std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("tessel tune attention needs a GPU to time candidates (--compile-only compiles the "
+                          "space without one)\n"),
+            std::string::npos)
+      << r.output;
+}
+
+TEST_F(Cli, TuneAttentionCompileOnlyListsEveryCandidate) {
+  // 64 keys: only 64-key blocks; 15 candidates (block_M 64: ring and cp.async; 128: the three
+  // schedules; 1-3 stages), each listed with its registers, spills and shared memory.
+  const fs::path file =
+      fs::temp_directory_path() / ("tessel-tune-attention-" + std::to_string(getpid()) + ".json");
+  const CliRun r = run_tessel(
+      "tune attention --batch 1 --heads 2 --seqlen-q 100 --seqlen-k 64 --dim 64 --causal --dtype bf16 "
+      "--compile-only --json '" +
+      file.string() + "'");
+  const bool gpu = r.output.find("no GPU:") == std::string::npos;
+  EXPECT_EQ(r.exit_code, gpu ? 0 : 3) << r.output;
+  if (!gpu) {
+    EXPECT_NE(
+        r.output.find("tessel tune attention 1x2x2x100x64x64 causal bshd bf16 on sm_90a: 252 candidates, "
+                      "237 pruned (constraints, 232448 bytes of shared memory, 1024 threads), 15 left\n"),
+        std::string::npos)
+        << r.output;
+  }
+  EXPECT_NE(r.output.find("  128x64 s2 t256 ring+pingpong: "), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find(" registers, 0 bytes spilled, "), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("compiled 15 in "), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find(" candidates/s; 0 failed, 0 spill\n"), std::string::npos) << r.output;
+  std::ifstream in(file);
+  ASSERT_TRUE(in.good()) << "no JSON written to " << file;
+  const nlohmann::json j = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  fs::remove(file);
+  ASSERT_FALSE(j.is_discarded());
+  EXPECT_EQ(j["tool"], "tessel tune attention --compile-only");
+  EXPECT_EQ(j["seqlen_k"], 64);
+  EXPECT_EQ(j["causal"], true);
+  ASSERT_EQ(j["table"].size(), 15u) << j.dump(2);
+  for (const auto& row : j["table"]) {
+    EXPECT_EQ(row["config"]["block_N"], 64) << row.dump();
+    EXPECT_GT(row["registers"].get<int>(), 0) << row.dump();
+    EXPECT_EQ(row["spill_bytes"], 0) << row.dump();
+    EXPECT_GT(row["smem_bytes"].get<int>(), 2 * 64 * (64 + 64)) << "Q and a block of K and V: " << row.dump();
+  }
 }
 
 }  // namespace
