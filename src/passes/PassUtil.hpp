@@ -41,6 +41,21 @@ inline std::vector<ir::Buffer> fragments_used(const ir::Stmt& s) {
   return uses.fragments;
 }
 
+// The statements of nested SeqStmts, in order, as one list (undefined: none).
+inline std::vector<ir::Stmt> flatten_seq(const ir::Stmt& s) {
+  std::vector<ir::Stmt> out;
+  if (!s.defined()) return out;
+  if (const auto* seq = s.as<ir::SeqStmt>()) {
+    for (const ir::Stmt& c : seq->stmts) {
+      auto f = flatten_seq(c);
+      out.insert(out.end(), f.begin(), f.end());
+    }
+    return out;
+  }
+  out.push_back(s);
+  return out;
+}
+
 // "[128, 64]"
 inline std::string shape_text(const std::vector<std::int64_t>& s) {
   std::string out = "[";

@@ -28,20 +28,6 @@ using namespace ir;
 
 namespace {
 
-std::vector<Stmt> flatten(const Stmt& s) {
-  std::vector<Stmt> out;
-  if (!s.defined()) return out;
-  if (const auto* seq = s.as<SeqStmt>()) {
-    for (const Stmt& c : seq->stmts) {
-      auto f = flatten(c);
-      out.insert(out.end(), f.begin(), f.end());
-    }
-    return out;
-  }
-  out.push_back(s);
-  return out;
-}
-
 bool has_barrier_or_gemm(const Stmt& s) {
   struct Finder : IRVisitor {
     bool found = false;
@@ -60,7 +46,7 @@ class PingPong : public IRMutator {
  protected:
   Stmt mutate_node(const SpecializeStmt* op, const Stmt& self) override {
     if (op->consumer_threads != 256) return self;
-    std::vector<Stmt> body = flatten(op->consumer);
+    std::vector<Stmt> body = flatten_seq(op->consumer);
     for (size_t i = 0; i < body.size(); ++i) {
       const auto* loop = body[i].as<ForStmt>();
       if (!loop || loop->kind != ForKind::Serial) continue;
@@ -82,7 +68,7 @@ class PingPong : public IRMutator {
   // The loop with its gemm phases alternated, or undefined when it is not a loop of wgmma gemms
   // with other work between them.
   Stmt schedule(const ForStmt* loop) {
-    std::vector<Stmt> body = flatten(loop->body);
+    std::vector<Stmt> body = flatten_seq(loop->body);
     int first = -1, last = -1;
     for (int i = 0; i < static_cast<int>(body.size()); ++i) {
       if (const auto* g = body[i].as<GemmStmt>()) {

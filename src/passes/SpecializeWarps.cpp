@@ -27,6 +27,7 @@
 //   Requires: plan_pipelines (rings and their ProducerStmts).
 //   Ensures:  no ProducerStmt is left when it applied; ctx.launch_threads, ctx.consumer_regs and
 //             ctx.producer_regs set. Otherwise the IR is unchanged (one thread issues the loads).
+#include "passes/PassUtil.hpp"
 #include "passes/Passes.hpp"
 #include "tessel/ir/Mutator.hpp"
 
@@ -38,20 +39,6 @@ namespace {
 
 constexpr int kProducerRegs = 24;
 constexpr int kRegisterFile = 65536;
-
-std::vector<Stmt> flatten(const Stmt& s) {
-  std::vector<Stmt> out;
-  if (!s.defined()) return out;
-  if (const auto* seq = s.as<SeqStmt>()) {
-    for (const Stmt& c : seq->stmts) {
-      auto f = flatten(c);
-      out.insert(out.end(), f.begin(), f.end());
-    }
-    return out;
-  }
-  out.push_back(s);
-  return out;
-}
 
 bool contains_producer(const Stmt& s) {
   struct Finder : IRVisitor {
@@ -85,7 +72,7 @@ Stmt specialize_warps(const Stmt& body, PassContext& ctx) {
   if (ctx.target.sm != 90 || !ctx.allow_warp_specialization || !contains_producer(body)) return body;
   const auto* kernel = body.as<KernelStmt>();
   if (!kernel || ctx.threads % 128 != 0) return body;
-  std::vector<Stmt> top = flatten(kernel->body);
+  std::vector<Stmt> top = flatten_seq(kernel->body);
   std::vector<Stmt> shared_decls, producer, consumer;
   for (const Stmt& s : top) {
     if (const auto* d = s.as<DeclBuffer>(); d && d->buffer->scope == Scope::Shared) {
@@ -94,7 +81,7 @@ Stmt specialize_warps(const Stmt& body, PassContext& ctx) {
       producer.push_back(p->body);
     } else if (const auto* f = s.as<ForStmt>();
                f && f->kind == ForKind::Serial && contains_producer(f->body)) {
-      std::vector<Stmt> inner = flatten(f->body);
+      std::vector<Stmt> inner = flatten_seq(f->body);
       const auto* first = inner.empty() ? nullptr : inner[0].as<ProducerStmt>();
       if (!first || !only_reads(f->min, ctx.block_vars) || !only_reads(f->extent, ctx.block_vars))
         return body;
