@@ -89,35 +89,22 @@ struct WarpgroupGemm : AccumulatorLayout<BM, BN, 4 * Warpgroups, 1> {
   }
   __device__ static int warpgroup() { return static_cast<int>(threadIdx.x / 128); }
 
-  // acc += A_tile * B_tile, both from shared memory.
+  // acc += A_tile * B_tile, both from shared memory: run_async, then its wait.
   __device__ static void run(const TIn* sA, const TIn* sB, float (&acc)[kAccPerThread]) {
-    static_assert(LayoutA::kRows == (TransA ? BK : BM) && LayoutA::kCols == (TransA ? BM : BK),
-                  "WarpgroupGemm: LayoutA must describe the A tile, [BM][BK] or [BK][BM] if TransA");
-    static_assert(!TransA || LayoutA::kSwizzleBytes == 128,
-                  "WarpgroupGemm: an M-major A tile needs the 128-byte swizzle");
-    const unsigned a_base = smem_address(sA), b_base = smem_address(sB);
-    const int g = warpgroup();
-    wgmma_fence_operand(acc);
-    wgmma_fence();
-#pragma unroll
-    for (int kk = 0; kk < kKSteps; ++kk) {
-      unsigned long long da;
-      if constexpr (TransA) {
-        da = mnmajor_desc<LayoutA>(a_base, g, kk);  // 64 M columns = one panel per warpgroup
-      } else {
-        da = kmajor_desc<LayoutA>(a_base, 64 * g, kk);
-      }
-      wgmma_ss<TIn, BN, TransA ? 1 : 0, TransB ? 0 : 1>(acc, da, b_desc(b_base, kk), 1);
-    }
-    wgmma_commit();
+    run_async(sA, sB, acc);
     wgmma_wait<0>();
     wgmma_fence_operand(acc);
   }
 
-  // run() without the wait: issues the wgmmas as one commit group and returns at once. The
-  // compiler places wgmma_wait<N>() (and wgmma_fence_operand on acc) before anything touches
-  // acc or overwrites the tiles (place_gemm_waits).
+  // The issue half of run(): the wgmmas as one commit group, returning at once. Whoever calls it
+  // must wgmma_wait<N>() (and wgmma_fence_operand on acc) before anything touches acc or
+  // overwrites the tiles -- run() right away; the IR's GemmStmt::async / AsyncGemmWait are for a
+  // pass that would place the wait later, which does not exist yet.
   __device__ static void run_async(const TIn* sA, const TIn* sB, float (&acc)[kAccPerThread]) {
+    static_assert(LayoutA::kRows == (TransA ? BK : BM) && LayoutA::kCols == (TransA ? BM : BK),
+                  "WarpgroupGemm: LayoutA must describe the A tile, [BM][BK] or [BK][BM] if TransA");
+    static_assert(!TransA || LayoutA::kSwizzleBytes == 128,
+                  "WarpgroupGemm: an M-major A tile needs the 128-byte swizzle");
     const unsigned a_base = smem_address(sA), b_base = smem_address(sB);
     const int g = warpgroup();
     wgmma_fence_operand(acc);
@@ -137,6 +124,7 @@ struct WarpgroupGemm : AccumulatorLayout<BM, BN, 4 * Warpgroups, 1> {
 
   // run_rs() without the wait (see run_async). The A registers must not change until the wait.
   __device__ static void run_rs_async(const TIn (&a)[kARegs], const TIn* sB, float (&acc)[kAccPerThread]) {
+    static_assert(!TransA, "WarpgroupGemm::run_rs: an A operand in registers is [BM][BK], never transposed");
     const unsigned b_base = smem_address(sB);
     unsigned regs[kKSteps][4];
 #pragma unroll
@@ -149,19 +137,9 @@ struct WarpgroupGemm : AccumulatorLayout<BM, BN, 4 * Warpgroups, 1> {
     wgmma_commit();
   }
 
-  // acc += A * B_tile with A from registers (see the file comment).
+  // acc += A * B_tile with A from registers (see the file comment): run_rs_async, then its wait.
   __device__ static void run_rs(const TIn (&a)[kARegs], const TIn* sB, float (&acc)[kAccPerThread]) {
-    static_assert(!TransA, "WarpgroupGemm::run_rs: an A operand in registers is [BM][BK], never transposed");
-    const unsigned b_base = smem_address(sB);
-    unsigned regs[kKSteps][4];
-#pragma unroll
-    for (int kk = 0; kk < kKSteps; ++kk) pack_a_operand<TIn, kKSteps>(a, 0, kk, regs[kk]);
-    wgmma_fence_operand(acc);
-    wgmma_fence();
-#pragma unroll
-    for (int kk = 0; kk < kKSteps; ++kk)
-      wgmma_rs<TIn, BN, TransB ? 0 : 1>(acc, regs[kk], b_desc(b_base, kk), 1);
-    wgmma_commit();
+    run_rs_async(a, sB, acc);
     wgmma_wait<0>();
     wgmma_fence_operand(acc);
   }
