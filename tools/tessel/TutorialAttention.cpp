@@ -6,8 +6,8 @@
 #include <cmath>
 #include <iostream>
 
-#include "kernels/attention/GemmChain.hpp"
 #include "tessel/interp/Interpreter.hpp"
+#include "tessel/kernels/attention/GemmChain.hpp"
 #include "tessel/runtime/Driver.hpp"
 #include "tools/tessel/AttentionCheck.hpp"
 #include "tools/tessel/Output.hpp"
