@@ -2,7 +2,11 @@
 # Sets up, builds and runs Tessel's tests — what CI runs (.ci/run):
 #   1. Release build in build/, every test tier except perf: cpu and nvrtc run for real; gpu
 #      tests report SKIPPED (with the reason) on a machine without a GPU;
-#   2. the cpu tier again under AddressSanitizer + UndefinedBehaviorSanitizer, in build-asan/.
+#   2. build/ installed into a temporary prefix, and the examples built and run as other
+#      projects would: examples/find_package against that prefix (with every public header
+#      compiled alone under -Wall -Wextra -Werror -pedantic), examples/add_subdirectory from this
+#      tree (its libraries unoptimized, which keeps it to about a minute on two cores);
+#   3. the cpu tier again under AddressSanitizer + UndefinedBehaviorSanitizer, in build-asan/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -15,12 +19,16 @@ generator=()
 if command -v ninja >/dev/null; then generator=(-G Ninja); fi
 
 configure() {  # configure BUILD_DIR [cmake args...]; keeps an existing tree's generator
-  local dir=$1
-  shift
+  configure_from . "$@"
+}
+
+configure_from() {  # configure_from SOURCE_DIR BUILD_DIR [cmake args...]
+  local src=$1 dir=$2
+  shift 2
   if [[ -f "$dir/CMakeCache.txt" ]]; then
-    cmake -S . -B "$dir" "$@" >/dev/null
+    cmake -S "$src" -B "$dir" "$@" >/dev/null
   else
-    cmake -S . -B "$dir" "${generator[@]}" "$@" >/dev/null
+    cmake -S "$src" -B "$dir" "${generator[@]}" "$@" >/dev/null
   fi
 }
 
@@ -30,6 +38,17 @@ cmake --build build -j "$jobs"
 
 echo "== tests: cpu, nvrtc, gpu (gpu tests are SKIPPED without a GPU)"
 (cd build && ctest -LE perf --output-on-failure -j "$jobs")
+
+echo "== install into a temporary prefix; the examples (examples/) build against it and run"
+scratch=$(mktemp -d)
+trap 'rm -rf "$scratch"' EXIT
+cmake --install build --prefix "$scratch/prefix" >/dev/null
+configure_from examples/find_package "$scratch/find_package" -DCMAKE_PREFIX_PATH="$scratch/prefix"
+cmake --build "$scratch/find_package" -j "$jobs"
+"$scratch/find_package/tutorial_gemm"
+configure_from examples/add_subdirectory "$scratch/add_subdirectory"
+cmake --build "$scratch/add_subdirectory" -j "$jobs"
+"$scratch/add_subdirectory/tutorial_gemm"
 
 echo "== cpu tier under AddressSanitizer + UndefinedBehaviorSanitizer (build-asan/)"
 configure build-asan -DCMAKE_BUILD_TYPE=Debug -DTESSEL_SANITIZE=ON

@@ -22,9 +22,9 @@ namespace tessel {
 
 struct JitOptions {
   // Parameters the call allocates and returns instead of taking them (negative: from the end).
-  std::vector<int> out_idx;
+  std::vector<int> out_idx{};
   // NVRTC target ("sm_80", "sm_90a", ...). Empty: the GPU's own arch, or sm_90a with no GPU.
-  std::string arch;
+  std::string arch{};
   // Shared memory a block may use. 0: the GPU's opt-in cap, or the target's known cap; else 1 to
   // 16 MiB (more is refused as a mistake).
   int smem_cap_bytes = 0;
@@ -74,19 +74,19 @@ struct JitOptions {
 
 // What the lowered kernel does, for tools and tests: the launch shape and the features used.
 struct KernelInfo {
-  std::string kernel_name;
+  std::string kernel_name{};
   int threads = 0;
   int dynamic_smem_bytes = 0;
-  std::string arch;
+  std::string arch{};
   // Which of "mma.sync", "wgmma", "ldmatrix", "cp.async", "cp.async.bulk.tensor", "mbarrier",
   // "setmaxnreg" the PTX holds.
-  std::vector<std::string> instructions;
+  std::vector<std::string> instructions{};
   // "sm90 TMA + wgmma, warp-specialized, persistent" (the Hopper GEMM), "sm90 wgmma block gemm
   // (generic kernel)" (a generic kernel whose gemms use wgmma, "+ mma.sync" when some do not),
   // "mma.sync", or "CUDA cores (no gemm)" for kernels without tensor-core instructions; and,
   // on sm_90a when the Hopper GEMM was not taken, why.
-  std::string path;
-  std::string hopper_declined;
+  std::string path{};
+  std::string hopper_declined{};
   bool persistent = false;  // the grid is min(tiles * cluster_size, SMs), whole clusters
   int cluster_size = 1;     // CTAs per thread-block cluster (split-K or multicast: 2)
   // What the Hopper pipeline passes decided for a generic kernel (empty / zero otherwise): one

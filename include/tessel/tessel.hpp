@@ -5,4 +5,5 @@
 #include "tessel/Error.hpp"
 #include "tessel/Frontend.hpp"
 #include "tessel/Jit.hpp"
+#include "tessel/Version.hpp"
 #include "tessel/runtime/Tensor.hpp"

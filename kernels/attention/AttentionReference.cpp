@@ -1,4 +1,4 @@
-#include "kernels/attention/AttentionReference.hpp"
+#include "tessel/kernels/attention/AttentionReference.hpp"
 
 #include <algorithm>
 #include <cmath>

@@ -1,4 +1,4 @@
-#include "kernels/attention/FlashAttention.hpp"
+#include "tessel/kernels/attention/FlashAttention.hpp"
 
 #include <algorithm>
 #include <cmath>

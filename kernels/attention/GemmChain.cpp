@@ -1,4 +1,4 @@
-#include "kernels/attention/GemmChain.hpp"
+#include "tessel/kernels/attention/GemmChain.hpp"
 
 namespace tessel::kernels {
 

@@ -1,4 +1,4 @@
-#include "kernels/gemm/Matmul.hpp"
+#include "tessel/kernels/gemm/Matmul.hpp"
 
 #include <functional>
 

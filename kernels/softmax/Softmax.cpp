@@ -1,4 +1,4 @@
-#include "kernels/softmax/Softmax.hpp"
+#include "tessel/kernels/softmax/Softmax.hpp"
 
 #include <algorithm>
 #include <stdexcept>

@@ -10,7 +10,7 @@
 #include <sstream>
 
 #include "Lower.hpp"
-#include "kernels/attention/AttentionReference.hpp"
+#include "tessel/kernels/attention/AttentionReference.hpp"
 #include "tessel/autotune/Autotune.hpp"
 #include "tessel/runtime/Driver.hpp"
 

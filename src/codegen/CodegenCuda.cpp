@@ -10,6 +10,7 @@
 #include <set>
 #include <sstream>
 
+#include "tessel/Version.hpp"
 #include "tessel/ir/Mutator.hpp"
 #include "tessel/ir/Printer.hpp"
 

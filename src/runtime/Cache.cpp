@@ -4,12 +4,9 @@
 #include <cstdlib>
 #include <nlohmann/json.hpp>
 
+#include "tessel/Version.hpp"
 #include "tessel/runtime/CacheFolder.hpp"
 #include "tessel/runtime/EmbeddedHeaders.hpp"
-
-#ifndef TESSEL_VERSION
-#error "TESSEL_VERSION must be defined by the build (CMakeLists.txt does)"
-#endif
 
 namespace tessel {
 

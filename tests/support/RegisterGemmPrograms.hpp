@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "kernels/attention/GemmChain.hpp"
+#include "tessel/kernels/attention/GemmChain.hpp"
 #include "tessel/tessel.hpp"
 
 namespace tessel::test {

@@ -16,8 +16,8 @@
 #include <sstream>
 #include <thread>
 
-#include "kernels/attention/AttentionReference.hpp"
-#include "kernels/attention/FlashAttention.hpp"
+#include "tessel/kernels/attention/AttentionReference.hpp"
+#include "tessel/kernels/attention/FlashAttention.hpp"
 #include "tessel/runtime/Driver.hpp"
 #include "tools/tessel/Commands.hpp"
 #include "tools/tessel/CudnnAttention.hpp"

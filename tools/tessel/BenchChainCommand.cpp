@@ -13,7 +13,7 @@
 #include <iostream>
 #include <memory>
 
-#include "kernels/attention/GemmChain.hpp"
+#include "tessel/kernels/attention/GemmChain.hpp"
 #include "tessel/runtime/Driver.hpp"
 #include "tools/tessel/AttentionCheck.hpp"
 #include "tools/tessel/Commands.hpp"

@@ -8,7 +8,7 @@
 #include <memory>
 #include <optional>
 
-#include "kernels/gemm/Matmul.hpp"
+#include "tessel/kernels/gemm/Matmul.hpp"
 #include "tessel/runtime/Cache.hpp"
 #include "tools/tessel/Commands.hpp"
 #include "tools/tessel/GemmConfigs.hpp"

@@ -4,7 +4,7 @@
 #include <iostream>
 #include <memory>
 
-#include "kernels/gemm/Matmul.hpp"
+#include "tessel/kernels/gemm/Matmul.hpp"
 #include "tessel/runtime/Cache.hpp"
 #include "tools/tessel/Commands.hpp"
 #include "tools/tessel/GemmBench.hpp"

@@ -5,7 +5,7 @@
 #include <iostream>
 #include <memory>
 
-#include "kernels/softmax/Softmax.hpp"
+#include "tessel/kernels/softmax/Softmax.hpp"
 #include "tessel/runtime/Driver.hpp"
 #include "tools/tessel/Commands.hpp"
 #include "tools/tessel/CudnnSoftmax.hpp"

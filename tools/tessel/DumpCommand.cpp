@@ -5,8 +5,8 @@
 #include <memory>
 #include <sstream>
 
-#include "kernels/gemm/Matmul.hpp"
-#include "kernels/softmax/Softmax.hpp"
+#include "tessel/kernels/gemm/Matmul.hpp"
+#include "tessel/kernels/softmax/Softmax.hpp"
 #include "tools/tessel/Commands.hpp"
 #include "tools/tessel/GemmConfigs.hpp"
 #include "tools/tessel/Output.hpp"

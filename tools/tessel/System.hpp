@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tessel/Version.hpp"
 #include "tessel/runtime/Driver.hpp"
 
 namespace tessel::cli {

@@ -10,8 +10,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "kernels/gemm/Matmul.hpp"
 #include "tessel/Jit.hpp"
+#include "tessel/kernels/gemm/Matmul.hpp"
 #include "tools/tessel/GemmBench.hpp"
 
 namespace tessel::cli {

@@ -7,8 +7,8 @@
 #include <cmath>
 #include <iostream>
 
-#include "kernels/attention/AttentionReference.hpp"
-#include "kernels/attention/FlashAttention.hpp"
+#include "tessel/kernels/attention/AttentionReference.hpp"
+#include "tessel/kernels/attention/FlashAttention.hpp"
 #include "tessel/interp/Interpreter.hpp"
 #include "tessel/runtime/Driver.hpp"
 #include "tools/tessel/CudnnAttention.hpp"

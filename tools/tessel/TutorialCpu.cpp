@@ -5,8 +5,8 @@
 #include <cmath>
 #include <iostream>
 
-#include "kernels/gemm/Matmul.hpp"
 #include "tessel/interp/Interpreter.hpp"
+#include "tessel/kernels/gemm/Matmul.hpp"
 #include "tools/tessel/GemmConfigs.hpp"
 #include "tools/tessel/Output.hpp"
 #include "tools/tessel/System.hpp"

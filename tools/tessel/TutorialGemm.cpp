@@ -5,7 +5,7 @@
 #include <iostream>
 #include <optional>
 
-#include "kernels/gemm/Matmul.hpp"
+#include "tessel/kernels/gemm/Matmul.hpp"
 #include "tools/tessel/GemmConfigs.hpp"
 #include "tools/tessel/Output.hpp"
 #include "tools/tessel/System.hpp"

@@ -6,8 +6,8 @@
 #include <iostream>
 #include <random>
 
-#include "kernels/softmax/Softmax.hpp"
 #include "tessel/interp/Interpreter.hpp"
+#include "tessel/kernels/softmax/Softmax.hpp"
 #include "tessel/runtime/Driver.hpp"
 #include "tools/tessel/CudnnSoftmax.hpp"
 #include "tools/tessel/Output.hpp"

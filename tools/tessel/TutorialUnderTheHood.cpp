@@ -6,8 +6,8 @@
 #include <iostream>
 #include <sstream>
 
-#include "kernels/attention/FlashAttention.hpp"
-#include "kernels/gemm/Matmul.hpp"
+#include "tessel/kernels/attention/FlashAttention.hpp"
+#include "tessel/kernels/gemm/Matmul.hpp"
 #include "tools/tessel/Output.hpp"
 #include "tools/tessel/System.hpp"
 #include "tools/tessel/Tutorial.hpp"

@@ -21,11 +21,12 @@
 #include <string>
 #include <vector>
 
-#include "kernels/attention/FlashAttention.hpp"
-#include "kernels/gemm/Matmul.hpp"
-#include "kernels/softmax/Softmax.hpp"
 #include "tessel/DType.hpp"
 #include "tessel/Jit.hpp"
+#include "tessel/Version.hpp"
+#include "tessel/kernels/attention/FlashAttention.hpp"
+#include "tessel/kernels/gemm/Matmul.hpp"
+#include "tessel/kernels/softmax/Softmax.hpp"
 
 namespace tessel::autotune {
 
@@ -62,12 +63,12 @@ class Space {
   const std::string& name() const { return name_; }
 
   struct Pruned {
-    Config config;
-    std::string reason;
+    Config config{};
+    std::string reason{};
   };
   struct Enumeration {
-    std::vector<Config> kept;
-    std::vector<Pruned> pruned;
+    std::vector<Config> kept{};
+    std::vector<Pruned> pruned{};
     std::size_t total = 0;
   };
   Enumeration enumerate(const HardwareLimits& limits = {}) const;
@@ -93,9 +94,9 @@ enum class Status { ok, pruned, compile_failed, launch_failed, wrong, spills, no
 const char* status_name(Status s);
 
 struct Row {
-  Config config;
+  Config config{};
   Status status = Status::not_timed;
-  std::string reason;
+  std::string reason{};
   double ms = -1;   // the last (most repeated) median; -1 when not timed
   int repeats = 0;  // repeats behind `ms`
   int registers = -1;
@@ -129,10 +130,10 @@ struct SearchOptions {
 };
 struct SearchResult {
   int best = -1;
-  std::vector<Measurement> measured;  // per candidate, the last measurement
-  std::vector<int> repeats;           // per candidate, repeats behind it (0: never timed)
-  int timed_full = 0;                 // candidates timed at full repeats
-  int timings = 0;                    // measure() calls
+  std::vector<Measurement> measured{};  // per candidate, the last measurement
+  std::vector<int> repeats{};           // per candidate, repeats behind it (0: never timed)
+  int timed_full = 0;                   // candidates timed at full repeats
+  int timings = 0;                      // measure() calls
 };
 SearchResult search(int candidates, const std::function<Measurement(int, int)>& measure,
                     const SearchOptions& options);
@@ -142,18 +143,18 @@ int planned_timings(int candidates, const SearchOptions& options);
 
 // ---- the tuning cache ------------------------------------------------------------------------
 struct KeyParts {
-  std::string kernel;
-  std::vector<long long> shapes;
-  std::vector<std::string> dtypes;
-  std::string device_name;
+  std::string kernel{};
+  std::vector<long long> shapes{};
+  std::vector<std::string> dtypes{};
+  std::string device_name{};
   int cc_major = 0, cc_minor = 0, sm_count = 0, driver_version = 0;
   int nvrtc_version = 0;
   std::string tessel_version = TESSEL_VERSION;
-  std::string space;  // Space::description()
+  std::string space{};  // Space::description()
 };
 // The device half of a key: which GPU, driver and NVRTC a result was measured with.
 struct DeviceKey {
-  std::string name;
+  std::string name{};
   int cc_major = 0, cc_minor = 0, sm_count = 0, driver_version = 0;
   int nvrtc_version = 0;
   std::string arch() const;  // arch_for_compute_capability(cc_major, cc_minor)
@@ -168,10 +169,10 @@ KeyParts key_parts_for_current_device(std::string kernel, std::vector<long long>
 std::string tuning_key(const KeyParts& p);
 
 struct StoredResult {
-  Config config;
+  Config config{};
   double ms = 0;
-  std::string strategy;
-  std::string space;
+  std::string strategy{};
+  std::string space{};
 };
 // cache_directory()/tune, or nullopt when the disk cache is off or its folder is not private
 // (then after the warning CacheFolder.hpp describes).
@@ -194,12 +195,12 @@ using Factory = std::function<JitKernel(const Config&)>;
 
 struct Callbacks {
   // One unchecked launch on the caller's inputs (what the default timer times).
-  std::function<void(const JitKernel&)> run;
+  std::function<void(const JitKernel&)> run{};
   // Launches and checks against the caller's reference: true when right; else sets `reason`.
   // A throw counts as launch_failed. Absent: every candidate counts as right.
-  std::function<bool(const JitKernel&, std::string& reason)> check;
+  std::function<bool(const JitKernel&, std::string& reason)> check{};
   // Times `repeats` runs; absent: event_timer(run) (CUDA events, L2 flushed between repeats).
-  std::function<Measurement(const JitKernel&, int repeats)> time;
+  std::function<Measurement(const JitKernel&, int repeats)> time{};
 };
 
 // Where a tune is, for a progress bar: `done` of `total` steps of the phase finished (timing's
@@ -208,28 +209,28 @@ struct ProgressEvent {
   enum class Phase { compiling, checking, timing };
   Phase phase = Phase::compiling;
   int done = 0, total = 0;
-  std::string label;
+  std::string label{};
 };
 
 struct Options {
-  SearchOptions search;
+  SearchOptions search{};
   int warmup = 3;
   bool allow_spills = false;
-  int compile_threads = 0;                         // 0: std::thread::hardware_concurrency()
-  double compile_time_limit_s = 60;                // per candidate (CompileOptions::time_limit_s)
-  HardwareLimits limits;                           // all 0: the current device's (none without a GPU)
-  std::string cache_key;                           // empty: no tuning cache
-  std::optional<std::filesystem::path> cache_dir;  // default tuning_cache_directory()
+  int compile_threads = 0;                           // 0: std::thread::hardware_concurrency()
+  double compile_time_limit_s = 60;                  // per candidate (CompileOptions::time_limit_s)
+  HardwareLimits limits{};                           // all 0: the current device's (none without a GPU)
+  std::string cache_key{};                           // empty: no tuning cache
+  std::optional<std::filesystem::path> cache_dir{};  // default tuning_cache_directory()
   // One plain line per event (every candidate compiled, checked or timed, and the summaries):
   // for logs.
-  std::function<void(const std::string&)> progress;
+  std::function<void(const std::string&)> progress{};
   // The same events as counts, for a bar; called from one thread at a time.
-  std::function<void(const ProgressEvent&)> on_progress;
+  std::function<void(const ProgressEvent&)> on_progress{};
   // Successive halving only: rank the candidates by this estimate (lower is better; e.g.
   // gemm_cost_model in CostModel.hpp) before compiling, and compile only the best `model_keep`
   // of them (at least `model_min_keep`); the rest are rows with status ranked_out. Absent or
   // model_keep >= 1: every candidate is compiled.
-  std::function<double(const Config&)> cost_model;
+  std::function<double(const Config&)> cost_model{};
   double model_keep = 0.25;
   std::size_t model_min_keep = 16;
 };
@@ -237,10 +238,10 @@ struct Options {
 struct Result {
   bool found = false;
   bool from_cache = false;
-  Config config;
-  JitKernel kernel;
+  Config config{};
+  JitKernel kernel{};
   double ms = -1;
-  std::vector<Row> table;  // every enumerated config (pruned ones included)
+  std::vector<Row> table{};  // every enumerated config (pruned ones included)
   int compiled = 0;
   double compile_seconds = 0;
   int timed_full = 0;
@@ -256,11 +257,11 @@ struct CompileOptions {
   bool allow_spills = false;
   double time_limit_s = 0;  // per candidate; 0: none
   // Called as each candidate finishes (row i final), one call at a time, from the worker threads.
-  std::function<void(std::size_t i, const Row& row)> on_compiled;
+  std::function<void(std::size_t i, const Row& row)> on_compiled{};
 };
 struct CompileReport {
-  std::vector<Row> rows;
-  std::vector<JitKernel> kernels;
+  std::vector<Row> rows{};
+  std::vector<JitKernel> kernels{};
   double seconds = 0;
 };
 CompileReport compile_all(const Factory& factory, const std::vector<Config>& configs,

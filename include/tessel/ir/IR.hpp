@@ -154,19 +154,19 @@ enum class Scope : std::uint8_t { Global, Shared, Fragment, Local };
 const char* scope_name(Scope s);
 
 struct BufferNode {
-  std::string name;
-  std::vector<Expr> shape;
-  DType dtype;
-  Scope scope;
-  std::source_location where;
-  int id;  // unique per process, for stable identity in maps
+  std::string name{};
+  std::vector<Expr> shape{};
+  DType dtype{};
+  Scope scope{};
+  std::source_location where{};
+  int id{};  // unique per process, for stable identity in maps
   // Fragment only: the last `shared_tail` vectors of each thread's registers live in shared
   // memory, in slots only that thread touches (alloc_fragment's FragmentStorage). 0: all in
   // registers.
   int shared_tail = 0;
   // Global only: element strides per dimension, set when the tensor is not row-major (a view
   // such as a BHSD tensor seen as [B, S, H, D]); empty means row-major over `shape`.
-  std::vector<Expr> strides;
+  std::vector<Expr> strides{};
 };
 
 class Buffer {
@@ -194,9 +194,9 @@ class Buffer {
 // A rectangular piece of a buffer: starts per dimension and extents per dimension. Extents may be
 // left empty by the frontend ("as large as the other side of the copy"); verify fills them in.
 struct Region {
-  Buffer buffer;
-  std::vector<Expr> starts;
-  std::vector<Expr> extents;
+  Buffer buffer{};
+  std::vector<Expr> starts{};
+  std::vector<Expr> extents{};
 };
 
 // ---- expressions ---------------------------------------------------------------------------------
@@ -445,12 +445,12 @@ struct ClusterStmt : StmtNode {
 // (a main loop's copies, a fused epilogue per output element): its parameters are bound for its
 // body, each of its Var's type (ints, floats computed in f32); with a result it returns it.
 struct DeviceCallArg {
-  Expr expr;      // a value, or
-  Buffer buffer;  // a buffer (then `offset` is an element offset into it, may be undefined), or
-  Expr offset;
-  std::vector<Var> lambda_params;  // a lambda: [&](int p0, float p1, ...) { lambda_body
-  Stmt lambda_body;                //              return lambda_result; }
-  Expr lambda_result;              // may be undefined (the lambda returns nothing)
+  Expr expr{};      // a value, or
+  Buffer buffer{};  // a buffer (then `offset` is an element offset into it, may be undefined), or
+  Expr offset{};
+  std::vector<Var> lambda_params{};  // a lambda: [&](int p0, float p1, ...) { lambda_body
+  Stmt lambda_body{};                //              return lambda_result; }
+  Expr lambda_result{};              // may be undefined (the lambda returns nothing)
 };
 
 struct DeviceCall : StmtNode {
@@ -606,9 +606,9 @@ bool is_const_int(const Expr& e, std::int64_t v);
 
 // A whole program: named global tensor parameters and the statement that runs them.
 struct PrimFuncNode {
-  std::string name;
-  std::vector<Buffer> params;
-  Stmt body;
+  std::string name{};
+  std::vector<Buffer> params{};
+  Stmt body{};
 };
 
 }  // namespace tessel::ir

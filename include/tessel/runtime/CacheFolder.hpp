@@ -34,8 +34,8 @@ bool use_private_folder(const std::filesystem::path& dir);
 struct FileRead {
   enum class Status { ok, missing, refused };
   Status status = Status::missing;
-  std::string data;           // ok: the whole file
-  std::string reason;         // refused: why ("is a FIFO, not a regular file", "is 3221225472 bytes ...")
+  std::string data{};         // ok: the whole file
+  std::string reason{};       // refused: why ("is a FIFO, not a regular file", "is 3221225472 bytes ...")
   bool regular_file = false;  // it is one (refused for its size or header, or ok)
   unsigned owner = 0;         // ok: the file's uid and permission bits
   unsigned mode = 0;

@@ -99,7 +99,7 @@ std::string cu_error_text(CUresult result);
 
 struct DeviceInfo {
   int ordinal = 0;
-  std::string name;
+  std::string name{};
   int cc_major = 0, cc_minor = 0;
   int sm_count = 0;
   int smem_optin_per_block = 0;  // the most one block may have, after cuFuncSetAttribute

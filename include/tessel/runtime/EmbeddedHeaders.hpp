@@ -8,8 +8,8 @@
 namespace tessel {
 
 struct EmbeddedFile {
-  std::string_view include_name;  // e.g. "tessel/gemm.cuh"
-  std::string_view text;
+  std::string_view include_name{};  // e.g. "tessel/gemm.cuh"
+  std::string_view text{};
 };
 
 std::span<const EmbeddedFile> embedded_device_headers();

@@ -12,7 +12,7 @@ namespace tessel {
 
 struct CompileOptions {
   std::string arch = "sm_90a";  // NVRTC's --gpu-architecture; DeviceInfo::arch() for the local GPU
-  std::vector<std::string> extra_flags;
+  std::vector<std::string> extra_flags{};
   std::string program_name = "tessel_kernel.cu";  // appears in NVRTC's log and the line info
   // Seconds the compile may take; 0: no limit. Not part of the cache key (it does not change
   // the output). NVRTC checks it through nvrtcSetFlowCallback at points between its phases, so
@@ -29,14 +29,14 @@ struct Resources {
   int barriers = 0;
   double compile_ms = 0;  // time spent getting the kernel, cache look-ups included
   bool cache_hit = false;
-  std::string arch;
+  std::string arch{};
 };
 
 struct CompiledKernel {
-  std::string source, ptx, log;
-  std::vector<char> cubin;
-  std::string lowered_name;  // the symbol to pass to cuModuleGetFunction
-  Resources resources;
+  std::string source{}, ptx{}, log{};
+  std::vector<char> cubin{};
+  std::string lowered_name{};  // the symbol to pass to cuModuleGetFunction
+  Resources resources{};
 };
 
 // The generated code failed to compile. Tessel's callers report it as an internal error; the

@@ -7,7 +7,7 @@
 #include <random>
 #include <set>
 
-#include "kernels/attention/AttentionReference.hpp"
+#include "tessel/kernels/attention/AttentionReference.hpp"
 #include "support/TestSupport.hpp"
 #include "tessel/autotune/Autotune.hpp"
 #include "tessel/interp/Interpreter.hpp"

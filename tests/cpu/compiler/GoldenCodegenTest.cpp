@@ -10,7 +10,7 @@
 
 #include "Lower.hpp"
 #include "codegen/CodegenCuda.hpp"
-#include "kernels/gemm/Matmul.hpp"
+#include "tessel/kernels/gemm/Matmul.hpp"
 
 #ifndef TESSEL_SOURCE_DIR
 #define TESSEL_SOURCE_DIR "."

@@ -7,9 +7,9 @@
 
 #include "Lower.hpp"
 #include "codegen/CodegenCuda.hpp"
-#include "kernels/attention/FlashAttention.hpp"
 #include "support/LoweringSupport.hpp"
 #include "support/RegisterGemmPrograms.hpp"
+#include "tessel/kernels/attention/FlashAttention.hpp"
 
 namespace {
 

@@ -4,8 +4,8 @@
 
 #include <random>
 
-#include "kernels/gemm/Matmul.hpp"
 #include "support/TestSupport.hpp"
+#include "tessel/kernels/gemm/Matmul.hpp"
 
 namespace {
 

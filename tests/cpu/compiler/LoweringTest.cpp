@@ -4,10 +4,10 @@
 
 #include "Lower.hpp"
 #include "codegen/CodegenCuda.hpp"
-#include "kernels/gemm/Matmul.hpp"
-#include "kernels/softmax/Softmax.hpp"
 #include "support/LoweringSupport.hpp"
 #include "tessel/ir/Printer.hpp"
+#include "tessel/kernels/gemm/Matmul.hpp"
+#include "tessel/kernels/softmax/Softmax.hpp"
 #include "tessel/tessel.hpp"
 
 namespace T = tessel;

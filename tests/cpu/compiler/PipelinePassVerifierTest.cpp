@@ -8,11 +8,11 @@
 #include <functional>
 
 #include "Lower.hpp"
-#include "kernels/attention/FlashAttention.hpp"
 #include "passes/Passes.hpp"
 #include "support/LoweringSupport.hpp"
 #include "support/RegisterGemmPrograms.hpp"
 #include "tessel/ir/Mutator.hpp"
+#include "tessel/kernels/attention/FlashAttention.hpp"
 
 namespace {
 

@@ -3,9 +3,9 @@
 // JitOptions::allow_register_spills lets it through; no library kernel or tuning point trips it.
 #include <gtest/gtest.h>
 
-#include "kernels/gemm/Matmul.hpp"
 #include "support/LoweringSupport.hpp"
 #include "tessel/autotune/Autotune.hpp"
+#include "tessel/kernels/gemm/Matmul.hpp"
 #include "tessel/tessel.hpp"
 
 namespace T = tessel;

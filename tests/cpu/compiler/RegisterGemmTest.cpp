@@ -8,11 +8,11 @@
 
 #include "Lower.hpp"
 #include "codegen/CodegenCuda.hpp"
-#include "kernels/gemm/Matmul.hpp"
 #include "support/LoweringSupport.hpp"
 #include "support/RegisterGemmPrograms.hpp"
 #include "support/TestSupport.hpp"
 #include "tessel/interp/HostTensor.hpp"
+#include "tessel/kernels/gemm/Matmul.hpp"
 #include "tessel/tessel.hpp"
 
 namespace T = tessel;

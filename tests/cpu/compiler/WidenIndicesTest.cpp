@@ -4,7 +4,7 @@
 
 #include "Lower.hpp"
 #include "codegen/CodegenCuda.hpp"
-#include "kernels/softmax/Softmax.hpp"
+#include "tessel/kernels/softmax/Softmax.hpp"
 #include "support/LoweringSupport.hpp"
 #include "tessel/tessel.hpp"
 

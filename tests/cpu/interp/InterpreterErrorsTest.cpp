@@ -4,8 +4,8 @@
 #include <gtest/gtest.h>
 
 #include "InterpTestUtil.hpp"
-#include "kernels/gemm/Matmul.hpp"
 #include "tessel/interp/Interpreter.hpp"
+#include "tessel/kernels/gemm/Matmul.hpp"
 
 namespace tessel::interp {
 namespace {

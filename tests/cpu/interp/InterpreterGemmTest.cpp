@@ -8,8 +8,8 @@
 #include <limits>
 
 #include "InterpTestUtil.hpp"
-#include "kernels/gemm/Matmul.hpp"
 #include "tessel/interp/Interpreter.hpp"
+#include "tessel/kernels/gemm/Matmul.hpp"
 
 namespace tessel::interp {
 namespace {

@@ -8,7 +8,7 @@
 #include <random>
 #include <set>
 
-#include "kernels/attention/AttentionReference.hpp"
+#include "tessel/kernels/attention/AttentionReference.hpp"
 
 namespace {
 

@@ -6,10 +6,10 @@
 #include <cmath>
 #include <random>
 
-#include "kernels/attention/FlashAttention.hpp"
-#include "kernels/attention/AttentionReference.hpp"
 #include "support/TestSupport.hpp"
 #include "tessel/interp/Interpreter.hpp"
+#include "tessel/kernels/attention/AttentionReference.hpp"
+#include "tessel/kernels/attention/FlashAttention.hpp"
 
 namespace {
 

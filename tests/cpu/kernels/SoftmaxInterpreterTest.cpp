@@ -4,10 +4,10 @@
 
 #include <random>
 
-#include "kernels/softmax/Softmax.hpp"
 #include "support/SoftmaxReference.hpp"
 #include "support/TestSupport.hpp"
 #include "tessel/interp/Interpreter.hpp"
+#include "tessel/kernels/softmax/Softmax.hpp"
 
 namespace {
 

@@ -6,7 +6,7 @@
 
 #include <cmath>
 
-#include "kernels/attention/AttentionReference.hpp"
+#include "tessel/kernels/attention/AttentionReference.hpp"
 #include "support/TestSupport.hpp"
 #include "tessel/autotune/Autotune.hpp"
 #include "tessel/runtime/Driver.hpp"

@@ -8,10 +8,10 @@
 #include <iostream>
 #include <random>
 
-#include "kernels/gemm/Matmul.hpp"
 #include "support/SoftmaxReference.hpp"
 #include "support/TestSupport.hpp"
 #include "tessel/autotune/Autotune.hpp"
+#include "tessel/kernels/gemm/Matmul.hpp"
 #include "tessel/runtime/Driver.hpp"
 
 namespace {

@@ -6,8 +6,8 @@
 #include <cmath>
 #include <random>
 
-#include "kernels/gemm/Matmul.hpp"
 #include "support/TestSupport.hpp"
+#include "tessel/kernels/gemm/Matmul.hpp"
 #include "tessel/runtime/Driver.hpp"
 
 namespace {

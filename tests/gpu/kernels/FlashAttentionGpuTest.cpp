@@ -9,9 +9,9 @@
 #include <random>
 #include <string>
 
-#include "kernels/attention/FlashAttention.hpp"
-#include "kernels/attention/AttentionReference.hpp"
 #include "support/TestSupport.hpp"
+#include "tessel/kernels/attention/AttentionReference.hpp"
+#include "tessel/kernels/attention/FlashAttention.hpp"
 #include "tessel/runtime/Driver.hpp"
 
 namespace {

@@ -8,7 +8,7 @@
 #include <random>
 #include <vector>
 
-#include "kernels/softmax/Softmax.hpp"
+#include "tessel/kernels/softmax/Softmax.hpp"
 #include "support/TestSupport.hpp"
 #include "tessel/tessel.hpp"
 

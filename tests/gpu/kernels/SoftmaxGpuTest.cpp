@@ -6,9 +6,9 @@
 #include <random>
 #include <string>
 
-#include "kernels/softmax/Softmax.hpp"
 #include "support/SoftmaxReference.hpp"
 #include "support/TestSupport.hpp"
+#include "tessel/kernels/softmax/Softmax.hpp"
 #include "tessel/runtime/Driver.hpp"
 
 namespace {

@@ -7,8 +7,8 @@
 #include <cmath>
 #include <limits>
 
-#include "kernels/attention/AttentionReference.hpp"
 #include "support/TestSupport.hpp"
+#include "tessel/kernels/attention/AttentionReference.hpp"
 #include "tessel/runtime/Driver.hpp"
 #include "tools/tessel/CudnnAttention.hpp"
 

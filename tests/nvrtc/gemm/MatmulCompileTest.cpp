@@ -2,8 +2,8 @@
 // holds the instructions the mma.sync path promises, and ptxas reports no spills.
 #include <gtest/gtest.h>
 
-#include "kernels/gemm/Matmul.hpp"
 #include "support/TestSupport.hpp"
+#include "tessel/kernels/gemm/Matmul.hpp"
 
 namespace {
 

@@ -3,7 +3,7 @@
 // and BHSD strides: no spills; wgmma on sm_90a, mma.sync on sm_80.
 #include <gtest/gtest.h>
 
-#include "kernels/attention/FlashAttention.hpp"
+#include "tessel/kernels/attention/FlashAttention.hpp"
 
 namespace {
 

@@ -2,7 +2,7 @@
 // 16-byte global accesses.
 #include <gtest/gtest.h>
 
-#include "kernels/softmax/Softmax.hpp"
+#include "tessel/kernels/softmax/Softmax.hpp"
 
 namespace {
 

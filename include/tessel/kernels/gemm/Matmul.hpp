@@ -47,7 +47,7 @@ JitKernel make_matmul_bias_act(int M, int N, int K, const MatmulConfig& c, Activ
 
 // The config a default entry point compiles, and whether the tuning cache gave it.
 struct MatmulChoice {
-  MatmulConfig config;
+  MatmulConfig config{};
   bool tuned = false;
 };
 // The tuning cache's entry for this shape, dtype and GPU when `tessel tune gemm` stored one,

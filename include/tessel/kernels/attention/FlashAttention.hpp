@@ -35,7 +35,7 @@ struct AttentionShape {
   std::int64_t dim = 64;
   // Element strides of Q, K and V over [B, S, H, D]; empty: row-major [B, S, H, D] (BSHD).
   // The last stride must be 1.
-  std::vector<std::int64_t> q_strides, k_strides, v_strides;
+  std::vector<std::int64_t> q_strides{}, k_strides{}, v_strides{};
   std::string describe() const;  // "B2 H16/16 Sq1024 Sk1024 D128"
 };
 
@@ -68,8 +68,8 @@ struct AttentionOptions {
   float scale = 0.0f;
   // A config; unset: choose_attention_config's (a tuned one, else the built-in choice for the
   // shape class, D, causal, dtype and GPU).
-  std::optional<AttentionConfig> config;
-  JitOptions jit;
+  std::optional<AttentionConfig> config{};
+  JitOptions jit{};
 };
 
 // Throws CompileError naming the tensor, the values and what is legal when the shape, dtype or
@@ -105,8 +105,8 @@ PrimFunc attention_program(const AttentionShape& s, DType dtype, bool causal, fl
 JitKernel make_flash_attention(const AttentionShape& s, DType dtype, const AttentionOptions& o = {});
 
 struct AttentionOutput {
-  Tensor O;    // [B, Sq, H, D], the inputs' dtype
-  Tensor LSE;  // [B, H, Sq], f32
+  Tensor O{};    // [B, Sq, H, D], the inputs' dtype
+  Tensor LSE{};  // [B, H, Sq], f32
 };
 // The library entry point: checks the tensors (ranks, dtypes, matching B and D, H % H_kv,
 // strides), compiles (cached per shape, strides, causal, scale, dtype and config: without a

@@ -1,7 +1,7 @@
 // Attention in float64 on sampled rows: the reference that multi-head attention kernels (Tessel's
 // FlashAttention, cuDNN's SDPA) are checked against, by the bench, the tests and the tutorial.
 //
-// Same meaning as kernels/attention/FlashAttention.hpp: O = softmax(scale * Q K^T) V per (batch,
+// Same meaning as tessel/kernels/attention/FlashAttention.hpp: O = softmax(scale * Q K^T) V per (batch,
 // head), head h reading K/V head h / (H / H_kv); causal: query i sees keys j <= i + Sk - Sq; a row
 // that sees no key has O = 0 and LSE = -inf; LSE is the natural log of the row's sum of
 // exp(scaled score). Rows are sampled because a full reference at the benchmarks' sizes (16 K x
@@ -11,7 +11,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "kernels/attention/FlashAttention.hpp"
+#include "tessel/kernels/attention/FlashAttention.hpp"
 
 namespace tessel::kernels {
 
@@ -30,8 +30,8 @@ std::vector<AttentionSample> choose_attention_samples(const AttentionShape& s, i
 
 // O rows and LSE of the samples, in sample order.
 struct AttentionRows {
-  std::vector<double> O;    // [samples, D]
-  std::vector<double> LSE;  // [samples]
+  std::vector<double> O{};    // [samples, D]
+  std::vector<double> LSE{};  // [samples]
 };
 
 // The float64 reference. q is [B, Sq, H, D], k and v [B, Sk, H_kv, D], all logical row-major

@@ -47,7 +47,7 @@ JitKernel make_softmax(long long M, long long N, DType dtype, const SoftmaxConfi
 
 // The config a default entry point compiles, and whether the tuning cache gave it.
 struct SoftmaxChoice {
-  SoftmaxConfig config;
+  SoftmaxConfig config{};
   bool tuned = false;
 };
 // The tuning cache's entry for this shape, dtype and GPU when `tessel tune softmax` stored one,
