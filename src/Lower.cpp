@@ -54,7 +54,15 @@ const PassEntry kPasses[] = {
     {"specialize_warps", passes::specialize_warps},
     // Scheduling the consumer warpgroups needs their role, and sees the gemms as tile ops
     // (before lowering turns them into device calls).
+    // Rotating a ring loop (its last gemm behind the next iteration's first) needs the ring's
+    // waits and releases and the consumers' role, and comes before the warpgroups' turns are
+    // scheduled around the gemm phases it forms.
+    {"rotate_async_gemms", passes::rotate_async_gemms},
     {"schedule_warpgroups", passes::schedule_warpgroups},
+    // Waits go in once the order of statements is final (after the rotation and the turns),
+    // and before verify_pipelines, which models a gemm's reads of a stage as lasting until
+    // its wait.
+    {"place_gemm_waits", passes::place_gemm_waits},
     // The protocol the three passes above produced is checked right away, from the IR (its
     // gemms and copies still name the ring tiles they read), before anything is lowered.
     {"verify_pipelines", passes::verify_pipelines},
@@ -174,6 +182,7 @@ LoweredFunc lower_to(const ir::PrimFuncNode& f, const passes::Target& target,
   out.ctx.allow_warp_specialization = s.allow_warp_specialization;
   out.ctx.allow_register_spills = s.allow_register_spills;
   out.ctx.allow_pingpong = s.allow_pingpong;
+  out.ctx.allow_async_gemm = s.allow_async_gemm;
   out.name = f.name;
   out.params = f.params;
   out.ctx.target = target;

@@ -94,6 +94,13 @@ __device__ inline void wgmma_fence_operand(float (&d)[R]) {
 #pragma unroll
   for (int i = 0; i < R; ++i) asm volatile("" : "+f"(d[i])::"memory");
 }
+// A 16-bit A operand in registers (half_t / bfloat16_t: raw bits).
+template <class T, int R>
+__device__ inline void wgmma_fence_operand(T (&d)[R]) {
+  static_assert(sizeof(T) == 2, "wgmma_fence_operand: float accumulators or 16-bit A operands");
+#pragma unroll
+  for (int i = 0; i < R; ++i) asm volatile("" : "+h"(d[i].bits)::"memory");
+}
 
 // ---- the instructions ----------------------------------------------------------------------
 template <class T, int N>

@@ -55,6 +55,12 @@ struct JitOptions {
   // phases so that one's softmax (or other work) runs while the other's gemms do; this lets them
   // run unscheduled (TESSEL_DISABLE=pingpong does the same).
   bool disable_pingpong = false;
+  // Ring loops whose wgmma gemms run asynchronously: the gemm is issued, its wait placed just
+  // before the first statement that touches its registers (place_gemm_waits), a ring stage
+  // released once the gemms reading it retired, and a loop's last gemm issued behind the next
+  // iteration's first (rotate_async_gemms). True waits right after every gemm
+  // (TESSEL_DISABLE=async_gemm does the same).
+  bool disable_async_gemm = false;
   // A kernel whose fragments and local arrays hold more than 510 values per thread (twice the
   // 255 registers a thread can have), in one buffer or in all, is a CompileError naming the
   // buffer: ptxas would spill most of it to local memory, slowly and at length. True compiles it

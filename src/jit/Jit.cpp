@@ -123,7 +123,8 @@ CUtensorMap encode_tensor_map(const Tensor& t, const passes::TmaParam& p) {
 // TESSEL_DISABLE's names, comma- or space-separated, each one exactly (tma_store is not tma).
 std::set<std::string> disabled_features(const char* env) {
   static const std::set<std::string> known = {"tma",       "wgmma",     "warp_specialization", "split_k",
-                                              "tma_store", "multicast", "async_pipeline",      "pingpong"};
+                                              "tma_store", "multicast", "async_pipeline",      "pingpong",
+                                              "async_gemm"};
   std::set<std::string> out;
   std::string text = env ? env : "", word;
   text += ',';
@@ -204,7 +205,8 @@ JitKernel jit(const PrimFunc& f, const JitOptions& options, std::source_location
       !options.disable_multicast && !env_off("multicast"),
       !options.disable_async_pipeline && !env_off("async_pipeline"),
       options.allow_register_spills,
-      !options.disable_pingpong && !env_off("pingpong")};
+      !options.disable_pingpong && !env_off("pingpong"),
+      !options.disable_async_gemm && !env_off("async_gemm")};
 
   int nparams = static_cast<int>(prog.params.size());
   for (std::size_t n = 0; n < options.out_idx.size(); ++n) {

@@ -107,6 +107,13 @@ class TileOpLowering : public IRMutator {
     return make_device_call(l.gemm_type + run, {}, args, op->where);
   }
 
+  // The registers a wait hands back are the fragments' register arrays.
+  Stmt mutate_node(const AsyncGemmWait* op, const Stmt&) override {
+    std::vector<Buffer> fence;
+    for (const Buffer& b : op->fence) fence.push_back(b->scope == Scope::Fragment ? ctx_.registers_of(b) : b);
+    return make_async_gemm_wait(op->pending, fence, op->where);
+  }
+
   // A TMA load: one box per panel of the tile's swizzle (device/tessel/pipeline.cuh), at the
   // region's start, coordinates innermost first.
   Stmt mutate_node(const TmaLoadStmt* op, const Stmt&) override {

@@ -87,6 +87,9 @@ struct TmaParam {
 struct MbarrierArray {
   ir::Buffer bars;
   int count = 1;
+  // A ring's `empty` barriers: the multi-buffered tile whose stages they release (undefined for
+  // other barriers).
+  ir::Buffer releases{};
 };
 
 // Set when select_hopper_gemm replaced the kernel by the sm_90a warp-specialized GEMM.
@@ -122,6 +125,7 @@ struct PassContext {
     bool allow_async_pipeline = true;
     bool allow_register_spills = false;  // check_register_budget off
     bool allow_pingpong = true;
+    bool allow_async_gemm = true;
   };
   bool allow_tma = true, allow_wgmma = true, allow_warp_specialization = true;
   bool allow_split_k = true;
@@ -133,6 +137,9 @@ struct PassContext {
   bool allow_register_spills = false;
   // schedule_warpgroups: the consumer warpgroups take turns for their gemm phases.
   bool allow_pingpong = true;
+  // rotate_async_gemms and place_gemm_waits: wgmma gemms issued asynchronously, their waits
+  // placed at the first use; off: each waits right after it is issued.
+  bool allow_async_gemm = true;
 
   // Set by select_hopper_gemm.
   HopperPlan hopper;
@@ -147,6 +154,10 @@ struct PassContext {
   int entry_regs = 0;  // per thread at launch, which the budgets assume ptxas allocated
   // Set by schedule_warpgroups: the two consumer warpgroups alternate their gemm phases.
   bool pingpong = false;
+  // Set by rotate_async_gemms: loops whose last gemm now issues behind the next iteration's first.
+  int rotated_gemm_loops = 0;
+  // Set by place_gemm_waits: gemms issued asynchronously, and the waits placed for them.
+  int async_gemms = 0, gemm_waits = 0;
 
   // Set by verify_program.
   int threads = 0;

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "passes/PassContext.hpp"
 #include "tessel/ir/IR.hpp"
 #include "tessel/ir/Mutator.hpp"
 
@@ -54,6 +55,57 @@ inline std::vector<ir::Stmt> flatten_seq(const ir::Stmt& s) {
   }
   out.push_back(s);
   return out;
+}
+
+// Every buffer a statement names (loads, stores, tile-op regions, declarations), once each.
+inline std::vector<ir::Buffer> buffers_used(const ir::Stmt& s) {
+  struct Uses : ir::IRVisitor {
+    std::vector<ir::Buffer> buffers;
+    void visit_buffer(const ir::Buffer& b) override {
+      for (const ir::Buffer& f : buffers)
+        if (f.same_as(b)) return;
+      buffers.push_back(b);
+    }
+  } uses;
+  uses.visit(s);
+  return uses.buffers;
+}
+
+inline bool contains_buffer(const std::vector<ir::Buffer>& v, const ir::Buffer& b) {
+  for (const ir::Buffer& x : v)
+    if (x.same_as(b)) return true;
+  return false;
+}
+
+// A gemm that lowers to tessel::WarpgroupGemm (wgmma: asynchronous on the tensor cores).
+inline const ir::GemmStmt* as_wgmma_gemm(const ir::Stmt& s, const PassContext& ctx) {
+  const auto* g = s.as<ir::GemmStmt>();
+  if (!g) return nullptr;
+  auto l = ctx.fragment_layouts.find(g->C.buffer->id);
+  return l != ctx.fragment_layouts.end() && l->second.wgmma ? g : nullptr;
+}
+
+// The callee of the empty wgmma commit group that stands in for a gemm not issued on some path
+// (rotate_async_gemms), so that every path commits the same number of groups.
+inline constexpr const char* kEmptyGemmGroup = "tessel::wgmma_commit";
+
+// `if (c) { waits; gemm } else { empty group }` (rotate_async_gemms): the gemm, or null.
+inline const ir::GemmStmt* gemm_or_empty_group(const ir::Stmt& s, const PassContext& ctx) {
+  const auto* i = s.as<ir::IfStmt>();
+  if (!i || !i->else_case.defined()) return nullptr;
+  const auto* e = i->else_case.as<ir::DeviceCall>();
+  if (!e || e->callee != kEmptyGemmGroup) return nullptr;
+  std::vector<ir::Stmt> then = flatten_seq(i->then_case);
+  if (then.empty()) return nullptr;
+  for (size_t k = 0; k + 1 < then.size(); ++k)
+    if (!then[k].as<ir::MbarrierStmt>() || then[k].as<ir::MbarrierStmt>()->op != ir::MbarrierOp::Wait) return nullptr;
+  return as_wgmma_gemm(then.back(), ctx);
+}
+
+// A ring stage's release: the consumers' arrival on an `empty` mbarrier.
+inline bool is_release(const ir::Stmt& s) {
+  const auto* m = s.as<ir::MbarrierStmt>();
+  return m && m->op == ir::MbarrierOp::WarpArrive;
 }
 
 // "[128, 64]"

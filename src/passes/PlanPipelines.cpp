@@ -258,7 +258,7 @@ class PipelinePlanner : public IRMutator {
         x.staged = Buffer::make(b->name, shape, b->dtype, Scope::Shared, b->where);
         ctx_.shared_layouts[x.staged->id] = ctx_.shared_layouts.at(b->id);
         x.full = mbarrier_array(b->name + "_full", S, 1, b->where);
-        x.empty = mbarrier_array(b->name + "_empty", S, ctx_.threads / 32, b->where);
+        x.empty = mbarrier_array(b->name + "_empty", S, ctx_.threads / 32, b->where, x.staged);
         staged[b->id] = x.staged;
         tiles.push_back(x);
         it = tiles.end() - 1;
@@ -348,11 +348,12 @@ class PipelinePlanner : public IRMutator {
     return f.found;
   }
 
-  Buffer mbarrier_array(const std::string& name, int n, int count, std::source_location w) {
+  Buffer mbarrier_array(const std::string& name, int n, int count, std::source_location w,
+                        Buffer releases = Buffer()) {
     Buffer b = Buffer::make(name, {make_int(n)}, DType::i64, Scope::Shared, w);
     ctx_.shared_layouts[b->id] =
         SharedLayout{false, "tessel::RowMajorLayout<1, " + std::to_string(n) + ">", 1, n};
-    ctx_.mbarriers.push_back(MbarrierArray{b, count});
+    ctx_.mbarriers.push_back(MbarrierArray{b, count, releases});
     return b;
   }
 

@@ -11,6 +11,9 @@
 //               each iteration:    first gemm; give the other warpgroup its turn;
 //                                  ... (the softmax); wait for this warpgroup's turn; last gemm
 //               after the loop:    warpgroup 0 gives warpgroup 1 its last turn
+//             A loop rotate_async_gemms rotated issues its gemms as one run (the first gemm of
+//             iteration j, then the last of iteration j - 1): the run is the phase -- each
+//             iteration: the run; give the other its turn; ...; wait for this warpgroup's turn.
 //             Each barrier completes once per turn: between two of a warpgroup's arrivals on the
 //             other's barrier lies its own wait, which needs the other's arrival, which the
 //             other makes only after waiting on the first -- so arrivals never run a turn ahead.
@@ -69,24 +72,35 @@ class PingPong : public IRMutator {
   // with other work between them.
   Stmt schedule(const ForStmt* loop) {
     std::vector<Stmt> body = flatten_seq(loop->body);
-    int first = -1, last = -1;
+    std::vector<int> gemms;
     for (int i = 0; i < static_cast<int>(body.size()); ++i) {
       if (const auto* g = body[i].as<GemmStmt>()) {
         auto l = ctx_.fragment_layouts.find(g->C.buffer->id);
         if (l == ctx_.fragment_layouts.end() || !l->second.wgmma) return Stmt();
-        if (first < 0) first = i;
-        last = i;
+        gemms.push_back(i);
+      } else if (gemm_or_empty_group(body[i], ctx_)) {
+        gemms.push_back(i);  // rotate_async_gemms's gemm of the previous iteration
       } else if (has_barrier_or_gemm(body[i])) {
         return Stmt();  // a gemm or barrier nested in other statements: not a shape this pass knows
       }
     }
-    if (first < 0 || last <= first + 1) return Stmt();
+    if (gemms.empty()) return Stmt();
+    const int first = gemms.front(), last = gemms.back();
     auto w = loop->where;
     const Expr wg0 = lt(ctx_.thread_index, make_int(128));
     const Expr other = make_select(wg0, make_int(3), make_int(2));
     const Expr mine = make_select(wg0, make_int(2), make_int(3));
-    body.insert(body.begin() + last, sync(mine, w));
-    body.insert(body.begin() + first + 1, arrive(other, w));
+    if (gemms.size() >= 2 && last == first + static_cast<int>(gemms.size()) - 1) {
+      // One run of gemms (a rotated loop): the run is the phase; the other warpgroup's turn
+      // starts after it, and this warpgroup's next turn is awaited at the end of the iteration.
+      if (last + 1 == static_cast<int>(body.size())) return Stmt();  // nothing after them to overlap
+      body.insert(body.begin() + last + 1, arrive(other, w));
+      body.push_back(sync(mine, w));
+    } else {
+      if (last <= first + 1) return Stmt();
+      body.insert(body.begin() + last, sync(mine, w));
+      body.insert(body.begin() + first + 1, arrive(other, w));
+    }
     return make_for(loop->var, loop->min, loop->extent, loop->kind, loop->num_stages, make_seq(body, w), w);
   }
 

@@ -14,16 +14,20 @@
 //               (c) a named barrier arrived on more often than its generation takes (the next
 //                   turn's arrival before this turn's waiter got there);
 //               (d) TMA loads still landing when the kernel's agents are done.
+//             An asynchronous gemm (place_gemm_waits) reads its ring stages from its issue until
+//             the wgmma wait that retires it: its reads are checked at both points.
 //   Requires: plan_pipelines, specialize_warps and schedule_warpgroups (it reads their output);
 //             ctx.mbarriers for the arrival counts insert_barriers will initialize.
 //   Ensures:  the IR is unchanged.
 #include <algorithm>
 #include <map>
+#include <numeric>
 #include <optional>
 #include <random>
 #include <set>
 #include <sstream>
 
+#include "passes/PassUtil.hpp"
 #include "passes/Passes.hpp"
 #include "tessel/ir/Mutator.hpp"
 #include "tessel/ir/Printer.hpp"
@@ -56,8 +60,9 @@ bool has_protocol(const Stmt& s) {
     void visit_node(const TmaLoadStmt*) override { found = true; }
     void visit_node(const BarrierStmt*) override { found = true; }
     void visit_node(const ProducerStmt*) override { found = true; }
+    void visit_node(const AsyncGemmWait*) override { found = true; }
     void visit_node(const DeviceCall* op) override {
-      found = found || op->callee.rfind("tessel::named_barrier", 0) == 0;
+      found = found || op->callee.rfind("tessel::named_barrier", 0) == 0 || op->callee == kEmptyGemmGroup;
     }
   } f;
   f.visit(s);
@@ -68,13 +73,9 @@ bool has_protocol(const Stmt& s) {
 class Evaluator {
  public:
   std::map<const ExprNode*, std::int64_t> env;
-  // Expressions evaluated to a fixed value wherever they occur: a long loop's trip count, cut
-  // down (the ring's producer tests the same expression node against its iterations).
-  std::map<const ExprNode*, std::int64_t> overrides;
 
   std::optional<std::int64_t> eval(const Expr& e) const {
     if (!e.defined()) return std::nullopt;
-    if (auto o = overrides.find(e.get()); o != overrides.end()) return o->second;
     if (auto c = as_const_int(e)) return *c;
     if (e.as<VarNode>()) {
       auto it = env.find(e.get());
@@ -148,6 +149,7 @@ struct Layout {
   std::vector<std::string> names;
   std::map<int, int> tiles;  // ring tile (a TMA destination) id -> index
   std::vector<std::string> tile_names;
+  std::int64_t period = 2;  // 2 * the lcm of the rings' stage counts: every ring's protocol repeats
 };
 
 class Walker {
@@ -155,6 +157,7 @@ class Walker {
   Walker(const Layout& l, Evaluator ev, bool runs_producer, std::int64_t* use_counter)
       : layout_(l), ev_(std::move(ev)), runs_producer_(runs_producer), use_(use_counter) {}
   std::vector<Event> events;
+  size_t gemms_in_flight() const { return groups_.size(); }
 
   void walk(const Stmt& s) {
     if (!s.defined()) return;
@@ -166,14 +169,14 @@ class Walker {
       if (!mn || !ext)
         fail("a loop whose bounds it cannot evaluate holds pipeline statements: " + to_string(f->extent));
       // A ring's protocol repeats every 2 * stages iterations (stage k % S, parity (k / S) % 2):
-      // kLoopCap iterations cover several periods of any ring that fits in shared memory, and keep
-      // the check's cost independent of the sequence length. The cut applies to the extent
-      // expression everywhere (the producer's `k + S - 1 < n` reads the same node).
-      if (*ext > kLoopCap) {
-        ev_.overrides[f->extent.get()] = kLoopCap;
-        ext = kLoopCap;
-      }
+      // a long loop runs its first kLoopCap / 2 iterations and its last ones, skipping a multiple
+      // of every ring's period between them, so that what follows the loop (a rotated loop's
+      // last gemm, at the real last iteration) meets the rings in the state it would; the check's
+      // cost stays independent of the sequence length. Every agent skips the same iterations.
+      const std::int64_t head = kLoopCap / 2;
+      const std::int64_t skip = *ext > kLoopCap ? (*ext - kLoopCap) / layout_.period * layout_.period : 0;
       for (std::int64_t i = *mn; i < *mn + *ext; ++i) {
+        if (skip > 0 && i == *mn + head) i += skip;
         ev_.env[f->var.get()] = i;
         ++*use_;
         walk(f->body);
@@ -214,12 +217,30 @@ class Walker {
       e.value = value(dc->args.at(1).expr, "a named barrier's thread count");
       e.what = dc->callee + "(" + std::to_string(e.bar) + ")";
       events.push_back(e);
+    } else if (const auto* gw = s.as<AsyncGemmWait>()) {
+      // The gemms this wait retires read their stages until now: their reads happen again here,
+      // so a stage released (and refilled) before the wait shows up as an overwrite.
+      while (static_cast<int>(groups_.size()) > gw->pending) {
+        for (Event e : groups_.front()) {
+          e.what += " (by its gemm, until the wait that retires it)";
+          events.push_back(e);
+        }
+        groups_.erase(groups_.begin());
+      }
+    } else if (const auto* dc = s.as<DeviceCall>(); dc && dc->callee == kEmptyGemmGroup) {
+      groups_.emplace_back();
     } else {
+      const size_t first = events.size();
       reads(s);
+      if (const auto* g = s.as<GemmStmt>(); g && g->async)
+        groups_.emplace_back(events.begin() + static_cast<long>(first), events.end());
     }
   }
 
  private:
+  // The asynchronous gemms in flight (oldest first), each with the ring reads it makes.
+  std::vector<std::vector<Event>> groups_;
+
   [[noreturn]] static void fail(const std::string& why) {
     throw_internal_error("verify_pipelines: cannot model the kernel's pipeline: " + why);
   }
@@ -455,7 +476,8 @@ class Simulation {
         if (issued > count || written > count)
           report(ag.name + " reads " + name + " stage " + std::to_string(e.stage) + " for its use " +
                  std::to_string(count) + " after load " + std::to_string(issued) +
-                 " into it was issued: the stage was refilled while it was still being read");
+                 " into it was issued: the stage was refilled while it was still being read" +
+                 (e.what.find("(by its gemm") != std::string::npos ? " (by an asynchronous gemm, until its wait)" : ""));
         break;
       }
       case EventKind::NamedSync:
@@ -509,6 +531,7 @@ Stmt verify_pipelines(const Stmt& body, PassContext& ctx) {
       layout.names.push_back(a.bars->name + "[" + std::to_string(i) + "]");
     }
   }
+  for (const MbarrierArray& a : ctx.mbarriers) layout.period = std::lcm(layout.period, 2 * a.bars.const_numel());
   TileFinder tiles;
   tiles.visit(body);
   for (const Buffer& t : tiles.tiles) {
@@ -556,6 +579,10 @@ Stmt verify_pipelines(const Stmt& body, PassContext& ctx) {
       } else {
         walker.walk(kernel->body);
       }
+      if (walker.gemms_in_flight() > 0)
+        throw_internal_error("verify_pipelines: " + ctx.func_name + ": " + std::to_string(walker.gemms_in_flight()) +
+                             " asynchronous gemm group(s) of consumer warp " + std::to_string(w) +
+                             " still in flight when the kernel ends (no wgmma wait retires them)");
       agents.push_back({"consumer warp " + std::to_string(w), walker.events, 0, 32, {}});
     }
     std::ostringstream where;

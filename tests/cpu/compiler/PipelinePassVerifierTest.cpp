@@ -2,7 +2,8 @@
 // and the chain's pass as produced; each planted mistake -- a release dropped or moved before
 // the read, a wait on the wrong parity, an empty barrier counting too few warps, a producer
 // that does not wait for the stage's release, a ping-pong turn that is never handed over or
-// handed over twice -- is caught with its own message.
+// handed over twice, a gemm wait that leaves the gemm reading a stage in flight past the stage's
+// release, a gemm never retired -- is caught with its own message.
 #include <gtest/gtest.h>
 
 #include <functional>
@@ -27,7 +28,7 @@ T::PrimFunc attention(bool causal) {
 
 // The IR and context right before verify_pipelines.
 T::LoweredFunc before_verify(const T::PrimFunc& f) {
-  return T::lower_until(f.ir(), T::test::sm90(), "schedule_warpgroups");
+  return T::lower_until(f.ir(), T::test::sm90(), "place_gemm_waits");
 }
 
 std::string verify_error(const Stmt& body, T::passes::PassContext ctx) {
@@ -192,6 +193,34 @@ TEST(PipelinePassVerifier, APingPongTurnHandedOverTwice) {
   const std::string e = verify_error(bad, l.ctx);
   EXPECT_NE(e.find("arrived twice in one generation: arrivals meant for two turns met"), std::string::npos)
       << e;
+}
+
+TEST(PipelinePassVerifier, AGemmWaitThatLeavesTheReaderInFlightPastTheRelease) {
+  auto l = before_verify(attention(false));
+  ASSERT_GT(l.ctx.async_gemms, 0);
+  // The wait before O is rescaled retires O += P V of the previous block, whose V stage is
+  // released right after it; waiting with one group pending instead keeps that gemm reading V
+  // while the producer refills the stage.
+  int seen = 0;
+  Edit loosen([](const Stmt& s) { return s.as<AsyncGemmWait>() && s.as<AsyncGemmWait>()->pending == 0; },
+              [&](const Stmt& s) {
+                const auto* w = s.as<AsyncGemmWait>();
+                return ++seen == 1 ? make_async_gemm_wait(1, w->fence, w->where) : s;
+              });
+  Stmt bad = loosen.mutate(l.body);
+  ASSERT_GE(loosen.edits, 1);
+  const std::string e = verify_error(bad, l.ctx);
+  EXPECT_NE(e.find("(by an asynchronous gemm, until its wait)"), std::string::npos) << e;
+  EXPECT_NE(e.find("the stage was refilled while it was still being read"), std::string::npos) << e;
+}
+
+TEST(PipelinePassVerifier, AGemmNeverRetired) {
+  auto l = before_verify(attention(false));
+  Edit drop([](const Stmt& s) { return s.as<AsyncGemmWait>() != nullptr; }, [](const Stmt&) { return Stmt(); });
+  Stmt bad = drop.mutate(l.body);
+  ASSERT_GE(drop.edits, 2);
+  const std::string e = verify_error(bad, l.ctx);
+  EXPECT_NE(e.find("still in flight when the kernel ends"), std::string::npos) << e;
 }
 
 }  // namespace

@@ -87,15 +87,16 @@ TEST(RegisterGemm, ChainOnSm90LowersBothGemmsToWgmma) {
   EXPECT_NE(layouts.find("// layout shared_2: tessel::WgmmaSwizzleLayout<64, 64, 2, 128>"), std::string::npos)
       << layouts;
   std::string src = tessel::codegen::generate_cuda(lowered);
-  // S = Q K^T: A and B K-major, 128-byte swizzle; O += P V: A from registers, V N-major.
+  // S = Q K^T: A and B K-major, 128-byte swizzle; O += P V: A from registers, V N-major. Both
+  // issued asynchronously (place_gemm_waits).
   EXPECT_NE(
       src.find(
           "tessel::WarpgroupGemm<tessel::bfloat16_t, 64, 64, 64, 1, false, true, "
-          "tessel::WgmmaSwizzleLayout<64, 64, 2, 128>, tessel::WgmmaSwizzleLayout<64, 64, 2, 128>>::run("),
+          "tessel::WgmmaSwizzleLayout<64, 64, 2, 128>, tessel::WgmmaSwizzleLayout<64, 64, 2, 128>>::run_async("),
       std::string::npos)
       << src;
   EXPECT_NE(src.find("tessel::WarpgroupGemm<tessel::bfloat16_t, 64, 64, 64, 1, false, false, "
-                     "tessel::RowMajorLayout<64, 64>, tessel::WgmmaSwizzleLayout<64, 64, 2, 128>>::run_rs("),
+                     "tessel::RowMajorLayout<64, 64>, tessel::WgmmaSwizzleLayout<64, 64, 2, 128>>::run_rs_async("),
             std::string::npos)
       << src;
   EXPECT_NE(src.find("#include <tessel/warpgroup_gemm.cuh>"), std::string::npos) << src;
@@ -139,12 +140,12 @@ TEST(RegisterGemm, ChainThroughACopyAndAWideHeadOnSm90) {
   EXPECT_NE(
       src.find(
           "tessel::WarpgroupGemm<tessel::half_t, 128, 64, 128, 2, false, true, "
-          "tessel::WgmmaSwizzleLayout<128, 128, 2, 128>, tessel::WgmmaSwizzleLayout<64, 128, 2, 128>>::run("),
+          "tessel::WgmmaSwizzleLayout<128, 128, 2, 128>, tessel::WgmmaSwizzleLayout<64, 128, 2, 128>>::run_async("),
       std::string::npos)
       << src;
   EXPECT_NE(
       src.find("tessel::WarpgroupGemm<tessel::half_t, 128, 128, 64, 2, false, false, "
-               "tessel::RowMajorLayout<128, 64>, tessel::WgmmaSwizzleLayout<64, 128, 2, 128>>::run_rs("),
+               "tessel::RowMajorLayout<128, 64>, tessel::WgmmaSwizzleLayout<64, 128, 2, 128>>::run_rs_async("),
       std::string::npos)
       << src;
 }

@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <optional>
 #include <random>
 #include <string>
 
@@ -44,8 +45,9 @@ Tensor random_input(std::int64_t B, std::int64_t S, std::int64_t H, std::int64_t
   return x.permute({0, 2, 1, 3});
 }
 
-void check(const Case& c, DType t, const T::JitOptions& jit = {}) {
-  SCOPED_TRACE(describe(c, t));
+void check(const Case& c, DType t, const T::JitOptions& jit = {},
+           std::optional<T::kernels::AttentionConfig> config = std::nullopt) {
+  SCOPED_TRACE(describe(c, t) + (config ? " config " + config->describe() : std::string()));
   std::mt19937_64 seeds(std::random_device{}());
   Tensor q = random_input(c.B, c.Sq, c.H, c.D, t, c.bhsd, seeds());
   Tensor k = random_input(c.B, c.Sk, c.Hkv, c.D, t, c.bhsd, seeds());
@@ -53,6 +55,7 @@ void check(const Case& c, DType t, const T::JitOptions& jit = {}) {
   T::kernels::AttentionOptions o;
   o.causal = c.causal;
   o.jit = jit;
+  o.config = config;
   T::kernels::AttentionShape s;
   s.batch = c.B, s.heads = c.H, s.kv_heads = c.Hkv, s.seqlen_q = c.Sq, s.seqlen_k = c.Sk, s.dim = c.D;
   if (c.bhsd) {
@@ -175,6 +178,30 @@ TEST(FlashAttentionGpuSmall, SwitchesGiveTheSameResults) {
     check({2, 4, 2, 200, 300, 64, true}, DType::f16, jo);
     check({1, 2, 1, 130, 1029, 128, false, true}, DType::bf16, jo);
   }
+}
+
+}  // namespace
+
+namespace {
+
+// The ring schedules at both head dimensions, with the asynchronous wgmma passes on and off:
+// rotated loops (128x128 tiles: O += P V of block j - 1 behind S = Q K^T of block j), a loop the
+// register headroom keeps unrotated (128x192 at D = 64: P V stays in flight across the back
+// edge, its V stage released one iteration late), and every gemm waiting for itself; tails in
+// both lengths, causal and not, several blocks of keys per CTA.
+TEST(FlashAttentionGpuSmall, AsyncGemmSchedules) {
+  TESSEL_REQUIRE_GPU();
+  using Schedule = T::kernels::AttentionConfig::Schedule;
+  T::JitOptions sync_gemms;
+  sync_gemms.disable_async_gemm = true;
+  for (const T::JitOptions& jo : {T::JitOptions{}, sync_gemms})
+    for (Schedule sc : {Schedule::ring_pingpong, Schedule::ring})
+      for (bool causal : {false, true}) {
+        T::kernels::AttentionConfig c128{128, 128, 256, 2, sc}, c192{128, 192, 256, 3, sc};
+        check({2, 4, 2, 300, 1000, 128, causal}, DType::bf16, jo, c128);
+        check({1, 4, 4, 257, 777, 64, causal}, DType::f16, jo, c128);
+        check({1, 4, 1, 500, 1300, 64, causal}, DType::bf16, jo, c192);
+      }
 }
 
 }  // namespace

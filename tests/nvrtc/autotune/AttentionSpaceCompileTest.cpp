@@ -48,7 +48,7 @@ TEST(AttentionSpaceCompile, SampledPointsOfEverySchedule) {
     for (std::size_t i = 0; i < pick.size(); ++i) {
       const tessel::kernels::AttentionConfig a = at::attention_config(pick[i]);
       SCOPED_TRACE("D" + std::to_string(D) + (causal ? " causal " : " ") + a.describe());
-      ASSERT_EQ(r.rows[i].status, at::Status::not_timed) << r.rows[i].reason;
+      ASSERT_EQ(r.rows[i].status, at::Status::not_timed) << a.describe() << " D" << D << ": " << r.rows[i].reason;
       EXPECT_EQ(r.rows[i].spill_bytes, 0);
       EXPECT_GT(r.rows[i].registers, 0);
       EXPECT_GT(r.rows[i].smem_bytes, 0);

@@ -46,3 +46,52 @@ INSTANTIATE_TEST_SUITE_P(HeadDims, FlashAttentionCompile,
                          });
 
 }  // namespace
+
+namespace {
+
+// The ring schedules on sm_90a: place_gemm_waits issues both gemms asynchronously, and
+// rotate_async_gemms issues O += P V of block j - 1 behind S = Q K^T of block j, so the source
+// waits with one group pending (S retired while P V still runs) before the softmax; ptxas keeps
+// the wgmmas asynchronous (no serialization warning) and spills nothing. With async_gemm off
+// every gemm waits for itself.
+class FlashAttentionAsyncGemms : public ::testing::TestWithParam<std::tuple<int, bool, bool>> {};
+
+TEST_P(FlashAttentionAsyncGemms, OverlapTheSoftmaxWithTheSecondGemm) {
+  auto [D, pingpong, async] = GetParam();
+  T::kernels::AttentionShape s;
+  s.batch = 2, s.heads = 4, s.seqlen_q = 1000, s.seqlen_k = 1000, s.dim = D;
+  T::kernels::AttentionOptions o;
+  o.jit.arch = "sm_90a";
+  o.jit.disable_async_gemm = !async;
+  T::kernels::AttentionConfig c = T::kernels::default_attention_config(s, T::DType::bf16, false, "sm_90a");
+  c.schedule = pingpong ? T::kernels::AttentionConfig::Schedule::ring_pingpong : T::kernels::AttentionConfig::Schedule::ring;
+  o.config = c;
+  for (bool causal : {false, true}) {
+    o.causal = causal;
+    auto k = T::kernels::make_flash_attention(s, T::DType::bf16, o);
+    SCOPED_TRACE("causal " + std::to_string(causal) + " config " + c.describe());
+    const std::string& src = k.source();
+    EXPECT_EQ(k.resources().spill_store_bytes, 0) << k.compile_log();
+    EXPECT_EQ(src.find("wgmma_serialized"), std::string::npos);
+    EXPECT_EQ(k.compile_log().find("serialized"), std::string::npos) << k.compile_log();
+    if (async) {
+      EXPECT_NE(src.find("::run_async("), std::string::npos);
+      EXPECT_NE(src.find("::run_rs_async("), std::string::npos);
+      EXPECT_NE(src.find("tessel::wgmma_wait<1>();"), std::string::npos) << "S is not retired before P V";
+      EXPECT_NE(src.find("tessel::wgmma_commit();"), std::string::npos) << "no empty group in the first iteration";
+    } else {
+      EXPECT_EQ(src.find("_async("), std::string::npos);
+      EXPECT_EQ(src.find("wgmma_wait<"), std::string::npos);
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Schedules, FlashAttentionAsyncGemms,
+                         ::testing::Combine(::testing::Values(64, 128), ::testing::Bool(), ::testing::Bool()),
+                         [](const auto& info) {
+                           return "D" + std::to_string(std::get<0>(info.param)) +
+                                  (std::get<1>(info.param) ? "_pingpong" : "_ring") +
+                                  (std::get<2>(info.param) ? "_async" : "_sync");
+                         });
+
+}  // namespace

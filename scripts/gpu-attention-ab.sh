@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# On the GPU machine, from the repository root: attention's schedules side by side in one
+# session (each `tessel bench attention` run has cuDNN's fused SDPA in its own process beside
+# Tessel): the built-in choice over the issue's 12 cases, then the same with the asynchronous
+# wgmma passes off (TESSEL_DISABLE=async_gemm), then each schedule forced over the four
+# B x H x 4096^2 cases. Writes <date>-attention-<what>-<tag>.json files and ab.log into OUTDIR.
+#
+#   scripts/gpu-attention-ab.sh OUTDIR   (env: TESSEL_BUILD_DIR=build-gpu, TESSEL_RESULT_TAG=h200,
+#                                          AB_DTYPE=bf16, AB_REPEATS=10)
+set -uo pipefail
+out=${1:?usage: scripts/gpu-attention-ab.sh OUTDIR}
+mkdir -p "$out" && out=$(cd "$out" && pwd)
+cd "$(dirname "$0")/.."
+build=${TESSEL_BUILD_DIR:-build-gpu}
+tag=${TESSEL_RESULT_TAG:-h200}
+dtype=${AB_DTYPE:-bf16}
+repeats=${AB_REPEATS:-10}
+day=$(date -u +%Y-%m-%d)
+log="$out/ab.log"
+export TESSEL_NO_PROGRESS=1
+if [[ -z "${TESSEL_GIT_COMMIT:-}" ]]; then
+  TESSEL_GIT_COMMIT=$( (cat "$build/git-commit.txt" 2>/dev/null || echo unknown) | tr -s ' \n\t' '-' | sed 's/-$//')
+fi
+export TESSEL_GIT_COMMIT
+TESSEL_CACHE_DIR=$(mktemp -d /tmp/tessel-ab-cache-XXXXXX)
+export TESSEL_CACHE_DIR
+trap 'rm -rf "$TESSEL_CACHE_DIR"' EXIT
+four=8x32x32x4096x4096x64,8x32x32x4096x4096x64:causal,8x16x16x4096x4096x128,8x16x16x4096x4096x128:causal
+
+bench() {  # bench NAME [ENV=VALUE ...] -- ARGS...
+  local name=$1
+  shift
+  local envs=()
+  while [[ $# -gt 0 && $1 != -- ]]; do envs+=("$1"); shift; done
+  shift
+  echo "### $name: ${envs[*]} tessel bench attention $*" | tee -a "$log"
+  env "${envs[@]}" timeout 240 "$build/tessel" bench attention --dtype "$dtype" --repeats "$repeats" "$@" \
+    --json "$out/$day-attention-$name-$tag.json" 2>&1 | tee -a "$log"
+  echo "### $name: exit ${PIPESTATUS[0]}" | tee -a "$log"
+}
+
+bench default -- 
+bench no-async-gemm TESSEL_DISABLE=async_gemm --
+for schedule in pingpong ring cpasync; do
+  bench "$schedule" -- --cases "$four" --config "128x128:2:256:$schedule"
+done

@@ -1,0 +1,185 @@
+// rotate_async_gemms
+//   Does:     in a ring loop (TMA ring, plan_pipelines) whose iteration issues two or more wgmma
+//             gemms with other work between them -- attention: S = Q K^T, the softmax of S,
+//             O += P V -- moves the last gemm (with the ring waits right before it and the
+//             stage releases after it) behind the first gemm of the next iteration:
+//               for k in [min, min+n):  A_k; G1_k; B_k; W_k; G2_k; R_k
+//             becomes
+//               for k in [min, min+n):  A_k; G1_k;
+//                                       if (k > min) { W_{k-1}; G2_{k-1} } else { empty group }
+//                                       if (k > min) { R_{k-1} }
+//                                       B_k
+//               if (n > 0) { W_last; G2_last; R_last }
+//             so that, once place_gemm_waits makes the gemms asynchronous, G2 of iteration k - 1
+//             runs on the tensor cores while B_k (the softmax of block k) runs on the others --
+//             the intra-warpgroup overlap of FlashAttention 3. The empty wgmma commit group keeps
+//             the count of groups per iteration the same on every path (place_gemm_waits counts
+//             them to choose its waits).
+//   Requires: plan_pipelines (the ring's waits, releases and staged tiles; ctx.mbarriers names
+//             the tile each `empty` array releases), specialize_warps (the loop is the consumers').
+//             Applies on sm_90a with ctx.allow_async_gemm.
+//   Ensures:  the moved statements commute with what now runs before them in the next iteration
+//             (A_k; G1_k): neither writes a buffer the other names. Every shared tile the moved
+//             gemm reads is a ring tile (a stage is reused only after its release, which moved with
+//             it) and every ring it reads has two stages or more. The registers kept live through
+//             the work between the gemms (both accumulators and the second gemm's register A
+//             operand) leave the consumers' budget kRegisterHeadroom to spare; otherwise no rotation.
+#include "passes/PassUtil.hpp"
+#include "passes/Passes.hpp"
+#include "tessel/ir/Mutator.hpp"
+
+namespace tessel::passes {
+
+using namespace ir;
+
+namespace {
+
+constexpr int kRegisterHeadroom = 80;
+
+bool is_full_wait(const Stmt& s) {
+  const auto* m = s.as<MbarrierStmt>();
+  return m && m->op == MbarrierOp::Wait;
+}
+
+// Buffers a statement names, without the mbarrier arrays (synchronization, not data).
+std::vector<Buffer> data_buffers(const Stmt& s, const PassContext& ctx) {
+  std::vector<Buffer> out;
+  for (const Buffer& b : buffers_used(s)) {
+    bool bars = false;
+    for (const MbarrierArray& a : ctx.mbarriers) bars = bars || a.bars.same_as(b);
+    if (!bars) out.push_back(b);
+  }
+  return out;
+}
+
+int count_wgmma_gemms(const Stmt& s, const PassContext& ctx) {
+  struct Finder : IRVisitor {
+    const PassContext* ctx;
+    int n = 0;
+    void visit_node(const GemmStmt* g) override {
+      auto l = ctx->fragment_layouts.find(g->C.buffer->id);
+      if (l != ctx->fragment_layouts.end() && l->second.wgmma) ++n;
+    }
+  } f;
+  f.ctx = &ctx;
+  f.visit(s);
+  return f.n;
+}
+
+class Rotator : public IRMutator {
+ public:
+  explicit Rotator(const PassContext& ctx) : ctx_(ctx) {}
+  int rotated = 0;
+
+ protected:
+  Stmt mutate_node(const ForStmt* op, const Stmt& self) override {
+    if (op->kind != ForKind::Serial) return IRMutator::mutate_node(op, self);
+    Stmt r = rotate(op);
+    if (!r.defined()) return IRMutator::mutate_node(op, self);
+    ++rotated;
+    return r;
+  }
+  // The producer's loops are not the consumers'.
+  Stmt mutate_node(const ProducerStmt*, const Stmt& self) override { return self; }
+  Stmt mutate_node(const SpecializeStmt* op, const Stmt&) override {
+    return make_specialize(op->consumer_threads, op->producer_threads, op->consumer_regs, op->producer_regs,
+                           op->producer, mutate(op->consumer), op->where);
+  }
+
+ private:
+  // The rotated loop and what follows it, or undefined when the loop is not of the shape above.
+  Stmt rotate(const ForStmt* loop) {
+    std::vector<Stmt> body = flatten_seq(loop->body);
+    std::vector<int> gemms;
+    for (int i = 0; i < static_cast<int>(body.size()); ++i) {
+      if (as_wgmma_gemm(body[i], ctx_))
+        gemms.push_back(i);
+      else if (count_wgmma_gemms(body[i], ctx_) > 0)
+        return Stmt();  // a gemm nested in other statements: not a shape this pass knows
+    }
+    if (gemms.size() < 2) return Stmt();
+    const int first = gemms.front(), last = gemms.back();
+    if (last == first + 1) return Stmt();  // nothing between them to overlap
+    int begin = last;
+    while (begin - 1 > first && is_full_wait(body[static_cast<size_t>(begin - 1)])) --begin;
+    std::vector<Stmt> issue(body.begin() + begin, body.begin() + last + 1);
+    std::vector<Stmt> releases(body.begin() + last + 1, body.end());
+    for (const Stmt& r : releases)
+      if (!is_release(r)) return Stmt();
+    // Every shared tile the moved gemm reads is a ring tile with two stages or more, released
+    // by the moved statements.
+    const auto* g = body[static_cast<size_t>(last)].as<GemmStmt>();
+    for (const Region* r : {&g->A, &g->B}) {
+      if (r->buffer->scope != Scope::Shared) continue;
+      bool released = false;
+      for (const Stmt& s : releases) {
+        const auto* m = s.as<MbarrierStmt>();
+        for (const MbarrierArray& a : ctx_.mbarriers)
+          if (a.bars.same_as(m->bars) && a.releases.same_as(r->buffer) && a.bars.const_numel() >= 2)
+            released = true;
+      }
+      if (!released) return Stmt();
+    }
+    // Registers: through B_k the moved gemm's accumulator and its A operand (packed, 16-bit
+    // pairs) stay live beside the first gemm's accumulator, which B_k works on. Leave the
+    // softmax kRegisterHeadroom registers of the consumers' budget, or do not rotate (measured:
+    // 128x192 tiles at D = 64 -- 96 + 48 + 32 registers -- spilled 548 bytes under 240).
+    const auto* g1 = body[static_cast<size_t>(first)].as<GemmStmt>();
+    auto regs = [&](const Buffer& b, bool packed) {
+      auto l = ctx_.fragment_layouts.find(b->id);
+      const int n = l == ctx_.fragment_layouts.end() ? 0 : l->second.per_thread;
+      return packed ? (n + 1) / 2 : n;
+    };
+    const int live = regs(g1->C.buffer, false) + regs(g->C.buffer, false) +
+                     (g->A.buffer->scope == Scope::Fragment ? regs(g->A.buffer, true) : 0);
+    const int budget = ctx_.consumer_regs > 0 ? ctx_.consumer_regs : ctx_.entry_regs > 0 ? ctx_.entry_regs : 255;
+    if (live > budget - kRegisterHeadroom) return Stmt();
+    // The moved statements must commute with A_k; G1_k: no buffer written by one and named by
+    // the other. Names are compared (not reads against writes): conservative and enough here.
+    std::vector<Buffer> moved;
+    for (const Stmt& s : issue)
+      for (const Buffer& b : data_buffers(s, ctx_))
+        if (!contains_buffer(moved, b)) moved.push_back(b);
+    for (int i = 0; i <= first; ++i)
+      for (const Buffer& b : data_buffers(body[static_cast<size_t>(i)], ctx_))
+        if (contains_buffer(moved, b)) return Stmt();
+
+    auto w = loop->where;
+    const Var& k = loop->var;
+    const Expr prev = sub(k, make_int(1));
+    const Expr not_first = make_binary(BinaryOp::GT, k, loop->min);
+    auto at = [&](const std::vector<Stmt>& v, const Expr& iter) {
+      std::vector<Stmt> out;
+      for (const Stmt& s : v) out.push_back(substitute(s, {{k, iter}}));
+      return make_seq(out, w);
+    };
+    std::vector<Stmt> out(body.begin(), body.begin() + first + 1);
+    out.push_back(make_if(not_first, at(issue, prev), make_device_call(kEmptyGemmGroup, {}, {}, w), w));
+    if (!releases.empty()) out.push_back(make_if(not_first, at(releases, prev), Stmt(), w));
+    out.insert(out.end(), body.begin() + first + 1, body.begin() + begin);
+    Stmt rotated = make_for(k, loop->min, loop->extent, loop->kind, loop->num_stages, make_seq(out, w), w);
+    // The last iteration's gemm, after the loop.
+    const Expr last_iter = sub(add(loop->min, loop->extent), make_int(1));
+    std::vector<Stmt> tail = issue;
+    tail.insert(tail.end(), releases.begin(), releases.end());
+    auto n = as_const_int(loop->extent);
+    Stmt after = n && *n > 0 ? at(tail, last_iter)
+                             : make_if(make_binary(BinaryOp::GT, loop->extent, make_int(0)), at(tail, last_iter),
+                                       Stmt(), w);
+    return make_seq({rotated, after}, w);
+  }
+
+  const PassContext& ctx_;
+};
+
+}  // namespace
+
+Stmt rotate_async_gemms(const Stmt& body, PassContext& ctx) {
+  if (ctx.target.sm != 90 || !ctx.allow_async_gemm || ctx.mbarriers.empty()) return body;
+  Rotator r(ctx);
+  Stmt out = r.mutate(body);
+  ctx.rotated_gemm_loops = r.rotated;
+  return out;
+}
+
+}  // namespace tessel::passes
