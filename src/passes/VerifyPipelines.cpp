@@ -62,7 +62,7 @@ bool has_protocol(const Stmt& s) {
     void visit_node(const ProducerStmt*) override { found = true; }
     void visit_node(const AsyncGemmWait*) override { found = true; }
     void visit_node(const DeviceCall* op) override {
-      found = found || op->callee.rfind("tessel::named_barrier", 0) == 0 || op->callee == kEmptyGemmGroup;
+      found = found || op->callee.rfind("tessel::named_barrier", 0) == 0;
     }
   } f;
   f.visit(s);
@@ -227,8 +227,6 @@ class Walker {
         }
         groups_.erase(groups_.begin());
       }
-    } else if (const auto* dc = s.as<DeviceCall>(); dc && dc->callee == kEmptyGemmGroup) {
-      groups_.emplace_back();
     } else {
       const size_t first = events.size();
       reads(s);
