@@ -173,10 +173,13 @@ class Walker {
       // of every ring's period between them, so that what follows the loop (a rotated loop's
       // last gemm, at the real last iteration) meets the rings in the state it would; the check's
       // cost stays independent of the sequence length. Every agent skips the same iterations.
-      const std::int64_t head = kLoopCap / 2;
-      const std::int64_t skip = *ext > kLoopCap ? (*ext - kLoopCap) / layout_.period * layout_.period : 0;
-      for (std::int64_t i = *mn; i < *mn + *ext; ++i) {
-        if (skip > 0 && i == *mn + head) i += skip;
+      // The window skipped is the same absolute range of the loop variable for every loop
+      // (the producer's loop from 0, a rotated consumer loop from 1), set by where they end.
+      const std::int64_t end = *mn + *ext, from = kLoopCap / 2;
+      const std::int64_t skip =
+          end - from > kLoopCap / 2 && *mn <= from ? (end - kLoopCap) / layout_.period * layout_.period : 0;
+      for (std::int64_t i = *mn; i < end; ++i) {
+        if (skip > 0 && i == from) i += skip;
         ev_.env[f->var.get()] = i;
         ++*use_;
         walk(f->body);

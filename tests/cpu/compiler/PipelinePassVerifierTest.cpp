@@ -80,6 +80,22 @@ TEST(PipelinePassVerifier, PassOutputIsAccepted) {
   EXPECT_EQ(verify_error(flat.body, flat.ctx), "<no error>");
 }
 
+// Loops longer than the model runs (it skips whole ring periods in the middle): the producer's
+// loop from 0 and the rotated consumers' loop from 1 skip the same iterations, and the last
+// block's gemm after the loop meets the ring where it would -- for every trip count around the cut.
+TEST(PipelinePassVerifier, LongLoopsAreAcceptedForEveryTripCount) {
+  for (std::int64_t sk : {3000, 3100, 3200, 3300, 4097, 16384})
+    for (int D : {64, 128})
+      for (bool causal : {false, true}) {
+        T::kernels::AttentionShape s;
+        s.batch = 1, s.heads = 2, s.seqlen_q = 256, s.seqlen_k = sk, s.dim = D;
+        auto l = before_verify(T::kernels::attention_program(s, T::DType::bf16, causal, 0.125f, {128, 128, 256, 2}));
+        SCOPED_TRACE("Sk " + std::to_string(sk) + " D " + std::to_string(D) + (causal ? " causal" : ""));
+        EXPECT_EQ(l.ctx.rotated_gemm_loops, 1);
+        EXPECT_EQ(verify_error(l.body, l.ctx), "<no error>");
+      }
+}
+
 TEST(PipelinePassVerifier, ADroppedReleaseDeadlocks) {
   auto l = before_verify(attention(false));
   Edit drop([](const Stmt& s) { return is_mbarrier(s, MbarrierOp::WarpArrive, "shared_1_empty"); },
