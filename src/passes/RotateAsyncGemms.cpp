@@ -14,6 +14,8 @@
 //             rather than guarding G2 with `k > min`: ptxas retires a wgmma issued under a branch
 //             at the branches' join (measured on the H200: the guarded form ran 7-35 % slower
 //             than no rotation at all).
+//             Not applied where two consumer warpgroups will take turns (schedule_warpgroups),
+//             which measured faster than the rotation on the H200.
 //   Requires: plan_pipelines (the ring's waits, releases and staged tiles; ctx.mbarriers names
 //             the tile each `empty` array releases), specialize_warps (the loop is the consumers').
 //             Applies on sm_90a with ctx.allow_async_gemm.
@@ -80,7 +82,13 @@ class Rotator : public IRMutator {
   }
   // The producer's loops are not the consumers'.
   Stmt mutate_node(const ProducerStmt*, const Stmt& self) override { return self; }
-  Stmt mutate_node(const SpecializeStmt* op, const Stmt&) override {
+  Stmt mutate_node(const SpecializeStmt* op, const Stmt& self) override {
+    // Two consumer warpgroups that will take turns (schedule_warpgroups): not rotated. Measured
+    // on the H200 (bf16, 8x16x16x4096^2, D = 128): rotated with turns 441 TFLOP/s, rotated
+    // without 506, turns without rotation (each gemm retired at once) 533 -- ptxas retires an
+    // in-flight wgmma at the join of the softmax's mask branches, so the rotated gemm overlaps
+    // little, and the turns then make each warpgroup wait for the other's gemms too.
+    if (ctx_.allow_pingpong && op->consumer_threads == 256) return self;
     return make_specialize(op->consumer_threads, op->producer_threads, op->consumer_regs, op->producer_regs,
                            op->producer, mutate(op->consumer), op->where);
   }

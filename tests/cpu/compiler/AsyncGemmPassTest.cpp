@@ -20,6 +20,13 @@ using T::test::sm90;
 using T::test::stage_text;
 using Schedule = T::kernels::AttentionConfig::Schedule;
 
+// The ring schedule: no warpgroup turns (with turns the loop is not rotated).
+T::passes::PassContext::Switches no_turns() {
+  T::passes::PassContext::Switches s;
+  s.allow_pingpong = false;
+  return s;
+}
+
 T::PrimFunc attention(int D, T::kernels::AttentionConfig c, bool causal = false) {
   T::kernels::AttentionShape s;
   s.batch = 2, s.heads = 4, s.kv_heads = 2, s.seqlen_q = 300, s.seqlen_k = 1000, s.dim = D;
@@ -33,8 +40,8 @@ size_t at(const std::string& text, const std::string& needle, size_t from = 0) {
 }
 
 TEST(AsyncGemmPasses, AttentionLoopIsRotated) {
-  for (Schedule sc : {Schedule::ring_pingpong, Schedule::ring}) {
-    auto l = T::lower(attention(128, {128, 128, 256, 2, sc}).ir(), sm90(), true);
+  {
+    auto l = T::lower(attention(128, {128, 128, 256, 2, Schedule::ring}).ir(), sm90(), no_turns(), true);
     EXPECT_EQ(l.ctx.rotated_gemm_loops, 1);
     const std::string r = stage_text(l, "rotate_async_gemms");
     // Block 0 alone: S, then its softmax, no P V.
@@ -54,7 +61,7 @@ TEST(AsyncGemmPasses, AttentionLoopIsRotated) {
 }
 
 TEST(AsyncGemmPasses, WaitsGoWhereTheRegistersAreTouched) {
-  auto l = T::lower(attention(128, {128, 128, 256, 2, Schedule::ring_pingpong}).ir(), sm90(), true);
+  auto l = T::lower(attention(128, {128, 128, 256, 2, Schedule::ring}).ir(), sm90(), no_turns(), true);
   EXPECT_EQ(l.ctx.async_gemms, 4);  // S of block 0; S and P V in the loop; P V after it
   EXPECT_EQ(l.ctx.gemm_waits, 4);
   const std::string w = stage_text(l, "place_gemm_waits");
@@ -66,13 +73,14 @@ TEST(AsyncGemmPasses, WaitsGoWhereTheRegistersAreTouched) {
   const size_t mask = at(w, "if (((ko + 1) * 128) > 1000)", release_k);
   EXPECT_LT(wait_s, mask);
   // P V retired before O is rescaled; V's stage (of block ko - 1) released after it.
-  const size_t wait_o = at(w, "gemm_wait(pending=0, fragment_5)", mask);
+  // The softmax's fragments are pinned before the wait (computed before it).
+  const size_t wait_o = at(w, "gemm_wait(pending=0, fragment_5; after fragment_3", mask);
   const size_t release_v = at(w, "mbarrier.warp_arrive(shared_2_empty[((ko - 1) % 2)])", wait_o);
   const size_t rescale = at(w, "fragment_5[i", release_v);
   EXPECT_LT(release_v, rescale);
   // The kernel's end: the last block's P V retired before the epilogue divides O.
   const size_t last = at(w, "gemm_issue(fragment_4, shared_2[1:+1", rescale);
-  at(w, "gemm_wait(pending=0, fragment_5)", last);
+  at(w, "gemm_wait(pending=0, fragment_5", last);
   // The source: asynchronous issue and the placed waits.
   const std::string src = T::codegen::generate_cuda(l);
   at(src, "::run_async(shared_0");
@@ -84,19 +92,31 @@ TEST(AsyncGemmPasses, AnUnrotatedLoopCarriesItsLastGemmAcrossTheBackEdge) {
   // 128x192 tiles at D = 64: S (96) + O (32) + P packed (48) registers leave the softmax too
   // little of 240, so the loop is not rotated; P V of block ko is retired in iteration ko + 1
   // (when S = Q K^T of block ko + 1 is waited for) and V's stage of block ko released then.
-  auto l = T::lower(attention(64, {128, 192, 256, 3, Schedule::ring}).ir(), sm90(), true);
+  auto l = T::lower(attention(64, {128, 192, 256, 3, Schedule::ring}).ir(), sm90(), no_turns(), true);
   EXPECT_EQ(l.ctx.rotated_gemm_loops, 0);
   const std::string w = stage_text(l, "place_gemm_waits");
   const size_t qk = at(w, "gemm_issue(shared_0, shared_1[(ko % 3):+1");
   // One wait retires the previous block's P V and this block's S (they retire in order).
-  const size_t wait_s = at(w, "gemm_wait(pending=0, fragment_5, fragment_3)", qk);
+  const size_t wait_s = at(w, "gemm_wait(pending=0, fragment_5, fragment_3", qk);
   const size_t carried = at(w, "if (ko > 0) {\n            mbarrier.warp_arrive(shared_2_empty[((ko - 1) % 3)])", wait_s);
   const size_t pv = at(w, "gemm_issue(fragment_4, shared_2[(ko % 3):+1", carried);
   EXPECT_LT(wait_s, pv);
   // After the loop: everything retired, the last block's V stage (ceil(1000 / 192) = 6 blocks:
   // block 5, stage 2) released.
-  const size_t drain = at(w, "gemm_wait(pending=0, fragment_5)\n        mbarrier.warp_arrive(shared_2_empty[2])", pv);
+  const size_t drain = at(w, "gemm_wait(pending=0, fragment_5", pv);
+  at(w, "mbarrier.warp_arrive(shared_2_empty[2])", drain);
   EXPECT_NE(drain, std::string::npos);
+}
+
+TEST(AsyncGemmPasses, TurnTakingWarpgroupsAreNotRotated) {
+  // Two consumer warpgroups taking turns: the gemms are asynchronous, the loop keeps its order.
+  auto l = T::lower(attention(128, {128, 128, 256, 2, Schedule::ring_pingpong}).ir(), sm90(), true);
+  EXPECT_TRUE(l.ctx.pingpong);
+  EXPECT_EQ(l.ctx.rotated_gemm_loops, 0);
+  EXPECT_GT(l.ctx.async_gemms, 0);
+  const std::string w = stage_text(l, "place_gemm_waits");
+  EXPECT_EQ(w.find("gemm_issue(fragment_4, shared_2[((ko - 1)"), std::string::npos) << w;
+  EXPECT_NE(w.find("gemm_issue(fragment_4, shared_2[(ko % 2)"), std::string::npos) << w;
 }
 
 TEST(AsyncGemmPasses, NotAppliedWhereTheyDoNotBelong) {
