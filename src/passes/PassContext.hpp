@@ -156,6 +156,8 @@ struct PassContext {
   bool pingpong = false;
   // Set by rotate_async_gemms: loops whose last gemm now issues behind the next iteration's first.
   int rotated_gemm_loops = 0;
+  // Set by rotate_async_gemms: loops split where their branches' conditions turn true.
+  int split_gemm_loops = 0;
   // Set by place_gemm_waits: gemms issued asynchronously, and the waits placed for them.
   int async_gemms = 0, gemm_waits = 0;
 

@@ -28,9 +28,12 @@
 //             it) and every ring it reads has two stages or more. The registers kept live through
 //             the work between the gemms (both accumulators and the second gemm's register A
 //             operand) leave the consumers' budget kRegisterHeadroom to spare; otherwise no rotation.
+#include <optional>
+
 #include "passes/PassUtil.hpp"
 #include "passes/Passes.hpp"
 #include "tessel/ir/Mutator.hpp"
+#include "tessel/ir/Printer.hpp"
 
 namespace tessel::passes {
 
@@ -70,6 +73,79 @@ bool has_branch(const Stmt& s) {
   return f.found;
 }
 
+bool uses_var(const Expr& e, const Var& k) {
+  struct Finder : IRVisitor {
+    const ExprNode* k;
+    bool found = false;
+    void visit_node(const VarNode* v) override { found = found || static_cast<const ExprNode*>(v) == k; }
+  } f;
+  f.k = k.get();
+  f.visit(e);
+  return f.found;
+}
+
+// e as a * k + rest (a constant, rest free of k; undefined rest: 0), or nullopt.
+struct Linear {
+  std::int64_t a = 0;
+  Expr rest{};
+};
+std::optional<Linear> linear_in(const Expr& e, const Var& k) {
+  if (!uses_var(e, k)) return Linear{0, e};
+  if (e.get() == k.get()) return Linear{1, Expr()};
+  const auto* b = e.as<Binary>();
+  if (!b) return std::nullopt;
+  auto x = linear_in(b->a, k), y = linear_in(b->b, k);
+  if (!x || !y) return std::nullopt;
+  auto plus = [](const Expr& p, const Expr& q, bool minus) -> Expr {
+    if (!q.defined()) return p;
+    if (!p.defined()) return minus ? make_binary(BinaryOp::Sub, make_int(0), q) : q;
+    return make_binary(minus ? BinaryOp::Sub : BinaryOp::Add, p, q);
+  };
+  switch (b->op) {
+    case BinaryOp::Add:
+      return Linear{x->a + y->a, plus(x->rest, y->rest, false)};
+    case BinaryOp::Sub:
+      return Linear{x->a - y->a, plus(x->rest, y->rest, true)};
+    case BinaryOp::Mul: {
+      // One side a constant.
+      const Linear* lin = x->a != 0 ? &*x : &*y;
+      const Expr other = x->a != 0 ? b->b : b->a;
+      auto c = as_const_int(other);
+      if (!c || (x->a != 0 && y->a != 0)) return std::nullopt;
+      return Linear{lin->a * *c, lin->rest.defined() ? make_binary(BinaryOp::Mul, lin->rest, make_int(*c)) : Expr()};
+    }
+    default:
+      return std::nullopt;
+  }
+}
+
+bool is_not(const Expr& e) {
+  const auto* u = e.as<Unary>();
+  return u && u->op == UnaryOp::Not;
+}
+
+// The first value of k from which `cond` holds, when it is false below it and true from it on
+// (comparisons `lhs > rhs` or `lhs >= rhs` increasing in k, joined by || or &&, or the negation
+// of such a condition); undefined otherwise.
+Expr turns_true_at(const Expr& cond, const Var& k) {
+  if (const auto* u = cond.as<Unary>(); u && u->op == UnaryOp::Not) return turns_true_at(u->a, k);
+  const auto* b = cond.as<Binary>();
+  if (!b) return Expr();
+  if (b->op == BinaryOp::Or || b->op == BinaryOp::And) {
+    Expr x = turns_true_at(b->a, k), y = turns_true_at(b->b, k);
+    if (!x.defined() || !y.defined()) return Expr();
+    return make_binary(b->op == BinaryOp::Or ? BinaryOp::Min : BinaryOp::Max, x, y);
+  }
+  if (b->op != BinaryOp::GT && b->op != BinaryOp::GE) return Expr();
+  auto d = linear_in(make_binary(BinaryOp::Sub, b->a, b->b), k);
+  if (!d || d->a <= 0) return Expr();
+  // a k + r > 0  <=>  k >= floor(-r / a) + 1;   a k + r >= 0  <=>  k >= floor((-r + a - 1) / a).
+  const Expr neg_r = d->rest.defined() ? make_binary(BinaryOp::Sub, make_int(0), d->rest) : make_int(0);
+  if (b->op == BinaryOp::GT)
+    return make_binary(BinaryOp::Add, make_binary(BinaryOp::FloorDiv, neg_r, make_int(d->a)), make_int(1));
+  return make_binary(BinaryOp::FloorDiv, make_binary(BinaryOp::Add, neg_r, make_int(d->a - 1)), make_int(d->a));
+}
+
 int count_wgmma_gemms(const Stmt& s, const PassContext& ctx) {
   struct Finder : IRVisitor {
     const PassContext* ctx;
@@ -93,9 +169,26 @@ class Rotator : public IRMutator {
   Stmt mutate_node(const ForStmt* op, const Stmt& self) override {
     if (op->kind != ForKind::Serial) return IRMutator::mutate_node(op, self);
     Stmt r = rotate(op);
-    if (!r.defined()) return IRMutator::mutate_node(op, self);
-    ++rotated;
-    return r;
+    if (r.defined()) {
+      ++rotated;
+      return r;
+    }
+    // Branches whose condition flips once along the loop (attention's mask: the blocks past the
+    // last unmasked one): split the loop there, so that each part is branch-free, and rotate
+    // each part.
+    if (auto parts = split(op)) {
+      std::vector<Stmt> out;
+      for (const Stmt& part : *parts) {
+        Stmt p = rotate(part.as<ForStmt>());
+        if (p.defined()) ++rotated;
+        out.push_back(p.defined() ? p : part);
+      }
+      if (rotated > 0) {
+        ++split_loops;
+        return make_seq(out, op->where);
+      }
+    }
+    return IRMutator::mutate_node(op, self);
   }
   // The producer's loops are not the consumers'.
   Stmt mutate_node(const ProducerStmt*, const Stmt& self) override { return self; }
@@ -204,7 +297,53 @@ class Rotator : public IRMutator {
     return make_seq({first_iteration, rotated, last_iteration}, w);
   }
 
+  // The loop split at the iteration where the conditions of its top-level ifs turn true, each
+  // if replaced by its branch in each part; nullopt when the body has no such if, or ifs whose
+  // conditions do not flip at one shared, computable iteration.
+  std::optional<std::vector<Stmt>> split(const ForStmt* loop) {
+    std::vector<Stmt> body = flatten_seq(loop->body);
+    Expr at;
+    std::string at_text;
+    bool any = false;
+    for (const Stmt& s : body) {
+      const auto* i = s.as<IfStmt>();
+      if (!i) {
+        if (has_branch(s)) return std::nullopt;
+        continue;
+      }
+      if (has_branch(i->then_case) || (i->else_case.defined() && has_branch(i->else_case))) return std::nullopt;
+      Expr t = turns_true_at(i->cond, loop->var);
+      if (!t.defined()) return std::nullopt;
+      if (any && to_string(t) != at_text) return std::nullopt;
+      at = t, at_text = to_string(t), any = true;
+    }
+    if (!any) return std::nullopt;
+    auto w = loop->where;
+    const Expr end = add(loop->min, loop->extent);
+    const Expr cut = make_binary(BinaryOp::Min, make_binary(BinaryOp::Max, at, loop->min), end);
+    auto part = [&](bool value, const Expr& from, const Expr& to) {
+      std::vector<Stmt> out;
+      for (const Stmt& s : body) {
+        const auto* i = s.as<IfStmt>();
+        if (!i) {
+          out.push_back(s);
+          continue;
+        }
+        const bool c = is_not(i->cond) ? !value : value;
+        if (c)
+          out.push_back(i->then_case);
+        else if (i->else_case.defined())
+          out.push_back(i->else_case);
+      }
+      return make_for(loop->var, from, sub(to, from), loop->kind, loop->num_stages, make_seq(out, w), w);
+    };
+    return std::vector<Stmt>{part(false, loop->min, cut), part(true, cut, end)};
+  }
+
   const PassContext& ctx_;
+
+ public:
+  int split_loops = 0;
 };
 
 }  // namespace
@@ -214,6 +353,7 @@ Stmt rotate_async_gemms(const Stmt& body, PassContext& ctx) {
   Rotator r(ctx);
   Stmt out = r.mutate(body);
   ctx.rotated_gemm_loops = r.rotated;
+  ctx.split_gemm_loops = r.split_loops;
   return out;
 }
 

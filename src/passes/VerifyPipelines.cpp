@@ -149,13 +149,20 @@ struct Layout {
   std::vector<std::string> names;
   std::map<int, int> tiles;  // ring tile (a TMA destination) id -> index
   std::vector<std::string> tile_names;
+  std::map<int, int> fills;  // `full` mbarrier array id -> the ring tile its phases publish
   std::int64_t period = 2;  // 2 * the lcm of the rings' stage counts: every ring's protocol repeats
 };
 
 class Walker {
  public:
-  Walker(const Layout& l, Evaluator ev, bool runs_producer, std::int64_t* use_counter)
-      : layout_(l), ev_(std::move(ev)), runs_producer_(runs_producer), use_(use_counter) {}
+  // The window of iterations long loops skip: [first, first + length), one for the block, set
+  // by the first long loop any agent meets (the producer is walked first).
+  struct Window {
+    bool set = false;
+    std::int64_t first = 0, length = 0;
+  };
+  Walker(const Layout& l, Evaluator ev, bool runs_producer, std::int64_t* use_counter, Window* window)
+      : layout_(l), ev_(std::move(ev)), runs_producer_(runs_producer), use_(use_counter), window_(window) {}
   std::vector<Event> events;
   size_t gemms_in_flight() const { return groups_.size(); }
 
@@ -173,13 +180,19 @@ class Walker {
       // of every ring's period between them, so that what follows the loop (a rotated loop's
       // last gemm, at the real last iteration) meets the rings in the state it would; the check's
       // cost stays independent of the sequence length. Every agent skips the same iterations.
-      // The window skipped is the same absolute range of the loop variable for every loop
-      // (the producer's loop from 0, a rotated consumer loop from 1), set by where they end.
-      const std::int64_t end = *mn + *ext, from = kLoopCap / 2;
-      const std::int64_t skip =
-          end - from > kLoopCap / 2 && *mn <= from ? (end - kLoopCap) / layout_.period * layout_.period : 0;
+      // The window skipped is the same absolute range of the loop variable for every loop of
+      // every agent (the producer's loop from 0, a rotated or split consumers' loop from 1 or
+      // from the split), set by the first long loop met.
+      const std::int64_t end = *mn + *ext;
+      if (!window_->set && *ext > kLoopCap) {
+        window_->set = true;
+        window_->first = *mn + kLoopCap / 2;
+        window_->length = (*ext - kLoopCap) / layout_.period * layout_.period;
+      }
       for (std::int64_t i = *mn; i < end; ++i) {
-        if (skip > 0 && i == from) i += skip;
+        if (window_->set && i >= window_->first && i < window_->first + window_->length)
+          i = window_->first + window_->length;
+        if (i >= end) break;
         ev_.env[f->var.get()] = i;
         ++*use_;
         walk(f->body);
@@ -287,6 +300,9 @@ class Walker {
       case MbarrierOp::Wait:
         e.kind = EventKind::Wait;
         e.value = value(m->value, "a wait's parity");
+        // A consumer's wait on a tile's `full` barrier starts its next use of that stage.
+        if (auto f = layout_.fills.find(m->bars->id); f != layout_.fills.end())
+          ++waits_[{f->second, e.bar - layout_.base.at(m->bars->id)}];
         break;
     }
     events.push_back(e);
@@ -302,7 +318,10 @@ class Walker {
       Event e{EventKind::Read};
       e.tile = tile;
       e.stage = static_cast<int>(value(r->starts[0], "a ring tile's stage"));
-      e.use = *use_;
+      // Which use of the stage: the count of this agent's waits on its `full` barrier (every
+      // read of a loaded stage follows the wait that published it), else the loop iteration.
+      auto w = waits_.find({tile, e.stage});
+      e.use = w != waits_.end() ? w->second : *use_;
       e.what = "read of " + r->buffer->name + " stage " + std::to_string(e.stage);
       events.push_back(e);
     }
@@ -312,6 +331,8 @@ class Walker {
   Evaluator ev_;
   bool runs_producer_;
   std::int64_t* use_;
+  Window* window_;
+  std::map<std::pair<int, int>, std::int64_t> waits_;  // (tile, stage) -> `full` waits so far
 };
 
 // ---- the model --------------------------------------------------------------------------------
@@ -506,8 +527,10 @@ class Simulation {
 
 struct TileFinder : IRVisitor {
   std::vector<Buffer> tiles;
+  std::map<int, Buffer> fills;  // a ring's `full` mbarrier array id -> the tile its loads fill
   bool has_specialize = false;
   void visit_node(const TmaLoadStmt* op) override {
+    if (op->bars.defined()) fills[op->bars->id] = op->dst.buffer;
     for (const Buffer& b : tiles)
       if (b.same_as(op->dst.buffer)) return;
     tiles.push_back(op->dst.buffer);
@@ -539,6 +562,7 @@ Stmt verify_pipelines(const Stmt& body, PassContext& ctx) {
     layout.tiles[t->id] = static_cast<int>(layout.tile_names.size());
     layout.tile_names.push_back(t->name);
   }
+  for (const auto& [bars, tile] : tiles.fills) layout.fills[bars] = layout.tiles.at(tile->id);
   // The roles: a SpecializeStmt's producer and consumers, or (not specialized) the consumers with
   // the producer work run by warp 0.
   const SpecializeStmt* roles = nullptr;
@@ -561,6 +585,7 @@ Stmt verify_pipelines(const Stmt& body, PassContext& ctx) {
   for (const auto& block : blocks) {
     std::vector<Agent> agents;
     std::int64_t uses = 0;
+    Walker::Window window;
     auto evaluator = [&](int warp) {
       Evaluator ev;
       for (size_t d = 0; d < ctx.block_vars.size(); ++d) ev.env[ctx.block_vars[d].get()] = block[d];
@@ -568,12 +593,12 @@ Stmt verify_pipelines(const Stmt& body, PassContext& ctx) {
       return ev;
     };
     if (roles) {
-      Walker producer(layout, evaluator(consumer_warps), true, &uses);
+      Walker producer(layout, evaluator(consumer_warps), true, &uses, &window);
       producer.walk(roles->producer);
       agents.push_back({"the producer", producer.events, 0, 1, {}});
     }
     for (int w = 0; w < consumer_warps; ++w) {
-      Walker walker(layout, evaluator(w), !roles && w == 0, &uses);
+      Walker walker(layout, evaluator(w), !roles && w == 0, &uses, &window);
       if (roles) {
         for (const Stmt& s : before) walker.walk(s);
         walker.walk(roles->consumer);

@@ -1,8 +1,8 @@
 // rotate_async_gemms and place_gemm_waits on IR text: a branch-free two-gemm loop rotated (the
 // first block peeled, then O += P V of block ko - 1 issued behind S = Q K^T of block ko, the
 // last block's gemm after the loop), S waited with one group pending and P V before P is
-// rewritten, K's stage released after the first wait and V's after the second; attention, whose
-// mask branches, left unrotated; a loop left unrotated carries P V across the back edge (its
+// rewritten, K's stage released after the first wait and V's after the second; attention's loop
+// split where its mask turns on (each part branch-free) and each part rotated; a loop left unrotated carries P V across the back edge (its
 // release re-indexed to the previous iteration, the last one after the loop); and where nothing
 // applies: the switch off, sm_80, the cp.async schedule, warpgroups taking turns.
 #include <gtest/gtest.h>
@@ -44,6 +44,13 @@ size_t at(const std::string& text, const std::string& needle, size_t from = 0) {
 // S scaled in place, then copied to P): nothing branches between its gemms.
 T::PrimFunc chain() {
   return T::kernels::gemm_chain_program(200, 1000, 64, T::DType::f16, 0.5f, {64, 64, 128, 2}, /*p_via_copy=*/true);
+}
+
+// The text of the loop whose `serial` line starts at `at`, up to its closing brace.
+std::string loop_body(const std::string& text, size_t at) {
+  const size_t line = text.rfind('\n', at) + 1;
+  const std::string close = "\n" + std::string(at - line, ' ') + "}";
+  return text.substr(at, text.find(close, at) - at);
 }
 
 TEST(AsyncGemmPasses, ABranchFreeLoopIsRotated) {
@@ -88,11 +95,28 @@ TEST(AsyncGemmPasses, WaitsGoWhereTheRegistersAreTouched) {
   at(src, "tessel::wgmma_fence_operand(fragment_3);\n      tessel::wgmma_wait<0>();");
 }
 
-TEST(AsyncGemmPasses, AttentionIsNotRotatedWhileItsMaskBranches) {
+TEST(AsyncGemmPasses, AttentionIsSplitAtItsMaskThenRotated) {
+  // Sk = 1000: blocks 0-6 are whole, block 7 is masked (the tail); causal (Sq = 300, block 0 of
+  // queries) masks from block 5 on. Each part has no branch left, and each is rotated.
   for (bool causal : {false, true}) {
+    SCOPED_TRACE(causal ? "causal" : "not causal");
     auto l = T::lower(attention(128, {128, 128, 256, 2, Schedule::ring}, causal).ir(), sm90(), no_turns(), true);
-    EXPECT_EQ(l.ctx.rotated_gemm_loops, 0);
-    EXPECT_GT(l.ctx.async_gemms, 0);
+    EXPECT_EQ(l.ctx.split_gemm_loops, 1);
+    EXPECT_EQ(l.ctx.rotated_gemm_loops, 2);
+    const std::string r = stage_text(l, "rotate_async_gemms");
+    // Neither part's loop branches (the guards `if (n > 0)` of the peeled blocks are outside);
+    // both issue P V of the previous block behind S.
+    const size_t first_loop = at(r, "serial ko in [1, ");
+    const size_t second_loop = at(r, "serial ko in [", first_loop + 1);
+    for (size_t loop : {first_loop, second_loop}) {
+      const std::string body = loop_body(r, loop);
+      EXPECT_EQ(body.find("if "), std::string::npos) << body;
+      at(body, "gemm(fragment_4, shared_2[((ko - 1) % 2):+1");
+    }
+    // The masking select survives only outside the first part's loop.
+    EXPECT_EQ(loop_body(r, first_loop).find(", -inf_f32)"), std::string::npos);
+    at(r, ", -inf_f32)");
+    EXPECT_EQ(r.find("if (((ko + 1) * 128) > 1000)"), std::string::npos) << r;
   }
 }
 
