@@ -60,7 +60,7 @@ Borrowed borrow(nb::handle obj, const char* what) {
   if (!nb::hasattr(obj, "__dlpack__"))
     throw nb::type_error((std::string(what) + ": expected a tensor supporting DLPack (__dlpack__), e.g. a "
                           "torch.Tensor or numpy array; got " +
-                          nb::cast<std::string>(nb::str(obj.type().attr("__name__"))))
+                          std::string(nb::str(obj.type().attr("__name__")).c_str()))
                              .c_str());
   nb::object cap;
   try {

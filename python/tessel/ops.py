@@ -87,7 +87,7 @@ def _needs_dispatch(torch, *tensors) -> bool:
         return True
     if torch.is_grad_enabled():
         for t in tensors:
-            if t is not None and t.requires_grad:
+            if getattr(t, "requires_grad", False):
                 return True
     return False
 
