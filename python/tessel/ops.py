@@ -26,6 +26,8 @@ _torch = None
 _export = None
 _raw_stream = None
 _device_ordinal = None
+_is_compiling = None
+_grad_enabled = None
 
 
 def _require_torch(what: str):
@@ -43,8 +45,14 @@ def _require_torch(what: str):
     from ._dlpack import torch_exporter
 
     _export = torch_exporter()
+    global _GEMM_SET, _SOFTMAX_SET
+    _GEMM_SET = frozenset(_dtypes(torch, _GEMM_DTYPES))
+    _SOFTMAX_SET = frozenset(_dtypes(torch, _SOFTMAX_DTYPES))
     getter = getattr(torch._C, "_cuda_getCurrentRawStream", None)
     _raw_stream = getter if getter is not None else (lambda i: torch.cuda.current_stream(i).cuda_stream)
+    global _is_compiling, _grad_enabled
+    _is_compiling = torch.compiler.is_compiling
+    _grad_enabled = torch.is_grad_enabled
     _torch = torch
     from . import _torch_ops  # noqa: F401  (registers torch.ops.tessel.*)
 
@@ -56,6 +64,8 @@ def _dtypes(torch, names):
 
 
 _GEMM_DTYPES = ("float16", "bfloat16")
+_GEMM_SET = frozenset()  # the torch dtypes, once torch is imported
+_SOFTMAX_SET = frozenset()
 _SOFTMAX_DTYPES = ("float16", "bfloat16", "float32")
 _ACTIVATIONS = (None, "relu", "silu", "gelu")
 
@@ -83,9 +93,9 @@ def _check_same(torch, op: str, first: str, t0, *rest):
 
 
 def _needs_dispatch(torch, *tensors) -> bool:
-    if torch.compiler.is_compiling():
+    if _is_compiling():
         return True
-    if torch.is_grad_enabled():
+    if _grad_enabled():
         for t in tensors:
             if getattr(t, "requires_grad", False):
                 return True
@@ -99,8 +109,8 @@ def _stream_and_check_device(t, op: str) -> int:
             raise _C.GPUUnavailableError(
                 f"{op}: the tensors are on {t.device}, but Tessel sees no GPU: {_C.gpu_unavailable_reason()}")
         _device_ordinal = _C.device_ordinal()
-    index = t.device.index
-    if index is not None and index != _device_ordinal:
+    index = t.get_device()
+    if index != _device_ordinal:
         raise ValueError(f"{op}: the tensors are on {t.device}, but Tessel runs on cuda:{_device_ordinal} "
                          "(set TESSEL_DEVICE to choose its GPU)")
     return _raw_stream(_device_ordinal)
@@ -116,6 +126,8 @@ def _aligned(torch, t, name: str, op: str):
 def _row_major_2d(t):
     """t as a row-major 2-D tensor: itself when it is one, else a contiguous copy (a transposed view
     is copied: the GEMM and softmax kernels read row-major tiles)."""
+    if t.is_contiguous():
+        return t
     s0, s1 = t.stride()
     r, c = t.shape
     if (s1 == 1 or c == 1) and (s0 == c or r == 1):
@@ -126,22 +138,37 @@ def _row_major_2d(t):
 # ---- matmul ------------------------------------------------------------------------------------
 
 def _matmul_shape(torch, a, b, op="tessel.ops.matmul"):
-    _check_tensor(torch, a, "a", op)
-    _check_tensor(torch, b, "b", op)
-    _check_dtype(torch, a, "a", op, _GEMM_DTYPES)
-    _check_same(torch, op, "a", a, ("b", b))
-    if a.dim() < 2 or b.dim() < 2:
+    # Cheap checks first (attribute reads, ~1 us); torch.broadcast_shapes (~8 us) only for batches
+    # that differ.
+    if not isinstance(a, torch.Tensor) or not isinstance(b, torch.Tensor) or a.dtype not in _GEMM_SET:
+        _check_tensor(torch, a, "a", op)
+        _check_tensor(torch, b, "b", op)
+        _check_dtype(torch, a, "a", op, _GEMM_DTYPES)
+    if b.dtype is not a.dtype or a.get_device() != b.get_device() or a.is_cuda != b.is_cuda or a.is_meta != b.is_meta:
+        _check_tensor(torch, b, "b", op)
+        _check_same(torch, op, "a", a, ("b", b))
+    da, db = a.dim(), b.dim()
+    if da < 2 or db < 2:
         raise ValueError(f"{op}: a and b need at least 2 dimensions ([..., M, K] @ [..., K, N]); got a "
                          f"{tuple(a.shape)} and b {tuple(b.shape)} (unsqueeze a vector)")
-    if a.shape[-1] != b.shape[-2]:
-        raise ValueError(f"{op}: a's last dimension ({a.shape[-1]}) must equal b's second-to-last "
-                         f"({b.shape[-2]}): a {tuple(a.shape)} @ b {tuple(b.shape)}")
-    try:
-        batch = torch.broadcast_shapes(a.shape[:-2], b.shape[:-2])
-    except RuntimeError:
-        raise ValueError(f"{op}: the batch dimensions of a {tuple(a.shape[:-2])} and b {tuple(b.shape[:-2])} "
-                         "do not broadcast") from None
-    return tuple(batch), a.shape[-2], a.shape[-1], b.shape[-1]
+    sa, sb = a.shape, b.shape
+    if sa[-1] != sb[-2]:
+        raise ValueError(f"{op}: a's last dimension ({sa[-1]}) must equal b's second-to-last "
+                         f"({sb[-2]}): a {tuple(sa)} @ b {tuple(sb)}")
+    if da == 2 and db == 2:
+        return (), sa[0], sa[1], sb[1]
+    batch_a, batch_b = sa[:-2], sb[:-2]
+    if batch_a == batch_b or db == 2:
+        batch = tuple(batch_a)
+    elif da == 2:
+        batch = tuple(batch_b)
+    else:
+        try:
+            batch = tuple(torch.broadcast_shapes(batch_a, batch_b))
+        except RuntimeError:
+            raise ValueError(f"{op}: the batch dimensions of a {tuple(batch_a)} and b {tuple(batch_b)} "
+                             "do not broadcast") from None
+    return batch, sa[-2], sa[-1], sb[-1]
 
 
 def _flatten_batch(t, batch, rows, cols):
@@ -162,28 +189,37 @@ def _flatten_batch(t, batch, rows, cols):
 
 
 def _matmul_impl(a, b):
-    torch = _torch
-    batch, M, K, N = _matmul_shape(torch, a, b)
-    out_shape = (*batch, M, N)
-    if a.device.type == "cpu":
-        return _matmul_cpu(torch, a, b, batch, M, K, N)
+    batch, M, K, N = _matmul_shape(_torch, a, b)
+    if not a.is_cuda:
+        return _matmul_cpu(_torch, a, b, batch, M, K, N)
     stream = _stream_and_check_device(a, "tessel.ops.matmul")
+    if not batch:  # the common case, kept short: it is most of the per-call cost
+        if M == 0 or N == 0 or K == 0:
+            return a.new_zeros((M, N))
+        a2, b2 = _row_major_2d(a), _row_major_2d(b)
+        if a2.data_ptr() % 16 or b2.data_ptr() % 16:
+            _aligned(_torch, a2, "a", "tessel.ops.matmul")
+            _aligned(_torch, b2, "b", "tessel.ops.matmul")
+        out = a.new_empty((M, N))
+        _C.matmul_into(_export(a2), _export(b2), _export(out), stream)
+        return out
+    out_shape = (*batch, M, N)
     if K == 0 or M == 0 or N == 0 or math.prod(batch) == 0:
-        return torch.zeros(out_shape, dtype=a.dtype, device=a.device)
+        return a.new_zeros(out_shape)
     if b.dim() == 2:
         # One GEMM: a's batch dimensions fold into M.
         a2 = _row_major_2d(a.reshape(-1, K))
         b2 = _row_major_2d(b)
-        _aligned(torch, a2, "a", "tessel.ops.matmul")
-        _aligned(torch, b2, "b", "tessel.ops.matmul")
-        out = torch.empty((a2.shape[0], N), dtype=a.dtype, device=a.device)
+        _aligned(_torch, a2, "a", "tessel.ops.matmul")
+        _aligned(_torch, b2, "b", "tessel.ops.matmul")
+        out = a.new_empty((a2.shape[0], N))
         _C.matmul_into(_export(a2), _export(b2), _export(out), stream)
         return out.view(out_shape)
     a3 = _flatten_batch(a, batch, M, K)
     b3 = _flatten_batch(b, batch, K, N)
-    _aligned(torch, a3, "a", "tessel.ops.matmul")
-    _aligned(torch, b3, "b", "tessel.ops.matmul")
-    out = torch.empty((a3.shape[0], M, N), dtype=a.dtype, device=a.device)
+    _aligned(_torch, a3, "a", "tessel.ops.matmul")
+    _aligned(_torch, b3, "b", "tessel.ops.matmul")
+    out = a.new_empty((a3.shape[0], M, N))
     _C.matmul_into(_export(a3), _export(b3), _export(out), stream)
     return out.view(out_shape)
 
@@ -208,7 +244,7 @@ def matmul(a, b):
     transposed view (``x.t()``, ``x.mT``) is first copied to a contiguous tensor by torch (the
     kernel has no transposed-operand variant). Returns a new contiguous tensor.
     """
-    torch = _require_torch("tessel.ops.matmul")
+    torch = _torch or _require_torch("tessel.ops.matmul")
     if _needs_dispatch(torch, a, b):
         return torch.ops.tessel.matmul(a, b)
     return _matmul_impl(a, b)
@@ -302,8 +338,9 @@ def linear(x, weight, bias=None, activation=None):
 # ---- softmax -----------------------------------------------------------------------------------
 
 def _softmax_dim(torch, x, dim, op="tessel.ops.softmax"):
-    _check_tensor(torch, x, "x", op)
-    _check_dtype(torch, x, "x", op, _SOFTMAX_DTYPES)
+    if not isinstance(x, torch.Tensor) or x.dtype not in _SOFTMAX_SET:
+        _check_tensor(torch, x, "x", op)
+        _check_dtype(torch, x, "x", op, _SOFTMAX_DTYPES)
     if not isinstance(dim, int):
         raise TypeError(f"{op}: dim must be an int; got {type(dim).__name__}")
     nd = max(x.dim(), 1)
@@ -314,26 +351,35 @@ def _softmax_dim(torch, x, dim, op="tessel.ops.softmax"):
 
 
 def _softmax_impl(x, dim=-1):
-    torch = _torch
-    d = _softmax_dim(torch, x, dim)
-    if x.dim() == 0:
-        return torch.ones_like(x)
-    moved = x if d == x.dim() - 1 else x.movedim(d, -1)
+    d = _softmax_dim(_torch, x, dim)
+    nd = x.dim()
+    if x.is_cuda and nd == 2 and d == 1:  # the common case, kept short
+        stream = _stream_and_check_device(x, "tessel.ops.softmax")
+        x2 = _row_major_2d(x)
+        y = x.new_empty(x.shape)
+        if x.numel() > 0:
+            if x2.data_ptr() % 16:
+                _aligned(_torch, x2, "x", "tessel.ops.softmax")
+            _C.softmax_into(_export(x2), _export(y), stream)
+        return y
+    if nd == 0:
+        return _torch.ones_like(x)
+    moved = x if d == nd - 1 else x.movedim(d, -1)
     N = moved.shape[-1]
     M = math.prod(moved.shape[:-1])
     x2 = _row_major_2d(moved.reshape(M, N)) if M * N > 0 else moved.reshape(M, N)
-    if x.device.type == "cpu":
+    if not x.is_cuda:
         from ._dlpack import to_torch
 
-        y2 = to_torch(_C.softmax_cpu(_export(x2))) if M * N > 0 else torch.empty((M, N), dtype=x.dtype)
+        y2 = to_torch(_C.softmax_cpu(_export(x2))) if M * N > 0 else x.new_empty((M, N))
     else:
         stream = _stream_and_check_device(x, "tessel.ops.softmax")
-        y2 = torch.empty((M, N), dtype=x.dtype, device=x.device)
+        y2 = x.new_empty((M, N))
         if M * N > 0:
-            _aligned(torch, x2, "x", "tessel.ops.softmax")
+            _aligned(_torch, x2, "x", "tessel.ops.softmax")
             _C.softmax_into(_export(x2), _export(y2), stream)
     y = y2.view(moved.shape)
-    return y if d == x.dim() - 1 else y.movedim(-1, d)
+    return y if d == nd - 1 else y.movedim(-1, d)
 
 
 def softmax(x, dim: int = -1):
@@ -344,7 +390,7 @@ def softmax(x, dim: int = -1):
     flattened into rows (a view for contiguous x). For ``dim`` other than the last, torch copies x
     with that dimension moved last, and the result is returned as a view with it moved back.
     """
-    torch = _require_torch("tessel.ops.softmax")
+    torch = _torch or _require_torch("tessel.ops.softmax")
     if _needs_dispatch(torch, x):
         return torch.ops.tessel.softmax(x, dim)
     return _softmax_impl(x, dim)
