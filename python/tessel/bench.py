@@ -1,4 +1,4 @@
-"""python -m tessel.bench gemm|softmax|attention|overhead [--json FILE]
+"""python -m tessel.bench gemm|softmax|attention|overhead [...] [--json FILE]
 
 Tessel beside PyTorch's own kernels in one process, on the same tensors, interleaved (each round
 times every contender once, in an order that alternates between rounds), CUDA events around each
@@ -257,7 +257,8 @@ def bench_overhead(args, torch):
 def main(argv=None):
     p = argparse.ArgumentParser(prog="python -m tessel.bench", description=__doc__.split("\n\n")[1],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("what", choices=["gemm", "softmax", "attention", "overhead"])
+    p.add_argument("what", nargs="+", choices=["gemm", "softmax", "attention", "overhead"],
+                   help="one or more benchmarks, run in this order")
     p.add_argument("--shapes", help="gemm: MxNxK,...; softmax: MxN,...; attention: BxHxSxD[:causal],...")
     p.add_argument("--dtype", default=None, help="comma-separated: f16, bf16 (and f32 for softmax)")
     p.add_argument("--repeats", type=int, default=20, help="interleaved rounds (medians over them)")
@@ -266,21 +267,29 @@ def main(argv=None):
     args = p.parse_args(argv)
     if args.repeats < 1 or args.inner < 1:
         p.error("--repeats and --inner must be positive")
-    if args.dtype is None:
-        args.dtype = {"gemm": "bf16,f16", "softmax": "f16", "attention": "bf16"}.get(args.what, "f16")
+    if args.shapes and len([w for w in args.what if w != "overhead"]) > 1:
+        p.error("--shapes applies to one benchmark at a time (gemm, softmax or attention)")
     torch = _torch()
-    if args.what != "overhead":
+    gpu_work = [w for w in args.what if w != "overhead"]
+    if gpu_work:
         if not _C.gpu_available():
-            print(f"python -m tessel.bench {args.what}: no GPU: {_C.gpu_unavailable_reason()}", file=sys.stderr)
+            print(f"python -m tessel.bench {' '.join(gpu_work)}: no GPU: {_C.gpu_unavailable_reason()}",
+                  file=sys.stderr)
             return 2
         if not torch.cuda.is_available():
-            print(f"python -m tessel.bench {args.what}: torch sees no CUDA device", file=sys.stderr)
+            print(f"python -m tessel.bench {' '.join(gpu_work)}: torch sees no CUDA device", file=sys.stderr)
             return 2
-    rows = {"gemm": bench_gemm, "softmax": bench_softmax, "attention": bench_attention,
-            "overhead": bench_overhead}[args.what](args, torch)
+    dtype = args.dtype
+    results = {}
+    for what in args.what:
+        args.dtype = dtype or {"gemm": "bf16,f16", "softmax": "f16", "attention": "bf16"}.get(what, "f16")
+        print(f"== {what}")
+        results[what] = {"gemm": bench_gemm, "softmax": bench_softmax, "attention": bench_attention,
+                         "overhead": bench_overhead}[what](args, torch)
+        print()
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({**_provenance(torch), "benchmark": args.what, "rows": rows}, f, indent=1)
+            json.dump({**_provenance(torch), "benchmarks": results}, f, indent=1)
         print(f"wrote {args.json}")
     return 0
 
