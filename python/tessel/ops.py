@@ -217,6 +217,20 @@ def _matmul_impl(a, b):
         return out.view(out_shape)
     a3 = _flatten_batch(a, batch, M, K)
     b3 = _flatten_batch(b, batch, K, N)
+    esize = a.element_size()
+    if (a3.stride(0) * esize) % 16 or (b3.stride(0) * esize) % 16 or (M * N * esize) % 16:
+        # Batch entries that do not start on 16-byte boundaries (the kernel's vector loads need
+        # them): each entry is launched on its own, copied to an aligned tensor where it is not.
+        def entry(t, i):
+            e = t[i]
+            return e if e.data_ptr() % 16 == 0 else e.clone()
+
+        outs = []
+        for i in range(a3.shape[0]):
+            o = a.new_empty((M, N))
+            _C.matmul_into(_export(entry(a3, i)), _export(entry(b3, i)), _export(o), stream)
+            outs.append(o)
+        return _torch.stack(outs).view(out_shape)
     _aligned(_torch, a3, "a", "tessel.ops.matmul")
     _aligned(_torch, b3, "b", "tessel.ops.matmul")
     out = a.new_empty((a3.shape[0], M, N))

@@ -38,6 +38,9 @@ def test_matmul_batched_and_views(torch, cuda):
     assert rel(tessel.ops.matmul(a, b[0]), a @ b[0]) < 1e-2          # folded into one GEMM
     assert rel(tessel.ops.matmul(a[0], b), a[0] @ b) < 1e-2          # broadcast a: batch stride 0
     assert rel(tessel.ops.matmul(a, b.mT.contiguous().mT), a @ b) < 1e-2  # transposed view: copied
+    odd_a = torch.randn(3, 17, 33, device=cuda, dtype=torch.float16)   # entries off 16-byte boundaries
+    odd_b = torch.randn(3, 33, 9, device=cuda, dtype=torch.float16)
+    assert rel(tessel.ops.matmul(odd_a, odd_b), odd_a @ odd_b) < 1e-2
 
 
 def test_linear(torch, cuda):
