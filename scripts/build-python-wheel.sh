@@ -10,6 +10,8 @@ version=${1:-3.12}
 py=${PYTHON:-}
 if [[ -z "$py" ]]; then
   py=$(command -v "python$version" || true)
+  # A pyenv shim for a version that is not selected fails when run: use the version's own binary.
+  if [[ -n "$py" ]] && ! "$py" -c "" 2>/dev/null; then py=""; fi
   if [[ -z "$py" ]] && command -v pyenv >/dev/null; then
     py=$(ls -d "$(pyenv root)/versions/$version".*/bin/python"$version" 2>/dev/null | tail -1)
   fi

@@ -35,6 +35,10 @@ else
 fi
 echo "gpu-python: installed in $((SECONDS - start)) s"
 export PYTHONPATH="$site${PYTHONPATH:+:$PYTHONPATH}"
+# The extension finds NVRTC through an rpath to the toolkit it was built with; torch's own copy of
+# the CUDA 13 libraries (nvidia/cu13/lib) is a fallback, last on the loader's path.
+nvidia_lib=$(python3 -c "import os, sysconfig; print(os.path.join(sysconfig.get_paths()['purelib'], 'nvidia', 'cu13', 'lib'))")
+if [[ -d "$nvidia_lib" ]]; then export LD_LIBRARY_PATH="${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}$nvidia_lib"; fi
 
 # The first check, verbatim.
 python3 -c "import tessel, torch; print(tessel.ops.matmul(torch.randn(64, 64).half().cuda(), torch.randn(64, 64).half().cuda()))" ||

@@ -7,6 +7,8 @@
 #include <memory>
 #include <vector>
 
+#include "tessel/runtime/Driver.hpp"
+
 namespace nb = nanobind;
 
 namespace tessel::python {
@@ -102,6 +104,10 @@ Tensor device_view(const Borrowed& b, const char* what) {
   if (t.device.device_type != dl::kCUDA && t.device.device_type != dl::kCUDAManaged)
     throw nb::value_error((std::string(what) + " is " + describe(t) +
                            "; Tessel's GPU kernels take CUDA tensors (device memory)")
+                              .c_str());
+  if (gpu_available() && t.device.device_id != current_device().ordinal)
+    throw nb::value_error((std::string(what) + " is " + describe(t) + "; Tessel runs on cuda:" +
+                           std::to_string(current_device().ordinal) + " (set TESSEL_DEVICE to choose its GPU)")
                               .c_str());
   DType dtype = dtype_of(t, what);
   std::vector<std::int64_t> shape(t.shape, t.shape + t.ndim);
