@@ -27,9 +27,10 @@
 //             final); tile ops not yet lowered (gemms, copies and Parallel nests name their
 //             fragments). Applies on sm_90a with ctx.allow_async_gemm; otherwise every wgmma waits
 //             right after it is issued (WarpgroupGemm::run).
-//   Ensures:  on every path, each gemm's registers are touched, the shared stages it reads are
-//             released and the kernel ends only after a wait that retires it; every path through
-//             an iteration commits the same number of groups (rotate_async_gemms's empty group).
+//   Ensures:  on every path, a gemm is retired before its registers are touched, before the
+//             shared stages it reads are released or rewritten, and before the kernel ends; the
+//             wait counts hold on every path (a gemm under a condition or in a nested loop is
+//             placed within it, and everything retires before and after such a statement).
 #include <algorithm>
 #include <map>
 
@@ -124,20 +125,12 @@ class Placer {
 
   void place(const Stmt& s) {
     if (!s.defined()) return;
-    auto w = s->where;
     if (const auto* seq = s.as<SeqStmt>()) {
       for (const Stmt& c : seq->stmts) place(c);
     } else if (const auto* g = as_wgmma_gemm(s, ctx_)) {
       before_gemm(g);
       out.push_back(async_copy(g));
       issue(g);
-    } else if (const auto* rg = gemm_or_empty_group(s, ctx_)) {
-      before_gemm(rg);
-      const auto* i = s.as<IfStmt>();
-      std::vector<Stmt> then = flatten_seq(i->then_case);
-      then.back() = async_copy(rg);
-      out.push_back(make_if(i->cond, make_seq(then, w), i->else_case, w));
-      issue(rg);
     } else if (is_release_stmt(s)) {
       defer(s);
     } else if (s.as<BarrierStmt>()) {

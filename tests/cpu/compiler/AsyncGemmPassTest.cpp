@@ -1,6 +1,6 @@
-// rotate_async_gemms and place_gemm_waits on IR text: attention's loop rotated (O += P V of block
-// ko - 1 issued behind S = Q K^T of block ko, an empty group on the first iteration, the last
-// block's gemm after the loop), S waited with one group pending before the softmax and P V
+// rotate_async_gemms and place_gemm_waits on IR text: attention's loop rotated (the first block
+// peeled, then O += P V of block ko - 1 issued behind S = Q K^T of block ko, the last block's
+// gemm after the loop), S waited with one group pending before the softmax and P V
 // before O is rescaled, K's stage released after the first wait and V's after the second; a
 // loop the register headroom keeps unrotated carries P V across the back edge (its release
 // re-indexed to the previous iteration, the last one after the loop); and where nothing
@@ -37,11 +37,15 @@ TEST(AsyncGemmPasses, AttentionLoopIsRotated) {
     auto l = T::lower(attention(128, {128, 128, 256, 2, sc}).ir(), sm90(), true);
     EXPECT_EQ(l.ctx.rotated_gemm_loops, 1);
     const std::string r = stage_text(l, "rotate_async_gemms");
-    const size_t qk = at(r, "gemm(shared_0, shared_1[(ko % 2):+1");
-    const size_t guard = at(r, "if (ko > 0) {", qk);
-    const size_t pv = at(r, "gemm(fragment_4, shared_2[((ko - 1) % 2):+1", guard);
-    const size_t empty = at(r, "tessel::wgmma_commit()", pv);
-    const size_t release = at(r, "mbarrier.warp_arrive(shared_2_empty[((ko - 1) % 2)])", empty);
+    // Block 0 alone: S, then its softmax, no P V.
+    const size_t first = at(r, "gemm(shared_0, shared_1[0:+1");
+    const size_t first_softmax = at(r, "reduce_max(", first);
+    const size_t loop = at(r, "serial ko in [1, 1 + 7) {", first_softmax);
+    EXPECT_EQ(r.substr(first, loop - first).find("gemm(fragment_4"), std::string::npos);
+    const size_t qk = at(r, "gemm(shared_0, shared_1[(ko % 2):+1", loop);
+    const size_t wait_v = at(r, "mbarrier.wait(shared_2_full[((ko - 1) % 2)]", qk);
+    const size_t pv = at(r, "gemm(fragment_4, shared_2[((ko - 1) % 2):+1", wait_v);
+    const size_t release = at(r, "mbarrier.warp_arrive(shared_2_empty[((ko - 1) % 2)])", pv);
     const size_t softmax = at(r, "reduce_max(", release);
     // After the loop: the last block (ceil(1000 / 128) = 8 blocks: ko = 7).
     const size_t last = at(r, "gemm(fragment_4, shared_2[1:+1", softmax);
@@ -51,8 +55,8 @@ TEST(AsyncGemmPasses, AttentionLoopIsRotated) {
 
 TEST(AsyncGemmPasses, WaitsGoWhereTheRegistersAreTouched) {
   auto l = T::lower(attention(128, {128, 128, 256, 2, Schedule::ring_pingpong}).ir(), sm90(), true);
-  EXPECT_EQ(l.ctx.async_gemms, 3);  // S, P V in the loop, P V after it
-  EXPECT_EQ(l.ctx.gemm_waits, 3);
+  EXPECT_EQ(l.ctx.async_gemms, 4);  // S of block 0; S and P V in the loop; P V after it
+  EXPECT_EQ(l.ctx.gemm_waits, 4);
   const std::string w = stage_text(l, "place_gemm_waits");
   const size_t qk = at(w, "gemm_issue(shared_0, shared_1[(ko % 2):+1");
   const size_t pv = at(w, "gemm_issue(fragment_4, shared_2[((ko - 1) % 2):+1", qk);
@@ -74,7 +78,6 @@ TEST(AsyncGemmPasses, WaitsGoWhereTheRegistersAreTouched) {
   at(src, "::run_async(shared_0");
   at(src, "::run_rs_async(fragment_4");
   at(src, "tessel::wgmma_wait<1>();\n      tessel::wgmma_fence_operand(fragment_3);");
-  at(src, "tessel::wgmma_commit();");
 }
 
 TEST(AsyncGemmPasses, AnUnrotatedLoopCarriesItsLastGemmAcrossTheBackEdge) {
