@@ -26,7 +26,14 @@ torch_python_deps=(filelock "typing-extensions>=4.10" "sympy>=1.13.3" "networkx>
 
 venv=build-python/venv
 if [[ ! -x "$venv/bin/python" ]]; then
-  python3 -m venv "$venv"
+  if ! python3 -m venv "$venv"; then
+    echo "test-python: python3 -m venv failed; install Python's venv module (Debian: apt-get install python3-venv)" >&2
+    exit 1
+  fi
+fi
+if [[ ! -f "$(python3 -c "import sysconfig; print(sysconfig.get_paths()['include'])")/Python.h" ]]; then
+  echo "test-python: Python's headers are missing (Debian: apt-get install python3-dev); the extension needs them" >&2
+  exit 1
 fi
 py="$venv/bin/python"
 pipq() { "$py" -m pip install -q --disable-pip-version-check --no-compile "$@"; }
