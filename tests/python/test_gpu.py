@@ -143,3 +143,11 @@ def test_compiled_mlp_matches_eager(torch, cuda):
         got = torch.compile(model, fullgraph=True)(x)
         ref = model.fc2(torch.relu(model.fc1(x)))
     assert (got.float() - ref.float()).abs().max() / ref.float().abs().max() < 1e-2
+
+
+def test_tune_on_gpu(torch, cuda):
+    r = tessel.tune("softmax", M=1024, N=1024, dtype="f16", strategy="random", budget=4, repeats=3,
+                    use_cache=False)
+    assert r["found"] and r["ms"] > 0
+    assert isinstance(r["kernel_object"], tessel.Kernel)
+    assert any(row["status"] == "ok" for row in r["table"])
