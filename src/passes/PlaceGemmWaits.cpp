@@ -6,7 +6,10 @@
 //               - a statement naming a register array an in-flight gemm writes (its accumulator)
 //                 or reads (an A operand in registers), or writing a shared buffer one reads,
 //                 waits until the youngest such gemm retired: N = the groups issued after it
-//                 (groups retire in order); the retired gemms' registers are fenced;
+//                 (groups retire in order); the retired gemms' accumulators are fenced after
+//                 it, and the fragments computed since the previous wait are pinned before it
+//                 (otherwise the CUDA compiler sinks that arithmetic past the wait -- measured:
+//                 the whole softmax behind `wgmma.wait_group 0`);
 //               - a gemm accumulating into the accumulator of an in-flight gemm does not wait
 //                 (the tensor cores chain them); one whose register A operand an in-flight gemm
 //                 writes, or whose accumulator one reads as A, does;
@@ -154,6 +157,8 @@ class Placer {
       }
       if (youngest >= 0) retire_through(youngest);
       out.push_back(s);
+      for (const Buffer& b : fragments_used(s))
+        if (!contains_buffer(touched_, b)) touched_.push_back(b);
     }
   }
 
@@ -237,6 +242,16 @@ class Placer {
     for (int i = 0; i <= index; ++i)
       for (const Buffer& b : flight[static_cast<size_t>(i)].writes)
         if (!contains_buffer(fence, b)) fence.push_back(b);
+    // The fragments computed since the last wait are pinned before this one (the work that
+    // overlaps the gemms), except registers an in-flight gemm uses.
+    std::vector<Buffer> pinned;
+    for (const Buffer& b : touched_) {
+      bool busy = false;
+      for (const Group& g : flight) busy = busy || contains_buffer(g.writes, b) || contains_buffer(g.reads, b);
+      const bool pinnable = b->dtype == DType::f32 || b->dtype == DType::f16 || b->dtype == DType::bf16;
+      if (!busy && pinnable) pinned.push_back(b);
+    }
+    touched_.clear();
     flight.erase(flight.begin(), flight.begin() + index + 1);
     // Registers a gemm still in flight uses are not handed to other code yet.
     std::vector<Buffer> handed;
@@ -245,7 +260,8 @@ class Placer {
       for (const Group& g : flight) busy = busy || contains_buffer(g.writes, b) || contains_buffer(g.reads, b);
       if (!busy) handed.push_back(b);
     }
-    out.push_back(make_async_gemm_wait(pending_after, handed, loop_ ? loop_->where : std::source_location()));
+    out.push_back(
+        make_async_gemm_wait(pending_after, handed, loop_ ? loop_->where : std::source_location(), pinned));
     flush();
   }
 
@@ -275,6 +291,7 @@ class Placer {
   PassContext& ctx_;
   const ForStmt* loop_;
   int* next_id_;
+  std::vector<Buffer> touched_;  // fragments the statements since the last wait used
 };
 
 // A statement list placed on its own, ending with nothing in flight.

@@ -14,6 +14,11 @@
 //             rather than guarding G2 with `k > min`: ptxas retires a wgmma issued under a branch
 //             at the branches' join (measured on the H200: the guarded form ran 7-35 % slower
 //             than no rotation at all).
+//             Not applied where the work between the gemms branches (ptxas retires an in-flight
+//             wgmma at a branch's join, so nothing would overlap: attention's mask branches
+//             today -- splitting the loop into unmasked and masked iterations is what would let
+//             it rotate), nor where two consumer warpgroups will take turns (schedule_warpgroups),
+//             which measured faster than the rotation on the H200.
 //   Requires: plan_pipelines (the ring's waits, releases and staged tiles; ctx.mbarriers names
 //             the tile each `empty` array releases), specialize_warps (the loop is the consumers').
 //             Applies on sm_90a with ctx.allow_async_gemm.
@@ -51,6 +56,20 @@ std::vector<Buffer> data_buffers(const Stmt& s, const PassContext& ctx) {
   return out;
 }
 
+// An if, or a loop whose trip count is not a constant (both branch in the generated code).
+bool has_branch(const Stmt& s) {
+  struct Finder : IRVisitor {
+    bool found = false;
+    void visit_node(const IfStmt*) override { found = true; }
+    void visit_node(const ForStmt* f) override {
+      found = found || (f->kind == ForKind::Serial && !as_const_int(f->extent));
+      IRVisitor::visit_node(f);
+    }
+  } f;
+  f.visit(s);
+  return f.found;
+}
+
 int count_wgmma_gemms(const Stmt& s, const PassContext& ctx) {
   struct Finder : IRVisitor {
     const PassContext* ctx;
@@ -80,7 +99,13 @@ class Rotator : public IRMutator {
   }
   // The producer's loops are not the consumers'.
   Stmt mutate_node(const ProducerStmt*, const Stmt& self) override { return self; }
-  Stmt mutate_node(const SpecializeStmt* op, const Stmt&) override {
+  Stmt mutate_node(const SpecializeStmt* op, const Stmt& self) override {
+    // Two consumer warpgroups that will take turns (schedule_warpgroups): not rotated. Measured
+    // on the H200 (bf16, 8x16x16x4096^2, D = 128): rotated with turns 441 TFLOP/s, rotated
+    // without 506, turns without rotation (each gemm retired at once) 533 -- ptxas retires an
+    // in-flight wgmma at the join of the softmax's mask branches, so the rotated gemm overlaps
+    // little, and the turns then make each warpgroup wait for the other's gemms too.
+    if (ctx_.allow_pingpong && op->consumer_threads == 256) return self;
     return make_specialize(op->consumer_threads, op->producer_threads, op->consumer_regs, op->producer_regs,
                            op->producer, mutate(op->consumer), op->where);
   }
@@ -119,6 +144,12 @@ class Rotator : public IRMutator {
       }
       if (!released) return Stmt();
     }
+    // The work the moved gemm would overlap must be free of branches: ptxas retires a wgmma in
+    // flight at the join of a branch, so B_k would run after the gemm anyway -- measured on
+    // the H200 with attention's mask branches: causal 8x16x16x4096^2 D = 128 rotated 413 vs 417
+    // TFLOP/s unrotated, 2x16x16x16384^2 461 vs 496, GQA 410 vs 430.
+    for (int i = first + 1; i < begin; ++i)
+      if (has_branch(body[static_cast<size_t>(i)])) return Stmt();
     // Registers: through B_k the moved gemm's accumulator and its A operand (packed, 16-bit
     // pairs) stay live beside the first gemm's accumulator, which B_k works on. Leave the
     // softmax kRegisterHeadroom registers of the consumers' budget, or do not rotate (measured:

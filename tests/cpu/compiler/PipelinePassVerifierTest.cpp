@@ -26,9 +26,19 @@ T::PrimFunc attention(bool causal) {
   return T::kernels::attention_program(s, T::DType::f16, causal, 0.125f, {128, 128, 256, 2});
 }
 
-// The IR and context right before verify_pipelines.
+// The IR and context right before verify_pipelines: the warpgroups taking turns, or (rotated)
+// without turns, O += P V of block j - 1 issued behind S = Q K^T of block j.
 T::LoweredFunc before_verify(const T::PrimFunc& f) {
   return T::lower_until(f.ir(), T::test::sm90(), "place_gemm_waits");
+}
+T::LoweredFunc without_turns(const T::PrimFunc& f) {
+  T::passes::PassContext::Switches no_turns;
+  no_turns.allow_pingpong = false;
+  return T::lower_until(f.ir(), T::test::sm90(), "place_gemm_waits", no_turns);
+}
+// A branch-free two-gemm loop, rotated: O += P V of block j - 1 issued behind S = Q K^T of block j.
+T::LoweredFunc rotated_chain(int n = 700) {
+  return before_verify(T::kernels::gemm_chain_program(300, n, 64, T::DType::f16, 0.5f, {64, 64, 128, 2}, true));
 }
 
 std::string verify_error(const Stmt& body, T::passes::PassContext ctx) {
@@ -84,16 +94,20 @@ TEST(PipelinePassVerifier, PassOutputIsAccepted) {
 // loop from 0 and the rotated consumers' loop from 1 skip the same iterations, and the last
 // block's gemm after the loop meets the ring where it would -- for every trip count around the cut.
 TEST(PipelinePassVerifier, LongLoopsAreAcceptedForEveryTripCount) {
-  for (std::int64_t sk : {3000, 3100, 3200, 3300, 4097, 16384})
+  for (std::int64_t sk : {3000, 3100, 3200, 3300, 4097, 16384}) {
+    SCOPED_TRACE("Sk " + std::to_string(sk));
+    auto chain = rotated_chain(static_cast<int>(sk));
+    EXPECT_EQ(chain.ctx.rotated_gemm_loops, 1);
+    EXPECT_EQ(verify_error(chain.body, chain.ctx), "<no error>");
     for (int D : {64, 128})
       for (bool causal : {false, true}) {
         T::kernels::AttentionShape s;
         s.batch = 1, s.heads = 2, s.seqlen_q = 256, s.seqlen_k = sk, s.dim = D;
-        auto l = before_verify(T::kernels::attention_program(s, T::DType::bf16, causal, 0.125f, {128, 128, 256, 2}));
-        SCOPED_TRACE("Sk " + std::to_string(sk) + " D " + std::to_string(D) + (causal ? " causal" : ""));
-        EXPECT_EQ(l.ctx.rotated_gemm_loops, 1);
-        EXPECT_EQ(verify_error(l.body, l.ctx), "<no error>");
+        for (auto l : {before_verify(T::kernels::attention_program(s, T::DType::bf16, causal, 0.125f, {128, 128, 256, 2})),
+                       without_turns(T::kernels::attention_program(s, T::DType::bf16, causal, 0.125f, {128, 128, 256, 2}))})
+          EXPECT_EQ(verify_error(l.body, l.ctx), "<no error>") << "D " << D << (causal ? " causal" : "");
       }
+  }
 }
 
 TEST(PipelinePassVerifier, ADroppedReleaseDeadlocks) {
@@ -101,7 +115,7 @@ TEST(PipelinePassVerifier, ADroppedReleaseDeadlocks) {
   Edit drop([](const Stmt& s) { return is_mbarrier(s, MbarrierOp::WarpArrive, "shared_1_empty"); },
             [](const Stmt&) { return Stmt(); });
   Stmt bad = drop.mutate(l.body);
-  ASSERT_EQ(drop.edits, 2);  // the peeled first block's and the loop's
+  ASSERT_EQ(drop.edits, 1);
   const std::string e = verify_error(bad, l.ctx);
   EXPECT_NE(e.find("deadlock: the producer waits forever at mbarrier.wait shared_1_empty"), std::string::npos)
       << e;
@@ -210,9 +224,10 @@ TEST(PipelinePassVerifier, APingPongTurnHandedOverTwice) {
 }
 
 TEST(PipelinePassVerifier, AGemmWaitThatLeavesTheReaderInFlightPastTheRelease) {
-  auto l = before_verify(attention(false));
+  auto l = rotated_chain();
+  ASSERT_EQ(l.ctx.rotated_gemm_loops, 1);
   ASSERT_GT(l.ctx.async_gemms, 0);
-  // The wait before O is rescaled retires O += P V of the previous block, whose V stage is
+  // The wait before P is rewritten retires O += P V of the previous block, whose V stage is
   // released right after it; waiting with one group pending instead keeps that gemm reading V
   // while the producer refills the stage.
   int seen = 0;
@@ -229,7 +244,7 @@ TEST(PipelinePassVerifier, AGemmWaitThatLeavesTheReaderInFlightPastTheRelease) {
 }
 
 TEST(PipelinePassVerifier, AGemmNeverRetired) {
-  auto l = before_verify(attention(false));
+  auto l = rotated_chain();
   Edit drop([](const Stmt& s) { return s.as<AsyncGemmWait>() != nullptr; }, [](const Stmt&) { return Stmt(); });
   Stmt bad = drop.mutate(l.body);
   ASSERT_GE(drop.edits, 2);
