@@ -4,7 +4,8 @@
 #   the gpu test tier, `tessel tutorial --section 1,2,3,5,6`, `tessel bench gemm` over issue 5's
 #   seven shapes in f16 and bf16, `tessel bench compile`, `tessel bench attention` and `tessel
 #   bench softmax` when the build has them, compute-sanitizer racecheck/synccheck on small sm_90a GEMMs when the tool is there,
-#   and the cluster softmax probe (tools/probes) when build-gpu/ holds it.
+#   the cluster softmax probe (tools/probes) when build-gpu/ holds it, and the Python package's tier
+#   and benchmarks (scripts/gpu-python.sh; TESSEL_PYTHON=0 skips them).
 # Writes at most 8 files into OUTDIR (the transfer limit) — gpu-check.log (everything
 # printed), gpu-tests.json and up to six result JSONs named <date>-<what>-<tag>.json as
 # bench/results/ wants them — and prints a summary table last. Exit status: 0 when every step
@@ -92,6 +93,13 @@ fi
 # The cluster softmax probe (issue 4's next design), when build-gpu.sh could build it.
 if [[ -x "$build/softmax_cluster_probe" ]]; then
   run_step "softmax probe" 300 "$build/softmax_cluster_probe" "$out/$day-softmax-cluster-probe-$tag.json"
+fi
+
+# The Python package (issue 16): installed from a carried wheel for this Python (.whl/, made by
+# scripts/build-python-wheel.sh) or built from the tree; the python tier, and tessel.bench with
+# Tessel beside torch in one process (<date>-python-bench-<tag>.json; the log has pytest's summary).
+if [[ "${TESSEL_PYTHON:-1}" != 0 ]] && python3 -c "import torch" 2>/dev/null; then
+  run_step "python" 600 bash scripts/gpu-python.sh "$out"
 fi
 
 summary() {

@@ -6,7 +6,9 @@
 #      projects would: examples/find_package against that prefix (with every public header
 #      compiled alone under -Wall -Wextra -Werror -pedantic), examples/add_subdirectory from this
 #      tree (its libraries unoptimized, which keeps it to about a minute on two cores);
-#   3. the cpu tier again under AddressSanitizer + UndefinedBehaviorSanitizer, in build-asan/.
+#   3. the python tier (scripts/test-python.sh): `pip install .` building the extension against that
+#      prefix, torch from PyPI without its CUDA dependencies, pytest tests/python;
+#   4. the cpu tier again under AddressSanitizer + UndefinedBehaviorSanitizer, in build-asan/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -49,6 +51,9 @@ cmake --build "$scratch/find_package" -j "$jobs"
 configure_from examples/add_subdirectory "$scratch/add_subdirectory"
 cmake --build "$scratch/add_subdirectory" -j "$jobs"
 "$scratch/add_subdirectory/tutorial_gemm"
+
+echo "== python tier (tests/python): pip install . against that prefix, torch's CPU side, pytest"
+bash scripts/test-python.sh "$scratch/prefix"
 
 echo "== cpu tier under AddressSanitizer + UndefinedBehaviorSanitizer (build-asan/)"
 configure build-asan -DCMAKE_BUILD_TYPE=Debug -DTESSEL_SANITIZE=ON

@@ -364,14 +364,15 @@ void JitKernel::launch(const std::vector<Tensor>& args, CUstream stream) const {
   for (size_t i = 0; i < args.size(); ++i) {
     const Tensor& t = args[i];
     const ir::Buffer& p = params[i];
-    std::string which = fn + ": argument " + std::to_string(i) + " (" + p->name + ")";
-    if (!t.defined()) throw RuntimeError(which + " is an undefined tensor");
+    // Built only for an error: a launch is on every op's per-call path.
+    auto which = [&] { return fn + ": argument " + std::to_string(i) + " (" + p->name + ")"; };
+    if (!t.defined()) throw RuntimeError(which() + " is an undefined tensor");
     if (t.dtype() != p->dtype)
-      throw RuntimeError(which + " has dtype " + std::string(dtype_name(t.dtype())) + "; expected " +
+      throw RuntimeError(which() + " has dtype " + std::string(dtype_name(t.dtype())) + "; expected " +
                          std::string(dtype_name(p->dtype)));
     std::vector<std::int64_t> want = p.const_shape();
     if (t.shape() != want)
-      throw RuntimeError(which + " has shape " + shape_text(t.shape()) + "; expected " + shape_text(want));
+      throw RuntimeError(which() + " has shape " + shape_text(t.shape()) + "; expected " + shape_text(want));
     if (!p.row_major() || !t.is_contiguous()) {
       // The kernel was compiled for the parameter's strides (row-major unless it declared
       // others); dimensions of size 1 may have any stride.
@@ -380,17 +381,17 @@ void JitKernel::launch(const std::vector<Tensor>& args, CUstream stream) const {
       bool same = true;
       for (size_t d = 0; d < want.size(); ++d) same = same && (want[d] == 1 || t.strides()[d] == compiled[d]);
       if (!same)
-        throw RuntimeError(which + " has strides " + shape_text(t.strides()) +
+        throw RuntimeError(which() + " has strides " + shape_text(t.strides()) +
                            "; the kernel was compiled for " + shape_text(compiled) +
                            (p.row_major() ? " (row-major): copy it to a contiguous tensor, or declare the "
                                             "parameter with its strides (PrimFunc::tensor)"
                                           : ""));
     }
     if (t.device_ptr() % 16 != 0)
-      throw RuntimeError(which + " is at address " + std::to_string(t.device_ptr()) +
+      throw RuntimeError(which() + " is at address " + std::to_string(t.device_ptr()) +
                          ", not 16-byte aligned; Tessel's vectorized copies need 16-byte aligned tensors");
     if (gpu_available() && t.device() != current_device().ordinal)
-      throw RuntimeError(which + " is on cuda:" + std::to_string(t.device()) +
+      throw RuntimeError(which() + " is on cuda:" + std::to_string(t.device()) +
                          " but the kernel runs on cuda:" + std::to_string(current_device().ordinal));
     ptrs[i] = t.device_ptr();
     argv[i] = &ptrs[i];
