@@ -1,7 +1,7 @@
 // cpp_reproducer: the program build_program records, as C++ source a kernel author would write,
-// with a main() that runs it on the interpreter, compares with the fuzzer's float64 values
-// (printed into the source for the case's data), and compiles it for sm_80 and sm_90a. It must
-// stay line for line what Program.cpp builds; FuzzReproducerTest compares the two programs' IR.
+// with a main() that runs it on the interpreter on the case's inputs (printing the outputs' sums)
+// and compiles it for sm_80 and sm_90a. It must stay statement for statement what Program.cpp
+// builds (a change to one is a change to the other).
 #include <cmath>
 #include <sstream>
 
@@ -67,6 +67,7 @@ void gemm(std::ostream& o, const FuzzCase& c) {
   o << "  auto B = f.tensor(\"B\", " << (c.trans_b ? "{N, K}" : "{K, N}") << ", " << dt(c.dtype) << ");\n";
   if (c.bias) o << "  auto bias = f.tensor(\"bias\", {N}, " << dt(c.dtype) << ");\n";
   o << "  auto C = f.tensor(\"C\", {M, N}, " << dt(c.out_dtype) << ");\n";
+  if (c.row_sums) o << "  auto R = f.tensor(\"R\", {M, T::ceildiv(N, BN)}, T::f32);\n";
   o << "  f.body([&] {\n";
   o << "    T::Kernel(T::ceildiv(N, BN), T::ceildiv(M, BM), " << c.threads << ", [&](T::Var bx, T::Var by) {\n";
   o << "      auto A_s = T::alloc_shared(" << A_s << ", " << dt(c.dtype) << ");\n";
@@ -84,6 +85,11 @@ void gemm(std::ostream& o, const FuzzCase& c) {
   o << "        T::gemm(A_s, B_s, acc, " << (c.trans_a ? "true" : "false") << ", " << (c.trans_b ? "true" : "false")
     << ", T::GemmWarpPolicy::" << policies[c.policy % 3] << ");\n";
   o << "      });\n";
+  if (c.row_sums) {
+    o << "      auto sums = T::alloc_fragment({BM}, T::f32);\n";
+    o << "      T::reduce_sum(acc, sums, 1);\n";
+    o << "      T::copy(sums, T::region(R, {by * BM, bx}, {BM, 1}));\n";
+  }
   if (!c.epilogue && !c.bias) {
     o << "      T::copy(acc, C(by * BM, bx * BN));\n";
   } else {
@@ -132,7 +138,12 @@ void tile(std::ostream& o, const FuzzCase& c) {
   o << "      T::Parallel(BM, BN, [&](T::Var i, T::Var j) {\n";
   o << "        ys(i, j) = T::cast(" << dt(c.out_dtype) << ", " << expr_cpp(c.expr2, "xs(i, j)", r) << ");\n";
   o << "      });\n";
-  o << "      T::copy(ys, Y(by * BM, bx * BN));\n";
+  if (c.store_via_shared) {
+    o << "      auto out = T::alloc_shared({BM, BN}, " << dt(c.out_dtype) << ");\n";
+    o << "      T::copy(ys, out);\n      T::copy(out, Y(by * BM, bx * BN));\n";
+  } else {
+    o << "      T::copy(ys, Y(by * BM, bx * BN));\n";
+  }
   if (red) o << "      T::copy(red, T::region(R, {by * BM, bx}, {BM, 1}));\n";
   o << "    });\n  });\n";
 }
@@ -143,6 +154,48 @@ void softmax(std::ostream& o, const FuzzCase& c) {
   o << "  auto Y = f.tensor(\"Y\", {M, N}, " << dt(c.out_dtype) << ");\n";
   o << "  f.body([&] {\n";
   o << "    T::Kernel(T::ceildiv(M, BM), " << c.threads << ", [&](T::Var bx) {\n";
+  const std::string d = dt(c.dtype), scale = num(c.scale), raw_x = "T::cast(T::f32, raw(i, j)) * " + scale;
+  if (c.variant == 1) {
+    o << "      auto raw = T::alloc_fragment({BM, BN}, " << d << ", T::FragmentStorage{" << c.shared_tail << "});\n";
+    o << "      auto x = T::alloc_fragment({BM, BN}, T::f32);\n";
+    o << "      auto m = T::alloc_fragment({BM}, T::f32);\n      auto s = T::alloc_fragment({BM}, T::f32);\n";
+    o << "      T::copy_padded(X(bx * BM, 0), raw, -T::infinity(" << d << "));\n";
+    o << "      T::Parallel(BM, BN, [&](T::Var i, T::Var j) { x(i, j) = " << raw_x << "; });\n";
+    o << "      T::reduce_max(x, m, 1);\n";
+    o << "      T::Parallel(BM, BN, [&](T::Var i, T::Var j) { x(i, j) = T::exp(" << raw_x << " - m(i)); });\n";
+    o << "      T::reduce_sum(x, s, 1);\n";
+    o << "      T::Parallel(BM, [&](T::Var i) { s(i) = 1.0f / s(i); });\n";
+    o << "      T::Parallel(BM, BN, [&](T::Var i, T::Var j) {\n";
+    o << "        raw(i, j) = T::cast(" << d << ", T::exp(" << raw_x << " - m(i)) * s(i));\n      });\n";
+    o << "      T::copy(raw, Y(bx * BM, 0));\n";
+    o << "    });\n  });\n";
+    return;
+  }
+  if (c.variant == 2) {
+    o << "      auto raw = T::alloc_fragment({BM, BN}, " << d << ");\n";
+    o << "      auto x = T::alloc_fragment({BM, BN}, T::f32);\n";
+    for (const char* v : {"m", "s", "cm", "cs"}) o << "      auto " << v << " = T::alloc_fragment({BM}, T::f32);\n";
+    o << "      const Expr chunks = T::ceildiv(N, BN);\n";
+    o << "      T::fill(m, -T::infinity(T::f32));\n      T::clear(s);\n";
+    o << "      T::copy_padded(X(bx * BM, 0), raw, -T::infinity(" << d << "));\n";
+    o << "      T::Serial(chunks, [&](T::Var k) {\n";
+    o << "        T::Parallel(BM, BN, [&](T::Var i, T::Var j) { x(i, j) = " << raw_x << "; });\n";
+    o << "        T::copy_padded(X(bx * BM, ((k + 1) % chunks) * BN), raw, -T::infinity(" << d << "));\n";
+    o << "        T::reduce_max(x, cm, 1);\n";
+    o << "        T::Parallel(BM, [&](T::Var i) { cm(i) = T::max(cm(i), m(i)); });\n";
+    o << "        T::Parallel(BM, BN, [&](T::Var i, T::Var j) { x(i, j) = T::exp(x(i, j) - cm(i)); });\n";
+    o << "        T::reduce_sum(x, cs, 1);\n";
+    o << "        T::Parallel(BM, [&](T::Var i) {\n";
+    o << "          s(i) = s(i) * T::select(m(i) == cm(i), 1.0f, T::exp(m(i) - cm(i))) + cs(i);\n";
+    o << "          m(i) = cm(i);\n        });\n      });\n";
+    o << "      T::Parallel(BM, [&](T::Var i) { s(i) = 1.0f / s(i); });\n";
+    o << "      T::Serial(chunks, [&](T::Var k) {\n";
+    o << "        T::Parallel(BM, BN, [&](T::Var i, T::Var j) { x(i, j) = T::exp(" << raw_x << " - m(i)) * s(i); });\n";
+    o << "        T::copy_padded(X(bx * BM, (k + 1) * BN), raw, -T::infinity(" << d << "));\n";
+    o << "        T::copy(x, Y(bx * BM, k * BN));\n      });\n";
+    o << "    });\n  });\n";
+    return;
+  }
   o << "      auto x = T::alloc_fragment({BM, BN}, T::f32);\n";
   o << "      auto y = T::alloc_fragment({BM, BN}, " << dt(c.out_dtype) << ");\n";
   o << "      auto m = T::alloc_fragment({BM}, T::f32);\n";

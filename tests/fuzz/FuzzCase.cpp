@@ -72,9 +72,15 @@ class ExprParser {
         if (name == o.name && o.arity > 0) info = &o;
       if (!info) fail("unknown operator '" + name + "'");
       e.op = info->op;
-      for (int i = 0; i < info->arity; ++i) e.args.push_back(parse());
+      for (int i = 0; i < info->arity; ++i) {
+        skip_space();
+        if (pos_ >= s_.size() || s_[pos_] == ')')
+          fail("'" + name + "' takes " + std::to_string(info->arity) + " operands, got " + std::to_string(i));
+        e.args.push_back(parse());
+      }
       skip_space();
-      if (pos_ >= s_.size() || s_[pos_] != ')') fail("expected ')' after " + std::to_string(info->arity) + " operands");
+      if (pos_ >= s_.size() || s_[pos_] != ')')
+        fail("expected ')' after the " + std::to_string(info->arity) + " operands of '" + name + "'");
       ++pos_;
       return e;
     }
@@ -170,12 +176,13 @@ std::string FuzzCase::to_text() const {
   os << "BM " << BM << "\nBN " << BN << "\nBK " << BK << "\n";
   os << "threads " << threads << "\nstages " << stages << "\n";
   os << "trans_a " << trans_a << "\ntrans_b " << trans_b << "\npolicy " << policy << "\n";
-  os << "swizzle " << swizzle << "\nbias " << bias << "\nepilogue " << epilogue << "\n";
+  os << "swizzle " << swizzle << "\nbias " << bias << "\nepilogue " << epilogue << "\nrow_sums " << row_sums << "\n";
   os << "row_off " << row_off << "\ncol_off " << col_off << "\n";
-  os << "via_shared " << via_shared << "\npadded " << padded << "\npad " << number_text(pad) << "\n";
+  os << "via_shared " << via_shared << "\nstore_via_shared " << store_via_shared << "\npadded " << padded << "\npad " << number_text(pad) << "\n";
   os << "frag_in_dtype " << frag_in_dtype << "\n";
   os << "reduce " << reduce_name(reduce) << "\nreduce_init " << reduce_init << "\ninit_value "
      << number_text(init_value) << "\n";
+  os << "variant " << variant << "\nshared_tail " << shared_tail << "\n";
   os << "online " << online << "\ncausal " << causal << "\nscale " << number_text(scale) << "\n";
   os << "p_via_copy " << p_via_copy << "\n";
   os << "expr " << expr.to_text() << "\n";
@@ -193,17 +200,18 @@ std::string FuzzCase::summary() const {
   switch (family) {
     case Family::Gemm:
       os << (trans_a ? " A^T" : "") << (trans_b ? " B^T" : "") << " policy" << policy << (swizzle ? " swizzle" : "")
-         << (bias ? " bias" : "");
+         << (bias ? " bias" : "") << (row_sums ? " row-sums" : "");
       if (epilogue) os << " epi " << expr.to_text();
       break;
     case Family::Tile:
-      os << " off " << row_off << "," << col_off << (via_shared ? " via-shared" : "")
+      os << " off " << row_off << "," << col_off << (via_shared ? " via-shared" : "") << (store_via_shared ? " store-via-shared" : "")
          << (padded ? " pad " + number_text(pad) : "") << (frag_in_dtype ? " frag-dtype" : "") << " reduce "
          << reduce_name(reduce) << (reduce_init ? " init " + number_text(init_value) : "") << " "
          << expr.to_text() << " ; " << expr2.to_text();
       break;
     case Family::Softmax:
-      os << " scale " << number_text(scale);
+      os << " variant " << variant << (shared_tail ? " tail " + std::to_string(shared_tail) : "") << " scale "
+         << number_text(scale);
       break;
     case Family::Attention:
       os << (online ? " online" : " chain") << (causal ? " causal" : "") << (p_via_copy ? " p-copy" : "")
@@ -287,11 +295,14 @@ FuzzCase parse_case(const std::string& text) {
           {"M", &FuzzCase::M},           {"N", &FuzzCase::N},           {"K", &FuzzCase::K},
           {"BM", &FuzzCase::BM},         {"BN", &FuzzCase::BN},         {"BK", &FuzzCase::BK},
           {"threads", &FuzzCase::threads}, {"stages", &FuzzCase::stages}, {"policy", &FuzzCase::policy},
-          {"row_off", &FuzzCase::row_off}, {"col_off", &FuzzCase::col_off}};
+          {"row_off", &FuzzCase::row_off}, {"col_off", &FuzzCase::col_off},
+          {"variant", &FuzzCase::variant}, {"shared_tail", &FuzzCase::shared_tail}};
       static const std::map<std::string, bool FuzzCase::*> bools = {
           {"trans_a", &FuzzCase::trans_a},       {"trans_b", &FuzzCase::trans_b},
           {"swizzle", &FuzzCase::swizzle},       {"bias", &FuzzCase::bias},
           {"epilogue", &FuzzCase::epilogue},     {"via_shared", &FuzzCase::via_shared},
+          {"row_sums", &FuzzCase::row_sums},
+          {"store_via_shared", &FuzzCase::store_via_shared},
           {"padded", &FuzzCase::padded},         {"frag_in_dtype", &FuzzCase::frag_in_dtype},
           {"reduce_init", &FuzzCase::reduce_init}, {"online", &FuzzCase::online},
           {"causal", &FuzzCase::causal},         {"p_via_copy", &FuzzCase::p_via_copy}};

@@ -67,15 +67,22 @@ struct FuzzCase {
   bool swizzle = false;    // use_swizzle(panel)
   bool bias = false;       // gemm: a bias[N] added in the epilogue (a guarded global read)
   bool epilogue = false;   // gemm: a Parallel nest computing `expr` before the store
+  bool row_sums = false;   // gemm: also the accumulator's row sums per block (reduce_sum of a gemm tile)
   // Tile: the input tile is read at (by * BM + row_off, bx * BN + col_off): offsets and edges.
   int row_off = 0, col_off = 0;
   bool via_shared = false;  // tile: global -> shared -> fragment instead of global -> fragment
+  bool store_via_shared = false;  // tile: the result fragment -> shared -> global
   bool padded = false;      // tile: reads past the edge give `pad` (copy_padded) instead of 0
   double pad = 0;
   bool frag_in_dtype = false;  // tile without a reduction: the work fragment in dtype, not f32
   ReduceKind reduce = ReduceKind::None;
   bool reduce_init = false;  // tile: fill the result with init_value, then reduce without clearing
   double init_value = 0;
+  // Softmax: 0 one pass over a masked f32 tile; 1 the rows kept as loaded (16-bit), the last
+  // `shared_tail` vectors of each thread's share in shared memory (FragmentStorage); 2 two passes
+  // over BN-wide chunks of longer rows (running max and sum, the next chunk's load in flight).
+  int variant = 0;
+  int shared_tail = 0;
   // Attention: online softmax (FlashAttention's recurrence) or a plain chain (P = S * scale).
   bool online = true;
   bool causal = false;

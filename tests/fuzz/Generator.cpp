@@ -123,13 +123,17 @@ FuzzCase gemm_case(Rng& r, FuzzCase c) {
   c.out_dtype = r.chance(0.3) ? DType::f32 : c.dtype;
   c.epilogue = r.chance(0.6);
   c.bias = r.chance(0.3);
+  c.row_sums = r.chance(0.2);
   for (int attempt = 0;; ++attempt) {
     c.BM = r.pick({16, 32, 64, 64, 128});
     c.BN = r.pick({16, 32, 64, 64, 128, 256});
     c.BK = r.pick({16, 32, 32, 64});
     c.policy = r.chance(0.7) ? 0 : r.range(1, 2);
+    // A row reduction of a gemm tile splits the warps along M alone (FullRow; FullCol is an error).
+    if (c.row_sums) c.policy = r.chance(0.5) ? 0 : 1;
+    const int split_policy = c.row_sums ? 1 : c.policy;
     c.stages = r.pick({0, 1, 2, 2, 3, 4});
-    const int warps = pick_warps(r, c.BM, c.BN, c.policy);
+    const int warps = pick_warps(r, c.BM, c.BN, split_policy);
     if (!warps) continue;
     c.threads = 32 * warps;
     const int fragments = 1 + (c.epilogue || c.bias ? 1 : 0);
@@ -165,6 +169,7 @@ FuzzCase tile_case(Rng& r, FuzzCase c) {
   c.row_off = r.chance(0.5) ? 0 : r.range(1, c.BM + 2);
   c.col_off = r.chance(0.5) ? 0 : r.range(1, c.BN + 3);
   c.via_shared = r.chance(0.3);
+  c.store_via_shared = r.chance(0.25);
   c.padded = r.chance(0.3);
   if (c.padded) c.pad = r.pick({-1.5, 0.5, 2.0, -0.25});
   c.frag_in_dtype = c.reduce == ReduceKind::None && c.dtype != DType::f32 && r.chance(0.3);
@@ -180,16 +185,21 @@ FuzzCase softmax_case(Rng& r, FuzzCase c) {
   c.dtype = r.pick({DType::f32, DType::f16, DType::bf16});
   c.out_dtype = c.dtype;
   const int vec = 16 / dtype_bytes(c.dtype);
+  c.variant = r.pick({0, 0, 1, 2});
   for (;;) {
     c.N = r.chance(0.3) ? r.range(1, 20) : r.range(1, 600);
     const int granule = vec * r.pick({1, 2, 4, 8, 32});
     c.BN = (c.N + granule - 1) / granule * granule;
+    if (c.variant == 2) c.BN = std::min(c.BN, granule * r.pick({1, 2, 4}));  // chunks of the row
     c.BM = r.pick({1, 2, 4, 8, 16});
     c.threads = r.pick({32, 64, 128, 256});
     if (c.BN > 1024 || c.BM * c.BN * 2 / c.threads > kValuesPerThread) continue;
     if (!reducible(c.BM, c.BN, c.threads, vec)) continue;
     break;
   }
+  // The rows-as-loaded variant may keep up to every vector a thread holds in shared memory.
+  const int vectors = c.BM * c.BN / (c.threads * vec);
+  if (c.variant == 1 && vectors >= 1 && r.chance(0.6)) c.shared_tail = r.range(1, vectors);
   c.M = size_for(r, c.BM, 200);
   c.scale = r.pick({1.0, 0.5, 2.0, 0.125});
   return c;

@@ -10,8 +10,8 @@ namespace tessel::fuzz {
 namespace {
 
 int complexity(const FuzzCase& c) {
-  int flags = c.trans_a + c.trans_b + (c.policy != 0) + c.swizzle + c.bias + c.epilogue + c.via_shared + c.padded +
-              c.frag_in_dtype + c.reduce_init + c.causal + c.p_via_copy + (c.row_off != 0) + (c.col_off != 0) +
+  int flags = c.trans_a + c.trans_b + (c.policy != 0) + c.swizzle + c.bias + c.row_sums + c.epilogue + c.via_shared + c.store_via_shared + c.padded +
+              c.frag_in_dtype + c.reduce_init + c.causal + c.p_via_copy + (c.variant != 0) + c.shared_tail + (c.row_off != 0) + (c.col_off != 0) +
               (c.reduce != ReduceKind::None) + (c.dtype != DType::f16) + (c.out_dtype != c.dtype);
   return c.M + c.N + c.K + c.BM + c.BN + c.BK + c.threads / 8 + c.stages * 4 + c.row_off + c.col_off + flags * 16 +
          (c.expr.size() + c.expr2.size()) * 8;
@@ -42,16 +42,20 @@ std::vector<FuzzCase> candidates(const FuzzCase& c) {
   // Knobs off first: they remove whole features.
   with([](FuzzCase& d) { d.epilogue = false; });
   with([](FuzzCase& d) { d.bias = false; });
+  with([](FuzzCase& d) { d.row_sums = false; });
   with([](FuzzCase& d) { d.swizzle = false; });
   with([](FuzzCase& d) { d.trans_a = false; });
   with([](FuzzCase& d) { d.trans_b = false; });
   with([](FuzzCase& d) { d.policy = 0; });
   with([](FuzzCase& d) { d.via_shared = false; });
+  with([](FuzzCase& d) { d.store_via_shared = false; });
   with([](FuzzCase& d) { d.padded = false; });
   with([](FuzzCase& d) { d.frag_in_dtype = false; });
   with([](FuzzCase& d) { d.reduce_init = false; });
   with([](FuzzCase& d) { d.reduce = ReduceKind::None; });
   with([](FuzzCase& d) { d.causal = false; });
+  with([](FuzzCase& d) { d.variant = 0; });
+  with([](FuzzCase& d) { d.shared_tail = 0; });
   with([](FuzzCase& d) { d.p_via_copy = false; });
   with([](FuzzCase& d) { d.row_off = 0; });
   with([](FuzzCase& d) { d.col_off = 0; });

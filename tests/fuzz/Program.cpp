@@ -49,7 +49,8 @@ int ceil_div(int a, int b) {
   return (a + b - 1) / b;
 }
 
-void gemm_body(const FuzzCase& c, const Buffer& A, const Buffer& B, const Buffer* bias, const Buffer& C) {
+void gemm_body(const FuzzCase& c, const Buffer& A, const Buffer& B, const Buffer* bias, const Buffer& C,
+               const Buffer* R) {
   T::Kernel(T::ceildiv(c.N, c.BN), T::ceildiv(c.M, c.BM), c.threads, [&](T::Var bx, T::Var by) {
     auto A_s = c.trans_a ? T::alloc_shared({c.BK, c.BM}, c.dtype) : T::alloc_shared({c.BM, c.BK}, c.dtype);
     auto B_s = c.trans_b ? T::alloc_shared({c.BN, c.BK}, c.dtype) : T::alloc_shared({c.BK, c.BN}, c.dtype);
@@ -71,6 +72,11 @@ void gemm_body(const FuzzCase& c, const Buffer& A, const Buffer& B, const Buffer
       T::Pipelined(T::ceildiv(c.K, c.BK), c.stages, step);
     else
       T::Serial(T::ceildiv(c.K, c.BK), step);
+    if (R) {
+      auto sums = T::alloc_fragment({c.BM}, T::f32);
+      T::reduce_sum(acc, sums, 1);
+      T::copy(sums, T::region(*R, {by * c.BM, bx}, {c.BM, 1}));
+    }
     if (!c.epilogue && !bias) {
       T::copy(acc, C(by * c.BM, bx * c.BN));
       return;
@@ -118,12 +124,78 @@ void tile_body(const FuzzCase& c, const Buffer& X, const Buffer& Y, const Buffer
       Expr r = R ? red(i) * reduction_scale(c) : Expr();
       ys(i, j) = T::cast(c.out_dtype, to_expr(c.expr2, xs(i, j), r));
     });
-    T::copy(ys, Y(by * c.BM, bx * c.BN));
+    if (c.store_via_shared) {
+      auto out = T::alloc_shared({c.BM, c.BN}, c.out_dtype);
+      T::copy(ys, out);
+      T::copy(out, Y(by * c.BM, bx * c.BN));
+    } else {
+      T::copy(ys, Y(by * c.BM, bx * c.BN));
+    }
     if (R) T::copy(red, T::region(*R, {by * c.BM, bx}, {c.BM, 1}));
   });
 }
 
+// The rows as loaded, in the input dtype, part of each thread's share in shared memory
+// (FragmentStorage): kernels/softmax's shared-tail variant.
+void softmax_raw_body(const FuzzCase& c, const Buffer& X, const Buffer& Y) {
+  T::Kernel(T::ceildiv(c.M, c.BM), c.threads, [&](T::Var bx) {
+    auto raw = T::alloc_fragment({c.BM, c.BN}, c.dtype, T::FragmentStorage{c.shared_tail});
+    auto x = T::alloc_fragment({c.BM, c.BN}, T::f32);
+    auto m = T::alloc_fragment({c.BM}, T::f32);
+    auto s = T::alloc_fragment({c.BM}, T::f32);
+    T::copy_padded(X(bx * c.BM, 0), raw, -T::infinity(c.dtype));
+    T::Parallel(c.BM, c.BN, [&](T::Var i, T::Var j) { x(i, j) = T::cast(T::f32, raw(i, j)) * c.scale; });
+    T::reduce_max(x, m, 1);
+    T::Parallel(c.BM, c.BN,
+                [&](T::Var i, T::Var j) { x(i, j) = T::exp(T::cast(T::f32, raw(i, j)) * c.scale - m(i)); });
+    T::reduce_sum(x, s, 1);
+    T::Parallel(c.BM, [&](T::Var i) { s(i) = 1.0f / s(i); });
+    T::Parallel(c.BM, c.BN, [&](T::Var i, T::Var j) {
+      raw(i, j) = T::cast(c.dtype, T::exp(T::cast(T::f32, raw(i, j)) * c.scale - m(i)) * s(i));
+    });
+    T::copy(raw, Y(bx * c.BM, 0));
+  });
+}
+
+// Two passes over BN-wide chunks: a running max and sum, then the outputs; the next chunk's
+// load issued before the current chunk's reductions (kernels/softmax's online variant).
+void softmax_online_body(const FuzzCase& c, const Buffer& X, const Buffer& Y) {
+  T::Kernel(T::ceildiv(c.M, c.BM), c.threads, [&](T::Var bx) {
+    auto raw = T::alloc_fragment({c.BM, c.BN}, c.dtype);
+    auto x = T::alloc_fragment({c.BM, c.BN}, T::f32);
+    auto m = T::alloc_fragment({c.BM}, T::f32);
+    auto s = T::alloc_fragment({c.BM}, T::f32);
+    auto cm = T::alloc_fragment({c.BM}, T::f32);
+    auto cs = T::alloc_fragment({c.BM}, T::f32);
+    const Expr chunks = T::ceildiv(c.N, c.BN);
+    T::fill(m, -T::infinity(T::f32));
+    T::clear(s);
+    T::copy_padded(X(bx * c.BM, 0), raw, -T::infinity(c.dtype));
+    T::Serial(chunks, [&](T::Var k) {
+      T::Parallel(c.BM, c.BN, [&](T::Var i, T::Var j) { x(i, j) = T::cast(T::f32, raw(i, j)) * c.scale; });
+      T::copy_padded(X(bx * c.BM, ((k + 1) % chunks) * c.BN), raw, -T::infinity(c.dtype));
+      T::reduce_max(x, cm, 1);
+      T::Parallel(c.BM, [&](T::Var i) { cm(i) = T::max(cm(i), m(i)); });
+      T::Parallel(c.BM, c.BN, [&](T::Var i, T::Var j) { x(i, j) = T::exp(x(i, j) - cm(i)); });
+      T::reduce_sum(x, cs, 1);
+      T::Parallel(c.BM, [&](T::Var i) {
+        s(i) = s(i) * T::select(m(i) == cm(i), 1.0f, T::exp(m(i) - cm(i))) + cs(i);
+        m(i) = cm(i);
+      });
+    });
+    T::Parallel(c.BM, [&](T::Var i) { s(i) = 1.0f / s(i); });
+    T::Serial(chunks, [&](T::Var k) {
+      T::Parallel(c.BM, c.BN,
+                  [&](T::Var i, T::Var j) { x(i, j) = T::exp(T::cast(T::f32, raw(i, j)) * c.scale - m(i)) * s(i); });
+      T::copy_padded(X(bx * c.BM, (k + 1) * c.BN), raw, -T::infinity(c.dtype));
+      T::copy(x, Y(bx * c.BM, k * c.BN));
+    });
+  });
+}
+
 void softmax_body(const FuzzCase& c, const Buffer& X, const Buffer& Y) {
+  if (c.variant == 1) return softmax_raw_body(c, X, Y);
+  if (c.variant == 2) return softmax_online_body(c, X, Y);
   T::Kernel(T::ceildiv(c.M, c.BM), c.threads, [&](T::Var bx) {
     auto x = T::alloc_fragment({c.BM, c.BN}, T::f32);
     auto y = T::alloc_fragment({c.BM, c.BN}, c.out_dtype);
@@ -226,6 +298,7 @@ std::vector<Param> parameters(const FuzzCase& c) {
                               {"B", c.dtype, c.trans_b ? std::vector{N, K} : std::vector{K, N}}};
       if (c.bias) p.push_back({"bias", c.dtype, {N}});
       p.push_back({"C", c.out_dtype, {M, N}, true});
+      if (c.row_sums) p.push_back({"R", DType::f32, {M, ceil_div(c.N, c.BN)}, true});
       return p;
     }
     case Family::Tile: {
@@ -260,7 +333,8 @@ PrimFunc build_program(const FuzzCase& c) {
   f.body([&] {
     switch (c.family) {
       case Family::Gemm:
-        gemm_body(c, b[0], b[1], c.bias ? &b[2] : nullptr, b.back());
+        gemm_body(c, b[0], b[1], c.bias ? &b[2] : nullptr, c.row_sums ? b[b.size() - 2] : b.back(),
+                  c.row_sums ? &b.back() : nullptr);
         break;
       case Family::Tile:
         tile_body(c, b[0], b[1], c.reduce != ReduceKind::None ? &b[2] : nullptr);

@@ -26,21 +26,24 @@ double unit_roundoff(DType t) {
   }
 }
 
-std::vector<double> gemm(const FuzzCase& c, const std::vector<interp::HostTensor>& args) {
+std::vector<std::vector<double>> gemm(const FuzzCase& c, const std::vector<interp::HostTensor>& args) {
   const std::vector<double> a = args[0].to_values(), b = args[1].to_values();
   std::vector<double> bias = c.bias ? args[2].to_values() : std::vector<double>{};
   const size_t M = c.M, N = c.N, K = c.K;
-  std::vector<double> out(M * N);
+  const size_t GX = (N + c.BN - 1) / c.BN;
+  std::vector<double> out(M * N), sums(M * GX, 0.0);
   for (size_t i = 0; i < M; ++i)
     for (size_t j = 0; j < N; ++j) {
       double s = 0;
       for (size_t k = 0; k < K; ++k)
         s += (c.trans_a ? a[k * M + i] : a[i * K + k]) * (c.trans_b ? b[j * K + k] : b[k * N + j]);
+      sums[i * GX + j / c.BN] += s;  // columns past N hold zeros (B's tile is padded)
       if (c.bias) s += bias[j];
       if (c.epilogue) s = evaluate_expr(c.expr, s * epilogue_scale(c), 0);
       out[i * N + j] = s;
     }
-  return out;
+  if (c.row_sums) return {out, sums};
+  return {out};
 }
 
 std::vector<std::vector<double>> tile(const FuzzCase& c, const std::vector<interp::HostTensor>& args) {
@@ -160,7 +163,7 @@ double evaluate_expr(const ExprTree& e, double x, double r) {
 std::vector<std::vector<double>> evaluate_float64(const FuzzCase& c, const std::vector<interp::HostTensor>& args) {
   switch (c.family) {
     case Family::Gemm:
-      return {gemm(c, args)};
+      return gemm(c, args);
     case Family::Tile:
       return tile(c, args);
     case Family::Softmax:

@@ -217,6 +217,10 @@ BatchReport run_batch(const BatchOptions& o) {
       switch (r.outcome) {
         case Outcome::Pass:
           ++report.passed;
+          if (r.tolerance > 0) {
+            report.worst_interp_ratio = std::max(report.worst_interp_ratio, r.interp_error / r.tolerance);
+            report.worst_gpu_ratio = std::max(report.worst_gpu_ratio, r.gpu_error / r.tolerance);
+          }
           break;
         case Outcome::Rejected:
           ++report.rejected;
@@ -258,6 +262,8 @@ std::string report_json(const BatchOptions& o, const BatchReport& r) {
   j["gpu_runs"] = r.gpu_runs;
   j["compiled"] = r.compiled;
   j["seconds"] = r.seconds;
+  j["worst_interp_error_over_tolerance"] = r.worst_interp_ratio;
+  j["worst_gpu_error_over_tolerance"] = r.worst_gpu_ratio;
   j["rejections"] = r.rejections;
   nlohmann::json failures = nlohmann::json::array();
   for (const auto& [c, res] : r.failures)

@@ -64,6 +64,8 @@ struct BatchReport {
   std::vector<std::pair<FuzzCase, CaseResult>> failures;
   double seconds = 0;
   int gpu_runs = 0;
+  // The largest error / tolerance among passing programs: how close the batch came to failing.
+  double worst_interp_ratio = 0, worst_gpu_ratio = 0;
 };
 
 BatchReport run_batch(const BatchOptions& o);

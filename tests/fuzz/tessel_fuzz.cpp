@@ -221,7 +221,9 @@ int main(int argc, char** argv) {
               << report.rejected << " rejected, " << report.failed << " failed";
     for (const auto& [arch, n] : report.compiled) std::cout << "; " << n << " compiled for " << arch;
     if (o.run.gpu) std::cout << "; " << report.gpu_runs << " run on the GPU";
-    std::cout << "; " << report.seconds << " s\n";
+    std::cout << "; " << report.seconds << " s; worst error / tolerance: interpreter " << report.worst_interp_ratio;
+    if (o.run.gpu) std::cout << ", GPU " << report.worst_gpu_ratio;
+    std::cout << "\n";
     for (const auto& [why, n] : report.rejections) std::cout << "  rejected " << n << "x: " << why << "\n";
     if (!json_path.empty()) write_file(json_path, report_json(o, report) + "\n");
     return report.failed ? 1 : 0;
