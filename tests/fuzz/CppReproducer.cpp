@@ -77,6 +77,8 @@ void gemm(std::ostream& o, const FuzzCase& c) {
   o << "      T::clear(acc);\n";
   if (c.stages > 0)
     o << "      T::Pipelined(T::ceildiv(K, BK), " << c.stages << ", [&](T::Var ko) {\n";
+  else if (c.stages < 0)
+    o << "      T::Unroll(T::ceildiv(K, BK), [&](T::Var ko) {\n";
   else
     o << "      T::Serial(T::ceildiv(K, BK), [&](T::Var ko) {\n";
   o << "        T::copy(" << (c.trans_a ? "A(ko * BK, by * BM)" : "A(by * BM, ko * BK)") << ", A_s);\n";
@@ -237,6 +239,8 @@ void attention(std::ostream& o, const FuzzCase& c) {
   if (c.online) o << "      T::fill(m, -T::infinity(T::f32));\n      T::clear(l);\n";
   if (c.stages > 0)
     o << "      T::Pipelined(T::ceildiv(N, BN), " << c.stages << ", [&](T::Var j) {\n";
+  else if (c.stages < 0)
+    o << "      T::Unroll(T::ceildiv(N, BN), [&](T::Var j) {\n";
   else
     o << "      T::Serial(T::ceildiv(N, BN), [&](T::Var j) {\n";
   o << "        T::copy(K(j * BN, 0), K_s);\n";

@@ -61,7 +61,7 @@ struct FuzzCase {
   // Tiles: BM x BN (x BK for the gemm's K step).
   int BM = 64, BN = 64, BK = 32;
   int threads = 128;
-  int stages = 2;          // Pipelined(..., stages); 0: a Serial loop instead
+  int stages = 2;          // Pipelined(..., stages); 0: a Serial loop instead, -1: an Unroll loop
   bool trans_a = false, trans_b = false;
   int policy = 0;          // GemmWarpPolicy: 0 Square, 1 FullRow, 2 FullCol
   bool swizzle = false;    // use_swizzle(panel)

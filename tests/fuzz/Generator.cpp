@@ -88,7 +88,7 @@ int size_for(Rng& r, int tile, int cap) {
 // Some warp count 1..8 that splits BM x BN into m16n8 tiles for the policy; 0 when none does.
 int pick_warps(Rng& r, int BM, int BN, int policy) {
   std::vector<int> ok;
-  for (int warps : {1, 2, 4, 8})
+  for (int warps : {1, 2, 3, 4, 6, 8})
     for (int wm = 1; wm <= warps; ++wm) {
       if (warps % wm) continue;
       const int wn = warps / wm;
@@ -125,14 +125,14 @@ FuzzCase gemm_case(Rng& r, FuzzCase c) {
   c.bias = r.chance(0.3);
   c.row_sums = r.chance(0.2);
   for (int attempt = 0;; ++attempt) {
-    c.BM = r.pick({16, 32, 64, 64, 128});
-    c.BN = r.pick({16, 32, 64, 64, 128, 256});
-    c.BK = r.pick({16, 32, 32, 64});
+    c.BM = r.pick({16, 32, 48, 64, 64, 96, 128});
+    c.BN = r.pick({16, 24, 32, 64, 64, 96, 128, 256});
+    c.BK = r.pick({16, 32, 32, 48, 64});
     c.policy = r.chance(0.7) ? 0 : r.range(1, 2);
     // A row reduction of a gemm tile splits the warps along M alone (FullRow; FullCol is an error).
     if (c.row_sums) c.policy = r.chance(0.5) ? 0 : 1;
     const int split_policy = c.row_sums ? 1 : c.policy;
-    c.stages = r.pick({0, 1, 2, 2, 3, 4});
+    c.stages = r.pick({-1, 0, 1, 2, 2, 3, 4});
     const int warps = pick_warps(r, c.BM, c.BN, split_policy);
     if (!warps) continue;
     c.threads = 32 * warps;
@@ -216,7 +216,7 @@ FuzzCase attention_case(Rng& r, FuzzCase c) {
     c.K = r.pick({16, 32, 64, 64, 128});  // the head dimension
     c.BM = r.pick({16, 32, 64, 64, 128});
     c.BN = r.pick({16, 32, 64, 64, 128});
-    c.stages = r.pick({0, 1, 2, 2, 3});
+    c.stages = r.pick({-1, 0, 1, 2, 2, 3});
     const int warps = r.pick({1, 2, 4, 8});
     if (c.BM % (16 * warps) || c.BN % 8) continue;
     c.threads = 32 * warps;

@@ -70,6 +70,8 @@ void gemm_body(const FuzzCase& c, const Buffer& A, const Buffer& B, const Buffer
     };
     if (c.stages > 0)
       T::Pipelined(T::ceildiv(c.K, c.BK), c.stages, step);
+    else if (c.stages < 0)
+      T::Unroll(T::ceildiv(c.K, c.BK), step);
     else
       T::Serial(T::ceildiv(c.K, c.BK), step);
     if (R) {
@@ -271,6 +273,8 @@ void attention_body(const FuzzCase& c, const Buffer& Q, const Buffer& K, const B
     };
     if (c.stages > 0)
       T::Pipelined(T::ceildiv(c.N, c.BN), c.stages, step);
+    else if (c.stages < 0)
+      T::Unroll(T::ceildiv(c.N, c.BN), step);
     else
       T::Serial(T::ceildiv(c.N, c.BN), step);
     if (c.online) T::Parallel(c.BM, D, [&](T::Var r, T::Var d) { O_f(r, d) = O_f(r, d) / l(r); });

@@ -40,7 +40,9 @@ TEST(FuzzGpu, RegressionCasesMatchOnTheDevice) {
     RunOptions o;
     o.gpu = true;
     const CaseResult r = run_case(reg.c, o);
-    if (!reg.known_failing) EXPECT_EQ(r.outcome, Outcome::Pass) << r.signature() << ": " << r.detail;
+    if (!reg.known_failing) {
+      EXPECT_EQ(r.outcome, Outcome::Pass) << r.signature() << ": " << r.detail;
+    }
   }
 }
 
