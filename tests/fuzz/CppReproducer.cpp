@@ -74,6 +74,7 @@ void gemm(std::ostream& o, const FuzzCase& c) {
   o << "      auto B_s = T::alloc_shared(" << B_s << ", " << dt(c.dtype) << ");\n";
   o << "      auto acc = T::alloc_fragment({BM, BN}, T::f32);\n";
   if (c.swizzle) o << "      T::use_swizzle(4);\n";
+  if (c.cluster) o << "      T::use_cluster(" << (c.cluster == 1 ? "2, 1" : "1, 2") << ");\n";
   o << "      T::clear(acc);\n";
   if (c.stages > 0)
     o << "      T::Pipelined(T::ceildiv(K, BK), " << c.stages << ", [&](T::Var ko) {\n";

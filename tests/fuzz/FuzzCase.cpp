@@ -176,7 +176,7 @@ std::string FuzzCase::to_text() const {
   os << "BM " << BM << "\nBN " << BN << "\nBK " << BK << "\n";
   os << "threads " << threads << "\nstages " << stages << "\n";
   os << "trans_a " << trans_a << "\ntrans_b " << trans_b << "\npolicy " << policy << "\n";
-  os << "swizzle " << swizzle << "\nbias " << bias << "\nepilogue " << epilogue << "\nrow_sums " << row_sums << "\n";
+  os << "swizzle " << swizzle << "\ncluster " << cluster << "\nbias " << bias << "\nepilogue " << epilogue << "\nrow_sums " << row_sums << "\n";
   os << "row_off " << row_off << "\ncol_off " << col_off << "\n";
   os << "via_shared " << via_shared << "\nstore_via_shared " << store_via_shared << "\npadded " << padded << "\npad " << number_text(pad) << "\n";
   os << "frag_in_dtype " << frag_in_dtype << "\n";
@@ -199,7 +199,7 @@ std::string FuzzCase::summary() const {
   if (family == Family::Gemm || family == Family::Attention) os << " s" << stages;
   switch (family) {
     case Family::Gemm:
-      os << (trans_a ? " A^T" : "") << (trans_b ? " B^T" : "") << " policy" << policy << (swizzle ? " swizzle" : "")
+      os << (trans_a ? " A^T" : "") << (trans_b ? " B^T" : "") << " policy" << policy << (swizzle ? " swizzle" : "") << (cluster ? " cluster" + std::to_string(cluster) : "")
          << (bias ? " bias" : "") << (row_sums ? " row-sums" : "");
       if (epilogue) os << " epi " << expr.to_text();
       break;
@@ -296,7 +296,8 @@ FuzzCase parse_case(const std::string& text) {
           {"BM", &FuzzCase::BM},         {"BN", &FuzzCase::BN},         {"BK", &FuzzCase::BK},
           {"threads", &FuzzCase::threads}, {"stages", &FuzzCase::stages}, {"policy", &FuzzCase::policy},
           {"row_off", &FuzzCase::row_off}, {"col_off", &FuzzCase::col_off},
-          {"variant", &FuzzCase::variant}, {"shared_tail", &FuzzCase::shared_tail}};
+          {"variant", &FuzzCase::variant}, {"shared_tail", &FuzzCase::shared_tail},
+          {"cluster", &FuzzCase::cluster}};
       static const std::map<std::string, bool FuzzCase::*> bools = {
           {"trans_a", &FuzzCase::trans_a},       {"trans_b", &FuzzCase::trans_b},
           {"swizzle", &FuzzCase::swizzle},       {"bias", &FuzzCase::bias},

@@ -64,7 +64,8 @@ struct FuzzCase {
   int stages = 2;          // Pipelined(..., stages); 0: a Serial loop instead, -1: an Unroll loop
   bool trans_a = false, trans_b = false;
   int policy = 0;          // GemmWarpPolicy: 0 Square, 1 FullRow, 2 FullCol
-  bool swizzle = false;    // use_swizzle(panel)
+  bool swizzle = false;    // use_swizzle(4)
+  int cluster = 0;         // gemm: use_cluster(2, 1) when 1, use_cluster(1, 2) when 2
   bool bias = false;       // gemm: a bias[N] added in the epilogue (a guarded global read)
   bool epilogue = false;   // gemm: a Parallel nest computing `expr` before the store
   bool row_sums = false;   // gemm: also the accumulator's row sums per block (reduce_sum of a gemm tile)

@@ -65,6 +65,22 @@ ExprTree random_expr(Rng& r, int depth, bool allow_r) {
   return e;
 }
 
+bool reads_input(const ExprTree& e) {
+  if (e.op == ExprTree::Op::X || e.op == ExprTree::Op::R) return true;
+  for (const ExprTree& a : e.args)
+    if (reads_input(a)) return true;
+  return false;
+}
+
+// An expression that reads x or r: a constant one would leave the tile it replaces dead (the
+// compiler then drops the gemm or the load that fed it, and the program tests nothing).
+ExprTree live_expr(Rng& r, int depth, bool allow_r) {
+  for (;;) {
+    ExprTree e = random_expr(r, depth, allow_r);
+    if (reads_input(e)) return e;
+  }
+}
+
 // A problem size against a tile: whole tiles, a tail, something tiny, or anything up to `cap`.
 int size_for(Rng& r, int tile, int cap) {
   int v = 1;
@@ -144,10 +160,11 @@ FuzzCase gemm_case(Rng& r, FuzzCase c) {
   c.trans_a = r.chance(0.25);
   c.trans_b = r.chance(0.35);
   c.swizzle = r.chance(0.2);
+  c.cluster = r.chance(0.15) ? r.range(1, 2) : 0;
   c.M = size_for(r, c.BM, 300);
   c.N = size_for(r, c.BN, 300);
   c.K = size_for(r, c.BK, 200);
-  if (c.epilogue) c.expr = random_expr(r, 3, false);
+  if (c.epilogue) c.expr = live_expr(r, 3, false);
   return c;
 }
 
@@ -175,8 +192,8 @@ FuzzCase tile_case(Rng& r, FuzzCase c) {
   c.frag_in_dtype = c.reduce == ReduceKind::None && c.dtype != DType::f32 && r.chance(0.3);
   c.reduce_init = c.reduce != ReduceKind::None && r.chance(0.3);
   if (c.reduce_init) c.init_value = constant(r);
-  c.expr = random_expr(r, 2, false);
-  c.expr2 = random_expr(r, 3, c.reduce != ReduceKind::None);
+  c.expr = live_expr(r, 2, false);
+  c.expr2 = live_expr(r, 3, c.reduce != ReduceKind::None);
   return c;
 }
 
@@ -212,7 +229,21 @@ FuzzCase attention_case(Rng& r, FuzzCase c) {
   c.online = r.chance(0.7);
   c.causal = c.online && r.chance(0.3);
   c.p_via_copy = r.chance(0.3);
+  // Often the shapes sm_90a's wgmma, TMA rings and warp roles take: 64 rows per warpgroup, key
+  // blocks and head dimensions of 64 or 128.
+  const bool hopper_shaped = r.chance(0.4);
   for (;;) {
+    if (hopper_shaped) {
+      c.K = r.pick({64, 128});
+      c.BM = r.pick({64, 128});
+      c.BN = r.pick({64, 128});
+      c.threads = c.BM * 2;
+      c.stages = r.pick({1, 2, 2, 3});
+      const int values = (2 * c.BM * c.BN + c.BM * c.K) / c.threads;
+      const int smem = (c.BM * c.K + 2 * c.stages * c.BN * c.K) * 2;
+      if (values > kValuesPerThread || smem > kSmemBudget) continue;
+      break;
+    }
     c.K = r.pick({16, 32, 64, 64, 128});  // the head dimension
     c.BM = r.pick({16, 32, 64, 64, 128});
     c.BN = r.pick({16, 32, 64, 64, 128});

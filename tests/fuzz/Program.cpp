@@ -56,6 +56,7 @@ void gemm_body(const FuzzCase& c, const Buffer& A, const Buffer& B, const Buffer
     auto B_s = c.trans_b ? T::alloc_shared({c.BN, c.BK}, c.dtype) : T::alloc_shared({c.BK, c.BN}, c.dtype);
     auto acc = T::alloc_fragment({c.BM, c.BN}, T::f32);
     if (c.swizzle) T::use_swizzle(4);
+    if (c.cluster) T::use_cluster(c.cluster == 1 ? 2 : 1, c.cluster == 1 ? 1 : 2);
     T::clear(acc);
     auto step = [&](T::Var ko) {
       if (c.trans_a)

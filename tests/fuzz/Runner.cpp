@@ -161,6 +161,9 @@ CaseResult run_case(const FuzzCase& c, const RunOptions& o) {
     try {
       k = jit(f, jo);
       r.compiled.push_back(arch);
+      const std::string& path = k.info().path;
+      r.paths.push_back(arch + ": " + path.substr(0, path.find(';')));
+      r.spill_bytes = std::max(r.spill_bytes, k.resources().spill_store_bytes + k.resources().spill_load_bytes);
     } catch (const CompileError& e) {
       rejected_somewhere = true;
       reject(r, arch, first_line(e.what()));
@@ -213,6 +216,8 @@ BatchReport run_batch(const BatchOptions& o) {
       std::lock_guard<std::mutex> lock(mutex);
       ++report.programs;
       for (const std::string& a : r.compiled) ++report.compiled[a];
+      for (const std::string& p : r.paths) ++report.paths[p];
+      if (r.spill_bytes > 0) ++report.spilled;
       if (r.gpu_error >= 0) ++report.gpu_runs;
       switch (r.outcome) {
         case Outcome::Pass:
@@ -265,6 +270,8 @@ std::string report_json(const BatchOptions& o, const BatchReport& r) {
   j["worst_interp_error_over_tolerance"] = r.worst_interp_ratio;
   j["worst_gpu_error_over_tolerance"] = r.worst_gpu_ratio;
   j["rejections"] = r.rejections;
+  j["paths"] = r.paths;
+  j["programs_with_spills"] = r.spilled;
   nlohmann::json failures = nlohmann::json::array();
   for (const auto& [c, res] : r.failures)
     failures.push_back({{"summary", c.summary()},

@@ -33,6 +33,8 @@ struct CaseResult {
   std::string detail;  // the error's text, or the errors and the tolerance
   double interp_error = -1, gpu_error = -1, tolerance = 0;
   std::vector<std::string> compiled;  // the archs compiled without error
+  std::vector<std::string> paths;     // "arch: KernelInfo::path" of each, to show what was covered
+  int spill_bytes = 0;                // the most spill loads + stores ptxas reported for an arch
   double seconds = 0;
   // Fail and Rejected compare by this: the outcome, kind and stage.
   std::string signature() const { return std::string(outcome_name(outcome)) + "/" + kind + "/" + stage; }
@@ -61,6 +63,8 @@ struct BatchReport {
   int programs = 0, passed = 0, rejected = 0, failed = 0;
   std::map<std::string, int> compiled;      // arch -> programs compiled
   std::map<std::string, int> rejections;    // first line of each CompileError -> count
+  std::map<std::string, int> paths;         // "arch: path" -> programs compiled to it
+  int spilled = 0;                          // programs whose kernel spilled registers (not a failure)
   std::vector<std::pair<FuzzCase, CaseResult>> failures;
   double seconds = 0;
   int gpu_runs = 0;

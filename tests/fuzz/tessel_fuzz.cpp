@@ -200,7 +200,11 @@ int main(int argc, char** argv) {
       ++done;
       if (verbose || r.outcome == Outcome::Fail)
         std::cout << "[" << index << "] " << outcome_name(r.outcome) << " " << c.summary() << " ("
-                  << static_cast<int>(r.seconds * 1000) << " ms)"
+                  << static_cast<int>(r.seconds * 1000) << " ms" << [&] {
+                       std::string s;
+                       for (const std::string& p : r.paths) s += "; " + p;
+                       return s;
+                     }() << ")"
                   << (r.outcome != Outcome::Pass ? "\n    " + r.signature() + ": " + r.detail : "") << std::endl;
       else if (done % 100 == 0)
         std::cout << "... " << done << " / " << o.count << std::endl;
@@ -225,6 +229,8 @@ int main(int argc, char** argv) {
     if (o.run.gpu) std::cout << ", GPU " << report.worst_gpu_ratio;
     std::cout << "\n";
     for (const auto& [why, n] : report.rejections) std::cout << "  rejected " << n << "x: " << why << "\n";
+    for (const auto& [path, n] : report.paths) std::cout << "  " << n << " compiled to " << path << "\n";
+    if (report.spilled) std::cout << "  " << report.spilled << " programs spilled registers (not a failure)\n";
     if (!json_path.empty()) write_file(json_path, report_json(o, report) + "\n");
     return report.failed ? 1 : 0;
   } catch (const std::exception& e) {
