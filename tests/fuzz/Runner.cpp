@@ -5,6 +5,7 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <limits>
 #include <mutex>
 #include <sstream>
 #include <thread>
@@ -44,13 +45,34 @@ std::string number(double v) {
   return os.str();
 }
 
-// The largest relative error over the outputs (infinite on a NaN: a poisoned element never written).
-double worst_error(const std::vector<std::vector<double>>& got, const std::vector<std::vector<double>>& want) {
+// ||got - want||_F / max(||want||_F, sqrt(n) * floor), the largest over the outputs; infinite
+// on a NaN or an infinity (a poisoned element never written) or a size mismatch.
+double relative_error(const std::vector<double>& got, const std::vector<double>& want, double floor) {
+  if (got.size() != want.size()) return std::numeric_limits<double>::infinity();
+  double diff = 0, norm = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    if (!std::isfinite(got[i])) return std::numeric_limits<double>::infinity();
+    diff += (got[i] - want[i]) * (got[i] - want[i]);
+    norm += want[i] * want[i];
+  }
+  const double scale = std::max(std::sqrt(norm), std::sqrt(static_cast<double>(got.size())) * floor);
+  return scale > 0 ? std::sqrt(diff) / scale : std::sqrt(diff);
+}
+
+double worst_error(const std::vector<std::vector<double>>& got, const std::vector<std::vector<double>>& want,
+                   double floor) {
   double worst = 0;
   for (size_t i = 0; i < want.size(); ++i)
-    worst = std::max(worst, i < got.size() ? interp::relative_frobenius_error(got[i], want[i])
+    worst = std::max(worst, i < got.size() ? relative_error(got[i], want[i], floor)
                                            : std::numeric_limits<double>::infinity());
   return worst;
+}
+
+// Values below f16's smallest normal (2^-14) are stored with an absolute spacing of 2^-24, not
+// a relative one: outputs that small are compared as if they were 2^-14 (their rounding is then
+// within one unit of roundoff, like any other's).
+double error_floor(const FuzzCase& c) {
+  return c.dtype == DType::f16 || c.out_dtype == DType::f16 ? 0x1p-14 : 0.0;
 }
 
 void fail(CaseResult& r, const std::string& kind, const std::string& stage, const std::string& detail) {
@@ -136,7 +158,7 @@ CaseResult run_case(const FuzzCase& c, const RunOptions& o) {
       for (interp::HostTensor& a : args) ptrs.push_back(&a);
       interp::interpret(f.ir(), ptrs);
       for (int i : output_indices(c)) interp_out.push_back(args[static_cast<size_t>(i)].to_values());
-      r.interp_error = worst_error(interp_out, want);
+      r.interp_error = worst_error(interp_out, want, error_floor(c));
       if (!(r.interp_error <= r.tolerance))
         fail(r, "mismatch", "interpreter",
              "interpreter vs float64: relative error " + number(r.interp_error) + " > tolerance " +
@@ -178,8 +200,8 @@ CaseResult run_case(const FuzzCase& c, const RunOptions& o) {
     if (!o.gpu || arch != device_arch) continue;
     try {
       const std::vector<std::vector<double>> got = run_on_gpu(k, c, make_arguments(c));
-      r.gpu_error = worst_error(got, want);
-      const double vs_interp = interp_out.empty() ? 0 : worst_error(got, interp_out);
+      r.gpu_error = worst_error(got, want, error_floor(c));
+      const double vs_interp = interp_out.empty() ? 0 : worst_error(got, interp_out, error_floor(c));
       if (!(r.gpu_error <= r.tolerance) || !(vs_interp <= 2 * r.tolerance))
         fail(r, "gpu-mismatch", "gpu",
              "GPU vs float64: relative error " + number(r.gpu_error) + ", GPU vs interpreter " + number(vs_interp) +
