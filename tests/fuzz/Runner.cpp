@@ -45,25 +45,26 @@ std::string number(double v) {
   return os.str();
 }
 
-// ||got - want||_F / max(||want||_F, sqrt(n) * floor), the largest over the outputs; infinite
-// on a NaN or an infinity (a poisoned element never written) or a size mismatch.
-double relative_error(const std::vector<double>& got, const std::vector<double>& want, double floor) {
+// ||got - want||_F / max(||magnitude||_F, sqrt(n) * floor), the largest over the outputs;
+// infinite on a NaN or an infinity (a poisoned element never written) or a size mismatch.
+double relative_error(const std::vector<double>& got, const std::vector<double>& want,
+                      const std::vector<double>& magnitude, double floor) {
   if (got.size() != want.size()) return std::numeric_limits<double>::infinity();
   double diff = 0, norm = 0;
   for (size_t i = 0; i < got.size(); ++i) {
     if (!std::isfinite(got[i])) return std::numeric_limits<double>::infinity();
     diff += (got[i] - want[i]) * (got[i] - want[i]);
-    norm += want[i] * want[i];
+    norm += magnitude[i] * magnitude[i];
   }
   const double scale = std::max(std::sqrt(norm), std::sqrt(static_cast<double>(got.size())) * floor);
   return scale > 0 ? std::sqrt(diff) / scale : std::sqrt(diff);
 }
 
 double worst_error(const std::vector<std::vector<double>>& got, const std::vector<std::vector<double>>& want,
-                   double floor) {
+                   const std::vector<std::vector<double>>& magnitudes, double floor) {
   double worst = 0;
   for (size_t i = 0; i < want.size(); ++i)
-    worst = std::max(worst, i < got.size() ? relative_error(got[i], want[i], floor)
+    worst = std::max(worst, i < got.size() ? relative_error(got[i], want[i], magnitudes[i], floor)
                                            : std::numeric_limits<double>::infinity());
   return worst;
 }
@@ -149,7 +150,8 @@ CaseResult run_case(const FuzzCase& c, const RunOptions& o) {
     return r;
   }
   std::vector<interp::HostTensor> args = make_arguments(c);
-  const std::vector<std::vector<double>> want = evaluate_float64(c, args);
+  const Expected expected = evaluate_float64(c, args);
+  const std::vector<std::vector<double>>& want = expected.values;
   std::vector<std::vector<double>> interp_out;
   std::string interp_error;
   if (o.interpret) {
@@ -158,7 +160,7 @@ CaseResult run_case(const FuzzCase& c, const RunOptions& o) {
       for (interp::HostTensor& a : args) ptrs.push_back(&a);
       interp::interpret(f.ir(), ptrs);
       for (int i : output_indices(c)) interp_out.push_back(args[static_cast<size_t>(i)].to_values());
-      r.interp_error = worst_error(interp_out, want, error_floor(c));
+      r.interp_error = worst_error(interp_out, want, expected.magnitudes, error_floor(c));
       if (!(r.interp_error <= r.tolerance))
         fail(r, "mismatch", "interpreter",
              "interpreter vs float64: relative error " + number(r.interp_error) + " > tolerance " +
@@ -200,8 +202,9 @@ CaseResult run_case(const FuzzCase& c, const RunOptions& o) {
     if (!o.gpu || arch != device_arch) continue;
     try {
       const std::vector<std::vector<double>> got = run_on_gpu(k, c, make_arguments(c));
-      r.gpu_error = worst_error(got, want, error_floor(c));
-      const double vs_interp = interp_out.empty() ? 0 : worst_error(got, interp_out, error_floor(c));
+      r.gpu_error = worst_error(got, want, expected.magnitudes, error_floor(c));
+      const double vs_interp =
+          interp_out.empty() ? 0 : worst_error(got, interp_out, expected.magnitudes, error_floor(c));
       if (!(r.gpu_error <= r.tolerance) || !(vs_interp <= 2 * r.tolerance))
         fail(r, "gpu-mismatch", "gpu",
              "GPU vs float64: relative error " + number(r.gpu_error) + ", GPU vs interpreter " + number(vs_interp) +
