@@ -100,6 +100,14 @@ FuzzCase minimize(const FuzzCase& c, const CaseResult& result, const RunOptions&
     ro.interpret = result.kind == "interpreter-error";
   }
   const std::string want = result.signature();
+  // A failure found without compiling keeps to programs the compiler accepts, so that the case
+  // stays one that every tier can run: a kept step is compiled once, for the first arch.
+  RunOptions legality;
+  legality.interpret = false;
+  if (ro.archs.empty() && !o.archs.empty()) legality.archs = {o.archs.front()};
+  auto still_legal = [&](const FuzzCase& d) {
+    return legality.archs.empty() || run_case(d, legality).outcome != Outcome::Rejected;
+  };
   FuzzCase best = c;
   int attempts = 0;
   for (bool progress = true; progress && attempts < max_attempts;) {
@@ -107,7 +115,7 @@ FuzzCase minimize(const FuzzCase& c, const CaseResult& result, const RunOptions&
     for (const FuzzCase& d : candidates(best)) {
       if (complexity(d) >= complexity(best)) continue;
       if (++attempts > max_attempts) break;
-      if (run_case(d, ro).signature() != want) continue;
+      if (run_case(d, ro).signature() != want || !still_legal(d)) continue;
       best = d;
       progress = true;
       if (log) log("kept: " + best.summary());
