@@ -61,15 +61,16 @@ std::string expr_cpp(const ExprTree& e, const std::string& x, const std::string&
 
 void gemm(std::ostream& o, const FuzzCase& c) {
   const std::string A_s = c.trans_a ? "{BK, BM}" : "{BM, BK}", B_s = c.trans_b ? "{BN, BK}" : "{BK, BN}";
-  o << "  const int M = " << c.M << ", N = " << c.N << ", K = " << c.K << ", BM = " << c.BM << ", BN = " << c.BN
-    << ", BK = " << c.BK << ";\n";
+  o << "  const int M = " << c.M << ", N = " << c.N << ", K = " << c.K << ", BM = " << c.BM
+    << ", BN = " << c.BN << ", BK = " << c.BK << ";\n";
   o << "  auto A = f.tensor(\"A\", " << (c.trans_a ? "{K, M}" : "{M, K}") << ", " << dt(c.dtype) << ");\n";
   o << "  auto B = f.tensor(\"B\", " << (c.trans_b ? "{N, K}" : "{K, N}") << ", " << dt(c.dtype) << ");\n";
   if (c.bias) o << "  auto bias = f.tensor(\"bias\", {N}, " << dt(c.dtype) << ");\n";
   o << "  auto C = f.tensor(\"C\", {M, N}, " << dt(c.out_dtype) << ");\n";
   if (c.row_sums) o << "  auto R = f.tensor(\"R\", {M, T::ceildiv(N, BN)}, T::f32);\n";
   o << "  f.body([&] {\n";
-  o << "    T::Kernel(T::ceildiv(N, BN), T::ceildiv(M, BM), " << c.threads << ", [&](T::Var bx, T::Var by) {\n";
+  o << "    T::Kernel(T::ceildiv(N, BN), T::ceildiv(M, BM), " << c.threads
+    << ", [&](T::Var bx, T::Var by) {\n";
   o << "      auto A_s = T::alloc_shared(" << A_s << ", " << dt(c.dtype) << ");\n";
   o << "      auto B_s = T::alloc_shared(" << B_s << ", " << dt(c.dtype) << ");\n";
   o << "      auto acc = T::alloc_fragment({BM, BN}, T::f32);\n";
@@ -85,8 +86,8 @@ void gemm(std::ostream& o, const FuzzCase& c) {
   o << "        T::copy(" << (c.trans_a ? "A(ko * BK, by * BM)" : "A(by * BM, ko * BK)") << ", A_s);\n";
   o << "        T::copy(" << (c.trans_b ? "B(bx * BN, ko * BK)" : "B(ko * BK, bx * BN)") << ", B_s);\n";
   static const char* policies[] = {"Square", "FullRow", "FullCol"};
-  o << "        T::gemm(A_s, B_s, acc, " << (c.trans_a ? "true" : "false") << ", " << (c.trans_b ? "true" : "false")
-    << ", T::GemmWarpPolicy::" << policies[c.policy % 3] << ");\n";
+  o << "        T::gemm(A_s, B_s, acc, " << (c.trans_a ? "true" : "false") << ", "
+    << (c.trans_b ? "true" : "false") << ", T::GemmWarpPolicy::" << policies[c.policy % 3] << ");\n";
   o << "      });\n";
   if (c.row_sums) {
     o << "      auto sums = T::alloc_fragment({BM}, T::f32);\n";
@@ -116,10 +117,12 @@ void tile(std::ostream& o, const FuzzCase& c) {
   o << "  auto Y = f.tensor(\"Y\", {M, N}, " << dt(c.out_dtype) << ");\n";
   if (red) o << "  auto R = f.tensor(\"R\", {M, T::ceildiv(N, BN)}, T::f32);\n";
   o << "  f.body([&] {\n";
-  o << "    T::Kernel(T::ceildiv(N, BN), T::ceildiv(M, BM), " << c.threads << ", [&](T::Var bx, T::Var by) {\n";
+  o << "    T::Kernel(T::ceildiv(N, BN), T::ceildiv(M, BM), " << c.threads
+    << ", [&](T::Var bx, T::Var by) {\n";
   o << "      auto xs = T::alloc_fragment({BM, BN}, " << (c.frag_in_dtype ? dt(c.dtype) : "T::f32") << ");\n";
   o << "      auto ys = T::alloc_fragment({BM, BN}, " << dt(c.out_dtype) << ");\n";
-  const std::string src = "X(by * BM + " + std::to_string(c.row_off) + ", bx * BN + " + std::to_string(c.col_off) + ")";
+  const std::string src =
+      "X(by * BM + " + std::to_string(c.row_off) + ", bx * BN + " + std::to_string(c.col_off) + ")";
   auto load = [&](const std::string& dst) {
     if (c.padded) return "      T::copy_padded(" + src + ", " + dst + ", Expr(" + num(c.pad) + "));\n";
     return "      T::copy(" + src + ", " + dst + ");\n";
@@ -135,7 +138,8 @@ void tile(std::ostream& o, const FuzzCase& c) {
   if (red) {
     o << "      auto red = T::alloc_fragment({BM}, T::f32);\n";
     if (c.reduce_init) o << "      T::fill(red, Expr(" << num(c.init_value) << "));\n";
-    o << "      T::reduce_" << reduce_name(c.reduce) << "(xs, red, 1, " << (c.reduce_init ? "false" : "true") << ");\n";
+    o << "      T::reduce_" << reduce_name(c.reduce) << "(xs, red, 1, " << (c.reduce_init ? "false" : "true")
+      << ");\n";
   }
   const std::string r = red ? "(red(i) * " + num(reduction_scale(c)) + ")" : "";
   o << "      T::Parallel(BM, BN, [&](T::Var i, T::Var j) {\n";
@@ -159,13 +163,15 @@ void softmax(std::ostream& o, const FuzzCase& c) {
   o << "    T::Kernel(T::ceildiv(M, BM), " << c.threads << ", [&](T::Var bx) {\n";
   const std::string d = dt(c.dtype), scale = num(c.scale), raw_x = "T::cast(T::f32, raw(i, j)) * " + scale;
   if (c.variant == 1) {
-    o << "      auto raw = T::alloc_fragment({BM, BN}, " << d << ", T::FragmentStorage{" << c.shared_tail << "});\n";
+    o << "      auto raw = T::alloc_fragment({BM, BN}, " << d << ", T::FragmentStorage{" << c.shared_tail
+      << "});\n";
     o << "      auto x = T::alloc_fragment({BM, BN}, T::f32);\n";
     o << "      auto m = T::alloc_fragment({BM}, T::f32);\n      auto s = T::alloc_fragment({BM}, T::f32);\n";
     o << "      T::copy_padded(X(bx * BM, 0), raw, -T::infinity(" << d << "));\n";
     o << "      T::Parallel(BM, BN, [&](T::Var i, T::Var j) { x(i, j) = " << raw_x << "; });\n";
     o << "      T::reduce_max(x, m, 1);\n";
-    o << "      T::Parallel(BM, BN, [&](T::Var i, T::Var j) { x(i, j) = T::exp(" << raw_x << " - m(i)); });\n";
+    o << "      T::Parallel(BM, BN, [&](T::Var i, T::Var j) { x(i, j) = T::exp(" << raw_x
+      << " - m(i)); });\n";
     o << "      T::reduce_sum(x, s, 1);\n";
     o << "      T::Parallel(BM, [&](T::Var i) { s(i) = 1.0f / s(i); });\n";
     o << "      T::Parallel(BM, BN, [&](T::Var i, T::Var j) {\n";
@@ -177,7 +183,8 @@ void softmax(std::ostream& o, const FuzzCase& c) {
   if (c.variant == 2) {
     o << "      auto raw = T::alloc_fragment({BM, BN}, " << d << ");\n";
     o << "      auto x = T::alloc_fragment({BM, BN}, T::f32);\n";
-    for (const char* v : {"m", "s", "cm", "cs"}) o << "      auto " << v << " = T::alloc_fragment({BM}, T::f32);\n";
+    for (const char* v : {"m", "s", "cm", "cs"})
+      o << "      auto " << v << " = T::alloc_fragment({BM}, T::f32);\n";
     o << "      const Expr chunks = T::ceildiv(N, BN);\n";
     o << "      T::fill(m, -T::infinity(T::f32));\n      T::clear(s);\n";
     o << "      T::copy_padded(X(bx * BM, 0), raw, -T::infinity(" << d << "));\n";
@@ -193,7 +200,8 @@ void softmax(std::ostream& o, const FuzzCase& c) {
     o << "          m(i) = cm(i);\n        });\n      });\n";
     o << "      T::Parallel(BM, [&](T::Var i) { s(i) = 1.0f / s(i); });\n";
     o << "      T::Serial(chunks, [&](T::Var k) {\n";
-    o << "        T::Parallel(BM, BN, [&](T::Var i, T::Var j) { x(i, j) = T::exp(" << raw_x << " - m(i)) * s(i); });\n";
+    o << "        T::Parallel(BM, BN, [&](T::Var i, T::Var j) { x(i, j) = T::exp(" << raw_x
+      << " - m(i)) * s(i); });\n";
     o << "        T::copy_padded(X(bx * BM, (k + 1) * BN), raw, -T::infinity(" << d << "));\n";
     o << "        T::copy(x, Y(bx * BM, k * BN));\n      });\n";
     o << "    });\n  });\n";
@@ -218,8 +226,8 @@ void softmax(std::ostream& o, const FuzzCase& c) {
 
 void attention(std::ostream& o, const FuzzCase& c) {
   const std::string d = dt(c.dtype), scale = num(c.scale);
-  o << "  const int M = " << c.M << ", N = " << c.N << ", D = " << c.K << ", BM = " << c.BM << ", BN = " << c.BN
-    << ";\n";
+  o << "  const int M = " << c.M << ", N = " << c.N << ", D = " << c.K << ", BM = " << c.BM
+    << ", BN = " << c.BN << ";\n";
   o << "  auto Q = f.tensor(\"Q\", {M, D}, " << d << ");\n";
   o << "  auto K = f.tensor(\"K\", {N, D}, " << d << ");\n";
   o << "  auto V = f.tensor(\"V\", {N, D}, " << d << ");\n";
@@ -253,8 +261,8 @@ void attention(std::ostream& o, const FuzzCase& c) {
       o << "        T::Parallel(BM, BN, [&](T::Var r, T::Var q) { S(r, q) = S(r, q) * " << scale
         << "; });\n        T::copy(S, P);\n";
     else
-      o << "        T::Parallel(BM, BN, [&](T::Var r, T::Var q) { P(r, q) = T::cast(" << d << ", S(r, q) * " << scale
-        << "); });\n";
+      o << "        T::Parallel(BM, BN, [&](T::Var r, T::Var q) { P(r, q) = T::cast(" << d << ", S(r, q) * "
+        << scale << "); });\n";
   } else {
     o << "        T::Parallel(BM, BN, [&](T::Var r, T::Var q) {\n";
     o << "          Expr keep = j * BN + q < N;\n";
@@ -271,7 +279,8 @@ void attention(std::ostream& o, const FuzzCase& c) {
     if (c.p_via_copy)
       o << "        T::copy(S, P);\n";
     else
-      o << "        T::Parallel(BM, BN, [&](T::Var r, T::Var q) { P(r, q) = T::cast(" << d << ", S(r, q)); });\n";
+      o << "        T::Parallel(BM, BN, [&](T::Var r, T::Var q) { P(r, q) = T::cast(" << d
+        << ", S(r, q)); });\n";
   }
   o << "        T::gemm(P, V_s, O_f);\n";
   o << "      });\n";

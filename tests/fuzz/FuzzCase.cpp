@@ -18,10 +18,10 @@ struct OpInfo {
   int arity;
 };
 constexpr OpInfo kOps[] = {
-    {ExprTree::Op::X, "x", 0},       {ExprTree::Op::R, "r", 0},       {ExprTree::Op::Const, "const", 0},
-    {ExprTree::Op::Neg, "neg", 1},   {ExprTree::Op::Abs, "abs", 1},   {ExprTree::Op::Relu, "relu", 1},
-    {ExprTree::Op::Expc, "expc", 1}, {ExprTree::Op::Add, "add", 2},   {ExprTree::Op::Sub, "sub", 2},
-    {ExprTree::Op::Mul, "mul", 2},   {ExprTree::Op::Max, "max", 2},   {ExprTree::Op::Min, "min", 2},
+    {ExprTree::Op::X, "x", 0},       {ExprTree::Op::R, "r", 0},     {ExprTree::Op::Const, "const", 0},
+    {ExprTree::Op::Neg, "neg", 1},   {ExprTree::Op::Abs, "abs", 1}, {ExprTree::Op::Relu, "relu", 1},
+    {ExprTree::Op::Expc, "expc", 1}, {ExprTree::Op::Add, "add", 2}, {ExprTree::Op::Sub, "sub", 2},
+    {ExprTree::Op::Mul, "mul", 2},   {ExprTree::Op::Max, "max", 2}, {ExprTree::Op::Min, "min", 2},
     {ExprTree::Op::Sdiv, "sdiv", 2},
 };
 
@@ -113,8 +113,10 @@ const std::map<std::string, Family>& families() {
   return m;
 }
 const std::map<std::string, ReduceKind>& reduces() {
-  static const std::map<std::string, ReduceKind> m = {
-      {"none", ReduceKind::None}, {"sum", ReduceKind::Sum}, {"max", ReduceKind::Max}, {"min", ReduceKind::Min}};
+  static const std::map<std::string, ReduceKind> m = {{"none", ReduceKind::None},
+                                                      {"sum", ReduceKind::Sum},
+                                                      {"max", ReduceKind::Max},
+                                                      {"min", ReduceKind::Min}};
   return m;
 }
 
@@ -176,9 +178,11 @@ std::string FuzzCase::to_text() const {
   os << "BM " << BM << "\nBN " << BN << "\nBK " << BK << "\n";
   os << "threads " << threads << "\nstages " << stages << "\n";
   os << "trans_a " << trans_a << "\ntrans_b " << trans_b << "\npolicy " << policy << "\n";
-  os << "swizzle " << swizzle << "\ncluster " << cluster << "\nbias " << bias << "\nepilogue " << epilogue << "\nrow_sums " << row_sums << "\n";
+  os << "swizzle " << swizzle << "\ncluster " << cluster << "\nbias " << bias << "\nepilogue " << epilogue
+     << "\nrow_sums " << row_sums << "\n";
   os << "row_off " << row_off << "\ncol_off " << col_off << "\n";
-  os << "via_shared " << via_shared << "\nstore_via_shared " << store_via_shared << "\npadded " << padded << "\npad " << number_text(pad) << "\n";
+  os << "via_shared " << via_shared << "\nstore_via_shared " << store_via_shared << "\npadded " << padded
+     << "\npad " << number_text(pad) << "\n";
   os << "frag_in_dtype " << frag_in_dtype << "\n";
   os << "reduce " << reduce_name(reduce) << "\nreduce_init " << reduce_init << "\ninit_value "
      << number_text(init_value) << "\n";
@@ -192,22 +196,24 @@ std::string FuzzCase::to_text() const {
 
 std::string FuzzCase::summary() const {
   std::ostringstream os;
-  os << family_name(family) << " " << dtype_name(dtype) << "->" << dtype_name(out_dtype) << " " << M << "x" << N
-     << "x" << K << " tile " << BM << "x" << BN;
+  os << family_name(family) << " " << dtype_name(dtype) << "->" << dtype_name(out_dtype) << " " << M << "x"
+     << N << "x" << K << " tile " << BM << "x" << BN;
   if (family == Family::Gemm) os << "x" << BK;
   os << " t" << threads;
   if (family == Family::Gemm || family == Family::Attention) os << " s" << stages;
   switch (family) {
     case Family::Gemm:
-      os << (trans_a ? " A^T" : "") << (trans_b ? " B^T" : "") << " policy" << policy << (swizzle ? " swizzle" : "") << (cluster ? " cluster" + std::to_string(cluster) : "")
+      os << (trans_a ? " A^T" : "") << (trans_b ? " B^T" : "") << " policy" << policy
+         << (swizzle ? " swizzle" : "") << (cluster ? " cluster" + std::to_string(cluster) : "")
          << (bias ? " bias" : "") << (row_sums ? " row-sums" : "");
       if (epilogue) os << " epi " << expr.to_text();
       break;
     case Family::Tile:
-      os << " off " << row_off << "," << col_off << (via_shared ? " via-shared" : "") << (store_via_shared ? " store-via-shared" : "")
-         << (padded ? " pad " + number_text(pad) : "") << (frag_in_dtype ? " frag-dtype" : "") << " reduce "
-         << reduce_name(reduce) << (reduce_init ? " init " + number_text(init_value) : "") << " "
-         << expr.to_text() << " ; " << expr2.to_text();
+      os << " off " << row_off << "," << col_off << (via_shared ? " via-shared" : "")
+         << (store_via_shared ? " store-via-shared" : "") << (padded ? " pad " + number_text(pad) : "")
+         << (frag_in_dtype ? " frag-dtype" : "") << " reduce " << reduce_name(reduce)
+         << (reduce_init ? " init " + number_text(init_value) : "") << " " << expr.to_text() << " ; "
+         << expr2.to_text();
       break;
     case Family::Softmax:
       os << " variant " << variant << (shared_tail ? " tail " + std::to_string(shared_tail) : "") << " scale "
@@ -244,7 +250,8 @@ FuzzCase parse_case(const std::string& text) {
     auto integer = [&]() -> long long {
       long long v = 0;
       auto [p, ec] = std::from_chars(value.data(), value.data() + value.size(), v);
-      if (ec != std::errc() || p != value.data() + value.size()) fail(key + ": '" + value + "' is not an integer");
+      if (ec != std::errc() || p != value.data() + value.size())
+        fail(key + ": '" + value + "' is not an integer");
       return v;
     };
     auto boolean = [&]() -> bool {
@@ -291,22 +298,28 @@ FuzzCase parse_case(const std::string& text) {
         fail(e.what());
       }
     } else {
-      static const std::map<std::string, int FuzzCase::*> ints = {
-          {"M", &FuzzCase::M},           {"N", &FuzzCase::N},           {"K", &FuzzCase::K},
-          {"BM", &FuzzCase::BM},         {"BN", &FuzzCase::BN},         {"BK", &FuzzCase::BK},
-          {"threads", &FuzzCase::threads}, {"stages", &FuzzCase::stages}, {"policy", &FuzzCase::policy},
-          {"row_off", &FuzzCase::row_off}, {"col_off", &FuzzCase::col_off},
-          {"variant", &FuzzCase::variant}, {"shared_tail", &FuzzCase::shared_tail},
-          {"cluster", &FuzzCase::cluster}};
+      static const std::map<std::string, int FuzzCase::*> ints = {{"M", &FuzzCase::M},
+                                                                  {"N", &FuzzCase::N},
+                                                                  {"K", &FuzzCase::K},
+                                                                  {"BM", &FuzzCase::BM},
+                                                                  {"BN", &FuzzCase::BN},
+                                                                  {"BK", &FuzzCase::BK},
+                                                                  {"threads", &FuzzCase::threads},
+                                                                  {"stages", &FuzzCase::stages},
+                                                                  {"policy", &FuzzCase::policy},
+                                                                  {"row_off", &FuzzCase::row_off},
+                                                                  {"col_off", &FuzzCase::col_off},
+                                                                  {"variant", &FuzzCase::variant},
+                                                                  {"shared_tail", &FuzzCase::shared_tail},
+                                                                  {"cluster", &FuzzCase::cluster}};
       static const std::map<std::string, bool FuzzCase::*> bools = {
-          {"trans_a", &FuzzCase::trans_a},       {"trans_b", &FuzzCase::trans_b},
-          {"swizzle", &FuzzCase::swizzle},       {"bias", &FuzzCase::bias},
-          {"epilogue", &FuzzCase::epilogue},     {"via_shared", &FuzzCase::via_shared},
-          {"row_sums", &FuzzCase::row_sums},
-          {"store_via_shared", &FuzzCase::store_via_shared},
-          {"padded", &FuzzCase::padded},         {"frag_in_dtype", &FuzzCase::frag_in_dtype},
+          {"trans_a", &FuzzCase::trans_a},         {"trans_b", &FuzzCase::trans_b},
+          {"swizzle", &FuzzCase::swizzle},         {"bias", &FuzzCase::bias},
+          {"epilogue", &FuzzCase::epilogue},       {"via_shared", &FuzzCase::via_shared},
+          {"row_sums", &FuzzCase::row_sums},       {"store_via_shared", &FuzzCase::store_via_shared},
+          {"padded", &FuzzCase::padded},           {"frag_in_dtype", &FuzzCase::frag_in_dtype},
           {"reduce_init", &FuzzCase::reduce_init}, {"online", &FuzzCase::online},
-          {"causal", &FuzzCase::causal},         {"p_via_copy", &FuzzCase::p_via_copy}};
+          {"causal", &FuzzCase::causal},           {"p_via_copy", &FuzzCase::p_via_copy}};
       static const std::map<std::string, double FuzzCase::*> reals = {
           {"pad", &FuzzCase::pad}, {"init_value", &FuzzCase::init_value}, {"scale", &FuzzCase::scale}};
       if (auto i = ints.find(key); i != ints.end()) {

@@ -52,7 +52,7 @@ const char* reduce_name(ReduceKind r);
 
 struct FuzzCase {
   Family family = Family::Gemm;
-  std::uint64_t seed = 0;  // the input data's seed
+  std::uint64_t seed = 0;        // the input data's seed
   DType dtype = DType::f16;      // inputs
   DType out_dtype = DType::f16;  // the main output
   // Problem sizes. Gemm: C[M, N] = A[M, K] B[K, N]. Tile and softmax: X[M, N]. Attention:
@@ -61,19 +61,19 @@ struct FuzzCase {
   // Tiles: BM x BN (x BK for the gemm's K step).
   int BM = 64, BN = 64, BK = 32;
   int threads = 128;
-  int stages = 2;          // Pipelined(..., stages); 0: a Serial loop instead, -1: an Unroll loop
+  int stages = 2;  // Pipelined(..., stages); 0: a Serial loop instead, -1: an Unroll loop
   bool trans_a = false, trans_b = false;
-  int policy = 0;          // GemmWarpPolicy: 0 Square, 1 FullRow, 2 FullCol
-  bool swizzle = false;    // use_swizzle(4)
-  int cluster = 0;         // gemm: use_cluster(2, 1) when 1, use_cluster(1, 2) when 2
-  bool bias = false;       // gemm: a bias[N] added in the epilogue (a guarded global read)
-  bool epilogue = false;   // gemm: a Parallel nest computing `expr` before the store
-  bool row_sums = false;   // gemm: also the accumulator's row sums per block (reduce_sum of a gemm tile)
+  int policy = 0;         // GemmWarpPolicy: 0 Square, 1 FullRow, 2 FullCol
+  bool swizzle = false;   // use_swizzle(4)
+  int cluster = 0;        // gemm: use_cluster(2, 1) when 1, use_cluster(1, 2) when 2
+  bool bias = false;      // gemm: a bias[N] added in the epilogue (a guarded global read)
+  bool epilogue = false;  // gemm: a Parallel nest computing `expr` before the store
+  bool row_sums = false;  // gemm: also the accumulator's row sums per block (reduce_sum of a gemm tile)
   // Tile: the input tile is read at (by * BM + row_off, bx * BN + col_off): offsets and edges.
   int row_off = 0, col_off = 0;
-  bool via_shared = false;  // tile: global -> shared -> fragment instead of global -> fragment
+  bool via_shared = false;        // tile: global -> shared -> fragment instead of global -> fragment
   bool store_via_shared = false;  // tile: the result fragment -> shared -> global
-  bool padded = false;      // tile: reads past the edge give `pad` (copy_padded) instead of 0
+  bool padded = false;            // tile: reads past the edge give `pad` (copy_padded) instead of 0
   double pad = 0;
   bool frag_in_dtype = false;  // tile without a reduction: the work fragment in dtype, not f32
   ReduceKind reduce = ReduceKind::None;
@@ -89,8 +89,8 @@ struct FuzzCase {
   bool causal = false;
   double scale = 0.125;
   bool p_via_copy = false;  // attention: P made by copy(S, P) rather than a Parallel cast
-  ExprTree expr;   // gemm epilogue, tile's pre-reduction nest
-  ExprTree expr2;  // tile's post-reduction nest (may read r)
+  ExprTree expr;            // gemm epilogue, tile's pre-reduction nest
+  ExprTree expr2;           // tile's post-reduction nest (may read r)
 
   std::string to_text() const;
   // One line: "gemm f16->f16 100x72x40 tile 64x64x32 s2 t128 ..." for logs.

@@ -59,8 +59,8 @@ ExprTree random_expr(Rng& r, int depth, bool allow_r) {
     return e;
   }
   ExprTree e;
-  e.op = r.pick({Op::Neg, Op::Abs, Op::Relu, Op::Expc, Op::Add, Op::Sub, Op::Mul, Op::Mul, Op::Max, Op::Min, Op::Sdiv,
-                 Op::Add});
+  e.op = r.pick({Op::Neg, Op::Abs, Op::Relu, Op::Expc, Op::Add, Op::Sub, Op::Mul, Op::Mul, Op::Max, Op::Min,
+                 Op::Sdiv, Op::Add});
   for (int i = 0; i < expr_arity(e.op); ++i) e.args.push_back(random_expr(r, depth - 1, allow_r));
   return e;
 }
@@ -178,7 +178,8 @@ FuzzCase tile_case(Rng& r, FuzzCase c) {
     c.BN = r.pick({8, 16, 32, 64, 128, 256});
     c.threads = r.pick({32, 64, 128, 256});
     if (c.BM * c.BN * 2 / c.threads > kValuesPerThread) continue;
-    if (c.reduce != ReduceKind::None && !reducible(c.BM, c.BN, c.threads, 16 / dtype_bytes(c.dtype))) continue;
+    if (c.reduce != ReduceKind::None && !reducible(c.BM, c.BN, c.threads, 16 / dtype_bytes(c.dtype)))
+      continue;
     break;
   }
   c.M = size_for(r, c.BM, 200);

@@ -11,11 +11,13 @@ namespace tessel::fuzz {
 namespace {
 
 int complexity(const FuzzCase& c) {
-  int flags = c.trans_a + c.trans_b + (c.policy != 0) + c.swizzle + (c.cluster != 0) + c.bias + c.row_sums + c.epilogue + c.via_shared + c.store_via_shared + c.padded +
-              c.frag_in_dtype + c.reduce_init + c.causal + c.p_via_copy + (c.variant != 0) + c.shared_tail + (c.row_off != 0) + (c.col_off != 0) +
-              (c.reduce != ReduceKind::None) + (c.dtype != DType::f16) + (c.out_dtype != c.dtype);
-  return c.M + c.N + c.K + c.BM + c.BN + c.BK + c.threads / 8 + std::abs(c.stages) * 4 + c.row_off + c.col_off + flags * 16 +
-         (c.expr.size() + c.expr2.size()) * 8;
+  int flags = c.trans_a + c.trans_b + (c.policy != 0) + c.swizzle + (c.cluster != 0) + c.bias + c.row_sums +
+              c.epilogue + c.via_shared + c.store_via_shared + c.padded + c.frag_in_dtype + c.reduce_init +
+              c.causal + c.p_via_copy + (c.variant != 0) + c.shared_tail + (c.row_off != 0) +
+              (c.col_off != 0) + (c.reduce != ReduceKind::None) + (c.dtype != DType::f16) +
+              (c.out_dtype != c.dtype);
+  return c.M + c.N + c.K + c.BM + c.BN + c.BK + c.threads / 8 + std::abs(c.stages) * 4 + c.row_off +
+         c.col_off + flags * 16 + (c.expr.size() + c.expr2.size()) * 8;
 }
 
 // Simpler expressions: each subtree in the whole's place, and each operand replaced by x.

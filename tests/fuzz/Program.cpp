@@ -188,8 +188,9 @@ void softmax_online_body(const FuzzCase& c, const Buffer& X, const Buffer& Y) {
     });
     T::Parallel(c.BM, [&](T::Var i) { s(i) = 1.0f / s(i); });
     T::Serial(chunks, [&](T::Var k) {
-      T::Parallel(c.BM, c.BN,
-                  [&](T::Var i, T::Var j) { x(i, j) = T::exp(T::cast(T::f32, raw(i, j)) * c.scale - m(i)) * s(i); });
+      T::Parallel(c.BM, c.BN, [&](T::Var i, T::Var j) {
+        x(i, j) = T::exp(T::cast(T::f32, raw(i, j)) * c.scale - m(i)) * s(i);
+      });
       T::copy_padded(X(bx * c.BM, (k + 1) * c.BN), raw, -T::infinity(c.dtype));
       T::copy(x, Y(bx * c.BM, k * c.BN));
     });
@@ -314,7 +315,10 @@ std::vector<Param> parameters(const FuzzCase& c) {
     case Family::Softmax:
       return {{"X", c.dtype, {M, N}}, {"Y", c.out_dtype, {M, N}, true}};
     case Family::Attention:
-      return {{"Q", c.dtype, {M, K}}, {"K", c.dtype, {N, K}}, {"V", c.dtype, {N, K}}, {"O", DType::f32, {M, K}, true}};
+      return {{"Q", c.dtype, {M, K}},
+              {"K", c.dtype, {N, K}},
+              {"V", c.dtype, {N, K}},
+              {"O", DType::f32, {M, K}, true}};
   }
   return {};
 }

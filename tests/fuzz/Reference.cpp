@@ -39,7 +39,8 @@ Outputs gemm(const FuzzCase& c, const std::vector<interp::HostTensor>& args) {
     for (size_t j = 0; j < N; ++j) {
       Value s;
       for (size_t k = 0; k < K; ++k) {
-        const double p = (c.trans_a ? a[k * M + i] : a[i * K + k]) * (c.trans_b ? b[j * K + k] : b[k * N + j]);
+        const double p =
+            (c.trans_a ? a[k * M + i] : a[i * K + k]) * (c.trans_b ? b[j * K + k] : b[k * N + j]);
         s.v += p;
         s.m += std::abs(p);
       }
@@ -74,7 +75,7 @@ Outputs tile(const FuzzCase& c, const std::vector<interp::HostTensor>& args) {
         if (c.reduce != ReduceKind::None) {
           const Value* row = &xs[static_cast<size_t>(i) * c.BN];
           const double inf = std::numeric_limits<double>::infinity();
-          red = c.reduce_init ? Value{c.init_value, std::abs(c.init_value)}
+          red = c.reduce_init                 ? Value{c.init_value, std::abs(c.init_value)}
                 : c.reduce == ReduceKind::Sum ? Value{0.0, 0.0}
                 : c.reduce == ReduceKind::Max ? Value{-inf, 0.0}
                                               : Value{inf, 0.0};

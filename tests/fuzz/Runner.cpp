@@ -187,7 +187,8 @@ CaseResult run_case(const FuzzCase& c, const RunOptions& o) {
       r.compiled.push_back(arch);
       const std::string& path = k.info().path;
       r.paths.push_back(arch + ": " + path.substr(0, path.find(';')));
-      r.spill_bytes = std::max(r.spill_bytes, k.resources().spill_store_bytes + k.resources().spill_load_bytes);
+      r.spill_bytes =
+          std::max(r.spill_bytes, k.resources().spill_store_bytes + k.resources().spill_load_bytes);
     } catch (const CompileError& e) {
       rejected_somewhere = true;
       reject(r, arch, first_line(e.what()));
@@ -207,8 +208,8 @@ CaseResult run_case(const FuzzCase& c, const RunOptions& o) {
           interp_out.empty() ? 0 : worst_error(got, interp_out, expected.magnitudes, error_floor(c));
       if (!(r.gpu_error <= r.tolerance) || !(vs_interp <= 2 * r.tolerance))
         fail(r, "gpu-mismatch", "gpu",
-             "GPU vs float64: relative error " + number(r.gpu_error) + ", GPU vs interpreter " + number(vs_interp) +
-                 "; tolerance " + number(r.tolerance));
+             "GPU vs float64: relative error " + number(r.gpu_error) + ", GPU vs interpreter " +
+                 number(vs_interp) + "; tolerance " + number(r.tolerance));
     } catch (const std::exception& e) {
       fail(r, "gpu-error", "gpu", excerpt(e.what()));
     }

@@ -14,7 +14,7 @@
 namespace tessel::fuzz {
 
 struct RunOptions {
-  bool interpret = true;                            // the interpreter against float64
+  bool interpret = true;                              // the interpreter against float64
   std::vector<std::string> archs{"sm_80", "sm_90a"};  // compiled through the whole pipeline and NVRTC
   bool gpu = false;  // also run the kernel for the device's own arch (compiled if not listed) on it
 };
@@ -61,10 +61,10 @@ struct BatchOptions {
 
 struct BatchReport {
   int programs = 0, passed = 0, rejected = 0, failed = 0;
-  std::map<std::string, int> compiled;      // arch -> programs compiled
-  std::map<std::string, int> rejections;    // first line of each CompileError -> count
-  std::map<std::string, int> paths;         // "arch: path" -> programs compiled to it
-  int spilled = 0;                          // programs whose kernel spilled registers (not a failure)
+  std::map<std::string, int> compiled;    // arch -> programs compiled
+  std::map<std::string, int> rejections;  // first line of each CompileError -> count
+  std::map<std::string, int> paths;       // "arch: path" -> programs compiled to it
+  int spilled = 0;                        // programs whose kernel spilled registers (not a failure)
   std::vector<std::pair<FuzzCase, CaseResult>> failures;
   double seconds = 0;
   int gpu_runs = 0;

@@ -20,7 +20,8 @@ using namespace tessel::fuzz;
 
 namespace {
 
-constexpr const char* kHelp = R"(tessel_fuzz: random Tessel programs, each checked against a float64 evaluation.
+constexpr const char* kHelp =
+    R"(tessel_fuzz: random Tessel programs, each checked against a float64 evaluation.
 
 Each program (a GEMM, a Parallel + reduction tile, a softmax, or an attention-like gemm chain,
 with random tiles, stages, threads, transposes, sizes with tails, offsets and expressions) is
@@ -67,8 +68,8 @@ long long parse_int(const std::string& flag, const std::string& v, long long lo,
     used = 0;
   }
   if (used == 0 || used != v.size() || x < lo || x > hi)
-    usage_error(flag + " wants an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "], got '" +
-                v + "'");
+    usage_error(flag + " wants an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) +
+                "], got '" + v + "'");
   return x;
 }
 
@@ -117,7 +118,8 @@ int main(int argc, char** argv) {
         o.family = -2;
         for (int k = 0; k < 4; ++k)
           if (f == family_name(static_cast<Family>(k))) o.family = k;
-        if (o.family == -2) usage_error("--family: unknown family '" + f + "' (gemm, tile, softmax, attention, all)");
+        if (o.family == -2)
+          usage_error("--family: unknown family '" + f + "' (gemm, tile, softmax, attention, all)");
       }
     } else if (a == "--arch") {
       const std::string v = value();
@@ -200,12 +202,14 @@ int main(int argc, char** argv) {
       ++done;
       if (verbose || r.outcome == Outcome::Fail)
         std::cout << "[" << index << "] " << outcome_name(r.outcome) << " " << c.summary() << " ("
-                  << static_cast<int>(r.seconds * 1000) << " ms" << [&] {
-                       std::string s;
-                       for (const std::string& p : r.paths) s += "; " + p;
-                       return s;
-                     }() << ")"
-                  << (r.outcome != Outcome::Pass ? "\n    " + r.signature() + ": " + r.detail : "") << std::endl;
+                  << static_cast<int>(r.seconds * 1000) << " ms" <<
+            [&] {
+              std::string s;
+              for (const std::string& p : r.paths) s += "; " + p;
+              return s;
+            }() << ")"
+                  << (r.outcome != Outcome::Pass ? "\n    " + r.signature() + ": " + r.detail : "")
+                  << std::endl;
       else if (done % 100 == 0)
         std::cout << "... " << done << " / " << o.count << std::endl;
     };
@@ -219,18 +223,21 @@ int main(int argc, char** argv) {
               << (o.run.gpu ? ", GPU" : "") << ", " << o.jobs << " jobs" << std::endl;
     const BatchReport report = run_batch(o);
     if (!out_dir.empty())
-      for (int w = 0; w < o.jobs; ++w) fs::remove(fs::path(out_dir) / ("running-" + std::to_string(w) + ".case"));
+      for (int w = 0; w < o.jobs; ++w)
+        fs::remove(fs::path(out_dir) / ("running-" + std::to_string(w) + ".case"));
     for (const auto& [c, r] : report.failures) handle_failure(c, r);
     std::cout << "tessel_fuzz: " << report.programs << " programs: " << report.passed << " passed, "
               << report.rejected << " rejected, " << report.failed << " failed";
     for (const auto& [arch, n] : report.compiled) std::cout << "; " << n << " compiled for " << arch;
     if (o.run.gpu) std::cout << "; " << report.gpu_runs << " run on the GPU";
-    std::cout << "; " << report.seconds << " s; worst error / tolerance: interpreter " << report.worst_interp_ratio;
+    std::cout << "; " << report.seconds << " s; worst error / tolerance: interpreter "
+              << report.worst_interp_ratio;
     if (o.run.gpu) std::cout << ", GPU " << report.worst_gpu_ratio;
     std::cout << "\n";
     for (const auto& [why, n] : report.rejections) std::cout << "  rejected " << n << "x: " << why << "\n";
     for (const auto& [path, n] : report.paths) std::cout << "  " << n << " compiled to " << path << "\n";
-    if (report.spilled) std::cout << "  " << report.spilled << " programs spilled registers (not a failure)\n";
+    if (report.spilled)
+      std::cout << "  " << report.spilled << " programs spilled registers (not a failure)\n";
     if (!json_path.empty()) write_file(json_path, report_json(o, report) + "\n");
     return report.failed ? 1 : 0;
   } catch (const std::exception& e) {

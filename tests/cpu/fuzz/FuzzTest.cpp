@@ -40,10 +40,12 @@ TEST(FuzzBatch, FixedSeedProgramsMatchFloat64AndCompile) {
   o.compile_every = kCompileEvery;
   o.jobs = 2;
   const BatchReport r = run_batch(o);
-  std::printf("[ fuzz     ] seed %llu: %d programs (%d compiled for sm_80, %d for sm_90a): %d passed, %d rejected, "
-              "%d failed in %.1f s\n",
-              static_cast<unsigned long long>(kSeed), r.programs, r.compiled.count("sm_80") ? r.compiled.at("sm_80") : 0,
-              r.compiled.count("sm_90a") ? r.compiled.at("sm_90a") : 0, r.passed, r.rejected, r.failed, r.seconds);
+  std::printf(
+      "[ fuzz     ] seed %llu: %d programs (%d compiled for sm_80, %d for sm_90a): %d passed, %d rejected, "
+      "%d failed in %.1f s\n",
+      static_cast<unsigned long long>(kSeed), r.programs,
+      r.compiled.count("sm_80") ? r.compiled.at("sm_80") : 0,
+      r.compiled.count("sm_90a") ? r.compiled.at("sm_90a") : 0, r.passed, r.rejected, r.failed, r.seconds);
   for (const auto& [why, n] : r.rejections) std::printf("[ fuzz     ]   rejected %dx: %s\n", n, why.c_str());
   EXPECT_EQ(r.programs, kPrograms);
   EXPECT_EQ(r.failed, 0) << failures_text(r);
@@ -98,7 +100,8 @@ TEST(FuzzCaseText, ErrorsNameTheLineAndTheProblem) {
   EXPECT_CONTAINS(error_of("family gemm\n"), "no 'tessel-fuzz 1' header line");
   EXPECT_CONTAINS(error_of("tessel-fuzz 1\nfamily conv\n"), "line 2: unknown family 'conv'");
   EXPECT_CONTAINS(error_of("tessel-fuzz 1\nBM 6x\n"), "line 2: BM: '6x' is not an integer");
-  EXPECT_CONTAINS(error_of("tessel-fuzz 1\nexpr (add x)\n"), "line 2: expression '(add x)': 'add' takes 2 operands, got 1");
+  EXPECT_CONTAINS(error_of("tessel-fuzz 1\nexpr (add x)\n"),
+                  "line 2: expression '(add x)': 'add' takes 2 operands, got 1");
   EXPECT_CONTAINS(error_of("tessel-fuzz 1\nexpr (neg x x)\n"), "expected ')' after the 1 operands of 'neg'");
   EXPECT_CONTAINS(error_of("tessel-fuzz 1\nexpr (pow x 2)\n"), "unknown operator 'pow'");
   EXPECT_CONTAINS(error_of("tessel-fuzz 1\nblock 4\n"), "line 2: unknown key 'block'");

@@ -23,9 +23,10 @@ TEST(FuzzGpu, GeneratedProgramsMatchOnTheDevice) {
   o.run.gpu = true;
   o.jobs = static_cast<int>(std::max(2u, std::thread::hardware_concurrency()));
   const BatchReport r = run_batch(o);
-  std::printf("[ fuzz gpu ] seed %llu: %d programs, %d run on the GPU: %d passed, %d rejected, %d failed in %.1f s\n",
-              static_cast<unsigned long long>(o.seed), r.programs, r.gpu_runs, r.passed, r.rejected, r.failed,
-              r.seconds);
+  std::printf(
+      "[ fuzz gpu ] seed %llu: %d programs, %d run on the GPU: %d passed, %d rejected, %d failed in %.1f s\n",
+      static_cast<unsigned long long>(o.seed), r.programs, r.gpu_runs, r.passed, r.rejected, r.failed,
+      r.seconds);
   EXPECT_EQ(r.failed, 0);
   for (const auto& [c, res] : r.failures)
     ADD_FAILURE() << res.signature() << ": " << c.summary() << "\n  " << res.detail.substr(0, 600) << "\n"

@@ -29,7 +29,8 @@ T::PrimFunc cast_epilogue(T::DType dtype, int M, int N, int K) {
         T::copy(B(ko * BK, bx * BN), B_s);
         T::gemm(A_s, B_s, acc);
       });
-      T::Parallel(BM, BN, [&](T::Var i, T::Var j) { out(i, j) = T::cast(dtype, T::max(acc(i, j) * 0.5, 0.0)); });
+      T::Parallel(BM, BN,
+                  [&](T::Var i, T::Var j) { out(i, j) = T::cast(dtype, T::max(acc(i, j) * 0.5, 0.0)); });
       T::copy(out, C(by * BM, bx * BN));
     });
   });
