@@ -110,6 +110,13 @@ FuzzCase minimize(const FuzzCase& c, const CaseResult& result, const RunOptions&
   auto still_legal = [&](const FuzzCase& d) {
     return legality.archs.empty() || run_case(d, legality).outcome != Outcome::Rejected;
   };
+  return shrink(
+      c, [&](const FuzzCase& d) { return run_case(d, ro).signature() == want && still_legal(d); },
+      max_attempts, log);
+}
+
+FuzzCase shrink(const FuzzCase& c, const std::function<bool(const FuzzCase&)>& still_fails, int max_attempts,
+                const std::function<void(const std::string&)>& log) {
   FuzzCase best = c;
   int attempts = 0;
   for (bool progress = true; progress && attempts < max_attempts;) {
@@ -117,7 +124,7 @@ FuzzCase minimize(const FuzzCase& c, const CaseResult& result, const RunOptions&
     for (const FuzzCase& d : candidates(best)) {
       if (complexity(d) >= complexity(best)) continue;
       if (++attempts > max_attempts) break;
-      if (run_case(d, ro).signature() != want || !still_legal(d)) continue;
+      if (!still_fails(d)) continue;
       best = d;
       progress = true;
       if (log) log("kept: " + best.summary());

@@ -80,6 +80,10 @@ BatchReport run_batch(const BatchOptions& o);
 FuzzCase minimize(const FuzzCase& c, const CaseResult& result, const RunOptions& o, int max_attempts = 300,
                   const std::function<void(const std::string&)>& log = {});
 
+// The greedy loop minimize runs, for any notion of failing (tests plant one).
+FuzzCase shrink(const FuzzCase& c, const std::function<bool(const FuzzCase&)>& still_fails, int max_attempts,
+                const std::function<void(const std::string&)>& log = {});
+
 // The batch as JSON (options, counts, rejections, failures with their case texts).
 std::string report_json(const BatchOptions& o, const BatchReport& r);
 

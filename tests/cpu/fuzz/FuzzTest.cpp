@@ -70,6 +70,28 @@ TEST(FuzzRegressions, EveryCaseThatEverFailedPasses) {
   }
 }
 
+// A planted failure (a transposed-B gemm with K past 20 and a bias) shrinks to its essentials:
+// the knobs that do not matter off, the sizes at their smallest, the expression gone.
+TEST(FuzzMinimizer, ShrinksAPlantedFailureToItsEssentials) {
+  FuzzCase c;
+  c.family = Family::Gemm;
+  c.M = 150, c.N = 97, c.K = 77;
+  c.BM = 64, c.BN = 64, c.BK = 32, c.threads = 128, c.stages = 3;
+  c.trans_a = true, c.trans_b = true, c.swizzle = true, c.bias = true, c.epilogue = true;
+  c.expr = parse_expr("(add (mul x 0.5) (expc (neg x)))");
+  auto fails = [](const FuzzCase& d) { return d.family == Family::Gemm && d.trans_b && d.K > 20 && d.bias; };
+  ASSERT_TRUE(fails(c));
+  const FuzzCase m = shrink(c, fails, 1000);
+  EXPECT_TRUE(fails(m));
+  EXPECT_TRUE(m.trans_b && m.bias);
+  EXPECT_FALSE(m.trans_a || m.swizzle || m.epilogue) << m.to_text();
+  EXPECT_EQ(m.M, 1);
+  EXPECT_EQ(m.N, 1);
+  EXPECT_LE(m.K, 32) << m.to_text();  // one less, half, or a tile: 21..32 all shrink no further
+  EXPECT_EQ(m.stages, 0);
+  EXPECT_EQ(m.expr.to_text(), "x");
+}
+
 TEST(FuzzCaseText, EveryGeneratedCaseRoundTrips) {
   for (int i = 0; i < 500; ++i) {
     const FuzzCase c = generate_case(case_seed(kSeed, i));
