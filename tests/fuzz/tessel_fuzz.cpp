@@ -26,8 +26,9 @@ constexpr const char* kHelp =
 Each program (a GEMM, a Parallel + reduction tile, a softmax, or an attention-like gemm chain,
 with random tiles, stages, threads, transposes, sizes with tails, offsets and expressions) is
   - run on the CPU reference interpreter and compared with a float64 evaluation of the same
-    program (relative Frobenius error within a tolerance for its dtypes and reduction length;
-    outputs are NaN-poisoned first, so an element never written fails);
+    program (Frobenius error relative to the magnitudes the program computes from, within a
+    tolerance for its dtypes and reduction lengths; outputs are NaN-poisoned first, so an
+    element never written fails);
   - compiled through the whole pipeline and NVRTC for each --arch (no GPU needed);
   - with --gpu, also run on the GPU (compiled for the device's arch) and compared with float64
     and with the interpreter.
@@ -42,11 +43,12 @@ usage: tessel_fuzz [options]
   --family F          gemm, tile, softmax, attention or all (default all)
   --arch A[,B]        archs to compile for (default sm_80,sm_90a); "none": interpreter only
   --compile-every N   compile only cases whose index is a multiple of N (default 1: all)
-  --gpu               also run each program on the GPU (fails when there is none)
+  --gpu               also run each program on the GPU, compiled for the device's arch
+                      (--arch none --gpu compiles for that arch only); exit 2 without a GPU
   --jobs N            worker threads (default: the number of cores)
-  --out DIR           write failing cases (minimized) there as <seed>.case and <seed>.cpp
+  --out DIR           write failing cases (minimized) there as <family>-<seed>.case and .cpp
   --json FILE         write the batch report as JSON
-  --replay FILE       run one .case file (any options above but --count/--seed apply)
+  --replay FILE       run one .case file (--arch, --gpu, --out and --no-minimize apply)
   --print-cpp FILE    print the C++ reproducer of a .case file and exit
   --no-minimize       report failures as generated
   --verbose           one line per program
