@@ -140,6 +140,33 @@ FuzzCase gemm_case(Rng& r, FuzzCase c) {
   c.epilogue = r.chance(0.6);
   c.bias = r.chance(0.3);
   c.row_sums = r.chance(0.2);
+  // Often the tutorial's shape that sm_90a's persistent TMA + wgmma GEMM takes
+  // (select_hopper_gemm): one or two consumer warpgroups of 64 rows each, BN a multiple of 64,
+  // BK 32 or 64, two or more stages, K and N multiples of 8, no transposes; M may be ragged.
+  if (r.chance(0.3)) {
+    c.row_sums = false;
+    c.trans_a = c.trans_b = false;
+    for (;;) {
+      const int consumers = r.range(1, 2);
+      c.threads = 128 * consumers;
+      c.BM = 64 * consumers * r.range(1, 2);
+      c.BN = r.pick({64, 128, 256});
+      c.BK = r.pick({32, 64});
+      c.stages = r.range(2, 4);
+      c.policy = 0;
+      const int fragments = 1 + (c.epilogue || c.bias ? 1 : 0);
+      const int smem = c.stages * (c.BM * c.BK + c.BK * c.BN) * 2;
+      if (c.BM * c.BN * fragments / c.threads > kValuesPerThread || smem > kSmemBudget) continue;
+      break;
+    }
+    c.swizzle = r.chance(0.3);
+    c.cluster = r.chance(0.3) ? r.range(1, 2) : 0;
+    c.M = size_for(r, c.BM, 300);
+    c.N = 8 * ((size_for(r, c.BN, 320) + 7) / 8);
+    c.K = 8 * ((size_for(r, c.BK, 200) + 7) / 8);
+    if (c.epilogue) c.expr = live_expr(r, 3, false);
+    return c;
+  }
   for (int attempt = 0;; ++attempt) {
     c.BM = r.pick({16, 32, 48, 64, 64, 96, 128});
     c.BN = r.pick({16, 24, 32, 64, 64, 96, 128, 256});
