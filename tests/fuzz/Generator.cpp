@@ -161,6 +161,8 @@ FuzzCase gemm_case(Rng& r, FuzzCase c) {
     }
     c.swizzle = r.chance(0.3);
     c.cluster = r.chance(0.3) ? r.range(1, 2) : 0;
+    // use_cluster(1, 2) splits B's 64-column panels between the two blocks.
+    if (c.cluster == 2 && (c.BN / 64) % 2) c.cluster = 1;
     c.M = size_for(r, c.BM, 300);
     c.N = 8 * ((size_for(r, c.BN, 320) + 7) / 8);
     c.K = 8 * ((size_for(r, c.BK, 200) + 7) / 8);
@@ -188,6 +190,7 @@ FuzzCase gemm_case(Rng& r, FuzzCase c) {
   c.trans_b = r.chance(0.35);
   c.swizzle = r.chance(0.2);
   c.cluster = r.chance(0.15) ? r.range(1, 2) : 0;
+  if (c.cluster == 2 && c.BN % 128) c.cluster = 1;
   c.M = size_for(r, c.BM, 300);
   c.N = size_for(r, c.BN, 300);
   c.K = size_for(r, c.BK, 200);
