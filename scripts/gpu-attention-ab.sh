@@ -6,7 +6,8 @@
 # B x H x 4096^2 cases. Writes <date>-attention-<what>-<tag>.json files and ab.log into OUTDIR.
 #
 #   scripts/gpu-attention-ab.sh OUTDIR   (env: TESSEL_BUILD_DIR=build-gpu, TESSEL_RESULT_TAG=h200,
-#                                          AB_DTYPE=bf16, AB_REPEATS=10)
+#                                          AB_DTYPE=bf16, AB_REPEATS=10,
+#                                          AB_SCHEDULES="pingpong ring cpasync")
 set -uo pipefail
 out=${1:?usage: scripts/gpu-attention-ab.sh OUTDIR}
 mkdir -p "$out" && out=$(cd "$out" && pwd)
@@ -41,6 +42,6 @@ bench() {  # bench NAME [ENV=VALUE ...] -- ARGS...
 
 bench default -- 
 bench no-async-gemm TESSEL_DISABLE=async_gemm --
-for schedule in pingpong ring cpasync; do
+for schedule in ${AB_SCHEDULES-pingpong ring cpasync}; do
   bench "$schedule" -- --cases "$four" --config "128x128:2:256:$schedule"
 done

@@ -99,7 +99,7 @@ struct KernelInfo {
   // line per TMA tensor map ("K_map: box [1, 128, 1, 64] of K, 128-byte swizzle") and per
   // mbarrier array ("K_full[2]: 1 arrival per phase"); the warp roles (consumer threads and
   // register budget, producer threads and budget); the warpgroups taking turns.
-  std::vector<std::string> tma_maps, mbarriers;
+  std::vector<std::string> tma_maps{}, mbarriers{};
   int consumer_threads = 0, consumer_regs = 0, producer_threads = 0, producer_regs = 0;
   bool pingpong = false;
 };

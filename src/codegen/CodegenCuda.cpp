@@ -382,6 +382,7 @@ class CudaEmitter {
       --indent_;
       line() << "}";
     } else if (const auto* gw = s.as<AsyncGemmWait>()) {
+      for (const Buffer& p : gw->pinned) line() << "tessel::wgmma_fence_operand(" << name_of(p) << ");";
       line() << "tessel::wgmma_wait<" << gw->pending << ">();";
       for (const Buffer& f : gw->fence) line() << "tessel::wgmma_fence_operand(" << name_of(f) << ");";
     } else if (s.as<AsyncCommit>()) {

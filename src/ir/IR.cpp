@@ -559,9 +559,10 @@ Stmt make_specialize(int consumer_threads, int producer_threads, int consumer_re
                                                      w));
 }
 
-Stmt make_async_gemm_wait(int pending, std::vector<Buffer> fence, std::source_location w) {
+Stmt make_async_gemm_wait(int pending, std::vector<Buffer> fence, std::source_location w,
+                          std::vector<Buffer> pinned) {
   TESSEL_INTERNAL_CHECK(pending >= 0 && pending <= 7, "wgmma wait for " << pending << " groups");
-  return Stmt(std::make_shared<const AsyncGemmWait>(pending, std::move(fence), w));
+  return Stmt(std::make_shared<const AsyncGemmWait>(pending, std::move(fence), std::move(pinned), w));
 }
 Stmt make_async_commit(std::source_location w) {
   return Stmt(std::make_shared<const AsyncCommit>(w));

@@ -143,6 +143,7 @@ void IRVisitor::visit_node(const SpecializeStmt* op) {
 }
 void IRVisitor::visit_node(const AsyncGemmWait* op) {
   for (const Buffer& b : op->fence) visit_buffer(b);
+  for (const Buffer& b : op->pinned) visit_buffer(b);
 }
 
 // ---- mutator ---------------------------------------------------------------------------------------
@@ -356,12 +357,16 @@ Stmt IRMutator::mutate_node(const SpecializeStmt* op, const Stmt& self) {
 }
 Stmt IRMutator::mutate_node(const AsyncGemmWait* op, const Stmt& self) {
   bool changed = false;
-  std::vector<Buffer> f;
+  std::vector<Buffer> f, p;
   for (const Buffer& b : op->fence) {
     f.push_back(mutate_buffer(b));
     changed = changed || !f.back().same_as(b);
   }
-  return changed ? make_async_gemm_wait(op->pending, f, op->where) : self;
+  for (const Buffer& b : op->pinned) {
+    p.push_back(mutate_buffer(b));
+    changed = changed || !p.back().same_as(b);
+  }
+  return changed ? make_async_gemm_wait(op->pending, f, op->where, p) : self;
 }
 
 // ---- substitution ------------------------------------------------------------------------------------

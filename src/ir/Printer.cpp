@@ -230,6 +230,7 @@ class Printer {
     } else if (const auto* gw = s.as<AsyncGemmWait>()) {
       os << pad << "gemm_wait(pending=" << gw->pending;
       for (const Buffer& f : gw->fence) os << ", " << f->name;
+      for (size_t i = 0; i < gw->pinned.size(); ++i) os << (i ? ", " : "; after ") << gw->pinned[i]->name;
       os << ")\n";
     } else if (s.as<AsyncCommit>()) {
       os << pad << "async_commit()\n";

@@ -109,9 +109,10 @@ class TileOpLowering : public IRMutator {
 
   // The registers a wait hands back are the fragments' register arrays.
   Stmt mutate_node(const AsyncGemmWait* op, const Stmt&) override {
-    std::vector<Buffer> fence;
+    std::vector<Buffer> fence, pinned;
     for (const Buffer& b : op->fence) fence.push_back(b->scope == Scope::Fragment ? ctx_.registers_of(b) : b);
-    return make_async_gemm_wait(op->pending, fence, op->where);
+    for (const Buffer& b : op->pinned) pinned.push_back(b->scope == Scope::Fragment ? ctx_.registers_of(b) : b);
+    return make_async_gemm_wait(op->pending, fence, op->where, pinned);
   }
 
   // A TMA load: one box per panel of the tile's swizzle (device/tessel/pipeline.cuh), at the

@@ -85,23 +85,6 @@ inline const ir::GemmStmt* as_wgmma_gemm(const ir::Stmt& s, const PassContext& c
   return l != ctx.fragment_layouts.end() && l->second.wgmma ? g : nullptr;
 }
 
-// The callee of the empty wgmma commit group that stands in for a gemm not issued on some path
-// (rotate_async_gemms), so that every path commits the same number of groups.
-inline constexpr const char* kEmptyGemmGroup = "tessel::wgmma_commit";
-
-// `if (c) { waits; gemm } else { empty group }` (rotate_async_gemms): the gemm, or null.
-inline const ir::GemmStmt* gemm_or_empty_group(const ir::Stmt& s, const PassContext& ctx) {
-  const auto* i = s.as<ir::IfStmt>();
-  if (!i || !i->else_case.defined()) return nullptr;
-  const auto* e = i->else_case.as<ir::DeviceCall>();
-  if (!e || e->callee != kEmptyGemmGroup) return nullptr;
-  std::vector<ir::Stmt> then = flatten_seq(i->then_case);
-  if (then.empty()) return nullptr;
-  for (size_t k = 0; k + 1 < then.size(); ++k)
-    if (!then[k].as<ir::MbarrierStmt>() || then[k].as<ir::MbarrierStmt>()->op != ir::MbarrierOp::Wait) return nullptr;
-  return as_wgmma_gemm(then.back(), ctx);
-}
-
 // A ring stage's release: the consumers' arrival on an `empty` mbarrier.
 inline bool is_release(const ir::Stmt& s) {
   const auto* m = s.as<ir::MbarrierStmt>();

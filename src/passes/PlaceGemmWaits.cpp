@@ -6,7 +6,10 @@
 //               - a statement naming a register array an in-flight gemm writes (its accumulator)
 //                 or reads (an A operand in registers), or writing a shared buffer one reads,
 //                 waits until the youngest such gemm retired: N = the groups issued after it
-//                 (groups retire in order); the retired gemms' registers are fenced;
+//                 (groups retire in order); the retired gemms' accumulators are fenced after
+//                 it, and the fragments computed since the previous wait are pinned before it
+//                 (otherwise the CUDA compiler sinks that arithmetic past the wait -- measured:
+//                 the whole softmax behind `wgmma.wait_group 0`);
 //               - a gemm accumulating into the accumulator of an in-flight gemm does not wait
 //                 (the tensor cores chain them); one whose register A operand an in-flight gemm
 //                 writes, or whose accumulator one reads as A, does;
@@ -27,9 +30,10 @@
 //             final); tile ops not yet lowered (gemms, copies and Parallel nests name their
 //             fragments). Applies on sm_90a with ctx.allow_async_gemm; otherwise every wgmma waits
 //             right after it is issued (WarpgroupGemm::run).
-//   Ensures:  on every path, each gemm's registers are touched, the shared stages it reads are
-//             released and the kernel ends only after a wait that retires it; every path through
-//             an iteration commits the same number of groups (rotate_async_gemms's empty group).
+//   Ensures:  on every path, a gemm is retired before its registers are touched, before the
+//             shared stages it reads are released or rewritten, and before the kernel ends; the
+//             wait counts hold on every path (a gemm under a condition or in a nested loop is
+//             placed within it, and everything retires before and after such a statement).
 #include <algorithm>
 #include <map>
 
@@ -124,20 +128,12 @@ class Placer {
 
   void place(const Stmt& s) {
     if (!s.defined()) return;
-    auto w = s->where;
     if (const auto* seq = s.as<SeqStmt>()) {
       for (const Stmt& c : seq->stmts) place(c);
     } else if (const auto* g = as_wgmma_gemm(s, ctx_)) {
       before_gemm(g);
       out.push_back(async_copy(g));
       issue(g);
-    } else if (const auto* rg = gemm_or_empty_group(s, ctx_)) {
-      before_gemm(rg);
-      const auto* i = s.as<IfStmt>();
-      std::vector<Stmt> then = flatten_seq(i->then_case);
-      then.back() = async_copy(rg);
-      out.push_back(make_if(i->cond, make_seq(then, w), i->else_case, w));
-      issue(rg);
     } else if (is_release_stmt(s)) {
       defer(s);
     } else if (s.as<BarrierStmt>()) {
@@ -161,6 +157,8 @@ class Placer {
       }
       if (youngest >= 0) retire_through(youngest);
       out.push_back(s);
+      for (const Buffer& b : fragments_used(s))
+        if (!contains_buffer(touched_, b)) touched_.push_back(b);
     }
   }
 
@@ -244,6 +242,16 @@ class Placer {
     for (int i = 0; i <= index; ++i)
       for (const Buffer& b : flight[static_cast<size_t>(i)].writes)
         if (!contains_buffer(fence, b)) fence.push_back(b);
+    // The fragments computed since the last wait are pinned before this one (the work that
+    // overlaps the gemms), except registers an in-flight gemm uses.
+    std::vector<Buffer> pinned;
+    for (const Buffer& b : touched_) {
+      bool busy = false;
+      for (const Group& g : flight) busy = busy || contains_buffer(g.writes, b) || contains_buffer(g.reads, b);
+      const bool pinnable = b->dtype == DType::f32 || b->dtype == DType::f16 || b->dtype == DType::bf16;
+      if (!busy && pinnable) pinned.push_back(b);
+    }
+    touched_.clear();
     flight.erase(flight.begin(), flight.begin() + index + 1);
     // Registers a gemm still in flight uses are not handed to other code yet.
     std::vector<Buffer> handed;
@@ -252,7 +260,8 @@ class Placer {
       for (const Group& g : flight) busy = busy || contains_buffer(g.writes, b) || contains_buffer(g.reads, b);
       if (!busy) handed.push_back(b);
     }
-    out.push_back(make_async_gemm_wait(pending_after, handed, loop_ ? loop_->where : std::source_location()));
+    out.push_back(
+        make_async_gemm_wait(pending_after, handed, loop_ ? loop_->where : std::source_location(), pinned));
     flush();
   }
 
@@ -282,6 +291,7 @@ class Placer {
   PassContext& ctx_;
   const ForStmt* loop_;
   int* next_id_;
+  std::vector<Buffer> touched_;  // fragments the statements since the last wait used
 };
 
 // A statement list placed on its own, ending with nothing in flight.

@@ -12,7 +12,8 @@
 //                                  ... (the softmax); wait for this warpgroup's turn; last gemm
 //               after the loop:    warpgroup 0 gives warpgroup 1 its last turn
 //             A loop rotate_async_gemms rotated issues its gemms as one run (the first gemm of
-//             iteration j, then the last of iteration j - 1): the run is the phase -- each
+//             iteration j, then -- after its ring wait -- the last of iteration j - 1): the run
+//             is the phase -- each
 //             iteration: the run; give the other its turn; ...; wait for this warpgroup's turn.
 //             Each barrier completes once per turn: between two of a warpgroup's arrivals on the
 //             other's barrier lies its own wait, which needs the other's arrival, which the
@@ -78,8 +79,6 @@ class PingPong : public IRMutator {
         auto l = ctx_.fragment_layouts.find(g->C.buffer->id);
         if (l == ctx_.fragment_layouts.end() || !l->second.wgmma) return Stmt();
         gemms.push_back(i);
-      } else if (gemm_or_empty_group(body[i], ctx_)) {
-        gemms.push_back(i);  // rotate_async_gemms's gemm of the previous iteration
       } else if (has_barrier_or_gemm(body[i])) {
         return Stmt();  // a gemm or barrier nested in other statements: not a shape this pass knows
       }
@@ -90,7 +89,13 @@ class PingPong : public IRMutator {
     const Expr wg0 = lt(ctx_.thread_index, make_int(128));
     const Expr other = make_select(wg0, make_int(3), make_int(2));
     const Expr mine = make_select(wg0, make_int(2), make_int(3));
-    if (gemms.size() >= 2 && last == first + static_cast<int>(gemms.size()) - 1) {
+    // One run: the gemms separated by nothing but ring waits.
+    bool run = gemms.size() >= 2;
+    for (int i = first; run && i <= last; ++i) {
+      const auto* m = body[static_cast<size_t>(i)].as<MbarrierStmt>();
+      run = body[static_cast<size_t>(i)].as<GemmStmt>() || (m && m->op == MbarrierOp::Wait);
+    }
+    if (run) {
       // One run of gemms (a rotated loop): the run is the phase; the other warpgroup's turn
       // starts after it, and this warpgroup's next turn is awaited at the end of the iteration.
       if (last + 1 == static_cast<int>(body.size())) return Stmt();  // nothing after them to overlap

@@ -62,7 +62,7 @@ bool has_protocol(const Stmt& s) {
     void visit_node(const ProducerStmt*) override { found = true; }
     void visit_node(const AsyncGemmWait*) override { found = true; }
     void visit_node(const DeviceCall* op) override {
-      found = found || op->callee.rfind("tessel::named_barrier", 0) == 0 || op->callee == kEmptyGemmGroup;
+      found = found || op->callee.rfind("tessel::named_barrier", 0) == 0;
     }
   } f;
   f.visit(s);
@@ -173,10 +173,13 @@ class Walker {
       // of every ring's period between them, so that what follows the loop (a rotated loop's
       // last gemm, at the real last iteration) meets the rings in the state it would; the check's
       // cost stays independent of the sequence length. Every agent skips the same iterations.
-      const std::int64_t head = kLoopCap / 2;
-      const std::int64_t skip = *ext > kLoopCap ? (*ext - kLoopCap) / layout_.period * layout_.period : 0;
-      for (std::int64_t i = *mn; i < *mn + *ext; ++i) {
-        if (skip > 0 && i == *mn + head) i += skip;
+      // The window skipped is the same absolute range of the loop variable for every loop
+      // (the producer's loop from 0, a rotated consumer loop from 1), set by where they end.
+      const std::int64_t end = *mn + *ext, from = kLoopCap / 2;
+      const std::int64_t skip =
+          end - from > kLoopCap / 2 && *mn <= from ? (end - kLoopCap) / layout_.period * layout_.period : 0;
+      for (std::int64_t i = *mn; i < end; ++i) {
+        if (skip > 0 && i == from) i += skip;
         ev_.env[f->var.get()] = i;
         ++*use_;
         walk(f->body);
@@ -227,8 +230,6 @@ class Walker {
         }
         groups_.erase(groups_.begin());
       }
-    } else if (const auto* dc = s.as<DeviceCall>(); dc && dc->callee == kEmptyGemmGroup) {
-      groups_.emplace_back();
     } else {
       const size_t first = events.size();
       reads(s);

@@ -15,8 +15,8 @@ namespace tessel::interp {
 
 struct HostTensor {
   DType dtype = DType::f32;
-  std::vector<std::int64_t> shape;
-  std::vector<unsigned char> bytes;
+  std::vector<std::int64_t> shape{};
+  std::vector<unsigned char> bytes{};
 
   HostTensor() = default;
   // Zero-filled.

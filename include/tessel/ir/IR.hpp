@@ -550,14 +550,17 @@ struct SpecializeStmt : StmtNode {
 };
 
 // wgmma.wait_group: until at most `pending` async gemm groups of this warpgroup are in flight;
-// `fence` names the accumulators (and register A operands) the retired gemms wrote or read,
-// whose registers the code after the wait may touch.
+// `fence` names the accumulators the retired gemms wrote, whose registers the code after the
+// wait may touch; `pinned` names registers the code before the wait computed, which must be
+// computed before it (the work meant to overlap the gemms: without the pin the CUDA compiler
+// may sink register arithmetic past the wait).
 struct AsyncGemmWait : StmtNode {
   static constexpr NodeKind kKind = NodeKind::AsyncGemmWait;
-  AsyncGemmWait(int p, std::vector<Buffer> f, std::source_location w)
-      : StmtNode(kKind, w), pending(p), fence(std::move(f)) {}
+  AsyncGemmWait(int p, std::vector<Buffer> f, std::vector<Buffer> pin, std::source_location w)
+      : StmtNode(kKind, w), pending(p), fence(std::move(f)), pinned(std::move(pin)) {}
   const int pending;
   const std::vector<Buffer> fence;
+  const std::vector<Buffer> pinned;
 };
 
 // ---- constructors that check invariants ------------------------------------------------------
@@ -596,7 +599,8 @@ Stmt make_tma_load(Region src, Region dst, Var map, Buffer bars, Expr index, std
 Stmt make_producer(Stmt body, std::source_location w);
 Stmt make_specialize(int consumer_threads, int producer_threads, int consumer_regs, int producer_regs,
                      Stmt producer, Stmt consumer, std::source_location w);
-Stmt make_async_gemm_wait(int pending, std::vector<Buffer> fence, std::source_location w);
+Stmt make_async_gemm_wait(int pending, std::vector<Buffer> fence, std::source_location w,
+                          std::vector<Buffer> pinned = {});
 Stmt make_async_commit(std::source_location w);
 Stmt make_async_wait(int pending, std::source_location w);
 

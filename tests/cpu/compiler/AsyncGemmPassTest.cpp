@@ -1,16 +1,17 @@
-// rotate_async_gemms and place_gemm_waits on IR text: attention's loop rotated (O += P V of block
-// ko - 1 issued behind S = Q K^T of block ko, an empty group on the first iteration, the last
-// block's gemm after the loop), S waited with one group pending before the softmax and P V
-// before O is rescaled, K's stage released after the first wait and V's after the second; a
-// loop the register headroom keeps unrotated carries P V across the back edge (its release
-// re-indexed to the previous iteration, the last one after the loop); and where nothing
-// applies: the switch off, sm_80, the cp.async schedule.
+// rotate_async_gemms and place_gemm_waits on IR text: a branch-free two-gemm loop rotated (the
+// first block peeled, then O += P V of block ko - 1 issued behind S = Q K^T of block ko, the
+// last block's gemm after the loop), S waited with one group pending and P V before P is
+// rewritten, K's stage released after the first wait and V's after the second; attention, whose
+// mask branches, left unrotated; a loop left unrotated carries P V across the back edge (its
+// release re-indexed to the previous iteration, the last one after the loop); and where nothing
+// applies: the switch off, sm_80, the cp.async schedule, warpgroups taking turns.
 #include <gtest/gtest.h>
 
 #include "Lower.hpp"
 #include "codegen/CodegenCuda.hpp"
 #include "support/LoweringSupport.hpp"
 #include "tessel/kernels/attention/FlashAttention.hpp"
+#include "tessel/kernels/attention/GemmChain.hpp"
 
 namespace {
 
@@ -19,6 +20,13 @@ using T::test::sm80;
 using T::test::sm90;
 using T::test::stage_text;
 using Schedule = T::kernels::AttentionConfig::Schedule;
+
+// The ring schedule: no warpgroup turns (with turns the loop is not rotated).
+T::passes::PassContext::Switches no_turns() {
+  T::passes::PassContext::Switches s;
+  s.allow_pingpong = false;
+  return s;
+}
 
 T::PrimFunc attention(int D, T::kernels::AttentionConfig c, bool causal = false) {
   T::kernels::AttentionShape s;
@@ -32,68 +40,91 @@ size_t at(const std::string& text, const std::string& needle, size_t from = 0) {
   return p;
 }
 
-TEST(AsyncGemmPasses, AttentionLoopIsRotated) {
-  for (Schedule sc : {Schedule::ring_pingpong, Schedule::ring}) {
-    auto l = T::lower(attention(128, {128, 128, 256, 2, sc}).ir(), sm90(), true);
-    EXPECT_EQ(l.ctx.rotated_gemm_loops, 1);
-    const std::string r = stage_text(l, "rotate_async_gemms");
-    const size_t qk = at(r, "gemm(shared_0, shared_1[(ko % 2):+1");
-    const size_t guard = at(r, "if (ko > 0) {", qk);
-    const size_t pv = at(r, "gemm(fragment_4, shared_2[((ko - 1) % 2):+1", guard);
-    const size_t empty = at(r, "tessel::wgmma_commit()", pv);
-    const size_t release = at(r, "mbarrier.warp_arrive(shared_2_empty[((ko - 1) % 2)])", empty);
-    const size_t softmax = at(r, "reduce_max(", release);
-    // After the loop: the last block (ceil(1000 / 128) = 8 blocks: ko = 7).
-    const size_t last = at(r, "gemm(fragment_4, shared_2[1:+1", softmax);
-    at(r, "mbarrier.warp_arrive(shared_2_empty[1])", last);
-  }
+// The FlashAttention-shaped chain O = f16(scale * Q K^T) V (one consumer warpgroup, no turns;
+// S scaled in place, then copied to P): nothing branches between its gemms.
+T::PrimFunc chain() {
+  return T::kernels::gemm_chain_program(200, 1000, 64, T::DType::f16, 0.5f, {64, 64, 128, 2}, /*p_via_copy=*/true);
+}
+
+TEST(AsyncGemmPasses, ABranchFreeLoopIsRotated) {
+  auto l = T::lower(chain().ir(), sm90(), true);
+  EXPECT_EQ(l.ctx.rotated_gemm_loops, 1);
+  const std::string r = stage_text(l, "rotate_async_gemms");
+  // Block 0 alone: S, then its scaling and copy to P, no P V.
+  const size_t first = at(r, "gemm(shared_0, shared_1[0:+1");
+  const size_t loop = at(r, "serial ko in [1, 1 + 15) {", first);
+  EXPECT_EQ(r.substr(first, loop - first).find("gemm(fragment_4"), std::string::npos);
+  const size_t qk = at(r, "gemm(shared_0, shared_1[(ko % 2):+1", loop);
+  const size_t wait_v = at(r, "mbarrier.wait(shared_2_full[((ko - 1) % 2)]", qk);
+  const size_t pv = at(r, "gemm(fragment_4, shared_2[((ko - 1) % 2):+1", wait_v);
+  const size_t release = at(r, "mbarrier.warp_arrive(shared_2_empty[((ko - 1) % 2)])", pv);
+  const size_t scale = at(r, "fragment_3[i, j] = (fragment_3[i, j] * 0.5_f32)", release);
+  // After the loop: the last block (ceil(1000 / 64) = 16 blocks: ko = 15, stage 1).
+  const size_t last = at(r, "gemm(fragment_4, shared_2[1:+1", scale);
+  at(r, "mbarrier.warp_arrive(shared_2_empty[1])", last);
 }
 
 TEST(AsyncGemmPasses, WaitsGoWhereTheRegistersAreTouched) {
-  auto l = T::lower(attention(128, {128, 128, 256, 2, Schedule::ring_pingpong}).ir(), sm90(), true);
-  EXPECT_EQ(l.ctx.async_gemms, 3);  // S, P V in the loop, P V after it
-  EXPECT_EQ(l.ctx.gemm_waits, 3);
+  auto l = T::lower(chain().ir(), sm90(), true);
+  EXPECT_EQ(l.ctx.async_gemms, 4);  // S of block 0; S and P V in the loop; P V after it
   const std::string w = stage_text(l, "place_gemm_waits");
-  const size_t qk = at(w, "gemm_issue(shared_0, shared_1[(ko % 2):+1");
+  const size_t loop = at(w, "serial ko in [1, 1 + 15) {");
+  const size_t qk = at(w, "gemm_issue(shared_0, shared_1[(ko % 2):+1", loop);
   const size_t pv = at(w, "gemm_issue(fragment_4, shared_2[((ko - 1) % 2):+1", qk);
-  // S retired (P V may still run) before the mask reads S; K's stage released right after.
+  // S retired (P V of block ko - 1 may still run) before S is scaled; K's stage released then.
   const size_t wait_s = at(w, "gemm_wait(pending=1, fragment_3)", pv);
   const size_t release_k = at(w, "mbarrier.warp_arrive(shared_1_empty[(ko % 2)])", wait_s);
-  const size_t mask = at(w, "if (((ko + 1) * 128) > 1000)", release_k);
-  EXPECT_LT(wait_s, mask);
-  // P V retired before O is rescaled; V's stage (of block ko - 1) released after it.
-  const size_t wait_o = at(w, "gemm_wait(pending=0, fragment_5)", mask);
-  const size_t release_v = at(w, "mbarrier.warp_arrive(shared_2_empty[((ko - 1) % 2)])", wait_o);
-  const size_t rescale = at(w, "fragment_5[i", release_v);
-  EXPECT_LT(release_v, rescale);
-  // The kernel's end: the last block's P V retired before the epilogue divides O.
-  const size_t last = at(w, "gemm_issue(fragment_4, shared_2[1:+1", rescale);
-  at(w, "gemm_wait(pending=0, fragment_5)", last);
+  const size_t scale = at(w, "fragment_3[i, j] = (fragment_3[i, j] * 0.5_f32)", release_k);
+  // P V retired before P is overwritten; the scaled S is pinned before that wait; V's stage of
+  // block ko - 1 released after it.
+  const size_t wait_p = at(w, "gemm_wait(pending=0, fragment_5; after fragment_3)", scale);
+  const size_t release_v = at(w, "mbarrier.warp_arrive(shared_2_empty[((ko - 1) % 2)])", wait_p);
+  at(w, "copy(fragment_3[0:+64, 0:+64] -> fragment_4[0:+64, 0:+64])", release_v);
   // The source: asynchronous issue and the placed waits.
   const std::string src = T::codegen::generate_cuda(l);
   at(src, "::run_async(shared_0");
   at(src, "::run_rs_async(fragment_4");
   at(src, "tessel::wgmma_wait<1>();\n      tessel::wgmma_fence_operand(fragment_3);");
-  at(src, "tessel::wgmma_commit();");
+  at(src, "tessel::wgmma_fence_operand(fragment_3);\n      tessel::wgmma_wait<0>();");
+}
+
+TEST(AsyncGemmPasses, AttentionIsNotRotatedWhileItsMaskBranches) {
+  for (bool causal : {false, true}) {
+    auto l = T::lower(attention(128, {128, 128, 256, 2, Schedule::ring}, causal).ir(), sm90(), no_turns(), true);
+    EXPECT_EQ(l.ctx.rotated_gemm_loops, 0);
+    EXPECT_GT(l.ctx.async_gemms, 0);
+  }
 }
 
 TEST(AsyncGemmPasses, AnUnrotatedLoopCarriesItsLastGemmAcrossTheBackEdge) {
   // 128x192 tiles at D = 64: S (96) + O (32) + P packed (48) registers leave the softmax too
   // little of 240, so the loop is not rotated; P V of block ko is retired in iteration ko + 1
   // (when S = Q K^T of block ko + 1 is waited for) and V's stage of block ko released then.
-  auto l = T::lower(attention(64, {128, 192, 256, 3, Schedule::ring}).ir(), sm90(), true);
+  auto l = T::lower(attention(64, {128, 192, 256, 3, Schedule::ring}).ir(), sm90(), no_turns(), true);
   EXPECT_EQ(l.ctx.rotated_gemm_loops, 0);
   const std::string w = stage_text(l, "place_gemm_waits");
   const size_t qk = at(w, "gemm_issue(shared_0, shared_1[(ko % 3):+1");
   // One wait retires the previous block's P V and this block's S (they retire in order).
-  const size_t wait_s = at(w, "gemm_wait(pending=0, fragment_5, fragment_3)", qk);
+  const size_t wait_s = at(w, "gemm_wait(pending=0, fragment_5, fragment_3", qk);
   const size_t carried = at(w, "if (ko > 0) {\n            mbarrier.warp_arrive(shared_2_empty[((ko - 1) % 3)])", wait_s);
   const size_t pv = at(w, "gemm_issue(fragment_4, shared_2[(ko % 3):+1", carried);
   EXPECT_LT(wait_s, pv);
   // After the loop: everything retired, the last block's V stage (ceil(1000 / 192) = 6 blocks:
   // block 5, stage 2) released.
-  const size_t drain = at(w, "gemm_wait(pending=0, fragment_5)\n        mbarrier.warp_arrive(shared_2_empty[2])", pv);
+  const size_t drain = at(w, "gemm_wait(pending=0, fragment_5", pv);
+  at(w, "mbarrier.warp_arrive(shared_2_empty[2])", drain);
   EXPECT_NE(drain, std::string::npos);
+}
+
+TEST(AsyncGemmPasses, TurnTakingWarpgroupsAreNotRotated) {
+  // Two consumer warpgroups taking turns: the gemms are asynchronous, the loop keeps its order.
+  auto l = T::lower(attention(128, {128, 128, 256, 2, Schedule::ring_pingpong}).ir(), sm90(), true);
+  EXPECT_TRUE(l.ctx.pingpong);
+  EXPECT_EQ(l.ctx.rotated_gemm_loops, 0);
+  EXPECT_GT(l.ctx.async_gemms, 0);
+  const std::string w = stage_text(l, "place_gemm_waits");
+  EXPECT_EQ(w.find("gemm_issue(fragment_4, shared_2[((ko - 1)"), std::string::npos) << w;
+  EXPECT_NE(w.find("gemm_issue(fragment_4, shared_2[(ko % 2)"), std::string::npos) << w;
 }
 
 TEST(AsyncGemmPasses, NotAppliedWhereTheyDoNotBelong) {

@@ -185,10 +185,11 @@ TEST(FlashAttentionGpuSmall, SwitchesGiveTheSameResults) {
 namespace {
 
 // The ring schedules at both head dimensions, with the asynchronous wgmma passes on and off:
-// rotated loops (128x128 tiles: O += P V of block j - 1 behind S = Q K^T of block j), a loop the
-// register headroom keeps unrotated (128x192 at D = 64: P V stays in flight across the back
-// edge, its V stage released one iteration late), and every gemm waiting for itself; tails in
-// both lengths, causal and not, several blocks of keys per CTA.
+// gemms issued asynchronously with their waits placed (P V of a block retired in the next
+// iteration, its V stage released one iteration late -- attention's loop is not rotated while
+// its mask branches; the rotated form runs in RegisterGemmGpuTest's chains), 128x192 tiles at
+// D = 64 with three stages, and every gemm waiting for itself; tails in both lengths, causal and
+// not, several blocks of keys per CTA.
 TEST(FlashAttentionGpuSmall, AsyncGemmSchedules) {
   TESSEL_REQUIRE_GPU();
   using Schedule = T::kernels::AttentionConfig::Schedule;

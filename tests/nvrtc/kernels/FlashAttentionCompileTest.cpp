@@ -77,8 +77,8 @@ TEST_P(FlashAttentionAsyncGemms, OverlapTheSoftmaxWithTheSecondGemm) {
     if (async) {
       EXPECT_NE(src.find("::run_async("), std::string::npos);
       EXPECT_NE(src.find("::run_rs_async("), std::string::npos);
-      EXPECT_NE(src.find("tessel::wgmma_wait<1>();"), std::string::npos) << "S is not retired before P V";
-      EXPECT_NE(src.find("tessel::wgmma_commit();"), std::string::npos) << "no empty group in the first iteration";
+      // Rotated (no turns): S retired while P V of the previous block still runs.
+      EXPECT_EQ(src.find("tessel::wgmma_wait<1>();") != std::string::npos, !pingpong) << src;
     } else {
       EXPECT_EQ(src.find("_async("), std::string::npos);
       EXPECT_EQ(src.find("wgmma_wait<"), std::string::npos);
