@@ -20,7 +20,7 @@ if [[ -f build-gpu/CMakeCache.txt ]]; then
 fi
 rm -rf build-gpu
 mkdir -p build-gpu
-for exe in tessel tessel_tests_cpu tessel_tests_nvrtc tessel_tests_gpu; do
+for exe in tessel tessel_fuzz tessel_tests_cpu tessel_tests_nvrtc tessel_tests_gpu; do
   if [[ -x "build/$exe" ]]; then cp "build/$exe" build-gpu/; fi
 done
 # The cluster softmax probe (tools/probes/softmax_cluster_probe.cu), for gpu-check.sh; optional.

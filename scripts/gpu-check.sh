@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # On the GPU machine, from the repository root: runs what build-gpu/ holds (built on the CPU
 # machine by scripts/build-gpu.sh; nothing is rebuilt here) and collects the results:
-#   the gpu test tier, `tessel tutorial --section 1,2,3,5,6`, `tessel bench gemm` over issue 5's
+#   the gpu test tier, `tessel_fuzz --gpu` over 10^4 programs, `tessel tutorial --section 1,2,3,5,6`, `tessel bench gemm` over issue 5's
 #   seven shapes in f16 and bf16, `tessel bench compile`, `tessel bench attention` and `tessel
 #   bench softmax` when the build has them, compute-sanitizer racecheck/synccheck on small sm_90a GEMMs when the tool is there,
 #   the cluster softmax probe (tools/probes) when build-gpu/ holds it, and the Python package's tier
 #   and benchmarks (scripts/gpu-python.sh; TESSEL_PYTHON=0 skips them).
 # Writes at most 8 files into OUTDIR (the transfer limit) — gpu-check.log (everything
 # printed), gpu-tests.json and up to six result JSONs named <date>-<what>-<tag>.json as
-# bench/results/ wants them — and prints a summary table last. Exit status: 0 when every step
+# bench/results/ wants them; the fuzzer's report is a seventh when the softmax probe does not run,
+# and goes into the log when it does — and prints a summary table last. Exit status: 0 when every step
 # succeeded.
 #
 #   scripts/gpu-check.sh OUTDIR   (env: TESSEL_BUILD_DIR=build-gpu, TESSEL_GIT_COMMIT, TESSEL_RESULT_TAG=h200)
@@ -27,6 +28,12 @@ gemm_json="$out/$day-gemm-$tag.json"
 compile_json="$out/$day-compile-$tag.json"
 softmax_json="$out/$day-softmax-$tag.json"
 attention_json="$out/$day-attention-$tag.json"
+fuzz_json="$out/$day-fuzz-$tag.json"
+fuzz_json_in_log=0
+if [[ -x "$build/softmax_cluster_probe" ]]; then  # its result is the eighth file
+  fuzz_json=$(mktemp /tmp/tessel-gpu-check-fuzz-XXXXXX.json)
+  fuzz_json_in_log=1
+fi
 
 if [[ -z "${TESSEL_GIT_COMMIT:-}" ]]; then
   # One line, whatever the file's layout ("<sha>" or "<sha>-dirty" or "<sha>\ndirty").
@@ -38,7 +45,7 @@ export TESSEL_NO_PROGRESS=1
 # A private kernel cache: nothing left in the machine's home, nothing extra in OUTDIR.
 TESSEL_CACHE_DIR=$(mktemp -d /tmp/tessel-gpu-check-cache-XXXXXX)
 export TESSEL_CACHE_DIR
-trap 'rm -rf "$TESSEL_CACHE_DIR"' EXIT
+trap 'rm -rf "$TESSEL_CACHE_DIR"; [[ $fuzz_json_in_log == 1 ]] && rm -f "$fuzz_json"' EXIT
 
 declare -a step_names step_codes step_secs
 run_step() {  # run_step NAME TIMEOUT_S COMMAND...
@@ -68,6 +75,18 @@ command -v nvidia-smi >/dev/null &&
 
 run_step "info" 60 "$build/tessel" info
 run_step "gpu tests" 600 "$build/tessel_tests_gpu" --gtest_output="json:$out/gpu-tests.json"
+# The fuzzer (docs/fuzzing.md): 10^4 generated programs compiled for the device's arch (on every
+# core) and run on it, outputs NaN-poisoned, against float64 and the interpreter; failures are
+# minimized and printed into the log. About 3-4 minutes on the H200 host's 16 cores.
+if [[ -x "$build/tessel_fuzz" ]]; then
+  # (TESSEL_CACHE=0: 10^4 distinct kernels would only fill the cache folder.)
+  TESSEL_CACHE=0 run_step "fuzz" 900 "$build/tessel_fuzz" --gpu --arch none --count 10000 --seed "${TESSEL_FUZZ_SEED:-20261204}" \
+    --json "$fuzz_json"
+  if [[ $fuzz_json_in_log == 1 ]]; then
+    echo "### fuzz report ($day-fuzz-$tag.json):" >>"$log"
+    cat "$fuzz_json" >>"$log" 2>/dev/null
+  fi
+fi
 run_step "tutorial 1-3,5,6" 600 "$build/tessel" tutorial --section 1,2,3,5,6 --json "$tutorial_json"
 # The seven shapes of issue 5's bar, f16 and bf16, cuBLAS in the same process.
 run_step "bench gemm" 600 "$build/tessel" bench gemm \
@@ -112,7 +131,7 @@ summary() {
     [[ ${step_codes[$i]} -ne 0 ]] && failed=1
   done
   if command -v python3 >/dev/null; then
-    python3 - "$out/gpu-tests.json" "$gemm_json" "$compile_json" "$softmax_json" <<'PY'
+    python3 - "$out/gpu-tests.json" "$gemm_json" "$compile_json" "$softmax_json" "$fuzz_json" <<'PY'
 import json, sys
 def load(path):
     try:
@@ -120,7 +139,7 @@ def load(path):
             return json.load(f)
     except (OSError, ValueError):
         return None
-tests, gemm, comp, softmax = (load(p) for p in sys.argv[1:5])
+tests, gemm, comp, softmax, fuzz = (load(p) for p in sys.argv[1:6])
 if tests:
     skipped = sum(1 for s in tests.get("testsuites", []) for t in s.get("testsuite", [])
                   if t.get("result") == "SKIPPED")
@@ -153,6 +172,9 @@ if softmax:
                   f"{c['copy_gbs']:8.0f} {100 * c['fraction_of_copy']:7.1f}%{flag}")
         else:
             print(f"{shape:<16} {c['dtype']:<5} {c.get('status', '?')}")
+if fuzz:
+    print(f"\nfuzz: seed {fuzz['seed']}, {fuzz['programs']} programs, {fuzz['gpu_runs']} run on the GPU: "
+          f"{fuzz['passed']} passed, {fuzz['rejected']} rejected, {fuzz['failed']} failed in {fuzz['seconds']:.0f} s")
 if comp:
     print(f"\ncompile: cold {comp['cold_median_ms']:.0f} ms (first {comp['cold_first_ms']:.0f} ms; target < 1000), "
           f"hit {comp['memory_hit_median_ms']:.2f} ms memory / {comp['disk_hit_median_ms']:.2f} ms disk (target < 10)")

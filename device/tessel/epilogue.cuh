@@ -43,16 +43,18 @@ __device__ inline void store_pair(TOut* p, float lo, float hi, int n_valid) {
 }  // namespace epilogue_detail
 
 // Vectorized: ld is even and gmem is aligned to 2 * sizeof(TOut), so column pairs are
-// stored with one instruction.
-template <class TOut, class Gemm, bool Vectorized = false>
-__device__ inline void store_accumulators(const float (&acc)[Gemm::kAccPerThread], TOut* gmem, long long ld,
+// stored with one instruction. TAcc: float for a gemm's own accumulator; a 16-bit fragment
+// computed element by element from one (an epilogue's output tile) has its layout too.
+template <class TOut, class Gemm, bool Vectorized = false, class TAcc = float>
+__device__ inline void store_accumulators(const TAcc (&acc)[Gemm::kAccPerThread], TOut* gmem, long long ld,
                                           int rows_valid, int cols_valid) {
 #pragma unroll
   for (int i = 0; i < Gemm::kAccPerThread; i += 2) {
     const int r = Gemm::acc_row(i);
     const int c = Gemm::acc_col(i);
     if (r < rows_valid) {
-      epilogue_detail::store_pair<TOut, Vectorized>(gmem + r * ld + c, acc[i], acc[i + 1], cols_valid - c);
+      epilogue_detail::store_pair<TOut, Vectorized>(gmem + r * ld + c, float(to_float(acc[i])),
+                                                    float(to_float(acc[i + 1])), cols_valid - c);
     }
   }
 }
@@ -62,8 +64,8 @@ __device__ inline void store_accumulators(const float (&acc)[Gemm::kAccPerThread
 // barriers, so no copy or ldmatrix still touches it. It returns without a final barrier:
 // barrier before reusing the scratch.
 // Vectorized: ld * sizeof(TOut) % 16 == 0 and gmem is 16-byte aligned (16-byte stores).
-template <class TOut, class Gemm, bool Vectorized = false>
-__device__ inline void store_accumulators_via_shared(const float (&acc)[Gemm::kAccPerThread],
+template <class TOut, class Gemm, bool Vectorized = false, class TAcc = float>
+__device__ inline void store_accumulators_via_shared(const TAcc (&acc)[Gemm::kAccPerThread],
                                                      TOut* smem_scratch, TOut* gmem, long long ld,
                                                      int rows_valid, int cols_valid) {
   using Scratch = PreferredSharedLayout<Gemm::kBM, Gemm::kBN, sizeof(TOut)>;
@@ -79,7 +81,8 @@ __device__ inline void store_accumulators_via_shared(const float (&acc)[Gemm::kA
   for (int i = 0; i < Gemm::kAccPerThread; i += 2) {
     const int r = Gemm::acc_row(i);
     const int c = Gemm::acc_col(i);
-    epilogue_detail::store_pair<TOut, kPair>(smem_scratch + Scratch::offset(r, c), acc[i], acc[i + 1], 2);
+    epilogue_detail::store_pair<TOut, kPair>(smem_scratch + Scratch::offset(r, c), float(to_float(acc[i])),
+                                             float(to_float(acc[i + 1])), 2);
   }
   block_sync();
   copy_shared_to_global<TOut, Gemm::kBM, Gemm::kBN, Scratch, Gemm::kThreads, Vectorized>(
