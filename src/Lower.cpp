@@ -183,6 +183,7 @@ LoweredFunc lower_to(const ir::PrimFuncNode& f, const passes::Target& target,
   out.ctx.allow_register_spills = s.allow_register_spills;
   out.ctx.allow_pingpong = s.allow_pingpong;
   out.ctx.allow_async_gemm = s.allow_async_gemm;
+  out.ctx.allow_loop_rotation = s.allow_loop_rotation;
   out.name = f.name;
   out.params = f.params;
   out.ctx.target = target;

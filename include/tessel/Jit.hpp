@@ -61,6 +61,11 @@ struct JitOptions {
   // iteration's first (rotate_async_gemms). True waits right after every gemm
   // (TESSEL_DISABLE=async_gemm does the same).
   bool disable_async_gemm = false;
+  // Ring loops rotated so that a loop's last gemm is issued behind the next iteration's first
+  // (rotate_async_gemms; attention's loop split where its mask turns on). Off by default: on the
+  // H200 it measured between -3.5 % and +2.5 % on attention's causal ring (docs/perf-notes.md,
+  // session 9), no gain yet.
+  bool rotate_gemm_loops = false;
   // A kernel whose fragments and local arrays hold more than 510 values per thread (twice the
   // 255 registers a thread can have), in one buffer or in all, is a CompileError naming the
   // buffer: ptxas would spill most of it to local memory, slowly and at length. True compiles it

@@ -206,7 +206,8 @@ JitKernel jit(const PrimFunc& f, const JitOptions& options, std::source_location
       !options.disable_async_pipeline && !env_off("async_pipeline"),
       options.allow_register_spills,
       !options.disable_pingpong && !env_off("pingpong"),
-      !options.disable_async_gemm && !env_off("async_gemm")};
+      !options.disable_async_gemm && !env_off("async_gemm"),
+      options.rotate_gemm_loops && !options.disable_async_gemm && !env_off("async_gemm")};
 
   int nparams = static_cast<int>(prog.params.size());
   for (std::size_t n = 0; n < options.out_idx.size(); ++n) {

@@ -126,6 +126,7 @@ struct PassContext {
     bool allow_register_spills = false;  // check_register_budget off
     bool allow_pingpong = true;
     bool allow_async_gemm = true;
+    bool allow_loop_rotation = false;
   };
   bool allow_tma = true, allow_wgmma = true, allow_warp_specialization = true;
   bool allow_split_k = true;
@@ -140,6 +141,8 @@ struct PassContext {
   // rotate_async_gemms and place_gemm_waits: wgmma gemms issued asynchronously, their waits
   // placed at the first use; off: each waits right after it is issued.
   bool allow_async_gemm = true;
+  // rotate_async_gemms (opt-in: JitOptions::rotate_gemm_loops).
+  bool allow_loop_rotation = false;
 
   // Set by select_hopper_gemm.
   HopperPlan hopper;

@@ -19,6 +19,7 @@
 //             today -- splitting the loop into unmasked and masked iterations is what would let
 //             it rotate), nor where two consumer warpgroups will take turns (schedule_warpgroups),
 //             which measured faster than the rotation on the H200.
+//             Opt-in (JitOptions::rotate_gemm_loops): measured on the H200 it has not paid yet.
 //   Requires: plan_pipelines (the ring's waits, releases and staged tiles; ctx.mbarriers names
 //             the tile each `empty` array releases), specialize_warps (the loop is the consumers').
 //             Applies on sm_90a with ctx.allow_async_gemm.
@@ -349,7 +350,8 @@ class Rotator : public IRMutator {
 }  // namespace
 
 Stmt rotate_async_gemms(const Stmt& body, PassContext& ctx) {
-  if (ctx.target.sm != 90 || !ctx.allow_async_gemm || ctx.mbarriers.empty()) return body;
+  if (ctx.target.sm != 90 || !ctx.allow_async_gemm || !ctx.allow_loop_rotation || ctx.mbarriers.empty())
+    return body;
   Rotator r(ctx);
   Stmt out = r.mutate(body);
   ctx.rotated_gemm_loops = r.rotated;

@@ -25,6 +25,13 @@ using Schedule = T::kernels::AttentionConfig::Schedule;
 T::passes::PassContext::Switches no_turns() {
   T::passes::PassContext::Switches s;
   s.allow_pingpong = false;
+  s.allow_loop_rotation = true;
+  return s;
+}
+// Rotation switched on (it is opt-in), turns left as they are.
+T::passes::PassContext::Switches rotating() {
+  T::passes::PassContext::Switches s;
+  s.allow_loop_rotation = true;
   return s;
 }
 
@@ -54,7 +61,7 @@ std::string loop_body(const std::string& text, size_t at) {
 }
 
 TEST(AsyncGemmPasses, ABranchFreeLoopIsRotated) {
-  auto l = T::lower(chain().ir(), sm90(), true);
+  auto l = T::lower(chain().ir(), sm90(), rotating(), true);
   EXPECT_EQ(l.ctx.rotated_gemm_loops, 1);
   const std::string r = stage_text(l, "rotate_async_gemms");
   // Block 0 alone: S, then its scaling and copy to P, no P V.
@@ -72,7 +79,7 @@ TEST(AsyncGemmPasses, ABranchFreeLoopIsRotated) {
 }
 
 TEST(AsyncGemmPasses, WaitsGoWhereTheRegistersAreTouched) {
-  auto l = T::lower(chain().ir(), sm90(), true);
+  auto l = T::lower(chain().ir(), sm90(), rotating(), true);
   EXPECT_EQ(l.ctx.async_gemms, 4);  // S of block 0; S and P V in the loop; P V after it
   const std::string w = stage_text(l, "place_gemm_waits");
   const size_t loop = at(w, "serial ko in [1, 1 + 15) {");
@@ -142,13 +149,19 @@ TEST(AsyncGemmPasses, AnUnrotatedLoopCarriesItsLastGemmAcrossTheBackEdge) {
 
 TEST(AsyncGemmPasses, TurnTakingWarpgroupsAreNotRotated) {
   // Two consumer warpgroups taking turns: the gemms are asynchronous, the loop keeps its order.
-  auto l = T::lower(attention(128, {128, 128, 256, 2, Schedule::ring_pingpong}).ir(), sm90(), true);
+  auto l = T::lower(attention(128, {128, 128, 256, 2, Schedule::ring_pingpong}).ir(), sm90(), rotating(), true);
   EXPECT_TRUE(l.ctx.pingpong);
   EXPECT_EQ(l.ctx.rotated_gemm_loops, 0);
   EXPECT_GT(l.ctx.async_gemms, 0);
   const std::string w = stage_text(l, "place_gemm_waits");
   EXPECT_EQ(w.find("gemm_issue(fragment_4, shared_2[((ko - 1)"), std::string::npos) << w;
   EXPECT_NE(w.find("gemm_issue(fragment_4, shared_2[(ko % 2)"), std::string::npos) << w;
+}
+
+TEST(AsyncGemmPasses, RotationIsOptIn) {
+  auto l = T::lower(chain().ir(), sm90(), true);
+  EXPECT_EQ(l.ctx.rotated_gemm_loops, 0);
+  EXPECT_GT(l.ctx.async_gemms, 0);
 }
 
 TEST(AsyncGemmPasses, NotAppliedWhereTheyDoNotBelong) {

@@ -34,11 +34,16 @@ T::LoweredFunc before_verify(const T::PrimFunc& f) {
 T::LoweredFunc without_turns(const T::PrimFunc& f) {
   T::passes::PassContext::Switches no_turns;
   no_turns.allow_pingpong = false;
+  no_turns.allow_loop_rotation = true;  // attention's loop split at its mask, each part rotated
   return T::lower_until(f.ir(), T::test::sm90(), "place_gemm_waits", no_turns);
 }
 // A branch-free two-gemm loop, rotated: O += P V of block j - 1 issued behind S = Q K^T of block j.
 T::LoweredFunc rotated_chain(int n = 700) {
-  return before_verify(T::kernels::gemm_chain_program(300, n, 64, T::DType::f16, 0.5f, {64, 64, 128, 2}, true));
+  T::passes::PassContext::Switches rotate;
+  rotate.allow_loop_rotation = true;
+  return T::lower_until(
+      T::kernels::gemm_chain_program(300, n, 64, T::DType::f16, 0.5f, {64, 64, 128, 2}, true).ir(),
+      T::test::sm90(), "place_gemm_waits", rotate);
 }
 
 std::string verify_error(const Stmt& body, T::passes::PassContext ctx) {

@@ -186,16 +186,17 @@ namespace {
 
 // The ring schedules at both head dimensions, with the asynchronous wgmma passes on and off:
 // gemms issued asynchronously with their waits placed (P V of a block retired in the next
-// iteration, its V stage released one iteration late -- attention's loop is not rotated while
-// its mask branches; the rotated form runs in RegisterGemmGpuTest's chains), 128x192 tiles at
+// iteration, its V stage released one iteration late), the opt-in rotation (the loop split where
+// the mask turns on, each part rotated), 128x192 tiles at
 // D = 64 with three stages, and every gemm waiting for itself; tails in both lengths, causal and
 // not, several blocks of keys per CTA.
 TEST(FlashAttentionGpuSmall, AsyncGemmSchedules) {
   TESSEL_REQUIRE_GPU();
   using Schedule = T::kernels::AttentionConfig::Schedule;
-  T::JitOptions sync_gemms;
+  T::JitOptions sync_gemms, rotated;
   sync_gemms.disable_async_gemm = true;
-  for (const T::JitOptions& jo : {T::JitOptions{}, sync_gemms})
+  rotated.rotate_gemm_loops = true;  // split at the mask, each part rotated (opt-in)
+  for (const T::JitOptions& jo : {T::JitOptions{}, rotated, sync_gemms})
     for (Schedule sc : {Schedule::ring_pingpong, Schedule::ring})
       for (bool causal : {false, true}) {
         T::kernels::AttentionConfig c128{128, 128, 256, 2, sc}, c192{128, 192, 256, 3, sc};

@@ -63,6 +63,7 @@ TEST_P(FlashAttentionAsyncGemms, OverlapTheSoftmaxWithTheSecondGemm) {
   T::kernels::AttentionOptions o;
   o.jit.arch = "sm_90a";
   o.jit.disable_async_gemm = !async;
+  o.jit.rotate_gemm_loops = true;  // opt-in: split at the mask and rotated without turns
   T::kernels::AttentionConfig c = T::kernels::default_attention_config(s, T::DType::bf16, false, "sm_90a");
   c.schedule = pingpong ? T::kernels::AttentionConfig::Schedule::ring_pingpong : T::kernels::AttentionConfig::Schedule::ring;
   o.config = c;
