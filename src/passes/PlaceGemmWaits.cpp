@@ -20,7 +20,8 @@
 //                 the same way, each ending with nothing in flight.
 //             Across a loop's back edge: the gemms still in flight at the end of an iteration
 //             stay in flight into the next when every stage release waiting for them is on a
-//             ring of two stages or more -- they retire by the end of that next iteration (so
+//             ring of two stages or more and the loop does not issue its own ring loads (a
+//             producer without warp roles would wait for a release the carry holds back) -- they retire by the end of that next iteration (so
 //             the GEMM main loop keeps one wgmma group in flight: wait_group 1, then release the
 //             previous stage) -- and their releases follow, re-indexed to the previous iteration
 //             (`if (k > min)`); after the loop everything retires and the last iteration's
@@ -59,6 +60,15 @@ struct PendingRelease {
   int after = 0;  // the id of the group that must retire first
   bool carried = false;
 };
+
+bool has_producer(const Stmt& s) {
+  struct Finder : IRVisitor {
+    bool found = false;
+    void visit_node(const ProducerStmt*) override { found = true; }
+  } f;
+  f.visit(s);
+  return f.found;
+}
 
 bool contains_wgmma(const Stmt& s, const PassContext& ctx) {
   struct Finder : IRVisitor {
@@ -174,7 +184,10 @@ class Placer {
     for (int i = 0; i < static_cast<int>(flight.size()); ++i)
       if (flight[static_cast<size_t>(i)].carried) carried = i;
     if (carried >= 0) retire_through(carried);
-    bool can_carry = loop_ != nullptr;
+    // Not where the loop issues its own ring loads (no warp roles: one consumer thread waits at
+    // the top of an iteration for the stage the previous one used, whose release a carried gemm
+    // would hold back -- a deadlock).
+    bool can_carry = loop_ != nullptr && !has_producer(loop_->body);
     for (const PendingRelease& p : pending) can_carry = can_carry && !p.carried && ring_stages(p.release) >= 2;
     if (!can_carry) {
       retire_all();

@@ -192,3 +192,58 @@ TEST(AsyncGemmPasses, NotAppliedWhereTheyDoNotBelong) {
 }
 
 }  // namespace
+
+namespace {
+
+// A ring without warp roles -- its loop inside a condition, where specialize_warps leaves the
+// producer's work to one consumer thread at the top of each iteration, waiting for the stage the
+// previous iteration used: a gemm carried into the next iteration would hold that stage's release
+// behind the producer's wait (a deadlock verify_pipelines reports). No carry, no rotation there.
+T::PrimFunc chain_in_a_condition() {
+  T::PrimFunc f("chain_in_if");
+  auto Q = f.tensor("Q", {128, 64}, T::f16);
+  auto K = f.tensor("K", {1000, 64}, T::f16);
+  auto V = f.tensor("V", {1000, 64}, T::f16);
+  auto O = f.tensor("O", {128, 64}, T::f32);
+  f.body([&] {
+    T::Kernel(2, 128, [&](T::Var bx) {
+      auto Q_shared = T::alloc_shared({64, 64}, T::f16);
+      auto K_shared = T::alloc_shared({64, 64}, T::f16);
+      auto V_shared = T::alloc_shared({64, 64}, T::f16);
+      auto S = T::alloc_fragment({64, 64}, T::f32);
+      auto P = T::alloc_fragment({64, 64}, T::f16);
+      auto O_local = T::alloc_fragment({64, 64}, T::f32);
+      T::copy(Q(bx * 64, 0), Q_shared);
+      T::clear(O_local);
+      T::If(bx >= 0, [&] {
+        T::Pipelined(16, 2, [&](T::Var j) {
+          T::copy(K(j * 64, 0), K_shared);
+          T::copy(V(j * 64, 0), V_shared);
+          T::clear(S);
+          T::gemm(Q_shared, K_shared, S, false, true);
+          T::Parallel(64, 64, [&](T::Var r, T::Var q) { S(r, q) = S(r, q) * 0.5f; });
+          T::copy(S, P);
+          T::gemm(P, V_shared, O_local);
+        });
+      });
+      T::copy(O_local, O(bx * 64, 0));
+    });
+  });
+  return f;
+}
+
+TEST(AsyncGemmPasses, RingsWithoutRolesDoNotCarryOrRotate) {
+  for (bool rotate : {false, true}) {
+    T::passes::PassContext::Switches s;
+    s.allow_loop_rotation = rotate;
+    auto l = T::lower(chain_in_a_condition().ir(), sm90(), s, true);
+    ASSERT_FALSE(l.ctx.mbarriers.empty());
+    EXPECT_EQ(l.ctx.launch_threads, 0) << "expected no warp roles";
+    EXPECT_EQ(l.ctx.rotated_gemm_loops, 0);
+    EXPECT_GT(l.ctx.async_gemms, 0);
+    const std::string w = stage_text(l, "place_gemm_waits");
+    EXPECT_EQ(w.find("(ko - 1)"), std::string::npos) << w;
+  }
+}
+
+}  // namespace
