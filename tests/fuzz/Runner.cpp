@@ -99,9 +99,26 @@ std::mutex& gpu_mutex() {
   return m;
 }
 
+std::string& fault_case() {
+  static std::string s;  // guarded by gpu_mutex()
+  return s;
+}
+
+// A CUDA error after which the context cannot be used again.
+bool sticky_fault(const std::string& what) {
+  for (const char* code : {"CUDA_ERROR_ILLEGAL_ADDRESS", "CUDA_ERROR_MISALIGNED_ADDRESS", "CUDA_ERROR_LAUNCH_FAILED",
+                           "CUDA_ERROR_ILLEGAL_INSTRUCTION", "CUDA_ERROR_HARDWARE_STACK_ERROR",
+                           "CUDA_ERROR_INVALID_ADDRESS_SPACE", "CUDA_ERROR_INVALID_PC", "CUDA_ERROR_ASSERT"})
+    if (what.find(code) != std::string::npos) return true;
+  return false;
+}
+
+struct ContextDead {};
+
 std::vector<std::vector<double>> run_on_gpu(const JitKernel& k, const FuzzCase& c,
                                             const std::vector<interp::HostTensor>& args) {
   std::lock_guard<std::mutex> lock(gpu_mutex());
+  if (!fault_case().empty()) throw ContextDead{};
   ensure_context();
   const std::vector<Param> params = parameters(c);
   std::vector<Tensor> dev;
@@ -113,8 +130,13 @@ std::vector<std::vector<double>> run_on_gpu(const JitKernel& k, const FuzzCase& 
       t.copy_from_host(args[i].bytes.data());
     dev.push_back(t);
   }
-  k.launch(dev);
-  check_cu(driver().cuCtxSynchronize(), "cuCtxSynchronize after a fuzzed kernel");
+  try {
+    k.launch(dev);
+    check_cu(driver().cuCtxSynchronize(), "cuCtxSynchronize after a fuzzed kernel");
+  } catch (const std::exception& e) {
+    if (sticky_fault(e.what())) fault_case() = c.summary();
+    throw;
+  }
   std::vector<std::vector<double>> out;
   for (size_t i = 0; i < params.size(); ++i)
     if (params[i].output) out.push_back(dev[i].to_host_f64());
@@ -210,8 +232,14 @@ CaseResult run_case(const FuzzCase& c, const RunOptions& o) {
         fail(r, "gpu-mismatch", "gpu",
              "GPU vs float64: relative error " + number(r.gpu_error) + ", GPU vs interpreter " +
                  number(vs_interp) + "; tolerance " + number(r.tolerance));
+    } catch (const ContextDead&) {
+      // An earlier case's kernel faulted: this one is not run on the GPU (see gpu_fault_case).
     } catch (const std::exception& e) {
-      fail(r, "gpu-error", "gpu", excerpt(e.what()));
+      if (sticky_fault(e.what()))
+        fail(r, "gpu-fault", "gpu",
+             excerpt(e.what()) + " (the CUDA context is dead: later cases run without the GPU)");
+      else
+        fail(r, "gpu-error", "gpu", excerpt(e.what()));
     }
   }
   // The interpreter refusing a program is a failure unless the compiler refuses it too.
@@ -277,6 +305,11 @@ BatchReport run_batch(const BatchOptions& o) {
   return report;
 }
 
+std::string gpu_fault_case() {
+  std::lock_guard<std::mutex> lock(gpu_mutex());
+  return fault_case();
+}
+
 std::string report_json(const BatchOptions& o, const BatchReport& r) {
   nlohmann::json j;
   j["seed"] = o.seed;
@@ -291,6 +324,7 @@ std::string report_json(const BatchOptions& o, const BatchReport& r) {
   j["rejected"] = r.rejected;
   j["failed"] = r.failed;
   j["gpu_runs"] = r.gpu_runs;
+  j["gpu_fault_case"] = gpu_fault_case();
   j["compiled"] = r.compiled;
   j["seconds"] = r.seconds;
   j["worst_interp_error_over_tolerance"] = r.worst_interp_ratio;

@@ -26,7 +26,9 @@ struct CaseResult {
   Outcome outcome = Outcome::Pass;
   // Fail: "mismatch" (interpreter vs float64), "interpreter-error" (an access the interpreter
   // refused in a program the compiler accepts), "internal-error", "compile-failure" (NVRTC,
-  // ptxas or any other exception while compiling), "gpu-mismatch", "gpu-error";
+  // ptxas or any other exception while compiling), "gpu-mismatch", "gpu-error", "gpu-fault" (a
+  // sticky CUDA error -- illegal or misaligned address, launch failure, illegal instruction --
+  // after which the process's CUDA context is dead: later cases run without the GPU);
   // Rejected: "rejected" (a CompileError).
   std::string kind;
   std::string stage;   // where: "frontend", "interpreter", an arch, "gpu"
@@ -41,6 +43,11 @@ struct CaseResult {
 };
 
 CaseResult run_case(const FuzzCase& c, const RunOptions& o);
+
+// Empty while the GPU is usable; after a sticky fault, the summary of the case whose kernel
+// faulted (GPU runs are skipped from then on, so that the minimizer and later cases do not mistake
+// the dead context for failures of their own).
+std::string gpu_fault_case();
 
 // Case i of a batch: generate_case(case_seed(seed, i)).
 std::uint64_t case_seed(std::uint64_t batch_seed, int index);

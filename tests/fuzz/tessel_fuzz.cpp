@@ -236,6 +236,8 @@ int main(int argc, char** argv) {
               << report.worst_interp_ratio;
     if (o.run.gpu) std::cout << ", GPU " << report.worst_gpu_ratio;
     std::cout << "\n";
+    if (const std::string fault = gpu_fault_case(); !fault.empty())
+      std::cout << "  the GPU faulted in " << fault << "; the programs after it ran without the GPU\n";
     for (const auto& [why, n] : report.rejections) std::cout << "  rejected " << n << "x: " << why << "\n";
     for (const auto& [path, n] : report.paths) std::cout << "  " << n << " compiled to " << path << "\n";
     if (report.spilled)
