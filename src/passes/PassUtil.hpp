@@ -85,6 +85,31 @@ inline const ir::GemmStmt* as_wgmma_gemm(const ir::Stmt& s, const PassContext& c
   return l != ctx.fragment_layouts.end() && l->second.wgmma ? g : nullptr;
 }
 
+// How many wgmma gemms a statement holds, at any depth.
+inline int count_wgmma_gemms(const ir::Stmt& s, const PassContext& ctx) {
+  struct Finder : ir::IRVisitor {
+    const PassContext* ctx;
+    int n = 0;
+    void visit_node(const ir::GemmStmt* g) override {
+      auto l = ctx->fragment_layouts.find(g->C.buffer->id);
+      if (l != ctx->fragment_layouts.end() && l->second.wgmma) ++n;
+    }
+  } f;
+  f.ctx = &ctx;
+  f.visit(s);
+  return f.n;
+}
+
+// Whether a statement holds a ring's producer work (ProducerStmt) at any depth.
+inline bool contains_producer(const ir::Stmt& s) {
+  struct Finder : ir::IRVisitor {
+    bool found = false;
+    void visit_node(const ir::ProducerStmt*) override { found = true; }
+  } f;
+  f.visit(s);
+  return f.found;
+}
+
 // A ring stage's release: the consumers' arrival on an `empty` mbarrier.
 inline bool is_release(const ir::Stmt& s) {
   const auto* m = s.as<ir::MbarrierStmt>();

@@ -61,29 +61,6 @@ struct PendingRelease {
   bool carried = false;
 };
 
-bool has_producer(const Stmt& s) {
-  struct Finder : IRVisitor {
-    bool found = false;
-    void visit_node(const ProducerStmt*) override { found = true; }
-  } f;
-  f.visit(s);
-  return f.found;
-}
-
-bool contains_wgmma(const Stmt& s, const PassContext& ctx) {
-  struct Finder : IRVisitor {
-    const PassContext* ctx;
-    bool found = false;
-    void visit_node(const GemmStmt* g) override {
-      auto l = ctx->fragment_layouts.find(g->C.buffer->id);
-      found = found || (l != ctx->fragment_layouts.end() && l->second.wgmma);
-    }
-  } f;
-  f.ctx = &ctx;
-  f.visit(s);
-  return f.found;
-}
-
 // The buffers a statement writes (stores and tile-op destinations).
 std::vector<Buffer> buffers_written(const Stmt& s) {
   struct Writes : IRVisitor {
@@ -151,7 +128,7 @@ class Placer {
       out.push_back(s);
     } else if (is_passive(s)) {
       out.push_back(s);
-    } else if (contains_wgmma(s, ctx_)) {
+    } else if (count_wgmma_gemms(s, ctx_) > 0) {
       retire_all();
       out.push_back(compound(s));
     } else {
@@ -187,7 +164,7 @@ class Placer {
     // Not where the loop issues its own ring loads (no warp roles: one consumer thread waits at
     // the top of an iteration for the stage the previous one used, whose release a carried gemm
     // would hold back -- a deadlock).
-    bool can_carry = loop_ != nullptr && !has_producer(loop_->body);
+    bool can_carry = loop_ != nullptr && !contains_producer(loop_->body);
     for (const PendingRelease& p : pending) can_carry = can_carry && !p.carried && ring_stages(p.release) >= 2;
     if (!can_carry) {
       retire_all();
@@ -385,7 +362,7 @@ struct Counter : IRVisitor {
 }  // namespace
 
 Stmt place_gemm_waits(const Stmt& body, PassContext& ctx) {
-  if (ctx.target.sm != 90 || !ctx.allow_async_gemm || !ctx.uses_wgmma || !contains_wgmma(body, ctx)) return body;
+  if (ctx.target.sm != 90 || !ctx.allow_async_gemm || !ctx.uses_wgmma || count_wgmma_gemms(body, ctx) == 0) return body;
   int next_id = 0;
   Stmt out = place_region(body, ctx, &next_id);
   // place_region wraps the kernel in a sequence of one; the kernel is the body.

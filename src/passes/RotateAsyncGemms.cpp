@@ -147,20 +147,6 @@ Expr turns_true_at(const Expr& cond, const Var& k) {
   return make_binary(BinaryOp::FloorDiv, make_binary(BinaryOp::Add, neg_r, make_int(d->a - 1)), make_int(d->a));
 }
 
-int count_wgmma_gemms(const Stmt& s, const PassContext& ctx) {
-  struct Finder : IRVisitor {
-    const PassContext* ctx;
-    int n = 0;
-    void visit_node(const GemmStmt* g) override {
-      auto l = ctx->fragment_layouts.find(g->C.buffer->id);
-      if (l != ctx->fragment_layouts.end() && l->second.wgmma) ++n;
-    }
-  } f;
-  f.ctx = &ctx;
-  f.visit(s);
-  return f.n;
-}
-
 class Rotator : public IRMutator {
  public:
   explicit Rotator(const PassContext& ctx) : ctx_(ctx) {}

@@ -40,16 +40,6 @@ namespace {
 constexpr int kProducerRegs = 24;
 constexpr int kRegisterFile = 65536;
 
-bool contains_producer(const Stmt& s) {
-  struct Finder : IRVisitor {
-    bool found = false;
-    void visit_node(const ProducerStmt*) override { found = true; }
-  } f;
-  f.visit(s);
-  return f.found;
-}
-
-// Whether `e` reads only the given variables (block indices) and constants.
 bool only_reads(const Expr& e, const std::vector<Var>& allowed) {
   struct Check : IRVisitor {
     const std::vector<Var>* allowed;
