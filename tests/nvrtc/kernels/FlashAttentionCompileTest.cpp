@@ -73,7 +73,9 @@ TEST_P(FlashAttentionAsyncGemms, OverlapTheSoftmaxWithTheSecondGemm) {
     SCOPED_TRACE("causal " + std::to_string(causal) + " config " + c.describe());
     const std::string& src = k.source();
     EXPECT_EQ(k.resources().spill_store_bytes, 0) << k.compile_log();
-    EXPECT_EQ(src.find("wgmma_serialized"), std::string::npos);
+    // ptxas's report is in the log (so the next check has something to read), without the
+    // "wgmma ... serialized" performance warning.
+    EXPECT_NE(k.compile_log().find("ptxas"), std::string::npos) << k.compile_log();
     EXPECT_EQ(k.compile_log().find("serialized"), std::string::npos) << k.compile_log();
     if (async) {
       EXPECT_NE(src.find("::run_async("), std::string::npos);
