@@ -231,10 +231,16 @@ class TileOpLowering : public IRMutator {
       std::int64_t ring = a_bytes + scratch->second.b.const_numel() * dtype_bytes(scratch->second.b->dtype);
       std::int64_t need = l.shape[0] * l.shape[1] * elem;
       if (a->dtype == g->dtype && a_bytes % 128 == 0 && need <= ring) {
+        // The scratch tile goes out in 16-byte chunks only when every row of the region starts
+        // 16-byte aligned (row length and column start multiples of 16 bytes) and a tile row is
+        // whole chunks; otherwise element by element (N = 182 in bf16: rows 364 bytes apart).
+        const std::int64_t chunk = 16 / elem;
+        const bool chunks = elem <= 16 && known_divisor(m->ld) % chunk == 0 &&
+                            known_divisor(m->offset) % chunk == 0 && (l.shape[1] * elem) % 16 == 0;
         args.insert(args.begin() + 1, DeviceCallArg{Expr(), a, Expr()});
         ctx_.smem_contiguous.emplace_back(scratch->second.a, scratch->second.b);
         return make_device_call("tessel::store_accumulators_via_shared",
-                                {dtype_cuda(g->dtype), l.gemm_type, pairs ? "true" : "false"}, args, w);
+                                {dtype_cuda(g->dtype), l.gemm_type, chunks ? "true" : "false"}, args, w);
       }
     }
     return make_device_call("tessel::store_accumulators",

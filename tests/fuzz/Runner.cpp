@@ -72,6 +72,37 @@ double worst_error(const std::vector<std::vector<double>>& got, const std::vecto
 // Values below f16's smallest normal (2^-14) are stored with an absolute spacing of 2^-24, not
 // a relative one: outputs that small are compared as if they were 2^-14 (their rounding is then
 // within one unit of roundoff, like any other's).
+// The row length of the first output: N for gemm, tile and softmax; attention's O is [M, K].
+std::int64_t output_cols(const FuzzCase& c) { return c.family == Family::Attention ? c.K : c.N; }
+
+// Where a mismatch is: the element with the largest difference (a NaN or an infinity first)
+// of the worst output, its flat index, row and column (outputs are row-major with `cols`
+// columns), and how many elements differ by more than 1 % of that output's largest magnitude.
+std::string worst_element(const std::vector<std::vector<double>>& got, const std::vector<std::vector<double>>& want,
+                          const std::vector<std::vector<double>>& magnitudes, std::int64_t cols) {
+  std::ostringstream os;
+  for (size_t o = 0; o < want.size() && o < got.size(); ++o) {
+    if (got[o].size() != want[o].size()) continue;
+    double scale = 0;
+    for (double m : magnitudes[o]) scale = std::max(scale, std::abs(m));
+    size_t worst = 0;
+    double worst_diff = -1;
+    std::int64_t off = 0;
+    for (size_t i = 0; i < got[o].size(); ++i) {
+      const double d = std::isfinite(got[o][i]) ? std::abs(got[o][i] - want[o][i])
+                                                : std::numeric_limits<double>::infinity();
+      if (d > 0.01 * scale) ++off;
+      if (d > worst_diff) worst_diff = d, worst = i;
+    }
+    if (off == 0) continue;
+    os << "; output " << o << ": " << off << " of " << got[o].size() << " elements off, worst at ["
+       << worst << "]";
+    if (cols > 0) os << " (row " << static_cast<std::int64_t>(worst) / cols << ", col " << static_cast<std::int64_t>(worst) % cols << ")";
+    os << " got " << got[o][worst] << " want " << want[o][worst];
+  }
+  return os.str();
+}
+
 double error_floor(const FuzzCase& c) {
   return c.dtype == DType::f16 || c.out_dtype == DType::f16 ? 0x1p-14 : 0.0;
 }
@@ -186,7 +217,7 @@ CaseResult run_case(const FuzzCase& c, const RunOptions& o) {
       if (!(r.interp_error <= r.tolerance))
         fail(r, "mismatch", "interpreter",
              "interpreter vs float64: relative error " + number(r.interp_error) + " > tolerance " +
-                 number(r.tolerance));
+                 number(r.tolerance) + worst_element(interp_out, want, expected.magnitudes, output_cols(c)));
     } catch (const std::exception& e) {
       interp_error = first_line(e.what());
     }
@@ -231,7 +262,8 @@ CaseResult run_case(const FuzzCase& c, const RunOptions& o) {
       if (!(r.gpu_error <= r.tolerance) || !(vs_interp <= 2 * r.tolerance))
         fail(r, "gpu-mismatch", "gpu",
              "GPU vs float64: relative error " + number(r.gpu_error) + ", GPU vs interpreter " +
-                 number(vs_interp) + "; tolerance " + number(r.tolerance));
+                 number(vs_interp) + "; tolerance " + number(r.tolerance) +
+                 worst_element(got, want, expected.magnitudes, output_cols(c)));
     } catch (const ContextDead&) {
       // An earlier case's kernel faulted: this one is not run on the GPU (see gpu_fault_case).
     } catch (const std::exception& e) {

@@ -118,6 +118,25 @@ TEST(Codegen, EmitsReadableKernel) {
   EXPECT_NE(src.find("#include <tessel/tessel.cuh>"), std::string::npos) << src;
 }
 
+// The scratch tile of the epilogue goes out in 16-byte chunks only when every output row
+// starts 16-byte aligned: N = 182 bf16 (rows 364 bytes apart) stores element by element (the
+// fuzzer's case gemm-204844597020097 faulted with a misaligned address on the H200).
+TEST(Codegen, EpilogueChunksOnlyOnAlignedRows) {
+  auto call = [](std::int64_t n) {
+    tessel::kernels::MatmulConfig cfg;
+    cfg.block_M = 96, cfg.block_N = 64, cfg.block_K = 16, cfg.threads = 96, cfg.num_stages = 3;
+    cfg.dtype = T::bf16;
+    auto f = tessel::kernels::matmul_program(269, static_cast<int>(n), 121, cfg);
+    std::string src = tessel::codegen::generate_cuda(tessel::lower(f.ir(), sm80()));
+    auto at = src.find("tessel::store_accumulators_via_shared<");
+    EXPECT_NE(at, std::string::npos) << src;
+    return at == std::string::npos ? std::string() : src.substr(at, src.find('(', at) - at);
+  };
+  std::string odd = call(182), even = call(256);
+  EXPECT_NE(odd.find(">, false>"), std::string::npos) << odd;
+  EXPECT_NE(even.find(">, true>"), std::string::npos) << even;
+}
+
 TEST(Codegen, ParallelEpilogueFollowsTheAccumulatorLayout) {
   T::PrimFunc f("relu_gemm");
   auto A = f.tensor("A", {128, 64}, T::f16);
