@@ -13,6 +13,7 @@
 #include "fuzz/FuzzCase.hpp"
 #include "fuzz/Program.hpp"
 #include "fuzz/Runner.hpp"
+#include "tessel/Jit.hpp"
 #include "tessel/runtime/Driver.hpp"
 
 namespace fs = std::filesystem;
@@ -50,6 +51,8 @@ usage: tessel_fuzz [options]
   --json FILE         write the batch report as JSON
   --replay FILE       run one .case file (--arch, --gpu, --out and --no-minimize apply)
   --print-cpp FILE    print the C++ reproducer of a .case file and exit
+  --print-cuda FILE   print the CUDA the compiler generates for a .case file (for the first
+                      --arch, default sm_90a) and exit; TESSEL_DUMP=after:<pass> adds the IR
   --no-minimize       report failures as generated
   --verbose           one line per program
   --help              this text
@@ -97,7 +100,7 @@ void write_file(const fs::path& p, const std::string& text) {
 int main(int argc, char** argv) {
   BatchOptions o;
   o.jobs = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  std::string out_dir, json_path, replay, print_cpp;
+  std::string out_dir, json_path, replay, print_cpp, print_cuda;
   bool do_minimize = true, verbose = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -145,6 +148,8 @@ int main(int argc, char** argv) {
       replay = value();
     } else if (a == "--print-cpp") {
       print_cpp = value();
+    } else if (a == "--print-cuda") {
+      print_cuda = value();
     } else if (a == "--no-minimize") {
       do_minimize = false;
     } else if (a == "--verbose") {
@@ -156,6 +161,14 @@ int main(int argc, char** argv) {
   try {
     if (!print_cpp.empty()) {
       std::cout << cpp_reproducer(parse_case(read_file(print_cpp)));
+      return 0;
+    }
+    if (!print_cuda.empty()) {
+      const FuzzCase c = parse_case(read_file(print_cuda));
+      tessel::JitOptions jo;
+      jo.out_idx = output_indices(c);
+      jo.arch = o.run.archs.empty() ? "sm_90a" : o.run.archs.front();
+      std::cout << tessel::jit(build_program(c), jo).source();
       return 0;
     }
     if (o.run.gpu && !tessel::gpu_available()) {
