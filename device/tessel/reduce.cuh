@@ -243,6 +243,13 @@ __device__ inline void store_if(void* g, bool present, typename VectorWord<Bytes
 }
 }  // namespace reduce_detail
 
+// True in every active lane of the warp when `p` holds in all of them: the choice between a
+// row copy's vector path and its masked path is made per warp. A choice made per thread put the
+// two unrolled paths side by side in one warp, which ptxas (CUDA 13.0, -O1 and up; right at -O0)
+// compiled wrongly: rows summed without their neighbours' lanes, stores to wrong addresses
+// (fuzz cases softmax-174597453747897 and tile-101809284207773 on the H200).
+__device__ inline bool warp_all(bool p) { return __all_sync(__activemask(), p); }
+
 // A vector that is either whole and aligned (`present`) or wholly past the end of its row (its
 // elements are `pad`). The caller tested this for every vector of the copy, uniformly, so that a
 // thread's loads sit in one basic block, predicated, with nothing between them: ptxas issues

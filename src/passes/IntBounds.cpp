@@ -36,6 +36,7 @@ std::int64_t known_divisor(const Expr& e) {
     if (b->op == BinaryOp::Add || b->op == BinaryOp::Sub) return std::min(x, y);
   }
   if (const auto* c = e.as<Cast>()) return known_divisor(c->value);
+  if (const auto* s = e.as<Select>()) return std::min(known_divisor(s->true_value), known_divisor(s->false_value));
   return 1;
 }
 

@@ -447,13 +447,16 @@ class TileOpLowering : public IRMutator {
       for (int gi = 0; gi < groups; ++gi) {
         std::vector<std::pair<Var, Expr>> at{{grp, make_int(gi)}};
         Expr v = substitute(valid, at);
-        Expr ok =
-            make_binary(BinaryOp::And,
-                        make_binary(BinaryOp::Or, make_binary(BinaryOp::GE, v, make_int(l.vec)),
-                                    make_binary(BinaryOp::LE, v, make_int(0))),
-                        make_binary(BinaryOp::EQ,
-                                    make_binary(BinaryOp::Mod, substitute(offset, at), i64(make_int(l.vec))),
-                                    i64(make_int(0))));
+        Expr aligned = make_binary(BinaryOp::EQ,
+                                   make_binary(BinaryOp::Mod, substitute(offset, at), i64(make_int(l.vec))),
+                                   i64(make_int(0)));
+        // A count that is a multiple of vec is whole or <= 0 by itself (N = 1000 in a 1024 tile).
+        Expr ok = known_divisor(v) % l.vec == 0
+                      ? aligned
+                      : make_binary(BinaryOp::And,
+                                    make_binary(BinaryOp::Or, make_binary(BinaryOp::GE, v, make_int(l.vec)),
+                                                make_binary(BinaryOp::LE, v, make_int(0))),
+                                    aligned);
         fast = fast.defined() ? make_binary(BinaryOp::And, fast, ok) : ok;
       }
       Expr present = make_binary(BinaryOp::GT, valid, make_int(0));
@@ -487,7 +490,10 @@ class TileOpLowering : public IRMutator {
       // whose rows the tile divides): only the fast path. The edge path's mere presence costs
       // ~6 % of copy bandwidth at N = 16384 (bench/results/2026-12-03-softmax-s5-harness-h200.txt).
       if (provably_fast) return fast_path;
-      return make_if(fast, fast_path,
+      // Decided per warp (tessel::warp_all): a thread takes the vector path only when its whole
+      // warp does, so the two paths never diverge inside a warp (see reduce.cuh: ptxas
+      // miscompiled the divergent form).
+      return make_if(make_call("tessel::warp_all", {fast}, DType::boolean), fast_path,
                      make_for(grp, make_int(0), make_int(groups), ForKind::Unrolled, 0, masked, w), w);
     }
     if (load) {
