@@ -44,7 +44,9 @@ TEST(FuzzGpu, RegressionCasesMatchOnTheDevice) {
     if (!reg.known_failing) {
       EXPECT_EQ(r.outcome, Outcome::Pass) << r.signature() << ": " << r.detail;
       // Ran on the device, not only on the interpreter (a dead context skips the GPU).
-      if (r.outcome == Outcome::Pass) EXPECT_GE(r.gpu_error, 0) << "not run on the GPU";
+      if (r.outcome == Outcome::Pass) {
+        EXPECT_GE(r.gpu_error, 0) << "not run on the GPU";
+      }
     }
   }
 }
