@@ -267,11 +267,17 @@ JitKernel jit(const PrimFunc& f, const JitOptions& options, std::source_location
   impl->compiled.source = source;
   // setmaxnreg moves registers within the CTA's pool: the consumers' setmaxnreg.inc waits
   // forever unless the kernel launched with the registers specialize_warps budgeted from.
-  if (ctx.consumer_regs > 0 && impl->compiled.resources.registers != ctx.entry_regs)
+  if (ctx.consumer_regs > 0 && impl->compiled.resources.registers != ctx.entry_regs) {
+    const std::string& log = impl->compiled.log;
     throw_internal_error("the warp-specialized " + prog.name + " was compiled to " +
                          std::to_string(impl->compiled.resources.registers) +
                          " registers per thread, not the " + std::to_string(ctx.entry_regs) +
-                         " its setmaxnreg budgets assume; launching it could hang");
+                         " its setmaxnreg budgets assume; launching it could hang" +
+                         (impl->compiled.resources.registers < 0
+                              ? "\n(no register count found in NVRTC's log, which reads:\n" +
+                                    log.substr(0, 4000) + (log.size() > 4000 ? "..." : "") + ")"
+                              : std::string()));
+  }
 
   impl->info.kernel_name = name;
   impl->info.threads = ctx.launch_threads > 0 ? ctx.launch_threads : ctx.threads;

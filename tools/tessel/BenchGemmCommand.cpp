@@ -2,7 +2,9 @@
 // process on the same inputs (see GemmBench.hpp for how it measures).
 #include <cmath>
 #include <iostream>
+#include <functional>
 #include <memory>
+#include <optional>
 
 #include "tessel/kernels/gemm/Matmul.hpp"
 #include "tessel/runtime/Cache.hpp"
@@ -22,6 +24,7 @@ struct BenchGemmOptions {
   std::vector<std::string> dtypes = {"f16", "bf16"};
   std::string config;
   std::string epilogue = "none";
+  std::string staging = "auto";
   int repeats = 50;
   int warmup = 10;
   std::uint64_t seed = 1;
@@ -58,6 +61,8 @@ int run_bench_gemm(const BenchGemmOptions& o) {
     if (!o.config.empty()) (void)parse_matmul_config(o.config, DType::f16);
     if (o.epilogue != "none" && o.epilogue != "bias" && o.epilogue != "bias_relu")
       throw std::invalid_argument("--epilogue takes none, bias or bias_relu, not '" + o.epilogue + "'");
+    if (o.staging != "auto" && o.staging != "always" && o.staging != "never")
+      throw std::invalid_argument("--staging takes auto, always or never, not '" + o.staging + "'");
   } catch (const std::invalid_argument& e) {
     std::cerr << "tessel bench gemm: " << e.what() << "\n";
     return kExitUsage;
@@ -91,12 +96,21 @@ int run_bench_gemm(const BenchGemmOptions& o) {
     const Case& c = cases[i];
     // Without --config: what make_matmul(M, N, K, dtype) would compile, the tuning cache's entry
     // for this shape when `tessel tune gemm` stored one, else the built-in table.
-    const kernels::MatmulChoice choice =
-        kernels::choose_matmul_config(c.shape.M, c.shape.N, c.shape.K, c.dtype);
+    kernels::MatmulChoice choice = kernels::choose_matmul_config(c.shape.M, c.shape.N, c.shape.K, c.dtype);
+    // The library's Matmul when it stages unaligned rows (no --config, no epilogue): the config
+    // is then the one for the aligned kernel's shape.
+    const kernels::MatmulStaging staging = o.staging == "always"  ? kernels::MatmulStaging::always
+                                           : o.staging == "never" ? kernels::MatmulStaging::never
+                                                                  : kernels::MatmulStaging::automatic;
+    const kernels::MatmulPlan plan =
+        kernels::plan_matmul(c.shape.M, c.shape.N, c.shape.K, c.dtype, s.arch(), staging);
+    const bool staged = o.config.empty() && epilogue == GemmEpilogue::none && plan.staged();
+    if (staged) choice = kernels::choose_matmul_config(c.shape.M, static_cast<int>(plan.kernel_N),
+                                                       static_cast<int>(plan.kernel_K), c.dtype);
     const std::string from = !o.config.empty() ? "--config" : choice.tuned ? "tuned" : "default";
-    const kernels::MatmulConfig config = !o.config.empty() ? parse_matmul_config(o.config, c.dtype)
-                                         : choice.tuned    ? choice.config
-                                                        : default_gemm_config(c.shape, c.dtype, s.smem_cap());
+    const kernels::MatmulConfig config = !o.config.empty()   ? parse_matmul_config(o.config, c.dtype)
+                                         : choice.tuned || staged ? choice.config
+                                                                  : default_gemm_config(c.shape, c.dtype, s.smem_cap());
     nlohmann::json r = {{"M", c.shape.M},
                         {"N", c.shape.N},
                         {"K", c.shape.K},
@@ -104,7 +118,11 @@ int run_bench_gemm(const BenchGemmOptions& o) {
                         {"config", config_json(config)},
                         {"config_source", !o.config.empty() ? "--config"
                                           : choice.tuned    ? "tuning cache"
-                                                            : "default table"}};
+                                                            : "default table"},
+                        {"staging", {{"mode", o.staging},
+                                     {"staged", staged},
+                                     {"kernel_shape", {c.shape.M, plan.kernel_N, plan.kernel_K}},
+                                     {"why", plan.why}}}};
     progress.step(c.shape.describe() + " " + std::string(dtype_name(c.dtype)) + " " +
                   format_matmul_config(config));
     if (kernels::matmul_smem_bytes(config) > s.smem_cap()) {
@@ -117,20 +135,30 @@ int run_bench_gemm(const BenchGemmOptions& o) {
       continue;
     }
     try {
+      std::optional<kernels::Matmul> matmul;
+      if (staged) matmul.emplace(c.shape.M, c.shape.N, c.shape.K, c.dtype, staging);
       const JitKernel k =
-          epilogue == GemmEpilogue::none
+          staged ? matmul->kernel()
+          : epilogue == GemmEpilogue::none
               ? kernels::make_matmul(c.shape.M, c.shape.N, c.shape.K, config)
               : kernels::make_matmul_bias_act(
                     c.shape.M, c.shape.N, c.shape.K, config,
                     epilogue == GemmEpilogue::bias ? kernels::Activation::none : kernels::Activation::relu);
       GemmInputs in = make_gemm_inputs(c.shape, c.dtype, o.seed + 2 * i, epilogue);
+      const std::function<void()> run = [&] {
+        if (staged) {
+          (*matmul)(in.A, in.B, in.C);
+        } else {
+          bench.launch_tessel(k, in);
+        }
+      };
       bench.compute_reference(in);
-      const double err = bench.check(k, in);
+      const double err = bench.check(run, in);
       const double err_f64 = sampled_f64_error(in, in.C), ref_err_f64 = sampled_f64_error(in, in.C_ref);
       const bool ok =
           !std::isnan(err) && err <= kGemmTolerance && !std::isnan(err_f64) && err_f64 <= kGemmTolerance;
       const auto [ours, theirs] = bench.time_interleaved(
-          [&] { bench.launch_tessel(k, in); }, [&] { bench.launch_cublas(in); }, o.warmup, o.repeats);
+          run, [&] { bench.launch_cublas(in); }, o.warmup, o.repeats);
       const double tf = gemm_tflops(c.shape.M, c.shape.N, c.shape.K, ours.median_ms);
       const double tf_ref = gemm_tflops(c.shape.M, c.shape.N, c.shape.K, theirs.median_ms);
       const double ratio = theirs.median_ms / ours.median_ms;
@@ -139,6 +167,7 @@ int run_bench_gemm(const BenchGemmOptions& o) {
                 << right(fixed(theirs.median_ms, 4), 11) << right(fixed(tf_ref, 1), 9)
                 << right(fixed(100 * ratio, 1) + "%", 8) << right(scientific(err), 9)
                 << right(scientific(err_f64), 9) << (ok ? "" : "  NUMERICALLY WRONG") << "\n";
+      if (staged) std::cout << "    " << matmul->describe() << "\n";
       const Resources& res = k.resources();
       r.update(
           {{"status", ok ? "ok" : "wrong"},
@@ -225,6 +254,11 @@ Command add_bench_gemm_command(CLI::App& bench) {
   app->add_option("--epilogue", o->epilogue,
                   "none: the GEMM against cublasGemmEx; bias or bias_relu: C = [relu](A*B + bias) fused, "
                   "against cuBLASLt's fused epilogue")
+      ->capture_default_str();
+  app->add_option("--staging", o->staging,
+                  "Rows that are not 16-byte aligned (K or N not a multiple of 8): auto stages them through "
+                  "aligned zero-padded buffers when kernels::plan_matmul's model says it pays, always whenever "
+                  "one is unaligned, never (the kernel for the exact shape); only without --config and --epilogue")
       ->capture_default_str();
   app->add_option("--repeats", o->repeats, "Timed runs of each side (median reported)")
       ->capture_default_str()

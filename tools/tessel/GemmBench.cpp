@@ -183,8 +183,12 @@ void GemmBench::launch_cublas(const GemmInputs& in) {
 }
 
 double GemmBench::check(const JitKernel& kernel, GemmInputs& in) {
+  return check([&] { launch_tessel(kernel, in); }, in);
+}
+
+double GemmBench::check(const std::function<void()>& run, GemmInputs& in) {
   in.C.fill(std::numeric_limits<double>::quiet_NaN());
-  launch_tessel(kernel, in);
+  run();
   check_cu(driver().cuCtxSynchronize(), "cuCtxSynchronize (after the Tessel kernel)");
   const std::size_t n = static_cast<std::size_t>(in.C_ref.numel());
   if (in.C.numel() != in.C_ref.numel() || in.C.dtype() != in.C_ref.dtype())

@@ -60,6 +60,8 @@ class GemmBench {
   // output element is NaN, so an unwritten tile cannot pass). Compared on the host on all cores
   // against the reference kept from the last compute_reference (or read now if there was none).
   double check(const JitKernel& kernel, GemmInputs& in);
+  // The same for any run that writes in.C from in.A and in.B (the library's Matmul).
+  double check(const std::function<void()>& run, GemmInputs& in);
 
   // Unchecked launches for timing: Tessel into in.C (A, B[, bias], C), cuBLAS into in.C_ref.
   void launch_tessel(const JitKernel& kernel, const GemmInputs& in);

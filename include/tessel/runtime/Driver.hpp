@@ -54,6 +54,7 @@ namespace tessel {
   X(cuMemcpyHtoDAsync, "cuMemcpyHtoDAsync_v2")            \
   X(cuMemcpyDtoHAsync, "cuMemcpyDtoHAsync_v2")            \
   X(cuMemcpyDtoDAsync, "cuMemcpyDtoDAsync_v2")            \
+  X(cuMemcpy2DAsync, "cuMemcpy2DAsync_v2")                \
   X(cuMemsetD8, "cuMemsetD8_v2")                          \
   X(cuMemsetD16, "cuMemsetD16_v2")                        \
   X(cuMemsetD32, "cuMemsetD32_v2")                        \

@@ -411,3 +411,90 @@ TEST(MatmulArguments, WrongShapeDtypeAndCountAreReported) {
 }
 
 }  // namespace
+
+namespace {
+
+// The library's Matmul on unaligned rows, staged and not, against float64 (small) or cuBLAS
+// (large), outputs poisoned; the staged run twice on fresh inputs (the staging buffers' padding
+// must stay zero), and its errors for wrong tensors.
+struct StagingCase {
+  int M, N, K;
+  tessel::kernels::MatmulStaging staging;
+};
+
+class MatmulStagingShapes : public ::testing::TestWithParam<std::tuple<StagingCase, DType>> {};
+
+TEST_P(MatmulStagingShapes, MatchesReference) {
+  TESSEL_REQUIRE_GPU();
+  const auto [c, dtype] = GetParam();
+  tessel::kernels::Matmul mm(c.M, c.N, c.K, dtype, c.staging);
+  SCOPED_TRACE(mm.describe() + ": " + mm.plan().why);
+  if (c.staging == tessel::kernels::MatmulStaging::always &&
+      (c.K % 8 != 0 || c.N % 8 != 0)) {
+    EXPECT_TRUE(mm.plan().staged());
+  }
+  static std::mt19937_64 seeds(std::random_device{}());
+  for (int round = 0; round < 2; ++round) {
+    Tensor a = Tensor::empty({c.M, c.K}, dtype), b = Tensor::empty({c.K, c.N}, dtype);
+    a.fill_random(seeds());
+    b.fill_random(seeds());
+    Tensor out = Tensor::empty({c.M, c.N}, dtype);
+    out.fill(std::nan(""));
+    mm(a, b, out);
+    tessel::check_cu(tessel::driver().cuCtxSynchronize(), "cuCtxSynchronize");
+    std::vector<double> ref;
+    if (1LL * c.M * c.N * c.K <= (1LL << 27)) {
+      ref = tessel::test::reference_gemm(a.to_host_f64(), b.to_host_f64(), c.M, c.N, c.K);
+    } else {
+      Tensor r = Tensor::empty({c.M, c.N}, dtype);
+      r.fill(std::nan(""));
+      cublas_gemm(a, b, r, c.M, c.N, c.K);
+      tessel::check_cu(tessel::driver().cuCtxSynchronize(), "cuCtxSynchronize");
+      ref = r.to_host_f64();
+    }
+    const double err = tessel::test::rel_error(out.to_host_f64(), ref);
+    EXPECT_LE(err, 2e-2) << "round " << round << ": relative Frobenius error " << err;
+  }
+}
+
+std::vector<StagingCase> staging_cases() {
+  using S = tessel::kernels::MatmulStaging;
+  std::vector<StagingCase> out;
+  for (int m : {1, 65, 1025})
+    for (int n : {7, 9, 63, 1023})
+      for (int k : {9, 65, 1025}) out.push_back({m, n, k, S::always});
+  out.push_back({4095, 4095, 4095, S::automatic});
+  out.push_back({3072, 3072, 3073, S::automatic});
+  out.push_back({6144, 6143, 6144, S::automatic});
+  out.push_back({1000, 1000, 1000, S::always});  // aligned: nothing staged
+  return out;
+}
+
+std::string staging_name(const ::testing::TestParamInfo<std::tuple<StagingCase, DType>>& info) {
+  const StagingCase& c = std::get<0>(info.param);
+  return std::to_string(c.M) + "x" + std::to_string(c.N) + "x" + std::to_string(c.K) + "_" +
+         tessel::kernels::matmul_staging_name(c.staging) + "_" +
+         std::string(tessel::dtype_name(std::get<1>(info.param)));
+}
+
+INSTANTIATE_TEST_SUITE_P(Unaligned, MatmulStagingShapes,
+                         ::testing::Combine(::testing::ValuesIn(staging_cases()),
+                                            ::testing::Values(DType::f16, DType::bf16)),
+                         staging_name);
+
+TEST(MatmulStagingArguments, WrongTensorsAreNamed) {
+  TESSEL_REQUIRE_GPU();
+  tessel::kernels::Matmul mm(65, 63, 9, DType::f16, tessel::kernels::MatmulStaging::always);
+  Tensor a = Tensor::zeros({65, 9}, DType::f16), b = Tensor::zeros({9, 63}, DType::f16);
+  Tensor bad_b = Tensor::zeros({63, 9}, DType::f16), c = Tensor::zeros({65, 63}, DType::f16);
+  try {
+    mm(a, bad_b, c);
+    FAIL() << "no error for B of the wrong shape";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("Matmul: B is"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("[9, 63]"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(mm(a, b, Tensor::zeros({65, 63}, DType::bf16)), std::invalid_argument);
+}
+
+}  // namespace

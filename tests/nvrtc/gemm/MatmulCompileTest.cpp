@@ -397,3 +397,25 @@ TEST(HopperPath, DeclinedShapesSayWhy) {
 }
 
 }  // namespace
+
+namespace {
+
+// The library's Matmul for unaligned rows compiles the aligned kernel for the padded shape (the
+// sm_90a TMA path), and keeps the exact shape when it does not stage; no GPU needed to build it.
+TEST(MatmulStaging, UnalignedRowsCompileTheAlignedKernel) {
+  tessel::JitOptions o;
+  o.arch = "sm_90a";
+  tessel::kernels::Matmul staged(4095, 4095, 4095, tessel::DType::f16, tessel::kernels::MatmulStaging::automatic, o);
+  EXPECT_TRUE(staged.plan().staged()) << staged.plan().why;
+  EXPECT_EQ(staged.plan().kernel_K, 4096);
+  EXPECT_NE(staged.kernel().info().path.find("TMA"), std::string::npos) << staged.kernel().info().path;
+  EXPECT_NE(staged.describe().find("on 4095x4096x4096; A, B, C staged (K 4095 -> 4096) (N 4095 -> 4096)"),
+            std::string::npos)
+      << staged.describe();
+  tessel::kernels::Matmul direct(4095, 4095, 4095, tessel::DType::f16, tessel::kernels::MatmulStaging::never, o);
+  EXPECT_FALSE(direct.plan().staged());
+  EXPECT_EQ(direct.kernel().info().path.find("TMA"), std::string::npos) << direct.kernel().info().path;
+  EXPECT_THROW(tessel::kernels::Matmul(64, 64, 64, tessel::DType::f32), std::invalid_argument);
+}
+
+}  // namespace

@@ -1,10 +1,12 @@
 // The tutorial's tensor-core GEMM, C = A * B (row-major A[M,K], B[K,N], C[M,N]), in Tessel.
 #pragma once
 
+#include <memory>
 #include <string>
 
 #include "tessel/Frontend.hpp"
 #include "tessel/Jit.hpp"
+#include "tessel/runtime/Tensor.hpp"
 
 namespace tessel::kernels {
 
@@ -54,7 +56,64 @@ struct MatmulChoice {
 // else default_matmul_config for the GPU (sm_90a and 132 SMs without one). Never throws for want
 // of a GPU or a cache.
 MatmulChoice choose_matmul_config(int M, int N, int K, DType dtype);
-// make_matmul with choose_matmul_config's config: the library's entry point.
+// make_matmul with choose_matmul_config's config (the kernel for exactly this shape; for rows
+// that are not 16-byte aligned prefer Matmul below, which can stage them).
 JitKernel make_matmul(int M, int N, int K, DType dtype);
+
+// Rows whose length is not a multiple of 16 bytes (K or N not a multiple of 8 in f16/bf16)
+// keep a GEMM off TMA and cp.async's 16-byte copies: the kernel for such a shape runs on
+// element-wise copies at a fraction of the tensor cores' speed. Staging copies the operands
+// into zero-padded buffers whose rows are aligned (A [M, Kp], B [Kp, Np]; C through [M, Np]
+// when N is unaligned), runs the aligned kernel on (M, Np, Kp) and copies C's columns back --
+// 2-D copies by the driver, on the caller's stream.
+enum class MatmulStaging {
+  automatic,  // stage when plan_matmul's estimate says it is faster
+  always,     // stage whenever a row is unaligned
+  never,      // the kernel for the exact shape
+};
+const char* matmul_staging_name(MatmulStaging s);  // "auto", "always", "never"
+
+struct MatmulPlan {
+  bool stage_a = false, stage_b = false, stage_c = false;
+  long long M = 0, N = 0, K = 0;                 // the problem
+  long long kernel_N = 0, kernel_K = 0;          // the shape the kernel is compiled for
+  double estimate_direct_us = 0, estimate_staged_us = 0;  // plan_matmul's model (auto)
+  std::string why;                               // one line: what is staged and why (or why not)
+  bool staged() const { return stage_a || stage_b || stage_c; }
+};
+
+// Decides staging for an M x N x K GEMM in `dtype` (f16, bf16 or f32) on `arch`. Automatic:
+// staged when an unaligned row would take the GEMM off the 16-byte copy paths and the model
+// -- direct: 2MNK at 80 TFLOP/s (the element-wise kernel's rate on the H200); staged: 2MNK at
+// 600 TFLOP/s plus the staged bytes (read and written) at 3 TB/s plus 3 us per copy -- says
+// the staged run is faster. Throws std::invalid_argument for a non-positive dimension or
+// another dtype.
+MatmulPlan plan_matmul(long long M, long long N, long long K, DType dtype, const std::string& arch,
+                       MatmulStaging staging = MatmulStaging::automatic);
+
+// The library's GEMM for any M, N, K: C = A * B, row-major, A [M, K], B [K, N], C [M, N], all
+// contiguous tensors of `dtype`. The kernel (config from choose_matmul_config for the kernel's
+// shape: the tuning cache or the default) is compiled on construction; the staging buffers, when
+// the plan needs them, are allocated on the first call and reused. Calls on one object are not
+// thread-safe (they share the staging buffers).
+class Matmul {
+ public:
+  Matmul(int M, int N, int K, DType dtype, MatmulStaging staging = MatmulStaging::automatic,
+         const JitOptions& options = {});
+  // Checks the tensors (std::invalid_argument naming the argument, its shape or dtype and what
+  // is expected) and runs on `stream` (the default stream when null). Asynchronous.
+  void operator()(const Tensor& A, const Tensor& B, const Tensor& C, CUstream stream = nullptr) const;
+
+  const MatmulPlan& plan() const;
+  const MatmulConfig& config() const;
+  bool tuned() const;  // the config came from the tuning cache
+  const JitKernel& kernel() const;
+  // "128x256x64 s3 t256 swz on 4095x4096x4096; A, B staged (K 4095 -> 4096)"
+  std::string describe() const;
+
+ private:
+  struct Impl;
+  std::shared_ptr<Impl> impl_;
+};
 
 }  // namespace tessel::kernels

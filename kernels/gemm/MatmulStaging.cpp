@@ -1,0 +1,181 @@
+// The library's GEMM for any shape: plan_matmul decides whether rows that are not 16-byte
+// aligned are staged through zero-padded aligned buffers, and Matmul runs the plan (the aligned
+// kernel between driver 2-D copies on the caller's stream).
+#include <sstream>
+#include <stdexcept>
+
+#include "tessel/kernels/gemm/Matmul.hpp"
+#include "tessel/runtime/Driver.hpp"
+
+namespace tessel::kernels {
+
+namespace {
+
+// The model behind MatmulStaging::automatic (H200 figures, docs/perf-notes.md "Session 10"):
+// the element-wise kernel that an unaligned shape gets runs at 52-85 TFLOP/s (issue 17's
+// table), the aligned wgmma kernel at 600-800; a driver 2-D copy moves about 3 TB/s (read and
+// write counted) and costs a few microseconds to start.
+constexpr double kDirectTflops = 80, kAlignedTflops = 600, kCopyBytesPerUs = 3e6, kCopyUs = 3, kLaunchUs = 5;
+
+long long round_up(long long x, long long m) { return (x + m - 1) / m * m; }
+
+std::string shape_text(const std::vector<std::int64_t>& shape) {
+  std::string s = "[";
+  for (std::size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+void check_operand(const char* name, const Tensor& t, std::vector<std::int64_t> want, DType dtype) {
+  if (t.shape() != want || t.dtype() != dtype || !t.is_contiguous())
+    throw std::invalid_argument(std::string("Matmul: ") + name + " is " + t.describe() + "; expected a contiguous " +
+                                shape_text(want) + " tensor of " + std::string(dtype_name(dtype)));
+}
+
+// dst[r, 0:width) = src[r, 0:width) for r < rows, rows `pitch` bytes apart on each side.
+void copy_rows(const Tensor& dst, long long dst_pitch, const Tensor& src, long long src_pitch, long long width,
+               long long rows, CUstream stream) {
+  CUDA_MEMCPY2D c{};
+  c.srcMemoryType = CU_MEMORYTYPE_DEVICE;
+  c.srcDevice = src.device_ptr();
+  c.srcPitch = static_cast<std::size_t>(src_pitch);
+  c.dstMemoryType = CU_MEMORYTYPE_DEVICE;
+  c.dstDevice = dst.device_ptr();
+  c.dstPitch = static_cast<std::size_t>(dst_pitch);
+  c.WidthInBytes = static_cast<std::size_t>(width);
+  c.Height = static_cast<std::size_t>(rows);
+  check_cu(driver().cuMemcpy2DAsync(&c, stream), "cuMemcpy2DAsync (Matmul's staging copy)");
+}
+
+}  // namespace
+
+const char* matmul_staging_name(MatmulStaging s) {
+  switch (s) {
+    case MatmulStaging::automatic:
+      return "auto";
+    case MatmulStaging::always:
+      return "always";
+    case MatmulStaging::never:
+      return "never";
+  }
+  return "?";
+}
+
+MatmulPlan plan_matmul(long long M, long long N, long long K, DType dtype, const std::string& arch,
+                       MatmulStaging staging) {
+  if (M <= 0 || N <= 0 || K <= 0)
+    throw std::invalid_argument("plan_matmul: M, N and K must be positive, not " + std::to_string(M) + "x" +
+                                std::to_string(N) + "x" + std::to_string(K));
+  if (dtype != DType::f16 && dtype != DType::bf16 && dtype != DType::f32)
+    throw std::invalid_argument("plan_matmul: dtype " + std::string(dtype_name(dtype)) + " (legal: f16, bf16, f32)");
+  MatmulPlan p;
+  p.M = M, p.N = N, p.K = K;
+  p.kernel_N = N, p.kernel_K = K;
+  const long long e = dtype_bytes(dtype), align = 16 / e;
+  const bool k_odd = K % align != 0, n_odd = N % align != 0;
+  if (!k_odd && !n_odd) {
+    p.why = "rows 16-byte aligned: nothing staged";
+    return p;
+  }
+  const long long Kp = round_up(K, align), Np = round_up(N, align);
+  const bool a = k_odd, b = true, c = n_odd;  // B has K rows and N columns: staged either way
+  const double flops = 2.0 * static_cast<double>(M) * static_cast<double>(N) * static_cast<double>(K);
+  const double bytes = 2.0 * static_cast<double>(e) *
+                       ((a ? M * K : 0) + K * N + (c ? M * N : 0));  // read and written
+  const int copies = (a ? 1 : 0) + 1 + (c ? 1 : 0);
+  p.estimate_direct_us = flops / (kDirectTflops * 1e6) + kLaunchUs;
+  p.estimate_staged_us = flops / (kAlignedTflops * 1e6) + bytes / kCopyBytesPerUs + copies * kCopyUs + kLaunchUs;
+  std::ostringstream why;
+  const std::string rows = std::string(k_odd ? "K = " + std::to_string(K) : "") + (k_odd && n_odd ? " and " : "") +
+                           (n_odd ? "N = " + std::to_string(N) : "") + " not a multiple of " +
+                           std::to_string(align) + " " + std::string(dtype_name(dtype)) + " elements";
+  if (staging == MatmulStaging::never) {
+    p.why = rows + "; staging off (MatmulStaging::never): the element-wise kernel for the exact shape";
+    return p;
+  }
+  if (staging == MatmulStaging::automatic && !(p.estimate_staged_us < p.estimate_direct_us)) {
+    why.precision(3);
+    why << rows << "; not staged: the model expects " << p.estimate_direct_us << " us direct against "
+        << p.estimate_staged_us << " us staged";
+    p.why = why.str();
+    return p;
+  }
+  p.stage_a = a, p.stage_b = b, p.stage_c = c;
+  p.kernel_N = Np, p.kernel_K = Kp;
+  why << rows << " (" << arch << "); staged: ";
+  why << (a ? "A [M, K] -> [M, " + std::to_string(Kp) + "], " : "") << "B [K, N] -> [" << Kp << ", " << Np << "]"
+      << (c ? ", C through [M, " + std::to_string(Np) + "]" : "");
+  if (staging == MatmulStaging::automatic) {
+    why.precision(3);
+    why << " (model: " << p.estimate_staged_us << " us staged against " << p.estimate_direct_us << " us direct)";
+  }
+  p.why = why.str();
+  return p;
+}
+
+struct Matmul::Impl {
+  int M = 0, N = 0, K = 0;
+  DType dtype = DType::f16;
+  MatmulPlan plan;
+  MatmulChoice choice;
+  JitKernel kernel;
+  // Zero-padded staging buffers, made on the first call: the copies write only the real rows and
+  // columns, so the padding stays zero.
+  mutable Tensor a, b, c;
+  mutable bool allocated = false;
+};
+
+Matmul::Matmul(int M, int N, int K, DType dtype, MatmulStaging staging, const JitOptions& options)
+    : impl_(std::make_shared<Impl>()) {
+  if (dtype != DType::f16 && dtype != DType::bf16)
+    throw std::invalid_argument("Matmul: dtype " + std::string(dtype_name(dtype)) + " (legal: f16, bf16)");
+  Impl& m = *impl_;
+  m.M = M, m.N = N, m.K = K, m.dtype = dtype;
+  const std::string arch = !options.arch.empty() ? options.arch : gpu_available() ? current_device().arch() : "sm_90a";
+  m.plan = plan_matmul(M, N, K, dtype, arch, staging);
+  const int kn = static_cast<int>(m.plan.kernel_N), kk = static_cast<int>(m.plan.kernel_K);
+  m.choice = choose_matmul_config(M, kn, kk, dtype);
+  m.kernel = make_matmul(M, kn, kk, m.choice.config, options);
+}
+
+void Matmul::operator()(const Tensor& A, const Tensor& B, const Tensor& C, CUstream stream) const {
+  const Impl& m = *impl_;
+  check_operand("A", A, {m.M, m.K}, m.dtype);
+  check_operand("B", B, {m.K, m.N}, m.dtype);
+  check_operand("C", C, {m.M, m.N}, m.dtype);
+  const MatmulPlan& p = m.plan;
+  if (!p.staged()) {
+    m.kernel.launch({A, B, C}, stream);
+    return;
+  }
+  if (!m.allocated) {
+    if (p.stage_a) m.a = Tensor::zeros({m.M, p.kernel_K}, m.dtype);
+    m.b = Tensor::zeros({p.kernel_K, p.kernel_N}, m.dtype);
+    if (p.stage_c) m.c = Tensor::empty({m.M, p.kernel_N}, m.dtype);
+    m.allocated = true;
+  }
+  ensure_context();
+  const long long e = dtype_bytes(m.dtype);
+  if (p.stage_a) copy_rows(m.a, p.kernel_K * e, A, m.K * e, m.K * e, m.M, stream);
+  copy_rows(m.b, p.kernel_N * e, B, m.N * e, m.N * e, m.K, stream);
+  m.kernel.launch({p.stage_a ? m.a : A, m.b, p.stage_c ? m.c : C}, stream);
+  if (p.stage_c) copy_rows(C, m.N * e, m.c, p.kernel_N * e, m.N * e, m.M, stream);
+}
+
+const MatmulPlan& Matmul::plan() const { return impl_->plan; }
+const MatmulConfig& Matmul::config() const { return impl_->choice.config; }
+bool Matmul::tuned() const { return impl_->choice.tuned; }
+const JitKernel& Matmul::kernel() const { return impl_->kernel; }
+
+std::string Matmul::describe() const {
+  const Impl& m = *impl_;
+  std::string s = m.choice.config.describe() + " on " + std::to_string(m.M) + "x" + std::to_string(m.plan.kernel_N) +
+                  "x" + std::to_string(m.plan.kernel_K);
+  if (m.plan.staged()) {
+    s += std::string("; ") + (m.plan.stage_a ? "A, " : "") + "B" + (m.plan.stage_c ? ", C" : "") + " staged";
+    if (m.plan.kernel_K != m.K) s += " (K " + std::to_string(m.K) + " -> " + std::to_string(m.plan.kernel_K) + ")";
+    if (m.plan.kernel_N != m.N) s += " (N " + std::to_string(m.N) + " -> " + std::to_string(m.plan.kernel_N) + ")";
+  }
+  return s;
+}
+
+}  // namespace tessel::kernels
