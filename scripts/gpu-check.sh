@@ -3,7 +3,8 @@
 # machine by scripts/build-gpu.sh; nothing is rebuilt here) and collects the results:
 #   the gpu test tier, `tessel_fuzz --gpu` over 10^4 programs, `tessel tutorial --section 1,2,3,5,6`, `tessel bench gemm` over issue 5's
 #   seven shapes in f16 and bf16, `tessel bench compile`, `tessel bench attention` and `tessel
-#   bench softmax` when the build has them, compute-sanitizer racecheck/synccheck on small sm_90a GEMMs when the tool is there,
+#   bench softmax` when the build has them, compute-sanitizer racecheck/synccheck on small sm_90a GEMMs and
+#   memcheck/initcheck on small instances of every library kernel family when the tool is there,
 #   the cluster softmax probe (tools/probes) when build-gpu/ holds it, and the Python package's tier
 #   and benchmarks (scripts/gpu-python.sh; TESSEL_PYTHON=0 skips them).
 # Writes at most 8 files into OUTDIR (the transfer limit) — gpu-check.log (everything
@@ -107,6 +108,13 @@ if command -v compute-sanitizer >/dev/null; then
   filter='Multicast/MulticastShapes.MatchesReference/300x*_f16_off0:Hopper/HopperShapes.MatchesReference/300x200x1000*_f16_off0:Wgmma/WgmmaShapes.*/rs_f16_n128*:Shapes/GemmChain.*/200x300xd64_64x64t128_f16:Shapes/GemmChain.*/256x256xd128_128x64t256_bf16_copy:Shapes/RegisterAGemm.*/100x72x40_64x64x16t128_f16:Shapes/Attention.*/200x300xd64_64x64_f16:FlashAttentionGpuSmall.RingsAndRoles'
   for tool in racecheck synccheck; do
     run_step "$tool" 240 compute-sanitizer --tool "$tool" --error-exitcode 9 "$build/tessel_tests_gpu" --gtest_filter="$filter"
+  done
+  # Every library kernel family on small instances under memcheck and initcheck (issue 18): the
+  # GEMM paths above, the staged Matmul, softmax's variants and odd widths, attention, and every
+  # fuzz regression case (generated kernels of each family).
+  lib_filter="$filter"':Unaligned/MatmulStagingShapes.MatchesReference/65x63x9_always_f16:Unaligned/MatmulStagingShapes.MatchesReference/1x1023x1025_always_bf16:Shapes/MatmulShapes.MatchesReference/17x33x65_*:IssueWidths/SoftmaxWidths.MatchesFloat64/N127_f16:IssueWidths/SoftmaxWidths.MatchesFloat64/N1023_bf16:IssueWidths/SoftmaxWidths.MatchesFloat64/N4097_f32:Explicit/SoftmaxVariants.MatchesFloat64/rows_t256_r8_bn1024_N999_f16:Explicit/SoftmaxVariants.MatchesFloat64/online_t512_bn8192_N100003_f32:Explicit/SoftmaxVariants.MatchesFloat64/rows_t256_r1_bn20480_s7_N20001_f16:SoftmaxNaN.*:FuzzGpu.RegressionCasesMatchOnTheDevice'
+  for tool in memcheck initcheck; do
+    run_step "$tool" 300 compute-sanitizer --tool "$tool" --error-exitcode 9 "$build/tessel_tests_gpu" --gtest_filter="$lib_filter"
   done
 fi
 # The cluster softmax probe (issue 4's next design), when build-gpu.sh could build it.

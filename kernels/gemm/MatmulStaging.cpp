@@ -151,6 +151,10 @@ void Matmul::operator()(const Tensor& A, const Tensor& B, const Tensor& C, CUstr
     if (p.stage_a) m.a = Tensor::zeros({m.M, p.kernel_K}, m.dtype);
     m.b = Tensor::zeros({p.kernel_K, p.kernel_N}, m.dtype);
     if (p.stage_c) m.c = Tensor::empty({m.M, p.kernel_N}, m.dtype);
+    // The zeros must be in place before copies on any stream (a non-blocking one does not wait
+    // for the legacy stream's memset).
+    ensure_context();
+    check_cu(driver().cuCtxSynchronize(), "cuCtxSynchronize (Matmul's staging buffers)");
     m.allocated = true;
   }
   ensure_context();

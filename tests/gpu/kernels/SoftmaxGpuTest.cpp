@@ -66,8 +66,9 @@ TEST_P(SoftmaxWidths, MatchesFloat64) {
 }
 
 INSTANTIATE_TEST_SUITE_P(IssueWidths, SoftmaxWidths,
-                         ::testing::Combine(::testing::Values(1, 2, 7, 31, 256, 1000, 1024, 4097, 16384,
-                                                              65536, 100003, 1048576),
+                         ::testing::Combine(::testing::Values(1, 2, 7, 31, 127, 129, 256, 999, 1000, 1023,
+                                                              1024, 4097, 8191, 8193, 16384, 50257, 65536,
+                                                              100003, 1048576),
                                             ::testing::Values(DType::f32, DType::f16, DType::bf16)),
                          [](const auto& info) {
                            return "N" + std::to_string(std::get<0>(info.param)) + "_" +
