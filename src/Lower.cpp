@@ -46,9 +46,17 @@ const PassEntry kPasses[] = {
     // layouts; and before pipelining, which builds an mbarrier ring for TMA loads and a
     // cp.async schedule for other copies.
     {"plan_tma_copies", passes::plan_tma_copies},
+    // Shared-memory writes outside the loops plan_pipelines schedules get their barriers while
+    // they are still tile ops (a copy or fill into a shared buffer is visible as such), and
+    // after plan_tma_copies (a loop of TMA loads is a ring, ordered by its mbarriers).
+    {"order_shared_writes", passes::order_shared_writes},
     // Pipelining works on tile ops (it moves whole copies between iterations), so it runs
     // before they are lowered; it multi-buffers shared tiles, so after layouts are known.
     {"plan_pipelines", passes::plan_pipelines},
+    // Once every block barrier that hands over shared writes exists (the two passes above),
+    // wgmma kernels fence each for the async proxy; before place_gemm_waits, which drains
+    // in-flight gemms at barriers and passes the fence through.
+    {"insert_proxy_fences", passes::insert_proxy_fences},
     // Roles split the rings' producer work from everything else, so after the rings exist; and
     // before lowering, which then lowers the consumers' tile ops inside their role.
     {"specialize_warps", passes::specialize_warps},

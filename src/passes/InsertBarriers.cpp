@@ -1,6 +1,6 @@
 // insert_barriers
 //   Does:     the barriers a kernel's roles and rings need beyond those of its cp.async
-//             schedules (plan_pipelines fences those):
+//             schedules and around shared writes (plan_pipelines and order_shared_writes place those):
 //             - initializes the rings' mbarrier arrays (ctx.mbarriers) first thing in the
 //               kernel, after the shared declarations: thread 0 sets each barrier's arrival
 //               count, fences the initialization for the async proxy (TMA) and a block barrier

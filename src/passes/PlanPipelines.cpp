@@ -9,15 +9,16 @@
 //             The barrier at the top of iteration k both publishes tile k and proves every
 //             thread finished reading the stage that the next copy overwrites (k-1's).
 //             Each shared buffer a producer writes becomes [S, ...shape] and every use of it in
-//             the loop points at one stage. Shared-memory writes outside pipelined loops get a
-//             barrier before (earlier readers are done) and after (the data is visible), with
-//             cp.async groups drained.
-//             In kernels with wgmma gemms each barrier is preceded by the generic -> async proxy
-//             fence (see barrier()).
-//   Requires: verify_program, infer_layouts (layouts are copied to the multi-buffered tiles;
-//             ctx.uses_wgmma).
-//   Ensures:  no ForStmt of kind Pipelined remains; every shared-memory write is ordered by
-//             barriers against its readers.
+//             the loop points at one stage. A loop whose loads are TMA loads becomes an
+//             mbarrier ring (see tma_ring). A Pipelined loop with nothing to overlap (no
+//             producer, or one stage) becomes a Serial loop.
+//             Shared-memory writes outside these loops were ordered by order_shared_writes; the
+//             barriers here are plain (insert_proxy_fences adds the async-proxy fence in wgmma
+//             kernels).
+//   Requires: verify_program, infer_layouts (layouts are copied to the multi-buffered tiles),
+//             order_shared_writes.
+//   Ensures:  no ForStmt of kind Pipelined remains; every stage a producer overwrites is
+//             ordered by a barrier or the ring's mbarriers against its readers.
 #include <algorithm>
 #include <map>
 
@@ -105,7 +106,7 @@ class PipelinePlanner : public IRMutator {
     auto w = op->where;
     if (!producers.empty() && producers[0].as<TmaLoadStmt>()) return tma_ring(op, producers, consumers);
     if (producers.empty() || S == 1) {
-      // Nothing to overlap: a plain loop, its shared writes fenced like any other.
+      // Nothing to overlap: a plain loop (order_shared_writes ordered its shared writes).
       ++loop_depth_;
       Stmt inner = mutate(op->body);
       --loop_depth_;
@@ -155,38 +156,10 @@ class PipelinePlanner : public IRMutator {
     return make_seq({prologue, main, make_async_wait(0, w), barrier(w)}, w);
   }
 
-  // A run of adjacent shared-memory writes is fenced once: barrier, the writes, drain the
-  // cp.async groups, barrier.
-  Stmt mutate_node(const SeqStmt* op, const Stmt&) override {
-    std::vector<Stmt> out, run;
-    auto flush = [&] {
-      if (run.empty()) return;
-      out.push_back(fence(run));
-      run.clear();
-    };
-    for (const Stmt& s : op->stmts) {
-      if (writes_shared(s)) {
-        run.push_back(s);
-      } else {
-        flush();
-        out.push_back(mutate(s));
-      }
-    }
-    flush();
-    return make_seq(out, op->where);
-  }
-  Stmt mutate_node(const CopyStmt*, const Stmt& self) override { return fence({self}); }
-  Stmt mutate_node(const FillStmt*, const Stmt& self) override { return fence({self}); }
 
  private:
-  // __syncthreads. In a kernel whose gemms read shared memory through the async proxy (wgmma,
-  // infer_layouts sets ctx.uses_wgmma), every thread first orders its own shared-memory writes
-  // (stores, completed cp.async) before the barrier that hands them over, as the PTX memory
-  // model asks of the writers: fence.proxy.async.shared::cta.
-  Stmt barrier(std::source_location w) const {
-    if (!ctx_.uses_wgmma) return make_barrier(w);
-    return make_seq({make_device_call("tessel::fence_proxy_async_shared", {}, {}, w), make_barrier(w)}, w);
-  }
+  // __syncthreads (insert_proxy_fences fences it for the async proxy in wgmma kernels).
+  static Stmt barrier(std::source_location w) { return make_barrier(w); }
 
   // A loop whose only compute is one gemm on the staged tiles becomes tessel::gemm_mainloop
   // (device/tessel/mainloop.cuh), which carries the gemm's register fragments across tiles so
@@ -355,23 +328,6 @@ class PipelinePlanner : public IRMutator {
         SharedLayout{false, "tessel::RowMajorLayout<1, " + std::to_string(n) + ">", 1, n};
     ctx_.mbarriers.push_back(MbarrierArray{b, count, releases});
     return b;
-  }
-
-  Stmt fence(const std::vector<Stmt>& writes) {
-    if (writes.size() == 1 && !writes_shared(writes[0])) return writes[0];
-    auto w = writes[0]->where;
-    std::vector<Stmt> out{barrier(w)};
-    bool async = false;
-    for (const Stmt& s : writes) {
-      out.push_back(s);
-      async = async || is_producer(s);
-    }
-    if (async) {
-      out.push_back(make_async_commit(w));
-      out.push_back(make_async_wait(0, w));
-    }
-    out.push_back(barrier(w));
-    return make_seq(out, w);
   }
 
   PassContext& ctx_;
