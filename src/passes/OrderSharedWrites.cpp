@@ -13,6 +13,7 @@
 //   Ensures:  every shared-memory write outside the loops plan_pipelines schedules is
 //             preceded and followed by a block barrier. The barriers are plain; in kernels with
 //             wgmma gemms insert_proxy_fences precedes each with the async-proxy fence.
+#include "ops/TileOp.hpp"
 #include "passes/Passes.hpp"
 #include "tessel/ir/Mutator.hpp"
 
@@ -22,15 +23,11 @@ using namespace ir;
 
 namespace {
 
-bool is_producer(const Stmt& s) {
-  const auto* c = s.as<CopyStmt>();
-  return c && c->src.buffer->scope == Scope::Global && c->dst.buffer->scope == Scope::Shared;
-}
+bool is_producer(const Stmt& s) { return ops::is_global_to_shared_copy(s); }
 
+// A copy or fill into shared memory (a TMA load only occurs in the rings plan_pipelines builds).
 bool writes_shared(const Stmt& s) {
-  if (const auto* c = s.as<CopyStmt>()) return c->dst.buffer->scope == Scope::Shared;
-  if (const auto* f = s.as<FillStmt>()) return f->dst.buffer->scope == Scope::Shared;
-  return false;
+  return (s.as<CopyStmt>() || s.as<FillStmt>()) && ops::writes_scope(s, Scope::Shared);
 }
 
 // Whether plan_pipelines schedules this Pipelined loop (a cp.async schedule over two or more

@@ -39,6 +39,7 @@
 #include <map>
 
 #include "passes/PassUtil.hpp"
+#include "ops/TileOp.hpp"
 #include "passes/Passes.hpp"
 #include "tessel/ir/Mutator.hpp"
 
@@ -72,11 +73,15 @@ std::vector<Buffer> buffers_written(const Stmt& s) {
       add(op->buffer);
       IRVisitor::visit_node(op);
     }
-    void visit_node(const CopyStmt* op) override { add(op->dst.buffer); }
-    void visit_node(const FillStmt* op) override { add(op->dst.buffer); }
-    void visit_node(const GemmStmt* op) override { add(op->C.buffer); }
-    void visit_node(const ReduceStmt* op) override { add(op->dst); }
-    void visit_node(const TmaLoadStmt* op) override { add(op->dst.buffer); }
+    // Tile ops say what they write (src/ops/).
+    void tile(const StmtNode* s) {
+      for (const Region& r : ops::access(s).writes) add(r.buffer);
+    }
+    void visit_node(const CopyStmt* op) override { tile(op); }
+    void visit_node(const FillStmt* op) override { tile(op); }
+    void visit_node(const GemmStmt* op) override { tile(op); }
+    void visit_node(const ReduceStmt* op) override { tile(op); }
+    void visit_node(const TmaLoadStmt* op) override { tile(op); }
   } w;
   w.visit(s);
   return w.out;

@@ -22,6 +22,7 @@
 #include <algorithm>
 #include <map>
 
+#include "ops/TileOp.hpp"
 #include "passes/Passes.hpp"
 #include "tessel/ir/Mutator.hpp"
 #include "tessel/ir/Printer.hpp"
@@ -32,15 +33,10 @@ using namespace ir;
 
 namespace {
 
-bool is_producer(const Stmt& s) {
-  const auto* c = s.as<CopyStmt>();
-  return c && c->src.buffer->scope == Scope::Global && c->dst.buffer->scope == Scope::Shared;
-}
+bool is_producer(const Stmt& s) { return ops::is_global_to_shared_copy(s); }
 
 bool writes_shared(const Stmt& s) {
-  if (const auto* c = s.as<CopyStmt>()) return c->dst.buffer->scope == Scope::Shared;
-  if (const auto* f = s.as<FillStmt>()) return f->dst.buffer->scope == Scope::Shared;
-  return false;
+  return (s.as<CopyStmt>() || s.as<FillStmt>()) && ops::writes_scope(s, Scope::Shared);
 }
 
 // Points a region of an old single-stage buffer at `stage` of its multi-buffered replacement.

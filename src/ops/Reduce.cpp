@@ -1,0 +1,27 @@
+// reduce_max/min/sum(src, dst, dim[, clear]): reads the whole of src (and of dst when it
+// combines with dst's old values), writes the whole of dst.
+#include "ops/TileOp.hpp"
+
+namespace tessel::ops {
+
+namespace {
+
+class ReduceOp final : public TileOp {
+ public:
+  const char* name() const override { return "reduce"; }
+  Access access(const ir::StmtNode& s) const override {
+    const auto* r = static_cast<const ir::ReduceStmt*>(&s);
+    Access a{{whole(r->src)}, {whole(r->dst)}};
+    if (!r->clear) a.reads.push_back(whole(r->dst));
+    return a;
+  }
+};
+
+}  // namespace
+
+const TileOp& reduce_op() {
+  static const ReduceOp op;
+  return op;
+}
+
+}  // namespace tessel::ops

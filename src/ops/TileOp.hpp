@@ -1,0 +1,53 @@
+// The tile-op interface: what the passes ask of a tile op (copy, gemm, fill, reductions, TMA
+// loads), one implementation per op in src/ops/<Op>.cpp. Today: the regions an op reads and
+// writes, which every pass that orders, moves or waits for statements needs (order_shared_writes,
+// plan_pipelines, place_gemm_waits). Verification, layout inference and lowering per target move
+// behind the same interface next (issue 15).
+#pragma once
+
+#include <vector>
+
+#include "tessel/ir/IR.hpp"
+
+namespace tessel::ops {
+
+// The regions a tile op reads and writes (a reduction's whole source and destination buffers;
+// a destination it also reads when it accumulates -- gemm's C, a reduction without clear --
+// is in both lists).
+struct Access {
+  std::vector<ir::Region> reads;
+  std::vector<ir::Region> writes;
+};
+
+class TileOp {
+ public:
+  virtual ~TileOp() = default;
+  virtual const char* name() const = 0;
+  // `s` is a statement of this op's kind.
+  virtual Access access(const ir::StmtNode& s) const = 0;
+};
+
+// The interface of `s`'s op, or nullptr when `s` is not a tile op.
+const TileOp* tile_op(const ir::StmtNode* s);
+inline const TileOp* tile_op(const ir::Stmt& s) { return tile_op(s.get()); }
+
+// access(s) of a tile op; empty lists for any other statement.
+Access access(const ir::StmtNode* s);
+inline Access access(const ir::Stmt& s) { return access(s.get()); }
+
+// Whether a tile op writes a buffer of `scope` / copies global memory into shared memory (a
+// producer of a pipelined loop).
+bool writes_scope(const ir::Stmt& s, ir::Scope scope);
+bool is_global_to_shared_copy(const ir::Stmt& s);
+
+// The op implementations (src/ops/<Op>.cpp).
+const TileOp& copy_op();
+const TileOp& gemm_op();
+const TileOp& fill_op();
+const TileOp& reduce_op();
+const TileOp& tma_load_op();
+
+// The whole of `b` as a region.
+ir::Region whole(const ir::Buffer& b);
+
+}  // namespace tessel::ops
