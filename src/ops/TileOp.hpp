@@ -1,8 +1,8 @@
 // The tile-op interface: what the passes ask of a tile op (copy, gemm, fill, reductions, TMA
 // loads), one implementation per op in src/ops/<Op>.cpp. Today: the regions an op reads and
 // writes, which every pass that orders, moves or waits for statements needs (order_shared_writes,
-// plan_pipelines, place_gemm_waits). Verification, layout inference and lowering per target move
-// behind the same interface next (issue 15).
+// plan_pipelines, place_gemm_waits), and the checks of the author's use (verify_program). Layout
+// inference and lowering per target move behind the same interface next (issue 15).
 #pragma once
 
 #include <vector>
@@ -25,6 +25,10 @@ class TileOp {
   virtual const char* name() const = 0;
   // `s` is a statement of this op's kind.
   virtual Access access(const ir::StmtNode& s) const = 0;
+  // The author's misuse of the op in `s` as a CompileError at the author's line; returns the
+  // statement with what it implies filled in (a copy's extents taken from its other side).
+  // verify_program calls it on each tile op as written.
+  virtual ir::Stmt verify(const ir::Stmt& s) const { return s; }
 };
 
 // The interface of `s`'s op, or nullptr when `s` is not a tile op.

@@ -5,6 +5,7 @@
 #include <source_location>
 
 #include "ops/TileOp.hpp"
+#include "tessel/Error.hpp"
 
 namespace {
 
@@ -58,6 +59,26 @@ TEST(TileOps, EachOpReportsWhatItReadsAndWrites) {
   EXPECT_EQ(ops::tile_op(make_barrier(w)), nullptr);
   EXPECT_TRUE(ops::access(make_barrier(w)).writes.empty());
   EXPECT_EQ(ops::tile_op(Stmt()), nullptr);
+}
+
+TEST(TileOps, VerifyFillsACopysExtentsAndRefusesMisuse) {
+  const auto w = std::source_location::current();
+  Buffer g = buffer("G", Scope::Global), s = buffer("S", Scope::Shared), acc = buffer("C", Scope::Fragment);
+  // copy(G(0, 0), S): the source's extents come from the destination.
+  Stmt copy = make_copy(Region{g, {make_int(0), make_int(0)}, {}}, ops::whole(s), Expr(), w);
+  Stmt checked = ops::tile_op(copy)->verify(copy);
+  ASSERT_EQ(checked.as<CopyStmt>()->src.extents.size(), 2u);
+  EXPECT_TRUE(is_const_int(checked.as<CopyStmt>()->src.extents[1], 64));
+  // A global -> global copy and an f16 accumulator are the author's mistakes.
+  Stmt g2g = make_copy(ops::whole(g), ops::whole(buffer("H", Scope::Global)), Expr(), w);
+  try {
+    (void)ops::tile_op(g2g)->verify(g2g);
+    FAIL() << "no error for a global -> global copy";
+  } catch (const tessel::CompileError& e) {
+    EXPECT_NE(std::string(e.what()).find("copies from global G to global H"), std::string::npos) << e.what();
+  }
+  Stmt gemm = make_gemm(ops::whole(s), ops::whole(s), ops::whole(acc), false, false, GemmWarpPolicy::Square, w);
+  EXPECT_THROW((void)ops::tile_op(gemm)->verify(gemm), tessel::CompileError);
 }
 
 }  // namespace
