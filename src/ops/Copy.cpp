@@ -4,6 +4,7 @@
 #include "ops/TileOp.hpp"
 
 #include "ops/Checks.hpp"
+#include "ops/Lowering.hpp"
 #include "tessel/Error.hpp"
 #include "tessel/ir/Printer.hpp"
 
@@ -13,6 +14,319 @@ namespace {
 
 using namespace ir;
 
+// The lowering of one copy (see lower()), with the state lower_tile_ops passes down.
+class CopyLowering {
+ public:
+  explicit CopyLowering(LowerContext& lc) : lc_(lc), ctx_(lc.ctx), ranges_(lc.ranges) {}
+
+  Stmt lower(const CopyStmt* op) {
+    const Region &src = op->src, &dst = op->dst;
+    Scope ss = src.buffer->scope, ds = dst.buffer->scope;
+    if (ss == Scope::Global && ds == Scope::Shared && !op->pad.defined()) return global_to_shared(op);
+    if (ss == Scope::Fragment && ds == Scope::Global) {
+      const FragmentLayout& l = ctx_.fragment_layouts.at(src.buffer->id);
+      if (l.kind == FragmentLayout::Kind::GemmAccumulator && covers_whole_buffer(src)) return accumulators_to_global(op, l);
+    }
+    return element_copy(op);
+  }
+
+
+ private:
+  Stmt global_to_shared(const CopyStmt* op) {
+    const Region &src = op->src, &dst = op->dst;
+    const Buffer& g = src.buffer;
+    auto w = op->where;
+    auto [rows, cols] = matrix_extents(dst, w, "copy");
+    std::optional<GlobalMatrix> m = global_matrix(src);
+    if (!m)
+      TESSEL_USER_ERROR("copy", w,
+                        "the region "
+                            << to_string(src) << " of " << g->name
+                            << " has more than two dimensions of extent > 1; a copy moves a 2-D tile");
+    // Rows that are not contiguous (a column stride other than 1): element by element.
+    if (!is_const_int(m->col_stride, 1)) return element_copy(op);
+    const SharedLayout& layout = ctx_.shared_layouts.at(dst.buffer->id);
+    TESSEL_INTERNAL_CHECK(
+        layout.cols == cols && layout.rows == rows,
+        "shared layout " << layout.type_name << " does not match the copied tile " << rows << "x" << cols);
+    int elem = dtype_bytes(g->dtype);
+    std::int64_t vec = 16 / elem;
+    bool vectorized = elem <= 16 && (rows == 1 || known_divisor(m->ld) % vec == 0) &&
+                      known_divisor(m->offset) % vec == 0 && (cols * elem) % 16 == 0;
+    std::vector<std::string> targs{dtype_cuda(g->dtype),         std::to_string(rows),
+                                   std::to_string(cols),         layout.type_name,
+                                   std::to_string(ctx_.threads), vectorized ? "true" : "false"};
+    std::vector<DeviceCallArg> args{{Expr(), dst.buffer, linear_offset(dst)},
+                                    {Expr(), g, m->offset},
+                                    {i64(m->ld), Buffer(), Expr()},
+                                    {m->rows_valid, Buffer(), Expr()},
+                                    {m->cols_valid, Buffer(), Expr()}};
+    return make_device_call("tessel::copy_global_to_shared", targs, args, w);
+  }
+
+  Stmt accumulators_to_global(const CopyStmt* op, const FragmentLayout& l) {
+    const Region& dst = op->dst;
+    const Buffer& g = dst.buffer;
+    auto w = op->where;
+    std::optional<GlobalMatrix> m = global_matrix(dst);
+    if (!m || !is_const_int(m->col_stride, 1)) return element_copy(op);
+    int elem = dtype_bytes(g->dtype);
+    // Two adjacent columns go out as one store when both the row length and the region's
+    // column start keep pairs aligned.
+    bool pairs = elem <= 4 && known_divisor(m->ld) % 2 == 0 && known_divisor(m->offset) % 2 == 0;
+    std::vector<DeviceCallArg> args{{Expr(), ctx_.registers_of(op->src.buffer), Expr()},
+                                    {Expr(), g, m->offset},
+                                    {i64(m->ld), Buffer(), Expr()},
+                                    {m->rows_valid, Buffer(), Expr()},
+                                    {m->cols_valid, Buffer(), Expr()}};
+    // Through shared memory when the drained ring of the gemm's main loop can hold the tile:
+    // whole 16-byte rows go out instead of 4-byte pairs.
+    auto scratch = ctx_.epilogue_scratch.find(op->src.buffer->id);
+    if (scratch != ctx_.epilogue_scratch.end()) {
+      const Buffer& a = scratch->second.a;
+      std::int64_t a_bytes = a.const_numel() * dtype_bytes(a->dtype);
+      std::int64_t ring = a_bytes + scratch->second.b.const_numel() * dtype_bytes(scratch->second.b->dtype);
+      std::int64_t need = l.shape[0] * l.shape[1] * elem;
+      if (a->dtype == g->dtype && a_bytes % 128 == 0 && need <= ring) {
+        // The scratch tile goes out in 16-byte chunks only when every row of the region starts
+        // 16-byte aligned (row length and column start multiples of 16 bytes) and a tile row is
+        // whole chunks; otherwise element by element (N = 182 in bf16: rows 364 bytes apart).
+        const std::int64_t chunk = 16 / elem;
+        const bool chunks = elem <= 16 && known_divisor(m->ld) % chunk == 0 &&
+                            known_divisor(m->offset) % chunk == 0 && (l.shape[1] * elem) % 16 == 0;
+        args.insert(args.begin() + 1, DeviceCallArg{Expr(), a, Expr()});
+        ctx_.smem_contiguous.emplace_back(scratch->second.a, scratch->second.b);
+        return make_device_call("tessel::store_accumulators_via_shared",
+                                {dtype_cuda(g->dtype), l.gemm_type, chunks ? "true" : "false"}, args, w);
+      }
+    }
+    return make_device_call("tessel::store_accumulators",
+                            {dtype_cuda(g->dtype), l.gemm_type, pairs ? "true" : "false"}, args, w);
+  }
+
+  // Maps the squeezed coordinates of one side of a copy onto the other side's indices.
+  static std::vector<Expr> map_indices(const Region& from, const std::vector<Expr>& from_idx,
+                                       const Region& to) {
+    std::vector<Expr> rel;
+    for (size_t d = 0; d < from_idx.size(); ++d)
+      if (!is_const_int(from.extents[d], 1)) rel.push_back(sub(from_idx[d], from.starts[d]));
+    std::vector<Expr> out(to.starts.size());
+    int k = static_cast<int>(rel.size()) - 1;
+    for (int d = static_cast<int>(to.starts.size()) - 1; d >= 0; --d) {
+      if (is_const_int(to.extents[d], 1) || k < 0) {
+        out[d] = to.starts[d];
+      } else {
+        out[d] = add(to.starts[d], rel[k--]);
+      }
+    }
+    return out;
+  }
+
+  Expr read(const Region& src, const std::vector<Expr>& idx, const Expr& pad, DType to) {
+    Expr v = make_load(src.buffer, idx);
+    Expr in = in_bounds(src.buffer, idx);
+    if (in.defined()) v = make_select(in, v, pad.defined() ? pad : make_int(0));
+    return make_cast(to, v);
+  }
+
+  Stmt element_copy(const CopyStmt* op) {
+    const Region &src = op->src, &dst = op->dst;
+    auto w = op->where;
+    if (src.buffer->scope == Scope::Fragment && dst.buffer->scope == Scope::Fragment)
+      return fragment_to_fragment(op);
+    const Region* frag = src.buffer->scope == Scope::Fragment   ? &src
+                         : dst.buffer->scope == Scope::Fragment ? &dst
+                                                                : nullptr;
+    if (!frag) {
+      return over_region(lc_, dst, w, [&](const std::vector<Expr>& didx) {
+        auto sidx = map_indices(dst, didx, src);
+        return guarded_store(dst.buffer, didx, read(src, sidx, op->pad, dst.buffer->dtype), w);
+      });
+    }
+    if (!covers_whole_buffer(*frag))
+      TESSEL_USER_ERROR("copy", w,
+                        "copies part of fragment " << frag->buffer->name
+                                                   << "; copies to or from a fragment cover all of it");
+    const FragmentLayout& l = ctx_.fragment_layouts.at(frag->buffer->id);
+    const Region& other = frag == &src ? dst : src;
+    auto row_vectors_fit = [&] {
+      if (other.buffer->scope == Scope::Shared)
+        return frag == &dst && row_major_shared(other.buffer) && other.buffer.ndim() == 2;
+      if (other.buffer->scope != Scope::Global) return false;
+      std::optional<GlobalMatrix> m = global_matrix(other);
+      return m && is_const_int(m->col_stride, 1);
+    };
+    if (l.kind == FragmentLayout::Kind::RowBlocked && row_vectors_fit() &&
+        (frag->buffer->dtype == DType::f32 || frag->buffer->dtype == other.buffer->dtype) && l.vec > 1)
+      return row_vector_copy(op, l);
+    const Buffer& regs = ctx_.registers_of(frag->buffer);
+    Var v("l");
+    std::vector<Expr> coords = fragment_coordinates(l, v, ctx_.thread_index, ctx_.threads);
+    Stmt body;
+    if (frag == &src) {
+      auto didx = map_indices(src, coords, dst);
+      body = guarded_store(dst.buffer, didx, make_cast(dst.buffer->dtype, make_load(regs, {v})), w);
+    } else {
+      auto sidx = map_indices(dst, coords, src);
+      body = make_store(regs, {v}, read(src, sidx, op->pad, dst.buffer->dtype), w);
+    }
+    if (Expr valid = fragment_register_valid(l, v, ctx_.thread_index, ctx_.threads); valid.defined())
+      body = make_if(valid, body, Stmt(), w);
+    return make_for(v, make_int(0), make_int(l.per_thread), ForKind::Unrolled, 0, body, w);
+  }
+
+  // Between two fragments of one layout (infer_layouts gives a copy's destination its source's
+  // layout): register l to register l, converted to the destination's dtype.
+  Stmt fragment_to_fragment(const CopyStmt* op) {
+    const Region &src = op->src, &dst = op->dst;
+    auto w = op->where;
+    if (!covers_whole_buffer(src) || !covers_whole_buffer(dst))
+      TESSEL_USER_ERROR("copy", w,
+                        "copies part of fragment " << (covers_whole_buffer(src) ? dst : src).buffer->name
+                                                   << "; copies between fragments cover both whole");
+    const FragmentLayout &ls = ctx_.fragment_layouts.at(src.buffer->id),
+                         &ld = ctx_.fragment_layouts.at(dst.buffer->id);
+    if (!same_fragment_layout(ls, ld))
+      TESSEL_USER_ERROR(
+          "copy", w,
+          "fragments " << src.buffer->name << " and " << dst.buffer->name
+                       << " are spread over threads differently; a copy between "
+                       << "fragments needs one layout (both [M, N] tiles fed by the same gemm)");
+    Var v("l");
+    Stmt body = make_store(ctx_.registers_of(dst.buffer), {v},
+                           make_cast(dst.buffer->dtype, make_load(ctx_.registers_of(src.buffer), {v})), w);
+    if (Expr valid = fragment_register_valid(ls, v, ctx_.thread_index, ctx_.threads); valid.defined())
+      body = make_if(valid, body, Stmt(), w);
+    return make_for(v, make_int(0), make_int(ls.per_thread), ForKind::Unrolled, 0, body, w);
+  }
+
+  bool row_major_shared(const Buffer& b) const {
+    auto it = ctx_.shared_layouts.find(b->id);
+    return it != ctx_.shared_layouts.end() && !it->second.swizzled;
+  }
+
+  // Row-blocked fragment <-> 2-D global tensor: one vector of `vec` contiguous elements per
+  // register group, 16 bytes wide when the row is in bounds and aligned, masked otherwise.
+  Stmt row_vector_copy(const CopyStmt* op, const FragmentLayout& l) {
+    Stmt s = row_vector_copy_body(op, l);
+    const bool load = op->dst.buffer->scope == Scope::Fragment;
+    if (load && ctx_.register_tails.count(ctx_.registers_of(op->dst.buffer)->id)) {
+      // Vectors bound for a fragment's shared tail go by cp.async (no registers in between);
+      // each thread waits for its own before any use. Only that thread reads its slots, so no
+      // barrier.
+      s = make_seq({s, make_async_commit(op->where), make_async_wait(0, op->where)}, op->where);
+    }
+    return s;
+  }
+
+  Stmt row_vector_copy_body(const CopyStmt* op, const FragmentLayout& l) {
+    auto w = op->where;
+    bool load = op->dst.buffer->scope == Scope::Fragment;
+    const Region& g = load ? op->src : op->dst;
+    const Region& f = load ? op->dst : op->src;
+    const Buffer& regs = ctx_.registers_of(f.buffer);
+    Var grp("g");
+    Expr first = mul(grp, make_int(l.vec));
+    std::vector<Expr> coords = fragment_coordinates(l, first, ctx_.thread_index, ctx_.threads);
+    const Buffer& t = g.buffer;
+    Expr valid, offset;
+    if (t->scope == Scope::Global) {
+      // The fragment's rows and columns along the global region's matrix dimensions.
+      const GlobalMatrix m = *global_matrix(g);
+      valid = make_select(lt(coords[0], m.rows_valid), sub(m.cols_valid, coords[1]), make_int(0));
+      offset = add(m.offset, add(mul(i64(coords[0]), i64(m.ld)), i64(coords[1])));
+    } else {
+      Expr row = add(g.starts[0], coords[0]), col = add(g.starts[1], coords[1]);
+      valid = make_select(lt(row, t->shape[0]), sub(t->shape[1], col), make_int(0));
+      offset = add(mul(i64(row), i64(t->shape[1])), i64(col));
+    }
+    std::vector<std::string> targs{dtype_cuda(t->dtype), std::to_string(l.vec)};
+    const bool global = t->scope == Scope::Global;
+    Stmt call;
+    const int groups = l.per_thread / l.vec;
+    const int vector_bytes = l.vec * dtype_bytes(t->dtype);
+    targs.push_back(dtype_cuda(f.buffer->dtype));
+    if (!global) targs.push_back("false");  // a row-major shared tile: plain loads
+    if (groups > 1 && (vector_bytes == 16 || vector_bytes == 8 || vector_bytes == 4)) {
+      // Several vectors per thread: when every one is whole and aligned (tested once, the same
+      // test for the whole copy), the loads form one basic block and are all in flight together;
+      // otherwise each vector takes the masked path. (One masked call per vector put a branch
+      // between consecutive loads, and ptxas then waited for each load before issuing the next.)
+      // Alignment: tensors are 16-byte aligned (checked at launch), so a vector is aligned when
+      // its element offset is a multiple of vec.
+      // Each vector whole and aligned, or wholly past the row's end (valid <= 0: padded on
+      // load, dropped on store) -- the common case even when the tile is wider than the row.
+      Expr fast;
+      for (int gi = 0; gi < groups; ++gi) {
+        std::vector<std::pair<Var, Expr>> at{{grp, make_int(gi)}};
+        Expr v = substitute(valid, at);
+        Expr aligned = make_binary(BinaryOp::EQ,
+                                   make_binary(BinaryOp::Mod, substitute(offset, at), i64(make_int(l.vec))),
+                                   i64(make_int(0)));
+        // A count that is a multiple of vec is whole or <= 0 by itself (N = 1000 in a 1024 tile).
+        Expr ok = known_divisor(v) % l.vec == 0
+                      ? aligned
+                      : make_binary(BinaryOp::And,
+                                    make_binary(BinaryOp::Or, make_binary(BinaryOp::GE, v, make_int(l.vec)),
+                                                make_binary(BinaryOp::LE, v, make_int(0))),
+                                    aligned);
+        fast = fast.defined() ? make_binary(BinaryOp::And, fast, ok) : ok;
+      }
+      Expr present = make_binary(BinaryOp::GT, valid, make_int(0));
+      ranges_.set(grp, {0, groups - 1});
+      if (prove_by_cases(present, ranges_) == std::optional<bool>(true))
+        present = make_int(1, DType::boolean);
+      const bool provably_fast = prove_by_cases(fast, ranges_) == std::optional<bool>(true);
+      ranges_.erase(grp);
+      Stmt whole, masked;
+      if (load) {
+        Expr pad = op->pad.defined() ? make_cast(DType::f32, op->pad) : make_float(0.0);
+        whole = make_device_call("tessel::load_row_vector_whole", targs,
+                                 {{Expr(), t, offset},
+                                  {present, Buffer(), Expr()},
+                                  {pad, Buffer(), Expr()},
+                                  {Expr(), regs, first}},
+                                 w);
+        masked = make_device_call(
+            "tessel::load_row_vector", targs,
+            {{Expr(), t, offset}, {valid, Buffer(), Expr()}, {pad, Buffer(), Expr()}, {Expr(), regs, first}},
+            w);
+      } else {
+        whole =
+            make_device_call("tessel::store_row_vector_whole", targs,
+                             {{Expr(), t, offset}, {present, Buffer(), Expr()}, {Expr(), regs, first}}, w);
+        masked = make_device_call("tessel::store_row_vector", targs,
+                                  {{Expr(), t, offset}, {valid, Buffer(), Expr()}, {Expr(), regs, first}}, w);
+      }
+      Stmt fast_path = make_for(grp, make_int(0), make_int(groups), ForKind::Unrolled, 0, whole, w);
+      // Provably whole and aligned for every block, thread and loop iteration (a static shape
+      // whose rows the tile divides): only the fast path. The edge path's mere presence costs
+      // ~6 % of copy bandwidth at N = 16384 (bench/results/2026-12-03-softmax-s5-harness-h200.txt).
+      if (provably_fast) return fast_path;
+      // Decided per warp (tessel::warp_all): a thread takes the vector path only when its whole
+      // warp does, so the two paths never diverge inside a warp (see reduce.cuh: ptxas
+      // miscompiled the divergent form).
+      return make_if(make_call("tessel::warp_all", {fast}, DType::boolean), fast_path,
+                     make_for(grp, make_int(0), make_int(groups), ForKind::Unrolled, 0, masked, w), w);
+    }
+    if (load) {
+      Expr pad = op->pad.defined() ? make_cast(DType::f32, op->pad) : make_float(0.0);
+      call = make_device_call(
+          "tessel::load_row_vector", targs,
+          {{Expr(), t, offset}, {valid, Buffer(), Expr()}, {pad, Buffer(), Expr()}, {Expr(), regs, first}},
+          w);
+    } else {
+      call = make_device_call("tessel::store_row_vector", targs,
+                              {{Expr(), t, offset}, {valid, Buffer(), Expr()}, {Expr(), regs, first}}, w);
+    }
+    return make_for(grp, make_int(0), make_int(l.per_thread / l.vec), ForKind::Unrolled, 0, call, w);
+  }
+
+  LowerContext& lc_;
+  PassContext& ctx_;
+  VarRanges& ranges_;
+};
+
 class CopyOp final : public TileOp {
  public:
   const char* name() const override { return "copy"; }
@@ -20,6 +334,8 @@ class CopyOp final : public TileOp {
     const auto* c = static_cast<const CopyStmt*>(&s);
     return {{c->src}, {c->dst}};
   }
+
+  Stmt lower(const Stmt& s, LowerContext& lc) const override { return CopyLowering(lc).lower(s.as<CopyStmt>()); }
 
   Stmt verify(const Stmt& s) const override {
     const auto* op = s.as<CopyStmt>();

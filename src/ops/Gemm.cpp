@@ -4,6 +4,7 @@
 #include "ops/TileOp.hpp"
 
 #include "ops/Checks.hpp"
+#include "ops/Lowering.hpp"
 #include "tessel/Error.hpp"
 #include "tessel/ir/Printer.hpp"
 
@@ -19,6 +20,19 @@ class GemmOp final : public TileOp {
   Access access(const StmtNode& s) const override {
     const auto* g = static_cast<const GemmStmt*>(&s);
     return {{g->A, g->B, g->C}, {g->C}};
+  }
+
+  Stmt lower(const Stmt& s, LowerContext& lc) const override {
+    const auto* op = s.as<GemmStmt>();
+    PassContext& ctx_ = lc.ctx;
+    const FragmentLayout& l = ctx_.fragment_layouts.at(op->C.buffer->id);
+    const bool a_in_registers = op->A.buffer->scope == Scope::Fragment;
+    DeviceCallArg a = a_in_registers ? DeviceCallArg{Expr(), ctx_.registers_of(op->A.buffer), Expr()}
+                                     : DeviceCallArg{Expr(), op->A.buffer, linear_offset(op->A)};
+    std::vector<DeviceCallArg> args{
+        a, {Expr(), op->B.buffer, linear_offset(op->B)}, {Expr(), ctx_.registers_of(op->C.buffer), Expr()}};
+    const std::string run = std::string(a_in_registers ? "::run_rs" : "::run") + (op->async ? "_async" : "");
+    return make_device_call(l.gemm_type + run, {}, args, op->where);
   }
 
   Stmt verify(const Stmt& s) const override {

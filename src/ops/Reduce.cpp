@@ -2,6 +2,8 @@
 // combines with dst's old values), writes the whole of dst.
 #include "ops/TileOp.hpp"
 
+#include "tessel/Error.hpp"
+
 namespace tessel::ops {
 
 namespace {
@@ -14,6 +16,12 @@ class ReduceOp final : public TileOp {
     Access a{{whole(r->src)}, {whole(r->dst)}};
     if (!r->clear) a.reads.push_back(whole(r->dst));
     return a;
+  }
+  // lower_reductions, which runs before lower_tile_ops, lowers every reduction (its per-thread
+  // partials, shuffles and shared memory depend on the source's layout across warps).
+  ir::Stmt lower(const ir::Stmt& s, LowerContext&) const override {
+    throw_internal_error("a reduction reached lower_tile_ops at line " + std::to_string(s->where.line()) +
+                         "; lower_reductions lowers every reduction first");
   }
 };
 

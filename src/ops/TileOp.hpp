@@ -1,8 +1,9 @@
 // The tile-op interface: what the passes ask of a tile op (copy, gemm, fill, reductions, TMA
 // loads), one implementation per op in src/ops/<Op>.cpp. Today: the regions an op reads and
 // writes, which every pass that orders, moves or waits for statements needs (order_shared_writes,
-// plan_pipelines, place_gemm_waits), and the checks of the author's use (verify_program). Layout
-// inference and lowering per target move behind the same interface next (issue 15).
+// plan_pipelines, place_gemm_waits), the checks of the author's use (verify_program) and the
+// lowering to thread-level code (lower_tile_ops). Layout inference moves behind the same
+// interface next (issue 15).
 #pragma once
 
 #include <vector>
@@ -10,6 +11,8 @@
 #include "tessel/ir/IR.hpp"
 
 namespace tessel::ops {
+
+struct LowerContext;  // ops/Lowering.hpp
 
 // The regions a tile op reads and writes (a reduction's whole source and destination buffers;
 // a destination it also reads when it accumulates -- gemm's C, a reduction without clear --
@@ -29,6 +32,10 @@ class TileOp {
   // statement with what it implies filled in (a copy's extents taken from its other side).
   // verify_program calls it on each tile op as written.
   virtual ir::Stmt verify(const ir::Stmt& s) const { return s; }
+  // Thread-level code for `s` on the pass context's target (lower_tile_ops calls it, after
+  // infer_layouts chose the layouts and the pipeline passes placed the op): device calls, element
+  // loops over a fragment's registers, guarded stores.
+  virtual ir::Stmt lower(const ir::Stmt& s, LowerContext& lc) const = 0;
 };
 
 // The interface of `s`'s op, or nullptr when `s` is not a tile op.

@@ -2,9 +2,13 @@
 // stage's mbarrier).
 #include "ops/TileOp.hpp"
 
+#include "ops/Lowering.hpp"
+
 namespace tessel::ops {
 
 namespace {
+
+using namespace ir;
 
 class TmaLoadOp final : public TileOp {
  public:
@@ -12,6 +16,32 @@ class TmaLoadOp final : public TileOp {
   Access access(const ir::StmtNode& s) const override {
     const auto* t = static_cast<const ir::TmaLoadStmt*>(&s);
     return {{t->src}, {t->dst}};
+  }
+
+  // A TMA load: one box per panel of the tile's swizzle (device/tessel/pipeline.cuh), at the
+  // region's start, coordinates innermost first.
+  Stmt lower(const Stmt& s, LowerContext& lc) const override {
+    const auto* op = s.as<TmaLoadStmt>();
+    PassContext& ctx_ = lc.ctx;
+    const TmaParam* p = nullptr;
+    for (const TmaParam& t : ctx_.tma_params)
+      if (t.var.same_as(op->map)) p = &t;
+    TESSEL_INTERNAL_CHECK(p && !p->box.empty() && op->bars.defined(), "TMA load without its map or barrier");
+    const SharedLayout& l = ctx_.shared_layouts.at(op->dst.buffer->id);
+    const int elem = dtype_bytes(op->src.buffer->dtype);
+    const int panel_cols = p->swizzle_bytes / elem;
+    const std::int64_t panels = l.cols / panel_cols;
+    const std::int64_t panel_bytes = l.rows * p->swizzle_bytes;
+    const int rank = op->src.buffer.ndim();
+    std::vector<DeviceCallArg> args{{Expr(), op->dst.buffer, linear_offset(op->dst)},
+                                    {make_call("address_of", {op->map}, DType::i64), Buffer(), Expr()},
+                                    {Expr(), op->bars, op->index}};
+    for (int d = rank - 1; d >= 0; --d)
+      args.push_back({make_cast(DType::i32, op->src.starts[static_cast<size_t>(d)]), Buffer(), Expr()});
+    return make_device_call("tessel::tma_load_tile",
+                            {std::to_string(rank), std::to_string(panels), std::to_string(panel_cols),
+                             std::to_string(panel_bytes)},
+                            args, op->where);
   }
 };
 
