@@ -2,7 +2,7 @@
 // loads), one implementation per op in src/ops/<Op>.cpp. Today: the regions an op reads and
 // writes, which every pass that orders, moves or waits for statements needs (order_shared_writes,
 // plan_pipelines, place_gemm_waits), the checks of the author's use (verify_program) and the
-// lowering to thread-level code (lower_tile_ops). Layout inference moves behind the same
+// lowering to thread-level code (lower_tile_ops; lower_reductions for reductions). Layout inference moves behind the same
 // interface next (issue 15).
 #pragma once
 
