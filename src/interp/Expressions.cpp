@@ -280,7 +280,9 @@ IntFn compile_int(const Expr& e, Symbols& sym) {
       std::vector<IntFn> idx = compile_indices(l->indices, sym);
       return [slot, idx](Machine& m) {
         const Storage& st = m.buffers[static_cast<size_t>(slot)];
-        return load_int(st.data, st.dtype(), checked_offset(m, st, idx, "load"));
+        const std::int64_t offset = checked_offset(m, st, idx, "load");
+        check_written(m, st, offset, "load");
+        return load_int(st.data, st.dtype(), offset);
       };
     }
     default:
@@ -340,12 +342,15 @@ FloatFn compile_float(const Expr& e, Symbols& sym) {
           const Storage& st = m.buffers[static_cast<size_t>(slot)];
           const std::int64_t a = i0(m), b = i1(m);
           if (a < 0 || a >= st.shape[0] || b < 0 || b >= st.shape[1]) checked_offset(m, st, idx, "load");
+          check_written(m, st, a * st.strides[0] + b, "load");
           return load_float(st.data, st.dtype(), a * st.strides[0] + b);
         };
       }
       return [slot, idx](Machine& m) {
         const Storage& st = m.buffers[static_cast<size_t>(slot)];
-        return load_float(st.data, st.dtype(), checked_offset(m, st, idx, "load"));
+        const std::int64_t offset = checked_offset(m, st, idx, "load");
+        check_written(m, st, offset, "load");
+        return load_float(st.data, st.dtype(), offset);
       };
     }
     default:

@@ -104,6 +104,17 @@ std::string region_string(const Storage& st, const std::vector<std::int64_t>& st
   return os.str();
 }
 
+void fail_unwritten_read(Machine& m, const Storage& st, std::int64_t offset, std::string_view op) {
+  std::vector<std::int64_t> idx(st.shape.size());
+  for (size_t d = 0; d < st.shape.size(); ++d) {
+    idx[d] = st.strides[d] ? offset / st.strides[d] : 0;
+    offset -= idx[d] * st.strides[d];
+  }
+  m.fail(op, "reads element " + index_string(idx) + " of " + buffer_string(st) +
+                 ", which nothing wrote since its declaration (shared memory starts undefined; "
+                 "fill or copy into it first)");
+}
+
 std::string buffer_string(const Storage& st) {
   return std::string(ir::scope_name(st.scope())) + " buffer " + st.buffer->name + " of shape " +
          index_string(st.shape);

@@ -5,6 +5,7 @@
 // so running touches no maps.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <source_location>
@@ -26,6 +27,9 @@ struct Storage {
   std::int64_t numel = 0;
   unsigned char* data = nullptr;  // null until declared (or bound, for a parameter)
   std::vector<unsigned char> owned;
+  // Shared buffers (InterpOptions::report_unwritten_shared_reads): 1 for each element written
+  // since the declaration; empty when not tracked.
+  std::vector<std::uint8_t> written;
 
   DType dtype() const { return buffer->dtype; }
   ir::Scope scope() const { return buffer->scope; }
@@ -44,6 +48,17 @@ struct Machine {
   // "<file:line>: error in <op> at block (bx, by) = (1, 0): <what>", as a RuntimeError.
   [[noreturn]] void fail(std::string_view op, const std::string& what) const;
 };
+
+// The written-element map of a tracked (shared) buffer: marks on writes, and a read of an element
+// nothing wrote fails naming the buffer, the element and the statement's line.
+inline void mark_written(Storage& st, std::int64_t offset, std::int64_t count = 1) {
+  if (st.written.empty() || count <= 0) return;
+  std::fill(st.written.begin() + offset, st.written.begin() + offset + count, std::uint8_t{1});
+}
+void fail_unwritten_read(Machine& m, const Storage& st, std::int64_t offset, std::string_view op);
+inline void check_written(Machine& m, const Storage& st, std::int64_t offset, std::string_view op) {
+  if (!st.written.empty() && !st.written[static_cast<size_t>(offset)]) fail_unwritten_read(m, st, offset, op);
+}
 
 using IntFn = std::function<std::int64_t(Machine&)>;
 using FloatFn = std::function<double(Machine&)>;

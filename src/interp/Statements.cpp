@@ -69,6 +69,7 @@ StmtFn compile_store(const BufferStore* op, Symbols& sym) {
       Storage& st = m.buffers[slot];
       const std::int64_t offset = checked_offset(m, st, idx, "store");
       store_float(st.data, st.dtype(), offset, value(m));
+      mark_written(st, offset);
     };
   }
   IntFn value = compile_int(op->value, sym);
@@ -77,6 +78,7 @@ StmtFn compile_store(const BufferStore* op, Symbols& sym) {
     Storage& st = m.buffers[slot];
     const std::int64_t offset = checked_offset(m, st, idx, "store");
     store_int(st.data, st.dtype(), offset, value(m));
+    mark_written(st, offset);
   };
 }
 
@@ -111,6 +113,9 @@ StmtFn compile_decl(const DeclBuffer* op, Symbols& sym) {
         std::copy(poison, poison + elem, st.owned.begin() + i);
     }
     st.data = st.owned.data();
+    st.written.clear();
+    if (m.options.report_unwritten_shared_reads && node->scope == Scope::Shared)
+      st.written.assign(static_cast<size_t>(st.numel), 0);
   };
 }
 

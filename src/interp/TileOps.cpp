@@ -141,7 +141,7 @@ struct CopySide {
   std::int64_t stride() const { return last_dim >= 0 ? r->st->strides[static_cast<size_t>(last_dim)] : 0; }
 };
 
-void run_copy(const RegionValue& s, const RegionValue& d, std::vector<std::int64_t> common,
+void run_copy(Machine& m, const RegionValue& s, const RegionValue& d, std::vector<std::int64_t> common,
               const unsigned char* pad) {
   if (common.empty()) common.push_back(1);
   for (std::int64_t e : common)
@@ -164,18 +164,26 @@ void run_copy(const RegionValue& s, const RegionValue& d, std::vector<std::int64
       if (!sok) slo = shi = 0;
       unsigned char* out = d.st->data;
       const unsigned char* in = s.st->data;
+      // Shared memory read before anything wrote it is reported (InterpOptions); what is
+      // written is marked.
+      const bool check_src = !s.st->written.empty(), mark_dst = !d.st->written.empty();
       for (std::int64_t j = dlo; j < dhi;) {
         if (j >= slo && j < shi) {
           if (contiguous) {
             const std::int64_t end = std::min(dhi, shi);
+            if (check_src)
+              for (std::int64_t x = j; x < end; ++x) check_written(m, *s.st, so + x, "copy");
             std::memmove(out + (dof + j) * elem, in + (so + j) * elem, static_cast<size_t>((end - j) * elem));
+            if (mark_dst) mark_written(*d.st, dof + j, end - j);
             j = end;
             continue;
           }
+          if (check_src) check_written(m, *s.st, so + j * ss, "copy");
           convert_element(in, st, so + j * ss, out, dt, dof + j * ds);
         } else {
           std::memcpy(out + (dof + j * ds) * elem, pad, static_cast<size_t>(elem));
         }
+        if (mark_dst) mark_written(*d.st, dof + j * ds);
         ++j;
       }
     }
@@ -359,7 +367,7 @@ StmtFn compile_copy(const CopyStmt* op, Symbols& sym) {
     if (d.st->scope() != Scope::Global) check_inside(m, d, "copy", "destination");
     unsigned char pad_bytes[8] = {};
     pad.to_bytes(m, d.st->dtype(), pad_bytes);
-    run_copy(s, d, common, pad_bytes);
+    run_copy(m, s, d, common, pad_bytes);
   };
 }
 
@@ -376,7 +384,7 @@ StmtFn compile_fill(const FillStmt* op, Symbols& sym) {
     unsigned char bytes[8] = {};
     value.to_bytes(m, d.st->dtype(), bytes);
     // Masked at a global tensor's edge, like copy.
-    const Storage& st = *d.st;
+    Storage& st = *d.st;
     const bool masked = st.scope() == Scope::Global;
     const auto elem = static_cast<size_t>(dtype_bytes(st.dtype()));
     std::vector<std::int64_t> idx(d.extents.size(), 0);
@@ -390,7 +398,10 @@ StmtFn compile_fill(const FillStmt* op, Symbols& sym) {
         inside = inside && i >= 0 && i < st.shape[k];
         offset += i * st.strides[k];
       }
-      if (inside || !masked) std::memcpy(st.data + offset * static_cast<std::int64_t>(elem), bytes, elem);
+      if (inside || !masked) {
+        std::memcpy(st.data + offset * static_cast<std::int64_t>(elem), bytes, elem);
+        mark_written(st, offset);
+      }
       int k = static_cast<int>(idx.size()) - 1;
       for (; k >= 0; --k) {
         if (++idx[static_cast<size_t>(k)] < d.extents[static_cast<size_t>(k)]) break;
@@ -418,6 +429,11 @@ StmtFn compile_gemm(const GemmStmt* op, Symbols& sym) {
          << C.rows << "), one N (" << N << " vs " << C.cols << ") and one K (" << K << " vs " << KB << ")";
       m.fail("gemm", os.str());
     }
+    // Shared operands read before anything wrote them are reported (InterpOptions).
+    for (const Matrix* x : {&A, &B})
+      if (!x->st->written.empty())
+        for (std::int64_t r = 0; r < x->rows; ++r)
+          for (std::int64_t c = 0; c < x->cols; ++c) check_written(m, *x->st, x->at(r, c), "gemm");
     const DType ct = C.st->dtype();
     auto load_f = [](const Matrix& x, std::int64_t i) { return load_float(x.st->data, x.st->dtype(), i); };
     auto store_f = [](const Matrix& x, std::int64_t i, auto v) {

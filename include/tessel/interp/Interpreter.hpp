@@ -41,6 +41,10 @@ namespace tessel::interp {
 struct InterpOptions {
   // Fill shared/fragment/local float buffers with NaN when declared (integers with 0x5A5A...).
   bool poison_scratch = true;
+  // Report a read of a shared-memory element that nothing wrote since the buffer's declaration
+  // (a copy from it, a gemm operand, an element load) as an error naming the buffer, the element
+  // and the line, instead of computing with the poison.
+  bool report_unwritten_shared_reads = true;
 };
 
 // Runs f on args, one per parameter in order (outputs too; they are written in place). Checks

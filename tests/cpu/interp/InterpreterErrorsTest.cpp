@@ -3,6 +3,8 @@
 // get the call-time errors the GPU path gives.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "InterpTestUtil.hpp"
 #include "tessel/interp/Interpreter.hpp"
 #include "tessel/kernels/gemm/Matmul.hpp"
@@ -42,6 +44,55 @@ TEST(InterpreterChecks, UnmaskedGlobalLoadPastTheEdge) {
   EXPECT_CONTAINS(msg, at_line(line) +
                            "error in load at block (bx, by) = (0, 1): index [100, 0] is outside "
                            "global buffer A of shape [100, 40]");
+}
+
+// Shared memory starts undefined: a read of an element nothing wrote is reported (by a copy,
+// an element load and a gemm), and with the check off the poison flows on as NaN.
+TEST(InterpreterChecks, SharedReadBeforeAnyWrite) {
+  int line = 0;
+  auto program = [&](int which) {
+    T::PrimFunc f("unwritten_shared");
+    auto A = f.tensor("A", {32, 32}, T::f16);
+    auto C = f.tensor("C", {32, 32}, T::f32);
+    f.body([&] {
+      T::Kernel(1, 128, [&](T::Var) {
+        auto s = T::alloc_shared({32, 32}, T::f16);
+        auto frag = T::alloc_fragment({32, 32}, T::f32);
+        T::copy(A(0, 0), T::region(s, {0, 0}, {16, 32}));  // rows 16..31 of s are never written
+        if (which == 0) {
+          line = __LINE__ + 1;
+          T::copy(s, frag);
+        } else if (which == 1) {
+          T::Parallel(32, 32, [&](T::Var i, T::Var j) {
+            line = __LINE__ + 1;
+            frag.at({i, j}) = s.at({i, j});
+          });
+        } else {
+          T::clear(frag);
+          line = __LINE__ + 1;
+          T::gemm(s, s, frag);
+        }
+        T::copy(frag, C);
+      });
+    });
+    return f;
+  };
+  const char* ops[] = {"copy", "load", "gemm"};
+  for (int which = 0; which < 3; ++which) {
+    const std::string msg = run_error(program(which), {HostTensor(T::f16, {32, 32}), HostTensor(T::f32, {32, 32})});
+    EXPECT_CONTAINS(msg, at_line(line) + "error in " + ops[which] + " at block (bx) = (0): reads element [16, 0] of shared "
+                                                      "buffer shared_");
+    EXPECT_CONTAINS(msg, "which nothing wrote since its declaration");
+  }
+  // Off: no error; the unwritten rows come out as the poison (NaN).
+  std::vector<HostTensor> tensors{HostTensor(T::f16, {32, 32}), HostTensor(T::f32, {32, 32})};
+  std::vector<HostTensor*> args{&tensors[0], &tensors[1]};
+  InterpOptions off;
+  off.report_unwritten_shared_reads = false;
+  interpret(program(0).ir(), args, off);
+  const std::vector<double> c = tensors[1].to_values();
+  EXPECT_FALSE(std::isnan(c[0]));
+  EXPECT_TRUE(std::isnan(c[16 * 32]));
 }
 
 TEST(InterpreterChecks, FragmentStorePastItsShape) {
