@@ -13,7 +13,13 @@
 # and goes into the log when it does — and prints a summary table last. Exit status: 0 when every step
 # succeeded.
 #
-#   scripts/gpu-check.sh OUTDIR   (env: TESSEL_BUILD_DIR=build-gpu, TESSEL_GIT_COMMIT, TESSEL_RESULT_TAG=h200)
+#   scripts/gpu-check.sh OUTDIR   (env: TESSEL_BUILD_DIR=build-gpu, TESSEL_GIT_COMMIT, TESSEL_RESULT_TAG=h200,
+#                                  TESSEL_GPU_STEPS=all or a comma list of: tests, fuzz, tutorial, gemm,
+#                                  gemm17, compile, attention, softmax, softmax17, sanitizers, probe, python)
+# The whole run takes longer than one 10-minute device call: name the steps for each call, e.g.
+#   TESSEL_GPU_STEPS=tests bash scripts/gpu-check.sh $OUT            (~330 s)
+#   TESSEL_GPU_STEPS=fuzz bash scripts/gpu-check.sh $OUT             (~520 s)
+#   TESSEL_GPU_STEPS=gemm,gemm17,softmax,softmax17 bash scripts/gpu-check.sh $OUT
 set -uo pipefail
 
 out=${1:?usage: scripts/gpu-check.sh OUTDIR}
@@ -48,6 +54,20 @@ TESSEL_CACHE_DIR=$(mktemp -d /tmp/tessel-gpu-check-cache-XXXXXX)
 export TESSEL_CACHE_DIR
 trap 'rm -rf "$TESSEL_CACHE_DIR"; [[ $fuzz_json_in_log == 1 ]] && rm -f "$fuzz_json"' EXIT
 
+steps=",${TESSEL_GPU_STEPS:-all},"
+want() {  # want STEP: whether TESSEL_GPU_STEPS names it (or is all)
+  [[ $steps == *",all,"* || $steps == *",$1,"* ]]
+}
+for s in ${TESSEL_GPU_STEPS//,/ }; do
+  case $s in
+    all | tests | fuzz | tutorial | gemm | gemm17 | compile | attention | softmax | softmax17 | sanitizers | probe | python) ;;
+    *)
+      echo "gpu-check: TESSEL_GPU_STEPS names '$s'; legal: all, tests, fuzz, tutorial, gemm, gemm17, compile, attention, softmax, softmax17, sanitizers, probe, python" >&2
+      exit 2
+      ;;
+  esac
+done
+
 declare -a step_names step_codes step_secs
 run_step() {  # run_step NAME TIMEOUT_S COMMAND...
   local name=$1 limit=$2
@@ -75,11 +95,11 @@ command -v nvidia-smi >/dev/null &&
   nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm --format=csv 2>&1 | tee -a "$log"
 
 run_step "info" 60 "$build/tessel" info
-run_step "gpu tests" 600 "$build/tessel_tests_gpu" --gtest_output="json:$out/gpu-tests.json"
+want tests && run_step "gpu tests" 600 "$build/tessel_tests_gpu" --gtest_output="json:$out/gpu-tests.json"
 # The fuzzer (docs/fuzzing.md): 10^4 generated programs compiled for the device's arch (on every
 # core) and run on it, outputs NaN-poisoned, against float64 and the interpreter; failures are
 # minimized and printed into the log. About 3-4 minutes on the H200 host's 16 cores.
-if [[ -x "$build/tessel_fuzz" ]]; then
+if want fuzz && [[ -x "$build/tessel_fuzz" ]]; then
   # (TESSEL_CACHE=0: 10^4 distinct kernels would only fill the cache folder.)
   TESSEL_CACHE=0 run_step "fuzz" 900 "$build/tessel_fuzz" --gpu --arch none --count 10000 --seed "${TESSEL_FUZZ_SEED:-20261204}" \
     --json "$fuzz_json"
@@ -88,23 +108,43 @@ if [[ -x "$build/tessel_fuzz" ]]; then
     cat "$fuzz_json" >>"$log" 2>/dev/null
   fi
 fi
-run_step "tutorial 1-3,5,6" 600 "$build/tessel" tutorial --section 1,2,3,5,6 --json "$tutorial_json"
+want tutorial && run_step "tutorial 1-3,5,6" 600 "$build/tessel" tutorial --section 1,2,3,5,6 --json "$tutorial_json"
 # The seven shapes of issue 5's bar, f16 and bf16, cuBLAS in the same process.
-run_step "bench gemm" 600 "$build/tessel" bench gemm \
+want gemm && run_step "bench gemm" 600 "$build/tessel" bench gemm \
   --shapes 2048x2048x2048,4096x4096x4096,8192x8192x8192,8192x28672x8192,16384x4096x1024,128x8192x8192,1024x1024x1024 \
   --dtype f16,bf16 --json "$gemm_json"
-run_step "bench compile" 300 "$build/tessel" bench compile --json "$compile_json"
-if "$build/tessel" bench attention --help >/dev/null 2>&1; then
+# Issue 17's GEMM table (unaligned rows staged by kernels::Matmul, skinny shapes), f16 and bf16.
+if want gemm17; then
+  # Its own file when the steps are named; with all of them the file count is at its limit and
+  # the JSON goes into the log.
+  gemm17_json="$out/$day-gemm-issue17-$tag.json"
+  [[ $steps == *",all,"* ]] && gemm17_json=$(mktemp /tmp/tessel-gpu-check-gemm17-XXXXXX.json)
+  run_step "bench gemm 17" 600 "$build/tessel" bench gemm --staging auto --repeats 20 --warmup 5 \
+    --shapes 4095x4095x4095,2047x2047x2047,3072x3072x3073,12345x6789x1011,6144x6143x6144,8192x50257x4096,1x4096x4096,16x4096x4096,32x4096x14336,8x14336x4096,64x8192x8192 \
+    --dtype f16,bf16 --json "$gemm17_json"
+  if [[ $steps == *",all,"* ]]; then
+    echo "### bench gemm 17 report:" >>"$log"
+    cat "$gemm17_json" >>"$log" 2>/dev/null
+    rm -f "$gemm17_json"
+  fi
+fi
+want compile && run_step "bench compile" 300 "$build/tessel" bench compile --json "$compile_json"
+if want attention && "$build/tessel" bench attention --help >/dev/null 2>&1; then
   run_step "bench attention" 300 "$build/tessel" bench attention --dtype f16,bf16 --json "$attention_json"
 fi
-if "$build/tessel" bench softmax --help >/dev/null 2>&1; then
+if want softmax && "$build/tessel" bench softmax --help >/dev/null 2>&1; then
   run_step "bench softmax" 600 "$build/tessel" bench softmax --json "$softmax_json"
+fi
+# Issue 17's softmax widths (f16), into the log (the file count is at its limit).
+if want softmax17 && "$build/tessel" bench softmax --help >/dev/null 2>&1; then
+  run_step "bench softmax 17" 300 "$build/tessel" bench softmax \
+    --shapes 4194304x127,4194304x129,524288x1023,65536x8191,32768x8193,10000x50257
 fi
 # compute-sanitizer's racecheck and synccheck on small sm_90a GEMMs — a multicast pair of each kind,
 # the TMA-store (stmatrix) epilogue, wgmma with A from registers (the device function, and the
 # compiler's WarpgroupGemm in the gemm chain and the plain register-A gemm) — when the tool is installed
 # (small shapes: their references are computed on the CPU, so no cuBLAS kernel is checked).
-if command -v compute-sanitizer >/dev/null; then
+if want sanitizers && command -v compute-sanitizer >/dev/null; then
   filter='Multicast/MulticastShapes.MatchesReference/300x*_f16_off0:Hopper/HopperShapes.MatchesReference/300x200x1000*_f16_off0:Wgmma/WgmmaShapes.*/rs_f16_n128*:Shapes/GemmChain.*/200x300xd64_64x64t128_f16:Shapes/GemmChain.*/256x256xd128_128x64t256_bf16_copy:Shapes/RegisterAGemm.*/100x72x40_64x64x16t128_f16:Shapes/Attention.*/200x300xd64_64x64_f16:FlashAttentionGpuSmall.RingsAndRoles'
   for tool in racecheck synccheck; do
     run_step "$tool" 240 compute-sanitizer --tool "$tool" --error-exitcode 9 "$build/tessel_tests_gpu" --gtest_filter="$filter"
@@ -118,14 +158,14 @@ if command -v compute-sanitizer >/dev/null; then
   done
 fi
 # The cluster softmax probe (issue 4's next design), when build-gpu.sh could build it.
-if [[ -x "$build/softmax_cluster_probe" ]]; then
+if want probe && [[ -x "$build/softmax_cluster_probe" ]]; then
   run_step "softmax probe" 300 "$build/softmax_cluster_probe" "$out/$day-softmax-cluster-probe-$tag.json"
 fi
 
 # The Python package (issue 16): installed from a carried wheel for this Python (.whl/, made by
 # scripts/build-python-wheel.sh) or built from the tree; the python tier, and tessel.bench with
 # Tessel beside torch in one process (<date>-python-bench-<tag>.json; the log has pytest's summary).
-if [[ "${TESSEL_PYTHON:-1}" != 0 ]] && python3 -c "import torch" 2>/dev/null; then
+if want python && [[ "${TESSEL_PYTHON:-1}" != 0 ]] && python3 -c "import torch" 2>/dev/null; then
   run_step "python" 600 bash scripts/gpu-python.sh "$out"
 fi
 
