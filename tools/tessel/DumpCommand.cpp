@@ -106,21 +106,31 @@ int run_dump_gemm(const DumpOptions& o) {
     std::cerr << "tessel dump gemm: " << e.what() << "\n";
     return kExitUsage;
   }
+  const std::string arch = o.arch.empty() ? s.arch() : o.arch;
+  // What the library's Matmul does with this shape: rows that are not 16-byte aligned are staged
+  // and the kernel for the padded shape runs (this command shows the exact shape's kernel).
+  const kernels::MatmulPlan plan = kernels::plan_matmul(o.M, o.N, o.K, *dtype, arch);
   const nlohmann::json what = {{"M", o.M},
                                {"N", o.N},
                                {"K", o.K},
                                {"dtype", std::string(dtype_name(c.dtype))},
-                               {"config", format_matmul_config(c)}};
+                               {"config", format_matmul_config(c)},
+                               {"library_staging",
+                                {{"staged", plan.staged()},
+                                 {"kernel_shape", {o.M, plan.kernel_N, plan.kernel_K}},
+                                 {"why", plan.why}}}};
   if (chosen_levels(o) == 0 || o.ir)
     return emit(o, what, kernels::matmul_program(o.M, o.N, o.K, c).script(), nullptr);
   JitOptions jo;
-  jo.arch = o.arch.empty() ? s.arch() : o.arch;
+  jo.arch = arch;
   const JitKernel k = kernels::make_matmul(o.M, o.N, o.K, c, jo);
-  return emit(o, what,
-              level_text(o, k,
-                         shape.describe() + " " + std::string(dtype_name(c.dtype)) + ", config " +
-                             format_matmul_config(c)),
-              &k);
+  std::string text = level_text(o, k,
+                                shape.describe() + " " + std::string(dtype_name(c.dtype)) + ", config " +
+                                    format_matmul_config(c));
+  if (o.resources && plan.staged())
+    text += "library:       kernels::Matmul runs " + std::to_string(o.M) + "x" + std::to_string(plan.kernel_N) + "x" +
+            std::to_string(plan.kernel_K) + " instead: " + plan.why + "\n";
+  return emit(o, what, text, &k);
 }
 
 int run_dump_softmax(const DumpOptions& o) {

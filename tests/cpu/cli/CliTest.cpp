@@ -301,6 +301,24 @@ TEST_F(Cli, DumpWritesJson) {
   EXPECT_EQ(j["compiled"]["spill_store_bytes"], 0);
   EXPECT_GT(j["compiled"]["registers"].get<int>(), 0);
   EXPECT_NE(j["text"].get<std::string>().find("registers:"), std::string::npos);
+  EXPECT_EQ(j["library_staging"]["staged"], false);
+  EXPECT_EQ(r.output.find("library:"), std::string::npos) << r.output;
+}
+
+// An unaligned shape: the exact shape's kernel, and what the library's Matmul runs instead.
+TEST_F(Cli, DumpGemmSaysWhenTheLibraryStagesTheShape) {
+  tessel::test::TempDir dir;
+  const fs::path file = dir.path() / "staged.json";
+  const CliRun r =
+      run_tessel("dump gemm --m 4095 --n 4095 --k 4095 --arch sm_90a --resources --json '" + file.string() + "'");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("library:       kernels::Matmul runs 4095x4096x4096 instead: K = 4095 and N = 4095 not a "
+                          "multiple of 8 f16 elements"),
+            std::string::npos)
+      << r.output;
+  const nlohmann::json j = nlohmann::json::parse(std::ifstream(file));
+  EXPECT_EQ(j["library_staging"]["staged"], true);
+  EXPECT_EQ(j["library_staging"]["kernel_shape"], nlohmann::json({4095, 4096, 4096}));
 }
 
 TEST_F(Cli, InfoSaysWhenTheCacheFolderIsNotUsed) {
