@@ -234,4 +234,53 @@ __device__ inline void copy_shared_to_global(T* gmem, const T* smem, long long l
   }
 }
 
+// A block's rows that are one contiguous run of `count` elements of global memory, moved to or
+// from shared memory in 16-byte chunks: the elements before the first 16-byte boundary and after
+// the last go one by one, the rest as uint4. `smem` must sit at the same address modulo 16 as
+// `gmem` (the caller offsets its scratch tile by the span's misalignment), so that the chunks are
+// aligned on both sides. Every thread of the block (Threads of them) takes part; the block
+// barriers before and after order the scratch tile against its other readers and writers.
+namespace copy_detail {
+template <class T>
+__device__ inline long long span_head(const T* g, long long count) {
+  const unsigned long long mis = reinterpret_cast<unsigned long long>(g) % 16;
+  const long long head = mis ? static_cast<long long>((16 - mis) / sizeof(T)) : 0;
+  return head < count ? head : count;
+}
+}  // namespace copy_detail
+
+template <class T, int Threads>
+__device__ inline void copy_span_to_shared(T* smem, const T* gmem, long long count) {
+  static_assert(16 % sizeof(T) == 0, "copy_span_to_shared: the element size must divide 16 bytes");
+  constexpr long long kVec = 16 / sizeof(T);
+  block_sync();
+  const long long head = copy_detail::span_head(gmem, count);
+  const long long chunks = (count - head) / kVec, tail = head + chunks * kVec;
+  const int tid = threadIdx.x;
+  for (long long i = tid; i < head; i += Threads) smem[i] = gmem[i];
+  const uint4* src = reinterpret_cast<const uint4*>(gmem + head);
+  uint4* dst = reinterpret_cast<uint4*>(smem + head);
+#pragma unroll 4
+  for (long long i = tid; i < chunks; i += Threads) dst[i] = __ldg(src + i);
+  for (long long i = tail + tid; i < count; i += Threads) smem[i] = gmem[i];
+  block_sync();
+}
+
+template <class T, int Threads>
+__device__ inline void copy_shared_span_to_global(T* gmem, const T* smem, long long count) {
+  static_assert(16 % sizeof(T) == 0, "copy_shared_span_to_global: the element size must divide 16 bytes");
+  constexpr long long kVec = 16 / sizeof(T);
+  block_sync();
+  const long long head = copy_detail::span_head(gmem, count);
+  const long long chunks = (count - head) / kVec, tail = head + chunks * kVec;
+  const int tid = threadIdx.x;
+  for (long long i = tid; i < head; i += Threads) gmem[i] = smem[i];
+  const uint4* src = reinterpret_cast<const uint4*>(smem + head);
+  uint4* dst = reinterpret_cast<uint4*>(gmem + head);
+#pragma unroll 4
+  for (long long i = tid; i < chunks; i += Threads) dst[i] = src[i];
+  for (long long i = tail + tid; i < count; i += Threads) gmem[i] = smem[i];
+  block_sync();
+}
+
 }  // namespace tessel

@@ -66,6 +66,11 @@ struct JitOptions {
   // H200 it measured between -3.5 % and +2.5 % on attention's causal ring (docs/perf-notes.md,
   // session 9), no gain yet.
   bool rotate_gemm_loops = false;
+  // Row copies between a global tensor and a row-blocked fragment whose rows do not start
+  // 16-byte aligned (a softmax over 127 columns) move the block's rows as one contiguous span
+  // through shared memory, in 16-byte chunks, instead of element by element. Off by default:
+  // not measured on the H200 yet (issue 17). TESSEL_ENABLE=stage_unaligned_rows does the same.
+  bool stage_unaligned_rows = false;
   // A kernel whose fragments and local arrays hold more than 510 values per thread (twice the
   // 255 registers a thread can have), in one buffer or in all, is a CompileError naming the
   // buffer: ptxas would spill most of it to local memory, slowly and at length. True compiles it

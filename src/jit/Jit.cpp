@@ -156,6 +156,29 @@ std::set<std::string> disabled_features(const char* env) {
   return out;
 }
 
+// TESSEL_ENABLE's names (the opt-in features), comma- or space-separated.
+std::set<std::string> enabled_features(const char* env) {
+  static const std::set<std::string> known = {"rotate_gemm_loops", "stage_unaligned_rows"};
+  std::set<std::string> out;
+  std::string text = env ? env : "", word;
+  text += ',';
+  for (char ch : text) {
+    if (ch != ',' && !std::isspace(static_cast<unsigned char>(ch))) {
+      word += ch;
+      continue;
+    }
+    if (word.empty()) continue;
+    if (!known.count(word))
+      TESSEL_USER_ERROR("jit", std::source_location(),
+                        "TESSEL_ENABLE names '" << word
+                                                << "'; it takes a comma-separated list of rotate_gemm_loops, "
+                                                   "stage_unaligned_rows");
+    out.insert(word);
+    word.clear();
+  }
+  return out;
+}
+
 // The line of the program's Kernel(...) call: where grid errors belong.
 std::source_location kernel_location(const ir::Stmt& body) {
   struct Find : ir::IRVisitor {
@@ -206,6 +229,9 @@ JitKernel jit(const PrimFunc& f, const JitOptions& options, std::source_location
   // program (the CLI's benchmarks, a user bisecting a wrong result).
   const std::set<std::string> disabled = disabled_features(std::getenv("TESSEL_DISABLE"));
   auto env_off = [&](const char* name) { return disabled.count(name) != 0; };
+  // TESSEL_ENABLE turns opt-in features on from outside (benchmarks of a feature not on by default).
+  const std::set<std::string> enabled = enabled_features(std::getenv("TESSEL_ENABLE"));
+  auto env_on = [&](const char* name) { return enabled.count(name) != 0; };
   passes::PassContext::Switches switches{
       !options.disable_tma && !env_off("tma"),
       !options.disable_wgmma && !env_off("wgmma"),
@@ -217,7 +243,9 @@ JitKernel jit(const PrimFunc& f, const JitOptions& options, std::source_location
       options.allow_register_spills,
       !options.disable_pingpong && !env_off("pingpong"),
       !options.disable_async_gemm && !env_off("async_gemm"),
-      options.rotate_gemm_loops && !options.disable_async_gemm && !env_off("async_gemm")};
+      (options.rotate_gemm_loops || env_on("rotate_gemm_loops")) && !options.disable_async_gemm &&
+          !env_off("async_gemm"),
+      options.stage_unaligned_rows || env_on("stage_unaligned_rows")};
 
   int nparams = static_cast<int>(prog.params.size());
   for (std::size_t n = 0; n < options.out_idx.size(); ++n) {

@@ -219,6 +219,63 @@ class CopyLowering {
     return s;
   }
 
+  // With JitOptions::stage_unaligned_rows: a tile of whole rows of a row-major tensor whose rows
+  // are not provably 16-byte aligned (127 columns of f16) is one contiguous run of global memory.
+  // It moves through a shared scratch tile in 16-byte chunks (tessel::copy_span_to_shared /
+  // copy_shared_span_to_global), the scratch offset by the run's misalignment so that chunks are
+  // aligned on both sides, and each thread's vectors go between the scratch tile and its
+  // registers. Undefined (the usual path) when the copy is not such a tile.
+  Stmt span_copy(const CopyStmt* op, const FragmentLayout& l, const GlobalMatrix& m, const Region& f,
+                 const Buffer& regs, const Var& grp, const Expr& first, const std::vector<Expr>& coords,
+                 const Expr& valid) {
+    const Buffer& t = (op->dst.buffer->scope == Scope::Fragment ? op->src : op->dst).buffer;
+    const bool load = op->dst.buffer->scope == Scope::Fragment;
+    if (!ctx_.allow_row_staging || l.shape.size() != 2) return Stmt();
+    if (load && ctx_.register_tails.count(regs->id)) return Stmt();
+    const int elem = dtype_bytes(t->dtype);
+    if (16 % elem != 0 || t.ndim() != 2 || !t->strides.empty()) return Stmt();
+    // Whole rows, one after another: the region starts at column 0 of a row-major tensor whose
+    // row length the tile covers (one row, or rows `ld` = the row length apart); rows the vector
+    // path already moves aligned are left to it.
+    const auto L = as_const_int(t->shape[1]);
+    const bool one_row = m.row_dim < 0;
+    if (!L || (!one_row && as_const_int(m.ld) != L) || !is_const_int(m.col_stride, 1) ||
+        !is_const_int(m.col_start, 0) || l.shape[1] < *L || (one_row && l.shape[0] != 1))
+      return Stmt();
+    if (known_divisor(m.offset) % l.vec == 0 && (one_row || known_divisor(m.ld) % l.vec == 0)) return Stmt();
+    auto w = op->where;
+    const std::int64_t R = l.shape[0], vec = l.vec;
+    Buffer scratch = Buffer::make(t->name + "_span", {make_int(R * *L + vec)}, t->dtype, Scope::Shared, w);
+    ctx_.shared_layouts[scratch->id] = SharedLayout{
+        false, "tessel::RowMajorLayout<1, " + std::to_string(R * *L + vec) + ">", 1, R * *L + vec};
+    // The run: the valid rows (at most the tile's), whole; the scratch offset by its misalignment.
+    Expr rows = make_binary(BinaryOp::Max, make_binary(BinaryOp::Min, m.rows_valid, make_int(R)), make_int(0));
+    Expr count = mul(i64(rows), i64(make_int(*L)));
+    Expr shift = make_binary(BinaryOp::Mod, m.offset, i64(make_int(vec)));
+    Expr at = add(shift, add(mul(i64(coords[0]), i64(make_int(*L))), i64(coords[1])));
+    std::vector<std::string> span_targs{dtype_cuda(t->dtype), std::to_string(ctx_.threads)};
+    std::vector<std::string> vec_targs{dtype_cuda(t->dtype), std::to_string(vec), dtype_cuda(f.buffer->dtype)};
+    const int groups = l.per_thread / l.vec;
+    std::vector<Stmt> out{make_decl(scratch, w)};
+    if (load) {
+      out.push_back(make_device_call("tessel::copy_span_to_shared", span_targs,
+                                     {{Expr(), scratch, shift}, {Expr(), t, m.offset}, {count, Buffer(), Expr()}}, w));
+      Expr pad = op->pad.defined() ? make_cast(DType::f32, op->pad) : make_float(0.0);
+      vec_targs.push_back("false");  // shared memory: plain loads
+      Stmt call = make_device_call(
+          "tessel::load_row_vector", vec_targs,
+          {{Expr(), scratch, at}, {valid, Buffer(), Expr()}, {pad, Buffer(), Expr()}, {Expr(), regs, first}}, w);
+      out.push_back(make_for(grp, make_int(0), make_int(groups), ForKind::Unrolled, 0, call, w));
+    } else {
+      Stmt call = make_device_call("tessel::store_row_vector", vec_targs,
+                                   {{Expr(), scratch, at}, {valid, Buffer(), Expr()}, {Expr(), regs, first}}, w);
+      out.push_back(make_for(grp, make_int(0), make_int(groups), ForKind::Unrolled, 0, call, w));
+      out.push_back(make_device_call("tessel::copy_shared_span_to_global", span_targs,
+                                     {{Expr(), t, m.offset}, {Expr(), scratch, shift}, {count, Buffer(), Expr()}}, w));
+    }
+    return make_seq(out, w);
+  }
+
   Stmt row_vector_copy_body(const CopyStmt* op, const FragmentLayout& l) {
     auto w = op->where;
     bool load = op->dst.buffer->scope == Scope::Fragment;
@@ -235,6 +292,7 @@ class CopyLowering {
       const GlobalMatrix m = *global_matrix(g);
       valid = make_select(lt(coords[0], m.rows_valid), sub(m.cols_valid, coords[1]), make_int(0));
       offset = add(m.offset, add(mul(i64(coords[0]), i64(m.ld)), i64(coords[1])));
+      if (Stmt staged = span_copy(op, l, m, f, regs, grp, first, coords, valid); staged.defined()) return staged;
     } else {
       Expr row = add(g.starts[0], coords[0]), col = add(g.starts[1], coords[1]);
       valid = make_select(lt(row, t->shape[0]), sub(t->shape[1], col), make_int(0));

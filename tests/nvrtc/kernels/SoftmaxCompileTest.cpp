@@ -39,6 +39,42 @@ INSTANTIATE_TEST_SUITE_P(Widths, SoftmaxCompile,
                                   std::get<1>(info.param);
                          });
 
+// JitOptions::stage_unaligned_rows (opt-in): rows that do not start 16-byte aligned move as one
+// span through shared memory -- 16-byte loads and stores of global memory, no spills -- for every
+// width whose default config takes whole rows per tile; other widths and the option off keep
+// the vector/masked path.
+class SoftmaxStagedRows : public ::testing::TestWithParam<std::tuple<long long, std::string>> {};
+
+TEST_P(SoftmaxStagedRows, SpanThroughSharedMemory) {
+  auto [N, arch] = GetParam();
+  for (tessel::DType t : {tessel::DType::f16, tessel::DType::bf16, tessel::DType::f32}) {
+    auto c = tessel::kernels::default_softmax_config(65536, N, t);
+    SCOPED_TRACE(c.describe() + " " + std::string(tessel::dtype_name(t)));
+    tessel::JitOptions o;
+    o.arch = arch;
+    o.stage_unaligned_rows = true;
+    auto k = tessel::kernels::make_softmax(65536, N, t, c, o);
+    EXPECT_EQ(k.resources().spill_store_bytes + k.resources().spill_load_bytes, 0) << k.compile_log();
+    const bool whole_rows = c.block_N >= N && c.shared_vectors == 0;
+    EXPECT_EQ(k.source().find("tessel::copy_span_to_shared<") != std::string::npos, whole_rows) << k.source();
+    EXPECT_EQ(k.source().find("tessel::copy_shared_span_to_global<") != std::string::npos, whole_rows);
+    if (whole_rows) {
+      EXPECT_NE(k.ptx().find("ld.global.nc.v4"), std::string::npos) << "no 16-byte loads";
+      EXPECT_NE(k.ptx().find("st.global.v4"), std::string::npos) << "no 16-byte stores";
+    }
+    o.stage_unaligned_rows = false;
+    auto plain = tessel::kernels::make_softmax(65536, N, t, c, o);
+    EXPECT_EQ(plain.source().find("copy_span_to_shared"), std::string::npos);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(OddWidths, SoftmaxStagedRows,
+                         ::testing::Combine(::testing::Values(127, 129, 1023, 8191, 8193, 50257),
+                                            ::testing::Values(std::string("sm_80"), std::string("sm_90a"))),
+                         [](const auto& info) {
+                           return "N" + std::to_string(std::get<0>(info.param)) + "_" + std::get<1>(info.param);
+                         });
+
 TEST(SoftmaxCompileErrors, ReductionThatCannotBeLaidOut) {
   namespace T = tessel;
   T::PrimFunc f("bad_reduce");
