@@ -139,6 +139,9 @@ fi
 if want softmax17 && "$build/tessel" bench softmax --help >/dev/null 2>&1; then
   run_step "bench softmax 17" 300 "$build/tessel" bench softmax \
     --shapes 4194304x127,4194304x129,524288x1023,65536x8191,32768x8193,10000x50257
+  # The same with the opt-in span staging of unaligned rows (JitOptions::stage_unaligned_rows).
+  TESSEL_ENABLE=stage_unaligned_rows run_step "bench softmax 17 staged" 300 "$build/tessel" bench softmax \
+    --shapes 4194304x127,4194304x129,524288x1023,65536x8191,32768x8193,10000x50257
 fi
 # compute-sanitizer's racecheck and synccheck on small sm_90a GEMMs — a multicast pair of each kind,
 # the TMA-store (stmatrix) epilogue, wgmma with A from registers (the device function, and the
