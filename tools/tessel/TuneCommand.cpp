@@ -14,6 +14,7 @@
 #include "tessel/Error.hpp"
 #include "tessel/autotune/Autotune.hpp"
 #include "tessel/autotune/CostModel.hpp"
+#include "tessel/kernels/gemm/Matmul.hpp"
 #include "tools/tessel/Commands.hpp"
 #include "tools/tessel/GemmBench.hpp"
 #include "tools/tessel/GemmConfigs.hpp"
@@ -40,6 +41,7 @@ struct TuneOptions {
   bool compile_only = false;
   bool no_cache = false;
   double model_keep = 0.25;
+  std::string staging = "auto";  // gemm: tune the shape kernels::Matmul runs (auto) or the exact one
   std::string json_file;
 };
 
@@ -189,8 +191,20 @@ int run_tune_gemm(const TuneOptions& o) {
   }
   const auto strategy = parse_strategy_option(command, o.strategy);
   if (!strategy) return kExitUsage;
-  const int M = static_cast<int>(o.M), N = static_cast<int>(o.N), K = static_cast<int>(o.K);
+  if (o.staging != "auto" && o.staging != "never") {
+    std::cerr << command << ": --staging takes auto or never, not '" << o.staging << "'\n";
+    return kExitUsage;
+  }
   const std::string arch = system_info().arch();
+  // Rows that are not 16-byte aligned: the library's Matmul stages them and runs the kernel of
+  // the padded shape, whose tuning entry it looks up -- so that is the shape tuned.
+  const kernels::MatmulPlan plan = kernels::plan_matmul(
+      o.M, o.N, o.K, *dtype, arch, o.staging == "never" ? kernels::MatmulStaging::never : kernels::MatmulStaging::automatic);
+  if (plan.staged())
+    std::cout << command << ": " << o.M << "x" << o.N << "x" << o.K << " " << o.dtype << " -- " << plan.why
+              << "\ntuning the kernel kernels::Matmul runs: " << o.M << "x" << plan.kernel_N << "x" << plan.kernel_K
+              << " (--staging never tunes the exact shape)\n";
+  const int M = static_cast<int>(o.M), N = static_cast<int>(plan.kernel_N), K = static_cast<int>(plan.kernel_K);
   JitOptions jo;
   jo.arch = arch;
   jo.compile_time_limit_s = o.compile_time_limit;  // NVRTC stops too, rather than running on unseen
@@ -389,6 +403,10 @@ Command add_tune_gemm_command(CLI::App& tune) {
   app->add_option("--n", o->N, "Columns of B and C")->capture_default_str()->check(dimension());
   app->add_option("--k", o->K, "Columns of A, rows of B")->capture_default_str()->check(dimension());
   app->add_option("--dtype", o->dtype, "f16 or bf16")->capture_default_str();
+  app->add_option("--staging", o->staging,
+                  "auto: when K or N is not a multiple of 8 and kernels::Matmul stages the shape, tune the padded "
+                  "shape it runs; never: the exact shape's kernel")
+      ->capture_default_str();
   add_common_options(app, *o);
   return {app, [o] { return run_tune_gemm(*o); }};
 }

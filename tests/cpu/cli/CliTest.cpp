@@ -509,6 +509,22 @@ TEST_F(Cli, TuneAttentionRejectsBadInputNamingTheFlag) {
   EXPECT_NE(r.output.find("--window"), std::string::npos) << r.output;
 }
 
+// An unaligned shape: tune gemm tunes the padded shape the library's Matmul runs (its tuning
+// entry is the one Matmul finds); --staging never keeps the exact shape.
+TEST_F(Cli, TuneGemmTunesTheShapeTheLibraryRuns) {
+  if (tessel::gpu_available()) GTEST_SKIP() << "a GPU is present: the command would tune";
+  const CliRun r = run_tessel("tune gemm --m 4095 --n 4095 --k 4095");
+  EXPECT_EQ(r.exit_code, 3) << r.output;
+  EXPECT_NE(r.output.find("tuning the kernel kernels::Matmul runs: 4095x4096x4096"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("tessel tune gemm 4095x4096x4096 f16 on sm_90a:"), std::string::npos) << r.output;
+  const CliRun exact = run_tessel("tune gemm --m 4095 --n 4095 --k 4095 --staging never");
+  EXPECT_EQ(exact.output.find("tuning the kernel"), std::string::npos) << exact.output;
+  EXPECT_NE(exact.output.find("tessel tune gemm 4095x4095x4095 f16 on sm_90a:"), std::string::npos) << exact.output;
+  const CliRun bad = run_tessel("tune gemm --staging sometimes");
+  EXPECT_EQ(bad.exit_code, 2) << bad.output;
+  EXPECT_NE(bad.output.find("--staging takes auto or never, not 'sometimes'"), std::string::npos) << bad.output;
+}
+
 TEST_F(Cli, TuneAttentionWithoutAGpuSaysSo) {
   if (tessel::gpu_available()) GTEST_SKIP() << "a GPU is present: the command would tune";
   const CliRun r = run_tessel("tune attention --heads 4 --kv-heads 1 --seqlen-q 1 --seqlen-k 8192 --causal");
