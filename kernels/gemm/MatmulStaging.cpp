@@ -1,6 +1,7 @@
 // The library's GEMM for any shape: plan_matmul decides whether rows that are not 16-byte
 // aligned are staged through zero-padded aligned buffers, and Matmul runs the plan (the aligned
 // kernel between driver 2-D copies on the caller's stream).
+#include <limits>
 #include <sstream>
 #include <stdexcept>
 
@@ -132,6 +133,11 @@ Matmul::Matmul(int M, int N, int K, DType dtype, MatmulStaging staging, const Ji
   m.M = M, m.N = N, m.K = K, m.dtype = dtype;
   const std::string arch = !options.arch.empty() ? options.arch : gpu_available() ? current_device().arch() : "sm_90a";
   m.plan = plan_matmul(M, N, K, dtype, arch, staging);
+  if (m.plan.kernel_N > std::numeric_limits<int>::max() || m.plan.kernel_K > std::numeric_limits<int>::max())
+    throw std::invalid_argument("Matmul: " + std::to_string(M) + "x" + std::to_string(N) + "x" + std::to_string(K) +
+                                " pads to " + std::to_string(m.plan.kernel_N) + " columns and " +
+                                std::to_string(m.plan.kernel_K) + " K, past the 2^31 - 1 a dimension can be; "
+                                "pass MatmulStaging::never");
   const int kn = static_cast<int>(m.plan.kernel_N), kk = static_cast<int>(m.plan.kernel_K);
   m.choice = choose_matmul_config(M, kn, kk, dtype);
   m.kernel = make_matmul(M, kn, kk, m.choice.config, options);

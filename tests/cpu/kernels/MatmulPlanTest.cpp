@@ -72,6 +72,15 @@ TEST(MatmulPlan, BadArgumentsAreNamed) {
   }
   EXPECT_THROW((void)plan_matmul(4, 4, 4, DType::i32, "sm_90a"), std::invalid_argument);
   EXPECT_STREQ(tessel::kernels::matmul_staging_name(MatmulStaging::automatic), "auto");
+  // A dimension that padding would carry past what an int holds is refused, not wrapped.
+  const auto huge = plan_matmul(64, 2147483647, 64, DType::f16, "sm_90a", MatmulStaging::always);
+  EXPECT_EQ(huge.kernel_N, 2147483648LL);
+  try {
+    tessel::kernels::Matmul m(64, 2147483647, 64, DType::f16, MatmulStaging::always);
+    FAIL() << "no error for a padded N past 2^31 - 1";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("pads to 2147483648 columns"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace
