@@ -100,6 +100,14 @@ MatmulPlan plan_matmul(long long M, long long N, long long K, DType dtype, const
     p.why = why.str();
     return p;
   }
+  if (Np > std::numeric_limits<int>::max() || Kp > std::numeric_limits<int>::max()) {
+    // The padded kernel's dimensions would not fit the int a kernel's shape is.
+    const std::string past = rows + "; padding to " + std::to_string(Np) + " columns and K = " + std::to_string(Kp) +
+                             " passes 2^31 - 1, the largest dimension a kernel takes";
+    if (staging == MatmulStaging::always) throw std::invalid_argument("plan_matmul: " + past);
+    p.why = past + ": not staged";
+    return p;
+  }
   p.stage_a = a, p.stage_b = b, p.stage_c = c;
   p.kernel_N = Np, p.kernel_K = Kp;
   why << rows << " (" << arch << "); staged: ";
@@ -133,11 +141,6 @@ Matmul::Matmul(int M, int N, int K, DType dtype, MatmulStaging staging, const Ji
   m.M = M, m.N = N, m.K = K, m.dtype = dtype;
   const std::string arch = !options.arch.empty() ? options.arch : gpu_available() ? current_device().arch() : "sm_90a";
   m.plan = plan_matmul(M, N, K, dtype, arch, staging);
-  if (m.plan.kernel_N > std::numeric_limits<int>::max() || m.plan.kernel_K > std::numeric_limits<int>::max())
-    throw std::invalid_argument("Matmul: " + std::to_string(M) + "x" + std::to_string(N) + "x" + std::to_string(K) +
-                                " pads to " + std::to_string(m.plan.kernel_N) + " columns and " +
-                                std::to_string(m.plan.kernel_K) + " K, past the 2^31 - 1 a dimension can be; "
-                                "pass MatmulStaging::never");
   const int kn = static_cast<int>(m.plan.kernel_N), kk = static_cast<int>(m.plan.kernel_K);
   m.choice = choose_matmul_config(M, kn, kk, dtype);
   m.kernel = make_matmul(M, kn, kk, m.choice.config, options);

@@ -130,11 +130,10 @@ CUtensorMap encode_tensor_map(const Tensor& t, const passes::TmaParam& p) {
   return map;
 }
 
-// TESSEL_DISABLE's names, comma- or space-separated, each one exactly (tma_store is not tma).
-std::set<std::string> disabled_features(const char* env) {
-  static const std::set<std::string> known = {"tma",       "wgmma",     "warp_specialization", "split_k",
-                                              "tma_store", "multicast", "async_pipeline",      "pingpong",
-                                              "async_gemm"};
+// The feature names an environment variable lists, comma- or space-separated, each one exactly
+// (tma_store is not tma); a name not in `known` is the user's mistake, reported with the legal ones.
+std::set<std::string> features_named(const char* var, const std::set<std::string>& known) {
+  const char* env = std::getenv(var);
   std::set<std::string> out;
   std::string text = env ? env : "", word;
   text += ',';
@@ -144,35 +143,12 @@ std::set<std::string> disabled_features(const char* env) {
       continue;
     }
     if (word.empty()) continue;
-    if (!known.count(word))
+    if (!known.count(word)) {
+      std::string legal;
+      for (const std::string& k : known) legal += (legal.empty() ? "" : ", ") + k;
       TESSEL_USER_ERROR("jit", std::source_location(),
-                        "TESSEL_DISABLE names '" << word
-                                                 << "'; it takes a comma-separated list of tma, wgmma, "
-                                                    "warp_specialization, split_k, tma_store, multicast, "
-                                                    "async_pipeline, pingpong");
-    out.insert(word);
-    word.clear();
-  }
-  return out;
-}
-
-// TESSEL_ENABLE's names (the opt-in features), comma- or space-separated.
-std::set<std::string> enabled_features(const char* env) {
-  static const std::set<std::string> known = {"rotate_gemm_loops", "stage_unaligned_rows"};
-  std::set<std::string> out;
-  std::string text = env ? env : "", word;
-  text += ',';
-  for (char ch : text) {
-    if (ch != ',' && !std::isspace(static_cast<unsigned char>(ch))) {
-      word += ch;
-      continue;
+                        var << " names '" << word << "'; it takes a comma-separated list of " << legal);
     }
-    if (word.empty()) continue;
-    if (!known.count(word))
-      TESSEL_USER_ERROR("jit", std::source_location(),
-                        "TESSEL_ENABLE names '" << word
-                                                << "'; it takes a comma-separated list of rotate_gemm_loops, "
-                                                   "stage_unaligned_rows");
     out.insert(word);
     word.clear();
   }
@@ -227,10 +203,12 @@ JitKernel jit(const PrimFunc& f, const JitOptions& options, std::source_location
                         gpu_available() && current_device().arch() == arch ? current_device().sm_count : 0};
   // TESSEL_DISABLE=tma,wgmma,warp_specialization turns the same switches off from outside a
   // program (the CLI's benchmarks, a user bisecting a wrong result).
-  const std::set<std::string> disabled = disabled_features(std::getenv("TESSEL_DISABLE"));
+  const std::set<std::string> disabled =
+      features_named("TESSEL_DISABLE", {"tma", "wgmma", "warp_specialization", "split_k", "tma_store", "multicast",
+                                        "async_pipeline", "pingpong", "async_gemm"});
   auto env_off = [&](const char* name) { return disabled.count(name) != 0; };
   // TESSEL_ENABLE turns opt-in features on from outside (benchmarks of a feature not on by default).
-  const std::set<std::string> enabled = enabled_features(std::getenv("TESSEL_ENABLE"));
+  const std::set<std::string> enabled = features_named("TESSEL_ENABLE", {"rotate_gemm_loops", "stage_unaligned_rows"});
   auto env_on = [&](const char* name) { return enabled.count(name) != 0; };
   passes::PassContext::Switches switches{
       !options.disable_tma && !env_off("tma"),

@@ -230,7 +230,8 @@ class CopyLowering {
                  const Expr& valid) {
     const Buffer& t = (op->dst.buffer->scope == Scope::Fragment ? op->src : op->dst).buffer;
     const bool load = op->dst.buffer->scope == Scope::Fragment;
-    if (!ctx_.allow_row_staging || l.shape.size() != 2) return Stmt();
+    // Not in a warp-specialized kernel: the span copy's barriers and thread count are the block's.
+    if (!ctx_.allow_row_staging || l.shape.size() != 2 || ctx_.launch_threads > 0) return Stmt();
     if (load && ctx_.register_tails.count(regs->id)) return Stmt();
     const int elem = dtype_bytes(t->dtype);
     if (16 % elem != 0 || t.ndim() != 2 || !t->strides.empty()) return Stmt();

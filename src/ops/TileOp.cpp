@@ -39,6 +39,10 @@ bool is_global_to_shared_copy(const Stmt& s) {
   return c && c->src.buffer->scope == Scope::Global && c->dst.buffer->scope == Scope::Shared;
 }
 
+bool is_shared_write(const Stmt& s) {
+  return (s.as<CopyStmt>() || s.as<FillStmt>()) && writes_scope(s, Scope::Shared);
+}
+
 Region whole(const Buffer& b) {
   Region r{b, {}, {}};
   for (const Expr& e : b->shape) {

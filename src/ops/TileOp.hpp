@@ -50,6 +50,9 @@ inline Access access(const ir::Stmt& s) { return access(s.get()); }
 // producer of a pipelined loop).
 bool writes_scope(const ir::Stmt& s, ir::Scope scope);
 bool is_global_to_shared_copy(const ir::Stmt& s);
+// A copy or fill into shared memory: the writes that block barriers order (a TMA load's stage is
+// ordered by its ring's mbarriers instead).
+bool is_shared_write(const ir::Stmt& s);
 
 // The op implementations (src/ops/<Op>.cpp).
 const TileOp& copy_op();

@@ -23,12 +23,8 @@ using namespace ir;
 
 namespace {
 
-bool is_producer(const Stmt& s) { return ops::is_global_to_shared_copy(s); }
-
-// A copy or fill into shared memory (a TMA load only occurs in the rings plan_pipelines builds).
-bool writes_shared(const Stmt& s) {
-  return (s.as<CopyStmt>() || s.as<FillStmt>()) && ops::writes_scope(s, Scope::Shared);
-}
+using ops::is_global_to_shared_copy;
+using ops::is_shared_write;
 
 // Whether plan_pipelines schedules this Pipelined loop (a cp.async schedule over two or more
 // stages, or a TMA ring) rather than turning it into a plain loop.
@@ -36,7 +32,7 @@ bool scheduled(const ForStmt* op) {
   std::vector<Stmt> body = op->body.as<SeqStmt>() ? op->body.as<SeqStmt>()->stmts : std::vector<Stmt>{op->body};
   bool producers = false, tma = false;
   for (const Stmt& s : body) {
-    producers = producers || is_producer(s);
+    producers = producers || is_global_to_shared_copy(s);
     tma = tma || s.as<TmaLoadStmt>();
   }
   return tma || (producers && op->num_stages > 1);
@@ -56,7 +52,7 @@ class SharedWriteOrder : public IRMutator {
       run.clear();
     };
     for (const Stmt& s : op->stmts) {
-      if (writes_shared(s)) {
+      if (is_shared_write(s)) {
         run.push_back(s);
       } else {
         flush();
@@ -71,13 +67,13 @@ class SharedWriteOrder : public IRMutator {
 
  private:
   static Stmt bracket(const std::vector<Stmt>& writes) {
-    if (writes.size() == 1 && !writes_shared(writes[0])) return writes[0];
+    if (writes.size() == 1 && !is_shared_write(writes[0])) return writes[0];
     auto w = writes[0]->where;
     std::vector<Stmt> out{make_barrier(w)};
     bool async = false;
     for (const Stmt& s : writes) {
       out.push_back(s);
-      async = async || is_producer(s);
+      async = async || is_global_to_shared_copy(s);
     }
     if (async) {
       out.push_back(make_async_commit(w));

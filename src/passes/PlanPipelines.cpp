@@ -33,11 +33,8 @@ using namespace ir;
 
 namespace {
 
-bool is_producer(const Stmt& s) { return ops::is_global_to_shared_copy(s); }
-
-bool writes_shared(const Stmt& s) {
-  return (s.as<CopyStmt>() || s.as<FillStmt>()) && ops::writes_scope(s, Scope::Shared);
-}
+using ops::is_global_to_shared_copy;
+using ops::is_shared_write;
 
 // Points a region of an old single-stage buffer at `stage` of its multi-buffered replacement.
 Region at_stage(const Region& r, const Buffer& staged, const Expr& stage) {
@@ -97,7 +94,7 @@ class PipelinePlanner : public IRMutator {
     std::vector<Stmt> body =
         op->body.as<SeqStmt>() ? op->body.as<SeqStmt>()->stmts : std::vector<Stmt>{op->body};
     std::vector<Stmt> producers, consumers;
-    for (const Stmt& s : body) (is_producer(s) || s.as<TmaLoadStmt>() ? producers : consumers).push_back(s);
+    for (const Stmt& s : body) (is_global_to_shared_copy(s) || s.as<TmaLoadStmt>() ? producers : consumers).push_back(s);
     int S = op->num_stages;
     auto w = op->where;
     if (!producers.empty() && producers[0].as<TmaLoadStmt>()) return tma_ring(op, producers, consumers);
@@ -120,7 +117,7 @@ class PipelinePlanner : public IRMutator {
       staged[b->id] = nb;
     }
     for (const Stmt& c : consumers)
-      if (writes_shared(c))
+      if (is_shared_write(c))
         TESSEL_USER_ERROR("Pipelined", c->where,
                           "this loop also writes shared memory outside its global->shared "
                           "copies; only global->shared copies can be pipelined");
@@ -238,7 +235,7 @@ class PipelinePlanner : public IRMutator {
       it->bytes += n;
     }
     for (const Stmt& c : consumers)
-      if (writes_shared(c))
+      if (is_shared_write(c))
         TESSEL_USER_ERROR("Pipelined", c->where,
                           "this loop also writes shared memory outside its global->shared "
                           "copies; only global->shared copies can be pipelined");

@@ -72,14 +72,20 @@ TEST(MatmulPlan, BadArgumentsAreNamed) {
   }
   EXPECT_THROW((void)plan_matmul(4, 4, 4, DType::i32, "sm_90a"), std::invalid_argument);
   EXPECT_STREQ(tessel::kernels::matmul_staging_name(MatmulStaging::automatic), "auto");
-  // A dimension that padding would carry past what an int holds is refused, not wrapped.
-  const auto huge = plan_matmul(64, 2147483647, 64, DType::f16, "sm_90a", MatmulStaging::always);
-  EXPECT_EQ(huge.kernel_N, 2147483648LL);
+  // A dimension that padding would carry past what an int holds is refused, not wrapped: not
+  // staged when automatic, an error when staging is demanded.
+  const auto huge = plan_matmul(64, 2147483647, 4096, DType::f16, "sm_90a");
+  EXPECT_FALSE(huge.staged());
+  EXPECT_EQ(huge.kernel_N, 2147483647LL);
+  EXPECT_NE(huge.why.find("padding to 2147483648 columns and K = 4096 passes 2^31 - 1"), std::string::npos) << huge.why;
   try {
-    tessel::kernels::Matmul m(64, 2147483647, 64, DType::f16, MatmulStaging::always);
+    (void)plan_matmul(64, 2147483647, 64, DType::f16, "sm_90a", MatmulStaging::always);
     FAIL() << "no error for a padded N past 2^31 - 1";
   } catch (const std::invalid_argument& e) {
-    EXPECT_NE(std::string(e.what()).find("pads to 2147483648 columns"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("plan_matmul: N = 2147483647 not a multiple of 8 f16 elements; padding to "
+                                         "2147483648 columns"),
+              std::string::npos)
+        << e.what();
   }
 }
 
