@@ -159,7 +159,10 @@ void Matmul::operator()(const Tensor& A, const Tensor& B, const Tensor& C, CUstr
   if (!m.allocated) {
     if (p.stage_a) m.a = Tensor::zeros({m.M, p.kernel_K}, m.dtype);
     m.b = Tensor::zeros({p.kernel_K, p.kernel_N}, m.dtype);
-    if (p.stage_c) m.c = Tensor::empty({m.M, p.kernel_N}, m.dtype);
+    // C zeroed too, though the kernel writes all of it: compute-sanitizer's initcheck does not see
+    // TMA-store writes and reported every read of a never-initialized C as uninitialized (H200,
+    // 2026-12-04, 648 reports = every sector of the staged C in two tests); a one-time memset.
+    if (p.stage_c) m.c = Tensor::zeros({m.M, p.kernel_N}, m.dtype);
     // The zeros must be in place before copies on any stream (a non-blocking one does not wait
     // for the legacy stream's memset).
     ensure_context();
