@@ -1,11 +1,13 @@
 // The library's GEMM for any shape: plan_matmul decides whether rows that are not 16-byte
-// aligned are staged through zero-padded aligned buffers, and Matmul runs the plan (the aligned
-// kernel between driver 2-D copies on the caller's stream).
+// aligned are staged through zero-padded aligned buffers and whether K is split
+// (MatmulSplitK.cpp), and Matmul runs the plan (the aligned kernel, or the partial GEMM and its
+// reduction, between driver 2-D copies on the caller's stream).
 #include <limits>
 #include <sstream>
 #include <stdexcept>
 
 #include "tessel/kernels/gemm/Matmul.hpp"
+#include "MatmulSplitK.hpp"
 #include "tessel/runtime/Driver.hpp"
 
 namespace tessel::kernels {
@@ -61,8 +63,11 @@ const char* matmul_staging_name(MatmulStaging s) {
   return "?";
 }
 
-MatmulPlan plan_matmul(long long M, long long N, long long K, DType dtype, const std::string& arch,
-                       MatmulStaging staging) {
+namespace {
+
+// plan_matmul's staging decision.
+MatmulPlan plan_staging(long long M, long long N, long long K, DType dtype, const std::string& arch,
+                        MatmulStaging staging) {
   if (M <= 0 || N <= 0 || K <= 0)
     throw std::invalid_argument("plan_matmul: M, N and K must be positive, not " + std::to_string(M) + "x" +
                                 std::to_string(N) + "x" + std::to_string(K));
@@ -121,27 +126,46 @@ MatmulPlan plan_matmul(long long M, long long N, long long K, DType dtype, const
   return p;
 }
 
+}  // namespace
+
+MatmulPlan plan_matmul(long long M, long long N, long long K, DType dtype, const std::string& arch,
+                       MatmulStaging staging, int split_k, int sm_count) {
+  MatmulPlan p = plan_staging(M, N, K, dtype, arch, staging);
+  // Split-K runs on the kernel's shape, so after staging has decided it.
+  plan_split_k(p, dtype, arch, split_k, sm_count);
+  return p;
+}
+
 struct Matmul::Impl {
   int M = 0, N = 0, K = 0;
   DType dtype = DType::f16;
   MatmulPlan plan;
   MatmulChoice choice;
-  JitKernel kernel;
+  JitKernel kernel, reduce;  // split: the partial GEMM and the reduction
   // Zero-padded staging buffers, made on the first call: the copies write only the real rows and
-  // columns, so the padding stays zero.
-  mutable Tensor a, b, c;
+  // columns, so the padding stays zero. w: split-K's f32 workspace [split_k, M, kernel_N].
+  mutable Tensor a, b, c, w;
   mutable bool allocated = false;
 };
 
-Matmul::Matmul(int M, int N, int K, DType dtype, MatmulStaging staging, const JitOptions& options)
+Matmul::Matmul(int M, int N, int K, DType dtype, MatmulStaging staging, const JitOptions& options, int split_k)
     : impl_(std::make_shared<Impl>()) {
   if (dtype != DType::f16 && dtype != DType::bf16)
     throw std::invalid_argument("Matmul: dtype " + std::string(dtype_name(dtype)) + " (legal: f16, bf16)");
   Impl& m = *impl_;
   m.M = M, m.N = N, m.K = K, m.dtype = dtype;
-  const std::string arch = !options.arch.empty() ? options.arch : gpu_available() ? current_device().arch() : "sm_90a";
-  m.plan = plan_matmul(M, N, K, dtype, arch, staging);
+  const bool gpu = gpu_available();
+  const std::string arch = !options.arch.empty() ? options.arch : gpu ? current_device().arch() : "sm_90a";
+  m.plan = plan_matmul(M, N, K, dtype, arch, staging, split_k, gpu ? current_device().sm_count : 132);
   const int kn = static_cast<int>(m.plan.kernel_N), kk = static_cast<int>(m.plan.kernel_K);
+  if (m.plan.split()) {
+    m.choice = {m.plan.split_config, false};
+    JitOptions o = options;
+    o.out_idx.clear();
+    m.kernel = jit(matmul_split_k_program(M, kn, kk, m.plan.split_k, m.plan.split_config), o);
+    m.reduce = jit(matmul_split_k_reduce_program(M, kn, m.plan.split_k, dtype, m.plan.split_reduce), o);
+    return;
+  }
   m.choice = choose_matmul_config(M, kn, kk, dtype);
   m.kernel = make_matmul(M, kn, kk, m.choice.config, options);
 }
@@ -152,28 +176,44 @@ void Matmul::operator()(const Tensor& A, const Tensor& B, const Tensor& C, CUstr
   check_operand("B", B, {m.K, m.N}, m.dtype);
   check_operand("C", C, {m.M, m.N}, m.dtype);
   const MatmulPlan& p = m.plan;
-  if (!p.staged()) {
-    m.kernel.launch({A, B, C}, stream);
+  // The GEMM on the kernel's operands: one kernel, or the partial GEMM into the workspace and
+  // its reduction.
+  auto gemm = [&](const Tensor& a, const Tensor& b, const Tensor& c) {
+    if (!p.split()) {
+      m.kernel.launch({a, b, c}, stream);
+      return;
+    }
+    m.kernel.launch({a, b, m.w}, stream);
+    m.reduce.launch({m.w, c}, stream);
+  };
+  if (!p.staged() && !p.split()) {
+    gemm(A, B, C);
     return;
   }
   if (!m.allocated) {
     if (p.stage_a) m.a = Tensor::zeros({m.M, p.kernel_K}, m.dtype);
-    m.b = Tensor::zeros({p.kernel_K, p.kernel_N}, m.dtype);
+    if (p.stage_b) m.b = Tensor::zeros({p.kernel_K, p.kernel_N}, m.dtype);
     // C zeroed too, though the kernel writes all of it: compute-sanitizer's initcheck does not see
     // TMA-store writes and reported every read of a never-initialized C as uninitialized (H200,
     // 2026-12-04, 648 reports = every sector of the staged C in two tests); a one-time memset.
     if (p.stage_c) m.c = Tensor::zeros({m.M, p.kernel_N}, m.dtype);
+    // The partial GEMM writes every element of W that the reduction reads; no zeros needed.
+    if (p.split()) m.w = Tensor::empty({p.split_k, m.M, p.kernel_N}, DType::f32);
     // The zeros must be in place before copies on any stream (a non-blocking one does not wait
     // for the legacy stream's memset).
     ensure_context();
     check_cu(driver().cuCtxSynchronize(), "cuCtxSynchronize (Matmul's staging buffers)");
     m.allocated = true;
   }
+  if (!p.staged()) {
+    gemm(A, B, C);
+    return;
+  }
   ensure_context();
   const long long e = dtype_bytes(m.dtype);
   if (p.stage_a) copy_rows(m.a, p.kernel_K * e, A, m.K * e, m.K * e, m.M, stream);
   copy_rows(m.b, p.kernel_N * e, B, m.N * e, m.N * e, m.K, stream);
-  m.kernel.launch({p.stage_a ? m.a : A, m.b, p.stage_c ? m.c : C}, stream);
+  gemm(p.stage_a ? m.a : A, m.b, p.stage_c ? m.c : C);
   if (p.stage_c) copy_rows(C, m.N * e, m.c, p.kernel_N * e, m.N * e, m.M, stream);
 }
 
@@ -181,6 +221,7 @@ const MatmulPlan& Matmul::plan() const { return impl_->plan; }
 const MatmulConfig& Matmul::config() const { return impl_->choice.config; }
 bool Matmul::tuned() const { return impl_->choice.tuned; }
 const JitKernel& Matmul::kernel() const { return impl_->kernel; }
+const JitKernel& Matmul::reduce_kernel() const { return impl_->reduce; }
 
 std::string Matmul::describe() const {
   const Impl& m = *impl_;
@@ -191,6 +232,7 @@ std::string Matmul::describe() const {
     if (m.plan.kernel_K != m.K) s += " (K " + std::to_string(m.K) + " -> " + std::to_string(m.plan.kernel_K) + ")";
     if (m.plan.kernel_N != m.N) s += " (N " + std::to_string(m.N) + " -> " + std::to_string(m.plan.kernel_N) + ")";
   }
+  if (m.plan.split()) s += "; split-K " + std::to_string(m.plan.split_k);
   return s;
 }
 

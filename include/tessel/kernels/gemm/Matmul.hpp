@@ -47,6 +47,21 @@ PrimFunc matmul_bias_act_program(int M, int N, int K, const MatmulConfig& c, Act
 JitKernel make_matmul_bias_act(int M, int N, int K, const MatmulConfig& c, Activation act, float alpha = 1.0f,
                                const JitOptions& options = {});
 
+// Split-K (kernels/gemm/MatmulSplitK.cpp), for skinny GEMMs whose tile grid leaves most SMs
+// idle: the partial GEMM runs on a ceildiv(N, block_N) x ceildiv(M, block_M) x splits grid, block
+// z multiplying its contiguous share of the ceildiv(K, block_K) K tiles (shares differ by at most
+// one tile) and storing its f32 partial into W [splits, M, N]. Parameters: A, B, W. Throws
+// std::invalid_argument unless 1 <= splits <= the K tiles.
+PrimFunc matmul_split_k_program(int M, int N, int K, int splits, const MatmulConfig& c);
+// The reduction's tiles: a block of `threads` sums a [block_M, block_N] tile of W over the splits.
+struct MatmulSplitKReduce {
+  int block_M = 4, block_N = 256, threads = 128;
+};
+// C = sum over z of W[z] in `dtype` (f32 adds in the split order). Parameters: W, C.
+PrimFunc matmul_split_k_reduce_program(int M, int N, int splits, DType dtype, const MatmulSplitKReduce& r);
+// The reduction's tiles for an M x N output: as few rows as M has (up to 4), 1024 elements.
+MatmulSplitKReduce default_split_k_reduce(long long M, long long N);
+
 // The config a default entry point compiles, and whether the tuning cache gave it.
 struct MatmulChoice {
   MatmulConfig config{};
@@ -78,37 +93,67 @@ struct MatmulPlan {
   long long M = 0, N = 0, K = 0;                 // the problem
   long long kernel_N = 0, kernel_K = 0;          // the shape the kernel is compiled for
   double estimate_direct_us = 0, estimate_staged_us = 0;  // plan_matmul's model (auto)
-  std::string why;                               // one line: what is staged and why (or why not)
+  // Split-K (split_k > 1): the partial GEMM with split_config's tiles over split_k shares of K,
+  // then the reduction, on the kernel's shape; the f32 workspace W [split_k, M, kernel_N] takes
+  // workspace_bytes. split_efficiency / unsplit_efficiency: the model's fraction of the SMs'
+  // time spent streaming tiles, split and not (automatic).
+  int split_k = 1;
+  MatmulConfig split_config{};
+  MatmulSplitKReduce split_reduce{};
+  long long workspace_bytes = 0;
+  double split_efficiency = 0, unsplit_efficiency = 0;
+  std::string why;        // what is staged and why (or why not); then what split-K does and why
   bool staged() const { return stage_a || stage_b || stage_c; }
+  bool split() const { return split_k > 1; }
 };
 
-// Decides staging for an M x N x K GEMM in `dtype` (f16, bf16 or f32) on `arch`. Automatic:
-// staged when an unaligned row would take the GEMM off the 16-byte copy paths and the model
-// -- direct: 2MNK at 80 TFLOP/s (the element-wise kernel's rate on the H200); staged: 2MNK at
-// 600 TFLOP/s plus the staged bytes (read and written) at 3 TB/s plus 3 us per copy -- says
-// the staged run is faster. Throws std::invalid_argument for a non-positive dimension or
-// another dtype.
+// Decides staging and split-K for an M x N x K GEMM in `dtype` (f16, bf16 or f32) on `arch`
+// with `sm_count` SMs.
+//
+// Staging, automatic: staged when an unaligned row would take the GEMM off the 16-byte copy
+// paths and the model -- direct: 2MNK at 80 TFLOP/s (the element-wise kernel's rate on the
+// H200); staged: 2MNK at 600 TFLOP/s plus the staged bytes (read and written) at 3 TB/s plus
+// 3 us per copy -- says the staged run is faster.
+//
+// Split-K, `split_k`: 0 automatic, 1 off, n >= 2 that many shares (at most the K tiles of 64).
+// Automatic, on sm_90 for M <= 64 whose kernel rows are 16-byte aligned (as given or staged):
+// a skinny GEMM streams B once, so its time is how long the busiest SM streams tiles. The
+// model's efficiency of a grid is tiles * k_tiles / (sm_count * waves * (longest share + 2)),
+// the 2 being a share's pipeline fill in tiles; the default kernel's tiles (64x256) run whole
+// K loops, split_k shares of 16x256 / 32x256 / 64x256 tiles (by M) at least 8 K tiles long
+// each. Split when the best share count beats the unsplit grid's efficiency by 25 % (the
+// reduction's second launch); the fewest shares within 0.02 of the best. Split-K combines with
+// staging: it runs on the staged (aligned) shape.
+//
+// Throws std::invalid_argument for a non-positive dimension, another dtype, or an illegal
+// split_k (naming the legal range).
 MatmulPlan plan_matmul(long long M, long long N, long long K, DType dtype, const std::string& arch,
-                       MatmulStaging staging = MatmulStaging::automatic);
+                       MatmulStaging staging = MatmulStaging::automatic, int split_k = 0, int sm_count = 132);
 
 // The library's GEMM for any M, N, K: C = A * B, row-major, A [M, K], B [K, N], C [M, N], all
-// contiguous tensors of `dtype`. The kernel (config from choose_matmul_config for the kernel's
-// shape: the tuning cache or the default) is compiled on construction; the staging buffers, when
-// the plan needs them, are allocated on the first call and reused. Calls on one object are not
-// thread-safe (they share the staging buffers).
+// contiguous tensors of `dtype`. The kernels are compiled on construction: unsplit, the config
+// from choose_matmul_config for the kernel's shape (the tuning cache or the default); split, the
+// plan's partial GEMM and reduction. The staging buffers and the split-K workspace, when the plan
+// needs them, are allocated on the first call and reused. Calls on one object are not
+// thread-safe (they share those buffers). `split_k` as plan_matmul takes it (0 automatic, 1 off,
+// n that many shares); the plan sees the current GPU's SM count (132 without a GPU).
 class Matmul {
  public:
   Matmul(int M, int N, int K, DType dtype, MatmulStaging staging = MatmulStaging::automatic,
-         const JitOptions& options = {});
+         const JitOptions& options = {}, int split_k = 0);
   // Checks the tensors (std::invalid_argument naming the argument, its shape or dtype and what
   // is expected) and runs on `stream` (the default stream when null). Asynchronous.
   void operator()(const Tensor& A, const Tensor& B, const Tensor& C, CUstream stream = nullptr) const;
 
   const MatmulPlan& plan() const;
+  // The GEMM kernel's config: the partial GEMM's when split.
   const MatmulConfig& config() const;
   bool tuned() const;  // the config came from the tuning cache
+  // The GEMM kernel (split: the partial GEMM); reduce_kernel() the split's reduction (empty unsplit).
   const JitKernel& kernel() const;
-  // "128x256x64 s3 t256 swz on 4095x4096x4096; A, B staged (K 4095 -> 4096)"
+  const JitKernel& reduce_kernel() const;
+  // "128x256x64 s3 t256 swz on 4095x4096x4096; A, B staged (K 4095 -> 4096)",
+  // "16x256x64 s4 t128 on 1x4096x4096; split-K 8"
   std::string describe() const;
 
  private:

@@ -1,0 +1,204 @@
+// Split-K for skinny GEMMs, as two Tessel programs -- the partial GEMM (each block z of the grid
+// multiplies its contiguous share of the K tiles and stores an f32 partial) and the reduction
+// that sums the partials into C in the output dtype -- and the model that decides when
+// kernels::Matmul uses them (plan_split_k, for plan_matmul).
+#include "MatmulSplitK.hpp"
+
+#include <sstream>
+#include <stdexcept>
+
+namespace tessel::kernels {
+
+namespace T = tessel;
+
+namespace {
+
+void check_split_shape(const char* what, int M, int N, int K, int splits) {
+  if (M <= 0 || N <= 0 || K <= 0)
+    throw std::invalid_argument(std::string(what) + ": M, N and K must be positive, not " + std::to_string(M) + "x" +
+                                std::to_string(N) + "x" + std::to_string(K));
+  if (splits < 1)
+    throw std::invalid_argument(std::string(what) + ": splits = " + std::to_string(splits) + " (legal: 1 or more)");
+}
+
+}  // namespace
+
+PrimFunc matmul_split_k_program(int M, int N, int K, int splits, const MatmulConfig& c) {
+  check_split_shape("matmul_split_k_program", M, N, K, splits);
+  const int k_tiles = (K + c.block_K - 1) / c.block_K;
+  if (splits > k_tiles)
+    throw std::invalid_argument("matmul_split_k_program: splits = " + std::to_string(splits) + " but K = " +
+                                std::to_string(K) + " has only " + std::to_string(k_tiles) +
+                                " tiles of block_K = " + std::to_string(c.block_K) + " (legal: 1 to " +
+                                std::to_string(k_tiles) + ")");
+  T::PrimFunc f("matmul_split_k");
+  auto A = f.tensor("A", {M, K}, c.dtype);
+  auto B = f.tensor("B", {K, N}, c.dtype);
+  auto W = f.tensor("W", {splits, M, N}, c.accum_dtype);
+  f.body([&] {
+    T::Kernel(T::ceildiv(N, c.block_N), T::ceildiv(M, c.block_M), splits, c.threads,
+              [&](T::Var bx, T::Var by, T::Var bz) {
+                auto A_shared = T::alloc_shared({c.block_M, c.block_K}, c.dtype);
+                auto B_shared = T::alloc_shared({c.block_K, c.block_N}, c.dtype);
+                auto C_local = T::alloc_fragment({c.block_M, c.block_N}, c.accum_dtype);
+                if (c.use_swizzle) T::use_swizzle(c.panel_size);
+                // Split z takes K tiles [z * k_tiles / splits, (z + 1) * k_tiles / splits): shares
+                // that differ by at most one tile, none empty (splits <= k_tiles).
+                Expr first = bz * k_tiles / splits;
+                Expr count = (bz + 1) * k_tiles / splits - first;
+                T::clear(C_local);
+                T::Pipelined(count, c.num_stages, [&](T::Var ko) {
+                  T::copy(A(by * c.block_M, (first + ko) * c.block_K), A_shared);
+                  T::copy(B((first + ko) * c.block_K, bx * c.block_N), B_shared);
+                  T::gemm(A_shared, B_shared, C_local);
+                });
+                T::copy(C_local, W(bz, by * c.block_M, bx * c.block_N));
+              });
+  });
+  return f;
+}
+
+PrimFunc matmul_split_k_reduce_program(int M, int N, int splits, DType dtype, const MatmulSplitKReduce& r) {
+  check_split_shape("matmul_split_k_reduce_program", M, N, 1, splits);
+  T::PrimFunc f("matmul_split_k_reduce");
+  auto W = f.tensor("W", {splits, M, N}, DType::f32);
+  auto C = f.tensor("C", {M, N}, dtype);
+  f.body([&] {
+    T::Kernel(T::ceildiv(N, r.block_N), T::ceildiv(M, r.block_M), r.threads, [&](T::Var bx, T::Var by) {
+      auto sum = T::alloc_fragment({r.block_M, r.block_N}, DType::f32);
+      auto part = T::alloc_fragment({r.block_M, r.block_N}, DType::f32);
+      T::copy(W(0, by * r.block_M, bx * r.block_N), sum);
+      T::Serial(splits - 1, [&](T::Var s) {
+        T::copy(W(s + 1, by * r.block_M, bx * r.block_N), part);
+        T::Parallel(r.block_M, r.block_N, [&](T::Var i, T::Var j) { sum(i, j) = sum(i, j) + part(i, j); });
+      });
+      T::copy(sum, C(by * r.block_M, bx * r.block_N));
+    });
+  });
+  return f;
+}
+
+MatmulSplitKReduce default_split_k_reduce(long long M, long long N) {
+  // 8 f32 columns per thread in two 16-byte vectors; a block covers a [rows, 1024 / rows]
+  // tile, as few rows as M needs so that a decode GEMM (M = 1) wastes no threads.
+  MatmulSplitKReduce r;
+  r.threads = 128;
+  r.block_M = M >= 4 ? 4 : M >= 2 ? 2 : 1;
+  r.block_N = 1024 / r.block_M;
+  while (r.block_N > 64 && r.block_N / 2 >= N) r.block_N /= 2;
+  return r;
+}
+
+namespace {
+
+// The model's constants (plan_matmul's comment in Matmul.hpp says the model).
+constexpr int kSplitBlockK = 64;
+constexpr int kMinTilesPerShare = 8;  // shorter shares spend more of their time filling the pipeline
+constexpr int kFillTiles = 2;         // a share's pipeline fill, in tiles of streaming time
+constexpr int kMaxSplits = 16;
+constexpr double kSplitGain = 1.25;   // what the split must gain over one kernel: the reduction's launch
+constexpr double kTie = 0.02;
+constexpr long long kMaxAutoM = 64;
+
+long long ceil_div(long long a, long long b) { return (a + b - 1) / b; }
+
+// The fraction of the SMs' time spent streaming tiles for `tiles` output tiles whose k_tiles
+// K tiles are split into `splits` shares: tiles * k_tiles over sm_count * waves * (the longest
+// share + its fill).
+double grid_efficiency(long long tiles, long long k_tiles, long long splits, int sm_count) {
+  const long long ctas = tiles * splits, waves = ceil_div(ctas, sm_count);
+  return static_cast<double>(tiles * k_tiles) /
+         (static_cast<double>(sm_count) * static_cast<double>(waves) *
+          static_cast<double>(ceil_div(k_tiles, splits) + kFillTiles));
+}
+
+}  // namespace
+
+MatmulConfig split_k_config(long long M, DType dtype) {
+  MatmulConfig c;
+  c.dtype = dtype;
+  // The fewest rows that cover M (one warp's 16 rows at a time, up to 64): the tile streams
+  // 64 x 256 of B per K step whatever M is, and rows past M only cost tensor-core time.
+  c.block_M = M <= 16 ? 16 : M <= 32 ? 32 : 64;
+  c.block_N = 256;
+  c.block_K = kSplitBlockK;
+  c.num_stages = 4;
+  c.threads = 128;
+  return c;
+}
+
+void plan_split_k(MatmulPlan& p, DType dtype, const std::string& arch, int split_k, int sm_count) {
+  const long long k_tiles = ceil_div(p.kernel_K, kSplitBlockK);
+  const std::string legal = "legal: 0 = automatic, 1 = off" +
+                            (k_tiles >= 2 ? ", 2 to " + std::to_string(k_tiles) + " shares of K = " +
+                                                std::to_string(p.kernel_K) + "'s " + std::to_string(k_tiles) +
+                                                " tiles of " + std::to_string(kSplitBlockK)
+                                          : std::string(" (K = ") + std::to_string(p.kernel_K) +
+                                                " is one tile of " + std::to_string(kSplitBlockK) + ")");
+  if (split_k < 0 || split_k > k_tiles)
+    throw std::invalid_argument("Matmul: split_k = " + std::to_string(split_k) + " (" + legal + ")");
+  if (sm_count < 1)
+    throw std::invalid_argument("plan_matmul: sm_count = " + std::to_string(sm_count) + " (legal: 1 or more)");
+  const std::string sep = p.why.empty() ? "" : "; ";
+  const bool sixteen_bit = dtype == DType::f16 || dtype == DType::bf16;
+  if (split_k >= 2 && !sixteen_bit)
+    throw std::invalid_argument("Matmul: split_k = " + std::to_string(split_k) + " with dtype " +
+                                std::string(dtype_name(dtype)) + " (split-K takes f16 or bf16; legal here: 0, 1)");
+  if (split_k == 1) {
+    p.why += sep + "split-K off (split_k = 1)";
+    return;
+  }
+  const MatmulConfig split = split_k_config(p.M, dtype);
+  const long long split_tiles = ceil_div(p.M, split.block_M) * ceil_div(p.kernel_N, split.block_N);
+  // The unsplit kernel's grid: default_matmul_config's tiles for M <= 64 on sm_90 (64x256).
+  const MatmulConfig whole = default_matmul_config(p.M, p.kernel_N, p.kernel_K, dtype, arch, sm_count);
+  const long long whole_tiles = ceil_div(p.M, whole.block_M) * ceil_div(p.kernel_N, whole.block_N);
+  p.unsplit_efficiency =
+      grid_efficiency(whole_tiles, ceil_div(p.kernel_K, whole.block_K), 1, sm_count);
+  std::ostringstream why;
+  why.precision(2);
+  int chosen = split_k;
+  if (split_k == 0) {
+    const bool aligned = p.kernel_K % 8 == 0 && p.kernel_N % 8 == 0;
+    const char* not_here = !sixteen_bit                   ? "split-K takes f16 or bf16"
+                           : arch.rfind("sm_90", 0) != 0 ? "the model is the H200's (sm_90)"
+                           : p.M > kMaxAutoM           ? "M > 64 fills the GPU with its own tiles"
+                           : !aligned                  ? "the kernel's rows are not 16-byte aligned"
+                           : k_tiles < 2 * kMinTilesPerShare ? "K has fewer than 16 tiles of 64"
+                                                             : nullptr;
+    if (not_here) {
+      p.why += sep + "not split: " + not_here;
+      return;
+    }
+    chosen = 1;
+    double best = 0;
+    for (long long s = 2; s <= std::min<long long>(kMaxSplits, k_tiles); ++s) {
+      if (ceil_div(k_tiles, s) < kMinTilesPerShare) break;
+      const double e = grid_efficiency(split_tiles, k_tiles, s, sm_count);
+      if (e > best + kTie) best = e, chosen = static_cast<int>(s);
+    }
+    p.split_efficiency = best;
+    if (chosen == 1 || best < kSplitGain * p.unsplit_efficiency) {
+      why << sep << "not split: " << whole_tiles << " tiles of " << whole.block_M << "x" << whole.block_N
+          << " keep the SMs " << p.unsplit_efficiency << " busy";
+      if (chosen > 1) why << ", split-K " << chosen << " " << best;
+      p.why += why.str();
+      return;
+    }
+  } else {
+    p.split_efficiency = grid_efficiency(split_tiles, k_tiles, split_k, sm_count);
+  }
+  p.split_k = chosen;
+  p.split_config = split;
+  p.split_reduce = default_split_k_reduce(p.M, p.kernel_N);
+  p.workspace_bytes = 4LL * chosen * p.M * p.kernel_N;
+  why << sep << "split-K " << chosen << (split_k == 0 ? "" : " (forced)") << ": " << split_tiles << " tiles of "
+      << split.block_M << "x" << split.block_N << " x " << chosen << " shares of " << k_tiles / chosen
+      << (k_tiles % chosen ? "-" + std::to_string(k_tiles / chosen + 1) : "") << " K tiles = "
+      << split_tiles * chosen << " CTAs on " << sm_count << " SMs (model: SMs " << p.split_efficiency
+      << " busy, against " << p.unsplit_efficiency << " for " << whole_tiles << " tiles of " << whole.block_M
+      << "x" << whole.block_N << " unsplit); f32 workspace " << p.workspace_bytes << " B";
+  p.why += why.str();
+}
+
+}  // namespace tessel::kernels
