@@ -1,5 +1,6 @@
 // plan_matmul: which operands the library's Matmul stages for rows that are not 16-byte aligned,
-// the shape its kernel is compiled for, and the model's choice (no GPU needed).
+// the shape its kernel is compiled for, whether it splits K, and the models' choices (no GPU
+// needed).
 #include <gtest/gtest.h>
 
 #include <stdexcept>
@@ -86,6 +87,103 @@ TEST(MatmulPlan, BadArgumentsAreNamed) {
                                          "2147483648 columns"),
               std::string::npos)
         << e.what();
+  }
+}
+
+// Issue 17's skinny shapes on the H200 (132 SMs): the unsplit grid of 64x256 tiles leaves most
+// SMs idle, so K is split into shares of at least 8 tiles until the CTAs fill the SMs.
+TEST(MatmulPlan, SkinnyShapesSplitK) {
+  struct Want {
+    long long M, N, K;
+    int split;
+    const char* config;
+    long long workspace;
+  };
+  for (const Want& w : {Want{1, 4096, 4096, 8, "16x256x64 s4 t128", 4LL * 8 * 1 * 4096},
+                        Want{16, 4096, 4096, 8, "16x256x64 s4 t128", 4LL * 8 * 16 * 4096},
+                        Want{32, 4096, 14336, 8, "32x256x64 s4 t128", 4LL * 8 * 32 * 4096},
+                        Want{8, 14336, 4096, 2, "16x256x64 s4 t128", 4LL * 2 * 8 * 14336},
+                        Want{64, 8192, 8192, 4, "64x256x64 s4 t128", 4LL * 4 * 64 * 8192}}) {
+    for (DType t : {DType::f16, DType::bf16}) {
+      SCOPED_TRACE(std::to_string(w.M) + "x" + std::to_string(w.N) + "x" + std::to_string(w.K));
+      const auto p = plan_matmul(w.M, w.N, w.K, t, "sm_90a");
+      EXPECT_EQ(p.split_k, w.split) << p.why;
+      EXPECT_TRUE(p.split());
+      EXPECT_FALSE(p.staged());
+      EXPECT_EQ(p.split_config.describe(), w.config);
+      EXPECT_EQ(p.split_config.dtype, t);
+      EXPECT_EQ(p.workspace_bytes, w.workspace);
+      EXPECT_GT(p.split_efficiency, 1.25 * p.unsplit_efficiency);
+      EXPECT_NE(p.why.find("split-K " + std::to_string(w.split) + ": "), std::string::npos) << p.why;
+    }
+  }
+  const auto decode = plan_matmul(1, 4096, 4096, DType::f16, "sm_90a");
+  EXPECT_NE(decode.why.find("rows 16-byte aligned: nothing staged; split-K 8: 16 tiles of 16x256 x 8 shares of 8 K "
+                            "tiles = 128 CTAs on 132 SMs (model: SMs 0.78 busy, against 0.12 for 16 tiles of 64x256 "
+                            "unsplit); f32 workspace 131072 B"),
+            std::string::npos)
+      << decode.why;
+  // Ragged shares are named as a range.
+  EXPECT_NE(plan_matmul(8, 14336, 4096, DType::f16, "sm_90a", MatmulStaging::automatic, 3).why.find(
+                "split-K 3 (forced): 56 tiles of 16x256 x 3 shares of 21-22 K tiles"),
+            std::string::npos);
+}
+
+TEST(MatmulPlan, SplitKOnlyWhereTheModelSaysSo) {
+  // Grids that fill the GPU, short K, other GPUs, f32 and M > 64 stay one kernel, and say why.
+  struct Case {
+    long long M, N, K;
+    DType t;
+    const char* arch;
+    const char* why;
+  };
+  for (const Case& c : {Case{4096, 4096, 4096, DType::f16, "sm_90a", "not split: M > 64"},
+                        Case{64, 65536, 4096, DType::f16, "sm_90a", "not split: 256 tiles of 64x256 keep the SMs"},
+                        Case{16, 4096, 512, DType::f16, "sm_90a", "not split: K has fewer than 16 tiles of 64"},
+                        Case{16, 4096, 4096, DType::f16, "sm_80", "not split: the model is the H200's (sm_90)"},
+                        Case{16, 4096, 4096, DType::f32, "sm_90a", "not split: split-K takes f16 or bf16"},
+                        Case{1, 4095, 4095, DType::f16, "sm_90a", "not split: the kernel's rows are not 16-byte"}}) {
+    const auto p = plan_matmul(c.M, c.N, c.K, c.t, c.arch);
+    EXPECT_EQ(p.split_k, 1) << p.why;
+    EXPECT_EQ(p.workspace_bytes, 0);
+    EXPECT_NE(p.why.find(c.why), std::string::npos) << p.why;
+  }
+  // split_k = 1 turns it off; a forced count runs anywhere, on the staged shape when staged.
+  const auto off = plan_matmul(1, 4096, 4096, DType::f16, "sm_90a", MatmulStaging::automatic, 1);
+  EXPECT_EQ(off.split_k, 1);
+  EXPECT_NE(off.why.find("split-K off (split_k = 1)"), std::string::npos) << off.why;
+  const auto forced = plan_matmul(4096, 4096, 4096, DType::bf16, "sm_80", MatmulStaging::automatic, 2);
+  EXPECT_EQ(forced.split_k, 2);
+  EXPECT_EQ(forced.split_config.describe(), "64x256x64 s4 t128");
+  const auto staged = plan_matmul(7, 4095, 4095, DType::f16, "sm_90a", MatmulStaging::always, 4);
+  EXPECT_TRUE(staged.staged());
+  EXPECT_EQ(staged.split_k, 4);
+  EXPECT_EQ(staged.workspace_bytes, 4LL * 4 * 7 * 4096);
+  // Another GPU's SM count changes the choice: 16 tiles x 4 shares fill 64 SMs.
+  EXPECT_EQ(plan_matmul(1, 4096, 4096, DType::f16, "sm_90a", MatmulStaging::automatic, 0, 64).split_k, 4);
+}
+
+TEST(MatmulPlan, IllegalSplitKIsNamed) {
+  auto message = [](long long K, int split_k, DType t = DType::f16) {
+    try {
+      (void)plan_matmul(16, 4096, K, t, "sm_90a", MatmulStaging::automatic, split_k);
+    } catch (const std::invalid_argument& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(message(4096, -1),
+            "Matmul: split_k = -1 (legal: 0 = automatic, 1 = off, 2 to 64 shares of K = 4096's 64 tiles of 64)");
+  EXPECT_EQ(message(4096, 65),
+            "Matmul: split_k = 65 (legal: 0 = automatic, 1 = off, 2 to 64 shares of K = 4096's 64 tiles of 64)");
+  EXPECT_EQ(message(40, 2), "Matmul: split_k = 2 (legal: 0 = automatic, 1 = off (K = 40 is one tile of 64))");
+  EXPECT_EQ(message(4096, 2, DType::f32),
+            "Matmul: split_k = 2 with dtype f32 (split-K takes f16 or bf16; legal here: 0, 1)");
+  try {
+    (void)plan_matmul(16, 4096, 4096, DType::f16, "sm_90a", MatmulStaging::automatic, 0, 0);
+    FAIL() << "no error for 0 SMs";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("sm_count = 0 (legal: 1 or more)"), std::string::npos) << e.what();
   }
 }
 
