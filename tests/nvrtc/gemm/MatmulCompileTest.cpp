@@ -419,3 +419,77 @@ TEST(MatmulStaging, UnalignedRowsCompileTheAlignedKernel) {
 }
 
 }  // namespace
+
+namespace {
+
+// Split-K for issue 17's skinny shapes: kernels::Matmul compiles the partial GEMM and the
+// reduction. The partial GEMM has a 3-D grid, so the sm_90a GEMM template declines it, and as
+// the sole gemm of a Pipelined loop that fills both operands the generic kernel keeps the
+// mma.sync main loop (infer_layouts' MainLoopGemmScan) -- its shared tiles are ldmatrix tiles,
+// which TMA does not write (plan_tma_copies), so its loads are cp.async. No spills; the
+// reduction loads W in 16-byte vectors.
+TEST(MatmulSplitK, SkinnyShapesCompileThePartialGemmAndTheReduction) {
+  struct Want {
+    int M, N, K, split;
+  };
+  for (const Want& w : {Want{1, 4096, 4096, 8}, Want{16, 4096, 4096, 8}, Want{32, 4096, 14336, 8},
+                        Want{8, 14336, 4096, 2}, Want{64, 8192, 8192, 4}}) {
+    for (tessel::DType t : {tessel::DType::f16, tessel::DType::bf16}) {
+      SCOPED_TRACE(std::to_string(w.M) + "x" + std::to_string(w.N) + "x" + std::to_string(w.K) + " " +
+                   std::string(tessel::dtype_name(t)));
+      tessel::JitOptions o;
+      o.arch = "sm_90a";
+      tessel::kernels::Matmul mm(w.M, w.N, w.K, t, tessel::kernels::MatmulStaging::automatic, o);
+      ASSERT_EQ(mm.plan().split_k, w.split) << mm.plan().why;
+      EXPECT_NE(mm.describe().find("; split-K " + std::to_string(w.split)), std::string::npos) << mm.describe();
+      const tessel::JitKernel& partial = mm.kernel();
+      EXPECT_EQ(partial.info().path, "mma.sync");
+      EXPECT_EQ(partial.info().hopper_declined, "the kernel grid is not 2-D");
+      for (const char* needle : {"mma.sync.aligned.m16n8k16", "ldmatrix.sync.aligned", "cp.async.cg.shared.global"})
+        EXPECT_NE(partial.ptx().find(needle), std::string::npos) << needle;
+      EXPECT_EQ(partial.info().threads, 128);
+      EXPECT_EQ(partial.info().dynamic_smem_bytes, tessel::kernels::matmul_smem_bytes(mm.config()));
+      EXPECT_EQ(partial.resources().spill_store_bytes, 0) << partial.compile_log();
+      EXPECT_EQ(partial.resources().spill_load_bytes, 0) << partial.compile_log();
+      const tessel::JitKernel& reduce = mm.reduce_kernel();
+      EXPECT_EQ(reduce.info().path, "CUDA cores (no gemm)");
+      EXPECT_NE(reduce.ptx().find("ld.global.nc.v4.u32"), std::string::npos);  // 4 f32 of W
+      EXPECT_EQ(reduce.resources().spill_store_bytes, 0) << reduce.compile_log();
+      std::cout << "[ info ] " << mm.describe() << ": partial " << partial.resources().registers << " registers, "
+                << partial.info().dynamic_smem_bytes << " B smem; reduction " << reduce.resources().registers
+                << " registers\n";
+    }
+  }
+}
+
+// Forced and off: split_k = 1 keeps the sm_90a GEMM template (whose own split over 2-CTA
+// clusters takes this shape: 16 tiles, K = 4096); a forced count on sm_80 compiles
+// the same two programs; a staged shape splits the padded kernel.
+TEST(MatmulSplitK, ForcedOffAndStaged) {
+  tessel::JitOptions o;
+  o.arch = "sm_90a";
+  tessel::kernels::Matmul off(1, 4096, 4096, tessel::DType::f16, tessel::kernels::MatmulStaging::automatic, o, 1);
+  EXPECT_FALSE(off.plan().split());
+  EXPECT_EQ(off.kernel().info().path, "sm90 TMA + wgmma, warp-specialized, persistent, split-K over 2-CTA clusters");
+  EXPECT_EQ(off.describe().find("split-K"), std::string::npos) << off.describe();
+  tessel::kernels::Matmul staged(7, 4095, 4095, tessel::DType::bf16, tessel::kernels::MatmulStaging::always, o, 4);
+  EXPECT_NE(staged.describe().find("on 7x4096x4096; A, B, C staged (K 4095 -> 4096) (N 4095 -> 4096); split-K 4"),
+            std::string::npos)
+      << staged.describe();
+  EXPECT_EQ(staged.kernel().resources().spill_store_bytes, 0) << staged.kernel().compile_log();
+  o.arch = "sm_80";
+  tessel::kernels::Matmul ampere(16, 4096, 4096, tessel::DType::f16, tessel::kernels::MatmulStaging::automatic, o, 8);
+  EXPECT_EQ(ampere.plan().split_k, 8);
+  EXPECT_EQ(ampere.kernel().info().path, "mma.sync");
+  EXPECT_EQ(ampere.kernel().resources().spill_store_bytes, 0) << ampere.kernel().compile_log();
+  try {
+    tessel::kernels::Matmul bad(16, 4096, 4096, tessel::DType::f16, tessel::kernels::MatmulStaging::automatic, o, 100);
+    FAIL() << "split_k = 100 accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("Matmul: split_k = 100 (legal: 0 = automatic, 1 = off, 2 to 64"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+}  // namespace
