@@ -506,3 +506,82 @@ TEST(MatmulStagingArguments, WrongTensorsAreNamed) {
 }
 
 }  // namespace
+
+namespace {
+
+// Split-K: kernels::Matmul's partial GEMM and reduction on issue 17's skinny shapes (the split
+// the plan chooses) and on small ragged shapes (forced shares that the K tiles do not divide, K
+// and N tails, staged and not), f16 and bf16, outputs poisoned, against float64 on every row of
+// sampled columns; each shape twice on fresh inputs (the workspace is reused).
+struct SplitKCase {
+  int M, N, K;
+  int split_k;       // as Matmul takes it: 0 automatic
+  int expect_split;  // what the plan must choose
+};
+
+class MatmulSplitKShapes : public ::testing::TestWithParam<std::tuple<SplitKCase, DType>> {};
+
+TEST_P(MatmulSplitKShapes, MatchesFloat64) {
+  TESSEL_REQUIRE_GPU();
+  const auto [c, dtype] = GetParam();
+  tessel::kernels::Matmul mm(c.M, c.N, c.K, dtype, tessel::kernels::MatmulStaging::automatic, {}, c.split_k);
+  SCOPED_TRACE(mm.describe() + ": " + mm.plan().why);
+  ASSERT_EQ(mm.plan().split_k, c.expect_split) << mm.plan().why;
+  static std::mt19937_64 seeds(std::random_device{}());
+  // Every row, 61 random columns and the last one.
+  std::vector<int> cols{c.N - 1};
+  for (int j = 0; j < 61; ++j) cols.push_back(static_cast<int>(seeds() % static_cast<unsigned>(c.N)));
+  for (int round = 0; round < 2; ++round) {
+    Tensor a = Tensor::empty({c.M, c.K}, dtype), b = Tensor::empty({c.K, c.N}, dtype);
+    a.fill_random(seeds());
+    b.fill_random(seeds());
+    Tensor out = Tensor::empty({c.M, c.N}, dtype);
+    out.fill(std::nan(""));
+    mm(a, b, out);
+    tessel::check_cu(tessel::driver().cuCtxSynchronize(), "cuCtxSynchronize");
+    const std::vector<double> av = a.to_host_f64(), bv = b.to_host_f64(), cv = out.to_host_f64();
+    std::vector<double> got, ref;
+    for (int i = 0; i < c.M; ++i)
+      for (int j : cols) {
+        double dot = 0;
+        for (int k = 0; k < c.K; ++k)
+          dot += av[static_cast<size_t>(i) * c.K + k] * bv[static_cast<size_t>(k) * c.N + j];
+        ref.push_back(dot);
+        got.push_back(cv[static_cast<size_t>(i) * c.N + j]);
+      }
+    const double err = tessel::test::rel_error(got, ref);
+    EXPECT_LE(err, 1e-2) << "round " << round << ": relative Frobenius error " << err << " over sampled entries";
+  }
+}
+
+std::vector<SplitKCase> split_k_cases() {
+  // Issue 17's skinny shapes, automatic (MatmulPlan.SkinnyShapesSplitK says why these counts).
+  std::vector<SplitKCase> out{{1, 4096, 4096, 0, 8},
+                              {16, 4096, 4096, 0, 8},
+                              {32, 4096, 14336, 0, 8},
+                              {8, 14336, 4096, 0, 2},
+                              {64, 8192, 8192, 0, 4}};
+  // Small ragged shapes, forced: 3 shares where the (staged) K has 3 or more tiles of 64.
+  for (int m : {1, 7, 65})
+    for (int n : {9, 63, 1023})
+      for (int k : {65, 1025}) {
+        const int kernel_k = (k + 7) / 8 * 8, tiles = (kernel_k + 63) / 64;
+        out.push_back({m, n, k, std::min(3, tiles), std::min(3, tiles)});
+      }
+  out.push_back({9, 1000, 200, 3, 3});  // aligned, 4 K tiles in shares of 1, 1, 2, the last one 8 wide
+  return out;
+}
+
+std::string split_k_name(const ::testing::TestParamInfo<std::tuple<SplitKCase, DType>>& info) {
+  const SplitKCase& c = std::get<0>(info.param);
+  return std::to_string(c.M) + "x" + std::to_string(c.N) + "x" + std::to_string(c.K) + "_split" +
+         (c.split_k == 0 ? std::string("auto") : std::to_string(c.split_k)) + "_" +
+         std::string(tessel::dtype_name(std::get<1>(info.param)));
+}
+
+INSTANTIATE_TEST_SUITE_P(SkinnyAndRagged, MatmulSplitKShapes,
+                         ::testing::Combine(::testing::ValuesIn(split_k_cases()),
+                                            ::testing::Values(DType::f16, DType::bf16)),
+                         split_k_name);
+
+}  // namespace
