@@ -7,6 +7,9 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "Lower.hpp"
+#include "passes/HopperPolicy.hpp"
+
 namespace tessel::kernels {
 
 namespace T = tessel;
@@ -150,11 +153,17 @@ void plan_split_k(MatmulPlan& p, DType dtype, const std::string& arch, int split
   }
   const MatmulConfig split = split_k_config(p.M, dtype);
   const long long split_tiles = ceil_div(p.M, split.block_M) * ceil_div(p.kernel_N, split.block_N);
-  // The unsplit kernel's grid: default_matmul_config's tiles for M <= 64 on sm_90 (64x256).
+  // The unsplit kernel's grid: default_matmul_config's tiles (64x256 for M <= 64 on sm_90), each
+  // tile's K loop split over a 2-CTA cluster where select_hopper_gemm does that (HopperPolicy.hpp).
   const MatmulConfig whole = default_matmul_config(p.M, p.kernel_N, p.kernel_K, dtype, arch, sm_count);
   const long long whole_tiles = ceil_div(p.M, whole.block_M) * ceil_div(p.kernel_N, whole.block_N);
+  const bool cluster_split =
+      arch.rfind("sm_90", 0) == 0 &&
+      passes::hopper_split_k(whole_tiles, p.kernel_K,
+                             passes::hopper_ring_smem(whole.block_M, whole.block_N, whole.block_K, whole.num_stages),
+                             whole.block_M, whole.block_N, sm_count, default_smem_cap(arch));
   p.unsplit_efficiency =
-      grid_efficiency(whole_tiles, ceil_div(p.kernel_K, whole.block_K), 1, sm_count);
+      grid_efficiency(whole_tiles, ceil_div(p.kernel_K, whole.block_K), cluster_split ? 2 : 1, sm_count);
   std::ostringstream why;
   why.precision(2);
   int chosen = split_k;
@@ -180,7 +189,7 @@ void plan_split_k(MatmulPlan& p, DType dtype, const std::string& arch, int split
     p.split_efficiency = best;
     if (chosen == 1 || best < kSplitGain * p.unsplit_efficiency) {
       why << sep << "not split: " << whole_tiles << " tiles of " << whole.block_M << "x" << whole.block_N
-          << " keep the SMs " << p.unsplit_efficiency << " busy";
+          << (cluster_split ? " over 2-CTA clusters" : "") << " keep the SMs " << p.unsplit_efficiency << " busy";
       if (chosen > 1) why << ", split-K " << chosen << " " << best;
       p.why += why.str();
       return;
@@ -197,7 +206,8 @@ void plan_split_k(MatmulPlan& p, DType dtype, const std::string& arch, int split
       << (k_tiles % chosen ? "-" + std::to_string(k_tiles / chosen + 1) : "") << " K tiles = "
       << split_tiles * chosen << " CTAs on " << sm_count << " SMs (model: SMs " << p.split_efficiency
       << " busy, against " << p.unsplit_efficiency << " for " << whole_tiles << " tiles of " << whole.block_M
-      << "x" << whole.block_N << " unsplit); f32 workspace " << p.workspace_bytes << " B";
+      << "x" << whole.block_N << (cluster_split ? " over 2-CTA clusters" : " unsplit") << "); f32 workspace "
+      << p.workspace_bytes << " B";
   p.why += why.str();
 }
 
