@@ -25,6 +25,7 @@ struct BenchGemmOptions {
   std::string config;
   std::string epilogue = "none";
   std::string staging = "auto";
+  std::string split_k = "auto";  // auto, or a share count (1: off)
   int repeats = 50;
   int warmup = 10;
   std::uint64_t seed = 1;
@@ -48,8 +49,25 @@ std::string row_start(const Case& c, const kernels::MatmulConfig& config, const 
          left(format_matmul_config(config), 24) + left(from, 9);
 }
 
+// --split-k: auto (0, plan_matmul's model) or a count, 1 off (plan_matmul checks the count
+// against each shape's K).
+int parse_split_k(const std::string& text) {
+  if (text == "auto") return 0;
+  std::size_t used = 0;
+  int n = -1;
+  try {
+    n = std::stoi(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used != text.size() || n < 1)
+    throw std::invalid_argument("--split-k takes auto or a share count of 1 or more (1: off), not '" + text + "'");
+  return n;
+}
+
 int run_bench_gemm(const BenchGemmOptions& o) {
   std::vector<Case> cases;
+  int split_k = 0;
   try {
     for (const std::string& d : o.dtypes) {
       const auto dtype = parse_dtype(d);
@@ -63,6 +81,7 @@ int run_bench_gemm(const BenchGemmOptions& o) {
       throw std::invalid_argument("--epilogue takes none, bias or bias_relu, not '" + o.epilogue + "'");
     if (o.staging != "auto" && o.staging != "always" && o.staging != "never")
       throw std::invalid_argument("--staging takes auto, always or never, not '" + o.staging + "'");
+    split_k = parse_split_k(o.split_k);
   } catch (const std::invalid_argument& e) {
     std::cerr << "tessel bench gemm: " << e.what() << "\n";
     return kExitUsage;
@@ -97,19 +116,27 @@ int run_bench_gemm(const BenchGemmOptions& o) {
     // Without --config: what make_matmul(M, N, K, dtype) would compile, the tuning cache's entry
     // for this shape when `tessel tune gemm` stored one, else the built-in table.
     kernels::MatmulChoice choice = kernels::choose_matmul_config(c.shape.M, c.shape.N, c.shape.K, c.dtype);
-    // The library's Matmul when it stages unaligned rows (no --config, no epilogue): the config
-    // is then the one for the aligned kernel's shape.
+    // The library's Matmul when it stages unaligned rows or splits K (no --config, no epilogue):
+    // the config is then the one for the aligned kernel's shape, or the partial GEMM's.
     const kernels::MatmulStaging staging = o.staging == "always"  ? kernels::MatmulStaging::always
                                            : o.staging == "never" ? kernels::MatmulStaging::never
                                                                   : kernels::MatmulStaging::automatic;
-    const kernels::MatmulPlan plan =
-        kernels::plan_matmul(c.shape.M, c.shape.N, c.shape.K, c.dtype, s.arch(), staging);
-    const bool staged = o.config.empty() && epilogue == GemmEpilogue::none && plan.staged();
+    kernels::MatmulPlan plan;
+    try {
+      plan = kernels::plan_matmul(c.shape.M, c.shape.N, c.shape.K, c.dtype, s.arch(), staging, split_k,
+                                  s.device.sm_count);
+    } catch (const std::invalid_argument& e) {
+      std::cerr << "tessel bench gemm: " << c.shape.describe() << ": " << e.what() << "\n";
+      return kExitUsage;
+    }
+    const bool library = o.config.empty() && epilogue == GemmEpilogue::none;
+    const bool staged = library && plan.staged(), split = library && plan.split();
     if (staged) choice = kernels::choose_matmul_config(c.shape.M, static_cast<int>(plan.kernel_N),
                                                        static_cast<int>(plan.kernel_K), c.dtype);
+    if (split) choice = {plan.split_config, false};
     const std::string from = !o.config.empty() ? "--config" : choice.tuned ? "tuned" : "default";
     const kernels::MatmulConfig config = !o.config.empty()   ? parse_matmul_config(o.config, c.dtype)
-                                         : choice.tuned || staged ? choice.config
+                                         : choice.tuned || staged || split ? choice.config
                                                                   : default_gemm_config(c.shape, c.dtype, s.smem_cap());
     nlohmann::json r = {{"M", c.shape.M},
                         {"N", c.shape.N},
@@ -122,7 +149,10 @@ int run_bench_gemm(const BenchGemmOptions& o) {
                         {"staging", {{"mode", o.staging},
                                      {"staged", staged},
                                      {"kernel_shape", {c.shape.M, plan.kernel_N, plan.kernel_K}},
-                                     {"why", plan.why}}}};
+                                     {"why", plan.why}}},
+                        {"split_k", {{"mode", o.split_k},
+                                     {"splits", split ? plan.split_k : 1},
+                                     {"workspace_bytes", split ? plan.workspace_bytes : 0}}}};
     progress.step(c.shape.describe() + " " + std::string(dtype_name(c.dtype)) + " " +
                   format_matmul_config(config));
     if (kernels::matmul_smem_bytes(config) > s.smem_cap()) {
@@ -136,9 +166,9 @@ int run_bench_gemm(const BenchGemmOptions& o) {
     }
     try {
       std::optional<kernels::Matmul> matmul;
-      if (staged) matmul.emplace(c.shape.M, c.shape.N, c.shape.K, c.dtype, staging);
+      if (staged || split) matmul.emplace(c.shape.M, c.shape.N, c.shape.K, c.dtype, staging, JitOptions{}, split_k);
       const JitKernel k =
-          staged ? matmul->kernel()
+          staged || split ? matmul->kernel()
           : epilogue == GemmEpilogue::none
               ? kernels::make_matmul(c.shape.M, c.shape.N, c.shape.K, config)
               : kernels::make_matmul_bias_act(
@@ -146,7 +176,7 @@ int run_bench_gemm(const BenchGemmOptions& o) {
                     epilogue == GemmEpilogue::bias ? kernels::Activation::none : kernels::Activation::relu);
       GemmInputs in = make_gemm_inputs(c.shape, c.dtype, o.seed + 2 * i, epilogue);
       const std::function<void()> run = [&] {
-        if (staged) {
+        if (staged || split) {
           (*matmul)(in.A, in.B, in.C);
         } else {
           bench.launch_tessel(k, in);
@@ -167,7 +197,7 @@ int run_bench_gemm(const BenchGemmOptions& o) {
                 << right(fixed(theirs.median_ms, 4), 11) << right(fixed(tf_ref, 1), 9)
                 << right(fixed(100 * ratio, 1) + "%", 8) << right(scientific(err), 9)
                 << right(scientific(err_f64), 9) << (ok ? "" : "  NUMERICALLY WRONG") << "\n";
-      if (staged) std::cout << "    " << matmul->describe() << "\n";
+      if (staged || split) std::cout << "    " << matmul->describe() << "\n";
       const Resources& res = k.resources();
       r.update(
           {{"status", ok ? "ok" : "wrong"},
@@ -189,6 +219,7 @@ int run_bench_gemm(const BenchGemmOptions& o) {
            {"compile_ms", res.compile_ms},
            {"instructions", k.info().instructions},
            {"path", k.info().path}});
+      if (staged || split) r["library"] = matmul->describe();
       if (!ok) ++problems;
     } catch (const std::exception& e) {
       progress.clear();
@@ -259,6 +290,11 @@ Command add_bench_gemm_command(CLI::App& bench) {
                   "Rows that are not 16-byte aligned (K or N not a multiple of 8): auto stages them through "
                   "aligned zero-padded buffers when kernels::plan_matmul's model says it pays, always whenever "
                   "one is unaligned, never (the kernel for the exact shape); only without --config and --epilogue")
+      ->capture_default_str();
+  app->add_option("--split-k", o->split_k,
+                  "Split K over CTAs, then sum the f32 partials (kernels::Matmul): auto when kernels::plan_matmul's "
+                  "model says the tile grid leaves most SMs idle (sm_90, M <= 64), 1 off, N that many shares "
+                  "(at most K's tiles of 64); only without --config and --epilogue")
       ->capture_default_str();
   app->add_option("--repeats", o->repeats, "Timed runs of each side (median reported)")
       ->capture_default_str()

@@ -108,8 +108,11 @@ int run_dump_gemm(const DumpOptions& o) {
   }
   const std::string arch = o.arch.empty() ? s.arch() : o.arch;
   // What the library's Matmul does with this shape: rows that are not 16-byte aligned are staged
-  // and the kernel for the padded shape runs (this command shows the exact shape's kernel).
-  const kernels::MatmulPlan plan = kernels::plan_matmul(o.M, o.N, o.K, *dtype, arch);
+  // and the kernel for the padded shape runs; a skinny grid splits K (this command shows the
+  // exact shape's unsplit kernel).
+  const kernels::MatmulPlan plan =
+      kernels::plan_matmul(o.M, o.N, o.K, *dtype, arch, kernels::MatmulStaging::automatic, 0,
+                           s.gpu ? s.device.sm_count : 132);
   const nlohmann::json what = {{"M", o.M},
                                {"N", o.N},
                                {"K", o.K},
@@ -118,7 +121,11 @@ int run_dump_gemm(const DumpOptions& o) {
                                {"library_staging",
                                 {{"staged", plan.staged()},
                                  {"kernel_shape", {o.M, plan.kernel_N, plan.kernel_K}},
-                                 {"why", plan.why}}}};
+                                 {"why", plan.why}}},
+                               {"library_split_k",
+                                {{"splits", plan.split_k},
+                                 {"config", plan.split() ? format_matmul_config(plan.split_config) : ""},
+                                 {"workspace_bytes", plan.workspace_bytes}}}};
   if (chosen_levels(o) == 0 || o.ir)
     return emit(o, what, kernels::matmul_program(o.M, o.N, o.K, c).script(), nullptr);
   JitOptions jo;
@@ -127,9 +134,13 @@ int run_dump_gemm(const DumpOptions& o) {
   std::string text = level_text(o, k,
                                 shape.describe() + " " + std::string(dtype_name(c.dtype)) + ", config " +
                                     format_matmul_config(c));
-  if (o.resources && plan.staged())
+  if (o.resources && (plan.staged() || plan.split()))
     text += "library:       kernels::Matmul runs " + std::to_string(o.M) + "x" + std::to_string(plan.kernel_N) + "x" +
-            std::to_string(plan.kernel_K) + " instead: " + plan.why + "\n";
+            std::to_string(plan.kernel_K) +
+            (plan.split() ? " as split-K " + std::to_string(plan.split_k) + " (partial GEMM " +
+                                format_matmul_config(plan.split_config) + ", then the reduction)"
+                          : std::string()) +
+            " instead: " + plan.why + "\n";
   return emit(o, what, text, &k);
 }
 

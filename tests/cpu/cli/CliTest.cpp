@@ -321,6 +321,38 @@ TEST_F(Cli, DumpGemmSaysWhenTheLibraryStagesTheShape) {
   EXPECT_EQ(j["library_staging"]["kernel_shape"], nlohmann::json({4095, 4096, 4096}));
 }
 
+// A skinny shape: the library's Matmul splits K (issue 17), and says so on the library: line.
+TEST_F(Cli, DumpGemmSaysWhenTheLibrarySplitsK) {
+  tessel::test::TempDir dir;
+  const fs::path file = dir.path() / "split.json";
+  const CliRun r =
+      run_tessel("dump gemm --m 1 --n 4096 --k 4096 --arch sm_90a --resources --json '" + file.string() + "'");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("library:       kernels::Matmul runs 1x4096x4096 as split-K 8 (partial GEMM "
+                          "16x256x64:4:128, then the reduction) instead: rows 16-byte aligned: nothing staged; "
+                          "split-K 8: 16 tiles of 16x256 x 8 shares of 8 K tiles"),
+            std::string::npos)
+      << r.output;
+  const nlohmann::json j = nlohmann::json::parse(std::ifstream(file));
+  EXPECT_EQ(j["library_split_k"]["splits"], 8);
+  EXPECT_EQ(j["library_split_k"]["config"], "16x256x64:4:128");
+  EXPECT_EQ(j["library_split_k"]["workspace_bytes"], 4 * 8 * 4096);
+}
+
+// --split-k takes auto or a count of 1 or more, checked before the GPU is looked for.
+TEST_F(Cli, BenchGemmSplitKIsChecked) {
+  for (const char* bad : {"0", "-2", "eight", "4x"}) {
+    const CliRun r = run_tessel(std::string("bench gemm --shapes 1x4096x4096 --split-k ") + bad);
+    EXPECT_EQ(r.exit_code, 2) << r.output;
+    EXPECT_NE(r.output.find(std::string("--split-k takes auto or a share count of 1 or more (1: off), not '") + bad +
+                            "'"),
+              std::string::npos)
+        << r.output;
+  }
+  const CliRun help = run_tessel("bench gemm --help");
+  EXPECT_NE(help.output.find("--split-k"), std::string::npos) << help.output;
+}
+
 TEST_F(Cli, InfoSaysWhenTheCacheFolderIsNotUsed) {
   tessel::test::TempDir dir;
   const fs::path open = dir.path() / "open";
