@@ -139,8 +139,9 @@ fi
 if want softmax17 && "$build/tessel" bench softmax --help >/dev/null 2>&1; then
   run_step "bench softmax 17" 300 "$build/tessel" bench softmax \
     --shapes 4194304x127,4194304x129,524288x1023,65536x8191,32768x8193,10000x50257
-  # The same with the opt-in span staging of unaligned rows (JitOptions::stage_unaligned_rows).
-  TESSEL_ENABLE=stage_unaligned_rows run_step "bench softmax 17 staged" 300 "$build/tessel" bench softmax \
+  # The same without the span staging of unaligned rows (TESSEL_DISABLE=row_staging), the
+  # element-wise path it replaced, in the same session.
+  TESSEL_DISABLE=row_staging run_step "bench softmax 17 unstaged" 300 "$build/tessel" bench softmax \
     --shapes 4194304x127,4194304x129,524288x1023,65536x8191,32768x8193,10000x50257
 fi
 # compute-sanitizer's racecheck and synccheck on small sm_90a GEMMs — a multicast pair of each kind,

@@ -68,9 +68,10 @@ struct JitOptions {
   bool rotate_gemm_loops = false;
   // Row copies between a global tensor and a row-blocked fragment whose rows do not start
   // 16-byte aligned (a softmax over 127 columns) move the block's rows as one contiguous span
-  // through shared memory, in 16-byte chunks, instead of element by element. Off by default:
-  // not measured on the H200 yet (issue 17). TESSEL_ENABLE=stage_unaligned_rows does the same.
-  bool stage_unaligned_rows = false;
+  // through shared memory, in 16-byte chunks, instead of element by element (H200: 1.4-3.5x
+  // faster on issue 17's odd widths, docs/perf-notes.md session 11). True keeps them on the
+  // element-wise path (TESSEL_DISABLE=row_staging does the same).
+  bool disable_row_staging = false;
   // A kernel whose fragments and local arrays hold more than 510 values per thread (twice the
   // 255 registers a thread can have), in one buffer or in all, is a CompileError naming the
   // buffer: ptxas would spill most of it to local memory, slowly and at length. True compiles it

@@ -205,10 +205,10 @@ JitKernel jit(const PrimFunc& f, const JitOptions& options, std::source_location
   // program (the CLI's benchmarks, a user bisecting a wrong result).
   const std::set<std::string> disabled =
       features_named("TESSEL_DISABLE", {"tma", "wgmma", "warp_specialization", "split_k", "tma_store", "multicast",
-                                        "async_pipeline", "pingpong", "async_gemm"});
+                                        "async_pipeline", "pingpong", "async_gemm", "row_staging"});
   auto env_off = [&](const char* name) { return disabled.count(name) != 0; };
   // TESSEL_ENABLE turns opt-in features on from outside (benchmarks of a feature not on by default).
-  const std::set<std::string> enabled = features_named("TESSEL_ENABLE", {"rotate_gemm_loops", "stage_unaligned_rows"});
+  const std::set<std::string> enabled = features_named("TESSEL_ENABLE", {"rotate_gemm_loops"});
   auto env_on = [&](const char* name) { return enabled.count(name) != 0; };
   passes::PassContext::Switches switches{
       !options.disable_tma && !env_off("tma"),
@@ -223,7 +223,7 @@ JitKernel jit(const PrimFunc& f, const JitOptions& options, std::source_location
       !options.disable_async_gemm && !env_off("async_gemm"),
       (options.rotate_gemm_loops || env_on("rotate_gemm_loops")) && !options.disable_async_gemm &&
           !env_off("async_gemm"),
-      options.stage_unaligned_rows || env_on("stage_unaligned_rows")};
+      !options.disable_row_staging && !env_off("row_staging")};
 
   int nparams = static_cast<int>(prog.params.size());
   for (std::size_t n = 0; n < options.out_idx.size(); ++n) {

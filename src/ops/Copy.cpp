@@ -219,7 +219,7 @@ class CopyLowering {
     return s;
   }
 
-  // With JitOptions::stage_unaligned_rows: a tile of whole rows of a row-major tensor whose rows
+  // Unless JitOptions::disable_row_staging: a tile of whole rows of a row-major tensor whose rows
   // are not provably 16-byte aligned (127 columns of f16) is one contiguous run of global memory.
   // It moves through a shared scratch tile in 16-byte chunks (tessel::copy_span_to_shared /
   // copy_shared_span_to_global), the scratch offset by the run's misalignment so that chunks are
@@ -232,7 +232,9 @@ class CopyLowering {
     const bool load = op->dst.buffer->scope == Scope::Fragment;
     // Not in a warp-specialized kernel: the span copy's barriers and thread count are the block's.
     if (!ctx_.allow_row_staging || l.shape.size() != 2 || ctx_.launch_threads > 0) return Stmt();
-    if (load && ctx_.register_tails.count(regs->id)) return Stmt();
+    // Not for a fragment with a shared tail (its shared memory is spoken for), nor for spans past
+    // 48 KB: two of them (the load and the store) must leave room for other blocks on the SM.
+    if (ctx_.register_tails.count(regs->id)) return Stmt();
     const int elem = dtype_bytes(t->dtype);
     if (16 % elem != 0 || t.ndim() != 2 || !t->strides.empty()) return Stmt();
     // Whole rows, one after another: the region starts at column 0 of a row-major tensor whose
@@ -246,6 +248,8 @@ class CopyLowering {
     if (known_divisor(m.offset) % l.vec == 0 && (one_row || known_divisor(m.ld) % l.vec == 0)) return Stmt();
     auto w = op->where;
     const std::int64_t R = l.shape[0], vec = l.vec;
+    constexpr std::int64_t kMaxSpanBytes = 48 * 1024;
+    if ((R * *L + vec) * elem > kMaxSpanBytes) return Stmt();
     Buffer scratch = Buffer::make(t->name + "_span", {make_int(R * *L + vec)}, t->dtype, Scope::Shared, w);
     ctx_.shared_layouts[scratch->id] = SharedLayout{
         false, "tessel::RowMajorLayout<1, " + std::to_string(R * *L + vec) + ">", 1, R * *L + vec};

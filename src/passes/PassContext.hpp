@@ -127,7 +127,7 @@ struct PassContext {
     bool allow_pingpong = true;
     bool allow_async_gemm = true;
     bool allow_loop_rotation = false;
-    bool allow_row_staging = false;
+    bool allow_row_staging = true;
   };
   bool allow_tma = true, allow_wgmma = true, allow_warp_specialization = true;
   bool allow_split_k = true;
@@ -145,8 +145,8 @@ struct PassContext {
   // rotate_async_gemms (opt-in: JitOptions::rotate_gemm_loops).
   bool allow_loop_rotation = false;
   // Row copies whose rows start unaligned move through shared memory as one contiguous span
-  // (opt-in: JitOptions::stage_unaligned_rows; ops/Copy.cpp).
-  bool allow_row_staging = false;
+  // (JitOptions::disable_row_staging turns it off; ops/Copy.cpp).
+  bool allow_row_staging = true;
 
   // Set by select_hopper_gemm.
   HopperPlan hopper;

@@ -376,10 +376,12 @@ TEST(Passes, HopperFusesAnElementWiseEpilogue) {
 // static shape the tile divides) is emitted without its edge path; one that may run past the
 // row's end or the last row keeps both.
 TEST(Codegen, RowCopiesDropTheEdgePathOnlyWhenItCannotRun) {
-  auto source = [](long long M, long long N, const char* config) {
+  auto source = [](long long M, long long N, const char* config, bool row_staging = true) {
     auto f = tessel::kernels::softmax_program(M, N, tessel::DType::f16,
                                               tessel::kernels::parse_softmax_config(config));
-    return tessel::codegen::generate_cuda(tessel::lower(f.ir(), sm90()));
+    tessel::passes::PassContext::Switches s;
+    s.allow_row_staging = row_staging;
+    return tessel::codegen::generate_cuda(tessel::lower(f.ir(), sm90(), s));
   };
   const std::string masked = "tessel::load_row_vector<", whole = "tessel::load_row_vector_whole<";
   std::string exact = source(16384, 16384, "rows:t512:r1:bn16384");
@@ -401,9 +403,13 @@ TEST(Codegen, RowCopiesDropTheEdgePathOnlyWhenItCannotRun) {
   std::string few_rows = source(7, 1024, "rows:t256:r8:bn1024");
   EXPECT_EQ(few_rows.find(masked), std::string::npos) << few_rows;
   EXPECT_NE(few_rows.find(whole), std::string::npos) << few_rows;
-  // A ragged row (999: vectors cut by the row's end, rows that start unaligned) keeps the
-  // masked path, chosen per warp.
-  std::string ragged = source(64, 999, "rows:t256:r8:bn1024");
+  // A ragged row (999: vectors cut by the row's end, rows that start unaligned) moves through a
+  // shared span by default; without row staging it keeps the masked path, chosen per warp.
+  std::string staged = source(64, 999, "rows:t256:r8:bn1024");
+  EXPECT_NE(staged.find("tessel::copy_span_to_shared<"), std::string::npos) << staged;
+  EXPECT_NE(staged.find("tessel::copy_shared_span_to_global<"), std::string::npos) << staged;
+  EXPECT_EQ(staged.find("if (tessel::warp_all("), std::string::npos) << staged;
+  std::string ragged = source(64, 999, "rows:t256:r8:bn1024", false);
   EXPECT_NE(ragged.find(masked), std::string::npos) << ragged;
   EXPECT_NE(ragged.find("if (tessel::warp_all("), std::string::npos) << ragged;
 }

@@ -39,10 +39,10 @@ INSTANTIATE_TEST_SUITE_P(Widths, SoftmaxCompile,
                                   std::get<1>(info.param);
                          });
 
-// JitOptions::stage_unaligned_rows (opt-in): rows that do not start 16-byte aligned move as one
-// span through shared memory -- 16-byte loads and stores of global memory, no spills -- for every
-// width whose default config takes whole rows per tile; other widths and the option off keep
-// the vector/masked path.
+// Row staging (on unless JitOptions::disable_row_staging): rows that do not start 16-byte aligned
+// move as one span through shared memory -- 16-byte cp.async loads and 16-byte stores of global
+// memory, no spills -- for every width whose default config takes whole rows per tile; other
+// widths and the option off keep the vector/masked path.
 class SoftmaxStagedRows : public ::testing::TestWithParam<std::tuple<long long, std::string>> {};
 
 TEST_P(SoftmaxStagedRows, SpanThroughSharedMemory) {
@@ -52,17 +52,19 @@ TEST_P(SoftmaxStagedRows, SpanThroughSharedMemory) {
     SCOPED_TRACE(c.describe() + " " + std::string(tessel::dtype_name(t)));
     tessel::JitOptions o;
     o.arch = arch;
-    o.stage_unaligned_rows = true;
     auto k = tessel::kernels::make_softmax(65536, N, t, c, o);
     EXPECT_EQ(k.resources().spill_store_bytes + k.resources().spill_load_bytes, 0) << k.compile_log();
-    const bool whole_rows = c.block_N >= N && c.shared_vectors == 0;
+    // Whole rows per tile, no shared tail, and a span (the block's rows plus one vector) of at
+    // most 48 KB.
+    const long long span_bytes = (c.rows_per_block * N + 16 / tessel::dtype_bytes(t)) * tessel::dtype_bytes(t);
+    const bool whole_rows = c.block_N >= N && c.shared_vectors == 0 && span_bytes <= 48 * 1024;
     EXPECT_EQ(k.source().find("tessel::copy_span_to_shared<") != std::string::npos, whole_rows) << k.source();
     EXPECT_EQ(k.source().find("tessel::copy_shared_span_to_global<") != std::string::npos, whole_rows);
     if (whole_rows) {
-      EXPECT_NE(k.ptx().find("ld.global.nc.v4"), std::string::npos) << "no 16-byte loads";
+      EXPECT_NE(k.ptx().find("cp.async.cg.shared.global.L2::128B"), std::string::npos) << "no 16-byte cp.async";
       EXPECT_NE(k.ptx().find("st.global.v4"), std::string::npos) << "no 16-byte stores";
     }
-    o.stage_unaligned_rows = false;
+    o.disable_row_staging = true;
     auto plain = tessel::kernels::make_softmax(65536, N, t, c, o);
     EXPECT_EQ(plain.source().find("copy_span_to_shared"), std::string::npos);
   }
