@@ -4,6 +4,7 @@
 // kernels::Matmul uses them (plan_split_k, for plan_matmul).
 #include "MatmulSplitK.hpp"
 
+#include <algorithm>
 #include <sstream>
 #include <stdexcept>
 
@@ -97,22 +98,23 @@ namespace {
 // The model's constants (plan_matmul's comment in Matmul.hpp says the model).
 constexpr int kSplitBlockK = 64;
 constexpr int kMinTilesPerShare = 8;  // shorter shares spend more of their time filling the pipeline
-constexpr int kFillTiles = 2;         // a share's pipeline fill, in tiles of streaming time
 constexpr int kMaxSplits = 16;
-constexpr double kSplitGain = 1.25;   // what the split must gain over one kernel: the reduction's launch
-constexpr double kTie = 0.02;
 constexpr long long kMaxAutoM = 64;
+// The DRAM rate a grid of n CTAs streaming 64x256 tiles through a 4-stage ring reaches on the
+// H200: min(kDram, kRateScale * n / (n + kHalfCtas)) TB/s, fitted to issue 17's unsplit skinny
+// GEMMs (bench/results/2026-12-04-gemm-issue17-s11-h200.json, bytes read plus the flushed L2's
+// write-back): 32 CTAs 2.8 TB/s, 64 CTAs 3.8, 112 CTAs 3.9; cuBLAS 3.8-4.3 on the same shapes.
+constexpr double kDramBytesPerUs = 4.1e6, kRateScale = 6.09e6, kHalfCtas = 38.4;
+// The reduction: its launch behind the partial GEMM and a DRAM round trip.
+constexpr double kReduceUs = 2;
 
 long long ceil_div(long long a, long long b) { return (a + b - 1) / b; }
 
-// The fraction of the SMs' time spent streaming tiles for `tiles` output tiles whose k_tiles
-// K tiles are split into `splits` shares: tiles * k_tiles over sm_count * waves * (the longest
-// share + its fill).
-double grid_efficiency(long long tiles, long long k_tiles, long long splits, int sm_count) {
-  const long long ctas = tiles * splits, waves = ceil_div(ctas, sm_count);
-  return static_cast<double>(tiles * k_tiles) /
-         (static_cast<double>(sm_count) * static_cast<double>(waves) *
-          static_cast<double>(ceil_div(k_tiles, splits) + kFillTiles));
+// Microseconds to stream `bytes` with `ctas` CTAs resident (at most one per SM: the rings take
+// 139-164 KB of shared memory).
+double stream_us(double bytes, long long ctas, int sm_count) {
+  const double n = static_cast<double>(std::min<long long>(ctas, sm_count));
+  return bytes / std::min(kDramBytesPerUs, kRateScale * n / (n + kHalfCtas));
 }
 
 }  // namespace
@@ -162,10 +164,21 @@ void plan_split_k(MatmulPlan& p, DType dtype, const std::string& arch, int split
       passes::hopper_split_k(whole_tiles, p.kernel_K,
                              passes::hopper_ring_smem(whole.block_M, whole.block_N, whole.block_K, whole.num_stages),
                              whole.block_M, whole.block_N, sm_count, default_smem_cap(arch));
-  p.unsplit_efficiency =
-      grid_efficiency(whole_tiles, ceil_div(p.kernel_K, whole.block_K), cluster_split ? 2 : 1, sm_count);
+  const long long whole_ctas = whole_tiles * (cluster_split ? 2 : 1);
+  // The bytes every grid reads: A once per column tile, B once.
+  const double e = dtype_bytes(dtype);
+  const auto operand_bytes = [&](long long block_N) {
+    return e * static_cast<double>(p.M * p.kernel_K * ceil_div(p.kernel_N, block_N) + p.kernel_K * p.kernel_N);
+  };
+  p.estimate_unsplit_us = stream_us(operand_bytes(whole.block_N), whole_ctas, sm_count);
+  // Split s ways: the longest share sets the time; the partials are written and read back.
+  const auto split_us = [&](long long s) {
+    const double longest = static_cast<double>(ceil_div(k_tiles, s) * s) / static_cast<double>(k_tiles);
+    return stream_us(operand_bytes(split.block_N) * longest, split_tiles * s, sm_count) + kReduceUs +
+           2.0 * 4.0 * static_cast<double>(s * p.M * p.kernel_N) / kDramBytesPerUs;
+  };
   std::ostringstream why;
-  why.precision(2);
+  why.precision(3);
   int chosen = split_k;
   if (split_k == 0) {
     const bool aligned = p.kernel_K % 8 == 0 && p.kernel_N % 8 == 0;
@@ -179,23 +192,20 @@ void plan_split_k(MatmulPlan& p, DType dtype, const std::string& arch, int split
       p.why += sep + "not split: " + not_here;
       return;
     }
-    chosen = 1;
-    double best = 0;
-    for (long long s = 2; s <= std::min<long long>(kMaxSplits, k_tiles); ++s) {
-      if (ceil_div(k_tiles, s) < kMinTilesPerShare) break;
-      const double e = grid_efficiency(split_tiles, k_tiles, s, sm_count);
-      if (e > best + kTie) best = e, chosen = static_cast<int>(s);
-    }
-    p.split_efficiency = best;
-    if (chosen == 1 || best < kSplitGain * p.unsplit_efficiency) {
-      why << sep << "not split: " << whole_tiles << " tiles of " << whole.block_M << "x" << whole.block_N
-          << (cluster_split ? " over 2-CTA clusters" : "") << " keep the SMs " << p.unsplit_efficiency << " busy";
-      if (chosen > 1) why << ", split-K " << chosen << " " << best;
+    // The fastest share count, the fewest among equals.
+    chosen = 2;
+    for (long long s = 3; s <= std::min<long long>(kMaxSplits, k_tiles / kMinTilesPerShare); ++s)
+      if (split_us(s) < split_us(chosen)) chosen = static_cast<int>(s);
+    p.estimate_split_us = split_us(chosen);
+    if (!(p.estimate_split_us < p.estimate_unsplit_us)) {
+      why << sep << "not split: " << whole_ctas << " CTAs (" << whole_tiles << " tiles of " << whole.block_M << "x"
+          << whole.block_N << (cluster_split ? " over 2-CTA clusters" : "") << ") stream it in "
+          << p.estimate_unsplit_us << " us, split-K " << chosen << " in " << p.estimate_split_us << " us (model)";
       p.why += why.str();
       return;
     }
   } else {
-    p.split_efficiency = grid_efficiency(split_tiles, k_tiles, split_k, sm_count);
+    p.estimate_split_us = split_us(split_k);
   }
   p.split_k = chosen;
   p.split_config = split;
@@ -204,9 +214,9 @@ void plan_split_k(MatmulPlan& p, DType dtype, const std::string& arch, int split
   why << sep << "split-K " << chosen << (split_k == 0 ? "" : " (forced)") << ": " << split_tiles << " tiles of "
       << split.block_M << "x" << split.block_N << " x " << chosen << " shares of " << k_tiles / chosen
       << (k_tiles % chosen ? "-" + std::to_string(k_tiles / chosen + 1) : "") << " K tiles = "
-      << split_tiles * chosen << " CTAs on " << sm_count << " SMs (model: SMs " << p.split_efficiency
-      << " busy, against " << p.unsplit_efficiency << " for " << whole_tiles << " tiles of " << whole.block_M
-      << "x" << whole.block_N << (cluster_split ? " over 2-CTA clusters" : " unsplit") << "); f32 workspace "
+      << split_tiles * chosen << " CTAs on " << sm_count << " SMs (model: " << p.estimate_split_us
+      << " us, against " << p.estimate_unsplit_us << " us for " << whole_ctas << " CTAs of " << whole.block_M << "x"
+      << whole.block_N << " tiles" << (cluster_split ? " over 2-CTA clusters" : "") << "); f32 workspace "
       << p.workspace_bytes << " B";
   p.why += why.str();
 }

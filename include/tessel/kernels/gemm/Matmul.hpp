@@ -95,13 +95,12 @@ struct MatmulPlan {
   double estimate_direct_us = 0, estimate_staged_us = 0;  // plan_matmul's model (auto)
   // Split-K (split_k > 1): the partial GEMM with split_config's tiles over split_k shares of K,
   // then the reduction, on the kernel's shape; the f32 workspace W [split_k, M, kernel_N] takes
-  // workspace_bytes. split_efficiency / unsplit_efficiency: the model's fraction of the SMs'
-  // time spent streaming tiles, split and not (automatic).
+  // workspace_bytes. The model's estimates, split (the chosen count) and unsplit.
   int split_k = 1;
   MatmulConfig split_config{};
   MatmulSplitKReduce split_reduce{};
   long long workspace_bytes = 0;
-  double split_efficiency = 0, unsplit_efficiency = 0;
+  double estimate_split_us = 0, estimate_unsplit_us = 0;
   std::string why;        // what is staged and why (or why not); then what split-K does and why
   bool staged() const { return stage_a || stage_b || stage_c; }
   bool split() const { return split_k > 1; }
@@ -117,13 +116,14 @@ struct MatmulPlan {
 //
 // Split-K, `split_k`: 0 automatic, 1 off, n >= 2 that many shares (at most the K tiles of 64).
 // Automatic, on sm_90 for M <= 64 whose kernel rows are 16-byte aligned (as given or staged):
-// a skinny GEMM streams B once, so its time is how long the busiest SM streams tiles. The
-// model's efficiency of a grid is tiles * k_tiles / (sm_count * waves * (longest share + 2)),
-// the 2 being a share's pipeline fill in tiles; the default kernel's tiles (64x256) run whole
-// K loops, split_k shares of 16x256 / 32x256 / 64x256 tiles (by M) at least 8 K tiles long
-// each. Split when the best share count beats the unsplit grid's efficiency by 25 % (the
-// reduction's second launch); the fewest shares within 0.02 of the best. Split-K combines with
-// staging: it runs on the staged (aligned) shape.
+// a skinny GEMM streams its operands once, at a DRAM rate set by how many CTAs stream at once
+// (at most one per SM): min(4.1, 6.09 n / (n + 38.4)) TB/s for n CTAs, fitted to the H200's
+// unsplit skinny GEMMs (32 CTAs 2.8 TB/s, 64 3.8, 112 3.9). Unsplit, n is the default kernel's
+// tiles (64x256; twice that where the sm_90a template splits each tile over a 2-CTA cluster);
+// split s ways, s times the 16x256 / 32x256 / 64x256 tiles (by M), each share at least 8 K
+// tiles, the longest share setting the time, plus 2 us for the reduction and the f32 partials
+// written and read back. Split when the fastest share count (the fewest among equals) beats
+// the unsplit estimate. Split-K combines with staging: it runs on the staged (aligned) shape.
 //
 // Throws std::invalid_argument for a non-positive dimension, another dtype, or an illegal
 // split_k (naming the legal range).
