@@ -26,6 +26,7 @@ struct BenchGemmOptions {
   std::string epilogue = "none";
   std::string staging = "auto";
   std::string split_k = "auto";  // auto, or a share count (1: off)
+  std::string l2_flush = "clean";
   int repeats = 50;
   int warmup = 10;
   std::uint64_t seed = 1;
@@ -105,9 +106,9 @@ int run_bench_gemm(const BenchGemmOptions& o) {
                           ", f32 accumulation), C = " + (epilogue == GemmEpilogue::bias ? "" : "relu") +
                           "(A * B + bias), ")
             << s.device.name << ": medians of " << o.repeats << " interleaved runs after " << o.warmup
-            << " warm-up runs, L2 flushed before each\n";
+            << " warm-up runs, L2 flushed before each (" << o.l2_flush << ")\n";
   print_header();
-  GemmBench bench;
+  GemmBench bench(o.l2_flush == "write" ? L2Flush::write : L2Flush::clean);
   nlohmann::json results = nlohmann::json::array();
   int problems = 0;
   Progress progress(static_cast<int>(cases.size()), true);
@@ -250,6 +251,8 @@ int run_bench_gemm(const BenchGemmOptions& o) {
         {"repeats", o.repeats},
         {"statistic", "median"},
         {"l2_flush_bytes", GemmBench::kL2FlushBytes},
+        {"l2_flush", o.l2_flush == "write" ? "write: a 256 MiB memset (leaves dirty lines)"
+                                           : "clean: a 256 MiB memset, then cublasSasum reads it all back"},
         {"inputs", "uniform [-1, 1), fresh per case, outputs poisoned with NaN before the checked run"},
         {"tolerance", kGemmTolerance},
         {"f64_check", "relative error over " + std::to_string(kF64Samples) +
@@ -296,6 +299,12 @@ Command add_bench_gemm_command(CLI::App& bench) {
                   "model says the tile grid leaves most SMs idle (sm_90, M <= 64), 1 off, N that many shares "
                   "(at most K's tiles of 64); only without --config and --epilogue")
       ->capture_default_str();
+  app->add_option("--l2-flush", o->l2_flush,
+                  "How the L2 is emptied before each timed run: clean (a 256 MiB write, then a read of it, so no "
+                  "dirty lines are left to write back during the run) or write (the write alone, as before "
+                  "2026-12-04 session 11: its write-back slows short memory-bound runs)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"clean", "write"}));
   app->add_option("--repeats", o->repeats, "Timed runs of each side (median reported)")
       ->capture_default_str()
       ->check(integer_in(1, kMaxRepeats));

@@ -64,12 +64,17 @@ GemmInputs make_gemm_inputs(const GemmShape& shape, DType dtype, std::uint64_t s
   return in;
 }
 
-GemmBench::GemmBench() {
+const char* l2_flush_name(L2Flush f) {
+  return f == L2Flush::clean ? "clean" : "write";
+}
+
+GemmBench::GemmBench(L2Flush flush) : flush_mode_(flush) {
   ensure_context();  // cuBLAS then finds the primary context current and shares it
   check_cublas(cublasCreate(&handle_), "cublasCreate");
   // Tessel launches on the legacy default stream; cuBLAS joins it so the two stay ordered.
   check_cublas(cublasSetStream(handle_, nullptr), "cublasSetStream");
   scratch_ = Tensor::empty({kL2FlushBytes}, DType::u8);
+  flush_sum_ = Tensor::empty({1}, DType::f32);
 }
 
 GemmBench::~GemmBench() {
@@ -84,6 +89,16 @@ void GemmBench::flush_l2() {
   check_cu(driver().cuMemsetD8Async(scratch_.device_ptr(), flush_value_, static_cast<size_t>(kL2FlushBytes),
                                     nullptr),
            "cuMemsetD8Async (L2 flush)");
+  if (flush_mode_ == L2Flush::clean) {
+    // Read it all back: the dirty lines are written back now, and the L2 is left holding clean
+    // lines of the scratch (GemmBench.hpp). Device pointer mode keeps the call asynchronous.
+    check_cublas(cublasSetPointerMode(handle_, CUBLAS_POINTER_MODE_DEVICE), "cublasSetPointerMode");
+    const cublasStatus_t st = cublasSasum(handle_, static_cast<int>(kL2FlushBytes / 4),
+                                          static_cast<const float*>(scratch_.data_ptr()), 1,
+                                          static_cast<float*>(flush_sum_.data_ptr()));
+    check_cublas(cublasSetPointerMode(handle_, CUBLAS_POINTER_MODE_HOST), "cublasSetPointerMode");
+    check_cublas(st, "cublasSasum (L2 flush read)");
+  }
 }
 
 void GemmBench::cublas_gemm(const GemmInputs& in, const Tensor& C_out) {

@@ -1,7 +1,7 @@
 // Measuring a Tessel GEMM against cuBLAS on the GPU, the way GPU.md asks: the same inputs in one
 // process, cuBLAS called as cublasGemmEx (f32 compute) on row-major data by swapping operands,
-// outputs poisoned with NaN before every checked run, CUDA events, warm-up, L2 flushed (a
-// 256 MiB scratch write) before every timed launch, medians of interleaved repeats.
+// outputs poisoned with NaN before every checked run, CUDA events, warm-up, L2 flushed before
+// every timed launch (see L2Flush), medians of interleaved repeats.
 #pragma once
 
 #include <cublasLt.h>
@@ -45,9 +45,19 @@ struct Timing {
   double median_ms = 0;
 };
 
+// How the L2 is emptied of the last run's data before a timed run. `write`: a 256 MiB scratch
+// write -- it leaves the L2 full of dirty lines, written back to DRAM while the next run reads,
+// which costs a short memory-bound kernel (a decode GEMM streaming 32 MB) up to half its time,
+// for cuBLAS and Tessel alike. `clean` (the default): the same write, then a read of the whole
+// scratch (cublasSasum, result left on the device), so the L2 holds clean lines of data no run
+// uses and the write-back is over before the timed run starts.
+enum class L2Flush { clean, write };
+const char* l2_flush_name(L2Flush f);  // "clean", "write"
+
 class GemmBench {
  public:
-  GemmBench();  // cuBLAS handle and the L2 scratch buffer; throws RuntimeError without a GPU
+  // cuBLAS handle and the L2 scratch buffer; throws RuntimeError without a GPU.
+  explicit GemmBench(L2Flush flush = L2Flush::clean);
   ~GemmBench();
   GemmBench(const GemmBench&) = delete;
   GemmBench& operator=(const GemmBench&) = delete;
@@ -77,6 +87,8 @@ class GemmBench {
 
  private:
   void flush_l2();
+  L2Flush flush_mode_ = L2Flush::clean;
+  Tensor flush_sum_;  // cublasSasum's result (device pointer mode)
   // The reference on the host as floats, read once per compute_reference (a tune checks every
   // candidate against it; reading and converting 235 M elements each time took ~1 s).
   std::vector<float> ref_host_;

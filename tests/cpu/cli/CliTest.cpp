@@ -353,6 +353,14 @@ TEST_F(Cli, BenchGemmSplitKIsChecked) {
   EXPECT_NE(help.output.find("--split-k"), std::string::npos) << help.output;
 }
 
+TEST_F(Cli, BenchGemmL2FlushIsChecked) {
+  const CliRun r = run_tessel("bench gemm --shapes 1x4096x4096 --l2-flush dirty");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("--l2-flush: dirty not in {clean,write}"), std::string::npos) << r.output;
+  const CliRun help = run_tessel("bench gemm --help");
+  EXPECT_NE(help.output.find("--l2-flush TEXT:{clean,write}=clean"), std::string::npos) << help.output;
+}
+
 TEST_F(Cli, InfoSaysWhenTheCacheFolderIsNotUsed) {
   tessel::test::TempDir dir;
   const fs::path open = dir.path() / "open";
