@@ -2,6 +2,7 @@
 // aligned are staged through zero-padded aligned buffers and whether K is split
 // (MatmulSplitK.cpp), and Matmul runs the plan (the aligned kernel, or the partial GEMM and its
 // reduction, between driver 2-D copies on the caller's stream).
+#include <cstdio>
 #include <limits>
 #include <sstream>
 #include <stdexcept>
@@ -170,24 +171,83 @@ Matmul::Matmul(int M, int N, int K, DType dtype, MatmulStaging staging, const Ji
   m.kernel = make_matmul(M, kn, kk, m.choice.config, options);
 }
 
+namespace {
+
+// Where each scratch buffer sits in a workspace: byte offsets, each 256-byte aligned (-1: none).
+struct WorkspaceLayout {
+  long long a = -1, b = -1, c = -1, w = -1, total = 0;
+};
+
+WorkspaceLayout workspace_layout(const MatmulPlan& p, long long M, DType dtype) {
+  WorkspaceLayout l;
+  const long long e = dtype_bytes(dtype);
+  auto take = [&](long long bytes) {
+    const long long at = l.total;
+    l.total += (bytes + 255) / 256 * 256;
+    return at;
+  };
+  if (p.stage_a) l.a = take(M * p.kernel_K * e);
+  if (p.stage_b) l.b = take(p.kernel_K * p.kernel_N * e);
+  if (p.stage_c) l.c = take(M * p.kernel_N * e);
+  if (p.split()) l.w = take(static_cast<long long>(p.split_k) * M * p.kernel_N * 4);
+  return l;
+}
+
+}  // namespace
+
+std::size_t Matmul::workspace_bytes() const {
+  return static_cast<std::size_t>(workspace_layout(impl_->plan, impl_->M, impl_->dtype).total);
+}
+
+void Matmul::operator()(const Tensor& A, const Tensor& B, const Tensor& C, CUstream stream, CUdeviceptr workspace,
+                        std::size_t workspace_size) const {
+  const Impl& m = *impl_;
+  const MatmulPlan& p = m.plan;
+  const WorkspaceLayout l = workspace_layout(p, m.M, m.dtype);
+  if (l.total == 0) return (*this)(A, B, C, stream);
+  if (workspace_size < static_cast<std::size_t>(l.total) || workspace % 256 != 0)
+    throw std::invalid_argument("Matmul: the workspace is " + std::to_string(workspace_size) + " bytes at 0x" +
+                                [&] {
+                                  char s[32];
+                                  std::snprintf(s, sizeof s, "%llx", static_cast<unsigned long long>(workspace));
+                                  return std::string(s);
+                                }() +
+                                "; " + describe() + " needs " + std::to_string(l.total) +
+                                " bytes or more, 256-byte aligned (workspace_bytes())");
+  check_operand("A", A, {m.M, m.K}, m.dtype);
+  check_operand("B", B, {m.K, m.N}, m.dtype);
+  check_operand("C", C, {m.M, m.N}, m.dtype);
+  auto view = [&](long long at, std::vector<std::int64_t> shape, DType t) {
+    return at < 0 ? Tensor() : Tensor::view_of(workspace + static_cast<CUdeviceptr>(at), std::move(shape), t);
+  };
+  Buffers s{view(l.a, {m.M, p.kernel_K}, m.dtype), view(l.b, {p.kernel_K, p.kernel_N}, m.dtype),
+            view(l.c, {m.M, p.kernel_N}, m.dtype), view(l.w, {p.split_k, m.M, p.kernel_N}, DType::f32)};
+  // The padding the copies leave alone must read as zeros: A's columns K..Kp, B's columns N..Np
+  // of its first K rows and its rows K..Kp.
+  ensure_context();
+  const long long e = dtype_bytes(m.dtype);
+  auto zero_2d = [&](CUdeviceptr at, long long pitch, long long width, long long rows) {
+    if (width <= 0 || rows <= 0) return;
+    check_cu(driver().cuMemsetD2D8Async(at, static_cast<std::size_t>(pitch), 0, static_cast<std::size_t>(width),
+                                        static_cast<std::size_t>(rows), stream),
+             "cuMemsetD2D8Async (Matmul's staging padding)");
+  };
+  if (p.stage_a) zero_2d(s.a.device_ptr() + m.K * e, p.kernel_K * e, (p.kernel_K - m.K) * e, m.M);
+  if (p.stage_b) {
+    zero_2d(s.b.device_ptr() + m.N * e, p.kernel_N * e, (p.kernel_N - m.N) * e, m.K);
+    zero_2d(s.b.device_ptr() + m.K * p.kernel_N * e, p.kernel_N * e, p.kernel_N * e, p.kernel_K - m.K);
+  }
+  run(A, B, C, stream, s);
+}
+
 void Matmul::operator()(const Tensor& A, const Tensor& B, const Tensor& C, CUstream stream) const {
   const Impl& m = *impl_;
   check_operand("A", A, {m.M, m.K}, m.dtype);
   check_operand("B", B, {m.K, m.N}, m.dtype);
   check_operand("C", C, {m.M, m.N}, m.dtype);
   const MatmulPlan& p = m.plan;
-  // The GEMM on the kernel's operands: one kernel, or the partial GEMM into the workspace and
-  // its reduction.
-  auto gemm = [&](const Tensor& a, const Tensor& b, const Tensor& c) {
-    if (!p.split()) {
-      m.kernel.launch({a, b, c}, stream);
-      return;
-    }
-    m.kernel.launch({a, b, m.w}, stream);
-    m.reduce.launch({m.w, c}, stream);
-  };
   if (!p.staged() && !p.split()) {
-    gemm(A, B, C);
+    run(A, B, C, stream, Buffers{});
     return;
   }
   if (!m.allocated) {
@@ -205,16 +265,32 @@ void Matmul::operator()(const Tensor& A, const Tensor& B, const Tensor& C, CUstr
     check_cu(driver().cuCtxSynchronize(), "cuCtxSynchronize (Matmul's staging buffers)");
     m.allocated = true;
   }
+  run(A, B, C, stream, Buffers{m.a, m.b, m.c, m.w});
+}
+
+void Matmul::run(const Tensor& A, const Tensor& B, const Tensor& C, CUstream stream, const Buffers& s) const {
+  const Impl& m = *impl_;
+  const MatmulPlan& p = m.plan;
+  // The GEMM on the kernel's operands: one kernel, or the partial GEMM into the workspace and
+  // its reduction.
+  auto gemm = [&](const Tensor& a, const Tensor& b, const Tensor& c) {
+    if (!p.split()) {
+      m.kernel.launch({a, b, c}, stream);
+      return;
+    }
+    m.kernel.launch({a, b, s.w}, stream);
+    m.reduce.launch({s.w, c}, stream);
+  };
   if (!p.staged()) {
     gemm(A, B, C);
     return;
   }
   ensure_context();
   const long long e = dtype_bytes(m.dtype);
-  if (p.stage_a) copy_rows(m.a, p.kernel_K * e, A, m.K * e, m.K * e, m.M, stream);
-  copy_rows(m.b, p.kernel_N * e, B, m.N * e, m.N * e, m.K, stream);
-  gemm(p.stage_a ? m.a : A, m.b, p.stage_c ? m.c : C);
-  if (p.stage_c) copy_rows(C, m.N * e, m.c, p.kernel_N * e, m.N * e, m.M, stream);
+  if (p.stage_a) copy_rows(s.a, p.kernel_K * e, A, m.K * e, m.K * e, m.M, stream);
+  if (p.stage_b) copy_rows(s.b, p.kernel_N * e, B, m.N * e, m.N * e, m.K, stream);
+  gemm(p.stage_a ? s.a : A, p.stage_b ? s.b : B, p.stage_c ? s.c : C);
+  if (p.stage_c) copy_rows(C, m.N * e, s.c, p.kernel_N * e, m.N * e, m.M, stream);
 }
 
 const MatmulPlan& Matmul::plan() const { return impl_->plan; }

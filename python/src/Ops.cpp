@@ -7,9 +7,11 @@
 #include <nanobind/nanobind.h>
 #include <nanobind/stl/string.h>
 
+#include <chrono>
 #include <cstring>
 #include <functional>
 #include <mutex>
+#include <optional>
 #include <unordered_map>
 #include <vector>
 
@@ -72,25 +74,72 @@ Tensor batch_entry(const Tensor& t, std::int64_t i) {
                          {sh[1], sh[2]}, t.dtype(), {st[1], st[2]});
 }
 
+// The library GEMM per shape (kernels::Matmul: rows that are not 16-byte aligned staged through
+// padded buffers, skinny shapes split over K, as its plan decides), in its own map beside the op
+// cache (counted by op_cache_size, emptied by clear_op_cache). Its scratch comes from the caller
+// (tessel.ops.matmul allocates it with torch), so calls on different streams never share it.
+std::unordered_map<Key, kernels::Matmul, KeyHash>& matmul_cache() {
+  static std::unordered_map<Key, kernels::Matmul, KeyHash> cache;
+  return cache;
+}
+
+const kernels::Matmul& matmul_op(std::int64_t M, std::int64_t N, std::int64_t K, DType d) {
+  const Key key{static_cast<std::int64_t>(OpKind::matmul), M, N, K, dtype_key(d)};
+  auto& cache = matmul_cache();
+  auto it = cache.find(key);
+  if (it != cache.end()) return it->second;
+  std::optional<kernels::Matmul> mm;
+  {
+    nb::gil_scoped_release release;
+    mm.emplace(int(M), int(N), int(K), d);
+  }
+  return cache.emplace(key, std::move(*mm)).first->second;
+}
+
 const JitKernel& matmul_kernel(std::int64_t M, std::int64_t N, std::int64_t K, DType d) {
-  return cached({static_cast<std::int64_t>(OpKind::matmul), M, N, K, dtype_key(d)},
-                [&] { return kernels::make_matmul(int(M), int(N), int(K), d); });
+  return matmul_op(M, N, K, d).kernel();
+}
+
+// The scratch bytes tessel.ops.matmul allocates for this shape (0: none); compiles on first use.
+std::size_t matmul_workspace_bytes(std::int64_t M, std::int64_t N, std::int64_t K, const std::string& dtype) {
+  const std::optional<DType> d = parse_dtype(dtype);
+  if (!d) throw nb::value_error(("matmul_workspace_bytes: dtype '" + dtype + "'; legal: f16, bf16").c_str());
+  return matmul_op(M, N, K, *d).workspace_bytes();
 }
 
 // C = A B for 2-D [M, K] x [K, N] -> [M, N], or batched [b, M, K] x [b, K, N] -> [b, M, N] (a
 // batch stride 0 broadcasts): one launch of the 2-D kernel per batch entry, on `stream`.
-void matmul_into(nb::handle a_obj, nb::handle b_obj, nb::handle c_obj, std::uintptr_t stream) {
+// `workspace`: None, or a 1-D uint8 device tensor of matmul_workspace_bytes() or more (the same
+// for every batch entry: they run one after another on `stream`).
+void matmul_into(nb::handle a_obj, nb::handle b_obj, nb::handle c_obj, std::uintptr_t stream,
+                 nb::handle ws_obj) {
   Tensor a = device_view(borrow(a_obj, "a"), "a");
   Tensor b = device_view(borrow(b_obj, "b"), "b");
   Tensor c = device_view(borrow(c_obj, "out"), "out");
-  if (a.dim() == 2) {
-    const JitKernel& k = matmul_kernel(a.size(0), b.size(1), a.size(1), a.dtype());
-    k.launch({a, b, c}, as_stream(stream));
+  std::optional<Borrowed> ws_owner;
+  CUdeviceptr ws = 0;
+  std::size_t ws_bytes = 0;
+  if (!ws_obj.is_none()) {
+    ws_owner.emplace(borrow(ws_obj, "workspace"));
+    Tensor w = device_view(*ws_owner, "workspace");
+    ws = w.device_ptr(), ws_bytes = static_cast<std::size_t>(w.nbytes());
+  }
+  const bool batched = a.dim() == 3;
+  const kernels::Matmul& mm = batched ? matmul_op(a.size(1), b.size(2), a.size(2), a.dtype())
+                                      : matmul_op(a.size(0), b.size(1), a.size(1), a.dtype());
+  auto run = [&](const Tensor& x, const Tensor& y, const Tensor& z) {
+    if (mm.workspace_bytes() == 0) {
+      mm(x, y, z, as_stream(stream));
+    } else {
+      if (ws == 0) throw nb::value_error("matmul_into: this shape needs a workspace (matmul_workspace_bytes)");
+      mm(x, y, z, as_stream(stream), ws, ws_bytes);
+    }
+  };
+  if (!batched) {
+    run(a, b, c);
     return;
   }
-  const JitKernel& k = matmul_kernel(a.size(1), b.size(2), a.size(2), a.dtype());
-  for (std::int64_t i = 0; i < c.size(0); ++i)
-    k.launch({batch_entry(a, i), batch_entry(b, i), batch_entry(c, i)}, as_stream(stream));
+  for (std::int64_t i = 0; i < c.size(0); ++i) run(batch_entry(a, i), batch_entry(b, i), batch_entry(c, i));
 }
 
 kernels::Activation activation_from(const std::string& a) {
@@ -247,10 +296,31 @@ void matmul_overhead_probe(nb::handle a_obj, nb::handle b_obj, nb::handle c_obj,
   if (k.name().empty()) throw nb::value_error("internal: unnamed kernel");
 }
 
+// The floor under tessel.ops.matmul's per-call cost: `n` launches of the same cached kernel from
+// C++ (tensors imported once, no Python in the loop), the CPU microseconds per launch. Needs a
+// GPU; n stays below the launch queue's depth in the caller, so the CPU never waits for the GPU.
+double matmul_launch_loop_us(nb::handle a_obj, nb::handle b_obj, nb::handle c_obj, std::uintptr_t stream, int n) {
+  require_gpu("matmul_launch_loop_us");
+  if (n < 1) throw nb::value_error(("matmul_launch_loop_us: n = " + std::to_string(n) + "; legal: n >= 1").c_str());
+  Tensor a = device_view(borrow(a_obj, "a"), "a");
+  Tensor b = device_view(borrow(b_obj, "b"), "b");
+  Tensor c = device_view(borrow(c_obj, "out"), "out");
+  if (a.dim() != 2) throw nb::value_error("matmul_launch_loop_us: 2-D tensors only");
+  const JitKernel& k = matmul_kernel(a.size(0), b.size(1), a.size(1), a.dtype());
+  nb::gil_scoped_release release;
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int i = 0; i < n; ++i) k.launch({a, b, c}, as_stream(stream));
+  const auto t1 = std::chrono::steady_clock::now();
+  return std::chrono::duration<double, std::micro>(t1 - t0).count() / n;
+}
+
 }  // namespace
 
 void bind_ops(nb::module_& m) {
-  m.def("matmul_into", &matmul_into, nb::arg("a"), nb::arg("b"), nb::arg("out"), nb::arg("stream"));
+  m.def("matmul_into", &matmul_into, nb::arg("a"), nb::arg("b"), nb::arg("out"), nb::arg("stream"),
+        nb::arg("workspace").none() = nb::none());
+  m.def("matmul_workspace_bytes", &matmul_workspace_bytes, nb::arg("M"), nb::arg("N"), nb::arg("K"),
+        nb::arg("dtype"), "Scratch bytes tessel.ops.matmul allocates for this GEMM (kernels::Matmul's plan).");
   m.def("linear_into", &linear_into, nb::arg("x"), nb::arg("weight_t"), nb::arg("bias"), nb::arg("out"),
         nb::arg("activation"), nb::arg("stream"));
   m.def("softmax_into", &softmax_into, nb::arg("x"), nb::arg("out"), nb::arg("stream"));
@@ -263,8 +333,11 @@ void bind_ops(nb::module_& m) {
         nb::arg("scale"));
   m.def("matmul_overhead_probe", &matmul_overhead_probe, nb::arg("a"), nb::arg("b"), nb::arg("out"),
         nb::arg("stream"));
-  m.def("op_cache_size", [] { return op_cache().size(); }, "Kernels the ops compiled in this process.");
-  m.def("clear_op_cache", [] { op_cache().clear(); },
+  m.def("matmul_launch_loop_us", &matmul_launch_loop_us, nb::arg("a"), nb::arg("b"), nb::arg("out"),
+        nb::arg("stream"), nb::arg("n"));
+  m.def("op_cache_size", [] { return op_cache().size() + matmul_cache().size(); },
+        "Kernels the ops compiled in this process.");
+  m.def("clear_op_cache", [] { op_cache().clear(); matmul_cache().clear(); },
         "Forgets the ops' kernels (jit()'s memory and disk caches keep theirs).");
 }
 

@@ -226,6 +226,17 @@ def bench_overhead(args, torch):
             us = _per_call_us(fn, 200, torch.cuda.synchronize)
             torch.cuda.synchronize()
             rows.append({"path": name, "us_per_call": round(us, 2)})
+        # The floor: the same cached kernel launched 200 times from C++ (no Python, no checks, no
+        # allocation, tensors imported once) -- what the driver's launch itself costs on this host.
+        out = torch.empty(64, 64, device="cuda", dtype=torch.float16)
+        stream = torch.cuda.current_stream().cuda_stream
+        best = math.inf
+        for _ in range(9):
+            torch.cuda.synchronize()
+            best = min(best, _C.matmul_launch_loop_us(ops._export(a), ops._export(a), ops._export(out), stream, 200))
+        torch.cuda.synchronize()
+        rows.append({"path": "bare C++ launch of the same matmul kernel (cuLaunchKernel floor)",
+                     "us_per_call": round(best, 2)})
     else:
         # No GPU: every step of tessel.ops.matmul's CUDA path except the launch, on CPU tensors
         # (the same checks, allocation by torch, DLPack export, argument import, kernel lookup).

@@ -188,6 +188,21 @@ def _flatten_batch(t, batch, rows, cols):
     return t.reshape(n, rows, cols).contiguous()
 
 
+_workspace_bytes = {}  # (M, N, K, torch dtype) -> kernels::Matmul's scratch bytes (0: none)
+
+
+def _matmul_workspace(a, M, N, K):
+    """The scratch the library GEMM needs for this shape (rows staged through padded buffers,
+    split-K partials), allocated by torch's caching allocator on a's device and stream; None when
+    the shape needs none. The C++ side compiles the shape's kernels on the first query."""
+    key = (M, N, K, a.dtype)
+    n = _workspace_bytes.get(key)
+    if n is None:
+        n = _workspace_bytes[key] = _C.matmul_workspace_bytes(
+            M, N, K, "bf16" if a.dtype == _torch.bfloat16 else "f16")
+    return None if n == 0 else _export(_torch.empty(n, dtype=_torch.uint8, device=a.device))
+
+
 def _matmul_impl(a, b):
     batch, M, K, N = _matmul_shape(_torch, a, b)
     if not a.is_cuda:
@@ -201,7 +216,7 @@ def _matmul_impl(a, b):
             _aligned(_torch, a2, "a", "tessel.ops.matmul")
             _aligned(_torch, b2, "b", "tessel.ops.matmul")
         out = a.new_empty((M, N))
-        _C.matmul_into(_export(a2), _export(b2), _export(out), stream)
+        _C.matmul_into(_export(a2), _export(b2), _export(out), stream, _matmul_workspace(a, M, N, K))
         return out
     out_shape = (*batch, M, N)
     if K == 0 or M == 0 or N == 0 or math.prod(batch) == 0:
@@ -213,7 +228,8 @@ def _matmul_impl(a, b):
         _aligned(_torch, a2, "a", "tessel.ops.matmul")
         _aligned(_torch, b2, "b", "tessel.ops.matmul")
         out = a.new_empty((a2.shape[0], N))
-        _C.matmul_into(_export(a2), _export(b2), _export(out), stream)
+        _C.matmul_into(_export(a2), _export(b2), _export(out), stream,
+                       _matmul_workspace(a, a2.shape[0], N, K))
         return out.view(out_shape)
     a3 = _flatten_batch(a, batch, M, K)
     b3 = _flatten_batch(b, batch, K, N)
@@ -228,13 +244,14 @@ def _matmul_impl(a, b):
         outs = []
         for i in range(a3.shape[0]):
             o = a.new_empty((M, N))
-            _C.matmul_into(_export(entry(a3, i)), _export(entry(b3, i)), _export(o), stream)
+            _C.matmul_into(_export(entry(a3, i)), _export(entry(b3, i)), _export(o), stream,
+                           _matmul_workspace(a, M, N, K))
             outs.append(o)
         return _torch.stack(outs).view(out_shape)
     _aligned(_torch, a3, "a", "tessel.ops.matmul")
     _aligned(_torch, b3, "b", "tessel.ops.matmul")
     out = a.new_empty((a3.shape[0], M, N))
-    _C.matmul_into(_export(a3), _export(b3), _export(out), stream)
+    _C.matmul_into(_export(a3), _export(b3), _export(out), stream, _matmul_workspace(a, M, N, K))
     return out.view(out_shape)
 
 
@@ -256,7 +273,10 @@ def matmul(a, b):
     for inputs of 2 or more dimensions. A 2-D b is one GEMM over all of a's rows; a batched b is one
     launch per batch entry (broadcast operands are not copied). Operands are read row-major: a
     transposed view (``x.t()``, ``x.mT``) is first copied to a contiguous tensor by torch (the
-    kernel has no transposed-operand variant). Returns a new contiguous tensor.
+    kernel has no transposed-operand variant). Runs the C++ library's ``kernels::Matmul``: rows
+    that are not 16-byte aligned (K or N not a multiple of 8) go through zero-padded staging
+    buffers and skinny GEMMs (M <= 64) may split K, as its plan decides; the scratch for either
+    comes from torch's caching allocator on the current stream. Returns a new contiguous tensor.
     """
     torch = _torch or _require_torch("tessel.ops.matmul")
     if _needs_dispatch(torch, a, b):
@@ -317,7 +337,7 @@ def _linear_impl(x, weight, bias=None, activation=None):
                 out += bias
         elif bias is None and fused == "none":
             _aligned(torch, x2, "x", "tessel.ops.linear")
-            _C.matmul_into(_export(x2), _export(wt), _export(out), stream)
+            _C.matmul_into(_export(x2), _export(wt), _export(out), stream, _matmul_workspace(x, M, N, K))
         else:
             if bias is None:
                 key = (N, x.dtype, x.device)

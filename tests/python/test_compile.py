@@ -71,3 +71,16 @@ def test_tune_errors():
     if NO_GPU is not None:
         with pytest.raises(tessel.GPUUnavailableError, match="compile_only=True works without one"):
             tessel.tune("gemm", M=64, N=64, K=64)
+
+
+def test_matmul_workspace_bytes():
+    """The scratch tessel.ops.matmul allocates with torch: kernels::Matmul's staging buffers for
+    unaligned rows (each 256-byte aligned), none for an aligned shape; compiled without a GPU."""
+    up = lambda b: (b + 255) // 256 * 256
+    assert tessel._C.matmul_workspace_bytes(256, 256, 256, "f16") == 0
+    staged = tessel._C.matmul_workspace_bytes(4095, 4095, 4095, "bf16")  # A, B and C staged
+    assert staged == up(4095 * 4096 * 2) + up(4096 * 4096 * 2) + up(4095 * 4096 * 2)
+    with pytest.raises(ValueError, match="matmul_workspace_bytes: dtype 'fp8'; legal: f16, bf16"):
+        tessel._C.matmul_workspace_bytes(64, 64, 64, "fp8")
+    with pytest.raises(ValueError, match=r"Matmul: dtype f32 \(legal: f16, bf16\)"):
+        tessel._C.matmul_workspace_bytes(64, 64, 64, "f32")

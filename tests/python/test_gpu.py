@@ -31,6 +31,26 @@ def test_matmul(torch, cuda, dtype, shape):
     assert rel(c, torch.matmul(a, b)) < 1e-2
 
 
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("shape", [(1, 4096, 4096), (16, 4096, 4096), (1025, 1023, 1025), (65, 63, 9),
+                                   (4095, 4095, 4095)])
+def test_matmul_staged_and_split(torch, cuda, dtype, shape):
+    """kernels::Matmul's staging (odd K or N) and split-K (skinny M), the scratch from torch, on a
+    side stream and twice (the second call reuses freed scratch: its padding must be zeroed again)."""
+    M, N, K = shape
+    dt = getattr(torch, dtype)
+    s = torch.cuda.Stream(device=cuda)
+    with torch.cuda.stream(s):
+        for _ in range(2):
+            junk = torch.full((1 << 24,), float("nan"), device=cuda, dtype=dt)  # scratch comes back dirty
+            del junk
+            a, b = torch.randn(M, K, device=cuda, dtype=dt), torch.randn(K, N, device=cuda, dtype=dt)
+            c = tessel.ops.matmul(a, b)
+            assert c.dtype == dt and c.shape == (M, N)
+            assert rel(c, torch.matmul(a, b)) < 1e-2
+    s.synchronize()
+
+
 def test_matmul_batched_and_views(torch, cuda):
     a = torch.randn(3, 128, 64, device=cuda, dtype=torch.bfloat16)
     b = torch.randn(3, 64, 96, device=cuda, dtype=torch.bfloat16)

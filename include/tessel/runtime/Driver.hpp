@@ -59,6 +59,7 @@ namespace tessel {
   X(cuMemsetD16, "cuMemsetD16_v2")                        \
   X(cuMemsetD32, "cuMemsetD32_v2")                        \
   X(cuMemsetD8Async, "cuMemsetD8Async")                   \
+  X(cuMemsetD2D8Async, "cuMemsetD2D8Async")               \
   X(cuPointerGetAttribute, "cuPointerGetAttribute")       \
   X(cuStreamCreate, "cuStreamCreate")                     \
   X(cuStreamDestroy, "cuStreamDestroy_v2")                \

@@ -418,6 +418,35 @@ TEST(MatmulStaging, UnalignedRowsCompileTheAlignedKernel) {
   EXPECT_THROW(tessel::kernels::Matmul(64, 64, 64, tessel::DType::f32), std::invalid_argument);
 }
 
+// The scratch a caller provides instead of Matmul's own buffers: each staged buffer and split-K's
+// f32 partials, 256-byte aligned one after another; none for an aligned shape.
+TEST(MatmulStaging, WorkspaceBytesCoverEveryBuffer) {
+  tessel::JitOptions o;
+  o.arch = "sm_90a";
+  using S = tessel::kernels::MatmulStaging;
+  auto up = [](long long b) { return static_cast<std::size_t>((b + 255) / 256 * 256); };
+  tessel::kernels::Matmul staged(4095, 4095, 4095, tessel::DType::f16, S::automatic, o, 1);
+  ASSERT_TRUE(staged.plan().stage_a && staged.plan().stage_b && staged.plan().stage_c) << staged.plan().why;
+  EXPECT_EQ(staged.workspace_bytes(), up(4095LL * 4096 * 2) + up(4096LL * 4096 * 2) + up(4095LL * 4096 * 2));
+  tessel::kernels::Matmul aligned(256, 256, 256, tessel::DType::f16, S::automatic, o, 1);
+  EXPECT_EQ(aligned.workspace_bytes(), 0u);
+  tessel::kernels::Matmul split(1, 4096, 4096, tessel::DType::bf16, S::automatic, o, 4);
+  ASSERT_EQ(split.plan().split_k, 4) << split.plan().why;
+  EXPECT_EQ(split.workspace_bytes(), up(4LL * 1 * 4096 * 4));
+  // Too small or misaligned: an error naming the need (checked before any tensor is looked at).
+  tessel::Tensor none;
+  try {
+    split(none, none, none, nullptr, 256, 1024);
+    ADD_FAILURE() << "a 1024-byte workspace was taken";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("Matmul: the workspace is 1024 bytes at 0x100; "), std::string::npos)
+        << e.what();
+    EXPECT_NE(std::string(e.what()).find("needs 65536 bytes or more, 256-byte aligned"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_THROW(split(none, none, none, nullptr, 257, 1 << 20), std::invalid_argument);
+}
+
 }  // namespace
 
 namespace {

@@ -144,6 +144,17 @@ class Matmul {
   // Checks the tensors (std::invalid_argument naming the argument, its shape or dtype and what
   // is expected) and runs on `stream` (the default stream when null). Asynchronous.
   void operator()(const Tensor& A, const Tensor& B, const Tensor& C, CUstream stream = nullptr) const;
+  // The same with the caller's scratch memory in place of the object's own buffers: `workspace`
+  // (device memory of at least workspace_bytes(), 256-byte aligned, kept by the caller until the
+  // work on `stream` is done; ignored when workspace_bytes() is 0). The staging buffers' padding
+  // is zeroed on `stream` on every call, so the memory may come uninitialized from an allocator
+  // (PyTorch's caching allocator, for tessel.ops.matmul). Calls with different workspaces may run
+  // concurrently on different streams. std::invalid_argument when the workspace is too small or
+  // misaligned.
+  void operator()(const Tensor& A, const Tensor& B, const Tensor& C, CUstream stream, CUdeviceptr workspace,
+                  std::size_t workspace_size) const;
+  // Bytes of scratch the plan needs (staging buffers, split-K's f32 partials), 0 when none.
+  std::size_t workspace_bytes() const;
 
   const MatmulPlan& plan() const;
   // The GEMM kernel's config: the partial GEMM's when split.
@@ -159,6 +170,10 @@ class Matmul {
  private:
   struct Impl;
   std::shared_ptr<Impl> impl_;
+  struct Buffers {
+    Tensor a, b, c, w;  // staged A, B, C and split-K's partials (undefined when not needed)
+  };
+  void run(const Tensor& A, const Tensor& B, const Tensor& C, CUstream stream, const Buffers& s) const;
 };
 
 }  // namespace tessel::kernels
