@@ -236,8 +236,7 @@ __device__ inline void copy_shared_to_global(T* gmem, const T* smem, long long l
 
 // A block's rows that are one contiguous run of `count` elements of global memory, moved to or
 // from shared memory in 16-byte chunks: the elements before the first 16-byte boundary and after
-// the last go one by one, the rest as uint4 (loads by cp.async on sm_80 and later, all in flight
-// before one wait). `smem` must sit at the same address modulo 16 as
+// the last go one by one, the rest as uint4. `smem` must sit at the same address modulo 16 as
 // `gmem` (the caller offsets its scratch tile by the span's misalignment), so that the chunks are
 // aligned on both sides. Every thread of the block (Threads of them) takes part; the block
 // barriers before and after order the scratch tile against its other readers and writers.
@@ -258,23 +257,12 @@ __device__ inline void copy_span_to_shared(T* smem, const T* gmem, long long cou
   const long long head = copy_detail::span_head(gmem, count);
   const long long chunks = (count - head) / kVec, tail = head + chunks * kVec;
   const int tid = threadIdx.x;
+  for (long long i = tid; i < head; i += Threads) smem[i] = gmem[i];
   const uint4* src = reinterpret_cast<const uint4*>(gmem + head);
   uint4* dst = reinterpret_cast<uint4*>(smem + head);
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  // Every chunk in flight at once: a loop of load-then-store can leave a thread's loads one
-  // latency after another (docs/perf-notes.md, session 11). The head and tail elements are
-  // loaded while the chunks are in flight.
-  for (long long i = tid; i < chunks; i += Threads) cp_async_16(dst + i, src + i, true);
-  cp_async_commit();
-  for (long long i = tid; i < head; i += Threads) smem[i] = gmem[i];
-  for (long long i = tail + tid; i < count; i += Threads) smem[i] = gmem[i];
-  cp_async_wait_all();
-#else
-  for (long long i = tid; i < head; i += Threads) smem[i] = gmem[i];
 #pragma unroll 4
   for (long long i = tid; i < chunks; i += Threads) dst[i] = __ldg(src + i);
   for (long long i = tail + tid; i < count; i += Threads) smem[i] = gmem[i];
-#endif
   block_sync();
 }
 

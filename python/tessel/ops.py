@@ -275,8 +275,8 @@ def matmul(a, b):
     transposed view (``x.t()``, ``x.mT``) is first copied to a contiguous tensor by torch (the
     kernel has no transposed-operand variant). Runs the C++ library's ``kernels::Matmul``: rows
     that are not 16-byte aligned (K or N not a multiple of 8) go through zero-padded staging
-    buffers and skinny GEMMs (M <= 64) may split K, as its plan decides; the scratch for either
-    comes from torch's caching allocator on the current stream. Returns a new contiguous tensor.
+    buffers (split-K, ``kernels::Matmul``'s option for skinny GEMMs, is off by default until it is
+    measured on the H200); the scratch comes from torch's caching allocator on the current stream. Returns a new contiguous tensor.
     """
     torch = _torch or _require_torch("tessel.ops.matmul")
     if _needs_dispatch(torch, a, b):

@@ -25,7 +25,7 @@ struct BenchGemmOptions {
   std::string config;
   std::string epilogue = "none";
   std::string staging = "auto";
-  std::string split_k = "auto";  // auto, or a share count (1: off)
+  std::string split_k = std::to_string(kernels::kMatmulDefaultSplitK);  // auto, or a share count (1: off)
   std::string l2_flush = "clean";
   int repeats = 50;
   int warmup = 10;
@@ -50,25 +50,9 @@ std::string row_start(const Case& c, const kernels::MatmulConfig& config, const 
          left(format_matmul_config(config), 24) + left(from, 9);
 }
 
-// --split-k: auto (0, plan_matmul's model) or a count, 1 off (plan_matmul checks the count
-// against each shape's K).
-int parse_split_k(const std::string& text) {
-  if (text == "auto") return 0;
-  std::size_t used = 0;
-  int n = -1;
-  try {
-    n = std::stoi(text, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used != text.size() || n < 1)
-    throw std::invalid_argument("--split-k takes auto or a share count of 1 or more (1: off), not '" + text + "'");
-  return n;
-}
-
 int run_bench_gemm(const BenchGemmOptions& o) {
   std::vector<Case> cases;
-  int split_k = 0;
+  int split_k = kernels::kMatmulDefaultSplitK;
   try {
     for (const std::string& d : o.dtypes) {
       const auto dtype = parse_dtype(d);
@@ -296,7 +280,8 @@ Command add_bench_gemm_command(CLI::App& bench) {
       ->capture_default_str();
   app->add_option("--split-k", o->split_k,
                   "Split K over CTAs, then sum the f32 partials (kernels::Matmul): auto when kernels::plan_matmul's "
-                  "model says the tile grid leaves most SMs idle (sm_90, M <= 64), 1 off, N that many shares "
+                  "model says the tile grid leaves most SMs idle (sm_90, M <= 64), 1 off (the library's default "
+                  "until split-K is measured on the H200), N that many shares "
                   "(at most K's tiles of 64); only without --config and --epilogue")
       ->capture_default_str();
   app->add_option("--l2-flush", o->l2_flush,

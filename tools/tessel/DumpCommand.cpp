@@ -23,6 +23,7 @@ struct DumpOptions {
   std::string dtype = "f16";
   std::string config;
   std::string arch;
+  std::string split_k = std::to_string(kernels::kMatmulDefaultSplitK);  // gemm: as bench gemm takes it
   bool ir = false, lowered = false, source = false, ptx = false, resources = false;
   std::string json_file;
 };
@@ -110,9 +111,14 @@ int run_dump_gemm(const DumpOptions& o) {
   // What the library's Matmul does with this shape: rows that are not 16-byte aligned are staged
   // and the kernel for the padded shape runs; a skinny grid splits K (this command shows the
   // exact shape's unsplit kernel).
-  const kernels::MatmulPlan plan =
-      kernels::plan_matmul(o.M, o.N, o.K, *dtype, arch, kernels::MatmulStaging::automatic, 0,
-                           s.gpu ? s.device.sm_count : 132);
+  kernels::MatmulPlan plan;
+  try {
+    plan = kernels::plan_matmul(o.M, o.N, o.K, *dtype, arch, kernels::MatmulStaging::automatic,
+                                parse_split_k(o.split_k), s.gpu ? s.device.sm_count : 132);
+  } catch (const std::invalid_argument& e) {
+    std::cerr << "tessel dump gemm: " << e.what() << "\n";
+    return kExitUsage;
+  }
   const nlohmann::json what = {{"M", o.M},
                                {"N", o.N},
                                {"K", o.K},
@@ -214,6 +220,10 @@ Command add_dump_command(CLI::App& root) {
           "--config", o->config,
           "BMxBNxBK:stages:threads[:swz[N]][:cXxY], e.g. 128x128x32:3:128 (default: the built-in table)")
       ->type_name("CONFIG");
+  gemm->add_option("--split-k", o->split_k,
+                   "What kernels::Matmul's library: line (--resources) and JSON say it runs: auto (kernels::plan_matmul's "
+                   "model), 1 off (the library's default until split-K is measured on the H200), N that many shares")
+      ->capture_default_str();
   add_level_flags(gemm, *o);
   gemm->callback([o] { o->kernel = "gemm"; });
   CLI::App* softmax = dump->add_subcommand(

@@ -36,6 +36,11 @@ std::vector<long long> parse_shape(std::string_view text, int dims, const std::s
                                    const std::string& form, const std::string& example,
                                    long long max = kMaxDimension);
 
+// --split-k (bench gemm, dump gemm): "auto" is 0 (kernels::plan_matmul's model), else a share
+// count of 1 or more (1: off); plan_matmul checks the count against each shape's K. Throws
+// std::invalid_argument("--split-k takes auto or a share count of 1 or more (1: off), not '<text>'").
+int parse_split_k(const std::string& text);
+
 // Validators for CLI11 options.
 // An integer from `min` to `max`.
 CLI::Validator integer_in(long long min, long long max);

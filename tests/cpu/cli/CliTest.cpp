@@ -326,7 +326,8 @@ TEST_F(Cli, DumpGemmSaysWhenTheLibrarySplitsK) {
   tessel::test::TempDir dir;
   const fs::path file = dir.path() / "split.json";
   const CliRun r =
-      run_tessel("dump gemm --m 1 --n 4096 --k 4096 --arch sm_90a --resources --json '" + file.string() + "'");
+      run_tessel("dump gemm --m 1 --n 4096 --k 4096 --arch sm_90a --split-k auto --resources --json '" +
+                 file.string() + "'");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("library:       kernels::Matmul runs 1x4096x4096 as split-K 8 (partial GEMM "
                           "16x256x64:4:128, then the reduction) instead: rows 16-byte aligned: nothing staged; "
@@ -337,6 +338,17 @@ TEST_F(Cli, DumpGemmSaysWhenTheLibrarySplitsK) {
   EXPECT_EQ(j["library_split_k"]["splits"], 8);
   EXPECT_EQ(j["library_split_k"]["config"], "16x256x64:4:128");
   EXPECT_EQ(j["library_split_k"]["workspace_bytes"], 4 * 8 * 4096);
+  // The library's default is off: no split line, and the JSON says 1.
+  const CliRun off = run_tessel("dump gemm --m 1 --n 4096 --k 4096 --arch sm_90a --resources --json '" +
+                                file.string() + "'");
+  ASSERT_EQ(off.exit_code, 0) << off.output;
+  EXPECT_EQ(off.output.find("library:"), std::string::npos) << off.output;  // the kernel's own 2-CTA split only
+  EXPECT_EQ(nlohmann::json::parse(std::ifstream(file))["library_split_k"]["splits"], 1);
+  const CliRun bad = run_tessel("dump gemm --m 1 --n 4096 --k 4096 --split-k 0");
+  EXPECT_EQ(bad.exit_code, 2) << bad.output;
+  EXPECT_NE(bad.output.find("tessel dump gemm: --split-k takes auto or a share count of 1 or more (1: off), not '0'"),
+            std::string::npos)
+      << bad.output;
 }
 
 // --split-k takes auto or a count of 1 or more, checked before the GPU is looked for.

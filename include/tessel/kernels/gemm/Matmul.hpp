@@ -130,17 +130,23 @@ struct MatmulPlan {
 MatmulPlan plan_matmul(long long M, long long N, long long K, DType dtype, const std::string& arch,
                        MatmulStaging staging = MatmulStaging::automatic, int split_k = 0, int sm_count = 132);
 
+// Matmul's split-K unless the caller says otherwise: 1, off. plan_matmul's automatic choice (0)
+// is a model fitted to the H200's unsplit runs; the split kernels have not run on the H200 yet
+// (docs/perf-notes.md, session 11), so nothing splits by default until they are measured.
+inline constexpr int kMatmulDefaultSplitK = 1;
+
 // The library's GEMM for any M, N, K: C = A * B, row-major, A [M, K], B [K, N], C [M, N], all
 // contiguous tensors of `dtype`. The kernels are compiled on construction: unsplit, the config
 // from choose_matmul_config for the kernel's shape (the tuning cache or the default); split, the
 // plan's partial GEMM and reduction. The staging buffers and the split-K workspace, when the plan
 // needs them, are allocated on the first call and reused. Calls on one object are not
 // thread-safe (they share those buffers). `split_k` as plan_matmul takes it (0 automatic, 1 off,
-// n that many shares); the plan sees the current GPU's SM count (132 without a GPU).
+// n that many shares; default kMatmulDefaultSplitK, off); the plan sees the current GPU's SM
+// count (132 without a GPU).
 class Matmul {
  public:
   Matmul(int M, int N, int K, DType dtype, MatmulStaging staging = MatmulStaging::automatic,
-         const JitOptions& options = {}, int split_k = 0);
+         const JitOptions& options = {}, int split_k = kMatmulDefaultSplitK);
   // Checks the tensors (std::invalid_argument naming the argument, its shape or dtype and what
   // is expected) and runs on `stream` (the default stream when null). Asynchronous.
   void operator()(const Tensor& A, const Tensor& B, const Tensor& C, CUstream stream = nullptr) const;
