@@ -127,6 +127,16 @@ if want gemm17; then
     cat "$gemm17_json" >>"$log" 2>/dev/null
     rm -f "$gemm17_json"
   fi
+  # The skinny shapes three ways, into the log (docs/perf-notes.md, session 11's predictions):
+  # Matmul's split-K model (off by default until this is measured), 64x64 tiles on the sm_90a
+  # template (one kernel, 64 tiles x its 2-CTA split), and the old write-only L2 flush.
+  skinny=1x4096x4096,16x4096x4096,32x4096x14336,8x14336x4096,64x8192x8192
+  run_step "bench gemm 17 split-K auto" 300 "$build/tessel" bench gemm --split-k auto --repeats 20 --warmup 5 \
+    --shapes "$skinny" --dtype f16,bf16
+  run_step "bench gemm 17 64x64 tiles" 300 "$build/tessel" bench gemm --config 64x64x64:8:128 --repeats 20 \
+    --warmup 5 --shapes "$skinny" --dtype f16
+  run_step "bench gemm 17 write flush" 300 "$build/tessel" bench gemm --l2-flush write --repeats 20 --warmup 5 \
+    --shapes "$skinny" --dtype f16
 fi
 want compile && run_step "bench compile" 300 "$build/tessel" bench compile --json "$compile_json"
 if want attention && "$build/tessel" bench attention --help >/dev/null 2>&1; then
@@ -156,7 +166,7 @@ if want sanitizers && command -v compute-sanitizer >/dev/null; then
   # Every library kernel family on small instances under memcheck and initcheck (issue 18): the
   # GEMM paths above, the staged Matmul, softmax's variants and odd widths, attention, and every
   # fuzz regression case (generated kernels of each family).
-  lib_filter="$filter"':Unaligned/MatmulStagingShapes.MatchesReference/65x63x9_always_f16:Unaligned/MatmulStagingShapes.MatchesReference/1x1023x1025_always_bf16:Shapes/MatmulShapes.MatchesReference/17x33x65_*:IssueWidths/SoftmaxWidths.MatchesFloat64/N127_f16:IssueWidths/SoftmaxWidths.MatchesFloat64/N1023_bf16:IssueWidths/SoftmaxWidths.MatchesFloat64/N4097_f32:Explicit/SoftmaxVariants.MatchesFloat64/rows_t256_r8_bn1024_N999_f16:Explicit/SoftmaxVariants.MatchesFloat64/online_t512_bn8192_N100003_f32:Explicit/SoftmaxVariants.MatchesFloat64/rows_t256_r1_bn20480_s7_N20001_f16:OddWidths/SoftmaxStagedRows.MatchesFloat64/N127_f16:OddWidths/SoftmaxStagedRows.MatchesFloat64/N8191_bf16:SoftmaxNaN.*:FuzzGpu.RegressionCasesMatchOnTheDevice'
+  lib_filter="$filter"':Unaligned/MatmulStagingShapes.MatchesReference/65x63x9_always_f16:Unaligned/MatmulStagingShapes.MatchesReference/1x1023x1025_always_bf16:Shapes/MatmulShapes.MatchesReference/17x33x65_*:IssueWidths/SoftmaxWidths.MatchesFloat64/N127_f16:IssueWidths/SoftmaxWidths.MatchesFloat64/N1023_bf16:IssueWidths/SoftmaxWidths.MatchesFloat64/N4097_f32:Explicit/SoftmaxVariants.MatchesFloat64/rows_t256_r8_bn1024_N999_f16:Explicit/SoftmaxVariants.MatchesFloat64/online_t512_bn8192_N100003_f32:Explicit/SoftmaxVariants.MatchesFloat64/rows_t256_r1_bn20480_s7_N20001_f16:OddWidths/SoftmaxStagedRows.MatchesFloat64/N127_f16:OddWidths/SoftmaxStagedRows.MatchesFloat64/N8191_bf16:SoftmaxNaN.*:FuzzGpu.RegressionCasesMatchOnTheDevice:SkinnyAndRagged/MatmulSplitKShapes.MatchesFloat64/7x63x1025_split3_f16:SkinnyAndRagged/MatmulSplitKShapes.MatchesFloat64/1x1023x65_split2_bf16'
   for tool in memcheck initcheck; do
     run_step "$tool" 300 compute-sanitizer --tool "$tool" --error-exitcode 9 "$build/tessel_tests_gpu" --gtest_filter="$lib_filter"
   done
