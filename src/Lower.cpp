@@ -114,7 +114,7 @@ std::string layouts_text(const ir::Stmt& body, const passes::PassContext& ctx) {
                   : std::string("strided over threads")) +
              ", " + std::to_string(l.per_thread) + " registers per thread\n";
     } else if (auto s = ctx.shared_layouts.find(b->id); s != ctx.shared_layouts.end()) {
-      out += "// layout " + b->name + ": " + s->second.type_name + "\n";
+      out += "// layout " + b->name + ": " + s->second.describe() + "\n";
     }
     if (auto o = ctx.smem_offsets.find(b->id); o != ctx.smem_offsets.end())
       out += "// smem " + b->name + ": offset " + std::to_string(o->second) + "\n";

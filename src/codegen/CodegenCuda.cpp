@@ -293,9 +293,10 @@ class CudaEmitter {
         auto shape = b.const_shape();
         std::int64_t total_rows = 1;
         for (size_t d = 0; d + 1 < shape.size(); ++d) total_rows *= shape[d];
-        if (total_rows == l.rows) return n + "[" + l.type_name + "::offset(" + row + ", " + col + ")]";
+        const std::string type = l.device_type();
+        if (total_rows == l.rows) return n + "[" + type + "::offset(" + row + ", " + col + ")]";
         std::string R = std::to_string(l.rows);
-        return n + "[(" + row + ") / " + R + " * " + std::to_string(l.rows * l.cols) + " + " + l.type_name +
+        return n + "[(" + row + ") / " + R + " * " + std::to_string(l.rows * l.cols) + " + " + type +
                "::offset((" + row + ") % " + R + ", " + col + ")]";
       }
       case Scope::Fragment:
@@ -431,7 +432,7 @@ class CudaEmitter {
     if (b->scope == Scope::Shared) {
       line() << cuda_type(b->dtype) << "* " << n << " = reinterpret_cast<" << cuda_type(b->dtype)
              << "*>(tessel_smem + " << ctx_.smem_offsets.at(b->id) << ");  // " << to_string_shape(b) << ", "
-             << ctx_.shared_layouts.at(b->id).type_name;
+             << ctx_.shared_layouts.at(b->id).device_type();
     } else if (b->scope == Scope::Local) {
       if (auto t = ctx_.register_tails.find(b->id); t != ctx_.register_tails.end()) {
         // The last tail_elems elements in per-thread shared slots (a fragment's shared_tail).

@@ -48,13 +48,13 @@ class CopyLowering {
     const SharedLayout& layout = ctx_.shared_layouts.at(dst.buffer->id);
     TESSEL_INTERNAL_CHECK(
         layout.cols == cols && layout.rows == rows,
-        "shared layout " << layout.type_name << " does not match the copied tile " << rows << "x" << cols);
+        "shared layout " << layout.describe() << " does not match the copied tile " << rows << "x" << cols);
     int elem = dtype_bytes(g->dtype);
     std::int64_t vec = 16 / elem;
     bool vectorized = elem <= 16 && (rows == 1 || known_divisor(m->ld) % vec == 0) &&
                       known_divisor(m->offset) % vec == 0 && (cols * elem) % 16 == 0;
     std::vector<std::string> targs{dtype_cuda(g->dtype),         std::to_string(rows),
-                                   std::to_string(cols),         layout.type_name,
+                                   std::to_string(cols),         layout.device_type(),
                                    std::to_string(ctx_.threads), vectorized ? "true" : "false"};
     std::vector<DeviceCallArg> args{{Expr(), dst.buffer, linear_offset(dst)},
                                     {Expr(), g, m->offset},
@@ -202,7 +202,7 @@ class CopyLowering {
 
   bool row_major_shared(const Buffer& b) const {
     auto it = ctx_.shared_layouts.find(b->id);
-    return it != ctx_.shared_layouts.end() && !it->second.swizzled;
+    return it != ctx_.shared_layouts.end() && !it->second.swizzled();
   }
 
   // Row-blocked fragment <-> 2-D global tensor: one vector of `vec` contiguous elements per
@@ -251,8 +251,7 @@ class CopyLowering {
     constexpr std::int64_t kMaxSpanBytes = 48 * 1024;
     if ((R * *L + vec) * elem > kMaxSpanBytes) return Stmt();
     Buffer scratch = Buffer::make(t->name + "_span", {make_int(R * *L + vec)}, t->dtype, Scope::Shared, w);
-    ctx_.shared_layouts[scratch->id] = SharedLayout{
-        false, "tessel::RowMajorLayout<1, " + std::to_string(R * *L + vec) + ">", 1, R * *L + vec};
+    ctx_.shared_layouts[scratch->id] = SharedLayout::row_major(1, R * *L + vec);
     // The run: the valid rows (at most the tile's), whole; the scratch offset by its misalignment.
     Expr rows = make_binary(BinaryOp::Max, make_binary(BinaryOp::Min, m.rows_valid, make_int(R)), make_int(0));
     Expr count = mul(i64(rows), i64(make_int(*L)));

@@ -55,8 +55,7 @@ class ReductionLowering {
     if (warps_per_row > 1) {
       std::int64_t words = ctx_.threads / 32;
       scratch = Buffer::make(op->dst->name + "_scratch", {make_int(words)}, DType::f32, Scope::Shared, w);
-      ctx_.shared_layouts[scratch->id] =
-          SharedLayout{false, "tessel::RowMajorLayout<1, " + std::to_string(words) + ">", 1, words};
+      ctx_.shared_layouts[scratch->id] = SharedLayout::row_major(1, words);
       stmts.push_back(make_decl(scratch, w));
     }
     Var slot("r");

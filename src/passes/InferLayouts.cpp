@@ -54,13 +54,6 @@ std::pair<std::int64_t, std::int64_t> matrix_shape(const Buffer& b) {
   return {rows, s.back()};
 }
 
-std::string layout_type(bool swizzled, std::int64_t rows, std::int64_t cols, int elem_bytes) {
-  if (swizzled)
-    return "tessel::SwizzledLayout<" + std::to_string(rows) + ", " + std::to_string(cols) + ", " +
-           std::to_string(elem_bytes) + ">";
-  return "tessel::RowMajorLayout<" + std::to_string(rows) + ", " + std::to_string(cols) + ">";
-}
-
 // Splits warps over the BM x BN tile so each warp owns whole m16n8 tiles. Square keeps warp
 // tiles as square as possible (fewest shared-memory reads per mma); FullRow gives every warp
 // whole rows of the tile, FullCol whole columns.
@@ -238,7 +231,7 @@ class LayoutInference : public IRVisitor {
       const bool k_major = s == &A ? !op->trans_a : op->trans_b;
       if (wgmma) {
         set_wgmma_shared(*s, k_major);
-      } else if (!ctx_.shared_layouts.count((*s)->id) || !ctx_.shared_layouts.at((*s)->id).wgmma) {
+      } else if (!ctx_.shared_layouts.count((*s)->id) || !ctx_.shared_layouts.at((*s)->id).wgmma()) {
         // A tile a wgmma gemm reads keeps its layout: BlockGemm reads any layout.
         auto [rows, cols] = matrix_shape(*s);
         set_shared(*s, swizzle_supported(cols, elem), op->where);
@@ -251,12 +244,11 @@ class LayoutInference : public IRVisitor {
     f.warps_n = wn;
     f.wgmma = wgmma;
     f.per_thread = static_cast<int>((BM / wm / kMmaM) * (BN / wn / kMmaN) * 4);
-    const std::string layout_a =
-        a_in_registers ? "tessel::RowMajorLayout<" + std::to_string(BM) + ", " + std::to_string(BK) + ">"
-                       : ctx_.shared_layouts.at(A->id).type_name;
+    const std::string layout_a = a_in_registers ? SharedLayout::row_major(BM, BK).device_type()
+                                                : ctx_.shared_layouts.at(A->id).device_type();
     const std::string operands = std::string(op->trans_a ? "true" : "false") + ", " +
                                  (op->trans_b ? "true" : "false") + ", " + layout_a + ", " +
-                                 ctx_.shared_layouts.at(B->id).type_name + ">";
+                                 ctx_.shared_layouts.at(B->id).device_type() + ">";
     const std::string dims = std::string(dtype_cuda_name(A->dtype)) + ", " + std::to_string(BM) + ", " +
                              std::to_string(BN) + ", " + std::to_string(BK) + ", ";
     f.gemm_type =
@@ -493,12 +485,11 @@ class LayoutInference : public IRVisitor {
     if (swizzle == 0 || (!k_major && swizzle != 128)) return 0;
     return swizzle;
   }
-  static std::string wgmma_layout_type(const Buffer& b, bool k_major) {
+  static std::optional<SharedLayout> wgmma_layout(const Buffer& b, bool k_major) {
     auto [rows, cols] = matrix_shape(b);
     const int swizzle = wgmma_swizzle(b, k_major);
-    if (swizzle == 0) return "";
-    return "tessel::WgmmaSwizzleLayout<" + std::to_string(rows) + ", " + std::to_string(cols) + ", " +
-           std::to_string(dtype_bytes(b->dtype)) + ", " + std::to_string(swizzle) + ">";
+    if (swizzle == 0) return std::nullopt;
+    return SharedLayout::wgmma_swizzle(rows, cols, dtype_bytes(b->dtype), swizzle);
   }
 
   // Whether this gemm lowers to tessel::WarpgroupGemm (device/tessel/warpgroup_gemm.cuh):
@@ -516,19 +507,18 @@ class LayoutInference : public IRVisitor {
     for (const Buffer* s : {&op->A.buffer, &op->B.buffer}) {
       if ((*s)->scope != Scope::Shared) continue;
       const bool k_major = s == &op->A.buffer ? !op->trans_a : op->trans_b;
-      const std::string want = wgmma_layout_type(*s, k_major);
-      if (want.empty()) return false;
+      const std::optional<SharedLayout> want = wgmma_layout(*s, k_major);
+      if (!want) return false;
       auto it = ctx_.shared_layouts.find((*s)->id);
-      if (it != ctx_.shared_layouts.end() && it->second.wgmma && it->second.type_name != want) return false;
+      if (it != ctx_.shared_layouts.end() && it->second.wgmma() && it->second != *want) return false;
     }
     return true;
   }
 
   void set_wgmma_shared(const Buffer& b, bool k_major) {
-    auto [rows, cols] = matrix_shape(b);
-    SharedLayout l{true, wgmma_layout_type(b, k_major), rows, cols, true, wgmma_swizzle(b, k_major)};
-    TESSEL_INTERNAL_CHECK(!l.type_name.empty(), "wgmma layout for " << b->name << " chosen without one");
-    ctx_.shared_layouts[b->id] = l;
+    const std::optional<SharedLayout> l = wgmma_layout(b, k_major);
+    TESSEL_INTERNAL_CHECK(l.has_value(), "wgmma layout for " << b->name << " chosen without one");
+    ctx_.shared_layouts[b->id] = *l;
   }
 
   // The A operand of a gemm held in registers: laid out like the accumulator of a [BM, BK]
@@ -558,8 +548,8 @@ class LayoutInference : public IRVisitor {
  private:
   void set_shared(const Buffer& b, bool swizzled, std::source_location) {
     auto [rows, cols] = matrix_shape(b);
-    SharedLayout l{swizzled, layout_type(swizzled, rows, cols, dtype_bytes(b->dtype)), rows, cols};
-    ctx_.shared_layouts[b->id] = l;
+    ctx_.shared_layouts[b->id] = swizzled ? SharedLayout::swizzled_for(rows, cols, dtype_bytes(b->dtype))
+                                          : SharedLayout::row_major(rows, cols);
   }
 
   PassContext& ctx_;

@@ -58,14 +58,41 @@ struct FragmentLayout {
   int vec = 1, lanes = 1, rows_per_pass = 1, chunks = 1;  // RowBlocked and RowOf
 };
 
-// How a shared tile is laid out: the device layout type that both its writers (copies) and its
-// readers (gemm) use, so they agree by construction.
+// How a shared tile is laid out, as a value: where element (row, col) of the rows x cols matrix
+// the tile holds (one stage) sits. Both its writers (copies) and its readers (gemm) lower from
+// the same value, so they agree by construction; the device header's type for it is named only
+// when an op lowers or codegen prints a declaration (device_type()).
 struct SharedLayout {
-  bool swizzled = false;
-  std::string type_name;            // e.g. "tessel::SwizzledLayout<128, 32, 2>"
+  enum class Kind {
+    // Row-major: (row, col) at row * cols + col.
+    RowMajor,
+    // 16-byte chunks of a row XOR-permuted by the row (tessel::SwizzledLayout: conflict-free
+    // ldmatrix and cp.async), for elements of elem_bytes.
+    Swizzled,
+    // The layout a wgmma descriptor reads (tessel::WgmmaSwizzleLayout): panels swizzle_bytes wide
+    // (128, 64 or 32), as TMA writes them; the tile is 1024-byte aligned.
+    WgmmaSwizzle,
+  };
+  Kind kind = Kind::RowMajor;
   std::int64_t rows = 0, cols = 0;  // the 2-D matrix the layout covers (one stage)
-  bool wgmma = false;     // a tessel::WgmmaSwizzleLayout a wgmma descriptor reads (1024-byte aligned)
-  int swizzle_bytes = 0;  // its swizzle (128, 64 or 32: panels that wide, as TMA writes them)
+  int elem_bytes = 0;               // Swizzled, WgmmaSwizzle
+  int swizzle_bytes = 0;            // WgmmaSwizzle
+
+  static SharedLayout row_major(std::int64_t rows, std::int64_t cols) { return {Kind::RowMajor, rows, cols, 0, 0}; }
+  static SharedLayout swizzled_for(std::int64_t rows, std::int64_t cols, int elem_bytes) {
+    return {Kind::Swizzled, rows, cols, elem_bytes, 0};
+  }
+  static SharedLayout wgmma_swizzle(std::int64_t rows, std::int64_t cols, int elem_bytes, int swizzle_bytes) {
+    return {Kind::WgmmaSwizzle, rows, cols, elem_bytes, swizzle_bytes};
+  }
+  // Any swizzle (not row-major): element-wise accesses go through the layout's offset().
+  bool swizzled() const { return kind != Kind::RowMajor; }
+  bool wgmma() const { return kind == Kind::WgmmaSwizzle; }
+  // The device header's type (device/tessel/layout.cuh), e.g. "tessel::SwizzledLayout<128, 32, 2>".
+  std::string device_type() const;
+  // For TESSEL_DUMP and messages, e.g. "swizzled 128x32 (2-byte elements)".
+  std::string describe() const;
+  bool operator==(const SharedLayout&) const = default;
 };
 
 // A tensor the kernel reads through TMA: the host encodes its tensor map before each launch and
@@ -218,8 +245,7 @@ struct PassContext {
       const std::int64_t slots = static_cast<std::int64_t>(threads) * t.tail_elems;
       t.slots = ir::Buffer::make(fragment->name + "_tail", {ir::make_int(slots)}, fragment->dtype,
                                  ir::Scope::Shared, fragment->where);
-      shared_layouts[t.slots->id] =
-          SharedLayout{false, "tessel::RowMajorLayout<1, " + std::to_string(slots) + ">", 1, slots};
+      shared_layouts[t.slots->id] = SharedLayout::row_major(1, slots);
       register_tails[r->id] = t;
     }
     return fragment_registers.emplace(fragment->id, r).first->second;

@@ -317,8 +317,7 @@ class PipelinePlanner : public IRMutator {
   Buffer mbarrier_array(const std::string& name, int n, int count, std::source_location w,
                         Buffer releases = Buffer()) {
     Buffer b = Buffer::make(name, {make_int(n)}, DType::i64, Scope::Shared, w);
-    ctx_.shared_layouts[b->id] =
-        SharedLayout{false, "tessel::RowMajorLayout<1, " + std::to_string(n) + ">", 1, n};
+    ctx_.shared_layouts[b->id] = SharedLayout::row_major(1, n);
     ctx_.mbarriers.push_back(MbarrierArray{b, count, releases});
     return b;
   }

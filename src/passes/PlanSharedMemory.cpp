@@ -40,7 +40,7 @@ Stmt plan_shared_memory(const Stmt& body, PassContext& ctx) {
   for (const Buffer& b : c.buffers) {
     // A tile a wgmma descriptor reads swizzles with address bits [7, 10): 1024-byte aligned.
     auto l = ctx.shared_layouts.find(b->id);
-    const std::int64_t align = l != ctx.shared_layouts.end() && l->second.wgmma ? 1024 : kAlign;
+    const std::int64_t align = l != ctx.shared_layouts.end() && l->second.wgmma() ? 1024 : kAlign;
     offset = (offset + align - 1) / align * align;
     ctx.smem_offsets[b->id] = offset;
     std::int64_t bytes = b.const_numel() * dtype_bytes(b->dtype);

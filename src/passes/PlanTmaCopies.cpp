@@ -74,7 +74,7 @@ class TmaPlanner : public IRMutator {
     const int elem = dtype_bytes(g->dtype);
     if (elem != 2 || g.ndim() > 5) return std::nullopt;
     auto layout = ctx_.shared_layouts.find(c->dst.buffer->id);
-    if (layout == ctx_.shared_layouts.end() || !layout->second.wgmma || layout->second.swizzle_bytes == 0)
+    if (layout == ctx_.shared_layouts.end() || !layout->second.wgmma() || layout->second.swizzle_bytes == 0)
       return std::nullopt;
     const SharedLayout& l = layout->second;
     if ((l.rows * l.cols * elem) % 1024 != 0) return std::nullopt;  // the next stage's alignment

@@ -20,6 +20,23 @@ std::string error_of(const std::function<void()>& fn) {
   return tessel::test::compile_error_of(fn);
 }
 
+// Shared layouts are values; the device header's type is named from them (at lowering and in
+// codegen's declarations), and the IR dump describes them.
+TEST(SharedLayouts, AreValuesNamedOnlyWhenLowered) {
+  using L = tessel::passes::SharedLayout;
+  EXPECT_EQ(L::row_major(1, 8136).device_type(), "tessel::RowMajorLayout<1, 8136>");
+  EXPECT_EQ(L::swizzled_for(128, 32, 2).device_type(), "tessel::SwizzledLayout<128, 32, 2>");
+  EXPECT_EQ(L::wgmma_swizzle(64, 64, 2, 128).device_type(), "tessel::WgmmaSwizzleLayout<64, 64, 2, 128>");
+  EXPECT_EQ(L::wgmma_swizzle(64, 32, 2, 64).describe(), "wgmma 64-byte swizzle 64x32 (2-byte elements)");
+  EXPECT_EQ(L::row_major(4, 8).describe(), "row-major 4x8");
+  EXPECT_TRUE(L::swizzled_for(8, 64, 2).swizzled() && !L::swizzled_for(8, 64, 2).wgmma());
+  EXPECT_TRUE(L::wgmma_swizzle(8, 64, 2, 128).swizzled() && L::wgmma_swizzle(8, 64, 2, 128).wgmma());
+  EXPECT_FALSE(L::row_major(8, 64).swizzled());
+  EXPECT_EQ(L::wgmma_swizzle(64, 64, 2, 128), L::wgmma_swizzle(64, 64, 2, 128));
+  EXPECT_NE(L::wgmma_swizzle(64, 64, 2, 128), L::wgmma_swizzle(64, 64, 2, 64));
+  EXPECT_NE(L::swizzled_for(64, 64, 2), L::row_major(64, 64));
+}
+
 TEST(Frontend, MatmulRecordsTheTutorialProgram) {
   auto f = tessel::kernels::matmul_program(256, 256, 256, {});
   std::string ir = f.script();
@@ -54,7 +71,7 @@ TEST(Passes, PipelineMultiBuffersAndHandsTheCopiesToTheGemmMainLoop) {
   EXPECT_NE(layouts.find("// layout fragment_2: gemm accumulator, warps 2x2, 128 registers per thread"),
             std::string::npos)
       << layouts;
-  EXPECT_NE(layouts.find("// layout shared_0: tessel::SwizzledLayout<128, 32, 2>"), std::string::npos)
+  EXPECT_NE(layouts.find("// layout shared_0: swizzled 128x32 (2-byte elements)"), std::string::npos)
       << layouts;
   EXPECT_NE(lowered.stages.back().second.find("// smem shared_1: offset 24576"), std::string::npos)
       << lowered.stages.back().second;

@@ -84,7 +84,7 @@ TEST(RegisterGemm, ChainOnSm90LowersBothGemmsToWgmma) {
   EXPECT_NE(layouts.find("// layout fragment_4: gemm accumulator, warps 4x1, 32 registers per thread"),
             std::string::npos)
       << layouts;
-  EXPECT_NE(layouts.find("// layout shared_2: tessel::WgmmaSwizzleLayout<64, 64, 2, 128>"), std::string::npos)
+  EXPECT_NE(layouts.find("// layout shared_2: wgmma 128-byte swizzle 64x64 (2-byte elements)"), std::string::npos)
       << layouts;
   std::string src = tessel::codegen::generate_cuda(lowered);
   // S = Q K^T: A and B K-major, 128-byte swizzle; O += P V: A from registers, V N-major. Both
@@ -124,7 +124,7 @@ TEST(RegisterGemm, ChainOnSm90LowersBothGemmsToWgmma) {
   EXPECT_EQ(lowered.ctx.smem_bytes % 1024, 0);
   for (const auto& [id, off] : lowered.ctx.smem_offsets) {
     bool wgmma_tile = false;
-    for (const auto& [bid, l] : lowered.ctx.shared_layouts) wgmma_tile = wgmma_tile || (bid == id && l.wgmma);
+    for (const auto& [bid, l] : lowered.ctx.shared_layouts) wgmma_tile = wgmma_tile || (bid == id && l.wgmma());
     if (wgmma_tile) {
       EXPECT_EQ(off % 1024, 0) << "buffer " << id;
     }
