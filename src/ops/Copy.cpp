@@ -97,11 +97,11 @@ class CopyLowering {
         args.insert(args.begin() + 1, DeviceCallArg{Expr(), a, Expr()});
         ctx_.smem_contiguous.emplace_back(scratch->second.a, scratch->second.b);
         return make_device_call("tessel::store_accumulators_via_shared",
-                                {dtype_cuda(g->dtype), l.gemm_type, chunks ? "true" : "false"}, args, w);
+                                {dtype_cuda(g->dtype), l.gemm.device_type(), chunks ? "true" : "false"}, args, w);
       }
     }
     return make_device_call("tessel::store_accumulators",
-                            {dtype_cuda(g->dtype), l.gemm_type, pairs ? "true" : "false"}, args, w);
+                            {dtype_cuda(g->dtype), l.gemm.device_type(), pairs ? "true" : "false"}, args, w);
   }
 
   // Maps the squeezed coordinates of one side of a copy onto the other side's indices.

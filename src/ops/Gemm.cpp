@@ -32,7 +32,7 @@ class GemmOp final : public TileOp {
     std::vector<DeviceCallArg> args{
         a, {Expr(), op->B.buffer, linear_offset(op->B)}, {Expr(), ctx_.registers_of(op->C.buffer), Expr()}};
     const std::string run = std::string(a_in_registers ? "::run_rs" : "::run") + (op->async ? "_async" : "");
-    return make_device_call(l.gemm_type + run, {}, args, op->where);
+    return make_device_call(l.gemm.device_type() + run, {}, args, op->where);
   }
 
   Stmt verify(const Stmt& s) const override {

@@ -18,8 +18,8 @@ Expr mod(Expr a, std::int64_t b) {
 std::vector<Expr> fragment_coordinates(const FragmentLayout& f, const Expr& l, const Expr& tx, int threads) {
   switch (f.kind) {
     case FragmentLayout::Kind::GemmAccumulator:
-      return {make_call(f.gemm_type + "::acc_row", {l}, DType::i32),
-              make_call(f.gemm_type + "::acc_col", {l}, DType::i32)};
+      return {make_call(f.gemm.device_type() + "::acc_row", {l}, DType::i32),
+              make_call(f.gemm.device_type() + "::acc_col", {l}, DType::i32)};
     case FragmentLayout::Kind::RowBlocked: {
       Expr row =
           add(mul(div(l, std::int64_t(f.chunks) * f.vec), make_int(f.rows_per_pass)), div(tx, f.lanes));
@@ -32,7 +32,7 @@ std::vector<Expr> fragment_coordinates(const FragmentLayout& f, const Expr& l, c
     case FragmentLayout::Kind::RowOf:
       return {add(mul(l, make_int(f.rows_per_pass)), div(tx, f.lanes))};
     case FragmentLayout::Kind::AccumulatorRows:
-      return {make_call(f.gemm_type + "::row_of_register", {l}, DType::i32)};
+      return {make_call(f.gemm.device_type() + "::row_of_register", {l}, DType::i32)};
     case FragmentLayout::Kind::Strided: {
       Expr flat = add(mul(l, make_int(threads)), tx);
       std::vector<Expr> coords(f.shape.size());

@@ -244,20 +244,21 @@ class LayoutInference : public IRVisitor {
     f.warps_n = wn;
     f.wgmma = wgmma;
     f.per_thread = static_cast<int>((BM / wm / kMmaM) * (BN / wn / kMmaN) * 4);
-    const std::string layout_a = a_in_registers ? SharedLayout::row_major(BM, BK).device_type()
-                                                : ctx_.shared_layouts.at(A->id).device_type();
-    const std::string operands = std::string(op->trans_a ? "true" : "false") + ", " +
-                                 (op->trans_b ? "true" : "false") + ", " + layout_a + ", " +
-                                 ctx_.shared_layouts.at(B->id).device_type() + ">";
-    const std::string dims = std::string(dtype_cuda_name(A->dtype)) + ", " + std::to_string(BM) + ", " +
-                             std::to_string(BN) + ", " + std::to_string(BK) + ", ";
-    f.gemm_type =
-        wgmma
-            ? "tessel::WarpgroupGemm<" + dims + std::to_string(ctx_.threads / 128) + ", " + operands
-            : "tessel::BlockGemm<" + dims + std::to_string(wm) + ", " + std::to_string(wn) + ", " + operands;
+    GemmEngine& e = f.gemm;
+    e.kind = wgmma ? GemmEngine::Kind::WarpgroupGemm : GemmEngine::Kind::BlockGemm;
+    e.rows = BM, e.cols = BN, e.k = BK;
+    e.dtype = dtype_cuda_name(A->dtype);
+    if (wgmma) {
+      e.warpgroups = ctx_.threads / 128;
+    } else {
+      e.warps_m = wm, e.warps_n = wn;
+    }
+    e.trans_a = op->trans_a, e.trans_b = op->trans_b;
+    e.a = a_in_registers ? SharedLayout::row_major(BM, BK) : ctx_.shared_layouts.at(A->id);
+    e.b = ctx_.shared_layouts.at(B->id);
     ctx_.uses_wgmma = ctx_.uses_wgmma || wgmma;
     auto it = ctx_.fragment_layouts.find(C->id);
-    if (it != ctx_.fragment_layouts.end() && it->second.gemm_type != f.gemm_type)
+    if (it != ctx_.fragment_layouts.end() && it->second.gemm != f.gemm)
       TESSEL_USER_ERROR("gemm", op->where,
                         C->name << " is the accumulator of two gemms with different tiles or "
                                 << "warp partitions; give each gemm its own accumulator");
@@ -295,7 +296,7 @@ class LayoutInference : public IRVisitor {
         if (!acc) continue;
         FragmentLayout follow = *acc;
         follow.wgmma = false;
-        follow.gemm_type = accumulator_layout_type(acc->shape[0], acc->shape[1], acc->warps_m, acc->warps_n);
+        follow.gemm = accumulator_layout(acc->shape[0], acc->shape[1], acc->warps_m, acc->warps_n);
         for (const Buffer& b : group) {
           if (ctx_.fragment_layouts.count(b->id) || b.ndim() != 2 || b.const_shape() != acc->shape) continue;
           ctx_.fragment_layouts[b->id] = follow;
@@ -439,7 +440,7 @@ class LayoutInference : public IRVisitor {
         r.shape = {l.shape[0]};
         r.per_thread = static_cast<int>(l.shape[0] / l.warps_m / kMmaM * 2);
         r.wgmma = false;
-        r.gemm_type = accumulator_layout_type(l.shape[0], l.shape[1], l.warps_m, 1);
+        r.gemm = accumulator_layout(l.shape[0], l.shape[1], l.warps_m, 1);
         return r;
       case FragmentLayout::Kind::Strided:
         return std::nullopt;
@@ -469,9 +470,11 @@ class LayoutInference : public IRVisitor {
     ctx_.fragment_layouts[r->dst->id] = d;
   }
 
-  static std::string accumulator_layout_type(std::int64_t rows, std::int64_t cols, int wm, int wn) {
-    return "tessel::AccumulatorLayout<" + std::to_string(rows) + ", " + std::to_string(cols) + ", " +
-           std::to_string(wm) + ", " + std::to_string(wn) + ">";
+  static GemmEngine accumulator_layout(std::int64_t rows, std::int64_t cols, int wm, int wn) {
+    GemmEngine e;
+    e.kind = GemmEngine::Kind::AccumulatorLayout;
+    e.rows = rows, e.cols = cols, e.warps_m = wm, e.warps_n = wn;
+    return e;
   }
 
   // The WgmmaSwizzleLayout a wgmma descriptor reads `b` through: K-major tiles (K along the
@@ -532,9 +535,9 @@ class LayoutInference : public IRVisitor {
     f.warps_m = wm;
     f.warps_n = 1;
     f.per_thread = static_cast<int>((BM / wm / kMmaM) * (BK / kMmaN) * 4);
-    f.gemm_type = accumulator_layout_type(BM, BK, wm, 1);
+    f.gemm = accumulator_layout(BM, BK, wm, 1);
     auto it = ctx_.fragment_layouts.find(A->id);
-    if (it != ctx_.fragment_layouts.end() && it->second.gemm_type != f.gemm_type)
+    if (it != ctx_.fragment_layouts.end() && it->second.gemm != f.gemm)
       TESSEL_USER_ERROR("gemm", op->where,
                         A->name << " is the register A operand of gemms whose warps split it differently ("
                                 << it->second.warps_m << " and " << wm

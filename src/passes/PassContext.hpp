@@ -20,44 +20,6 @@ struct Target {
                      // capped at launch either way, this only steers choices like split-K)
 };
 
-// How a fragment's elements are spread over the block's threads.
-struct FragmentLayout {
-  enum class Kind {
-    // The accumulator tile of tessel::BlockGemm<...> (device/tessel/gemm.cuh): element
-    // (Gemm::acc_row(l), Gemm::acc_col(l)) is this thread's register l.
-    GemmAccumulator,
-    // Flat row-major element f lives in thread f % threads, register f / threads.
-    Strided,
-    // A [rows, cols] tile for row-wise work (softmax): each row is spread over `lanes`
-    // consecutive threads, each holding runs of `vec` contiguous elements; `rows_per_pass`
-    // rows are covered at once by all threads. Register l of thread t holds
-    //   row = (l / (chunks * vec)) * rows_per_pass + t / lanes
-    //   col = ((l / vec) % chunks * lanes + t % lanes) * vec + l % vec
-    RowBlocked,
-    // A [rows] vector that a reduction produced from a RowBlocked tile: every thread holds the
-    // values of the rows it covers there (register l is row l * rows_per_pass + t / lanes),
-    // replicated over the row's lanes.
-    RowOf,
-    // A [rows] vector reduced along dim 1 from a GemmAccumulator tile whose warps split M only:
-    // register r of a thread holds row AccumulatorLayout::row_of_register(r) (gemm_type names
-    // the layout), the two rows (lane / 4 and lane / 4 + 8) of each of its m16 blocks, replicated
-    // over the 4 lanes of a quad. A tile register i sits in row register
-    //   (i / 4 / mma_n) * 2 + (i % 4) / 2,   mma_n = the tile's columns per warp / 8.
-    AccumulatorRows,
-  };
-  Kind kind = Kind::Strided;
-  std::vector<std::int64_t> shape;
-  int per_thread = 0;  // registers each thread holds
-  // GemmAccumulator: the device type whose acc_row/acc_col give the coordinates -- the gemm
-  // instantiation for an accumulator (tessel::BlockGemm or tessel::WarpgroupGemm, whose
-  // ::run / ::run_rs the gemm calls), tessel::AccumulatorLayout for a gemm's A operand held in
-  // registers. All of them lay out a [BM, BN] tile alike for one (warps_m, warps_n).
-  std::string gemm_type;
-  int warps_m = 0, warps_n = 0;
-  bool wgmma = false;  // GemmAccumulator of a gemm lowered to tessel::WarpgroupGemm
-  int vec = 1, lanes = 1, rows_per_pass = 1, chunks = 1;  // RowBlocked and RowOf
-};
-
 // How a shared tile is laid out, as a value: where element (row, col) of the rows x cols matrix
 // the tile holds (one stage) sits. Both its writers (copies) and its readers (gemm) lower from
 // the same value, so they agree by construction; the device header's type for it is named only
@@ -94,6 +56,65 @@ struct SharedLayout {
   std::string describe() const;
   bool operator==(const SharedLayout&) const = default;
 };
+
+// The device type a gemm tile's registers belong to, as a value: the gemm instantiation an
+// accumulator's gemm calls (tessel::BlockGemm, mma.sync; tessel::WarpgroupGemm, wgmma), or the
+// plain register layout of a gemm's A operand held in registers (tessel::AccumulatorLayout). All
+// of them lay out a [rows, cols] tile alike for one (warps_m, warps_n); their acc_row / acc_col /
+// row_of_register give the coordinates. Named only when an op lowers (device_type()).
+struct GemmEngine {
+  enum class Kind { BlockGemm, WarpgroupGemm, AccumulatorLayout };
+  Kind kind = Kind::AccumulatorLayout;
+  std::int64_t rows = 0, cols = 0;  // the tile: BM x BN (an A operand: BM x BK)
+  int warps_m = 0, warps_n = 0;     // AccumulatorLayout, BlockGemm
+  // BlockGemm and WarpgroupGemm: the operands' element type, K step, warpgroups (WarpgroupGemm),
+  // transposes, and A's and B's shared layouts (A in registers: row-major BM x BK).
+  std::string dtype;  // the device element type, e.g. "tessel::half_t"
+  std::int64_t k = 0;
+  int warpgroups = 0;
+  bool trans_a = false, trans_b = false;
+  SharedLayout a, b;
+
+  std::string device_type() const;
+  bool operator==(const GemmEngine&) const = default;
+};
+
+// How a fragment's elements are spread over the block's threads.
+struct FragmentLayout {
+  enum class Kind {
+    // The accumulator tile of tessel::BlockGemm<...> (device/tessel/gemm.cuh): element
+    // (Gemm::acc_row(l), Gemm::acc_col(l)) is this thread's register l.
+    GemmAccumulator,
+    // Flat row-major element f lives in thread f % threads, register f / threads.
+    Strided,
+    // A [rows, cols] tile for row-wise work (softmax): each row is spread over `lanes`
+    // consecutive threads, each holding runs of `vec` contiguous elements; `rows_per_pass`
+    // rows are covered at once by all threads. Register l of thread t holds
+    //   row = (l / (chunks * vec)) * rows_per_pass + t / lanes
+    //   col = ((l / vec) % chunks * lanes + t % lanes) * vec + l % vec
+    RowBlocked,
+    // A [rows] vector that a reduction produced from a RowBlocked tile: every thread holds the
+    // values of the rows it covers there (register l is row l * rows_per_pass + t / lanes),
+    // replicated over the row's lanes.
+    RowOf,
+    // A [rows] vector reduced along dim 1 from a GemmAccumulator tile whose warps split M only:
+    // register r of a thread holds row AccumulatorLayout::row_of_register(r) (`gemm` names
+    // the layout), the two rows (lane / 4 and lane / 4 + 8) of each of its m16 blocks, replicated
+    // over the 4 lanes of a quad. A tile register i sits in row register
+    //   (i / 4 / mma_n) * 2 + (i % 4) / 2,   mma_n = the tile's columns per warp / 8.
+    AccumulatorRows,
+  };
+  Kind kind = Kind::Strided;
+  std::vector<std::int64_t> shape;
+  int per_thread = 0;  // registers each thread holds
+  // GemmAccumulator and AccumulatorRows: the device type whose acc_row / acc_col /
+  // row_of_register give the coordinates (GemmEngine).
+  GemmEngine gemm;
+  int warps_m = 0, warps_n = 0;
+  bool wgmma = false;  // GemmAccumulator of a gemm lowered to tessel::WarpgroupGemm
+  int vec = 1, lanes = 1, rows_per_pass = 1, chunks = 1;  // RowBlocked and RowOf
+};
+
 
 // A tensor the kernel reads through TMA: the host encodes its tensor map before each launch and
 // passes it by value (a __grid_constant__ parameter named by `var`).

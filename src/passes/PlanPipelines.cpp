@@ -185,7 +185,7 @@ class PipelinePlanner : public IRMutator {
                                     {Expr(), Buffer(), Expr(), {tile, stage}, issue_at(tile, stage)}};
     ctx_.epilogue_scratch[g->C.buffer->id] = PassContext::EpilogueScratch{a, b};
     return make_device_call("tessel::gemm_mainloop",
-                            {layout->second.gemm_type, std::to_string(op->num_stages)}, args, g->where);
+                            {layout->second.gemm.device_type(), std::to_string(op->num_stages)}, args, g->where);
   }
 
   // A loop whose loads are TMA loads (plan_tma_copies) becomes a ring of S stages per loaded

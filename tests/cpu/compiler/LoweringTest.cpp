@@ -20,9 +20,9 @@ std::string error_of(const std::function<void()>& fn) {
   return tessel::test::compile_error_of(fn);
 }
 
-// Shared layouts are values; the device header's type is named from them (at lowering and in
+// Shared layouts and gemm engines are values; the device header's type is named from them (at lowering and in
 // codegen's declarations), and the IR dump describes them.
-TEST(SharedLayouts, AreValuesNamedOnlyWhenLowered) {
+TEST(LayoutValues, AreNamedOnlyWhenLowered) {
   using L = tessel::passes::SharedLayout;
   EXPECT_EQ(L::row_major(1, 8136).device_type(), "tessel::RowMajorLayout<1, 8136>");
   EXPECT_EQ(L::swizzled_for(128, 32, 2).device_type(), "tessel::SwizzledLayout<128, 32, 2>");
@@ -35,6 +35,25 @@ TEST(SharedLayouts, AreValuesNamedOnlyWhenLowered) {
   EXPECT_EQ(L::wgmma_swizzle(64, 64, 2, 128), L::wgmma_swizzle(64, 64, 2, 128));
   EXPECT_NE(L::wgmma_swizzle(64, 64, 2, 128), L::wgmma_swizzle(64, 64, 2, 64));
   EXPECT_NE(L::swizzled_for(64, 64, 2), L::row_major(64, 64));
+  // A gemm tile's register owner, likewise.
+  using E = tessel::passes::GemmEngine;
+  E acc;
+  acc.rows = 64, acc.cols = 32, acc.warps_m = 4, acc.warps_n = 1;
+  EXPECT_EQ(acc.device_type(), "tessel::AccumulatorLayout<64, 32, 4, 1>");
+  E block = acc;
+  block.kind = E::Kind::BlockGemm;
+  block.dtype = "tessel::half_t", block.k = 16, block.trans_b = true;
+  block.a = L::swizzled_for(64, 16, 2), block.b = L::swizzled_for(32, 16, 2);
+  EXPECT_EQ(block.device_type(),
+            "tessel::BlockGemm<tessel::half_t, 64, 32, 16, 4, 1, false, true, tessel::SwizzledLayout<64, 16, 2>, "
+            "tessel::SwizzledLayout<32, 16, 2>>");
+  E wg = block;
+  wg.kind = E::Kind::WarpgroupGemm, wg.warpgroups = 1, wg.warps_m = wg.warps_n = 0;
+  wg.a = L::row_major(64, 16), wg.b = L::wgmma_swizzle(32, 16, 2, 32);
+  EXPECT_EQ(wg.device_type(),
+            "tessel::WarpgroupGemm<tessel::half_t, 64, 32, 16, 1, false, true, tessel::RowMajorLayout<64, 16>, "
+            "tessel::WgmmaSwizzleLayout<32, 16, 2, 32>>");
+  EXPECT_NE(wg, block);
 }
 
 TEST(Frontend, MatmulRecordsTheTutorialProgram) {

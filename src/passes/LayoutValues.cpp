@@ -1,6 +1,6 @@
-// SharedLayout's device type and description (PassContext.hpp): the one place a shared tile's
-// layout value becomes the name of a device header's layout type (device/tessel/layout.cuh,
-// wgmma.cuh).
+// The layout values' device types (PassContext.hpp): the one place a shared tile's layout
+// (SharedLayout) or a gemm tile's register owner (GemmEngine) becomes the name of a device
+// header's type (device/tessel/layout.cuh, accumulator.cuh, gemm.cuh, warpgroup_gemm.cuh).
 #include "passes/PassContext.hpp"
 
 namespace tessel::passes {
@@ -31,6 +31,17 @@ std::string SharedLayout::describe() const {
              std::to_string(elem_bytes) + "-byte elements)";
   }
   return "";
+}
+
+std::string GemmEngine::device_type() const {
+  auto n = [](std::int64_t v) { return std::to_string(v); };
+  if (kind == Kind::AccumulatorLayout)
+    return "tessel::AccumulatorLayout<" + n(rows) + ", " + n(cols) + ", " + n(warps_m) + ", " + n(warps_n) + ">";
+  const std::string dims = dtype + ", " + n(rows) + ", " + n(cols) + ", " + n(k) + ", ";
+  const std::string operands = std::string(trans_a ? "true" : "false") + ", " + (trans_b ? "true" : "false") +
+                               ", " + a.device_type() + ", " + b.device_type() + ">";
+  if (kind == Kind::WarpgroupGemm) return "tessel::WarpgroupGemm<" + dims + n(warpgroups) + ", " + operands;
+  return "tessel::BlockGemm<" + dims + n(warps_m) + ", " + n(warps_n) + ", " + operands;
 }
 
 }  // namespace tessel::passes
