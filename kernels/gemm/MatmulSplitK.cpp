@@ -19,10 +19,11 @@ namespace {
 
 void check_split_shape(const char* what, int M, int N, int K, int splits) {
   if (M <= 0 || N <= 0 || K <= 0)
-    throw std::invalid_argument(std::string(what) + ": M, N and K must be positive, not " + std::to_string(M) + "x" +
-                                std::to_string(N) + "x" + std::to_string(K));
+    throw std::invalid_argument(std::string(what) + ": M, N and K must be positive, not " +
+                                std::to_string(M) + "x" + std::to_string(N) + "x" + std::to_string(K));
   if (splits < 1)
-    throw std::invalid_argument(std::string(what) + ": splits = " + std::to_string(splits) + " (legal: 1 or more)");
+    throw std::invalid_argument(std::string(what) + ": splits = " + std::to_string(splits) +
+                                " (legal: 1 or more)");
 }
 
 }  // namespace
@@ -31,8 +32,8 @@ PrimFunc matmul_split_k_program(int M, int N, int K, int splits, const MatmulCon
   check_split_shape("matmul_split_k_program", M, N, K, splits);
   const int k_tiles = (K + c.block_K - 1) / c.block_K;
   if (splits > k_tiles)
-    throw std::invalid_argument("matmul_split_k_program: splits = " + std::to_string(splits) + " but K = " +
-                                std::to_string(K) + " has only " + std::to_string(k_tiles) +
+    throw std::invalid_argument("matmul_split_k_program: splits = " + std::to_string(splits) +
+                                " but K = " + std::to_string(K) + " has only " + std::to_string(k_tiles) +
                                 " tiles of block_K = " + std::to_string(c.block_K) + " (legal: 1 to " +
                                 std::to_string(k_tiles) + ")");
   T::PrimFunc f("matmul_split_k");
@@ -108,7 +109,9 @@ constexpr double kDramBytesPerUs = 4.1e6, kRateScale = 6.09e6, kHalfCtas = 38.4;
 // The reduction: its launch behind the partial GEMM and a DRAM round trip.
 constexpr double kReduceUs = 2;
 
-long long ceil_div(long long a, long long b) { return (a + b - 1) / b; }
+long long ceil_div(long long a, long long b) {
+  return (a + b - 1) / b;
+}
 
 // Microseconds to stream `bytes` with `ctas` CTAs resident (at most one per SM: the rings take
 // 139-164 KB of shared memory).
@@ -134,21 +137,23 @@ MatmulConfig split_k_config(long long M, DType dtype) {
 
 void plan_split_k(MatmulPlan& p, DType dtype, const std::string& arch, int split_k, int sm_count) {
   const long long k_tiles = ceil_div(p.kernel_K, kSplitBlockK);
-  const std::string legal = "legal: 0 = automatic, 1 = off" +
-                            (k_tiles >= 2 ? ", 2 to " + std::to_string(k_tiles) + " shares of K = " +
-                                                std::to_string(p.kernel_K) + "'s " + std::to_string(k_tiles) +
-                                                " tiles of " + std::to_string(kSplitBlockK)
-                                          : std::string(" (K = ") + std::to_string(p.kernel_K) +
-                                                " is one tile of " + std::to_string(kSplitBlockK) + ")");
+  const std::string legal =
+      "legal: 0 = automatic, 1 = off" +
+      (k_tiles >= 2 ? ", 2 to " + std::to_string(k_tiles) + " shares of K = " + std::to_string(p.kernel_K) +
+                          "'s " + std::to_string(k_tiles) + " tiles of " + std::to_string(kSplitBlockK)
+                    : std::string(" (K = ") + std::to_string(p.kernel_K) + " is one tile of " +
+                          std::to_string(kSplitBlockK) + ")");
   if (split_k < 0 || split_k > k_tiles)
     throw std::invalid_argument("Matmul: split_k = " + std::to_string(split_k) + " (" + legal + ")");
   if (sm_count < 1)
-    throw std::invalid_argument("plan_matmul: sm_count = " + std::to_string(sm_count) + " (legal: 1 or more)");
+    throw std::invalid_argument("plan_matmul: sm_count = " + std::to_string(sm_count) +
+                                " (legal: 1 or more)");
   const std::string sep = p.why.empty() ? "" : "; ";
   const bool sixteen_bit = dtype == DType::f16 || dtype == DType::bf16;
   if (split_k >= 2 && !sixteen_bit)
     throw std::invalid_argument("Matmul: split_k = " + std::to_string(split_k) + " with dtype " +
-                                std::string(dtype_name(dtype)) + " (split-K takes f16 or bf16; legal here: 0, 1)");
+                                std::string(dtype_name(dtype)) +
+                                " (split-K takes f16 or bf16; legal here: 0, 1)");
   if (split_k == 1) {
     p.why += sep + "split-K off (split_k = 1)";
     return;
@@ -161,14 +166,16 @@ void plan_split_k(MatmulPlan& p, DType dtype, const std::string& arch, int split
   const long long whole_tiles = ceil_div(p.M, whole.block_M) * ceil_div(p.kernel_N, whole.block_N);
   const bool cluster_split =
       arch.rfind("sm_90", 0) == 0 &&
-      passes::hopper_split_k(whole_tiles, p.kernel_K,
-                             passes::hopper_ring_smem(whole.block_M, whole.block_N, whole.block_K, whole.num_stages),
-                             whole.block_M, whole.block_N, sm_count, default_smem_cap(arch));
+      passes::hopper_split_k(
+          whole_tiles, p.kernel_K,
+          passes::hopper_ring_smem(whole.block_M, whole.block_N, whole.block_K, whole.num_stages),
+          whole.block_M, whole.block_N, sm_count, default_smem_cap(arch));
   const long long whole_ctas = whole_tiles * (cluster_split ? 2 : 1);
   // The bytes every grid reads: A once per column tile, B once.
   const double e = dtype_bytes(dtype);
   const auto operand_bytes = [&](long long block_N) {
-    return e * static_cast<double>(p.M * p.kernel_K * ceil_div(p.kernel_N, block_N) + p.kernel_K * p.kernel_N);
+    return e *
+           static_cast<double>(p.M * p.kernel_K * ceil_div(p.kernel_N, block_N) + p.kernel_K * p.kernel_N);
   };
   p.estimate_unsplit_us = stream_us(operand_bytes(whole.block_N), whole_ctas, sm_count);
   // Split s ways: the longest share sets the time; the partials are written and read back.
@@ -182,10 +189,10 @@ void plan_split_k(MatmulPlan& p, DType dtype, const std::string& arch, int split
   int chosen = split_k;
   if (split_k == 0) {
     const bool aligned = p.kernel_K % 8 == 0 && p.kernel_N % 8 == 0;
-    const char* not_here = !sixteen_bit                   ? "split-K takes f16 or bf16"
-                           : arch.rfind("sm_90", 0) != 0 ? "the model is the H200's (sm_90)"
-                           : p.M > kMaxAutoM           ? "M > 64 fills the GPU with its own tiles"
-                           : !aligned                  ? "the kernel's rows are not 16-byte aligned"
+    const char* not_here = !sixteen_bit                      ? "split-K takes f16 or bf16"
+                           : arch.rfind("sm_90", 0) != 0     ? "the model is the H200's (sm_90)"
+                           : p.M > kMaxAutoM                 ? "M > 64 fills the GPU with its own tiles"
+                           : !aligned                        ? "the kernel's rows are not 16-byte aligned"
                            : k_tiles < 2 * kMinTilesPerShare ? "K has fewer than 16 tiles of 64"
                                                              : nullptr;
     if (not_here) {
@@ -198,9 +205,10 @@ void plan_split_k(MatmulPlan& p, DType dtype, const std::string& arch, int split
       if (split_us(s) < split_us(chosen)) chosen = static_cast<int>(s);
     p.estimate_split_us = split_us(chosen);
     if (!(p.estimate_split_us < p.estimate_unsplit_us)) {
-      why << sep << "not split: " << whole_ctas << " CTAs (" << whole_tiles << " tiles of " << whole.block_M << "x"
-          << whole.block_N << (cluster_split ? " over 2-CTA clusters" : "") << ") stream it in "
-          << p.estimate_unsplit_us << " us, split-K " << chosen << " in " << p.estimate_split_us << " us (model)";
+      why << sep << "not split: " << whole_ctas << " CTAs (" << whole_tiles << " tiles of " << whole.block_M
+          << "x" << whole.block_N << (cluster_split ? " over 2-CTA clusters" : "") << ") stream it in "
+          << p.estimate_unsplit_us << " us, split-K " << chosen << " in " << p.estimate_split_us
+          << " us (model)";
       p.why += why.str();
       return;
     }
@@ -211,13 +219,13 @@ void plan_split_k(MatmulPlan& p, DType dtype, const std::string& arch, int split
   p.split_config = split;
   p.split_reduce = default_split_k_reduce(p.M, p.kernel_N);
   p.workspace_bytes = 4LL * chosen * p.M * p.kernel_N;
-  why << sep << "split-K " << chosen << (split_k == 0 ? "" : " (forced)") << ": " << split_tiles << " tiles of "
-      << split.block_M << "x" << split.block_N << " x " << chosen << " shares of " << k_tiles / chosen
-      << (k_tiles % chosen ? "-" + std::to_string(k_tiles / chosen + 1) : "") << " K tiles = "
-      << split_tiles * chosen << " CTAs on " << sm_count << " SMs (model: " << p.estimate_split_us
-      << " us, against " << p.estimate_unsplit_us << " us for " << whole_ctas << " CTAs of " << whole.block_M << "x"
-      << whole.block_N << " tiles" << (cluster_split ? " over 2-CTA clusters" : "") << "); f32 workspace "
-      << p.workspace_bytes << " B";
+  why << sep << "split-K " << chosen << (split_k == 0 ? "" : " (forced)") << ": " << split_tiles
+      << " tiles of " << split.block_M << "x" << split.block_N << " x " << chosen << " shares of "
+      << k_tiles / chosen << (k_tiles % chosen ? "-" + std::to_string(k_tiles / chosen + 1) : "")
+      << " K tiles = " << split_tiles * chosen << " CTAs on " << sm_count
+      << " SMs (model: " << p.estimate_split_us << " us, against " << p.estimate_unsplit_us << " us for "
+      << whole_ctas << " CTAs of " << whole.block_M << "x" << whole.block_N << " tiles"
+      << (cluster_split ? " over 2-CTA clusters" : "") << "); f32 workspace " << p.workspace_bytes << " B";
   p.why += why.str();
 }
 

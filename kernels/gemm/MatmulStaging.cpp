@@ -7,8 +7,8 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "tessel/kernels/gemm/Matmul.hpp"
 #include "MatmulSplitK.hpp"
+#include "tessel/kernels/gemm/Matmul.hpp"
 #include "tessel/runtime/Driver.hpp"
 
 namespace tessel::kernels {
@@ -21,7 +21,9 @@ namespace {
 // write counted) and costs a few microseconds to start.
 constexpr double kDirectTflops = 80, kAlignedTflops = 600, kCopyBytesPerUs = 3e6, kCopyUs = 3, kLaunchUs = 5;
 
-long long round_up(long long x, long long m) { return (x + m - 1) / m * m; }
+long long round_up(long long x, long long m) {
+  return (x + m - 1) / m * m;
+}
 
 std::string shape_text(const std::vector<std::int64_t>& shape) {
   std::string s = "[";
@@ -31,13 +33,14 @@ std::string shape_text(const std::vector<std::int64_t>& shape) {
 
 void check_operand(const char* name, const Tensor& t, std::vector<std::int64_t> want, DType dtype) {
   if (t.shape() != want || t.dtype() != dtype || !t.is_contiguous())
-    throw std::invalid_argument(std::string("Matmul: ") + name + " is " + t.describe() + "; expected a contiguous " +
-                                shape_text(want) + " tensor of " + std::string(dtype_name(dtype)));
+    throw std::invalid_argument(std::string("Matmul: ") + name + " is " + t.describe() +
+                                "; expected a contiguous " + shape_text(want) + " tensor of " +
+                                std::string(dtype_name(dtype)));
 }
 
 // dst[r, 0:width) = src[r, 0:width) for r < rows, rows `pitch` bytes apart on each side.
-void copy_rows(const Tensor& dst, long long dst_pitch, const Tensor& src, long long src_pitch, long long width,
-               long long rows, CUstream stream) {
+void copy_rows(const Tensor& dst, long long dst_pitch, const Tensor& src, long long src_pitch,
+               long long width, long long rows, CUstream stream) {
   CUDA_MEMCPY2D c{};
   c.srcMemoryType = CU_MEMORYTYPE_DEVICE;
   c.srcDevice = src.device_ptr();
@@ -73,7 +76,8 @@ MatmulPlan plan_staging(long long M, long long N, long long K, DType dtype, cons
     throw std::invalid_argument("plan_matmul: M, N and K must be positive, not " + std::to_string(M) + "x" +
                                 std::to_string(N) + "x" + std::to_string(K));
   if (dtype != DType::f16 && dtype != DType::bf16 && dtype != DType::f32)
-    throw std::invalid_argument("plan_matmul: dtype " + std::string(dtype_name(dtype)) + " (legal: f16, bf16, f32)");
+    throw std::invalid_argument("plan_matmul: dtype " + std::string(dtype_name(dtype)) +
+                                " (legal: f16, bf16, f32)");
   MatmulPlan p;
   p.M = M, p.N = N, p.K = K;
   p.kernel_N = N, p.kernel_K = K;
@@ -86,15 +90,17 @@ MatmulPlan plan_staging(long long M, long long N, long long K, DType dtype, cons
   const long long Kp = round_up(K, align), Np = round_up(N, align);
   const bool a = k_odd, b = true, c = n_odd;  // B has K rows and N columns: staged either way
   const double flops = 2.0 * static_cast<double>(M) * static_cast<double>(N) * static_cast<double>(K);
-  const double bytes = 2.0 * static_cast<double>(e) *
-                       ((a ? M * K : 0) + K * N + (c ? M * N : 0));  // read and written
+  const double bytes =
+      2.0 * static_cast<double>(e) * ((a ? M * K : 0) + K * N + (c ? M * N : 0));  // read and written
   const int copies = (a ? 1 : 0) + 1 + (c ? 1 : 0);
   p.estimate_direct_us = flops / (kDirectTflops * 1e6) + kLaunchUs;
-  p.estimate_staged_us = flops / (kAlignedTflops * 1e6) + bytes / kCopyBytesPerUs + copies * kCopyUs + kLaunchUs;
+  p.estimate_staged_us =
+      flops / (kAlignedTflops * 1e6) + bytes / kCopyBytesPerUs + copies * kCopyUs + kLaunchUs;
   std::ostringstream why;
-  const std::string rows = std::string(k_odd ? "K = " + std::to_string(K) : "") + (k_odd && n_odd ? " and " : "") +
-                           (n_odd ? "N = " + std::to_string(N) : "") + " not a multiple of " +
-                           std::to_string(align) + " " + std::string(dtype_name(dtype)) + " elements";
+  const std::string rows = std::string(k_odd ? "K = " + std::to_string(K) : "") +
+                           (k_odd && n_odd ? " and " : "") + (n_odd ? "N = " + std::to_string(N) : "") +
+                           " not a multiple of " + std::to_string(align) + " " +
+                           std::string(dtype_name(dtype)) + " elements";
   if (staging == MatmulStaging::never) {
     p.why = rows + "; staging off (MatmulStaging::never): the element-wise kernel for the exact shape";
     return p;
@@ -108,7 +114,8 @@ MatmulPlan plan_staging(long long M, long long N, long long K, DType dtype, cons
   }
   if (Np > std::numeric_limits<int>::max() || Kp > std::numeric_limits<int>::max()) {
     // The padded kernel's dimensions would not fit the int a kernel's shape is.
-    const std::string past = rows + "; padding to " + std::to_string(Np) + " columns and K = " + std::to_string(Kp) +
+    const std::string past = rows + "; padding to " + std::to_string(Np) +
+                             " columns and K = " + std::to_string(Kp) +
                              " passes 2^31 - 1, the largest dimension a kernel takes";
     if (staging == MatmulStaging::always) throw std::invalid_argument("plan_matmul: " + past);
     p.why = past + ": not staged";
@@ -117,11 +124,12 @@ MatmulPlan plan_staging(long long M, long long N, long long K, DType dtype, cons
   p.stage_a = a, p.stage_b = b, p.stage_c = c;
   p.kernel_N = Np, p.kernel_K = Kp;
   why << rows << " (" << arch << "); staged: ";
-  why << (a ? "A [M, K] -> [M, " + std::to_string(Kp) + "], " : "") << "B [K, N] -> [" << Kp << ", " << Np << "]"
-      << (c ? ", C through [M, " + std::to_string(Np) + "]" : "");
+  why << (a ? "A [M, K] -> [M, " + std::to_string(Kp) + "], " : "") << "B [K, N] -> [" << Kp << ", " << Np
+      << "]" << (c ? ", C through [M, " + std::to_string(Np) + "]" : "");
   if (staging == MatmulStaging::automatic) {
     why.precision(3);
-    why << " (model: " << p.estimate_staged_us << " us staged against " << p.estimate_direct_us << " us direct)";
+    why << " (model: " << p.estimate_staged_us << " us staged against " << p.estimate_direct_us
+        << " us direct)";
   }
   p.why = why.str();
   return p;
@@ -149,7 +157,8 @@ struct Matmul::Impl {
   mutable bool allocated = false;
 };
 
-Matmul::Matmul(int M, int N, int K, DType dtype, MatmulStaging staging, const JitOptions& options, int split_k)
+Matmul::Matmul(int M, int N, int K, DType dtype, MatmulStaging staging, const JitOptions& options,
+               int split_k)
     : impl_(std::make_shared<Impl>()) {
   if (dtype != DType::f16 && dtype != DType::bf16)
     throw std::invalid_argument("Matmul: dtype " + std::string(dtype_name(dtype)) + " (legal: f16, bf16)");
@@ -199,21 +208,22 @@ std::size_t Matmul::workspace_bytes() const {
   return static_cast<std::size_t>(workspace_layout(impl_->plan, impl_->M, impl_->dtype).total);
 }
 
-void Matmul::operator()(const Tensor& A, const Tensor& B, const Tensor& C, CUstream stream, CUdeviceptr workspace,
-                        std::size_t workspace_size) const {
+void Matmul::operator()(const Tensor& A, const Tensor& B, const Tensor& C, CUstream stream,
+                        CUdeviceptr workspace, std::size_t workspace_size) const {
   const Impl& m = *impl_;
   const MatmulPlan& p = m.plan;
   const WorkspaceLayout l = workspace_layout(p, m.M, m.dtype);
   if (l.total == 0) return (*this)(A, B, C, stream);
   if (workspace_size < static_cast<std::size_t>(l.total) || workspace % 256 != 0)
-    throw std::invalid_argument("Matmul: the workspace is " + std::to_string(workspace_size) + " bytes at 0x" +
-                                [&] {
-                                  char s[32];
-                                  std::snprintf(s, sizeof s, "%llx", static_cast<unsigned long long>(workspace));
-                                  return std::string(s);
-                                }() +
-                                "; " + describe() + " needs " + std::to_string(l.total) +
-                                " bytes or more, 256-byte aligned (workspace_bytes())");
+    throw std::invalid_argument(
+        "Matmul: the workspace is " + std::to_string(workspace_size) + " bytes at 0x" +
+        [&] {
+          char s[32];
+          std::snprintf(s, sizeof s, "%llx", static_cast<unsigned long long>(workspace));
+          return std::string(s);
+        }() +
+        "; " + describe() + " needs " + std::to_string(l.total) +
+        " bytes or more, 256-byte aligned (workspace_bytes())");
   check_operand("A", A, {m.M, m.K}, m.dtype);
   check_operand("B", B, {m.K, m.N}, m.dtype);
   check_operand("C", C, {m.M, m.N}, m.dtype);
@@ -228,9 +238,10 @@ void Matmul::operator()(const Tensor& A, const Tensor& B, const Tensor& C, CUstr
   const long long e = dtype_bytes(m.dtype);
   auto zero_2d = [&](CUdeviceptr at, long long pitch, long long width, long long rows) {
     if (width <= 0 || rows <= 0) return;
-    check_cu(driver().cuMemsetD2D8Async(at, static_cast<std::size_t>(pitch), 0, static_cast<std::size_t>(width),
-                                        static_cast<std::size_t>(rows), stream),
-             "cuMemsetD2D8Async (Matmul's staging padding)");
+    check_cu(
+        driver().cuMemsetD2D8Async(at, static_cast<std::size_t>(pitch), 0, static_cast<std::size_t>(width),
+                                   static_cast<std::size_t>(rows), stream),
+        "cuMemsetD2D8Async (Matmul's staging padding)");
   };
   if (p.stage_a) zero_2d(s.a.device_ptr() + m.K * e, p.kernel_K * e, (p.kernel_K - m.K) * e, m.M);
   if (p.stage_b) {
@@ -293,20 +304,32 @@ void Matmul::run(const Tensor& A, const Tensor& B, const Tensor& C, CUstream str
   if (p.stage_c) copy_rows(C, m.N * e, s.c, p.kernel_N * e, m.N * e, m.M, stream);
 }
 
-const MatmulPlan& Matmul::plan() const { return impl_->plan; }
-const MatmulConfig& Matmul::config() const { return impl_->choice.config; }
-bool Matmul::tuned() const { return impl_->choice.tuned; }
-const JitKernel& Matmul::kernel() const { return impl_->kernel; }
-const JitKernel& Matmul::reduce_kernel() const { return impl_->reduce; }
+const MatmulPlan& Matmul::plan() const {
+  return impl_->plan;
+}
+const MatmulConfig& Matmul::config() const {
+  return impl_->choice.config;
+}
+bool Matmul::tuned() const {
+  return impl_->choice.tuned;
+}
+const JitKernel& Matmul::kernel() const {
+  return impl_->kernel;
+}
+const JitKernel& Matmul::reduce_kernel() const {
+  return impl_->reduce;
+}
 
 std::string Matmul::describe() const {
   const Impl& m = *impl_;
-  std::string s = m.choice.config.describe() + " on " + std::to_string(m.M) + "x" + std::to_string(m.plan.kernel_N) +
-                  "x" + std::to_string(m.plan.kernel_K);
+  std::string s = m.choice.config.describe() + " on " + std::to_string(m.M) + "x" +
+                  std::to_string(m.plan.kernel_N) + "x" + std::to_string(m.plan.kernel_K);
   if (m.plan.staged()) {
     s += std::string("; ") + (m.plan.stage_a ? "A, " : "") + "B" + (m.plan.stage_c ? ", C" : "") + " staged";
-    if (m.plan.kernel_K != m.K) s += " (K " + std::to_string(m.K) + " -> " + std::to_string(m.plan.kernel_K) + ")";
-    if (m.plan.kernel_N != m.N) s += " (N " + std::to_string(m.N) + " -> " + std::to_string(m.plan.kernel_N) + ")";
+    if (m.plan.kernel_K != m.K)
+      s += " (K " + std::to_string(m.K) + " -> " + std::to_string(m.plan.kernel_K) + ")";
+    if (m.plan.kernel_N != m.N)
+      s += " (N " + std::to_string(m.N) + " -> " + std::to_string(m.plan.kernel_N) + ")";
   }
   if (m.plan.split()) s += "; split-K " + std::to_string(m.plan.split_k);
   return s;

@@ -131,7 +131,8 @@ void matmul_into(nb::handle a_obj, nb::handle b_obj, nb::handle c_obj, std::uint
     if (mm.workspace_bytes() == 0) {
       mm(x, y, z, as_stream(stream));
     } else {
-      if (ws == 0) throw nb::value_error("matmul_into: this shape needs a workspace (matmul_workspace_bytes)");
+      if (ws == 0)
+        throw nb::value_error("matmul_into: this shape needs a workspace (matmul_workspace_bytes)");
       mm(x, y, z, as_stream(stream), ws, ws_bytes);
     }
   };
@@ -158,12 +159,13 @@ void linear_into(nb::handle x_obj, nb::handle wt_obj, nb::handle bias_obj, nb::h
   Tensor c = device_view(borrow(c_obj, "out"), "out");
   kernels::Activation act = activation_from(activation);
   const std::int64_t M = x.size(0), K = x.size(1), N = wt.size(1);
-  const JitKernel& k = cached(
-      {static_cast<std::int64_t>(OpKind::linear), M, N, K, dtype_key(x.dtype()), static_cast<std::int64_t>(act)},
-      [&] {
-        auto cfg = kernels::choose_matmul_config(int(M), int(N), int(K), x.dtype()).config;
-        return kernels::make_matmul_bias_act(int(M), int(N), int(K), cfg, act);
-      });
+  const JitKernel& k = cached({static_cast<std::int64_t>(OpKind::linear), M, N, K, dtype_key(x.dtype()),
+                               static_cast<std::int64_t>(act)},
+                              [&] {
+                                auto cfg =
+                                    kernels::choose_matmul_config(int(M), int(N), int(K), x.dtype()).config;
+                                return kernels::make_matmul_bias_act(int(M), int(N), int(K), cfg, act);
+                              });
   k.launch({x, wt, bias, c}, as_stream(stream));
 }
 
@@ -187,8 +189,8 @@ kernels::AttentionShape attention_shape(const Tensor& q, const Tensor& k, const 
 
 // O, LSE = attention(Q, K, V): Q [B, Sq, H, D], K/V [B, Sk, Hkv, D] with any strides (D
 // contiguous), O [B, Sq, H, D] row-major, LSE [B, H, Sq] f32. scale 0: 1/sqrt(D).
-void attention_into(nb::handle q_obj, nb::handle k_obj, nb::handle v_obj, nb::handle o_obj, nb::handle lse_obj,
-                    bool causal, float scale, std::uintptr_t stream) {
+void attention_into(nb::handle q_obj, nb::handle k_obj, nb::handle v_obj, nb::handle o_obj,
+                    nb::handle lse_obj, bool causal, float scale, std::uintptr_t stream) {
   Tensor q = device_view(borrow(q_obj, "q"), "q");
   Tensor k = device_view(borrow(k_obj, "k"), "k");
   Tensor v = device_view(borrow(v_obj, "v"), "v");
@@ -197,9 +199,18 @@ void attention_into(nb::handle q_obj, nb::handle k_obj, nb::handle v_obj, nb::ha
   kernels::AttentionShape s = attention_shape(q, k, v);
   std::uint32_t scale_bits;
   std::memcpy(&scale_bits, &scale, sizeof scale_bits);
-  Key key{static_cast<std::int64_t>(OpKind::attention), s.batch, s.heads, s.kv_heads, s.seqlen_q, s.seqlen_k,
-          s.dim, dtype_key(q.dtype()), causal ? 1 : 0, static_cast<std::int64_t>(scale_bits)};
-  for (const auto* st : {&s.q_strides, &s.k_strides, &s.v_strides}) key.insert(key.end(), st->begin(), st->end());
+  Key key{static_cast<std::int64_t>(OpKind::attention),
+          s.batch,
+          s.heads,
+          s.kv_heads,
+          s.seqlen_q,
+          s.seqlen_k,
+          s.dim,
+          dtype_key(q.dtype()),
+          causal ? 1 : 0,
+          static_cast<std::int64_t>(scale_bits)};
+  for (const auto* st : {&s.q_strides, &s.k_strides, &s.v_strides})
+    key.insert(key.end(), st->begin(), st->end());
   const JitKernel& kernel = cached(key, [&] {
     kernels::check_attention(s, q.dtype());
     kernels::AttentionOptions o;
@@ -231,7 +242,8 @@ nb::object matmul_cpu(nb::handle a_obj, nb::handle b_obj) {
   return host_capsule(std::move(out[0]));
 }
 
-nb::object linear_cpu(nb::handle x_obj, nb::handle wt_obj, nb::handle bias_obj, const std::string& activation) {
+nb::object linear_cpu(nb::handle x_obj, nb::handle wt_obj, nb::handle bias_obj,
+                      const std::string& activation) {
   auto x = host_copy(borrow(x_obj, "x"), "x");
   auto wt = host_copy(borrow(wt_obj, "weight"), "weight");
   auto bias = host_copy(borrow(bias_obj, "bias"), "bias");
@@ -242,8 +254,8 @@ nb::object linear_cpu(nb::handle x_obj, nb::handle wt_obj, nb::handle bias_obj, 
   std::vector<interp::HostTensor> out;
   {
     nb::gil_scoped_release release;
-    out = interp::run_on_cpu(kernels::matmul_bias_act_program(int(M), int(N), int(K), cfg, act), {x, wt, bias},
-                             {-1});
+    out = interp::run_on_cpu(kernels::matmul_bias_act_program(int(M), int(N), int(K), cfg, act),
+                             {x, wt, bias}, {-1});
   }
   return host_capsule(std::move(out[0]));
 }
@@ -299,9 +311,11 @@ void matmul_overhead_probe(nb::handle a_obj, nb::handle b_obj, nb::handle c_obj,
 // The floor under tessel.ops.matmul's per-call cost: `n` launches of the same cached kernel from
 // C++ (tensors imported once, no Python in the loop), the CPU microseconds per launch. Needs a
 // GPU; n stays below the launch queue's depth in the caller, so the CPU never waits for the GPU.
-double matmul_launch_loop_us(nb::handle a_obj, nb::handle b_obj, nb::handle c_obj, std::uintptr_t stream, int n) {
+double matmul_launch_loop_us(nb::handle a_obj, nb::handle b_obj, nb::handle c_obj, std::uintptr_t stream,
+                             int n) {
   require_gpu("matmul_launch_loop_us");
-  if (n < 1) throw nb::value_error(("matmul_launch_loop_us: n = " + std::to_string(n) + "; legal: n >= 1").c_str());
+  if (n < 1)
+    throw nb::value_error(("matmul_launch_loop_us: n = " + std::to_string(n) + "; legal: n >= 1").c_str());
   Tensor a = device_view(borrow(a_obj, "a"), "a");
   Tensor b = device_view(borrow(b_obj, "b"), "b");
   Tensor c = device_view(borrow(c_obj, "out"), "out");
@@ -320,7 +334,8 @@ void bind_ops(nb::module_& m) {
   m.def("matmul_into", &matmul_into, nb::arg("a"), nb::arg("b"), nb::arg("out"), nb::arg("stream"),
         nb::arg("workspace").none() = nb::none());
   m.def("matmul_workspace_bytes", &matmul_workspace_bytes, nb::arg("M"), nb::arg("N"), nb::arg("K"),
-        nb::arg("dtype"), "Scratch bytes tessel.ops.matmul allocates for this GEMM (kernels::Matmul's plan).");
+        nb::arg("dtype"),
+        "Scratch bytes tessel.ops.matmul allocates for this GEMM (kernels::Matmul's plan).");
   m.def("linear_into", &linear_into, nb::arg("x"), nb::arg("weight_t"), nb::arg("bias"), nb::arg("out"),
         nb::arg("activation"), nb::arg("stream"));
   m.def("softmax_into", &softmax_into, nb::arg("x"), nb::arg("out"), nb::arg("stream"));
@@ -335,10 +350,16 @@ void bind_ops(nb::module_& m) {
         nb::arg("stream"));
   m.def("matmul_launch_loop_us", &matmul_launch_loop_us, nb::arg("a"), nb::arg("b"), nb::arg("out"),
         nb::arg("stream"), nb::arg("n"));
-  m.def("op_cache_size", [] { return op_cache().size() + matmul_cache().size(); },
-        "Kernels the ops compiled in this process.");
-  m.def("clear_op_cache", [] { op_cache().clear(); matmul_cache().clear(); },
-        "Forgets the ops' kernels (jit()'s memory and disk caches keep theirs).");
+  m.def(
+      "op_cache_size", [] { return op_cache().size() + matmul_cache().size(); },
+      "Kernels the ops compiled in this process.");
+  m.def(
+      "clear_op_cache",
+      [] {
+        op_cache().clear();
+        matmul_cache().clear();
+      },
+      "Forgets the ops' kernels (jit()'s memory and disk caches keep theirs).");
 }
 
 }  // namespace tessel::python

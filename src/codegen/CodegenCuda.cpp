@@ -341,7 +341,8 @@ class CudaEmitter {
       // A store rounds to the buffer's 16-bit type; a cast to that same type right before it
       // would round twice (the same value, but two conversions per element in a softmax's P).
       const Cast* same = st->value.as<Cast>();
-      const bool rounded_by_store = same && is_16bit_float(st->buffer->dtype) && same->dtype == st->buffer->dtype;
+      const bool rounded_by_store =
+          same && is_16bit_float(st->buffer->dtype) && same->dtype == st->buffer->dtype;
       std::string v = rounded_by_store ? "(float)(" + expr(same->value) + ")" : expr(st->value);
       if (is_16bit_float(st->buffer->dtype))
         v = "tessel::from_float<" + cuda_type(st->buffer->dtype) + ">(" + v + ")";

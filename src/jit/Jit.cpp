@@ -40,9 +40,10 @@ class JitKernelImpl {
     if (!loaded) {
       auto k = std::make_unique<LoadedKernel>(compiled);
       if (required_regs > 0 && k->num_registers() != required_regs)
-        throw_internal_error("the warp-specialized " + compiled.lowered_name + " was loaded with " +
-                             std::to_string(k->num_registers()) + " registers per thread (the driver's count), not the " +
-                             std::to_string(required_regs) + " its setmaxnreg budgets assume; launching it could hang");
+        throw_internal_error(
+            "the warp-specialized " + compiled.lowered_name + " was loaded with " +
+            std::to_string(k->num_registers()) + " registers per thread (the driver's count), not the " +
+            std::to_string(required_regs) + " its setmaxnreg budgets assume; launching it could hang");
       loaded = std::move(k);
     }
     return *loaded;
@@ -203,9 +204,9 @@ JitKernel jit(const PrimFunc& f, const JitOptions& options, std::source_location
                         gpu_available() && current_device().arch() == arch ? current_device().sm_count : 0};
   // TESSEL_DISABLE=tma,wgmma,warp_specialization turns the same switches off from outside a
   // program (the CLI's benchmarks, a user bisecting a wrong result).
-  const std::set<std::string> disabled =
-      features_named("TESSEL_DISABLE", {"tma", "wgmma", "warp_specialization", "split_k", "tma_store", "multicast",
-                                        "async_pipeline", "pingpong", "async_gemm", "row_staging"});
+  const std::set<std::string> disabled = features_named(
+      "TESSEL_DISABLE", {"tma", "wgmma", "warp_specialization", "split_k", "tma_store", "multicast",
+                         "async_pipeline", "pingpong", "async_gemm", "row_staging"});
   auto env_off = [&](const char* name) { return disabled.count(name) != 0; };
   // TESSEL_ENABLE turns opt-in features on from outside (benchmarks of a feature not on by default).
   const std::set<std::string> enabled = features_named("TESSEL_ENABLE", {"rotate_gemm_loops"});

@@ -25,11 +25,11 @@ class CopyLowering {
     if (ss == Scope::Global && ds == Scope::Shared && !op->pad.defined()) return global_to_shared(op);
     if (ss == Scope::Fragment && ds == Scope::Global) {
       const FragmentLayout& l = ctx_.fragment_layouts.at(src.buffer->id);
-      if (l.kind == FragmentLayout::Kind::GemmAccumulator && covers_whole_buffer(src)) return accumulators_to_global(op, l);
+      if (l.kind == FragmentLayout::Kind::GemmAccumulator && covers_whole_buffer(src))
+        return accumulators_to_global(op, l);
     }
     return element_copy(op);
   }
-
 
  private:
   Stmt global_to_shared(const CopyStmt* op) {
@@ -97,7 +97,8 @@ class CopyLowering {
         args.insert(args.begin() + 1, DeviceCallArg{Expr(), a, Expr()});
         ctx_.smem_contiguous.emplace_back(scratch->second.a, scratch->second.b);
         return make_device_call("tessel::store_accumulators_via_shared",
-                                {dtype_cuda(g->dtype), l.gemm.device_type(), chunks ? "true" : "false"}, args, w);
+                                {dtype_cuda(g->dtype), l.gemm.device_type(), chunks ? "true" : "false"}, args,
+                                w);
       }
     }
     return make_device_call("tessel::store_accumulators",
@@ -253,29 +254,35 @@ class CopyLowering {
     Buffer scratch = Buffer::make(t->name + "_span", {make_int(R * *L + vec)}, t->dtype, Scope::Shared, w);
     ctx_.shared_layouts[scratch->id] = SharedLayout::row_major(1, R * *L + vec);
     // The run: the valid rows (at most the tile's), whole; the scratch offset by its misalignment.
-    Expr rows = make_binary(BinaryOp::Max, make_binary(BinaryOp::Min, m.rows_valid, make_int(R)), make_int(0));
+    Expr rows =
+        make_binary(BinaryOp::Max, make_binary(BinaryOp::Min, m.rows_valid, make_int(R)), make_int(0));
     Expr count = mul(i64(rows), i64(make_int(*L)));
     Expr shift = make_binary(BinaryOp::Mod, m.offset, i64(make_int(vec)));
     Expr at = add(shift, add(mul(i64(coords[0]), i64(make_int(*L))), i64(coords[1])));
     std::vector<std::string> span_targs{dtype_cuda(t->dtype), std::to_string(ctx_.threads)};
-    std::vector<std::string> vec_targs{dtype_cuda(t->dtype), std::to_string(vec), dtype_cuda(f.buffer->dtype)};
+    std::vector<std::string> vec_targs{dtype_cuda(t->dtype), std::to_string(vec),
+                                       dtype_cuda(f.buffer->dtype)};
     const int groups = l.per_thread / l.vec;
     std::vector<Stmt> out{make_decl(scratch, w)};
     if (load) {
-      out.push_back(make_device_call("tessel::copy_span_to_shared", span_targs,
-                                     {{Expr(), scratch, shift}, {Expr(), t, m.offset}, {count, Buffer(), Expr()}}, w));
+      out.push_back(
+          make_device_call("tessel::copy_span_to_shared", span_targs,
+                           {{Expr(), scratch, shift}, {Expr(), t, m.offset}, {count, Buffer(), Expr()}}, w));
       Expr pad = op->pad.defined() ? make_cast(DType::f32, op->pad) : make_float(0.0);
       vec_targs.push_back("false");  // shared memory: plain loads
       Stmt call = make_device_call(
           "tessel::load_row_vector", vec_targs,
-          {{Expr(), scratch, at}, {valid, Buffer(), Expr()}, {pad, Buffer(), Expr()}, {Expr(), regs, first}}, w);
+          {{Expr(), scratch, at}, {valid, Buffer(), Expr()}, {pad, Buffer(), Expr()}, {Expr(), regs, first}},
+          w);
       out.push_back(make_for(grp, make_int(0), make_int(groups), ForKind::Unrolled, 0, call, w));
     } else {
-      Stmt call = make_device_call("tessel::store_row_vector", vec_targs,
-                                   {{Expr(), scratch, at}, {valid, Buffer(), Expr()}, {Expr(), regs, first}}, w);
+      Stmt call =
+          make_device_call("tessel::store_row_vector", vec_targs,
+                           {{Expr(), scratch, at}, {valid, Buffer(), Expr()}, {Expr(), regs, first}}, w);
       out.push_back(make_for(grp, make_int(0), make_int(groups), ForKind::Unrolled, 0, call, w));
-      out.push_back(make_device_call("tessel::copy_shared_span_to_global", span_targs,
-                                     {{Expr(), t, m.offset}, {Expr(), scratch, shift}, {count, Buffer(), Expr()}}, w));
+      out.push_back(
+          make_device_call("tessel::copy_shared_span_to_global", span_targs,
+                           {{Expr(), t, m.offset}, {Expr(), scratch, shift}, {count, Buffer(), Expr()}}, w));
     }
     return make_seq(out, w);
   }
@@ -296,7 +303,8 @@ class CopyLowering {
       const GlobalMatrix m = *global_matrix(g);
       valid = make_select(lt(coords[0], m.rows_valid), sub(m.cols_valid, coords[1]), make_int(0));
       offset = add(m.offset, add(mul(i64(coords[0]), i64(m.ld)), i64(coords[1])));
-      if (Stmt staged = span_copy(op, l, m, f, regs, grp, first, coords, valid); staged.defined()) return staged;
+      if (Stmt staged = span_copy(op, l, m, f, regs, grp, first, coords, valid); staged.defined())
+        return staged;
     } else {
       Expr row = add(g.starts[0], coords[0]), col = add(g.starts[1], coords[1]);
       valid = make_select(lt(row, t->shape[0]), sub(t->shape[1], col), make_int(0));
@@ -397,7 +405,9 @@ class CopyOp final : public TileOp {
     return {{c->src}, {c->dst}};
   }
 
-  Stmt lower(const Stmt& s, LowerContext& lc) const override { return CopyLowering(lc).lower(s.as<CopyStmt>()); }
+  Stmt lower(const Stmt& s, LowerContext& lc) const override {
+    return CopyLowering(lc).lower(s.as<CopyStmt>());
+  }
 
   Stmt verify(const Stmt& s) const override {
     const auto* op = s.as<CopyStmt>();

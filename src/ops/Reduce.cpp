@@ -104,7 +104,6 @@ class ReductionLowering {
   PassContext& ctx_;
 };
 
-
 class ReduceTileOp final : public TileOp {
  public:
   const char* name() const override { return "reduce"; }
@@ -115,7 +114,9 @@ class ReduceTileOp final : public TileOp {
     return a;
   }
   // Called by lower_reductions, which runs before lower_tile_ops while fragments still exist.
-  Stmt lower(const Stmt& s, LowerContext& lc) const override { return ReductionLowering(lc.ctx).lower(s.as<ReduceStmt>()); }
+  Stmt lower(const Stmt& s, LowerContext& lc) const override {
+    return ReductionLowering(lc.ctx).lower(s.as<ReduceStmt>());
+  }
 };
 
 }  // namespace

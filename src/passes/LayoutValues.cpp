@@ -36,7 +36,8 @@ std::string SharedLayout::describe() const {
 std::string GemmEngine::device_type() const {
   auto n = [](std::int64_t v) { return std::to_string(v); };
   if (kind == Kind::AccumulatorLayout)
-    return "tessel::AccumulatorLayout<" + n(rows) + ", " + n(cols) + ", " + n(warps_m) + ", " + n(warps_n) + ">";
+    return "tessel::AccumulatorLayout<" + n(rows) + ", " + n(cols) + ", " + n(warps_m) + ", " + n(warps_n) +
+           ">";
   const std::string dims = dtype + ", " + n(rows) + ", " + n(cols) + ", " + n(k) + ", ";
   const std::string operands = std::string(trans_a ? "true" : "false") + ", " + (trans_b ? "true" : "false") +
                                ", " + a.device_type() + ", " + b.device_type() + ">";

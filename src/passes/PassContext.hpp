@@ -40,7 +40,9 @@ struct SharedLayout {
   int elem_bytes = 0;               // Swizzled, WgmmaSwizzle
   int swizzle_bytes = 0;            // WgmmaSwizzle
 
-  static SharedLayout row_major(std::int64_t rows, std::int64_t cols) { return {Kind::RowMajor, rows, cols, 0, 0}; }
+  static SharedLayout row_major(std::int64_t rows, std::int64_t cols) {
+    return {Kind::RowMajor, rows, cols, 0, 0};
+  }
   static SharedLayout swizzled_for(std::int64_t rows, std::int64_t cols, int elem_bytes) {
     return {Kind::Swizzled, rows, cols, elem_bytes, 0};
   }
@@ -114,7 +116,6 @@ struct FragmentLayout {
   bool wgmma = false;  // GemmAccumulator of a gemm lowered to tessel::WarpgroupGemm
   int vec = 1, lanes = 1, rows_per_pass = 1, chunks = 1;  // RowBlocked and RowOf
 };
-
 
 // A tensor the kernel reads through TMA: the host encodes its tensor map before each launch and
 // passes it by value (a __grid_constant__ parameter named by `var`).

@@ -94,7 +94,8 @@ class PipelinePlanner : public IRMutator {
     std::vector<Stmt> body =
         op->body.as<SeqStmt>() ? op->body.as<SeqStmt>()->stmts : std::vector<Stmt>{op->body};
     std::vector<Stmt> producers, consumers;
-    for (const Stmt& s : body) (is_global_to_shared_copy(s) || s.as<TmaLoadStmt>() ? producers : consumers).push_back(s);
+    for (const Stmt& s : body)
+      (is_global_to_shared_copy(s) || s.as<TmaLoadStmt>() ? producers : consumers).push_back(s);
     int S = op->num_stages;
     auto w = op->where;
     if (!producers.empty() && producers[0].as<TmaLoadStmt>()) return tma_ring(op, producers, consumers);
@@ -149,7 +150,6 @@ class PipelinePlanner : public IRMutator {
     return make_seq({prologue, main, make_async_wait(0, w), barrier(w)}, w);
   }
 
-
  private:
   // __syncthreads (insert_proxy_fences fences it for the async proxy in wgmma kernels).
   static Stmt barrier(std::source_location w) { return make_barrier(w); }
@@ -185,7 +185,8 @@ class PipelinePlanner : public IRMutator {
                                     {Expr(), Buffer(), Expr(), {tile, stage}, issue_at(tile, stage)}};
     ctx_.epilogue_scratch[g->C.buffer->id] = PassContext::EpilogueScratch{a, b};
     return make_device_call("tessel::gemm_mainloop",
-                            {layout->second.gemm.device_type(), std::to_string(op->num_stages)}, args, g->where);
+                            {layout->second.gemm.device_type(), std::to_string(op->num_stages)}, args,
+                            g->where);
   }
 
   // A loop whose loads are TMA loads (plan_tma_copies) becomes a ring of S stages per loaded

@@ -1,8 +1,8 @@
 // tessel bench gemm: Tessel's GEMM beside cuBLAS, shape by shape and dtype by dtype, in one
 // process on the same inputs (see GemmBench.hpp for how it measures).
 #include <cmath>
-#include <iostream>
 #include <functional>
+#include <iostream>
 #include <memory>
 #include <optional>
 
@@ -116,13 +116,15 @@ int run_bench_gemm(const BenchGemmOptions& o) {
     }
     const bool library = o.config.empty() && epilogue == GemmEpilogue::none;
     const bool staged = library && plan.staged(), split = library && plan.split();
-    if (staged) choice = kernels::choose_matmul_config(c.shape.M, static_cast<int>(plan.kernel_N),
-                                                       static_cast<int>(plan.kernel_K), c.dtype);
+    if (staged)
+      choice = kernels::choose_matmul_config(c.shape.M, static_cast<int>(plan.kernel_N),
+                                             static_cast<int>(plan.kernel_K), c.dtype);
     if (split) choice = {plan.split_config, false};
     const std::string from = !o.config.empty() ? "--config" : choice.tuned ? "tuned" : "default";
-    const kernels::MatmulConfig config = !o.config.empty()   ? parse_matmul_config(o.config, c.dtype)
-                                         : choice.tuned || staged || split ? choice.config
-                                                                  : default_gemm_config(c.shape, c.dtype, s.smem_cap());
+    const kernels::MatmulConfig config = !o.config.empty() ? parse_matmul_config(o.config, c.dtype)
+                                         : choice.tuned || staged || split
+                                             ? choice.config
+                                             : default_gemm_config(c.shape, c.dtype, s.smem_cap());
     nlohmann::json r = {{"M", c.shape.M},
                         {"N", c.shape.N},
                         {"K", c.shape.K},
@@ -131,13 +133,15 @@ int run_bench_gemm(const BenchGemmOptions& o) {
                         {"config_source", !o.config.empty() ? "--config"
                                           : choice.tuned    ? "tuning cache"
                                                             : "default table"},
-                        {"staging", {{"mode", o.staging},
-                                     {"staged", staged},
-                                     {"kernel_shape", {c.shape.M, plan.kernel_N, plan.kernel_K}},
-                                     {"why", plan.why}}},
-                        {"split_k", {{"mode", o.split_k},
-                                     {"splits", split ? plan.split_k : 1},
-                                     {"workspace_bytes", split ? plan.workspace_bytes : 0}}}};
+                        {"staging",
+                         {{"mode", o.staging},
+                          {"staged", staged},
+                          {"kernel_shape", {c.shape.M, plan.kernel_N, plan.kernel_K}},
+                          {"why", plan.why}}},
+                        {"split_k",
+                         {{"mode", o.split_k},
+                          {"splits", split ? plan.split_k : 1},
+                          {"workspace_bytes", split ? plan.workspace_bytes : 0}}}};
     progress.step(c.shape.describe() + " " + std::string(dtype_name(c.dtype)) + " " +
                   format_matmul_config(config));
     if (kernels::matmul_smem_bytes(config) > s.smem_cap()) {
@@ -151,7 +155,8 @@ int run_bench_gemm(const BenchGemmOptions& o) {
     }
     try {
       std::optional<kernels::Matmul> matmul;
-      if (staged || split) matmul.emplace(c.shape.M, c.shape.N, c.shape.K, c.dtype, staging, JitOptions{}, split_k);
+      if (staged || split)
+        matmul.emplace(c.shape.M, c.shape.N, c.shape.K, c.dtype, staging, JitOptions{}, split_k);
       const JitKernel k =
           staged || split ? matmul->kernel()
           : epilogue == GemmEpilogue::none
@@ -273,21 +278,24 @@ Command add_bench_gemm_command(CLI::App& bench) {
                   "none: the GEMM against cublasGemmEx; bias or bias_relu: C = [relu](A*B + bias) fused, "
                   "against cuBLASLt's fused epilogue")
       ->capture_default_str();
-  app->add_option("--staging", o->staging,
-                  "Rows that are not 16-byte aligned (K or N not a multiple of 8): auto stages them through "
-                  "aligned zero-padded buffers when kernels::plan_matmul's model says it pays, always whenever "
-                  "one is unaligned, never (the kernel for the exact shape); only without --config and --epilogue")
+  app->add_option(
+         "--staging", o->staging,
+         "Rows that are not 16-byte aligned (K or N not a multiple of 8): auto stages them through "
+         "aligned zero-padded buffers when kernels::plan_matmul's model says it pays, always whenever "
+         "one is unaligned, never (the kernel for the exact shape); only without --config and --epilogue")
       ->capture_default_str();
-  app->add_option("--split-k", o->split_k,
-                  "Split K over CTAs, then sum the f32 partials (kernels::Matmul): auto when kernels::plan_matmul's "
-                  "model says the tile grid leaves most SMs idle (sm_90, M <= 64), 1 off (the library's default "
-                  "until split-K is measured on the H200), N that many shares "
-                  "(at most K's tiles of 64); only without --config and --epilogue")
+  app->add_option(
+         "--split-k", o->split_k,
+         "Split K over CTAs, then sum the f32 partials (kernels::Matmul): auto when kernels::plan_matmul's "
+         "model says the tile grid leaves most SMs idle (sm_90, M <= 64), 1 off (the library's default "
+         "until split-K is measured on the H200), N that many shares "
+         "(at most K's tiles of 64); only without --config and --epilogue")
       ->capture_default_str();
-  app->add_option("--l2-flush", o->l2_flush,
-                  "How the L2 is emptied before each timed run: clean (a 256 MiB write, then a read of it, so no "
-                  "dirty lines are left to write back during the run) or write (the write alone, as before "
-                  "2026-12-04 session 11: its write-back slows short memory-bound runs)")
+  app->add_option(
+         "--l2-flush", o->l2_flush,
+         "How the L2 is emptied before each timed run: clean (a 256 MiB write, then a read of it, so no "
+         "dirty lines are left to write back during the run) or write (the write alone, as before "
+         "2026-12-04 session 11: its write-back slows short memory-bound runs)")
       ->capture_default_str()
       ->check(CLI::IsMember({"clean", "write"}));
   app->add_option("--repeats", o->repeats, "Timed runs of each side (median reported)")

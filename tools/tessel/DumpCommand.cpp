@@ -119,30 +119,29 @@ int run_dump_gemm(const DumpOptions& o) {
     std::cerr << "tessel dump gemm: " << e.what() << "\n";
     return kExitUsage;
   }
-  const nlohmann::json what = {{"M", o.M},
-                               {"N", o.N},
-                               {"K", o.K},
-                               {"dtype", std::string(dtype_name(c.dtype))},
-                               {"config", format_matmul_config(c)},
-                               {"library_staging",
-                                {{"staged", plan.staged()},
-                                 {"kernel_shape", {o.M, plan.kernel_N, plan.kernel_K}},
-                                 {"why", plan.why}}},
-                               {"library_split_k",
-                                {{"splits", plan.split_k},
-                                 {"config", plan.split() ? format_matmul_config(plan.split_config) : ""},
-                                 {"workspace_bytes", plan.workspace_bytes}}}};
+  const nlohmann::json what = {
+      {"M", o.M},
+      {"N", o.N},
+      {"K", o.K},
+      {"dtype", std::string(dtype_name(c.dtype))},
+      {"config", format_matmul_config(c)},
+      {"library_staging",
+       {{"staged", plan.staged()}, {"kernel_shape", {o.M, plan.kernel_N, plan.kernel_K}}, {"why", plan.why}}},
+      {"library_split_k",
+       {{"splits", plan.split_k},
+        {"config", plan.split() ? format_matmul_config(plan.split_config) : ""},
+        {"workspace_bytes", plan.workspace_bytes}}}};
   if (chosen_levels(o) == 0 || o.ir)
     return emit(o, what, kernels::matmul_program(o.M, o.N, o.K, c).script(), nullptr);
   JitOptions jo;
   jo.arch = arch;
   const JitKernel k = kernels::make_matmul(o.M, o.N, o.K, c, jo);
-  std::string text = level_text(o, k,
-                                shape.describe() + " " + std::string(dtype_name(c.dtype)) + ", config " +
-                                    format_matmul_config(c));
+  std::string text = level_text(
+      o, k,
+      shape.describe() + " " + std::string(dtype_name(c.dtype)) + ", config " + format_matmul_config(c));
   if (o.resources && (plan.staged() || plan.split()))
-    text += "library:       kernels::Matmul runs " + std::to_string(o.M) + "x" + std::to_string(plan.kernel_N) + "x" +
-            std::to_string(plan.kernel_K) +
+    text += "library:       kernels::Matmul runs " + std::to_string(o.M) + "x" +
+            std::to_string(plan.kernel_N) + "x" + std::to_string(plan.kernel_K) +
             (plan.split() ? " as split-K " + std::to_string(plan.split_k) + " (partial GEMM " +
                                 format_matmul_config(plan.split_config) + ", then the reduction)"
                           : std::string()) +
@@ -220,9 +219,11 @@ Command add_dump_command(CLI::App& root) {
           "--config", o->config,
           "BMxBNxBK:stages:threads[:swz[N]][:cXxY], e.g. 128x128x32:3:128 (default: the built-in table)")
       ->type_name("CONFIG");
-  gemm->add_option("--split-k", o->split_k,
-                   "What kernels::Matmul's library: line (--resources) and JSON say it runs: auto (kernels::plan_matmul's "
-                   "model), 1 off (the library's default until split-K is measured on the H200), N that many shares")
+  gemm->add_option(
+          "--split-k", o->split_k,
+          "What kernels::Matmul's library: line (--resources) and JSON say it runs: auto "
+          "(kernels::plan_matmul's "
+          "model), 1 off (the library's default until split-K is measured on the H200), N that many shares")
       ->capture_default_str();
   add_level_flags(gemm, *o);
   gemm->callback([o] { o->kernel = "gemm"; });

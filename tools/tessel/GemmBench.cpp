@@ -153,13 +153,14 @@ void GemmBench::cublaslt_gemm(const GemmInputs& in, const Tensor& C_out) {
     lt_workspace_ = Tensor::empty({static_cast<std::int64_t>(kWorkspace)}, DType::u8);
   }
   const std::uint64_t M = in.shape.M, N = in.shape.N, K = in.shape.K;
-  const std::string key = in.shape.describe() + std::string(dtype_name(in.dtype)) + gemm_epilogue_name(in.epilogue) +
-                          std::to_string(in.bias.device_ptr());
+  const std::string key = in.shape.describe() + std::string(dtype_name(in.dtype)) +
+                          gemm_epilogue_name(in.epilogue) + std::to_string(in.bias.device_ptr());
   if (!lt_plan_ || lt_plan_->key != key) {
     auto plan = std::make_unique<LtPlan>();
     plan->key = key;
     const cudaDataType_t t = cublas_type(in.dtype);
-    check_cublas(cublasLtMatmulDescCreate(&plan->op, CUBLAS_COMPUTE_32F, CUDA_R_32F), "cublasLtMatmulDescCreate");
+    check_cublas(cublasLtMatmulDescCreate(&plan->op, CUBLAS_COMPUTE_32F, CUDA_R_32F),
+                 "cublasLtMatmulDescCreate");
     const cublasLtEpilogue_t epi =
         in.epilogue == GemmEpilogue::bias_relu ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_BIAS;
     check_cublas(cublasLtMatmulDescSetAttribute(plan->op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof(epi)),
@@ -188,8 +189,8 @@ void GemmBench::cublaslt_gemm(const GemmInputs& in, const Tensor& C_out) {
   }
   const float alpha = 1, beta = 0;
   check_cublas(cublasLtMatmul(lt_handle_, lt_plan_->op, &alpha, in.B.data_ptr(), lt_plan_->a, in.A.data_ptr(),
-                              lt_plan_->b, &beta, C_out.data_ptr(), lt_plan_->c, C_out.data_ptr(), lt_plan_->c,
-                              &lt_plan_->algo, lt_workspace_.data_ptr(), kWorkspace, nullptr),
+                              lt_plan_->b, &beta, C_out.data_ptr(), lt_plan_->c, C_out.data_ptr(),
+                              lt_plan_->c, &lt_plan_->algo, lt_workspace_.data_ptr(), kWorkspace, nullptr),
                "cublasLtMatmul");
 }
 

@@ -108,10 +108,10 @@ class GemmBench {
 // ||out - ref||_F / ||ref||_F over the host copies; NaN when `out` holds a NaN or ref is zero.
 double relative_frobenius_error(const Tensor& out, const Tensor& ref);
 
-// A second opinion that does not trust cuBLAS: `samples` entries of A*B (with the epilogue) (the same ones for every
-// call with the same seed) computed in float64 on the host from the device inputs, and the
-// relative Frobenius error of `out` over them. Tessel and cuBLAS both accumulate in f32 along K,
-// so they may agree bit for bit (error 0 against each other); this shows both are also right.
+// A second opinion that does not trust cuBLAS: `samples` entries of A*B (with the epilogue) (the same ones
+// for every call with the same seed) computed in float64 on the host from the device inputs, and the relative
+// Frobenius error of `out` over them. Tessel and cuBLAS both accumulate in f32 along K, so they may agree bit
+// for bit (error 0 against each other); this shows both are also right.
 inline constexpr int kF64Samples = 1024;
 double sampled_f64_error(const GemmInputs& in, const Tensor& out, int samples = kF64Samples);
 

@@ -115,7 +115,8 @@ int parse_split_k(const std::string& text) {
   if (text == "auto") return 0;
   const std::optional<long long> n = parse_integer(text);
   if (!n || *n < 1 || *n > INT_MAX)
-    throw std::invalid_argument("--split-k takes auto or a share count of 1 or more (1: off), not '" + text + "'");
+    throw std::invalid_argument("--split-k takes auto or a share count of 1 or more (1: off), not '" + text +
+                                "'");
   return static_cast<int>(*n);
 }
 

@@ -309,12 +309,13 @@ TEST_F(Cli, DumpWritesJson) {
 TEST_F(Cli, DumpGemmSaysWhenTheLibraryStagesTheShape) {
   tessel::test::TempDir dir;
   const fs::path file = dir.path() / "staged.json";
-  const CliRun r =
-      run_tessel("dump gemm --m 4095 --n 4095 --k 4095 --arch sm_90a --resources --json '" + file.string() + "'");
+  const CliRun r = run_tessel("dump gemm --m 4095 --n 4095 --k 4095 --arch sm_90a --resources --json '" +
+                              file.string() + "'");
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_NE(r.output.find("library:       kernels::Matmul runs 4095x4096x4096 instead: K = 4095 and N = 4095 not a "
-                          "multiple of 8 f16 elements"),
-            std::string::npos)
+  EXPECT_NE(
+      r.output.find("library:       kernels::Matmul runs 4095x4096x4096 instead: K = 4095 and N = 4095 not a "
+                    "multiple of 8 f16 elements"),
+      std::string::npos)
       << r.output;
   const nlohmann::json j = nlohmann::json::parse(std::ifstream(file));
   EXPECT_EQ(j["library_staging"]["staged"], true);
@@ -329,10 +330,11 @@ TEST_F(Cli, DumpGemmSaysWhenTheLibrarySplitsK) {
       run_tessel("dump gemm --m 1 --n 4096 --k 4096 --arch sm_90a --split-k auto --resources --json '" +
                  file.string() + "'");
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_NE(r.output.find("library:       kernels::Matmul runs 1x4096x4096 as split-K 8 (partial GEMM "
-                          "16x256x64:4:128, then the reduction) instead: rows 16-byte aligned: nothing staged; "
-                          "split-K 8: 16 tiles of 16x256 x 8 shares of 8 K tiles"),
-            std::string::npos)
+  EXPECT_NE(
+      r.output.find("library:       kernels::Matmul runs 1x4096x4096 as split-K 8 (partial GEMM "
+                    "16x256x64:4:128, then the reduction) instead: rows 16-byte aligned: nothing staged; "
+                    "split-K 8: 16 tiles of 16x256 x 8 shares of 8 K tiles"),
+      std::string::npos)
       << r.output;
   const nlohmann::json j = nlohmann::json::parse(std::ifstream(file));
   EXPECT_EQ(j["library_split_k"]["splits"], 8);
@@ -342,11 +344,13 @@ TEST_F(Cli, DumpGemmSaysWhenTheLibrarySplitsK) {
   const CliRun off = run_tessel("dump gemm --m 1 --n 4096 --k 4096 --arch sm_90a --resources --json '" +
                                 file.string() + "'");
   ASSERT_EQ(off.exit_code, 0) << off.output;
-  EXPECT_EQ(off.output.find("library:"), std::string::npos) << off.output;  // the kernel's own 2-CTA split only
+  EXPECT_EQ(off.output.find("library:"), std::string::npos)
+      << off.output;  // the kernel's own 2-CTA split only
   EXPECT_EQ(nlohmann::json::parse(std::ifstream(file))["library_split_k"]["splits"], 1);
   const CliRun bad = run_tessel("dump gemm --m 1 --n 4096 --k 4096 --split-k 0");
   EXPECT_EQ(bad.exit_code, 2) << bad.output;
-  EXPECT_NE(bad.output.find("tessel dump gemm: --split-k takes auto or a share count of 1 or more (1: off), not '0'"),
+  EXPECT_NE(bad.output.find(
+                "tessel dump gemm: --split-k takes auto or a share count of 1 or more (1: off), not '0'"),
             std::string::npos)
       << bad.output;
 }
@@ -356,9 +360,10 @@ TEST_F(Cli, BenchGemmSplitKIsChecked) {
   for (const char* bad : {"0", "-2", "eight", "4x"}) {
     const CliRun r = run_tessel(std::string("bench gemm --shapes 1x4096x4096 --split-k ") + bad);
     EXPECT_EQ(r.exit_code, 2) << r.output;
-    EXPECT_NE(r.output.find(std::string("--split-k takes auto or a share count of 1 or more (1: off), not '") + bad +
-                            "'"),
-              std::string::npos)
+    EXPECT_NE(
+        r.output.find(std::string("--split-k takes auto or a share count of 1 or more (1: off), not '") +
+                      bad + "'"),
+        std::string::npos)
         << r.output;
   }
   const CliRun help = run_tessel("bench gemm --help");
@@ -567,14 +572,17 @@ TEST_F(Cli, TuneGemmTunesTheShapeTheLibraryRuns) {
   if (tessel::gpu_available()) GTEST_SKIP() << "a GPU is present: the command would tune";
   const CliRun r = run_tessel("tune gemm --m 4095 --n 4095 --k 4095");
   EXPECT_EQ(r.exit_code, 3) << r.output;
-  EXPECT_NE(r.output.find("tuning the kernel kernels::Matmul runs: 4095x4096x4096"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("tuning the kernel kernels::Matmul runs: 4095x4096x4096"), std::string::npos)
+      << r.output;
   EXPECT_NE(r.output.find("tessel tune gemm 4095x4096x4096 f16 on sm_90a:"), std::string::npos) << r.output;
   const CliRun exact = run_tessel("tune gemm --m 4095 --n 4095 --k 4095 --staging never");
   EXPECT_EQ(exact.output.find("tuning the kernel"), std::string::npos) << exact.output;
-  EXPECT_NE(exact.output.find("tessel tune gemm 4095x4095x4095 f16 on sm_90a:"), std::string::npos) << exact.output;
+  EXPECT_NE(exact.output.find("tessel tune gemm 4095x4095x4095 f16 on sm_90a:"), std::string::npos)
+      << exact.output;
   const CliRun bad = run_tessel("tune gemm --staging sometimes");
   EXPECT_EQ(bad.exit_code, 2) << bad.output;
-  EXPECT_NE(bad.output.find("--staging takes auto or never, not 'sometimes'"), std::string::npos) << bad.output;
+  EXPECT_NE(bad.output.find("--staging takes auto or never, not 'sometimes'"), std::string::npos)
+      << bad.output;
 }
 
 TEST_F(Cli, TuneAttentionWithoutAGpuSaysSo) {

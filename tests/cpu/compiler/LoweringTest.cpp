@@ -44,15 +44,17 @@ TEST(LayoutValues, AreNamedOnlyWhenLowered) {
   block.kind = E::Kind::BlockGemm;
   block.dtype = "tessel::half_t", block.k = 16, block.trans_b = true;
   block.a = L::swizzled_for(64, 16, 2), block.b = L::swizzled_for(32, 16, 2);
-  EXPECT_EQ(block.device_type(),
-            "tessel::BlockGemm<tessel::half_t, 64, 32, 16, 4, 1, false, true, tessel::SwizzledLayout<64, 16, 2>, "
-            "tessel::SwizzledLayout<32, 16, 2>>");
+  EXPECT_EQ(
+      block.device_type(),
+      "tessel::BlockGemm<tessel::half_t, 64, 32, 16, 4, 1, false, true, tessel::SwizzledLayout<64, 16, 2>, "
+      "tessel::SwizzledLayout<32, 16, 2>>");
   E wg = block;
   wg.kind = E::Kind::WarpgroupGemm, wg.warpgroups = 1, wg.warps_m = wg.warps_n = 0;
   wg.a = L::row_major(64, 16), wg.b = L::wgmma_swizzle(32, 16, 2, 32);
-  EXPECT_EQ(wg.device_type(),
-            "tessel::WarpgroupGemm<tessel::half_t, 64, 32, 16, 1, false, true, tessel::RowMajorLayout<64, 16>, "
-            "tessel::WgmmaSwizzleLayout<32, 16, 2, 32>>");
+  EXPECT_EQ(
+      wg.device_type(),
+      "tessel::WarpgroupGemm<tessel::half_t, 64, 32, 16, 1, false, true, tessel::RowMajorLayout<64, 16>, "
+      "tessel::WgmmaSwizzleLayout<32, 16, 2, 32>>");
   EXPECT_NE(wg, block);
 }
 

@@ -84,20 +84,21 @@ TEST(RegisterGemm, ChainOnSm90LowersBothGemmsToWgmma) {
   EXPECT_NE(layouts.find("// layout fragment_4: gemm accumulator, warps 4x1, 32 registers per thread"),
             std::string::npos)
       << layouts;
-  EXPECT_NE(layouts.find("// layout shared_2: wgmma 128-byte swizzle 64x64 (2-byte elements)"), std::string::npos)
+  EXPECT_NE(layouts.find("// layout shared_2: wgmma 128-byte swizzle 64x64 (2-byte elements)"),
+            std::string::npos)
       << layouts;
   std::string src = tessel::codegen::generate_cuda(lowered);
   // S = Q K^T: A and B K-major, 128-byte swizzle; O += P V: A from registers, V N-major. Both
   // issued asynchronously (place_gemm_waits).
-  EXPECT_NE(
-      src.find(
-          "tessel::WarpgroupGemm<tessel::bfloat16_t, 64, 64, 64, 1, false, true, "
-          "tessel::WgmmaSwizzleLayout<64, 64, 2, 128>, tessel::WgmmaSwizzleLayout<64, 64, 2, 128>>::run_async("),
-      std::string::npos)
-      << src;
-  EXPECT_NE(src.find("tessel::WarpgroupGemm<tessel::bfloat16_t, 64, 64, 64, 1, false, false, "
-                     "tessel::RowMajorLayout<64, 64>, tessel::WgmmaSwizzleLayout<64, 64, 2, 128>>::run_rs_async("),
+  EXPECT_NE(src.find("tessel::WarpgroupGemm<tessel::bfloat16_t, 64, 64, 64, 1, false, true, "
+                     "tessel::WgmmaSwizzleLayout<64, 64, 2, 128>, tessel::WgmmaSwizzleLayout<64, 64, 2, "
+                     "128>>::run_async("),
             std::string::npos)
+      << src;
+  EXPECT_NE(
+      src.find("tessel::WarpgroupGemm<tessel::bfloat16_t, 64, 64, 64, 1, false, false, "
+               "tessel::RowMajorLayout<64, 64>, tessel::WgmmaSwizzleLayout<64, 64, 2, 128>>::run_rs_async("),
+      std::string::npos)
       << src;
   EXPECT_NE(src.find("#include <tessel/warpgroup_gemm.cuh>"), std::string::npos) << src;
   EXPECT_NE(src.find("tessel::align_shared_1024(tessel_smem_raw)"), std::string::npos) << src;
@@ -124,7 +125,8 @@ TEST(RegisterGemm, ChainOnSm90LowersBothGemmsToWgmma) {
   EXPECT_EQ(lowered.ctx.smem_bytes % 1024, 0);
   for (const auto& [id, off] : lowered.ctx.smem_offsets) {
     bool wgmma_tile = false;
-    for (const auto& [bid, l] : lowered.ctx.shared_layouts) wgmma_tile = wgmma_tile || (bid == id && l.wgmma());
+    for (const auto& [bid, l] : lowered.ctx.shared_layouts)
+      wgmma_tile = wgmma_tile || (bid == id && l.wgmma());
     if (wgmma_tile) {
       EXPECT_EQ(off % 1024, 0) << "buffer " << id;
     }
@@ -137,15 +139,15 @@ TEST(RegisterGemm, ChainThroughACopyAndAWideHeadOnSm90) {
   auto f = tessel::test::gemm_chain_program(s, T::f16, 0.5f, /*via_copy=*/true);
   auto lowered = tessel::lower(f.ir(), sm90());
   std::string src = tessel::codegen::generate_cuda(lowered);
-  EXPECT_NE(
-      src.find(
-          "tessel::WarpgroupGemm<tessel::half_t, 128, 64, 128, 2, false, true, "
-          "tessel::WgmmaSwizzleLayout<128, 128, 2, 128>, tessel::WgmmaSwizzleLayout<64, 128, 2, 128>>::run_async("),
-      std::string::npos)
+  EXPECT_NE(src.find("tessel::WarpgroupGemm<tessel::half_t, 128, 64, 128, 2, false, true, "
+                     "tessel::WgmmaSwizzleLayout<128, 128, 2, 128>, tessel::WgmmaSwizzleLayout<64, 128, 2, "
+                     "128>>::run_async("),
+            std::string::npos)
       << src;
   EXPECT_NE(
-      src.find("tessel::WarpgroupGemm<tessel::half_t, 128, 128, 64, 2, false, false, "
-               "tessel::RowMajorLayout<128, 64>, tessel::WgmmaSwizzleLayout<64, 128, 2, 128>>::run_rs_async("),
+      src.find(
+          "tessel::WarpgroupGemm<tessel::half_t, 128, 128, 64, 2, false, false, "
+          "tessel::RowMajorLayout<128, 64>, tessel::WgmmaSwizzleLayout<64, 128, 2, 128>>::run_rs_async("),
       std::string::npos)
       << src;
 }

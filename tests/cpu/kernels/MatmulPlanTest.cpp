@@ -78,14 +78,16 @@ TEST(MatmulPlan, BadArgumentsAreNamed) {
   const auto huge = plan_matmul(64, 2147483647, 4096, DType::f16, "sm_90a");
   EXPECT_FALSE(huge.staged());
   EXPECT_EQ(huge.kernel_N, 2147483647LL);
-  EXPECT_NE(huge.why.find("padding to 2147483648 columns and K = 4096 passes 2^31 - 1"), std::string::npos) << huge.why;
+  EXPECT_NE(huge.why.find("padding to 2147483648 columns and K = 4096 passes 2^31 - 1"), std::string::npos)
+      << huge.why;
   try {
     (void)plan_matmul(64, 2147483647, 64, DType::f16, "sm_90a", MatmulStaging::always);
     FAIL() << "no error for a padded N past 2^31 - 1";
   } catch (const std::invalid_argument& e) {
-    EXPECT_NE(std::string(e.what()).find("plan_matmul: N = 2147483647 not a multiple of 8 f16 elements; padding to "
-                                         "2147483648 columns"),
-              std::string::npos)
+    EXPECT_NE(
+        std::string(e.what()).find("plan_matmul: N = 2147483647 not a multiple of 8 f16 elements; padding to "
+                                   "2147483648 columns"),
+        std::string::npos)
         << e.what();
   }
 }
@@ -101,9 +103,10 @@ TEST(MatmulPlan, SkinnyShapesSplitK) {
     int split;
     const char* config;
   };
-  for (const Want& w : {Want{1, 4096, 4096, 8, "16x256x64 s4 t128"}, Want{16, 4096, 4096, 5, "16x256x64 s4 t128"},
-                        Want{32, 4096, 14336, 5, "32x256x64 s4 t128"}, Want{8, 14336, 4096, 1, ""},
-                        Want{64, 8192, 8192, 1, ""}}) {
+  for (const Want& w :
+       {Want{1, 4096, 4096, 8, "16x256x64 s4 t128"}, Want{16, 4096, 4096, 5, "16x256x64 s4 t128"},
+        Want{32, 4096, 14336, 5, "32x256x64 s4 t128"}, Want{8, 14336, 4096, 1, ""},
+        Want{64, 8192, 8192, 1, ""}}) {
     for (DType t : {DType::f16, DType::bf16}) {
       SCOPED_TRACE(std::to_string(w.M) + "x" + std::to_string(w.N) + "x" + std::to_string(w.K));
       const auto p = plan_matmul(w.M, w.N, w.K, t, "sm_90a");
@@ -126,19 +129,21 @@ TEST(MatmulPlan, SkinnyShapesSplitK) {
     }
   }
   const auto decode = plan_matmul(1, 4096, 4096, DType::f16, "sm_90a");
-  EXPECT_NE(decode.why.find("rows 16-byte aligned: nothing staged; split-K 8: 16 tiles of 16x256 x 8 shares of 8 K "
-                            "tiles = 128 CTAs on 132 SMs (model: 10.3 us, against 12.2 us for 32 CTAs of 64x256 tiles "
-                            "over 2-CTA clusters); f32 workspace 131072 B"),
+  EXPECT_NE(decode.why.find(
+                "rows 16-byte aligned: nothing staged; split-K 8: 16 tiles of 16x256 x 8 shares of 8 K "
+                "tiles = 128 CTAs on 132 SMs (model: 10.3 us, against 12.2 us for 32 CTAs of 64x256 tiles "
+                "over 2-CTA clusters); f32 workspace 131072 B"),
             std::string::npos)
       << decode.why;
   const auto wide = plan_matmul(8, 14336, 4096, DType::f16, "sm_90a");
-  EXPECT_NE(wide.why.find("not split: 112 CTAs (56 tiles of 64x256 over 2-CTA clusters) stream it in 29.5 us, "
-                          "split-K 2 in 32 us (model)"),
-            std::string::npos)
+  EXPECT_NE(
+      wide.why.find("not split: 112 CTAs (56 tiles of 64x256 over 2-CTA clusters) stream it in 29.5 us, "
+                    "split-K 2 in 32 us (model)"),
+      std::string::npos)
       << wide.why;
   // Ragged shares are named as a range.
-  EXPECT_NE(plan_matmul(8, 14336, 4096, DType::f16, "sm_90a", MatmulStaging::automatic, 3).why.find(
-                "split-K 3 (forced): 56 tiles of 16x256 x 3 shares of 21-22 K tiles"),
+  EXPECT_NE(plan_matmul(8, 14336, 4096, DType::f16, "sm_90a", MatmulStaging::automatic, 3)
+                .why.find("split-K 3 (forced): 56 tiles of 16x256 x 3 shares of 21-22 K tiles"),
             std::string::npos);
 }
 
@@ -150,12 +155,13 @@ TEST(MatmulPlan, SplitKOnlyWhereTheModelSaysSo) {
     const char* arch;
     const char* why;
   };
-  for (const Case& c : {Case{4096, 4096, 4096, DType::f16, "sm_90a", "not split: M > 64"},
-                        Case{64, 65536, 4096, DType::f16, "sm_90a", "not split: 256 CTAs (256 tiles of 64x256) stream"},
-                        Case{16, 4096, 512, DType::f16, "sm_90a", "not split: K has fewer than 16 tiles of 64"},
-                        Case{16, 4096, 4096, DType::f16, "sm_80", "not split: the model is the H200's (sm_90)"},
-                        Case{16, 4096, 4096, DType::f32, "sm_90a", "not split: split-K takes f16 or bf16"},
-                        Case{1, 4095, 4095, DType::f16, "sm_90a", "not split: the kernel's rows are not 16-byte"}}) {
+  for (const Case& c :
+       {Case{4096, 4096, 4096, DType::f16, "sm_90a", "not split: M > 64"},
+        Case{64, 65536, 4096, DType::f16, "sm_90a", "not split: 256 CTAs (256 tiles of 64x256) stream"},
+        Case{16, 4096, 512, DType::f16, "sm_90a", "not split: K has fewer than 16 tiles of 64"},
+        Case{16, 4096, 4096, DType::f16, "sm_80", "not split: the model is the H200's (sm_90)"},
+        Case{16, 4096, 4096, DType::f32, "sm_90a", "not split: split-K takes f16 or bf16"},
+        Case{1, 4095, 4095, DType::f16, "sm_90a", "not split: the kernel's rows are not 16-byte"}}) {
     const auto p = plan_matmul(c.M, c.N, c.K, c.t, c.arch);
     EXPECT_EQ(p.split_k, 1) << p.why;
     EXPECT_EQ(p.workspace_bytes, 0);
@@ -185,10 +191,12 @@ TEST(MatmulPlan, IllegalSplitKIsNamed) {
     }
     return std::string("no error");
   };
-  EXPECT_EQ(message(4096, -1),
-            "Matmul: split_k = -1 (legal: 0 = automatic, 1 = off, 2 to 64 shares of K = 4096's 64 tiles of 64)");
-  EXPECT_EQ(message(4096, 65),
-            "Matmul: split_k = 65 (legal: 0 = automatic, 1 = off, 2 to 64 shares of K = 4096's 64 tiles of 64)");
+  EXPECT_EQ(
+      message(4096, -1),
+      "Matmul: split_k = -1 (legal: 0 = automatic, 1 = off, 2 to 64 shares of K = 4096's 64 tiles of 64)");
+  EXPECT_EQ(
+      message(4096, 65),
+      "Matmul: split_k = 65 (legal: 0 = automatic, 1 = off, 2 to 64 shares of K = 4096's 64 tiles of 64)");
   EXPECT_EQ(message(40, 2), "Matmul: split_k = 2 (legal: 0 = automatic, 1 = off (K = 40 is one tile of 64))");
   EXPECT_EQ(message(4096, 2, DType::f32),
             "Matmul: split_k = 2 with dtype f32 (split-K takes f16 or bf16; legal here: 0, 1)");

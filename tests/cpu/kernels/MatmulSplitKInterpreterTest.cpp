@@ -27,8 +27,8 @@ MatmulConfig small_tiles(DType t) {
 // Every element within `tol` of the magnitude of its dot product (the float64 product of |A| and
 // |B|): a bound that a skinny output's cancellation cannot defeat, unlike a relative error.
 // `floor`: the output dtype's spacing near zero (f16's subnormals are 2^-24 apart).
-void expect_close(const std::vector<double>& got, const std::vector<double>& ref, const std::vector<double>& magnitude,
-                  double tol, double floor, const std::string& what) {
+void expect_close(const std::vector<double>& got, const std::vector<double>& ref,
+                  const std::vector<double>& magnitude, double tol, double floor, const std::string& what) {
   ASSERT_EQ(got.size(), ref.size()) << what;
   for (size_t i = 0; i < got.size(); ++i)
     if (!(std::abs(got[i] - ref[i]) <= tol * magnitude[i] + floor)) {
@@ -51,7 +51,8 @@ void check(int M, int N, int K, int splits, const MatmulConfig& c) {
   std::mt19937_64 seeds(std::random_device{}());
   auto a = HostTensor::random(c.dtype, {M, K}, seeds());
   auto b = HostTensor::random(c.dtype, {K, N}, seeds());
-  auto w = tessel::interp::run_on_cpu(tessel::kernels::matmul_split_k_program(M, N, K, splits, c), {a, b}, {-1});
+  auto w =
+      tessel::interp::run_on_cpu(tessel::kernels::matmul_split_k_program(M, N, K, splits, c), {a, b}, {-1});
   ASSERT_EQ(w.size(), 1u);
   const std::vector<double> av = a.to_values(), bv = b.to_values(), wv = w[0].to_values();
   const int k_tiles = (K + c.block_K - 1) / c.block_K;
@@ -61,17 +62,22 @@ void check(int M, int N, int K, int splits, const MatmulConfig& c) {
     const int k1 = std::min(K, (z + 1) * k_tiles / splits * c.block_K);
     std::vector<double> as(static_cast<size_t>(M) * (k1 - k0)), bs(static_cast<size_t>(k1 - k0) * N);
     for (int i = 0; i < M; ++i)
-      for (int k = k0; k < k1; ++k) as[static_cast<size_t>(i) * (k1 - k0) + (k - k0)] = av[static_cast<size_t>(i) * K + k];
+      for (int k = k0; k < k1; ++k)
+        as[static_cast<size_t>(i) * (k1 - k0) + (k - k0)] = av[static_cast<size_t>(i) * K + k];
     for (int k = k0; k < k1; ++k)
-      for (int j = 0; j < N; ++j) bs[static_cast<size_t>(k - k0) * N + j] = bv[static_cast<size_t>(k) * N + j];
-    const std::vector<double> got(wv.begin() + static_cast<long>(z) * M * N, wv.begin() + static_cast<long>(z + 1) * M * N);
-    expect_close(got, tessel::test::reference_gemm(as, bs, M, N, k1 - k0),
-                 tessel::test::reference_gemm(absolute(as), absolute(bs), M, N, k1 - k0), 1e-5, 0,
-                 "share " + std::to_string(z) + " of K [" + std::to_string(k0) + ", " + std::to_string(k1) + ")");
+      for (int j = 0; j < N; ++j)
+        bs[static_cast<size_t>(k - k0) * N + j] = bv[static_cast<size_t>(k) * N + j];
+    const std::vector<double> got(wv.begin() + static_cast<long>(z) * M * N,
+                                  wv.begin() + static_cast<long>(z + 1) * M * N);
+    expect_close(
+        got, tessel::test::reference_gemm(as, bs, M, N, k1 - k0),
+        tessel::test::reference_gemm(absolute(as), absolute(bs), M, N, k1 - k0), 1e-5, 0,
+        "share " + std::to_string(z) + " of K [" + std::to_string(k0) + ", " + std::to_string(k1) + ")");
   }
-  auto out = tessel::interp::run_on_cpu(
-      tessel::kernels::matmul_split_k_reduce_program(M, N, splits, c.dtype, tessel::kernels::default_split_k_reduce(M, N)),
-      {w[0]}, {-1});
+  auto out =
+      tessel::interp::run_on_cpu(tessel::kernels::matmul_split_k_reduce_program(
+                                     M, N, splits, c.dtype, tessel::kernels::default_split_k_reduce(M, N)),
+                                 {w[0]}, {-1});
   ASSERT_EQ(out.size(), 1u);
   EXPECT_EQ(out[0].dtype, c.dtype);
   // Rounding to f16 / bf16 once: at most 2^-9 of |C| (2^-12 for f16), |C| <= |A||B|; f16's
@@ -86,7 +92,8 @@ TEST(MatmulSplitKInterpreter, RaggedSharesAndEdgesAgreeWithFloat64) {
       for (int N : {1, 7, 9, 63, 65})
         for (int K : {1, 9, 63, 65}) {
           const int k_tiles = (K + 15) / 16;
-          for (int splits = 1; splits <= std::min(4, k_tiles); ++splits) check(M, N, K, splits, small_tiles(t));
+          for (int splits = 1; splits <= std::min(4, k_tiles); ++splits)
+            check(M, N, K, splits, small_tiles(t));
         }
 }
 
@@ -107,8 +114,9 @@ TEST(MatmulSplitKInterpreter, IllegalSplitsSayWhatIsLegal) {
     (void)tessel::kernels::matmul_split_k_program(16, 64, 128, 3, c);
     FAIL() << "3 shares of 2 K tiles accepted";
   } catch (const std::invalid_argument& e) {
-    EXPECT_NE(std::string(e.what()).find("splits = 3 but K = 128 has only 2 tiles of block_K = 64 (legal: 1 to 2)"),
-              std::string::npos)
+    EXPECT_NE(
+        std::string(e.what()).find("splits = 3 but K = 128 has only 2 tiles of block_K = 64 (legal: 1 to 2)"),
+        std::string::npos)
         << e.what();
   }
   try {

@@ -447,7 +447,8 @@ TEST_P(MatmulStagingShapes, MatchesReference) {
     if (round < 2) {
       mm(a, b, out);
     } else {
-      Tensor ws = Tensor::empty({std::max<std::int64_t>(1, static_cast<std::int64_t>(mm.workspace_bytes()))}, DType::u8);
+      Tensor ws = Tensor::empty({std::max<std::int64_t>(1, static_cast<std::int64_t>(mm.workspace_bytes()))},
+                                DType::u8);
       tessel::check_cu(tessel::driver().cuMemsetD8(ws.device_ptr(), 0xff, ws.nbytes()), "cuMemsetD8");
       mm(a, b, out, nullptr, ws.device_ptr(), mm.workspace_bytes());
     }
@@ -558,7 +559,8 @@ TEST_P(MatmulSplitKShapes, MatchesFloat64) {
         got.push_back(cv[static_cast<size_t>(i) * c.N + j]);
       }
     const double err = tessel::test::rel_error(got, ref);
-    EXPECT_LE(err, 1e-2) << "round " << round << ": relative Frobenius error " << err << " over sampled entries";
+    EXPECT_LE(err, 1e-2) << "round " << round << ": relative Frobenius error " << err
+                         << " over sampled entries";
   }
 }
 

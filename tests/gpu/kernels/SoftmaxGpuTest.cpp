@@ -26,12 +26,13 @@ void check_softmax(long long N, DType t, const std::string& config = "", RowPath
   long long M = std::max<long long>(3, std::min<long long>(300, (1LL << 22) / N));
   tessel::JitOptions jo;
   jo.disable_row_staging = path == RowPath::unstaged;
-  auto k = config.empty() && path == RowPath::any
-               ? tessel::kernels::make_softmax(M, N, t)
-               : tessel::kernels::make_softmax(M, N, t,
-                                               config.empty() ? tessel::kernels::default_softmax_config(M, N, t)
-                                                              : tessel::kernels::parse_softmax_config(config),
-                                               jo);
+  auto k =
+      config.empty() && path == RowPath::any
+          ? tessel::kernels::make_softmax(M, N, t)
+          : tessel::kernels::make_softmax(M, N, t,
+                                          config.empty() ? tessel::kernels::default_softmax_config(M, N, t)
+                                                         : tessel::kernels::parse_softmax_config(config),
+                                          jo);
   if (path != RowPath::any) {
     // M rows that are not a multiple of the rows per block: a ragged last block too.
     EXPECT_EQ(k.source().find("copy_span_to_shared") != std::string::npos, path == RowPath::staged)
@@ -153,9 +154,10 @@ TEST(SoftmaxNaN, PropagatesThroughTheRow) {
   TESSEL_REQUIRE_GPU();
   for (long long N : {256LL, 4097LL, 100003LL, 32768LL}) {
     // 32768 f32 through a shared tail: the NaN sits in the tail's slots.
-    auto k = N == 32768 ? tessel::kernels::make_softmax(4, N, DType::f32,
-                                                        tessel::kernels::parse_softmax_config("rows:t512:r1:bn32768:s14"))
-                        : tessel::kernels::make_softmax(4, N, DType::f32);
+    auto k = N == 32768
+                 ? tessel::kernels::make_softmax(
+                       4, N, DType::f32, tessel::kernels::parse_softmax_config("rows:t512:r1:bn32768:s14"))
+                 : tessel::kernels::make_softmax(4, N, DType::f32);
     std::vector<float> h(4 * N, 0.5f);
     h[1 * N + N / 2] = std::nanf("");
     Tensor x = Tensor::from_host(h, {4, N}, DType::f32);

@@ -405,14 +405,16 @@ namespace {
 TEST(MatmulStaging, UnalignedRowsCompileTheAlignedKernel) {
   tessel::JitOptions o;
   o.arch = "sm_90a";
-  tessel::kernels::Matmul staged(4095, 4095, 4095, tessel::DType::f16, tessel::kernels::MatmulStaging::automatic, o);
+  tessel::kernels::Matmul staged(4095, 4095, 4095, tessel::DType::f16,
+                                 tessel::kernels::MatmulStaging::automatic, o);
   EXPECT_TRUE(staged.plan().staged()) << staged.plan().why;
   EXPECT_EQ(staged.plan().kernel_K, 4096);
   EXPECT_NE(staged.kernel().info().path.find("TMA"), std::string::npos) << staged.kernel().info().path;
   EXPECT_NE(staged.describe().find("on 4095x4096x4096; A, B, C staged (K 4095 -> 4096) (N 4095 -> 4096)"),
             std::string::npos)
       << staged.describe();
-  tessel::kernels::Matmul direct(4095, 4095, 4095, tessel::DType::f16, tessel::kernels::MatmulStaging::never, o);
+  tessel::kernels::Matmul direct(4095, 4095, 4095, tessel::DType::f16, tessel::kernels::MatmulStaging::never,
+                                 o);
   EXPECT_FALSE(direct.plan().staged());
   EXPECT_EQ(direct.kernel().info().path.find("TMA"), std::string::npos) << direct.kernel().info().path;
   EXPECT_THROW(tessel::kernels::Matmul(64, 64, 64, tessel::DType::f32), std::invalid_argument);
@@ -473,11 +475,13 @@ TEST(MatmulSplitK, SkinnyShapesCompileThePartialGemmAndTheReduction) {
       tessel::kernels::Matmul mm(w.M, w.N, w.K, t, tessel::kernels::MatmulStaging::automatic, o,
                                  w.N >= 8192 ? w.split : 0);
       ASSERT_EQ(mm.plan().split_k, w.split) << mm.plan().why;
-      EXPECT_NE(mm.describe().find("; split-K " + std::to_string(w.split)), std::string::npos) << mm.describe();
+      EXPECT_NE(mm.describe().find("; split-K " + std::to_string(w.split)), std::string::npos)
+          << mm.describe();
       const tessel::JitKernel& partial = mm.kernel();
       EXPECT_EQ(partial.info().path, "mma.sync");
       EXPECT_EQ(partial.info().hopper_declined, "the kernel grid is not 2-D");
-      for (const char* needle : {"mma.sync.aligned.m16n8k16", "ldmatrix.sync.aligned", "cp.async.cg.shared.global"})
+      for (const char* needle :
+           {"mma.sync.aligned.m16n8k16", "ldmatrix.sync.aligned", "cp.async.cg.shared.global"})
         EXPECT_NE(partial.ptx().find(needle), std::string::npos) << needle;
       EXPECT_EQ(partial.info().threads, 128);
       EXPECT_EQ(partial.info().dynamic_smem_bytes, tessel::kernels::matmul_smem_bytes(mm.config()));
@@ -487,9 +491,9 @@ TEST(MatmulSplitK, SkinnyShapesCompileThePartialGemmAndTheReduction) {
       EXPECT_EQ(reduce.info().path, "CUDA cores (no gemm)");
       EXPECT_NE(reduce.ptx().find("ld.global.nc.v4.u32"), std::string::npos);  // 4 f32 of W
       EXPECT_EQ(reduce.resources().spill_store_bytes, 0) << reduce.compile_log();
-      std::cout << "[ info ] " << mm.describe() << ": partial " << partial.resources().registers << " registers, "
-                << partial.info().dynamic_smem_bytes << " B smem; reduction " << reduce.resources().registers
-                << " registers\n";
+      std::cout << "[ info ] " << mm.describe() << ": partial " << partial.resources().registers
+                << " registers, " << partial.info().dynamic_smem_bytes << " B smem; reduction "
+                << reduce.resources().registers << " registers\n";
     }
   }
 }
@@ -500,22 +504,28 @@ TEST(MatmulSplitK, SkinnyShapesCompileThePartialGemmAndTheReduction) {
 TEST(MatmulSplitK, ForcedOffAndStaged) {
   tessel::JitOptions o;
   o.arch = "sm_90a";
-  tessel::kernels::Matmul off(1, 4096, 4096, tessel::DType::f16, tessel::kernels::MatmulStaging::automatic, o, 1);
+  tessel::kernels::Matmul off(1, 4096, 4096, tessel::DType::f16, tessel::kernels::MatmulStaging::automatic, o,
+                              1);
   EXPECT_FALSE(off.plan().split());
-  EXPECT_EQ(off.kernel().info().path, "sm90 TMA + wgmma, warp-specialized, persistent, split-K over 2-CTA clusters");
+  EXPECT_EQ(off.kernel().info().path,
+            "sm90 TMA + wgmma, warp-specialized, persistent, split-K over 2-CTA clusters");
   EXPECT_EQ(off.describe().find("split-K"), std::string::npos) << off.describe();
-  tessel::kernels::Matmul staged(7, 4095, 4095, tessel::DType::bf16, tessel::kernels::MatmulStaging::always, o, 4);
-  EXPECT_NE(staged.describe().find("on 7x4096x4096; A, B, C staged (K 4095 -> 4096) (N 4095 -> 4096); split-K 4"),
-            std::string::npos)
+  tessel::kernels::Matmul staged(7, 4095, 4095, tessel::DType::bf16, tessel::kernels::MatmulStaging::always,
+                                 o, 4);
+  EXPECT_NE(
+      staged.describe().find("on 7x4096x4096; A, B, C staged (K 4095 -> 4096) (N 4095 -> 4096); split-K 4"),
+      std::string::npos)
       << staged.describe();
   EXPECT_EQ(staged.kernel().resources().spill_store_bytes, 0) << staged.kernel().compile_log();
   o.arch = "sm_80";
-  tessel::kernels::Matmul ampere(16, 4096, 4096, tessel::DType::f16, tessel::kernels::MatmulStaging::automatic, o, 8);
+  tessel::kernels::Matmul ampere(16, 4096, 4096, tessel::DType::f16,
+                                 tessel::kernels::MatmulStaging::automatic, o, 8);
   EXPECT_EQ(ampere.plan().split_k, 8);
   EXPECT_EQ(ampere.kernel().info().path, "mma.sync");
   EXPECT_EQ(ampere.kernel().resources().spill_store_bytes, 0) << ampere.kernel().compile_log();
   try {
-    tessel::kernels::Matmul bad(16, 4096, 4096, tessel::DType::f16, tessel::kernels::MatmulStaging::automatic, o, 100);
+    tessel::kernels::Matmul bad(16, 4096, 4096, tessel::DType::f16, tessel::kernels::MatmulStaging::automatic,
+                                o, 100);
     FAIL() << "split_k = 100 accepted";
   } catch (const std::invalid_argument& e) {
     EXPECT_NE(std::string(e.what()).find("Matmul: split_k = 100 (legal: 0 = automatic, 1 = off, 2 to 64"),

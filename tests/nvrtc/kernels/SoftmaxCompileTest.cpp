@@ -31,8 +31,8 @@ TEST_P(SoftmaxCompile, NoSpillsAndVectorAccesses) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Widths, SoftmaxCompile,
-                         ::testing::Combine(::testing::Values(1, 7, 256, 1000, 4096, 4097, 16384, 32768, 65536,
-                                                              100003, 1048576),
+                         ::testing::Combine(::testing::Values(1, 7, 256, 1000, 4096, 4097, 16384, 32768,
+                                                              65536, 100003, 1048576),
                                             ::testing::Values(std::string("sm_80"), std::string("sm_90a"))),
                          [](const auto& info) {
                            return "N" + std::to_string(std::get<0>(info.param)) + "_" +
@@ -56,7 +56,8 @@ TEST_P(SoftmaxStagedRows, SpanThroughSharedMemory) {
     EXPECT_EQ(k.resources().spill_store_bytes + k.resources().spill_load_bytes, 0) << k.compile_log();
     // Whole rows per tile, no shared tail, and a span (the block's rows plus one vector) of at
     // most 48 KB.
-    const long long span_bytes = (c.rows_per_block * N + 16 / tessel::dtype_bytes(t)) * tessel::dtype_bytes(t);
+    const long long span_bytes =
+        (c.rows_per_block * N + 16 / tessel::dtype_bytes(t)) * tessel::dtype_bytes(t);
     const bool whole_rows = c.block_N >= N && c.shared_vectors == 0 && span_bytes <= 48 * 1024;
     EXPECT_EQ(k.source().find("tessel::copy_span_to_shared<") != std::string::npos, whole_rows) << k.source();
     EXPECT_EQ(k.source().find("tessel::copy_shared_span_to_global<") != std::string::npos, whole_rows);
@@ -74,7 +75,8 @@ INSTANTIATE_TEST_SUITE_P(OddWidths, SoftmaxStagedRows,
                          ::testing::Combine(::testing::Values(127, 129, 1023, 8191, 8193, 50257),
                                             ::testing::Values(std::string("sm_80"), std::string("sm_90a"))),
                          [](const auto& info) {
-                           return "N" + std::to_string(std::get<0>(info.param)) + "_" + std::get<1>(info.param);
+                           return "N" + std::to_string(std::get<0>(info.param)) + "_" +
+                                  std::get<1>(info.param);
                          });
 
 TEST(SoftmaxCompileErrors, ReductionThatCannotBeLaidOut) {

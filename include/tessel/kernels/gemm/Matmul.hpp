@@ -43,7 +43,8 @@ JitKernel make_matmul(int M, int N, int K, const MatmulConfig& c = {}, const Jit
 // elsewhere it runs on the mma.sync accumulator fragment. Parameters: A, B, bias, C.
 enum class Activation { none, relu, silu };
 const char* activation_name(Activation a);  // "none", "relu", "silu"
-PrimFunc matmul_bias_act_program(int M, int N, int K, const MatmulConfig& c, Activation act, float alpha = 1.0f);
+PrimFunc matmul_bias_act_program(int M, int N, int K, const MatmulConfig& c, Activation act,
+                                 float alpha = 1.0f);
 JitKernel make_matmul_bias_act(int M, int N, int K, const MatmulConfig& c, Activation act, float alpha = 1.0f,
                                const JitOptions& options = {});
 
@@ -90,8 +91,8 @@ const char* matmul_staging_name(MatmulStaging s);  // "auto", "always", "never"
 
 struct MatmulPlan {
   bool stage_a = false, stage_b = false, stage_c = false;
-  long long M = 0, N = 0, K = 0;                 // the problem
-  long long kernel_N = 0, kernel_K = 0;          // the shape the kernel is compiled for
+  long long M = 0, N = 0, K = 0;                          // the problem
+  long long kernel_N = 0, kernel_K = 0;                   // the shape the kernel is compiled for
   double estimate_direct_us = 0, estimate_staged_us = 0;  // plan_matmul's model (auto)
   // Split-K (split_k > 1): the partial GEMM with split_config's tiles over split_k shares of K,
   // then the reduction, on the kernel's shape; the f32 workspace W [split_k, M, kernel_N] takes
@@ -101,7 +102,7 @@ struct MatmulPlan {
   MatmulSplitKReduce split_reduce{};
   long long workspace_bytes = 0;
   double estimate_split_us = 0, estimate_unsplit_us = 0;
-  std::string why;        // what is staged and why (or why not); then what split-K does and why
+  std::string why;  // what is staged and why (or why not); then what split-K does and why
   bool staged() const { return stage_a || stage_b || stage_c; }
   bool split() const { return split_k > 1; }
 };
