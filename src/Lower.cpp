@@ -90,8 +90,11 @@ const PassEntry kPasses[] = {
     // Once every index expression exists (after lowering): sums and products that can leave
     // the 32-bit range, by the IR's bounds, are computed in 64 bits.
     {"widen_indices", passes::widen_indices},
-    // Last: the final set and sizes of shared buffers are known only after pipelining.
+    // The final set and sizes of shared buffers are known only after pipelining.
     {"plan_shared_memory", passes::plan_shared_memory},
+    // Last: the kernel's outside (launch shape, shared memory, cluster, headers) is what every
+    // pass before it decided; codegen and the JIT only read it.
+    {"plan_kernel_abi", passes::plan_kernel_abi},
 };
 
 // What infer_layouts decided, as text under the IR (layouts live beside the IR, in the context).

@@ -247,21 +247,23 @@ JitKernel jit(const PrimFunc& f, const JitOptions& options, std::source_location
   }
 
   impl->lowered = lower(prog, target, switches, options.keep_ir_stages);
-  // The launch shape is known once lowered: check it before paying for NVRTC.
+  // The launch shape is known once lowered (the kernel ABI, plan_kernel_abi): check it before
+  // paying for NVRTC.
   const auto& ctx = impl->lowered.ctx;
+  const passes::PassContext::KernelAbi& abi = ctx.abi;
   std::int64_t g[3] = {1, 1, 1};
-  for (size_t d = 0; d < ctx.grid.size(); ++d) {
-    auto v = ir::as_const_int(ctx.grid[d]);
+  for (size_t d = 0; d < abi.grid.size(); ++d) {
+    auto v = ir::as_const_int(abi.grid[d]);
     TESSEL_INTERNAL_CHECK(v.has_value(),
-                          "grid dimension " << d << " is not constant: " << ir::to_string(ctx.grid[d]));
+                          "grid dimension " << d << " is not constant: " << ir::to_string(abi.grid[d]));
     g[d] = *v;
   }
   const std::source_location kernel_where = kernel_location(prog.body);
-  for (size_t d = 0; d < ctx.grid.size(); ++d)
+  for (size_t d = 0; d < abi.grid.size(); ++d)
     if (g[d] < 1)
       TESSEL_USER_ERROR("Kernel", kernel_where,
                         "grid dimension "
-                            << d << " is " << ir::to_string(ctx.grid[d]) << " = " << g[d]
+                            << d << " is " << ir::to_string(abi.grid[d]) << " = " << g[d]
                             << ", not a positive block count; check the tile sizes it divides by");
   if (g[0] > 2147483647LL || g[1] > 65535 || g[2] > 65535)
     TESSEL_USER_ERROR("Kernel", kernel_where,
@@ -295,8 +297,8 @@ JitKernel jit(const PrimFunc& f, const JitOptions& options, std::source_location
                          " its setmaxnreg budgets assume; launching it could hang");
 
   impl->info.kernel_name = name;
-  impl->info.threads = ctx.launch_threads > 0 ? ctx.launch_threads : ctx.threads;
-  impl->info.dynamic_smem_bytes = static_cast<int>(ctx.smem_bytes);
+  impl->info.threads = abi.threads;
+  impl->info.dynamic_smem_bytes = static_cast<int>(abi.dynamic_smem_bytes);
   impl->info.arch = arch;
   impl->info.instructions = instructions_in(impl->compiled.ptx);
   const passes::HopperPlan& hopper = ctx.hopper;
@@ -335,12 +337,8 @@ JitKernel jit(const PrimFunc& f, const JitOptions& options, std::source_location
     impl->info.producer_regs = ctx.producer_regs;
   }
   impl->info.pingpong = ctx.pingpong;
-  impl->info.persistent = hopper.selected;
-  if (hopper.selected) {
-    impl->info.threads = hopper.launch_threads;
-    impl->info.dynamic_smem_bytes = hopper.smem_bytes;
-    impl->info.cluster_size = hopper.cluster_size;
-  }
+  impl->info.persistent = abi.persistent;
+  impl->info.cluster_size = abi.cluster_size;
   return JitKernel(impl);
 }
 

@@ -289,6 +289,30 @@ struct PassContext {
   // Blocks per SM codegen asks ptxas to fit the registers to (__launch_bounds__'s second
   // argument); 0: no request. Set for kernels with fragment shared tails (register_tails).
   int min_blocks_per_sm = 0;
+
+  // Set by plan_kernel_abi, the last pass: the kernel as seen from outside. Codegen prints its
+  // signature and preamble from it, and the JIT launches by it; neither decides any of it.
+  struct KernelAbi {
+    // Device headers beyond tessel.cuh, in include order ("tessel/hopper_gemm.cuh", ...).
+    std::vector<std::string> headers;
+    int consumer_threads = 0;  // a warp-specialized kernel's TESSEL_CONSUMER_THREADS; 0: none
+    int threads = 0;           // per block, at launch (and __launch_bounds__'s first argument)
+    // __launch_bounds__'s second argument: 1 for kernels that move registers with setmaxnreg
+    // (it only works under a cap at entry), the blocks per SM a register-bound kernel asks for,
+    // or 0 (none).
+    int min_blocks_per_sm = 0;
+    int cluster_size = 1;  // __cluster_dims__(cluster_size, 1, 1) when more than 1
+    // The dynamic shared-memory array: its declared alignment (128, or 1024 for the Hopper
+    // GEMM's TMA tiles), whether the wgmma tiles' 1024-byte alignment is made at run time
+    // (tessel::align_shared_1024; generic kernels with wgmma), and its size.
+    int smem_alignment = 128;
+    bool smem_realigned = false;
+    std::int64_t dynamic_smem_bytes = 0;
+    std::vector<ir::Expr> grid;  // blocks per dimension (the JIT needs them constant)
+    // The grid is min(tiles, SMs) in whole clusters; the CTAs loop over the tiles.
+    bool persistent = false;
+  };
+  KernelAbi abi;
 };
 
 }  // namespace tessel::passes

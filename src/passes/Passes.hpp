@@ -32,6 +32,7 @@ ir::Stmt lower_tile_ops(const ir::Stmt& body, PassContext& ctx);
 ir::Stmt vectorize_shared_tails(const ir::Stmt& body, PassContext& ctx);
 ir::Stmt lower_parallel_loops(const ir::Stmt& body, PassContext& ctx);
 ir::Stmt plan_shared_memory(const ir::Stmt& body, PassContext& ctx);
+ir::Stmt plan_kernel_abi(const ir::Stmt& body, PassContext& ctx);
 // Structural invariants of lowered IR (every variable bound, every buffer declared); throws
 // InternalError naming the pass that broke them.
 void verify_ir(const ir::Stmt& body, const PassContext& ctx, const char* after_pass);

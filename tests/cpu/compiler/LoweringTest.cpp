@@ -472,6 +472,49 @@ TEST(Codegen, FragmentSharedTail) {
   EXPECT_GE(lowered.ctx.smem_bytes, 512 * 112 * 2);
 }
 
+// plan_kernel_abi gathers the kernel's outside; codegen's signature and the launch read it.
+TEST(KernelAbi, IsWhatThePassesDecided) {
+  // A register-bound kernel (fragment tails in shared memory): its blocks per SM, no cluster.
+  auto softmax = tessel::lower(tessel::kernels::softmax_program(4096, 65536, tessel::DType::f16,
+                                                                tessel::kernels::parse_softmax_config(
+                                                                    "rows:t512:r1:bn65536:s14"))
+                                   .ir(),
+                               sm90());
+  const auto& s = softmax.ctx.abi;
+  EXPECT_EQ(s.threads, 512);
+  EXPECT_EQ(s.min_blocks_per_sm, 2);
+  EXPECT_EQ(s.cluster_size, 1);
+  EXPECT_TRUE(s.headers.empty());
+  EXPECT_EQ(s.dynamic_smem_bytes, softmax.ctx.smem_bytes);
+  EXPECT_EQ(s.smem_alignment, 128);
+  EXPECT_FALSE(s.persistent || s.smem_realigned);
+  ASSERT_EQ(s.grid.size(), 1u);
+  EXPECT_EQ(*tessel::ir::as_const_int(s.grid[0]), 4096);
+  // The Hopper GEMM: its own thread count, (threads, 1) for setmaxnreg, a 1024-byte aligned
+  // array, its header, a persistent grid.
+  tessel::kernels::MatmulConfig c;
+  c.block_M = 128, c.block_N = 256, c.block_K = 64, c.num_stages = 3, c.threads = 256, c.use_swizzle = true;
+  auto gemm = tessel::lower(tessel::kernels::matmul_program(4096, 4096, 4096, c).ir(), sm90());
+  ASSERT_TRUE(gemm.ctx.hopper.selected) << gemm.ctx.hopper.why_not;
+  const auto& h = gemm.ctx.abi;
+  EXPECT_EQ(h.threads, gemm.ctx.hopper.launch_threads);
+  EXPECT_EQ(h.min_blocks_per_sm, 1);
+  EXPECT_EQ(h.smem_alignment, 1024);
+  EXPECT_EQ(h.dynamic_smem_bytes, gemm.ctx.hopper.smem_bytes);
+  EXPECT_TRUE(h.persistent);
+  ASSERT_FALSE(h.headers.empty());
+  EXPECT_EQ(h.headers[0], "tessel/hopper_gemm.cuh");
+  const std::string src = tessel::codegen::generate_cuda(gemm);
+  EXPECT_NE(src.find("__launch_bounds__(" + std::to_string(h.threads) + ", 1)"), std::string::npos) << src;
+  EXPECT_NE(src.find("#include <tessel/hopper_gemm.cuh>"), std::string::npos) << src;
+  // The same GEMM on sm_80: mma.sync, plain launch bounds, nothing persistent.
+  auto old = tessel::lower(tessel::kernels::matmul_program(4096, 4096, 4096, {}).ir(), sm80());
+  EXPECT_EQ(old.ctx.abi.threads, 128);
+  EXPECT_EQ(old.ctx.abi.min_blocks_per_sm, 0);
+  EXPECT_FALSE(old.ctx.abi.persistent);
+  EXPECT_NE(tessel::codegen::generate_cuda(old).find("__launch_bounds__(128) "), std::string::npos);
+}
+
 TEST(Errors, SharedTailNeedsARowFragment) {
   T::PrimFunc f("tail");
   auto X = f.tensor("X", {4, 1024}, T::f32);

@@ -1,0 +1,65 @@
+// plan_kernel_abi
+//   Does:     gathers what the passes decided about the kernel's outside into ctx.abi: the
+//             device headers it needs, threads per block at launch (a warp-specialized kernel's
+//             producer warpgroup included; the Hopper GEMM's own count), __launch_bounds__'s
+//             blocks-per-SM argument, the cluster size, the dynamic shared memory (size and
+//             alignment), the grid and whether it is persistent.
+//   Requires: every other pass (it is the last): select_hopper_gemm's plan, specialize_warps'
+//             roles, plan_shared_memory's size, lowering's use of wgmma and mbarriers.
+//   Ensures:  ctx.abi is complete; codegen prints the kernel's signature and preamble from it and
+//             the JIT launches by it, neither deciding any of it.
+#include "passes/Passes.hpp"
+
+namespace tessel::passes {
+
+using namespace ir;
+
+namespace {
+
+const KernelStmt* find_kernel(const Stmt& s) {
+  if (const auto* k = s.as<KernelStmt>()) return k;
+  if (const auto* seq = s.as<SeqStmt>())
+    for (const Stmt& c : seq->stmts)
+      if (const auto* k = find_kernel(c)) return k;
+  return nullptr;
+}
+
+}  // namespace
+
+Stmt plan_kernel_abi(const Stmt& body, PassContext& ctx) {
+  const KernelStmt* k = find_kernel(body);
+  TESSEL_INTERNAL_CHECK(k != nullptr, "plan_kernel_abi: the lowered body has no kernel");
+  PassContext::KernelAbi& abi = ctx.abi;
+  abi = {};
+  const HopperPlan& hopper = ctx.hopper;
+  if (hopper.selected) abi.headers.push_back("tessel/hopper_gemm.cuh");
+  if (ctx.uses_wgmma) abi.headers.push_back("tessel/warpgroup_gemm.cuh");
+  if (!ctx.mbarriers.empty()) abi.headers.push_back("tessel/pipeline.cuh");
+  // A warp-specialized kernel's block-wide device code synchronizes its consumers only.
+  if (ctx.launch_threads > 0) abi.consumer_threads = ctx.threads;
+  abi.threads = ctx.launch_threads > 0 ? ctx.launch_threads : k->threads;
+  TESSEL_INTERNAL_CHECK(!hopper.selected || hopper.launch_threads == abi.threads,
+                        "plan_kernel_abi: the Hopper GEMM launches " << hopper.launch_threads
+                                                                     << " threads but its kernel declares "
+                                                                     << abi.threads);
+  // setmaxnreg (the Hopper GEMM, warp-specialized kernels with register budgets) only takes
+  // effect under a register cap at entry: (threads, 1). A kernel that keeps fragment tails in
+  // shared memory is register-bound by design: it asks for the blocks per SM its shared memory
+  // allows (plan_shared_memory), so that ptxas fits the registers to that occupancy.
+  if (hopper.selected || ctx.consumer_regs > 0)
+    abi.min_blocks_per_sm = 1;
+  else if (ctx.min_blocks_per_sm > 1)
+    abi.min_blocks_per_sm = ctx.min_blocks_per_sm;
+  if (hopper.selected && hopper.cluster_size > 1) abi.cluster_size = hopper.cluster_size;
+  // The wgmma operand tiles of a generic kernel sit at 1024-byte multiples from a run-time
+  // realigned base (plan_shared_memory keeps 1024 bytes of slack for the shift; __align__ alone
+  // does not promise the address); the Hopper GEMM's array is declared 1024-byte aligned.
+  abi.smem_realigned = ctx.uses_wgmma;
+  abi.smem_alignment = hopper.selected ? 1024 : 128;
+  abi.dynamic_smem_bytes = hopper.selected ? hopper.smem_bytes : ctx.smem_bytes;
+  abi.grid = ctx.grid;
+  abi.persistent = hopper.selected;
+  return body;
+}
+
+}  // namespace tessel::passes
