@@ -1,9 +1,16 @@
 // gemm(A, B, C): C += op(A) op(B); reads A, B and the accumulator C, writes C. verify: A a shared
 // tile or a whole 2-D fragment (not transposed), B a shared tile, C an f32 fragment, A and B both
-// f16 or both bf16, 2-D tiles whose shapes chain.
+// f16 or both bf16, 2-D tiles whose shapes chain. infer_layouts: the instruction (WarpgroupGemm's
+// wgmma on sm_90a where the warps stack along M and N fits a wgmma shape, else BlockGemm's
+// mma.sync), the warp split its policy allows, the accumulator's layout, the operand tiles'
+// (swizzled for ldmatrix, or the wgmma descriptor's swizzle) and a register A operand's.
 #include "ops/TileOp.hpp"
 
+#include <optional>
+#include <set>
+
 #include "ops/Checks.hpp"
+#include "ops/Layouts.hpp"
 #include "ops/Lowering.hpp"
 #include "tessel/Error.hpp"
 #include "tessel/ir/Printer.hpp"
@@ -14,12 +21,204 @@ namespace {
 
 using namespace ir;
 
+// ---- layout inference (TileOp::infer_layouts) ----
+
+// Whether tessel::SwizzledLayout can hold rows of `cols` elements: whole 16-byte chunks, a
+// power of two of them or a multiple of 8.
+bool swizzle_supported(std::int64_t cols, int elem_bytes) {
+  if (cols <= 0 || (cols * elem_bytes) % 16 != 0) return false;
+  std::int64_t chunks = cols * elem_bytes / 16;
+  return (chunks & (chunks - 1)) == 0 || chunks % 8 == 0;
+}
+
+// Splits warps over the BM x BN tile so each warp owns whole m16n8 tiles. Square keeps warp
+// tiles as square as possible (fewest shared-memory reads per mma); FullRow gives every warp
+// whole rows of the tile, FullCol whole columns.
+std::pair<int, int> partition_warps(std::int64_t BM, std::int64_t BN, int warps, GemmWarpPolicy policy,
+                                    std::source_location where) {
+  std::pair<int, int> best{0, 0};
+  double best_score = 1e30;
+  for (int wm = 1; wm <= warps; ++wm) {
+    if (warps % wm) continue;
+    int wn = warps / wm;
+    if (BM % (wm * kMmaM) || BN % (wn * kMmaN)) continue;
+    if (policy == GemmWarpPolicy::FullRow && wn != 1) continue;
+    if (policy == GemmWarpPolicy::FullCol && wm != 1) continue;
+    double tm = double(BM) / wm, tn = double(BN) / wn;
+    double score = std::abs(tm - tn) + (tm > tn ? 0.5 : 0);  // ties: wider warp tiles along N
+    if (score < best_score) {
+      best_score = score;
+      best = {wm, wn};
+    }
+  }
+  if (best.first == 0)
+    TESSEL_USER_ERROR("gemm", where,
+                      "the " << BM << "x" << BN << " C tile cannot be split over " << warps
+                             << " warps with policy " << gemm_warp_policy_name(policy)
+                             << " into whole m16n8 mma.sync tiles; need BM a multiple of 16*warps_m "
+                             << "and BN a multiple of 8*warps_n for some warps_m*warps_n = " << warps);
+  return best;
+}
+
+// The WgmmaSwizzleLayout a wgmma descriptor reads `b` through: K-major tiles (K along the
+// columns) swizzle by their row size, 128, 64 or 32 bytes; M/N-major tiles need 128-byte
+// panels. Empty when there is none.
+int wgmma_swizzle(const Buffer& b, bool k_major) {
+  auto [rows, cols] = matrix_shape(b);
+  const std::int64_t bytes = cols * dtype_bytes(b->dtype);
+  if (rows % 8) return 0;
+  int swizzle = bytes % 128 == 0 ? 128 : bytes % 64 == 0 ? 64 : bytes % 32 == 0 ? 32 : 0;
+  if (swizzle == 0 || (!k_major && swizzle != 128)) return 0;
+  return swizzle;
+}
+std::optional<SharedLayout> wgmma_layout(const Buffer& b, bool k_major) {
+  auto [rows, cols] = matrix_shape(b);
+  const int swizzle = wgmma_swizzle(b, k_major);
+  if (swizzle == 0) return std::nullopt;
+  return SharedLayout::wgmma_swizzle(rows, cols, dtype_bytes(b->dtype), swizzle);
+}
+
+// Whether this gemm lowers to tessel::WarpgroupGemm (device/tessel/warpgroup_gemm.cuh):
+// sm_90a with the Hopper features allowed, whole warpgroups, the warps stacked along M 16 rows each (one
+// m64 wgmma per warpgroup), an N the wgmma shapes cover, and shared operands that can take
+// (or already have) the layout its descriptors read.
+bool wgmma_applies(const PassContext& ctx_, const std::set<const GemmStmt*>& main_loop_gemms,
+                   const GemmStmt* op, std::int64_t BM, std::int64_t BN) {
+  // The Hopper switches come as one: turning any of them off keeps every gemm on mma.sync.
+  if (ctx_.target.sm != 90 || !ctx_.allow_wgmma || !ctx_.allow_tma || !ctx_.allow_warp_specialization)
+    return false;
+  if (ctx_.threads % 128 != 0) return false;
+  if (op->policy == GemmWarpPolicy::FullCol && ctx_.threads > 32) return false;
+  if (main_loop_gemms.count(op)) return false;
+  if (BM != 16 * (ctx_.threads / 32) || BN < 64 || BN > 256 || BN % 32) return false;
+  for (const Buffer* s : {&op->A.buffer, &op->B.buffer}) {
+    if ((*s)->scope != Scope::Shared) continue;
+    const bool k_major = s == &op->A.buffer ? !op->trans_a : op->trans_b;
+    const std::optional<SharedLayout> want = wgmma_layout(*s, k_major);
+    if (!want) return false;
+    auto it = ctx_.shared_layouts.find((*s)->id);
+    if (it != ctx_.shared_layouts.end() && it->second.wgmma() && it->second != *want) return false;
+  }
+  return true;
+}
+
+void set_wgmma_shared(PassContext& ctx_, const Buffer& b, bool k_major) {
+  const std::optional<SharedLayout> l = wgmma_layout(b, k_major);
+  TESSEL_INTERNAL_CHECK(l.has_value(), "wgmma layout for " << b->name << " chosen without one");
+  ctx_.shared_layouts[b->id] = *l;
+}
+
+// The A operand of a gemm held in registers: laid out like the accumulator of a [BM, BK]
+// tile over the gemm's warps (all along M), so that register i is a0..a7 of the mma / wgmma
+// A fragment in order (gemm.cuh, pack_a_operand).
+void set_register_operand(PassContext& ctx_, const GemmStmt* op, std::int64_t BM, std::int64_t BK, int wm) {
+  const Buffer& A = op->A.buffer;
+  FragmentLayout f;
+  f.kind = FragmentLayout::Kind::GemmAccumulator;
+  f.shape = {BM, BK};
+  f.warps_m = wm;
+  f.warps_n = 1;
+  f.per_thread = static_cast<int>((BM / wm / kMmaM) * (BK / kMmaN) * 4);
+  f.gemm = GemmEngine::accumulator(BM, BK, wm, 1);
+  auto it = ctx_.fragment_layouts.find(A->id);
+  if (it != ctx_.fragment_layouts.end() && it->second.gemm != f.gemm)
+    TESSEL_USER_ERROR("gemm", op->where,
+                      A->name << " is the register A operand of gemms whose warps split it differently ("
+                              << it->second.warps_m << " and " << wm
+                              << " warps along M); use one tile shape");
+  ctx_.fragment_layouts[A->id] = f;
+}
+
 class GemmOp final : public TileOp {
  public:
   const char* name() const override { return "gemm"; }
   Access access(const StmtNode& s) const override {
     const auto* g = static_cast<const GemmStmt*>(&s);
     return {{g->A, g->B, g->C}, {g->C}};
+  }
+
+  void infer_layouts(const StmtNode& s, LayoutContext& lc) const override {
+    const auto* op = static_cast<const GemmStmt*>(&s);
+    PassContext& ctx_ = lc.ctx;
+    const Buffer &A = op->A.buffer, &B = op->B.buffer, &C = op->C.buffer;
+    const bool a_in_registers = A->scope == Scope::Fragment;
+    auto a = matrix_shape(A), c = matrix_shape(C);
+    std::int64_t BM = c.first, BN = c.second, BK = op->trans_a ? a.first : a.second;
+    int elem = dtype_bytes(A->dtype);
+    if (BK % kMmaK)
+      TESSEL_USER_ERROR("gemm", op->where,
+                        "the K tile is " << BK << ", not a multiple of " << kMmaK
+                                         << " (mma.sync m16n8k16); legal block_K: 16, 32, 48, 64, ...");
+    if (BM % kMmaM || BN % kMmaN)
+      TESSEL_USER_ERROR("gemm", op->where,
+                        "the C tile " << BM << "x" << BN << " does not divide into m16n8 mma.sync "
+                                      << "tiles; BM must be a multiple of 16 and BN of 8");
+    for (const Buffer* s : {&A, &B}) {
+      if ((*s)->scope != Scope::Shared) continue;
+      auto [rows, cols] = matrix_shape(*s);
+      if ((cols * elem) % 16)
+        TESSEL_USER_ERROR("gemm", op->where,
+                          (*s)->name << " has rows of " << cols * elem << " bytes (" << cols
+                                     << " elements); ldmatrix reads 16-byte rows, so its last "
+                                     << "dimension must be a multiple of " << 16 / elem);
+    }
+    const int warps = ctx_.threads / 32;
+    // A in registers: every warp needs whole rows of A, which only it holds, so the warps
+    // split M alone; so does a gemm whose accumulator becomes such an operand.
+    GemmWarpPolicy policy = op->policy;
+    if (a_in_registers || lc.row_operand_tiles.count(C->id)) {
+      if (policy == GemmWarpPolicy::FullCol && warps > 1)
+        TESSEL_USER_ERROR(
+            "gemm", op->where,
+            (a_in_registers ? "A " + A->name + " is a fragment (registers)"
+                            : "the accumulator " + C->name +
+                                  " is reduced along its rows or becomes the register A operand of "
+                                  "a later gemm") +
+                std::string(", so the warps must split M alone (policy FullRow); policy "
+                            "FullCol asks for the opposite"));
+      policy = GemmWarpPolicy::FullRow;
+    }
+    // wgmma stacks the warps along M whatever the policy (a policy shapes mma.sync warp tiles).
+    const bool wgmma = wgmma_applies(ctx_, lc.main_loop_gemms, op, BM, BN);
+    auto [wm, wn] = wgmma ? std::pair<int, int>{warps, 1} : partition_warps(BM, BN, warps, policy, op->where);
+    for (const Buffer* s : {&A, &B}) {
+      if ((*s)->scope != Scope::Shared) continue;
+      const bool k_major = s == &A ? !op->trans_a : op->trans_b;
+      if (wgmma) {
+        set_wgmma_shared(ctx_, *s, k_major);
+      } else if (!ctx_.shared_layouts.count((*s)->id) || !ctx_.shared_layouts.at((*s)->id).wgmma()) {
+        // A tile a wgmma gemm reads keeps its layout: BlockGemm reads any layout.
+        auto [rows, cols] = matrix_shape(*s);
+        set_shared_layout(ctx_, *s, swizzle_supported(cols, elem));
+      }
+    }
+    FragmentLayout f;
+    f.kind = FragmentLayout::Kind::GemmAccumulator;
+    f.shape = {BM, BN};
+    f.warps_m = wm;
+    f.warps_n = wn;
+    f.wgmma = wgmma;
+    f.per_thread = static_cast<int>((BM / wm / kMmaM) * (BN / wn / kMmaN) * 4);
+    GemmEngine& e = f.gemm;
+    e.kind = wgmma ? GemmEngine::Kind::WarpgroupGemm : GemmEngine::Kind::BlockGemm;
+    e.rows = BM, e.cols = BN, e.k = BK;
+    e.dtype = dtype_cuda_name(A->dtype);
+    if (wgmma) {
+      e.warpgroups = ctx_.threads / 128;
+    } else {
+      e.warps_m = wm, e.warps_n = wn;
+    }
+    e.trans_a = op->trans_a, e.trans_b = op->trans_b;
+    e.a = a_in_registers ? SharedLayout::row_major(BM, BK) : ctx_.shared_layouts.at(A->id);
+    e.b = ctx_.shared_layouts.at(B->id);
+    ctx_.uses_wgmma = ctx_.uses_wgmma || wgmma;
+    auto it = ctx_.fragment_layouts.find(C->id);
+    if (it != ctx_.fragment_layouts.end() && it->second.gemm != f.gemm)
+      TESSEL_USER_ERROR("gemm", op->where,
+                        C->name << " is the accumulator of two gemms with different tiles or "
+                                << "warp partitions; give each gemm its own accumulator");
+    ctx_.fragment_layouts[C->id] = f;
+    if (a_in_registers) set_register_operand(ctx_, op, BM, BK, wm);
   }
 
   Stmt lower(const Stmt& s, LowerContext& lc) const override {

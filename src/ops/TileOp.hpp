@@ -1,9 +1,10 @@
 // The tile-op interface: what the passes ask of a tile op (copy, gemm, fill, reductions, TMA
 // loads), one implementation per op in src/ops/<Op>.cpp. Today: the regions an op reads and
 // writes, which every pass that orders, moves or waits for statements needs (order_shared_writes,
-// plan_pipelines, place_gemm_waits), the checks of the author's use (verify_program) and the
-// lowering to thread-level code (lower_tile_ops; lower_reductions for reductions). Layout inference moves behind the same
-// interface next (issue 15).
+// plan_pipelines, place_gemm_waits), the checks of the author's use (verify_program), the
+// layouts an op fixes (infer_layouts: gemm's, the strictest; the layouts that follow from them are
+// still propagated by infer_layouts itself) and the lowering to thread-level code (lower_tile_ops;
+// lower_reductions for reductions).
 #pragma once
 
 #include <vector>
@@ -12,7 +13,8 @@
 
 namespace tessel::ops {
 
-struct LowerContext;  // ops/Lowering.hpp
+struct LowerContext;   // ops/Lowering.hpp
+struct LayoutContext;  // ops/Layouts.hpp
 
 // The regions a tile op reads and writes (a reduction's whole source and destination buffers;
 // a destination it also reads when it accumulates -- gemm's C, a reduction without clear --
@@ -32,6 +34,12 @@ class TileOp {
   // statement with what it implies filled in (a copy's extents taken from its other side).
   // verify_program calls it on each tile op as written.
   virtual ir::Stmt verify(const ir::Stmt& s) const { return s; }
+  // The layouts the op in `s` fixes, into the pass context's fragment and shared layouts, and
+  // its instruction (infer_layouts calls it on each gemm before it propagates layouts to the
+  // fragments that follow): gemm fixes its accumulator, its shared operands' tiles and a
+  // register A operand, and chooses mma.sync or wgmma. The other ops fix none (their tiles take
+  // what follows from gemms, or the defaults).
+  virtual void infer_layouts(const ir::StmtNode& /*s*/, LayoutContext& /*lc*/) const {}
   // Thread-level code for `s` on the pass context's target (lower_tile_ops calls it, after
   // infer_layouts chose the layouts and the pipeline passes placed the op): device calls, element
   // loops over a fragment's registers, guarded stores.
@@ -40,11 +48,15 @@ class TileOp {
 
 // The interface of `s`'s op, or nullptr when `s` is not a tile op.
 const TileOp* tile_op(const ir::StmtNode* s);
-inline const TileOp* tile_op(const ir::Stmt& s) { return tile_op(s.get()); }
+inline const TileOp* tile_op(const ir::Stmt& s) {
+  return tile_op(s.get());
+}
 
 // access(s) of a tile op; empty lists for any other statement.
 Access access(const ir::StmtNode* s);
-inline Access access(const ir::Stmt& s) { return access(s.get()); }
+inline Access access(const ir::Stmt& s) {
+  return access(s.get());
+}
 
 // Whether a tile op writes a buffer of `scope` / copies global memory into shared memory (a
 // producer of a pipelined loop).

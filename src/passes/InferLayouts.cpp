@@ -19,6 +19,9 @@
 //             row layout; the rest: 2-D tiles row-blocked, others strided; every other shared
 //             tile row-major.
 //             Rejects gemm tiles that do not divide the mma.sync m16n8k16 instruction shape.
+//             The gemm's own choices (instruction, warp split, accumulator, operand tiles, a
+//             register A operand) are the op's: TileOp::infer_layouts in ops/Gemm.cpp, called
+//             here with what the scans below found; this pass propagates the rest.
 //   Requires: verify_program (regions have extents; gemm operands are checked for scope/dtype).
 //   Ensures:  ctx.fragment_layouts has every fragment, ctx.shared_layouts every shared buffer;
 //             ctx.uses_wgmma when some gemm lowers to WarpgroupGemm.
@@ -26,6 +29,8 @@
 #include <optional>
 #include <set>
 
+#include "ops/Layouts.hpp"
+#include "ops/TileOp.hpp"
 #include "passes/FragmentCoordinates.hpp"
 #include "passes/PassUtil.hpp"
 #include "passes/Passes.hpp"
@@ -37,51 +42,6 @@ namespace tessel::passes {
 using namespace ir;
 
 namespace {
-
-constexpr int kMmaM = 16, kMmaN = 8, kMmaK = 16;
-
-bool swizzle_supported(std::int64_t cols, int elem_bytes) {
-  if (cols <= 0 || (cols * elem_bytes) % 16 != 0) return false;
-  std::int64_t chunks = cols * elem_bytes / 16;
-  return (chunks & (chunks - 1)) == 0 || chunks % 8 == 0;
-}
-
-// The 2-D matrix a shared buffer holds: [prod(leading dims), last dim].
-std::pair<std::int64_t, std::int64_t> matrix_shape(const Buffer& b) {
-  auto s = b.const_shape();
-  std::int64_t rows = 1;
-  for (size_t i = 0; i + 1 < s.size(); ++i) rows *= s[i];
-  return {rows, s.back()};
-}
-
-// Splits warps over the BM x BN tile so each warp owns whole m16n8 tiles. Square keeps warp
-// tiles as square as possible (fewest shared-memory reads per mma); FullRow gives every warp
-// whole rows of the tile, FullCol whole columns.
-std::pair<int, int> partition_warps(std::int64_t BM, std::int64_t BN, int warps, GemmWarpPolicy policy,
-                                    std::source_location where) {
-  std::pair<int, int> best{0, 0};
-  double best_score = 1e30;
-  for (int wm = 1; wm <= warps; ++wm) {
-    if (warps % wm) continue;
-    int wn = warps / wm;
-    if (BM % (wm * kMmaM) || BN % (wn * kMmaN)) continue;
-    if (policy == GemmWarpPolicy::FullRow && wn != 1) continue;
-    if (policy == GemmWarpPolicy::FullCol && wm != 1) continue;
-    double tm = double(BM) / wm, tn = double(BN) / wn;
-    double score = std::abs(tm - tn) + (tm > tn ? 0.5 : 0);  // ties: wider warp tiles along N
-    if (score < best_score) {
-      best_score = score;
-      best = {wm, wn};
-    }
-  }
-  if (best.first == 0)
-    TESSEL_USER_ERROR("gemm", where,
-                      "the " << BM << "x" << BN << " C tile cannot be split over " << warps
-                             << " warps with policy " << gemm_warp_policy_name(policy)
-                             << " into whole m16n8 mma.sync tiles; need BM a multiple of 16*warps_m "
-                             << "and BN a multiple of 8*warps_n for some warps_m*warps_n = " << warps);
-  return best;
-}
 
 // The tiles whose rows must stay within one warp: the A operand of a gemm held in registers and
 // the sources of row reductions, and whatever Parallel nests and fragment copies link to them
@@ -185,85 +145,8 @@ class LayoutInference : public IRVisitor {
   }
 
   void visit_node(const GemmStmt* op) override {
-    const Buffer &A = op->A.buffer, &B = op->B.buffer, &C = op->C.buffer;
-    const bool a_in_registers = A->scope == Scope::Fragment;
-    auto a = matrix_shape(A), c = matrix_shape(C);
-    std::int64_t BM = c.first, BN = c.second, BK = op->trans_a ? a.first : a.second;
-    int elem = dtype_bytes(A->dtype);
-    if (BK % kMmaK)
-      TESSEL_USER_ERROR("gemm", op->where,
-                        "the K tile is " << BK << ", not a multiple of " << kMmaK
-                                         << " (mma.sync m16n8k16); legal block_K: 16, 32, 48, 64, ...");
-    if (BM % kMmaM || BN % kMmaN)
-      TESSEL_USER_ERROR("gemm", op->where,
-                        "the C tile " << BM << "x" << BN << " does not divide into m16n8 mma.sync "
-                                      << "tiles; BM must be a multiple of 16 and BN of 8");
-    for (const Buffer* s : {&A, &B}) {
-      if ((*s)->scope != Scope::Shared) continue;
-      auto [rows, cols] = matrix_shape(*s);
-      if ((cols * elem) % 16)
-        TESSEL_USER_ERROR("gemm", op->where,
-                          (*s)->name << " has rows of " << cols * elem << " bytes (" << cols
-                                     << " elements); ldmatrix reads 16-byte rows, so its last "
-                                     << "dimension must be a multiple of " << 16 / elem);
-    }
-    const int warps = ctx_.threads / 32;
-    // A in registers: every warp needs whole rows of A, which only it holds, so the warps
-    // split M alone; so does a gemm whose accumulator becomes such an operand.
-    GemmWarpPolicy policy = op->policy;
-    if (a_in_registers || row_operand_tiles_.count(C->id)) {
-      if (policy == GemmWarpPolicy::FullCol && warps > 1)
-        TESSEL_USER_ERROR(
-            "gemm", op->where,
-            (a_in_registers ? "A " + A->name + " is a fragment (registers)"
-                            : "the accumulator " + C->name +
-                                  " is reduced along its rows or becomes the register A operand of "
-                                  "a later gemm") +
-                std::string(", so the warps must split M alone (policy FullRow); policy "
-                            "FullCol asks for the opposite"));
-      policy = GemmWarpPolicy::FullRow;
-    }
-    // wgmma stacks the warps along M whatever the policy (a policy shapes mma.sync warp tiles).
-    const bool wgmma = wgmma_applies(op, BM, BN);
-    auto [wm, wn] = wgmma ? std::pair<int, int>{warps, 1} : partition_warps(BM, BN, warps, policy, op->where);
-    for (const Buffer* s : {&A, &B}) {
-      if ((*s)->scope != Scope::Shared) continue;
-      const bool k_major = s == &A ? !op->trans_a : op->trans_b;
-      if (wgmma) {
-        set_wgmma_shared(*s, k_major);
-      } else if (!ctx_.shared_layouts.count((*s)->id) || !ctx_.shared_layouts.at((*s)->id).wgmma()) {
-        // A tile a wgmma gemm reads keeps its layout: BlockGemm reads any layout.
-        auto [rows, cols] = matrix_shape(*s);
-        set_shared(*s, swizzle_supported(cols, elem), op->where);
-      }
-    }
-    FragmentLayout f;
-    f.kind = FragmentLayout::Kind::GemmAccumulator;
-    f.shape = {BM, BN};
-    f.warps_m = wm;
-    f.warps_n = wn;
-    f.wgmma = wgmma;
-    f.per_thread = static_cast<int>((BM / wm / kMmaM) * (BN / wn / kMmaN) * 4);
-    GemmEngine& e = f.gemm;
-    e.kind = wgmma ? GemmEngine::Kind::WarpgroupGemm : GemmEngine::Kind::BlockGemm;
-    e.rows = BM, e.cols = BN, e.k = BK;
-    e.dtype = dtype_cuda_name(A->dtype);
-    if (wgmma) {
-      e.warpgroups = ctx_.threads / 128;
-    } else {
-      e.warps_m = wm, e.warps_n = wn;
-    }
-    e.trans_a = op->trans_a, e.trans_b = op->trans_b;
-    e.a = a_in_registers ? SharedLayout::row_major(BM, BK) : ctx_.shared_layouts.at(A->id);
-    e.b = ctx_.shared_layouts.at(B->id);
-    ctx_.uses_wgmma = ctx_.uses_wgmma || wgmma;
-    auto it = ctx_.fragment_layouts.find(C->id);
-    if (it != ctx_.fragment_layouts.end() && it->second.gemm != f.gemm)
-      TESSEL_USER_ERROR("gemm", op->where,
-                        C->name << " is the accumulator of two gemms with different tiles or "
-                                << "warp partitions; give each gemm its own accumulator");
-    ctx_.fragment_layouts[C->id] = f;
-    if (a_in_registers) set_register_operand(op, BM, BK, wm);
+    ops::LayoutContext lc{ctx_, row_operand_tiles_, main_loop_gemms_};
+    ops::gemm_op().infer_layouts(*op, lc);
   }
 
   void visit_node(const CopyStmt* op) override {
@@ -296,7 +179,7 @@ class LayoutInference : public IRVisitor {
         if (!acc) continue;
         FragmentLayout follow = *acc;
         follow.wgmma = false;
-        follow.gemm = accumulator_layout(acc->shape[0], acc->shape[1], acc->warps_m, acc->warps_n);
+        follow.gemm = GemmEngine::accumulator(acc->shape[0], acc->shape[1], acc->warps_m, acc->warps_n);
         for (const Buffer& b : group) {
           if (ctx_.fragment_layouts.count(b->id) || b.ndim() != 2 || b.const_shape() != acc->shape) continue;
           ctx_.fragment_layouts[b->id] = follow;
@@ -308,7 +191,8 @@ class LayoutInference : public IRVisitor {
     for (const Buffer& b : decls_) {
       if (b->scope == Scope::Fragment && !ctx_.fragment_layouts.count(b->id) && b.ndim() == 2)
         if (auto l = row_blocked(b.const_shape())) ctx_.fragment_layouts[b->id] = *l;
-      if (b->scope == Scope::Shared && !ctx_.shared_layouts.count(b->id)) set_shared(b, false, b->where);
+      if (b->scope == Scope::Shared && !ctx_.shared_layouts.count(b->id))
+        ops::set_shared_layout(ctx_, b, false);
     }
     // A reduction's result follows the rows of its source.
     for (const ReduceStmt* r : reduces_) {
@@ -438,9 +322,9 @@ class LayoutInference : public IRVisitor {
         if (l.warps_n != 1) return std::nullopt;
         r.kind = FragmentLayout::Kind::AccumulatorRows;
         r.shape = {l.shape[0]};
-        r.per_thread = static_cast<int>(l.shape[0] / l.warps_m / kMmaM * 2);
+        r.per_thread = static_cast<int>(l.shape[0] / l.warps_m / ops::kMmaM * 2);
         r.wgmma = false;
-        r.gemm = accumulator_layout(l.shape[0], l.shape[1], l.warps_m, 1);
+        r.gemm = GemmEngine::accumulator(l.shape[0], l.shape[1], l.warps_m, 1);
         return r;
       case FragmentLayout::Kind::Strided:
         return std::nullopt;
@@ -470,91 +354,10 @@ class LayoutInference : public IRVisitor {
     ctx_.fragment_layouts[r->dst->id] = d;
   }
 
-  static GemmEngine accumulator_layout(std::int64_t rows, std::int64_t cols, int wm, int wn) {
-    GemmEngine e;
-    e.kind = GemmEngine::Kind::AccumulatorLayout;
-    e.rows = rows, e.cols = cols, e.warps_m = wm, e.warps_n = wn;
-    return e;
-  }
-
-  // The WgmmaSwizzleLayout a wgmma descriptor reads `b` through: K-major tiles (K along the
-  // columns) swizzle by their row size, 128, 64 or 32 bytes; M/N-major tiles need 128-byte
-  // panels. Empty when there is none.
-  static int wgmma_swizzle(const Buffer& b, bool k_major) {
-    auto [rows, cols] = matrix_shape(b);
-    const std::int64_t bytes = cols * dtype_bytes(b->dtype);
-    if (rows % 8) return 0;
-    int swizzle = bytes % 128 == 0 ? 128 : bytes % 64 == 0 ? 64 : bytes % 32 == 0 ? 32 : 0;
-    if (swizzle == 0 || (!k_major && swizzle != 128)) return 0;
-    return swizzle;
-  }
-  static std::optional<SharedLayout> wgmma_layout(const Buffer& b, bool k_major) {
-    auto [rows, cols] = matrix_shape(b);
-    const int swizzle = wgmma_swizzle(b, k_major);
-    if (swizzle == 0) return std::nullopt;
-    return SharedLayout::wgmma_swizzle(rows, cols, dtype_bytes(b->dtype), swizzle);
-  }
-
-  // Whether this gemm lowers to tessel::WarpgroupGemm (device/tessel/warpgroup_gemm.cuh):
-  // sm_90a with the Hopper features allowed, whole warpgroups, the warps stacked along M 16 rows each (one
-  // m64 wgmma per warpgroup), an N the wgmma shapes cover, and shared operands that can take
-  // (or already have) the layout its descriptors read.
-  bool wgmma_applies(const GemmStmt* op, std::int64_t BM, std::int64_t BN) const {
-    // The Hopper switches come as one: turning any of them off keeps every gemm on mma.sync.
-    if (ctx_.target.sm != 90 || !ctx_.allow_wgmma || !ctx_.allow_tma || !ctx_.allow_warp_specialization)
-      return false;
-    if (ctx_.threads % 128 != 0) return false;
-    if (op->policy == GemmWarpPolicy::FullCol && ctx_.threads > 32) return false;
-    if (main_loop_gemms_.count(op)) return false;
-    if (BM != 16 * (ctx_.threads / 32) || BN < 64 || BN > 256 || BN % 32) return false;
-    for (const Buffer* s : {&op->A.buffer, &op->B.buffer}) {
-      if ((*s)->scope != Scope::Shared) continue;
-      const bool k_major = s == &op->A.buffer ? !op->trans_a : op->trans_b;
-      const std::optional<SharedLayout> want = wgmma_layout(*s, k_major);
-      if (!want) return false;
-      auto it = ctx_.shared_layouts.find((*s)->id);
-      if (it != ctx_.shared_layouts.end() && it->second.wgmma() && it->second != *want) return false;
-    }
-    return true;
-  }
-
-  void set_wgmma_shared(const Buffer& b, bool k_major) {
-    const std::optional<SharedLayout> l = wgmma_layout(b, k_major);
-    TESSEL_INTERNAL_CHECK(l.has_value(), "wgmma layout for " << b->name << " chosen without one");
-    ctx_.shared_layouts[b->id] = *l;
-  }
-
-  // The A operand of a gemm held in registers: laid out like the accumulator of a [BM, BK]
-  // tile over the gemm's warps (all along M), so that register i is a0..a7 of the mma / wgmma
-  // A fragment in order (gemm.cuh, pack_a_operand).
-  void set_register_operand(const GemmStmt* op, std::int64_t BM, std::int64_t BK, int wm) {
-    const Buffer& A = op->A.buffer;
-    FragmentLayout f;
-    f.kind = FragmentLayout::Kind::GemmAccumulator;
-    f.shape = {BM, BK};
-    f.warps_m = wm;
-    f.warps_n = 1;
-    f.per_thread = static_cast<int>((BM / wm / kMmaM) * (BK / kMmaN) * 4);
-    f.gemm = accumulator_layout(BM, BK, wm, 1);
-    auto it = ctx_.fragment_layouts.find(A->id);
-    if (it != ctx_.fragment_layouts.end() && it->second.gemm != f.gemm)
-      TESSEL_USER_ERROR("gemm", op->where,
-                        A->name << " is the register A operand of gemms whose warps split it differently ("
-                                << it->second.warps_m << " and " << wm
-                                << " warps along M); use one tile shape");
-    ctx_.fragment_layouts[A->id] = f;
-  }
-
   int vec_ = 1 << 20;
   std::vector<const ReduceStmt*> reduces_;
 
  private:
-  void set_shared(const Buffer& b, bool swizzled, std::source_location) {
-    auto [rows, cols] = matrix_shape(b);
-    ctx_.shared_layouts[b->id] = swizzled ? SharedLayout::swizzled_for(rows, cols, dtype_bytes(b->dtype))
-                                          : SharedLayout::row_major(rows, cols);
-  }
-
   PassContext& ctx_;
   std::set<int> row_operand_tiles_;
   std::set<const GemmStmt*> main_loop_gemms_;

@@ -77,6 +77,13 @@ struct GemmEngine {
   bool trans_a = false, trans_b = false;
   SharedLayout a, b;
 
+  // The plain register layout of a rows x cols tile over warps_m x warps_n warps.
+  static GemmEngine accumulator(std::int64_t rows, std::int64_t cols, int warps_m, int warps_n) {
+    GemmEngine e;
+    e.kind = Kind::AccumulatorLayout;
+    e.rows = rows, e.cols = cols, e.warps_m = warps_m, e.warps_n = warps_n;
+    return e;
+  }
   std::string device_type() const;
   bool operator==(const GemmEngine&) const = default;
 };
