@@ -4,6 +4,7 @@
 #include "ops/TileOp.hpp"
 
 #include "ops/Checks.hpp"
+#include "ops/Layouts.hpp"
 #include "ops/Lowering.hpp"
 #include "tessel/Error.hpp"
 #include "tessel/ir/Printer.hpp"
@@ -407,6 +408,20 @@ class CopyOp final : public TileOp {
 
   Stmt lower(const Stmt& s, LowerContext& lc) const override {
     return CopyLowering(lc).lower(s.as<CopyStmt>());
+  }
+
+  // Strict: fragments exchanged with global tensors set the vector width of row-blocked tiles.
+  void infer_layouts(const StmtNode& st, LayoutContext& lc, LayoutLevel level) const override {
+    if (level != LayoutLevel::Strict) return;
+    const auto* op = static_cast<const CopyStmt*>(&st);
+    const Region &s = op->src, &d = op->dst;
+    // Fragments exchanged with global tensors move in 16-byte vectors of the global dtype.
+    bool with_global = s.buffer->scope == Scope::Global || d.buffer->scope == Scope::Global;
+    bool with_fragment = s.buffer->scope == Scope::Fragment || d.buffer->scope == Scope::Fragment;
+    if (with_global && with_fragment) {
+      int bytes = dtype_bytes(s.buffer->scope == Scope::Global ? s.buffer->dtype : d.buffer->dtype);
+      lc.vec = std::min(lc.vec, 16 / bytes);
+    }
   }
 
   Stmt verify(const Stmt& s) const override {

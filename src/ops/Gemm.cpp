@@ -137,7 +137,8 @@ class GemmOp final : public TileOp {
     return {{g->A, g->B, g->C}, {g->C}};
   }
 
-  void infer_layouts(const StmtNode& s, LayoutContext& lc) const override {
+  void infer_layouts(const StmtNode& s, LayoutContext& lc, LayoutLevel level) const override {
+    if (level != LayoutLevel::Strict) return;
     const auto* op = static_cast<const GemmStmt*>(&s);
     PassContext& ctx_ = lc.ctx;
     const Buffer &A = op->A.buffer, &B = op->B.buffer, &C = op->C.buffer;

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <set>
 #include <utility>
 
@@ -19,7 +20,15 @@ using passes::SharedLayout;
 // mma.sync's instruction shape (m16n8k16): gemm tiles divide into it.
 inline constexpr int kMmaM = 16, kMmaN = 8, kMmaK = 16;
 
-// The pass context, and what infer_layouts' scans found about the program as a whole.
+// When infer_layouts asks an op for its layouts (TileOp::infer_layouts). Strict: before anything
+// is propagated -- gemm fixes its tiles' layouts and its instruction, a copy between a fragment
+// and global memory narrows the vector width row-blocked tiles use. Common: once the layouts
+// that follow gemms are propagated and 2-D tiles are row-blocked -- a reduction's result follows
+// the rows of its source.
+enum class LayoutLevel { Strict, Common };
+
+// The pass context, what infer_layouts' scans found about the program as a whole, and what the
+// ops gather on the way.
 struct LayoutContext {
   PassContext& ctx;
   // Accumulators whose warps must split M alone (their rows become a register A operand or are
@@ -28,7 +37,16 @@ struct LayoutContext {
   // Gemms that are the sole compute of a Pipelined loop filling both their operands: they stay
   // on BlockGemm's mma.sync main loop (infer_layouts' MainLoopGemmScan).
   const std::set<const ir::GemmStmt*>& main_loop_gemms;
+  // The elements of a 16-byte vector of the narrowest global dtype a fragment exchanges with
+  // (copies, at Strict); past 16 when none does (infer_layouts then takes 4, f32 vectors).
+  int vec = 1 << 20;
 };
+
+// `b` spread flat over `threads`: element f in thread f % threads, register f / threads.
+FragmentLayout strided_layout(const ir::Buffer& b, int threads);
+// The layout a row vector beside a tile of layout `l` takes (nullopt: none): a reduction's
+// result, or a 1-D fragment used beside the tile.
+std::optional<FragmentLayout> row_layout_of(const FragmentLayout& l);
 
 // The 2-D matrix a shared buffer holds: [prod(leading dims), last dim].
 inline std::pair<std::int64_t, std::int64_t> matrix_shape(const ir::Buffer& b) {

@@ -5,6 +5,7 @@
 // AccumulatorLayout::reduce_rows.
 #include "ops/TileOp.hpp"
 
+#include "ops/Layouts.hpp"
 #include "ops/Lowering.hpp"
 #include "tessel/Error.hpp"
 
@@ -24,6 +25,39 @@ const char* op_type(ReduceOp op) {
       return "tessel::ReduceSumOp";
   }
   return "?";
+}
+
+const char* reduce_name(const ReduceStmt* r) {
+  switch (r->op) {
+    case ReduceOp::Max:
+      return "reduce_max";
+    case ReduceOp::Min:
+      return "reduce_min";
+    case ReduceOp::Sum:
+      return "reduce_sum";
+  }
+  return "reduce";
+}
+
+// reduce_max/min/sum of a gemm tile along its rows: the result is an AccumulatorRows vector.
+void reduce_gemm_tile(PassContext& ctx_, const ReduceStmt* r, const FragmentLayout& src) {
+  if (r->dim != 1 || src.warps_n != 1)
+    TESSEL_USER_ERROR(reduce_name(r), r->where,
+                      "reduces the gemm tile " << r->src->name << " " << shape_text(src.shape) << " over dim "
+                                               << r->dim << " with its warps split " << src.warps_m << "x"
+                                               << src.warps_n << " (M x N); a gemm tile reduces along dim 1, "
+                                               << "with its warps splitting M only (gemm policy FullRow)");
+  if (r->dst.ndim() != 1 || r->dst.const_shape()[0] != src.shape[0])
+    TESSEL_USER_ERROR(reduce_name(r), r->where,
+                      "the result " << r->dst->name << " must be a 1-D fragment of " << src.shape[0]
+                                    << " elements (one per row of " << r->src->name << ")");
+  const FragmentLayout d = *row_layout_of(src);
+  auto old = ctx_.fragment_layouts.find(r->dst->id);
+  if (old != ctx_.fragment_layouts.end() && !same_fragment_layout(old->second, d))
+    TESSEL_USER_ERROR(reduce_name(r), r->where,
+                      r->dst->name << " receives reductions of tiles laid out differently; reduce tiles "
+                                   << "of one shape and warp split into it");
+  ctx_.fragment_layouts[r->dst->id] = d;
 }
 
 // The lowering of one reduction (see lower()).
@@ -112,6 +146,47 @@ class ReduceTileOp final : public TileOp {
     Access a{{whole(r->src)}, {whole(r->dst)}};
     if (!r->clear) a.reads.push_back(whole(r->dst));
     return a;
+  }
+  // Common: the result lies along the rows of its source (a row-blocked tile's RowOf vector, a
+  // gemm tile's AccumulatorRows), once the source's layout is known.
+  void infer_layouts(const StmtNode& s, LayoutContext& lc, LayoutLevel level) const override {
+    if (level != LayoutLevel::Common) return;
+    const auto* r = static_cast<const ReduceStmt*>(&s);
+    PassContext& ctx_ = lc.ctx;
+    if (r->src->scope != Scope::Fragment || r->dst->scope != Scope::Fragment)
+      TESSEL_USER_ERROR(reduce_name(r), r->where,
+                        "reduces " << r->src->name << " into " << r->dst->name
+                                   << "; both must be fragments (T::alloc_fragment)");
+    auto found = ctx_.fragment_layouts.find(r->src->id);
+    FragmentLayout src =
+        found != ctx_.fragment_layouts.end() ? found->second : strided_layout(r->src, ctx_.threads);
+    if (src.kind == FragmentLayout::Kind::GemmAccumulator) {
+      reduce_gemm_tile(ctx_, r, src);
+      return;
+    }
+    if (src.kind != FragmentLayout::Kind::RowBlocked || r->dim != 1)
+      TESSEL_USER_ERROR(reduce_name(r), r->where,
+                        "cannot lay out "
+                            << r->src->name << " " << shape_text(src.shape) << " for a reduction over "
+                            << "dim " << r->dim << " with " << ctx_.threads << " threads; this version "
+                            << "reduces 2-D tiles along dim 1 whose columns are a multiple of " << lc.vec
+                            << " (one 16-byte vector) and whose rows divide evenly over the "
+                            << "threads");
+    if (r->dst.ndim() != 1 || r->dst.const_shape()[0] != src.shape[0])
+      TESSEL_USER_ERROR(reduce_name(r), r->where,
+                        "the result " << r->dst->name << " must be a 1-D fragment of " << src.shape[0]
+                                      << " elements (one per row of " << r->src->name << ")");
+    FragmentLayout d = src;
+    d.kind = FragmentLayout::Kind::RowOf;
+    d.shape = {src.shape[0]};
+    d.per_thread = static_cast<int>(src.shape[0] / src.rows_per_pass);
+    auto old = ctx_.fragment_layouts.find(r->dst->id);
+    if (old != ctx_.fragment_layouts.end() && old->second.kind == FragmentLayout::Kind::RowOf &&
+        (old->second.lanes != d.lanes || old->second.rows_per_pass != d.rows_per_pass))
+      TESSEL_USER_ERROR(reduce_name(r), r->where,
+                        r->dst->name << " receives reductions of tiles laid out "
+                                     << "differently; reduce tiles of one shape into it");
+    ctx_.fragment_layouts[r->dst->id] = d;
   }
   // Called by lower_reductions, which runs before lower_tile_ops while fragments still exist.
   Stmt lower(const Stmt& s, LowerContext& lc) const override {

@@ -2,8 +2,8 @@
 // loads), one implementation per op in src/ops/<Op>.cpp. Today: the regions an op reads and
 // writes, which every pass that orders, moves or waits for statements needs (order_shared_writes,
 // plan_pipelines, place_gemm_waits), the checks of the author's use (verify_program), the
-// layouts an op fixes (infer_layouts: gemm's, the strictest; the layouts that follow from them are
-// still propagated by infer_layouts itself) and the lowering to thread-level code (lower_tile_ops;
+// layouts an op decides (infer_layouts: gemm's, a copy's vector width, a reduction's result; the
+// layouts that follow from them are propagated by infer_layouts itself) and the lowering to thread-level code (lower_tile_ops;
 // lower_reductions for reductions).
 #pragma once
 
@@ -15,6 +15,7 @@ namespace tessel::ops {
 
 struct LowerContext;   // ops/Lowering.hpp
 struct LayoutContext;  // ops/Layouts.hpp
+enum class LayoutLevel;
 
 // The regions a tile op reads and writes (a reduction's whole source and destination buffers;
 // a destination it also reads when it accumulates -- gemm's C, a reduction without clear --
@@ -34,12 +35,12 @@ class TileOp {
   // statement with what it implies filled in (a copy's extents taken from its other side).
   // verify_program calls it on each tile op as written.
   virtual ir::Stmt verify(const ir::Stmt& s) const { return s; }
-  // The layouts the op in `s` fixes, into the pass context's fragment and shared layouts, and
-  // its instruction (infer_layouts calls it on each gemm before it propagates layouts to the
-  // fragments that follow): gemm fixes its accumulator, its shared operands' tiles and a
-  // register A operand, and chooses mma.sync or wgmma. The other ops fix none (their tiles take
-  // what follows from gemms, or the defaults).
-  virtual void infer_layouts(const ir::StmtNode& /*s*/, LayoutContext& /*lc*/) const {}
+  // The layouts the op in `s` decides at `level` (ops/Layouts.hpp), into the pass context's
+  // fragment and shared layouts: gemm (Strict) fixes its accumulator, its shared operands' tiles
+  // and a register A operand, and chooses mma.sync or wgmma; a copy between a fragment and global
+  // memory (Strict) narrows the vector width of row-blocked tiles; a reduction (Common) lays its
+  // result out along its source's rows. Fill and TMA loads decide none.
+  virtual void infer_layouts(const ir::StmtNode& /*s*/, LayoutContext& /*lc*/, LayoutLevel /*level*/) const {}
   // Thread-level code for `s` on the pass context's target (lower_tile_ops calls it, after
   // infer_layouts chose the layouts and the pipeline passes placed the op): device calls, element
   // loops over a fragment's registers, guarded stores.

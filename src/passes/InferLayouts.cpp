@@ -19,9 +19,13 @@
 //             row layout; the rest: 2-D tiles row-blocked, others strided; every other shared
 //             tile row-major.
 //             Rejects gemm tiles that do not divide the mma.sync m16n8k16 instruction shape.
-//             The gemm's own choices (instruction, warp split, accumulator, operand tiles, a
-//             register A operand) are the op's: TileOp::infer_layouts in ops/Gemm.cpp, called
-//             here with what the scans below found; this pass propagates the rest.
+//             What an op decides itself is the op's (TileOp::infer_layouts, ops/Layouts.hpp),
+//             called here with what the scans below found: at the Strict level gemm's choices
+//             (instruction, warp split, accumulator, operand tiles, a register A operand,
+//             ops/Gemm.cpp) and the copies' vector width (ops/Copy.cpp); at the Common level,
+//             after the propagation from gemm tiles and the row-blocking of 2-D tiles, the
+//             reductions' results (ops/Reduce.cpp). This pass propagates the rest and sets the
+//             defaults.
 //   Requires: verify_program (regions have extents; gemm operands are checked for scope/dtype).
 //   Ensures:  ctx.fragment_layouts has every fragment, ctx.shared_layouts every shared buffer;
 //             ctx.uses_wgmma when some gemm lowers to WarpgroupGemm.
@@ -136,7 +140,8 @@ class LayoutInference : public IRVisitor {
       : ctx_(ctx),
         row_operand_tiles_(std::move(row_operand_tiles)),
         main_loop_gemms_(std::move(main_loop_gemms)),
-        links_(std::move(links)) {}
+        links_(std::move(links)),
+        lc_{ctx_, row_operand_tiles_, main_loop_gemms_} {}
 
  protected:
   void visit_node(const DeclBuffer* op) override {
@@ -145,26 +150,18 @@ class LayoutInference : public IRVisitor {
   }
 
   void visit_node(const GemmStmt* op) override {
-    ops::LayoutContext lc{ctx_, row_operand_tiles_, main_loop_gemms_};
-    ops::gemm_op().infer_layouts(*op, lc);
+    ops::gemm_op().infer_layouts(*op, lc_, ops::LayoutLevel::Strict);
   }
 
   void visit_node(const CopyStmt* op) override {
-    const Region &s = op->src, &d = op->dst;
-    // Fragments exchanged with global tensors move in 16-byte vectors of the global dtype.
-    bool with_global = s.buffer->scope == Scope::Global || d.buffer->scope == Scope::Global;
-    bool with_fragment = s.buffer->scope == Scope::Fragment || d.buffer->scope == Scope::Fragment;
-    if (with_global && with_fragment) {
-      int bytes = dtype_bytes(s.buffer->scope == Scope::Global ? s.buffer->dtype : d.buffer->dtype);
-      vec_ = std::min(vec_, 16 / bytes);
-    }
+    ops::copy_op().infer_layouts(*op, lc_, ops::LayoutLevel::Strict);
   }
 
   void visit_node(const ReduceStmt* op) override { reduces_.push_back(op); }
 
  public:
   void finish() {
-    if (vec_ > 16) vec_ = 4;  // no fragment meets a global tensor: f32 vectors
+    if (lc_.vec > 16) lc_.vec = 4;  // no fragment meets a global tensor: f32 vectors
     // A fragment computed element by element from a gemm accumulator (or a register A
     // operand), or copied from one, takes its layout: the work stays in each thread's
     // registers. Until nothing changes, so that chains (S -> scaled S -> P) follow.
@@ -194,42 +191,8 @@ class LayoutInference : public IRVisitor {
       if (b->scope == Scope::Shared && !ctx_.shared_layouts.count(b->id))
         ops::set_shared_layout(ctx_, b, false);
     }
-    // A reduction's result follows the rows of its source.
-    for (const ReduceStmt* r : reduces_) {
-      if (r->src->scope != Scope::Fragment || r->dst->scope != Scope::Fragment)
-        TESSEL_USER_ERROR(reduce_name(r), r->where,
-                          "reduces " << r->src->name << " into " << r->dst->name
-                                     << "; both must be fragments (T::alloc_fragment)");
-      auto found = ctx_.fragment_layouts.find(r->src->id);
-      FragmentLayout src = found != ctx_.fragment_layouts.end() ? found->second : strided(r->src);
-      if (src.kind == FragmentLayout::Kind::GemmAccumulator) {
-        reduce_gemm_tile(r, src);
-        continue;
-      }
-      if (src.kind != FragmentLayout::Kind::RowBlocked || r->dim != 1)
-        TESSEL_USER_ERROR(reduce_name(r), r->where,
-                          "cannot lay out "
-                              << r->src->name << " " << shape_text(src.shape) << " for a reduction over "
-                              << "dim " << r->dim << " with " << ctx_.threads << " threads; this version "
-                              << "reduces 2-D tiles along dim 1 whose columns are a multiple of " << vec_
-                              << " (one 16-byte vector) and whose rows divide evenly over the "
-                              << "threads");
-      if (r->dst.ndim() != 1 || r->dst.const_shape()[0] != src.shape[0])
-        TESSEL_USER_ERROR(reduce_name(r), r->where,
-                          "the result " << r->dst->name << " must be a 1-D fragment of " << src.shape[0]
-                                        << " elements (one per row of " << r->src->name << ")");
-      FragmentLayout d = src;
-      d.kind = FragmentLayout::Kind::RowOf;
-      d.shape = {src.shape[0]};
-      d.per_thread = static_cast<int>(src.shape[0] / src.rows_per_pass);
-      auto old = ctx_.fragment_layouts.find(r->dst->id);
-      if (old != ctx_.fragment_layouts.end() && old->second.kind == FragmentLayout::Kind::RowOf &&
-          (old->second.lanes != d.lanes || old->second.rows_per_pass != d.rows_per_pass))
-        TESSEL_USER_ERROR(reduce_name(r), r->where,
-                          r->dst->name << " receives reductions of tiles laid out "
-                                       << "differently; reduce tiles of one shape into it");
-      ctx_.fragment_layouts[r->dst->id] = d;
-    }
+    // A reduction's result follows the rows of its source (the op's Common-level layouts).
+    for (const ReduceStmt* r : reduces_) ops::reduce_op().infer_layouts(*r, lc_, ops::LayoutLevel::Common);
     // Free: a 1-D fragment used in a Parallel nest (or a copy) beside a row-blocked tile, a gemm
     // tile whose warps split M only, or a row vector of either takes that row layout (a running
     // max next to a reduction's result, say), until nothing changes; whatever is still free is
@@ -241,7 +204,7 @@ class LayoutInference : public IRVisitor {
         for (const Buffer& b : group) {
           auto it = ctx_.fragment_layouts.find(b->id);
           if (it == ctx_.fragment_layouts.end()) continue;
-          if (auto r = row_layout_of(it->second)) rows = r;
+          if (auto r = ops::row_layout_of(it->second)) rows = r;
         }
         if (!rows) continue;
         for (const Buffer& b : group) {
@@ -254,35 +217,15 @@ class LayoutInference : public IRVisitor {
     }
     for (const Buffer& b : decls_)
       if (b->scope == Scope::Fragment && !ctx_.fragment_layouts.count(b->id))
-        ctx_.fragment_layouts[b->id] = strided(b);
+        ctx_.fragment_layouts[b->id] = ops::strided_layout(b, ctx_.threads);
   }
 
  private:
-  static const char* reduce_name(const ReduceStmt* r) {
-    switch (r->op) {
-      case ReduceOp::Max:
-        return "reduce_max";
-      case ReduceOp::Min:
-        return "reduce_min";
-      case ReduceOp::Sum:
-        return "reduce_sum";
-    }
-    return "reduce";
-  }
-
-  FragmentLayout strided(const Buffer& b) const {
-    FragmentLayout f;
-    f.kind = FragmentLayout::Kind::Strided;
-    f.shape = b.const_shape();
-    f.per_thread = static_cast<int>((b.const_numel() + ctx_.threads - 1) / ctx_.threads);
-    return f;
-  }
-
   // Rows over threads: as many lanes per row as the columns allow (whole vectors, a power of
   // two dividing the block), the remaining threads on further rows.
   std::optional<FragmentLayout> row_blocked(const std::vector<std::int64_t>& shape) const {
     std::int64_t R = shape[0], C = shape[1];
-    int vec = vec_;
+    int vec = lc_.vec;
     while (vec > 1 && C % vec) vec /= 2;
     std::int64_t max_lanes = 1;
     while (max_lanes * 2 <= ctx_.threads && C % (max_lanes * 2 * vec) == 0) max_lanes *= 2;
@@ -306,55 +249,6 @@ class LayoutInference : public IRVisitor {
     return f;
   }
 
-  // The layout a row vector beside a tile of layout `l` takes (nullopt: none).
-  static std::optional<FragmentLayout> row_layout_of(const FragmentLayout& l) {
-    FragmentLayout r = l;
-    switch (l.kind) {
-      case FragmentLayout::Kind::RowOf:
-      case FragmentLayout::Kind::AccumulatorRows:
-        return l;
-      case FragmentLayout::Kind::RowBlocked:
-        r.kind = FragmentLayout::Kind::RowOf;
-        r.shape = {l.shape[0]};
-        r.per_thread = static_cast<int>(l.shape[0] / l.rows_per_pass);
-        return r;
-      case FragmentLayout::Kind::GemmAccumulator:
-        if (l.warps_n != 1) return std::nullopt;
-        r.kind = FragmentLayout::Kind::AccumulatorRows;
-        r.shape = {l.shape[0]};
-        r.per_thread = static_cast<int>(l.shape[0] / l.warps_m / ops::kMmaM * 2);
-        r.wgmma = false;
-        r.gemm = GemmEngine::accumulator(l.shape[0], l.shape[1], l.warps_m, 1);
-        return r;
-      case FragmentLayout::Kind::Strided:
-        return std::nullopt;
-    }
-    return std::nullopt;
-  }
-
-  // reduce_max/min/sum of a gemm tile along its rows: the result is an AccumulatorRows vector.
-  void reduce_gemm_tile(const ReduceStmt* r, const FragmentLayout& src) {
-    if (r->dim != 1 || src.warps_n != 1)
-      TESSEL_USER_ERROR(reduce_name(r), r->where,
-                        "reduces the gemm tile " << r->src->name << " " << shape_text(src.shape)
-                                                 << " over dim " << r->dim << " with its warps split "
-                                                 << src.warps_m << "x" << src.warps_n
-                                                 << " (M x N); a gemm tile reduces along dim 1, "
-                                                 << "with its warps splitting M only (gemm policy FullRow)");
-    if (r->dst.ndim() != 1 || r->dst.const_shape()[0] != src.shape[0])
-      TESSEL_USER_ERROR(reduce_name(r), r->where,
-                        "the result " << r->dst->name << " must be a 1-D fragment of " << src.shape[0]
-                                      << " elements (one per row of " << r->src->name << ")");
-    const FragmentLayout d = *row_layout_of(src);
-    auto old = ctx_.fragment_layouts.find(r->dst->id);
-    if (old != ctx_.fragment_layouts.end() && !same_fragment_layout(old->second, d))
-      TESSEL_USER_ERROR(reduce_name(r), r->where,
-                        r->dst->name << " receives reductions of tiles laid out differently; reduce tiles "
-                                     << "of one shape and warp split into it");
-    ctx_.fragment_layouts[r->dst->id] = d;
-  }
-
-  int vec_ = 1 << 20;
   std::vector<const ReduceStmt*> reduces_;
 
  private:
@@ -363,6 +257,7 @@ class LayoutInference : public IRVisitor {
   std::set<const GemmStmt*> main_loop_gemms_;
   std::vector<std::vector<Buffer>> links_;  // RowOperandScan::links()
   std::vector<Buffer> decls_;
+  ops::LayoutContext lc_;  // after the members it refers to
 };
 
 }  // namespace
