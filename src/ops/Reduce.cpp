@@ -2,7 +2,8 @@
 // combines with dst's old values), writes the whole of dst. Lowered (lower_reductions) to each
 // thread's registers of a row combined, a butterfly of shuffles over the row's lanes, and one
 // shared-memory word per warp for rows wider than a warp; a gemm tile through
-// AccumulatorLayout::reduce_rows.
+// AccumulatorLayout::reduce_rows. infer_layouts (Common): the result along the rows of its source
+// (a row-blocked tile's RowOf vector, a gemm tile's AccumulatorRows).
 #include "ops/TileOp.hpp"
 
 #include "ops/Layouts.hpp"
