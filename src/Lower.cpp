@@ -196,6 +196,7 @@ LoweredFunc lower_to(const ir::PrimFuncNode& f, const passes::Target& target,
   out.ctx.allow_async_gemm = s.allow_async_gemm;
   out.ctx.allow_loop_rotation = s.allow_loop_rotation;
   out.ctx.allow_row_staging = s.allow_row_staging;
+  out.ctx.async_span_copy = s.async_span_copy;
   out.name = f.name;
   out.params = f.params;
   out.ctx.target = target;

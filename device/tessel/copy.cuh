@@ -249,7 +249,9 @@ __device__ inline long long span_head(const T* g, long long count) {
 }
 }  // namespace copy_detail
 
-template <class T, int Threads>
+// Async (opt-in, JitOptions::async_span_copy; sm_80 and later): the chunks go by cp.async, every
+// one in flight before a single wait, the head and tail elements loaded meanwhile.
+template <class T, int Threads, bool Async = false>
 __device__ inline void copy_span_to_shared(T* smem, const T* gmem, long long count) {
   static_assert(16 % sizeof(T) == 0, "copy_span_to_shared: the element size must divide 16 bytes");
   constexpr long long kVec = 16 / sizeof(T);
@@ -257,9 +259,20 @@ __device__ inline void copy_span_to_shared(T* smem, const T* gmem, long long cou
   const long long head = copy_detail::span_head(gmem, count);
   const long long chunks = (count - head) / kVec, tail = head + chunks * kVec;
   const int tid = threadIdx.x;
-  for (long long i = tid; i < head; i += Threads) smem[i] = gmem[i];
   const uint4* src = reinterpret_cast<const uint4*>(gmem + head);
   uint4* dst = reinterpret_cast<uint4*>(smem + head);
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  if constexpr (Async) {
+    for (long long i = tid; i < chunks; i += Threads) cp_async_16(dst + i, src + i, true);
+    cp_async_commit();
+    for (long long i = tid; i < head; i += Threads) smem[i] = gmem[i];
+    for (long long i = tail + tid; i < count; i += Threads) smem[i] = gmem[i];
+    cp_async_wait_all();
+    block_sync();
+    return;
+  }
+#endif
+  for (long long i = tid; i < head; i += Threads) smem[i] = gmem[i];
 #pragma unroll 4
   for (long long i = tid; i < chunks; i += Threads) dst[i] = __ldg(src + i);
   for (long long i = tail + tid; i < count; i += Threads) smem[i] = gmem[i];

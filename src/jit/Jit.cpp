@@ -209,7 +209,8 @@ JitKernel jit(const PrimFunc& f, const JitOptions& options, std::source_location
                          "async_pipeline", "pingpong", "async_gemm", "row_staging"});
   auto env_off = [&](const char* name) { return disabled.count(name) != 0; };
   // TESSEL_ENABLE turns opt-in features on from outside (benchmarks of a feature not on by default).
-  const std::set<std::string> enabled = features_named("TESSEL_ENABLE", {"rotate_gemm_loops"});
+  const std::set<std::string> enabled =
+      features_named("TESSEL_ENABLE", {"rotate_gemm_loops", "async_span_copy"});
   auto env_on = [&](const char* name) { return enabled.count(name) != 0; };
   passes::PassContext::Switches switches{
       !options.disable_tma && !env_off("tma"),
@@ -224,7 +225,8 @@ JitKernel jit(const PrimFunc& f, const JitOptions& options, std::source_location
       !options.disable_async_gemm && !env_off("async_gemm"),
       (options.rotate_gemm_loops || env_on("rotate_gemm_loops")) && !options.disable_async_gemm &&
           !env_off("async_gemm"),
-      !options.disable_row_staging && !env_off("row_staging")};
+      !options.disable_row_staging && !env_off("row_staging"),
+      options.async_span_copy || env_on("async_span_copy")};
 
   int nparams = static_cast<int>(prog.params.size());
   for (std::size_t n = 0; n < options.out_idx.size(); ++n) {

@@ -261,13 +261,15 @@ class CopyLowering {
     Expr shift = make_binary(BinaryOp::Mod, m.offset, i64(make_int(vec)));
     Expr at = add(shift, add(mul(i64(coords[0]), i64(make_int(*L))), i64(coords[1])));
     std::vector<std::string> span_targs{dtype_cuda(t->dtype), std::to_string(ctx_.threads)};
+    std::vector<std::string> load_targs = span_targs;
+    if (ctx_.async_span_copy) load_targs.push_back("true");
     std::vector<std::string> vec_targs{dtype_cuda(t->dtype), std::to_string(vec),
                                        dtype_cuda(f.buffer->dtype)};
     const int groups = l.per_thread / l.vec;
     std::vector<Stmt> out{make_decl(scratch, w)};
     if (load) {
       out.push_back(
-          make_device_call("tessel::copy_span_to_shared", span_targs,
+          make_device_call("tessel::copy_span_to_shared", load_targs,
                            {{Expr(), scratch, shift}, {Expr(), t, m.offset}, {count, Buffer(), Expr()}}, w));
       Expr pad = op->pad.defined() ? make_cast(DType::f32, op->pad) : make_float(0.0);
       vec_targs.push_back("false");  // shared memory: plain loads

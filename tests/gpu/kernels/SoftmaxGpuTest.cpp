@@ -18,7 +18,7 @@ using tessel::Tensor;
 
 // How a test's rows must move: as the compiler decides, staged through a shared span (asserted
 // from the source), or element-wise (JitOptions::disable_row_staging).
-enum class RowPath { any, staged, unstaged };
+enum class RowPath { any, staged, staged_async, unstaged };
 
 // Runs `config` (the dispatcher's when empty) on fresh random M x N data with a row of some -inf
 // entries and an all -inf row, the output poisoned with NaN, and checks it against float64.
@@ -26,6 +26,7 @@ void check_softmax(long long N, DType t, const std::string& config = "", RowPath
   long long M = std::max<long long>(3, std::min<long long>(300, (1LL << 22) / N));
   tessel::JitOptions jo;
   jo.disable_row_staging = path == RowPath::unstaged;
+  jo.async_span_copy = path == RowPath::staged_async;
   auto k =
       config.empty() && path == RowPath::any
           ? tessel::kernels::make_softmax(M, N, t)
@@ -35,8 +36,9 @@ void check_softmax(long long N, DType t, const std::string& config = "", RowPath
                                           jo);
   if (path != RowPath::any) {
     // M rows that are not a multiple of the rows per block: a ragged last block too.
-    EXPECT_EQ(k.source().find("copy_span_to_shared") != std::string::npos, path == RowPath::staged)
-        << (path == RowPath::staged ? "not staged" : "staged though disabled");
+    const bool staged = path != RowPath::unstaged;
+    EXPECT_EQ(k.source().find("copy_span_to_shared") != std::string::npos, staged)
+        << (staged ? "not staged" : "staged though disabled");
   }
   std::mt19937_64 seeds(std::random_device{}());
   Tensor x = Tensor::empty({M, N}, t);
@@ -98,6 +100,12 @@ TEST_P(SoftmaxStagedRows, MatchesFloat64) {
   TESSEL_REQUIRE_GPU();
   auto [N, t] = GetParam();
   check_softmax(N, t, "", RowPath::staged);
+}
+
+TEST_P(SoftmaxStagedRows, AsyncSpanMatchesFloat64) {
+  TESSEL_REQUIRE_GPU();
+  auto [N, t] = GetParam();
+  check_softmax(N, t, "", RowPath::staged_async);
 }
 
 TEST_P(SoftmaxStagedRows, UnstagedMatchesFloat64) {

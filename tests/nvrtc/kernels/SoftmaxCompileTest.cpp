@@ -65,6 +65,18 @@ TEST_P(SoftmaxStagedRows, SpanThroughSharedMemory) {
       EXPECT_NE(k.ptx().find("ld.global.nc.v4"), std::string::npos) << "no 16-byte loads";
       EXPECT_NE(k.ptx().find("st.global.v4"), std::string::npos) << "no 16-byte stores";
     }
+    if (whole_rows) {
+      // Opt-in: the span's chunks by cp.async (JitOptions::async_span_copy).
+      tessel::JitOptions a = o;
+      a.async_span_copy = true;
+      auto async = tessel::kernels::make_softmax(65536, N, t, c, a);
+      EXPECT_NE(async.source().find("tessel::copy_span_to_shared<" + std::string(tessel::dtype_cuda_name(t)) +
+                                    ", " + std::to_string(c.threads) + ", true>"),
+                std::string::npos)
+          << async.source();
+      EXPECT_NE(async.ptx().find("cp.async.cg.shared.global"), std::string::npos) << "no 16-byte cp.async";
+      EXPECT_EQ(async.resources().spill_store_bytes + async.resources().spill_load_bytes, 0);
+    }
     o.disable_row_staging = true;
     auto plain = tessel::kernels::make_softmax(65536, N, t, c, o);
     EXPECT_EQ(plain.source().find("copy_span_to_shared"), std::string::npos);
