@@ -2,7 +2,6 @@
 // aligned are staged through zero-padded aligned buffers and whether K is split
 // (MatmulSplitK.cpp), and Matmul runs the plan (the aligned kernel, or the partial GEMM and its
 // reduction, between driver 2-D copies on the caller's stream).
-#include <cstdio>
 #include <limits>
 #include <sstream>
 #include <stdexcept>
@@ -214,16 +213,13 @@ void Matmul::operator()(const Tensor& A, const Tensor& B, const Tensor& C, CUstr
   const MatmulPlan& p = m.plan;
   const WorkspaceLayout l = workspace_layout(p, m.M, m.dtype);
   if (l.total == 0) return (*this)(A, B, C, stream);
-  if (workspace_size < static_cast<std::size_t>(l.total) || workspace % 256 != 0)
-    throw std::invalid_argument(
-        "Matmul: the workspace is " + std::to_string(workspace_size) + " bytes at 0x" +
-        [&] {
-          char s[32];
-          std::snprintf(s, sizeof s, "%llx", static_cast<unsigned long long>(workspace));
-          return std::string(s);
-        }() +
-        "; " + describe() + " needs " + std::to_string(l.total) +
-        " bytes or more, 256-byte aligned (workspace_bytes())");
+  if (workspace_size < static_cast<std::size_t>(l.total) || workspace % 256 != 0) {
+    std::ostringstream why;
+    why << "Matmul: the workspace is " << workspace_size << " bytes at 0x" << std::hex
+        << static_cast<unsigned long long>(workspace) << std::dec << "; " << describe() << " needs "
+        << l.total << " bytes or more, 256-byte aligned (workspace_bytes())";
+    throw std::invalid_argument(why.str());
+  }
   check_operand("A", A, {m.M, m.K}, m.dtype);
   check_operand("B", B, {m.K, m.N}, m.dtype);
   check_operand("C", C, {m.M, m.N}, m.dtype);

@@ -10,6 +10,7 @@
 #include <set>
 #include <sstream>
 
+#include "passes/PassUtil.hpp"
 #include "tessel/Version.hpp"
 #include "tessel/ir/Mutator.hpp"
 #include "tessel/ir/Printer.hpp"
@@ -53,8 +54,7 @@ class CudaEmitter {
     os_ << "#include <tessel/tessel.cuh>\n";
     for (const std::string& h : abi.headers) os_ << "#include <" << h << ">\n";
     os_ << "\n";
-    const auto* k = f_.body.as<KernelStmt>();
-    if (!k) k = find_kernel(f_.body);
+    const auto* k = passes::find_kernel(f_.body);
     TESSEL_INTERNAL_CHECK(k != nullptr, "lowered body has no kernel");
     os_ << "extern \"C\" __global__ void __launch_bounds__(" << abi.threads;
     if (abi.min_blocks_per_sm > 0) os_ << ", " << abi.min_blocks_per_sm;
@@ -98,13 +98,6 @@ class CudaEmitter {
   }
 
  private:
-  static const KernelStmt* find_kernel(const Stmt& s) {
-    if (const auto* k = s.as<KernelStmt>()) return k;
-    if (const auto* seq = s.as<SeqStmt>())
-      for (const Stmt& c : seq->stmts)
-        if (const auto* k = find_kernel(c)) return k;
-    return nullptr;
-  }
   static const SwizzleStmt* find_swizzle(const Stmt& s) {
     if (const auto* sw = s.as<SwizzleStmt>()) return sw;
     if (const auto* seq = s.as<SeqStmt>())

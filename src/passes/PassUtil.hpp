@@ -27,6 +27,15 @@ inline ir::Expr i64(ir::Expr e) {
   return ir::make_cast(DType::i64, std::move(e));
 }
 
+// The kernel of a lowered body: the body itself, or the first kernel in its statement sequence.
+inline const ir::KernelStmt* find_kernel(const ir::Stmt& s) {
+  if (const auto* k = s.as<ir::KernelStmt>()) return k;
+  if (const auto* seq = s.as<ir::SeqStmt>())
+    for (const ir::Stmt& c : seq->stmts)
+      if (const auto* k = find_kernel(c)) return k;
+  return nullptr;
+}
+
 // The fragments a statement reads or writes, in first-use order.
 inline std::vector<ir::Buffer> fragments_used(const ir::Stmt& s) {
   struct Uses : ir::IRVisitor {

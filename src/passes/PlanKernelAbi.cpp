@@ -8,23 +8,12 @@
 //             roles, plan_shared_memory's size, lowering's use of wgmma and mbarriers.
 //   Ensures:  ctx.abi is complete; codegen prints the kernel's signature and preamble from it and
 //             the JIT launches by it, neither deciding any of it.
+#include "passes/PassUtil.hpp"
 #include "passes/Passes.hpp"
 
 namespace tessel::passes {
 
 using namespace ir;
-
-namespace {
-
-const KernelStmt* find_kernel(const Stmt& s) {
-  if (const auto* k = s.as<KernelStmt>()) return k;
-  if (const auto* seq = s.as<SeqStmt>())
-    for (const Stmt& c : seq->stmts)
-      if (const auto* k = find_kernel(c)) return k;
-  return nullptr;
-}
-
-}  // namespace
 
 Stmt plan_kernel_abi(const Stmt& body, PassContext& ctx) {
   const KernelStmt* k = find_kernel(body);
@@ -39,9 +28,8 @@ Stmt plan_kernel_abi(const Stmt& body, PassContext& ctx) {
   if (ctx.launch_threads > 0) abi.consumer_threads = ctx.threads;
   abi.threads = ctx.launch_threads > 0 ? ctx.launch_threads : k->threads;
   TESSEL_INTERNAL_CHECK(!hopper.selected || hopper.launch_threads == abi.threads,
-                        "plan_kernel_abi: the Hopper GEMM launches " << hopper.launch_threads
-                                                                     << " threads but its kernel declares "
-                                                                     << abi.threads);
+                        "plan_kernel_abi: the Hopper GEMM launches "
+                            << hopper.launch_threads << " threads but its kernel declares " << abi.threads);
   // setmaxnreg (the Hopper GEMM, warp-specialized kernels with register budgets) only takes
   // effect under a register cap at entry: (threads, 1). A kernel that keeps fragment tails in
   // shared memory is register-bound by design: it asks for the blocks per SM its shared memory

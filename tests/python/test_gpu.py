@@ -34,7 +34,7 @@ def test_matmul(torch, cuda, dtype, shape):
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
 @pytest.mark.parametrize("shape", [(1, 4096, 4096), (16, 4096, 4096), (1025, 1023, 1025), (65, 63, 9),
                                    (4095, 4095, 4095)])
-def test_matmul_staged_and_split(torch, cuda, dtype, shape):
+def test_matmul_staged_and_skinny(torch, cuda, dtype, shape):
     """kernels::Matmul's staging (odd K or N) and the skinny decode shapes, the scratch from torch,
     on a side stream and twice (the second call reuses freed scratch: its padding must be zeroed
     again)."""

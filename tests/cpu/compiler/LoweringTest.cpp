@@ -447,6 +447,18 @@ TEST(Codegen, RowCopiesDropTheEdgePathOnlyWhenItCannotRun) {
   EXPECT_NE(staged.find("tessel::copy_span_to_shared<"), std::string::npos) << staged;
   EXPECT_NE(staged.find("tessel::copy_shared_span_to_global<"), std::string::npos) << staged;
   EXPECT_EQ(staged.find("if (tessel::warp_all("), std::string::npos) << staged;
+  // Spans up to 48 KB (24001 f16 + one vector: 48018 bytes) are staged; past it (30001 f16)
+  // the copy keeps the masked path.
+  EXPECT_NE(source(64, 24001, "rows:t1024:r1:bn24576").find("tessel::copy_span_to_shared<"),
+            std::string::npos);
+  const std::string long_row = source(64, 30001, "rows:t1024:r1:bn32768");
+  EXPECT_EQ(long_row.find("copy_span_to_shared"), std::string::npos) << long_row;
+  EXPECT_NE(long_row.find(masked), std::string::npos) << long_row;
+  // A fragment with a shared tail is not staged on either side (its shared memory is spoken for).
+  const std::string tail = source(64, 8191, "rows:t256:r1:bn8192:s2");
+  EXPECT_NE(tail.find("SplitRegs"), std::string::npos) << tail;
+  EXPECT_EQ(tail.find("copy_span_to_shared"), std::string::npos) << tail;
+  EXPECT_EQ(tail.find("copy_shared_span_to_global"), std::string::npos) << tail;
   std::string ragged = source(64, 999, "rows:t256:r8:bn1024", false);
   EXPECT_NE(ragged.find(masked), std::string::npos) << ragged;
   EXPECT_NE(ragged.find("if (tessel::warp_all("), std::string::npos) << ragged;
@@ -475,11 +487,11 @@ TEST(Codegen, FragmentSharedTail) {
 // plan_kernel_abi gathers the kernel's outside; codegen's signature and the launch read it.
 TEST(KernelAbi, IsWhatThePassesDecided) {
   // A register-bound kernel (fragment tails in shared memory): its blocks per SM, no cluster.
-  auto softmax = tessel::lower(tessel::kernels::softmax_program(4096, 65536, tessel::DType::f16,
-                                                                tessel::kernels::parse_softmax_config(
-                                                                    "rows:t512:r1:bn65536:s14"))
-                                   .ir(),
-                               sm90());
+  auto softmax = tessel::lower(
+      tessel::kernels::softmax_program(4096, 65536, tessel::DType::f16,
+                                       tessel::kernels::parse_softmax_config("rows:t512:r1:bn65536:s14"))
+          .ir(),
+      sm90());
   const auto& s = softmax.ctx.abi;
   EXPECT_EQ(s.threads, 512);
   EXPECT_EQ(s.min_blocks_per_sm, 2);
