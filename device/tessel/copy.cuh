@@ -249,8 +249,9 @@ __device__ inline long long span_head(const T* g, long long count) {
 }
 }  // namespace copy_detail
 
-// Async (opt-in, JitOptions::async_span_copy; sm_80 and later): the chunks go by cp.async, every
-// one in flight before a single wait, the head and tail elements loaded meanwhile.
+// Async (the compiler's default; JitOptions::disable_async_span_copy turns it off; sm_80 and
+// later): the chunks go by cp.async, every one in flight before a single wait, the head and tail
+// elements loaded meanwhile.
 template <class T, int Threads, bool Async = false>
 __device__ inline void copy_span_to_shared(T* smem, const T* gmem, long long count) {
   static_assert(16 % sizeof(T) == 0, "copy_span_to_shared: the element size must divide 16 bytes");

@@ -73,10 +73,10 @@ struct JitOptions {
   // element-wise path (TESSEL_DISABLE=row_staging does the same).
   bool disable_row_staging = false;
   // The staged span's global-to-shared chunks go by cp.async, every chunk in flight before one
-  // wait, instead of a load-then-store loop. Off by default: written in session 11 and not yet
-  // measured on the H200 (docs/perf-notes.md predicts 65-80 % of copy on issue 17's odd widths,
-  // against 49-55 %). TESSEL_ENABLE=async_span_copy does the same.
-  bool async_span_copy = false;
+  // wait (H200: 1.05-1.45x over a load-then-store loop on issue 17's odd widths, 57-76 % of copy
+  // against 49-55 %; docs/perf-notes.md session 12). True keeps the load-then-store loop
+  // (TESSEL_DISABLE=async_span_copy does the same).
+  bool disable_async_span_copy = false;
   // A kernel whose fragments and local arrays hold more than 510 values per thread (twice the
   // 255 registers a thread can have), in one buffer or in all, is a CompileError naming the
   // buffer: ptxas would spill most of it to local memory, slowly and at length. True compiles it

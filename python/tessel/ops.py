@@ -275,8 +275,9 @@ def matmul(a, b):
     transposed view (``x.t()``, ``x.mT``) is first copied to a contiguous tensor by torch (the
     kernel has no transposed-operand variant). Runs the C++ library's ``kernels::Matmul``: rows
     that are not 16-byte aligned (K or N not a multiple of 8) go through zero-padded staging
-    buffers (split-K, ``kernels::Matmul``'s option for skinny GEMMs, is off by default until it is
-    measured on the H200); the scratch comes from torch's caching allocator on the current stream. Returns a new contiguous tensor.
+    buffers, and skinny GEMMs (M <= 64) whose tiles would leave most SMs idle split K over more CTAs
+    and sum the f32 partials (``kernels::plan_matmul``'s model decides); the scratch comes from
+    torch's caching allocator on the current stream. Returns a new contiguous tensor.
     """
     torch = _torch or _require_torch("tessel.ops.matmul")
     if _needs_dispatch(torch, a, b):

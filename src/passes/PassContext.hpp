@@ -184,7 +184,7 @@ struct PassContext {
     bool allow_async_gemm = true;
     bool allow_loop_rotation = false;
     bool allow_row_staging = true;
-    bool async_span_copy = false;
+    bool async_span_copy = true;
   };
   bool allow_tma = true, allow_wgmma = true, allow_warp_specialization = true;
   bool allow_split_k = true;
@@ -204,9 +204,9 @@ struct PassContext {
   // Row copies whose rows start unaligned move through shared memory as one contiguous span
   // (JitOptions::disable_row_staging turns it off; ops/Copy.cpp).
   bool allow_row_staging = true;
-  // The span's global-to-shared chunks by cp.async, all in flight before one wait (opt-in,
-  // unmeasured: JitOptions::async_span_copy; ops/Copy.cpp).
-  bool async_span_copy = false;
+  // The span's global-to-shared chunks by cp.async, all in flight before one wait
+  // (JitOptions::disable_async_span_copy turns it off; ops/Copy.cpp).
+  bool async_span_copy = true;
 
   // Set by select_hopper_gemm.
   HopperPlan hopper;

@@ -25,7 +25,7 @@ struct BenchGemmOptions {
   std::string config;
   std::string epilogue = "none";
   std::string staging = "auto";
-  std::string split_k = std::to_string(kernels::kMatmulDefaultSplitK);  // auto, or a share count (1: off)
+  std::string split_k = kernels::kMatmulDefaultSplitK == 0 ? "auto" : std::to_string(kernels::kMatmulDefaultSplitK);  // auto, or a share count (1: off)
   std::string l2_flush = "clean";
   int repeats = 50;
   int warmup = 10;
@@ -287,8 +287,8 @@ Command add_bench_gemm_command(CLI::App& bench) {
   app->add_option(
          "--split-k", o->split_k,
          "Split K over CTAs, then sum the f32 partials (kernels::Matmul): auto when kernels::plan_matmul's "
-         "model says the tile grid leaves most SMs idle (sm_90, M <= 64), 1 off (the library's default "
-         "until split-K is measured on the H200), N that many shares "
+         "model says the tile grid leaves most SMs idle (sm_90, M <= 64; the library's default), 1 off, "
+         "N that many shares "
          "(at most K's tiles of 64); only without --config and --epilogue")
       ->capture_default_str();
   app->add_option(

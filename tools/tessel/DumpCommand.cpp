@@ -23,7 +23,7 @@ struct DumpOptions {
   std::string dtype = "f16";
   std::string config;
   std::string arch;
-  std::string split_k = std::to_string(kernels::kMatmulDefaultSplitK);  // gemm: as bench gemm takes it
+  std::string split_k = kernels::kMatmulDefaultSplitK == 0 ? "auto" : std::to_string(kernels::kMatmulDefaultSplitK);  // gemm: as bench gemm takes it
   bool ir = false, lowered = false, source = false, ptx = false, resources = false;
   std::string json_file;
 };
@@ -223,7 +223,7 @@ Command add_dump_command(CLI::App& root) {
           "--split-k", o->split_k,
           "What kernels::Matmul's library: line (--resources) and JSON say it runs: auto "
           "(kernels::plan_matmul's "
-          "model), 1 off (the library's default until split-K is measured on the H200), N that many shares")
+          "model; the library's default), 1 off, N that many shares")
       ->capture_default_str();
   add_level_flags(gemm, *o);
   gemm->callback([o] { o->kernel = "gemm"; });

@@ -340,12 +340,17 @@ TEST_F(Cli, DumpGemmSaysWhenTheLibrarySplitsK) {
   EXPECT_EQ(j["library_split_k"]["splits"], 8);
   EXPECT_EQ(j["library_split_k"]["config"], "16x256x64:4:128");
   EXPECT_EQ(j["library_split_k"]["workspace_bytes"], 4 * 8 * 4096);
-  // The library's default is off: no split line, and the JSON says 1.
-  const CliRun off = run_tessel("dump gemm --m 1 --n 4096 --k 4096 --arch sm_90a --resources --json '" +
+  // The library's default is automatic: the same split without the flag.
+  const CliRun dflt = run_tessel("dump gemm --m 1 --n 4096 --k 4096 --arch sm_90a --resources --json '" +
+                                 file.string() + "'");
+  ASSERT_EQ(dflt.exit_code, 0) << dflt.output;
+  EXPECT_NE(dflt.output.find("as split-K 8 (partial GEMM 16x256x64:4:128"), std::string::npos) << dflt.output;
+  EXPECT_EQ(nlohmann::json::parse(std::ifstream(file))["library_split_k"]["splits"], 8);
+  // --split-k 1: off, no split line (the kernel's own 2-CTA split only), and the JSON says 1.
+  const CliRun off = run_tessel("dump gemm --m 1 --n 4096 --k 4096 --arch sm_90a --split-k 1 --resources --json '" +
                                 file.string() + "'");
   ASSERT_EQ(off.exit_code, 0) << off.output;
-  EXPECT_EQ(off.output.find("library:"), std::string::npos)
-      << off.output;  // the kernel's own 2-CTA split only
+  EXPECT_EQ(off.output.find("library:"), std::string::npos) << off.output;
   EXPECT_EQ(nlohmann::json::parse(std::ifstream(file))["library_split_k"]["splits"], 1);
   const CliRun bad = run_tessel("dump gemm --m 1 --n 4096 --k 4096 --split-k 0");
   EXPECT_EQ(bad.exit_code, 2) << bad.output;

@@ -62,20 +62,21 @@ TEST_P(SoftmaxStagedRows, SpanThroughSharedMemory) {
     EXPECT_EQ(k.source().find("tessel::copy_span_to_shared<") != std::string::npos, whole_rows) << k.source();
     EXPECT_EQ(k.source().find("tessel::copy_shared_span_to_global<") != std::string::npos, whole_rows);
     if (whole_rows) {
-      EXPECT_NE(k.ptx().find("ld.global.nc.v4"), std::string::npos) << "no 16-byte loads";
-      EXPECT_NE(k.ptx().find("st.global.v4"), std::string::npos) << "no 16-byte stores";
-    }
-    if (whole_rows) {
-      // Opt-in: the span's chunks by cp.async (JitOptions::async_span_copy).
-      tessel::JitOptions a = o;
-      a.async_span_copy = true;
-      auto async = tessel::kernels::make_softmax(65536, N, t, c, a);
-      EXPECT_NE(async.source().find("tessel::copy_span_to_shared<" + std::string(tessel::dtype_cuda_name(t)) +
-                                    ", " + std::to_string(c.threads) + ", true>"),
+      // The default: the span's chunks by cp.async, all in flight before one wait.
+      EXPECT_NE(k.source().find("tessel::copy_span_to_shared<" + std::string(tessel::dtype_cuda_name(t)) + ", " +
+                                std::to_string(c.threads) + ", true>"),
                 std::string::npos)
-          << async.source();
-      EXPECT_NE(async.ptx().find("cp.async.cg.shared.global"), std::string::npos) << "no 16-byte cp.async";
-      EXPECT_EQ(async.resources().spill_store_bytes + async.resources().spill_load_bytes, 0);
+          << k.source();
+      EXPECT_NE(k.ptx().find("cp.async.cg.shared.global"), std::string::npos) << "no 16-byte cp.async";
+      EXPECT_NE(k.ptx().find("st.global.v4"), std::string::npos) << "no 16-byte stores";
+      // JitOptions::disable_async_span_copy: the load-then-store loop, 16-byte loads.
+      tessel::JitOptions a = o;
+      a.disable_async_span_copy = true;
+      auto loop = tessel::kernels::make_softmax(65536, N, t, c, a);
+      EXPECT_EQ(loop.source().find(", true>("), std::string::npos) << loop.source();
+      EXPECT_NE(loop.ptx().find("ld.global.nc.v4"), std::string::npos) << "no 16-byte loads";
+      EXPECT_EQ(loop.ptx().find("cp.async"), std::string::npos);
+      EXPECT_EQ(loop.resources().spill_store_bytes + loop.resources().spill_load_bytes, 0);
     }
     o.disable_row_staging = true;
     auto plain = tessel::kernels::make_softmax(65536, N, t, c, o);

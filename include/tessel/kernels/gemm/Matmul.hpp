@@ -131,10 +131,11 @@ struct MatmulPlan {
 MatmulPlan plan_matmul(long long M, long long N, long long K, DType dtype, const std::string& arch,
                        MatmulStaging staging = MatmulStaging::automatic, int split_k = 0, int sm_count = 132);
 
-// Matmul's split-K unless the caller says otherwise: 1, off. plan_matmul's automatic choice (0)
-// is a model fitted to the H200's unsplit runs; the split kernels have not run on the H200 yet
-// (docs/perf-notes.md, session 11), so nothing splits by default until they are measured.
-inline constexpr int kMatmulDefaultSplitK = 1;
+// Matmul's split-K unless the caller says otherwise: 0, plan_matmul's automatic choice. On the
+// H200 (docs/perf-notes.md, session 12) it split 1x4096x4096 8 ways and 16x4096x4096 and
+// 32x4096x14336 5 ways, 1.30-1.42x faster than unsplit (0.94-1.02x cuBLAS), and kept
+// 8x14336x4096 and 64x8192x8192 unsplit.
+inline constexpr int kMatmulDefaultSplitK = 0;
 
 // The library's GEMM for any M, N, K: C = A * B, row-major, A [M, K], B [K, N], C [M, N], all
 // contiguous tensors of `dtype`. The kernels are compiled on construction: unsplit, the config
@@ -142,7 +143,7 @@ inline constexpr int kMatmulDefaultSplitK = 1;
 // plan's partial GEMM and reduction. The staging buffers and the split-K workspace, when the plan
 // needs them, are allocated on the first call and reused. Calls on one object are not
 // thread-safe (they share those buffers). `split_k` as plan_matmul takes it (0 automatic, 1 off,
-// n that many shares; default kMatmulDefaultSplitK, off); the plan sees the current GPU's SM
+// n that many shares; default kMatmulDefaultSplitK, automatic); the plan sees the current GPU's SM
 // count (132 without a GPU).
 class Matmul {
  public:
