@@ -244,21 +244,22 @@ def bench_overhead(args, torch):
         export = ops._export
 
         def replica():
-            # tessel.ops.matmul -> _matmul_impl's 2-D CUDA branch, step by step, launch left out.
-            ops._needs_dispatch(torch, a, a)
-            batch, M, K, N = ops._matmul_shape(torch, a, a)
-            a.get_device()  # _stream_and_check_device's read (the stream query itself is ~0.1 us)
-            a2, b2 = ops._row_major_2d(a), ops._row_major_2d(a)
-            if a2.data_ptr() % 16 or b2.data_ptr() % 16:
-                raise AssertionError
-            out = a.new_empty((M, N))
-            ops._matmul_workspace(a, M, N, K)  # the scratch query (None for an aligned shape)
-            _C.matmul_overhead_probe(export(a2), export(b2), export(out), 0)
-            return out
+            # tessel.ops.matmul's hot path (a 2-D shape seen before), step by step, launch left out.
+            if type(a) is torch.Tensor and type(a) is torch.Tensor and not ops._is_compiling():
+                dt = a.dtype
+                ops._seen_2d.get((a.shape, a.shape, dt))
+                if (a.dtype is dt and a.is_contiguous() and a.is_contiguous()
+                        and not (ops._grad_enabled() and (a.requires_grad or a.requires_grad))):
+                    dev = a.get_device()
+                    if a.get_device() == dev and not (a.data_ptr() % 16 or a.data_ptr() % 16):
+                        out = a.new_empty((a.shape[0], a.shape[1]))
+                        _C.matmul_overhead_probe(export(a), export(a), export(out), 0)
+                        return out
+            raise AssertionError("the replica left the hot path")
 
         steps = {
             "ops.matmul CUDA path minus the launch (replica)": replica,
-            "  argument checks (_matmul_shape)": lambda: ops._matmul_shape(torch, a, a),
+            "  first-call checks (_matmul_shape; the hot path skips them)": lambda: ops._matmul_shape(torch, a, a),
             "  output allocation (new_empty; CPU allocator here)": lambda: a.new_empty((64, 64)),
             "  DLPack export of one tensor": lambda: export(a),
             "  _C probe: 3 imports + views + kernel lookup": lambda: _C.matmul_overhead_probe(export(a), export(a),

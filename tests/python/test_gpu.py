@@ -136,6 +136,37 @@ def test_misaligned_view(torch, cuda):
         tessel.ops.matmul(a, a)
 
 
+def test_matmul_hot_path_checks_what_can_change(torch, cuda):
+    """A 2-D shape seen before takes matmul's hot path; a call of the same shapes that differs in
+    what the hot path checks (b's dtype, contiguity, alignment, autograd) still gets the general
+    path's result or error."""
+    from tessel import ops
+
+    a = torch.randn(96, 96, device=cuda, dtype=torch.float16)
+    b = torch.randn(96, 96, device=cuda, dtype=torch.float16)
+    first = tessel.ops.matmul(a, b)
+    assert ops._seen_2d.get((a.shape, b.shape, a.dtype)) == 0  # seen, no scratch
+    again = tessel.ops.matmul(a, b)  # the hot path
+    assert torch.equal(first, again) and rel(again, a @ b) < 1e-2
+    assert rel(tessel.ops.matmul(a.t(), b), a.t() @ b) < 1e-2  # same shape, not contiguous
+    with pytest.raises(TypeError, match="dtype"):
+        tessel.ops.matmul(a, b.bfloat16())
+    base = torch.randn(96 * 96 + 1, device=cuda, dtype=torch.float16)
+    with pytest.raises(ValueError, match="16-byte aligned"):
+        tessel.ops.matmul(base[1:].view(96, 96), b)
+    w = b.clone().requires_grad_(True)
+    out = tessel.ops.matmul(a, w)  # through the custom op (autograd)
+    assert rel(out.detach(), a @ b) < 1e-2
+    # A skinny shape whose plan splits K: the hot path allocates its scratch too.
+    x = torch.randn(1, 4096, device=cuda, dtype=torch.bfloat16)
+    y = torch.randn(4096, 4096, device=cuda, dtype=torch.bfloat16)
+    ref = (x.double() @ y.double())
+    for _ in range(3):
+        got = tessel.ops.matmul(x, y)
+        assert rel(got, ref) < 1e-2
+    assert ops._seen_2d[(x.shape, y.shape, x.dtype)] > 0
+
+
 def test_kernel_call(torch, cuda):
     k = tessel.compile_matmul(256, 128, 64, "f16")
     a = torch.randn(256, 64, device=cuda, dtype=torch.float16)
