@@ -288,6 +288,42 @@ __device__ inline void load_row_vector_whole(const T* g, bool present, float pad
   }
 }
 
+// Vec elements of T (16 bytes) from shared memory at `s`, which may sit at any multiple of
+// sizeof(T): read as the two aligned 16-byte words that cover them (two vector loads where an
+// unaligned address would take one scalar load per element) and shifted into place with
+// register selects and funnel shifts, no branch on the alignment. Elements at or past `valid`
+// are `pad`; nothing is read when valid <= 0. The caller keeps both words inside its buffer (a
+// span scratch tile has two spare vectors past its last element).
+template <class T, int Vec, class D = float>
+__device__ inline void load_shared_vector_realigned(const T* s, int valid, float pad, D* dst) {
+  static_assert(Vec * sizeof(T) == 16, "load_shared_vector_realigned: 16-byte vectors");
+  const D pad_value = reduce_detail::as_fragment<D>(from_float<T>(pad));
+  union {
+    unsigned u[4];
+    T e[Vec];
+  } out;
+  if (valid > 0) {
+    const unsigned sh = static_cast<unsigned>(reinterpret_cast<unsigned long long>(s) & 15ull);  // bytes
+    const uint4* w = reinterpret_cast<const uint4*>(s - sh / sizeof(T));  // keeps the shared window
+    const uint4 lo = w[0], hi = w[1];
+    const unsigned x[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
+    const unsigned q = sh >> 2, bits = (sh & 3u) * 8u;  // whole words, then 0 or 16 bits
+    unsigned r[5];
+#pragma unroll
+    for (int k = 0; k < 5; ++k) {
+      unsigned v = x[k];
+      v = q == 1u ? x[k + 1] : v;
+      v = q == 2u ? x[k + 2] : v;
+      v = q == 3u ? x[k + 3] : v;
+      r[k] = v;
+    }
+#pragma unroll
+    for (int k = 0; k < 4; ++k) out.u[k] = __funnelshift_r(r[k], r[k + 1], bits);
+  }
+#pragma unroll
+  for (int v = 0; v < Vec; ++v) dst[v] = v < valid ? reduce_detail::as_fragment<D>(out.e[v]) : pad_value;
+}
+
 // Stores src[0..Vec) (float, or T itself) converted to T into g[0..Vec), dropping elements at or
 // past `valid`.
 template <class T, int Vec, class S = float>

@@ -251,9 +251,14 @@ class CopyLowering {
     auto w = op->where;
     const std::int64_t R = l.shape[0], vec = l.vec;
     constexpr std::int64_t kMaxSpanBytes = 48 * 1024;
-    if ((R * *L + vec) * elem > kMaxSpanBytes) return Stmt();
-    Buffer scratch = Buffer::make(t->name + "_span", {make_int(R * *L + vec)}, t->dtype, Scope::Shared, w);
-    ctx_.shared_layouts[scratch->id] = SharedLayout::row_major(1, R * *L + vec);
+    // A load reads its 16-byte vectors out of the scratch as the two aligned words that cover
+    // each (tessel::load_shared_vector_realigned, unless JitOptions::disable_realigned_span_reads):
+    // two spare vectors past the span keep the second word of the last one inside the tile.
+    const bool realigned = load && ctx_.realigned_span_reads && vec * elem == 16;
+    const std::int64_t extent = R * *L + (realigned ? 3 : 1) * vec;
+    if (extent * elem > kMaxSpanBytes) return Stmt();
+    Buffer scratch = Buffer::make(t->name + "_span", {make_int(extent)}, t->dtype, Scope::Shared, w);
+    ctx_.shared_layouts[scratch->id] = SharedLayout::row_major(1, extent);
     // The run: the valid rows (at most the tile's), whole; the scratch offset by its misalignment.
     Expr rows =
         make_binary(BinaryOp::Max, make_binary(BinaryOp::Min, m.rows_valid, make_int(R)), make_int(0));
@@ -272,9 +277,9 @@ class CopyLowering {
           make_device_call("tessel::copy_span_to_shared", load_targs,
                            {{Expr(), scratch, shift}, {Expr(), t, m.offset}, {count, Buffer(), Expr()}}, w));
       Expr pad = op->pad.defined() ? make_cast(DType::f32, op->pad) : make_float(0.0);
-      vec_targs.push_back("false");  // shared memory: plain loads
+      if (!realigned) vec_targs.push_back("false");  // shared memory: plain loads
       Stmt call = make_device_call(
-          "tessel::load_row_vector", vec_targs,
+          realigned ? "tessel::load_shared_vector_realigned" : "tessel::load_row_vector", vec_targs,
           {{Expr(), scratch, at}, {valid, Buffer(), Expr()}, {pad, Buffer(), Expr()}, {Expr(), regs, first}},
           w);
       out.push_back(make_for(grp, make_int(0), make_int(groups), ForKind::Unrolled, 0, call, w));
