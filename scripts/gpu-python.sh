@@ -10,7 +10,9 @@
 # nanobind, scikit-build-core, CMake, the CUDA toolkit and the nlohmann-json and DLPack headers).
 # It is installed into a scratch folder put on PYTHONPATH: the machine's environment stays as it is.
 #
-#   scripts/gpu-python.sh OUTDIR   (env: TESSEL_RESULT_TAG=h200)
+#   scripts/gpu-python.sh OUTDIR   (env: TESSEL_RESULT_TAG=h200; TESSEL_PYTEST_ARGS: extra pytest
+#                                   arguments, e.g. "-k matmul"; TESSEL_PYTHON_BENCH: the benchmarks,
+#                                   default "gemm softmax attention overhead")
 set -uo pipefail
 out=${1:?usage: scripts/gpu-python.sh OUTDIR}
 mkdir -p "$out" && out=$(cd "$out" && pwd)
@@ -47,7 +49,9 @@ python3 -c "import tessel, json; print(json.dumps(tessel.info(), indent=1))" || 
 
 junit=()
 if [[ "${TESSEL_PYTHON_JUNIT:-0}" == 1 ]]; then junit=(--junitxml="$out/python-tests.xml"); fi
-(cd tests/python && python3 -m pytest -q -rs -p no:cacheprovider "${junit[@]}" .) || status=1
+read -r -a pytest_args <<<"${TESSEL_PYTEST_ARGS:-}"
+(cd tests/python && python3 -m pytest -q -rs -p no:cacheprovider "${junit[@]}" "${pytest_args[@]}" .) || status=1
 
-python3 -m tessel.bench gemm softmax attention overhead --json "$out/$day-python-bench-$tag.json" || status=1
+read -r -a benches <<<"${TESSEL_PYTHON_BENCH:-gemm softmax attention overhead}"
+python3 -m tessel.bench "${benches[@]}" --json "$out/$day-python-bench-$tag.json" || status=1
 exit $status

@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# On the GPU machine: a short device call after a change, when the full scripts/gpu-check.sh
+# steps do not fit what is left of the device time. Runs what build-gpu/ (scripts/build-gpu.sh)
+# and .whl/ (scripts/build-python-wheel.sh) hold, in this order, each step under its own limit:
+#   1. the gpu tests of TESSEL_QUICK_TESTS (a gtest filter; default: every softmax suite and the
+#      fuzz regression cases on the device);
+#   2. `tessel bench softmax` over issue 17's staged widths, the default beside
+#      TESSEL_DISABLE=$TESSEL_QUICK_AB (default realigned_span_reads) in the same session;
+#   3. the Python package: the pytest cases matching -k matmul, then `python -m tessel.bench
+#      overhead` (scripts/gpu-python.sh);
+#   4. ncu's launch, occupancy and warp-state sections on one staged softmax (65536x8191) and the
+#      aligned one beside it (65536x8192), when ncu is there (clocks left alone);
+#   5. `tessel_fuzz --gpu` over TESSEL_QUICK_FUZZ programs (default 600; seed 20261212).
+# Everything printed goes to OUTDIR/gpu-quick.log; the python step's JSON beside it.
+#
+#   scripts/gpu-quick.sh OUTDIR   (env: TESSEL_RESULT_TAG, TESSEL_QUICK_TESTS, TESSEL_QUICK_AB,
+#                                  TESSEL_QUICK_FUZZ)
+set -uo pipefail
+out=${1:?usage: scripts/gpu-quick.sh OUTDIR}
+mkdir -p "$out" && out=$(cd "$out" && pwd)
+cd "$(dirname "$0")/.."
+build=build-gpu
+log="$out/gpu-quick.log"
+: >"$log"
+export TESSEL_NO_PROGRESS=1
+TESSEL_CACHE_DIR=$(mktemp -d /tmp/tessel-gpu-quick-cache-XXXXXX)
+export TESSEL_CACHE_DIR
+export TESSEL_GIT_COMMIT=$( (cat "$build/git-commit.txt" 2>/dev/null || echo unknown) | tr -s ' \n\t' '-' | sed 's/-$//')
+echo "gpu-quick: $(date -u +%FT%TZ), commit $TESSEL_GIT_COMMIT" | tee -a "$log"
+status=0
+step() {  # step NAME LIMIT_S COMMAND...
+  local name=$1 limit=$2 start=$SECONDS
+  shift 2
+  echo "### $name: $*" | tee -a "$log"
+  timeout "$limit" "$@" >>"$log" 2>&1
+  local code=$?
+  [[ $code == 0 ]] || status=1
+  echo "### $name: exit $code after $((SECONDS - start)) s" | tee -a "$log"
+}
+tests=${TESSEL_QUICK_TESTS:-*Softmax*:FuzzGpu.*}
+step "gpu tests ($tests)" 150 "$build/tessel_tests_gpu" --gtest_filter="$tests" --gtest_brief=1
+widths=4194304x127,4194304x129,524288x1023,65536x8191,32768x8193
+step "bench softmax 17 (default)" 60 "$build/tessel" bench softmax --repeats 10 --shapes "$widths"
+ab=${TESSEL_QUICK_AB:-realigned_span_reads}
+step "bench softmax 17 (TESSEL_DISABLE=$ab)" 60 env TESSEL_DISABLE="$ab" "$build/tessel" bench softmax --repeats 10 \
+  --shapes "$widths"
+step "python (pytest -k matmul, bench overhead)" 90 env TESSEL_PYTEST_ARGS="-k matmul" TESSEL_PYTHON_BENCH=overhead \
+  bash scripts/gpu-python.sh "$out"
+if command -v ncu >/dev/null; then
+  for shape in 65536x8191 65536x8192; do
+    step "ncu softmax $shape" 45 ncu --clock-control none -k softmax_kernel -c 1 --section LaunchStats \
+      --section Occupancy --section WarpStateStats --section MemoryWorkloadAnalysis \
+      "$build/tessel" bench softmax --repeats 1 --warmup 0 --shapes "$shape"
+  done
+fi
+step "fuzz" 60 env TESSEL_CACHE=0 "$build/tessel_fuzz" --gpu --arch none --count "${TESSEL_QUICK_FUZZ:-600}" \
+  --seed 20261212
+grep "^### " "$log"
+exit $status
