@@ -14,6 +14,7 @@
 # succeeded.
 #
 #   scripts/gpu-check.sh OUTDIR   (env: TESSEL_BUILD_DIR=build-gpu, TESSEL_GIT_COMMIT, TESSEL_RESULT_TAG=h200,
+#                                  TESSEL_FUZZ_COUNT=10000, TESSEL_FUZZ_SEED=20261204,
 #                                  TESSEL_GPU_STEPS=all or a comma list of: tests, fuzz, tutorial, gemm,
 #                                  gemm17, compile, attention, softmax, softmax17, sanitizers, probe, python)
 # The whole run takes longer than one 10-minute device call: name the steps for each call, e.g.
@@ -101,7 +102,10 @@ want tests && run_step "gpu tests" 600 "$build/tessel_tests_gpu" --gtest_output=
 # minimized and printed into the log. About 3-4 minutes on the H200 host's 16 cores.
 if want fuzz && [[ -x "$build/tessel_fuzz" ]]; then
   # (TESSEL_CACHE=0: 10^4 distinct kernels would only fill the cache folder.)
-  TESSEL_CACHE=0 run_step "fuzz" 900 "$build/tessel_fuzz" --gpu --arch none --count 10000 --seed "${TESSEL_FUZZ_SEED:-20261204}" \
+  # (TESSEL_FUZZ_COUNT: 10^4 took 417 s in session 11 and more than 450 s in session 12 -- near a
+  # device call's 600 s; two calls of 5000 with two seeds make the same count.)
+  TESSEL_CACHE=0 run_step "fuzz" 900 "$build/tessel_fuzz" --gpu --arch none --count "${TESSEL_FUZZ_COUNT:-10000}" \
+    --seed "${TESSEL_FUZZ_SEED:-20261204}" \
     --json "$fuzz_json"
   if [[ $fuzz_json_in_log == 1 ]]; then
     echo "### fuzz report ($day-fuzz-$tag.json):" >>"$log"
