@@ -99,7 +99,7 @@ run_step "info" 60 "$build/tessel" info
 want tests && run_step "gpu tests" 600 "$build/tessel_tests_gpu" --gtest_output="json:$out/gpu-tests.json"
 # The fuzzer (docs/fuzzing.md): 10^4 generated programs compiled for the device's arch (on every
 # core) and run on it, outputs NaN-poisoned, against float64 and the interpreter; failures are
-# minimized and printed into the log. About 3-4 minutes on the H200 host's 16 cores.
+# minimized and printed into the log. About 7 minutes on the H200 host's 16 cores.
 if want fuzz && [[ -x "$build/tessel_fuzz" ]]; then
   # (TESSEL_CACHE=0: 10^4 distinct kernels would only fill the cache folder.)
   # (TESSEL_FUZZ_COUNT: 10^4 took 417 s in session 11 and more than 450 s in session 12 -- near a
