@@ -79,9 +79,9 @@ struct JitOptions {
   bool disable_async_span_copy = false;
   // A staged span's 16-byte vectors are read from shared memory as the two aligned words that
   // cover each, shifted into place in registers, instead of one element at a time where the
-  // row starts unaligned (docs/perf-notes.md session 12 has the prediction). True keeps the
-  // element-wise reads (TESSEL_DISABLE=realigned_span_reads does the same).
-  bool disable_realigned_span_reads = false;
+  // row starts unaligned. Off by default: written in session 12 and not yet run on the H200
+  // (docs/perf-notes.md has the prediction). TESSEL_ENABLE=realigned_span_reads does the same.
+  bool realigned_span_reads = false;
   // A kernel whose fragments and local arrays hold more than 510 values per thread (twice the
   // 255 registers a thread can have), in one buffer or in all, is a CompileError naming the
   // buffer: ptxas would spill most of it to local memory, slowly and at length. True compiles it

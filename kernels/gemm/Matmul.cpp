@@ -151,7 +151,9 @@ JitKernel make_matmul(int M, int N, int K, const MatmulConfig& c, const JitOptio
 }
 
 MatmulChoice choose_matmul_config(int M, int N, int K, DType dtype) {
-  if (auto tuned = autotune::tuned_matmul_config(M, N, K, dtype)) return {*tuned, true};
+  // A split winner's config is a partial GEMM's: not a kernel for C on its own.
+  if (auto tuned = autotune::tuned_matmul_config(M, N, K, dtype); tuned && tuned->split_k == 1)
+    return {tuned->config, true};
   const bool gpu = gpu_available();
   const std::string arch = gpu ? current_device().arch() : "sm_90a";
   const int sms = gpu ? current_device().sm_count : 132;

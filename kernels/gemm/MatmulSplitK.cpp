@@ -1,12 +1,14 @@
 // Split-K for skinny GEMMs, as two Tessel programs -- the partial GEMM (each block z of the grid
 // multiplies its contiguous share of the K tiles and stores an f32 partial) and the reduction
-// that sums the partials into C in the output dtype -- and the model that decides when
-// kernels::Matmul uses them (plan_split_k, for plan_matmul).
+// that sums the partials into C in the output dtype -- the model that decides when
+// kernels::Matmul uses them (plan_split_k, for plan_matmul), and the share counts the autotuner
+// times instead (split_k_candidates).
 #include "MatmulSplitK.hpp"
 
 #include <algorithm>
 #include <sstream>
 #include <stdexcept>
+#include <vector>
 
 #include "Lower.hpp"
 #include "passes/HopperPolicy.hpp"
@@ -101,6 +103,9 @@ constexpr int kSplitBlockK = 64;
 constexpr int kMinTilesPerShare = 8;  // shorter shares spend more of their time filling the pipeline
 constexpr int kMaxSplits = 16;
 constexpr long long kMaxAutoM = 64;
+// split_k_candidates: shares down to half the model's minimum, where only a measurement can
+// tell whether filling the pipeline more often costs more than the extra CTAs bring.
+constexpr int kMinTunedTilesPerShare = kMinTilesPerShare / 2;
 // The DRAM rate a grid of n CTAs streaming 64x256 tiles through a 4-stage ring reaches on the
 // H200: min(kDram, kRateScale * n / (n + kHalfCtas)) TB/s, fitted to issue 17's unsplit skinny
 // GEMMs (bench/results/2026-12-04-gemm-issue17-s11-h200.json, bytes read plus the flushed L2's
@@ -135,6 +140,19 @@ MatmulConfig split_k_config(long long M, DType dtype) {
   return c;
 }
 
+std::vector<int> split_k_candidates(long long M, long long N, long long K, DType dtype,
+                                    const std::string& arch) {
+  const bool sixteen_bit = dtype == DType::f16 || dtype == DType::bf16;
+  // 16-byte rows: 8 elements of a 16-bit dtype.
+  if (!sixteen_bit || arch.rfind("sm_90", 0) != 0 || M < 1 || M > kMaxAutoM || N < 1 || K < 1 || N % 8 != 0 ||
+      K % 8 != 0)
+    return {};
+  std::vector<int> shares;
+  const long long most = std::min<long long>(kMaxSplits, ceil_div(K, kSplitBlockK) / kMinTunedTilesPerShare);
+  for (long long s = 2; s <= most; ++s) shares.push_back(static_cast<int>(s));
+  return shares;
+}
+
 void plan_split_k(MatmulPlan& p, DType dtype, const std::string& arch, int split_k, int sm_count) {
   const long long k_tiles = ceil_div(p.kernel_K, kSplitBlockK);
   const std::string legal =
@@ -155,7 +173,9 @@ void plan_split_k(MatmulPlan& p, DType dtype, const std::string& arch, int split
                                 std::string(dtype_name(dtype)) +
                                 " (split-K takes f16 or bf16; legal here: 0, 1)");
   if (split_k == 1) {
-    p.why += sep + "split-K off (split_k = 1)";
+    p.why += sep + (p.split_tuned
+                        ? "split-K off (tuned: `tessel tune gemm` timed one kernel faster than every split)"
+                        : "split-K off (split_k = 1)");
     return;
   }
   const MatmulConfig split = split_k_config(p.M, dtype);
@@ -219,9 +239,13 @@ void plan_split_k(MatmulPlan& p, DType dtype, const std::string& arch, int split
   p.split_config = split;
   p.split_reduce = default_split_k_reduce(p.M, p.kernel_N);
   p.workspace_bytes = 4LL * chosen * p.M * p.kernel_N;
-  why << sep << "split-K " << chosen << (split_k == 0 ? "" : " (forced)") << ": " << split_tiles
-      << " tiles of " << split.block_M << "x" << split.block_N << " x " << chosen << " shares of "
-      << k_tiles / chosen << (k_tiles % chosen ? "-" + std::to_string(k_tiles / chosen + 1) : "")
+  why << sep << "split-K " << chosen
+      << (split_k == 0    ? ""
+          : p.split_tuned ? " (tuned: `tessel tune gemm` timed it fastest)"
+                          : " (forced)")
+      << ": " << split_tiles << " tiles of " << split.block_M << "x" << split.block_N << " x " << chosen
+      << " shares of " << k_tiles / chosen
+      << (k_tiles % chosen ? "-" + std::to_string(k_tiles / chosen + 1) : "")
       << " K tiles = " << split_tiles * chosen << " CTAs on " << sm_count
       << " SMs (model: " << p.estimate_split_us << " us, against " << p.estimate_unsplit_us << " us for "
       << whole_ctas << " CTAs of " << whole.block_M << "x" << whole.block_N << " tiles"

@@ -7,12 +7,9 @@
 
 namespace tessel::kernels {
 
-// The partial GEMM's tiles for M rows: 16x256x64 / 32x256x64 / 64x256x64 (by M), 4 stages,
-// 128 threads.
-MatmulConfig split_k_config(long long M, DType dtype);
-
 // Decides split_k for a plan whose staging is decided (kernel_N, kernel_K set) and appends the
-// reason to p.why (the model: plan_matmul's comment). Throws std::invalid_argument for a
+// reason to p.why (the model: plan_matmul's comment; a split_k the caller gives is "forced", or
+// "tuned" when p.split_tuned says the tuning cache gave it). Throws std::invalid_argument for a
 // split_k outside 0, 1, 2 .. the K tiles.
 void plan_split_k(MatmulPlan& p, DType dtype, const std::string& arch, int split_k, int sm_count);
 

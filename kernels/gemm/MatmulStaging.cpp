@@ -1,12 +1,14 @@
 // The library's GEMM for any shape: plan_matmul decides whether rows that are not 16-byte
 // aligned are staged through zero-padded aligned buffers and whether K is split
-// (MatmulSplitK.cpp), and Matmul runs the plan (the aligned kernel, or the partial GEMM and its
-// reduction, between driver 2-D copies on the caller's stream).
+// (MatmulSplitK.cpp; a tuned split first: plan_matmul_for_current_device), and Matmul runs the
+// plan (the aligned kernel, or the partial GEMM and its reduction, between driver 2-D copies on
+// the caller's stream).
 #include <limits>
 #include <sstream>
 #include <stdexcept>
 
 #include "MatmulSplitK.hpp"
+#include "tessel/autotune/Autotune.hpp"
 #include "tessel/kernels/gemm/Matmul.hpp"
 #include "tessel/runtime/Driver.hpp"
 
@@ -144,6 +146,28 @@ MatmulPlan plan_matmul(long long M, long long N, long long K, DType dtype, const
   return p;
 }
 
+MatmulPlan plan_matmul_for_current_device(long long M, long long N, long long K, DType dtype,
+                                          MatmulStaging staging, int split_k, const std::string& arch) {
+  const bool gpu = gpu_available();
+  const std::string device_arch = gpu ? current_device().arch() : "sm_90a";
+  const std::string target = arch.empty() ? device_arch : arch;
+  const int sm_count = gpu ? current_device().sm_count : 132;
+  MatmulPlan p = plan_staging(M, N, K, dtype, target, staging);
+  // A stored tune of the kernel's shape timed the split candidates on this GPU, where the model
+  // only estimates; it holds for the arch it was measured on, and only a tune whose space held
+  // split candidates compared a split with one kernel at all.
+  if (split_k == 0 && gpu && target == device_arch &&
+      !split_k_candidates(M, p.kernel_N, p.kernel_K, dtype, target).empty()) {
+    const auto tuned = autotune::tuned_matmul_config(M, p.kernel_N, p.kernel_K, dtype);
+    if (tuned && tuned->split_searched) {
+      split_k = tuned->split_k;
+      p.split_tuned = true;
+    }
+  }
+  plan_split_k(p, dtype, target, split_k, sm_count);
+  return p;
+}
+
 struct Matmul::Impl {
   int M = 0, N = 0, K = 0;
   DType dtype = DType::f16;
@@ -163,12 +187,10 @@ Matmul::Matmul(int M, int N, int K, DType dtype, MatmulStaging staging, const Ji
     throw std::invalid_argument("Matmul: dtype " + std::string(dtype_name(dtype)) + " (legal: f16, bf16)");
   Impl& m = *impl_;
   m.M = M, m.N = N, m.K = K, m.dtype = dtype;
-  const bool gpu = gpu_available();
-  const std::string arch = !options.arch.empty() ? options.arch : gpu ? current_device().arch() : "sm_90a";
-  m.plan = plan_matmul(M, N, K, dtype, arch, staging, split_k, gpu ? current_device().sm_count : 132);
+  m.plan = plan_matmul_for_current_device(M, N, K, dtype, staging, split_k, options.arch);
   const int kn = static_cast<int>(m.plan.kernel_N), kk = static_cast<int>(m.plan.kernel_K);
   if (m.plan.split()) {
-    m.choice = {m.plan.split_config, false};
+    m.choice = {m.plan.split_config, m.plan.split_tuned};
     JitOptions o = options;
     o.out_idx.clear();
     m.kernel = jit(matmul_split_k_program(M, kn, kk, m.plan.split_k, m.plan.split_config), o);

@@ -7,6 +7,7 @@
 #include <limits>
 #include <random>
 
+#include "tessel/ir/IR.hpp"
 #include "tessel/runtime/Driver.hpp"
 
 namespace tessel::autotune {
@@ -267,6 +268,23 @@ Result autotune(const Factory& factory, const Space& space, const std::function<
 
 // ---- GEMM -------------------------------------------------------------------------------------
 
+int gemm_split_k(const Config& c) {
+  return get(c, "split_k", 1);
+}
+
+int gemm_split_k(const JitKernel& kernel) {
+  const std::vector<ir::Buffer>& params = kernel.program().params;
+  if (params.size() != 3 || params[2].ndim() != 3) return 1;
+  return static_cast<int>(ir::as_const_int(params[2]->shape[0]).value_or(1));
+}
+
+JitKernel gemm_split_k_reduce(int M, int N, int splits, DType dtype, JitOptions options) {
+  options.out_idx.clear();
+  return jit(
+      kernels::matmul_split_k_reduce_program(M, N, splits, dtype, kernels::default_split_k_reduce(M, N)),
+      options);
+}
+
 kernels::MatmulConfig gemm_config(const Config& c, DType dtype) {
   kernels::MatmulConfig m;
   m.dtype = dtype;
@@ -309,8 +327,29 @@ Space gemm_space(const std::string& arch, DType dtype) {
   return s;
 }
 
+Space gemm_space(const std::string& arch, DType dtype, long long M, long long N, long long K) {
+  Space s = gemm_space(arch, dtype);
+  const kernels::MatmulConfig t = kernels::split_k_config(M, dtype);
+  for (int shares : kernels::split_k_candidates(M, N, K, dtype, arch))
+    s.point({{"block_M", t.block_M},
+             {"block_N", t.block_N},
+             {"block_K", t.block_K},
+             {"num_stages", t.num_stages},
+             {"threads", t.threads},
+             {"panel", t.use_swizzle ? t.panel_size : 0},
+             {"split_k", shares}});
+  return s;
+}
+
 Factory gemm_factory(int M, int N, int K, DType dtype, JitOptions options) {
-  return [=](const Config& c) { return kernels::make_matmul(M, N, K, gemm_config(c, dtype), options); };
+  return [=](const Config& c) {
+    const int splits = gemm_split_k(c);
+    if (splits == 1) return kernels::make_matmul(M, N, K, gemm_config(c, dtype), options);
+    (void)gemm_split_k_reduce(M, N, splits, dtype, options);
+    JitOptions o = options;
+    o.out_idx.clear();
+    return jit(kernels::matmul_split_k_program(M, N, K, splits, gemm_config(c, dtype)), o);
+  };
 }
 
 }  // namespace tessel::autotune

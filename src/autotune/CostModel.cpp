@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
+#include <stdexcept>
 
 #include "Lower.hpp"
 #include "passes/HopperPolicy.hpp"
@@ -25,10 +27,32 @@ bool wgmma_tile(int bm, int bn, int bk, int threads) {
   return (bm / consumers / 64) * (bn / 2) <= 192;
 }
 
+// kernels::Matmul's split-K over `splits` shares: plan_matmul's bandwidth model (fitted to the
+// H200's skinny GEMMs, which this model's per-step maxima do not describe) as a ratio to its
+// estimate for the default one-kernel config, times this model's cycles for that config -- so
+// that the two models' units never mix and a split ranks against the grid by the model that
+// knows it.
+double split_k_estimated_cycles(long long M, long long N, long long K, int splits, const std::string& arch,
+                                int sm_count) {
+  kernels::MatmulPlan plan;
+  try {
+    plan = kernels::plan_matmul(M, N, K, DType::f16, arch, kernels::MatmulStaging::never, splits, sm_count);
+  } catch (const std::invalid_argument&) {
+    return std::numeric_limits<double>::infinity();  // not a split of this shape: ranks last
+  }
+  const kernels::MatmulConfig d = kernels::default_matmul_config(M, N, K, DType::f16, arch, sm_count);
+  const Config one_kernel{{"block_M", d.block_M}, {"block_N", d.block_N},
+                          {"block_K", d.block_K}, {"num_stages", d.num_stages},
+                          {"threads", d.threads}, {"panel", d.use_swizzle ? d.panel_size : 0}};
+  return gemm_estimated_cycles(M, N, K, one_kernel, arch, sm_count) * plan.estimate_split_us /
+         plan.estimate_unsplit_us;
+}
+
 }  // namespace
 
 double gemm_estimated_cycles(long long M, long long N, long long K, const Config& c, const std::string& arch,
                              int sm_count) {
+  if (gemm_split_k(c) > 1) return split_k_estimated_cycles(M, N, K, gemm_split_k(c), arch, sm_count);
   const int bm = get(c, "block_M", 128), bn = get(c, "block_N", 128), bk = get(c, "block_K", 32);
   const int stages = std::max(1, get(c, "num_stages", 3)), threads = get(c, "threads", 128);
   const bool hopper =

@@ -1,6 +1,7 @@
 // Spaces (enumeration, constraints, pruning) and the search strategies, independent of compiling.
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <numeric>
 #include <random>
 #include <set>
@@ -111,13 +112,16 @@ Space::Enumeration Space::enumerate(const HardwareLimits& limits) const {
 std::optional<std::string> Space::why_not(const Config& c, const HardwareLimits& limits) const {
   const std::vector<Config> all = points();
   if (std::find(all.begin(), all.end(), c) == all.end()) {
-    std::set<std::string> names;
+    // Points may differ in their knobs (gemm_space's split points have split_k, its grid does
+    // not): a knob every point has is required, one no point has is foreign.
+    std::map<std::string, std::size_t> holders;
     for (const Config& p : all)
-      for (const auto& knob : p) names.insert(knob.first);
-    for (const std::string& n : names)
-      if (!c.count(n)) return "lacks the knob " + n + " of the space '" + name_ + "'";
+      for (const auto& knob : p) ++holders[knob.first];
+    for (const auto& [name, count] : holders)
+      if (count == all.size() && !c.count(name))
+        return "lacks the knob " + name + " of the space '" + name_ + "'";
     for (const auto& knob : c)
-      if (!names.count(knob.first))
+      if (!holders.count(knob.first))
         return "has a knob " + knob.first + " the space '" + name_ + "' does not have";
     return "is not a point of the space '" + name_ + "'";
   }

@@ -11,15 +11,25 @@ HardwareLimits current_limits() {
 }
 }  // namespace
 
-std::optional<kernels::MatmulConfig> find_tuned_matmul_config(long long M, long long N, long long K,
-                                                              DType dtype, const DeviceKey& device,
-                                                              const std::filesystem::path& dir,
-                                                              const HardwareLimits& limits) {
-  const KeyParts parts = gemm_key_parts(M, N, K, dtype, device);
-  const auto stored =
-      read_valid_tuning_entry(dir, tuning_key(parts), gemm_space(device.arch(), dtype), limits);
+std::optional<TunedMatmul> find_tuned_matmul_config(long long M, long long N, long long K, DType dtype,
+                                                    const DeviceKey& device, const std::filesystem::path& dir,
+                                                    const HardwareLimits& limits) {
+  const std::string arch = device.arch();
+  const bool splits = !kernels::split_k_candidates(M, N, K, dtype, arch).empty();
+  auto tuned = [&](const StoredResult& r) {
+    return TunedMatmul{gemm_config(r.config, dtype), gemm_split_k(r.config), splits};
+  };
+  if (const auto stored =
+          read_valid_tuning_entry(dir, tuning_key(gemm_split_k_key_parts(M, N, K, dtype, device)),
+                                  gemm_space(arch, dtype, M, N, K), limits))
+    return tuned(*stored);
+  if (!splits) return std::nullopt;  // the two keys and spaces are one: looked up already
+  const auto stored = read_valid_tuning_entry(dir, tuning_key(gemm_key_parts(M, N, K, dtype, device)),
+                                              gemm_space(arch, dtype), limits);
   if (!stored) return std::nullopt;
-  return gemm_config(stored->config, dtype);
+  TunedMatmul t = tuned(*stored);
+  t.split_searched = false;  // a tune of one-kernel configs only
+  return t;
 }
 
 std::optional<kernels::SoftmaxConfig> find_tuned_softmax_config(long long M, long long N, DType dtype,
@@ -44,8 +54,7 @@ std::optional<kernels::AttentionConfig> find_tuned_attention_config(const kernel
   return attention_config(stored->config);
 }
 
-std::optional<kernels::MatmulConfig> tuned_matmul_config(long long M, long long N, long long K,
-                                                         DType dtype) noexcept {
+std::optional<TunedMatmul> tuned_matmul_config(long long M, long long N, long long K, DType dtype) noexcept {
   try {
     const auto device = current_device_key();
     const auto dir = tuning_cache_directory();

@@ -86,6 +86,11 @@ KeyParts gemm_key_parts(long long M, long long N, long long K, DType dtype, cons
                    device);
 }
 
+KeyParts gemm_split_k_key_parts(long long M, long long N, long long K, DType dtype, const DeviceKey& device) {
+  return key_parts("matmul", {M, N, K}, {std::string(dtype_name(dtype))},
+                   gemm_space(device.arch(), dtype, M, N, K), device);
+}
+
 KeyParts softmax_key_parts(long long M, long long N, DType dtype, const DeviceKey& device) {
   return key_parts("softmax", {M, N}, {std::string(dtype_name(dtype))},
                    softmax_space(device.arch(), M, N, dtype), device);

@@ -252,7 +252,7 @@ class CopyLowering {
     const std::int64_t R = l.shape[0], vec = l.vec;
     constexpr std::int64_t kMaxSpanBytes = 48 * 1024;
     // A load reads its 16-byte vectors out of the scratch as the two aligned words that cover
-    // each (tessel::load_shared_vector_realigned, unless JitOptions::disable_realigned_span_reads):
+    // each (tessel::load_shared_vector_realigned, opt-in: JitOptions::realigned_span_reads):
     // two spare vectors past the span keep the second word of the last one inside the tile.
     const bool realigned = load && ctx_.realigned_span_reads && vec * elem == 16;
     const std::int64_t extent = R * *L + (realigned ? 3 : 1) * vec;

@@ -185,7 +185,7 @@ struct PassContext {
     bool allow_loop_rotation = false;
     bool allow_row_staging = true;
     bool async_span_copy = true;
-    bool realigned_span_reads = true;
+    bool realigned_span_reads = false;
   };
   bool allow_tma = true, allow_wgmma = true, allow_warp_specialization = true;
   bool allow_split_k = true;
@@ -209,8 +209,8 @@ struct PassContext {
   // (JitOptions::disable_async_span_copy turns it off; ops/Copy.cpp).
   bool async_span_copy = true;
   // A span load's vectors read from the scratch as two aligned 16-byte words each, shifted into
-  // place (JitOptions::disable_realigned_span_reads turns it off; ops/Copy.cpp).
-  bool realigned_span_reads = true;
+  // place (opt-in, unmeasured: JitOptions::realigned_span_reads; ops/Copy.cpp).
+  bool realigned_span_reads = false;
 
   // Set by select_hopper_gemm.
   HopperPlan hopper;

@@ -108,8 +108,8 @@ int run_bench_gemm(const BenchGemmOptions& o) {
                                                                   : kernels::MatmulStaging::automatic;
     kernels::MatmulPlan plan;
     try {
-      plan = kernels::plan_matmul(c.shape.M, c.shape.N, c.shape.K, c.dtype, s.arch(), staging, split_k,
-                                  s.device.sm_count);
+      plan =
+          kernels::plan_matmul_for_current_device(c.shape.M, c.shape.N, c.shape.K, c.dtype, staging, split_k);
     } catch (const std::invalid_argument& e) {
       std::cerr << "tessel bench gemm: " << c.shape.describe() << ": " << e.what() << "\n";
       return kExitUsage;
@@ -119,7 +119,7 @@ int run_bench_gemm(const BenchGemmOptions& o) {
     if (staged)
       choice = kernels::choose_matmul_config(c.shape.M, static_cast<int>(plan.kernel_N),
                                              static_cast<int>(plan.kernel_K), c.dtype);
-    if (split) choice = {plan.split_config, false};
+    if (split) choice = {plan.split_config, plan.split_tuned};
     const std::string from = !o.config.empty() ? "--config" : choice.tuned ? "tuned" : "default";
     const kernels::MatmulConfig config = !o.config.empty() ? parse_matmul_config(o.config, c.dtype)
                                          : choice.tuned || staged || split
@@ -141,6 +141,7 @@ int run_bench_gemm(const BenchGemmOptions& o) {
                         {"split_k",
                          {{"mode", o.split_k},
                           {"splits", split ? plan.split_k : 1},
+                          {"tuned", library && plan.split_tuned},
                           {"workspace_bytes", split ? plan.workspace_bytes : 0}}}};
     progress.step(c.shape.describe() + " " + std::string(dtype_name(c.dtype)) + " " +
                   format_matmul_config(config));

@@ -109,12 +109,12 @@ int run_dump_gemm(const DumpOptions& o) {
   }
   const std::string arch = o.arch.empty() ? s.arch() : o.arch;
   // What the library's Matmul does with this shape: rows that are not 16-byte aligned are staged
-  // and the kernel for the padded shape runs; a skinny grid splits K (this command shows the
-  // exact shape's unsplit kernel).
+  // and the kernel for the padded shape runs; a skinny grid splits K (a tuned split first; this
+  // command shows the exact shape's unsplit kernel).
   kernels::MatmulPlan plan;
   try {
-    plan = kernels::plan_matmul(o.M, o.N, o.K, *dtype, arch, kernels::MatmulStaging::automatic,
-                                parse_split_k(o.split_k), s.gpu ? s.device.sm_count : 132);
+    plan = kernels::plan_matmul_for_current_device(o.M, o.N, o.K, *dtype, kernels::MatmulStaging::automatic,
+                                                   parse_split_k(o.split_k), arch);
   } catch (const std::invalid_argument& e) {
     std::cerr << "tessel dump gemm: " << e.what() << "\n";
     return kExitUsage;

@@ -1,12 +1,14 @@
 // tessel tune gemm | softmax | attention: the autotuner over a kernel's space for one shape.
 // Every candidate is checked (GEMM against cuBLAS, softmax and attention against float64 on
 // sampled rows) and timed with CUDA events (L2 flushed, medians); the winner is kept in the
-// tuning cache, where the library's default entry points find it. Without a GPU: the space's size
-// and pruning, and with --compile-only the compile throughput (for attention, each candidate's
-// registers, spills and shared memory too).
+// tuning cache, where the library's default entry points find it. A skinny GEMM's space holds
+// kernels::Matmul's split-K too (partial GEMM and reduction, timed together). Without a GPU: the
+// space's size and pruning, and with --compile-only the compile throughput (for attention, each
+// candidate's registers, spills and shared memory too; for GEMM, the split-K candidates').
 #include <chrono>
 #include <cmath>
 #include <iostream>
+#include <map>
 #include <memory>
 #include <sstream>
 #include <thread>
@@ -59,8 +61,8 @@ struct TuneJob {
   std::function<at::KeyParts(const at::DeviceKey&)> key;
   // Ranks candidates before compiling (halving only); absent: every candidate compiles.
   std::function<double(const at::Config&)> cost_model;
-  // --compile-only lists every candidate's registers, spills and shared memory.
-  bool list_compiled = false;
+  // --compile-only lists these candidates' registers, spills and shared memory; absent: none.
+  std::function<bool(const at::Config&)> list_compiled;
 };
 
 int report_compile_only(const TuneJob& job, const at::Space::Enumeration& e, const TuneOptions& o, bool gpu) {
@@ -80,7 +82,7 @@ int report_compile_only(const TuneJob& job, const at::Space::Enumeration& e, con
     if (row.status == at::Status::compile_failed || row.status == at::Status::spills)
       std::cout << "  " << job.describe(row.config) << ": " << at::status_name(row.status) << " ("
                 << row.reason << ")\n";
-    else if (job.list_compiled)
+    else if (job.list_compiled && job.list_compiled(row.config))
       std::cout << "  " << job.describe(row.config) << ": " << row.registers << " registers, "
                 << row.spill_bytes << " bytes spilled, " << row.smem_bytes << " bytes of shared memory, "
                 << fixed(row.compile_ms / 1000, 2) << " s\n";
@@ -175,6 +177,39 @@ int run_tune(const TuneJob& job, const TuneOptions& o, at::Strategy strategy) {
   return kExitOk;
 }
 
+// Runs a split-K candidate of gemm_factory as kernels::Matmul runs a split (and as `tessel bench
+// gemm --split-k N` times it): the partial GEMM on A and B into an f32 workspace [n, M, N], then
+// the reduction into C, both on the default stream, so that a timing covers both. The
+// reduction was compiled with the candidate (gemm_factory): here it is the JIT's in-process
+// cache hit.
+class SplitKLauncher {
+ public:
+  SplitKLauncher(int M, int N, DType dtype, JitOptions options)
+      : M_(M), N_(N), dtype_(dtype), options_(std::move(options)) {}
+
+  void operator()(const JitKernel& partial, const GemmInputs& in) {
+    const int splits = at::gemm_split_k(partial);
+    auto it = by_splits_.find(splits);
+    if (it == by_splits_.end())
+      it = by_splits_
+               .emplace(splits, Split{Tensor::empty({splits, M_, N_}, DType::f32),
+                                      at::gemm_split_k_reduce(M_, N_, splits, dtype_, options_)})
+               .first;
+    partial.launch({in.A, in.B, it->second.workspace}, nullptr);
+    it->second.reduce.launch({it->second.workspace, in.C}, nullptr);
+  }
+
+ private:
+  struct Split {
+    Tensor workspace;
+    JitKernel reduce;
+  };
+  int M_, N_;
+  DType dtype_;
+  JitOptions options_;
+  std::map<int, Split> by_splits_;
+};
+
 std::optional<at::Strategy> parse_strategy_option(const std::string& command, const std::string& text) {
   const auto strategy = at::parse_strategy(text);
   if (!strategy)
@@ -208,34 +243,54 @@ int run_tune_gemm(const TuneOptions& o) {
   JitOptions jo;
   jo.arch = arch;
   jo.compile_time_limit_s = o.compile_time_limit;  // NVRTC stops too, rather than running on unseen
-  TuneJob job{
-      command,
-      GemmShape{M, N, K}.describe() + " " + o.dtype,
-      {{"M", M}, {"N", N}, {"K", K}, {"dtype", o.dtype}},
-      at::gemm_space(arch, *dtype),
-      at::gemm_factory(M, N, K, *dtype, jo),
-      [d = *dtype](const at::Config& c) { return format_matmul_config(at::gemm_config(c, d)); },
-      [=](double ms) { return fixed(gemm_tflops(M, N, K, ms), 1) + " TFLOP/s"; },
-      {},
-      [=, d = *dtype](const at::DeviceKey& device) { return at::gemm_key_parts(M, N, K, d, device); }};
+  TuneJob job{command,
+              GemmShape{M, N, K}.describe() + " " + o.dtype,
+              {{"M", M}, {"N", N}, {"K", K}, {"dtype", o.dtype}},
+              at::gemm_space(arch, *dtype, M, N, K),
+              at::gemm_factory(M, N, K, *dtype, jo),
+              [d = *dtype](const at::Config& c) {
+                const int splits = at::gemm_split_k(c);
+                return format_matmul_config(at::gemm_config(c, d)) +
+                       (splits > 1 ? " split-K " + std::to_string(splits) : "");
+              },
+              [=](double ms) { return fixed(gemm_tflops(M, N, K, ms), 1) + " TFLOP/s"; },
+              {},
+              [=, d = *dtype](const at::DeviceKey& device) {
+                return at::gemm_split_k_key_parts(M, N, K, d, device);
+              }};
   job.cost_model =
       at::gemm_cost_model(M, N, K, arch, system_info().gpu ? system_info().device.sm_count : 132);
+  job.list_compiled = [](const at::Config& c) { return at::gemm_split_k(c) > 1; };
+  const std::vector<int> shares = kernels::split_k_candidates(M, N, K, *dtype, arch);
+  if (!shares.empty())
+    std::cout << command << ": split-K candidates too: kernels::Matmul's partial GEMM "
+              << format_matmul_config(kernels::split_k_config(M, *dtype)) << " over " << shares.front()
+              << " to " << shares.back() << " shares of K, then its reduction (" << shares.size()
+              << " candidates)\n";
   const int warmup = o.warmup;
   job.prepare = [=, d = *dtype] {
     auto bench = std::make_shared<GemmBench>();
     auto in = std::make_shared<GemmInputs>(make_gemm_inputs(GemmShape{M, N, K}, d, 1));
     bench->compute_reference(*in);
+    auto split = std::make_shared<SplitKLauncher>(M, N, d, jo);
+    // One candidate on the bench's inputs, into in->C: a split as kernels::Matmul runs it.
+    auto launch = [=](const JitKernel& k) {
+      if (at::gemm_split_k(k) > 1)
+        (*split)(k, *in);
+      else
+        bench->launch_tessel(k, *in);
+    };
     at::Callbacks cb;
-    cb.run = [=](const JitKernel& k) { bench->launch_tessel(k, *in); };
+    cb.run = launch;
     cb.check = [=](const JitKernel& k, std::string& why) {
-      const double err = bench->check(k, *in);
+      const double err = bench->check([&] { launch(k); }, *in);
       if (!std::isnan(err) && err <= kGemmTolerance) return true;
       why = "relative error " + scientific(err) + " against cuBLAS (tolerance " + scientific(kGemmTolerance) +
             ")";
       return false;
     };
     cb.time = [=](const JitKernel& k, int repeats) {
-      return at::summarize(bench->time([&] { bench->launch_tessel(k, *in); }, warmup, repeats).ms);
+      return at::summarize(bench->time([&] { launch(k); }, warmup, repeats).ms);
     };
     return cb;
   };
@@ -360,7 +415,7 @@ int run_tune_attention(const TuneAttentionOptions& o) {
               [=, d = *dtype](const at::DeviceKey& device) {
                 return at::attention_key_parts(shape, d, causal, device);
               }};
-  job.list_compiled = true;
+  job.list_compiled = [](const at::Config&) { return true; };
   job.prepare = [=, d = *dtype] { return at::attention_callbacks(shape, d, causal, 1); };
   return run_tune(job, o, *strategy);
 }
@@ -398,7 +453,11 @@ Command add_tune_gemm_command(CLI::App& tune) {
   auto o = std::make_shared<TuneOptions>();
   o->M = o->N = o->K = 4096;
   CLI::App* app = tune.add_subcommand(
-      "gemm", "Tune the GEMM for one shape: every candidate checked against cuBLAS, the winner cached");
+      "gemm",
+      "Tune the GEMM for one shape: every candidate checked against cuBLAS, the winner cached; for M <= 64 "
+      "on "
+      "sm_90 (f16, bf16) the candidates include kernels::Matmul's split-K over 2 to 16 shares of K, and "
+      "Matmul's automatic split-K then takes the tuned split");
   app->add_option("--m", o->M, "Rows of A and C")->capture_default_str()->check(dimension());
   app->add_option("--n", o->N, "Columns of B and C")->capture_default_str()->check(dimension());
   app->add_option("--k", o->K, "Columns of A, rows of B")->capture_default_str()->check(dimension());

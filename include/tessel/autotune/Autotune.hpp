@@ -73,7 +73,8 @@ class Space {
   };
   Enumeration enumerate(const HardwareLimits& limits = {}) const;
   // Why `c` is not a config this space would try under `limits` ("lacks the knob threads of the
-  // space 'gemm sm_90a f16'", "is not a point of ...", "is pruned from ... by constraint ..."), or
+  // space 'gemm sm_90a f16'" -- a knob every point has --, "has a knob split_k the space ... does
+  // not have", "is not a point of ...", "is pruned from ... by constraint ..."), or
   // nullopt when it is one: what a stored tuning result must pass before it is used.
   std::optional<std::string> why_not(const Config& c, const HardwareLimits& limits = {}) const;
 
@@ -288,12 +289,35 @@ Measurement summarize(std::vector<double> samples_ms);
 // (0: no swizzle); at most 256 f32 accumulators per thread; smem and threads for pruning. On
 // sm_90a the tiles the wgmma path takes (block_K 64, 128 or 256 threads) are among them.
 Space gemm_space(const std::string& arch, DType dtype = DType::f16);
-// Compiles make_matmul for a config of gemm_space (knobs absent keep MatmulConfig defaults).
+// The same for one M x N x K kernel shape, with kernels::Matmul's split-K where it may apply
+// (kernels::split_k_candidates: sm_90, f16 or bf16, M <= 64, 16-byte rows, K of 8 tiles of 64 or
+// more): a point per share count n, the partial GEMM's tiles (kernels::split_k_config), panel 0
+// and split_k = n. The grid's points have no split_k knob: they are one kernel (split 1). Where
+// no split applies this is gemm_space(arch, dtype), description and tuning key included.
+Space gemm_space(const std::string& arch, DType dtype, long long M, long long N, long long K);
+// Compiles a config of gemm_space (knobs absent keep MatmulConfig defaults): make_matmul, or for
+// split_k = n >= 2 the partial GEMM (kernels::matmul_split_k_program; parameters A, B, W [n, M, N]
+// f32), after compiling its reduction (gemm_split_k_reduce), so that the compile phase compiles
+// both and a reduction that fails fails the candidate.
 Factory gemm_factory(int M, int N, int K, DType dtype, JitOptions options = {});
+// The tiles of a config (the partial GEMM's for a split).
 kernels::MatmulConfig gemm_config(const Config& c, DType dtype);
-// What `tessel tune gemm` stores its winner under and make_matmul(M, N, K, dtype) looks up:
-// kernel "matmul", shapes {M, N, K}, the dtype's name, gemm_space(device.arch(), dtype).
+// The shares of K: a config's split_k knob, 1 when it has none; and of a kernel gemm_factory
+// compiled, W's leading dimension for a partial GEMM (three parameters, the last of rank 3), 1
+// for the plain GEMM. A split candidate runs as kernels::Matmul runs it: the kernel on A, B and
+// an f32 workspace [n, M, N], then gemm_split_k_reduce's kernel on the workspace and C.
+int gemm_split_k(const Config& c);
+int gemm_split_k(const JitKernel& kernel);
+// kernels::Matmul's reduction of a split into C (kernels::default_split_k_reduce's tiles;
+// parameters W, C). A second call with the same arguments is the JIT's in-process cache hit.
+JitKernel gemm_split_k_reduce(int M, int N, int splits, DType dtype, JitOptions options = {});
+// The key of the one-kernel space: kernel "matmul", shapes {M, N, K}, the dtype's name,
+// gemm_space(device.arch(), dtype) (tessel.tune in Python stores under it, and `tessel tune gemm`
+// did before it searched split-K).
 KeyParts gemm_key_parts(long long M, long long N, long long K, DType dtype, const DeviceKey& device);
+// The same over gemm_space(device.arch(), dtype, M, N, K): what `tessel tune gemm` stores its
+// winner under. The two keys are one where the shape has no split candidates.
+KeyParts gemm_split_k_key_parts(long long M, long long N, long long K, DType dtype, const DeviceKey& device);
 
 // ---- softmax ----------------------------------------------------------------------------------
 // Knobs: variant (0 rows, 1 row, 2 online: kernels::SoftmaxVariant), threads, rows_per_block
@@ -360,15 +384,27 @@ KeyParts attention_key_parts(const kernels::AttentionShape& shape, DType dtype, 
 // ---- tuned configs for the library's default entry points ------------------------------------
 // make_matmul(M, N, K, dtype), make_softmax(M, N, dtype) and make_flash_attention (without a
 // config) ask these (through kernels::choose_matmul_config / choose_softmax_config /
-// choose_attention_config) before falling back to their built-in defaults.
+// choose_attention_config) before falling back to their built-in defaults; kernels::Matmul's
+// automatic split-K asks the GEMM's (kernels::plan_matmul_for_current_device).
 //
 // The config `tessel tune` stored in `dir` for this problem on `device`, or nullopt. Reads only
 // that one entry, and uses it only when it is a point of the space that passes the space's
 // constraints and `limits` (read_valid_tuning_entry: a damaged or invalid one is removed).
-std::optional<kernels::MatmulConfig> find_tuned_matmul_config(long long M, long long N, long long K,
-                                                              DType dtype, const DeviceKey& device,
-                                                              const std::filesystem::path& dir,
-                                                              const HardwareLimits& limits = {});
+//
+// The GEMM's: the entry under gemm_split_k_key_parts, validated against the shape's space (a
+// split_k that is not one of its points -- 0, 1, more shares than the space has, a split where
+// the arch or dtype has none -- is removed with the note); else, where the shape has split
+// candidates, the one-kernel entry under gemm_key_parts, validated against gemm_space(arch,
+// dtype). An entry without split_k is one kernel (split 1): it may have been tuned before the
+// knob existed, or by tessel.tune in Python, which does not search it.
+struct TunedMatmul {
+  kernels::MatmulConfig config{};  // a split's partial GEMM tiles
+  int split_k = 1;                 // 1: one kernel; n >= 2: kernels::Matmul's split-K, n shares
+  bool split_searched = false;     // the tune timed split candidates beside the one-kernel configs
+};
+std::optional<TunedMatmul> find_tuned_matmul_config(long long M, long long N, long long K, DType dtype,
+                                                    const DeviceKey& device, const std::filesystem::path& dir,
+                                                    const HardwareLimits& limits = {});
 std::optional<kernels::SoftmaxConfig> find_tuned_softmax_config(long long M, long long N, DType dtype,
                                                                 const DeviceKey& device,
                                                                 const std::filesystem::path& dir,
@@ -381,8 +417,7 @@ std::optional<kernels::AttentionConfig> find_tuned_attention_config(const kernel
 // The same for this process's GPU and tuning cache folder. nullopt without a GPU, without a
 // cache folder (TESSEL_CACHE=0), or on any error: never throws. Costs a space description, a
 // SHA-256 and one file lookup (microseconds; far below a jit()).
-std::optional<kernels::MatmulConfig> tuned_matmul_config(long long M, long long N, long long K,
-                                                         DType dtype) noexcept;
+std::optional<TunedMatmul> tuned_matmul_config(long long M, long long N, long long K, DType dtype) noexcept;
 std::optional<kernels::SoftmaxConfig> tuned_softmax_config(long long M, long long N, DType dtype) noexcept;
 std::optional<kernels::AttentionConfig> tuned_attention_config(const kernels::AttentionShape& shape,
                                                                DType dtype, bool causal) noexcept;

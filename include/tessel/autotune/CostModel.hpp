@@ -8,6 +8,11 @@
 // prologue and the epilogue's stores. Its constants were fitted to the exhaustive H200 tunes at
 // 1024^3 and 128x8192x8192 (bench/results/2026-12-02-tune-*-h200.json): the measured best ranks
 // 9th and 37th of 392 there. Configs it cannot tell apart (the rasterization panel) tie.
+//
+// A split-K candidate (split_k = n >= 2: kernels::Matmul's partial GEMM and reduction) is
+// estimated by kernels::plan_matmul's bandwidth model instead, fitted to the H200's skinny GEMMs:
+// its split-to-unsplit ratio for n shares times these cycles for default_matmul_config's one
+// kernel (the two models meet at that kernel; a split the shape cannot take ranks last).
 #pragma once
 
 #include <functional>

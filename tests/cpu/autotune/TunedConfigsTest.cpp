@@ -1,7 +1,7 @@
 // What the library kernels' default entry points get from the tuning cache: a planted entry is
 // found for its own shape, dtype and device only; without an entry (or a GPU) the built-in
 // default, and never an exception; an entry outside the space, or not made of ints, or not a
-// regular file, is never used.
+// regular file, is never used; a GEMM entry keeps the split-K it was tuned with.
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
@@ -36,14 +36,16 @@ TEST(TunedConfigs, PlantedGemmEntryIsFoundForItsShapeDtypeAndDeviceOnly) {
 
   const auto found = at::find_tuned_matmul_config(2048, 2048, 2048, DType::f16, kH200, dir.path());
   ASSERT_TRUE(found);
-  EXPECT_EQ(found->block_M, 64);
-  EXPECT_EQ(found->block_N, 256);
-  EXPECT_EQ(found->block_K, 64);
-  EXPECT_EQ(found->num_stages, 4);
-  EXPECT_EQ(found->threads, 128);
-  EXPECT_TRUE(found->use_swizzle);
-  EXPECT_EQ(found->panel_size, 8);
-  EXPECT_EQ(found->dtype, DType::f16);
+  EXPECT_EQ(found->config.block_M, 64);
+  EXPECT_EQ(found->config.block_N, 256);
+  EXPECT_EQ(found->config.block_K, 64);
+  EXPECT_EQ(found->config.num_stages, 4);
+  EXPECT_EQ(found->config.threads, 128);
+  EXPECT_TRUE(found->config.use_swizzle);
+  EXPECT_EQ(found->config.panel_size, 8);
+  EXPECT_EQ(found->config.dtype, DType::f16);
+  EXPECT_EQ(found->split_k, 1);
+  EXPECT_FALSE(found->split_searched) << "2048 rows: no split candidates to search";
 
   EXPECT_FALSE(at::find_tuned_matmul_config(2048, 2048, 4096, DType::f16, kH200, dir.path())) << "another K";
   EXPECT_FALSE(at::find_tuned_matmul_config(4096, 2048, 2048, DType::f16, kH200, dir.path())) << "another M";
@@ -253,4 +255,109 @@ TEST(TunedConfigs, TheTuningFolderIsPrivateUnderUmask000AndAnOpenOneIsRefused) {
       "tessel: warning: the cache folder " + tune->string() +
           " is writable by others (mode 0777), so they could plant kernels in it; fix: chmod 700 " +
           tune->string() + "; running without the disk cache\n");
+}
+
+// ---- split-K entries (issue 17) --------------------------------------------------------------------
+
+namespace {
+
+// The tuner's split-K point for 16 rows: the partial GEMM's tiles over `shares` of K.
+at::Config split_point(int shares) {
+  return {{"block_K", 64}, {"block_M", 16},     {"block_N", 256}, {"num_stages", 4},
+          {"panel", 0},    {"split_k", shares}, {"threads", 128}};
+}
+
+}  // namespace
+
+TEST(TunedConfigs, SplitKWinnerRoundTripsWithItsSplit) {
+  tessel::test::TempDir dir;
+  const auto parts = at::gemm_split_k_key_parts(16, 4096, 4096, DType::f16, kH200);
+  plant(dir.path(), parts, split_point(5));
+  const auto stored = at::read_tuning_entry(dir.path(), at::tuning_key(parts));
+  ASSERT_TRUE(stored);
+  EXPECT_EQ(stored->config, split_point(5)) << "the knob is written and read back";
+
+  const auto found = at::find_tuned_matmul_config(16, 4096, 4096, DType::f16, kH200, dir.path());
+  ASSERT_TRUE(found);
+  EXPECT_EQ(found->split_k, 5);
+  EXPECT_TRUE(found->split_searched);
+  EXPECT_EQ(found->config.describe(), "16x256x64 s4 t128");
+  EXPECT_FALSE(found->config.use_swizzle);
+  EXPECT_EQ(found->config.dtype, DType::f16);
+
+  // The same tune won by one kernel: split 1, and still a tune that timed the splits.
+  plant(dir.path(), parts, kGoodGemm);
+  const auto one = at::find_tuned_matmul_config(16, 4096, 4096, DType::f16, kH200, dir.path());
+  ASSERT_TRUE(one);
+  EXPECT_EQ(one->split_k, 1);
+  EXPECT_TRUE(one->split_searched);
+  EXPECT_EQ(one->config.describe(), "64x256x64 s4 t128 swz");
+  EXPECT_FALSE(at::find_tuned_matmul_config(16, 4096, 4096, DType::bf16, kH200, dir.path()))
+      << "another dtype";
+}
+
+// Entries without the knob -- stored before it, or by tessel.tune in Python under the one-kernel
+// key -- still load, as one kernel that was never timed against a split (so kernels::Matmul's
+// automatic split-K keeps following its model); a split-K tune's entry takes their place.
+TEST(TunedConfigs, OneKernelEntriesWithoutTheKnobStillLoad) {
+  tessel::test::TempDir dir;
+  plant(dir.path(), at::gemm_key_parts(16, 4096, 4096, DType::f16, kH200), kGoodGemm);
+  const auto old = at::find_tuned_matmul_config(16, 4096, 4096, DType::f16, kH200, dir.path());
+  ASSERT_TRUE(old);
+  EXPECT_EQ(old->split_k, 1);
+  EXPECT_FALSE(old->split_searched);
+  EXPECT_EQ(old->config.describe(), "64x256x64 s4 t128 swz");
+
+  plant(dir.path(), at::gemm_split_k_key_parts(16, 4096, 4096, DType::f16, kH200), split_point(8));
+  const auto tuned = at::find_tuned_matmul_config(16, 4096, 4096, DType::f16, kH200, dir.path());
+  ASSERT_TRUE(tuned);
+  EXPECT_EQ(tuned->split_k, 8);
+  EXPECT_TRUE(tuned->split_searched);
+}
+
+TEST(TunedConfigs, IllegalSplitEntriesAreRemovedWithANote) {
+  tessel::test::TempDir dir;
+  // Plants `config` under what `tessel tune gemm` would store for the problem, looks it up and
+  // returns the note; checks that nothing was found and the entry is gone.
+  auto rejected = [&](long long M, long long K, DType dtype, const at::DeviceKey& device,
+                      const at::Config& config) {
+    const auto parts = at::gemm_split_k_key_parts(M, 4096, K, dtype, device);
+    const auto file = dir.path() / (at::tuning_key(parts) + ".json");
+    plant(dir.path(), parts, config);
+    testing::internal::CaptureStderr();
+    const auto found = at::find_tuned_matmul_config(M, 4096, K, dtype, device, dir.path());
+    const std::string err = testing::internal::GetCapturedStderr();
+    EXPECT_FALSE(found) << at::describe(config) << ": " << err;
+    EXPECT_FALSE(std::filesystem::exists(file)) << "a rejected entry is removed";
+    return err;
+  };
+  const std::string not_a_point = ", which is not a point of the space 'gemm sm_90a f16'; removed\n";
+  // No shares, negative shares, split_k 1 spelled out (one kernel has no knob), more shares than
+  // the space's 16 or than K's 64 tiles.
+  for (int bad : {0, -3, 1, 17, 65}) {
+    SCOPED_TRACE(bad);
+    EXPECT_CONTAINS(rejected(16, 4096, DType::f16, kH200, split_point(bad)),
+                    "holds " + at::describe(split_point(bad)) + not_a_point);
+  }
+  // 16 K tiles allow 2 to 4 shares of 4 tiles.
+  EXPECT_CONTAINS(rejected(16, 1024, DType::f16, kH200, split_point(5)),
+                  "split_k=5 threads=128" + not_a_point);
+  // Tiles other than the partial GEMM's.
+  at::Config wide = split_point(5);
+  wide["block_M"] = 64;
+  EXPECT_CONTAINS(rejected(16, 4096, DType::f16, kH200, wide),
+                  "block_M=64 block_N=256 num_stages=4 panel=0 split_k=5 threads=128" + not_a_point);
+  // A split where nothing splits: M > 64, an arch without the model, f32.
+  EXPECT_CONTAINS(rejected(4096, 4096, DType::f16, kH200, split_point(5)),
+                  "which has a knob split_k the space 'gemm sm_90a f16' does not have; removed\n");
+  at::DeviceKey a100 = kH200;
+  a100.name = "NVIDIA A100-SXM4-80GB";
+  a100.cc_major = 8;
+  EXPECT_CONTAINS(rejected(16, 4096, DType::f16, a100, split_point(5)),
+                  "which has a knob split_k the space 'gemm sm_80 f16' does not have; removed\n");
+  EXPECT_CONTAINS(rejected(16, 4096, DType::f32, kH200, split_point(5)),
+                  "which has a knob split_k the space 'gemm sm_90a f32' does not have; removed\n");
+  // A legal one is used.
+  plant(dir.path(), at::gemm_split_k_key_parts(16, 4096, 1024, DType::f16, kH200), split_point(4));
+  EXPECT_TRUE(at::find_tuned_matmul_config(16, 4096, 1024, DType::f16, kH200, dir.path()));
 }

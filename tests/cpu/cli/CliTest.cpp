@@ -590,6 +590,26 @@ TEST_F(Cli, TuneGemmTunesTheShapeTheLibraryRuns) {
       << bad.output;
 }
 
+// A skinny GEMM on Hopper: the space holds kernels::Matmul's split-K beside the one-kernel grid
+// (450 points: 435 one-kernel, 15 split), and the command says so before anything compiles.
+TEST_F(Cli, TuneGemmSearchesSplitKForSkinnyShapes) {
+  if (tessel::gpu_available()) GTEST_SKIP() << "a GPU is present: the command would tune";
+  const CliRun r = run_tessel("tune gemm --m 16 --n 4096 --k 4096");
+  EXPECT_EQ(r.exit_code, 3) << r.output;
+  EXPECT_NE(r.output.find("tessel tune gemm: split-K candidates too: kernels::Matmul's partial GEMM "
+                          "16x256x64:4:128 over 2 to 16 shares of K, then its reduction (15 candidates)\n"),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("tessel tune gemm 16x4096x4096 f16 on sm_90a: 450 candidates, "), std::string::npos)
+      << r.output;
+  // A square shape has no split: the space of before.
+  const CliRun square = run_tessel("tune gemm --m 4096 --n 4096 --k 4096");
+  EXPECT_EQ(square.output.find("split-K"), std::string::npos) << square.output;
+  EXPECT_NE(square.output.find("tessel tune gemm 4096x4096x4096 f16 on sm_90a: 435 candidates, "),
+            std::string::npos)
+      << square.output;
+}
+
 TEST_F(Cli, TuneAttentionWithoutAGpuSaysSo) {
   if (tessel::gpu_available()) GTEST_SKIP() << "a GPU is present: the command would tune";
   const CliRun r = run_tessel("tune attention --heads 4 --kv-heads 1 --seqlen-q 1 --seqlen-k 8192 --causal");

@@ -4,8 +4,11 @@
 #include <gtest/gtest.h>
 
 #include <stdexcept>
+#include <tuple>
+#include <vector>
 
 #include "tessel/kernels/gemm/Matmul.hpp"
+#include "tessel/runtime/Driver.hpp"
 
 namespace {
 
@@ -205,6 +208,47 @@ TEST(MatmulPlan, IllegalSplitKIsNamed) {
     FAIL() << "no error for 0 SMs";
   } catch (const std::invalid_argument& e) {
     EXPECT_NE(std::string(e.what()).find("sm_count = 0 (legal: 1 or more)"), std::string::npos) << e.what();
+  }
+}
+
+// What `tessel tune gemm` times: where the automatic split may apply, 2 to min(16, K tiles / 4)
+// shares -- beyond the model's own range of shares of 8 tiles -- and nothing elsewhere.
+TEST(MatmulPlan, SplitKCandidatesAreWhereTheAutomaticSplitMayApply) {
+  using tessel::kernels::split_k_candidates;
+  auto range = [](int first, int last) {
+    std::vector<int> v;
+    for (int i = first; i <= last; ++i) v.push_back(i);
+    return v;
+  };
+  EXPECT_EQ(split_k_candidates(16, 4096, 4096, DType::f16, "sm_90a"), range(2, 16));
+  EXPECT_EQ(split_k_candidates(1, 4096, 4096, DType::bf16, "sm_90"), range(2, 16));
+  EXPECT_EQ(split_k_candidates(64, 8192, 1024, DType::f16, "sm_90a"), range(2, 4));
+  EXPECT_EQ(split_k_candidates(64, 8192, 960, DType::f16, "sm_90a"), range(2, 3)) << "15 tiles";
+  EXPECT_EQ(split_k_candidates(64, 8192, 512, DType::f16, "sm_90a"), range(2, 2));
+  for (const auto& [M, N, K, t, arch] : {std::tuple{16LL, 4096LL, 448LL, DType::f16, "sm_90a"},
+                                         std::tuple{65LL, 4096LL, 4096LL, DType::f16, "sm_90a"},
+                                         std::tuple{16LL, 4096LL, 4096LL, DType::f32, "sm_90a"},
+                                         std::tuple{16LL, 4096LL, 4096LL, DType::f16, "sm_80"},
+                                         std::tuple{16LL, 4095LL, 4096LL, DType::f16, "sm_90a"},
+                                         std::tuple{16LL, 4096LL, 4092LL, DType::f16, "sm_90a"}})
+    EXPECT_TRUE(split_k_candidates(M, N, K, t, arch).empty()) << M << "x" << N << "x" << K << " " << arch;
+  // The tiles of each share count are the partial GEMM's, split_k_config's.
+  EXPECT_EQ(
+      tessel::kernels::split_k_config(16, DType::f16).describe(),
+      plan_matmul(16, 4096, 4096, DType::f16, "sm_90a", MatmulStaging::automatic, 3).split_config.describe());
+}
+
+// Without a GPU there is no tuning cache to consult: the plan is plan_matmul's for sm_90a and
+// 132 SMs, and its split is the model's.
+TEST(MatmulPlan, ThePlanForThisProcessWithoutAGpuIsTheModels) {
+  if (tessel::gpu_available()) GTEST_SKIP() << "a GPU is present: its tuning cache may hold a split";
+  for (int split_k : {0, 1, 3}) {
+    const auto here = tessel::kernels::plan_matmul_for_current_device(16, 4096, 4096, DType::f16,
+                                                                      MatmulStaging::automatic, split_k);
+    const auto model = plan_matmul(16, 4096, 4096, DType::f16, "sm_90a", MatmulStaging::automatic, split_k);
+    EXPECT_EQ(here.split_k, model.split_k);
+    EXPECT_EQ(here.why, model.why);
+    EXPECT_FALSE(here.split_tuned);
   }
 }
 

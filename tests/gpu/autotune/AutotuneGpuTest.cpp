@@ -1,10 +1,12 @@
 // The autotuner on the GPU: a planted wrong candidate (the tutorial GEMM with its K loop one tile
-// short) is caught by the check and never wins; and the winner of a small GEMM space, timed
-// again with the same timer, runs as fast as the table says.
+// short) is caught by the check and never wins; the winner of a small GEMM space, timed
+// again with the same timer, runs as fast as the table says; and the library's entry points,
+// kernels::Matmul's split-K included, use what the tuning cache holds.
 #include <cublas_v2.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <filesystem>
 #include <iostream>
 #include <random>
 
@@ -244,4 +246,82 @@ TEST(AutotuneGpu, LibraryEntryPointsUseAPlantedTuningCacheEntry) {
   const double err =
       tessel::test::rel_error(y.to_host_f64(), tessel::test::reference_softmax(x.to_host_f64(), M, N));
   EXPECT_LE(err, 1e-2) << "relative error " << err;
+}
+
+// Issue 17: a split stored by `tessel tune gemm` for a skinny shape is what kernels::Matmul's
+// automatic split-K runs (also a split its model would not pick, and no split when one kernel
+// won); a one-kernel entry of the space without split-K leaves the choice to the model.
+TEST(AutotuneGpu, MatmulTakesTheTunedSplit) {
+  TESSEL_REQUIRE_GPU();
+  tessel::test::TempDir dir;
+  tessel::test::ScopedEnv env("TESSEL_CACHE_DIR", dir.path().string());
+  const auto device = at::current_device_key();
+  ASSERT_TRUE(device);
+  if (tessel::kernels::split_k_candidates(16, 4096, 4096, DType::f16, device->arch()).empty())
+    GTEST_SKIP() << device->arch() << " has no split-K candidates";
+  const auto tune_dir = at::tuning_cache_directory();
+  ASSERT_TRUE(tune_dir);
+  const int M = 16, N = 4096, K = 4096;
+  const std::string key = at::tuning_key(at::gemm_split_k_key_parts(M, N, K, DType::f16, *device));
+  auto plant = [&](const std::string& k, const at::Config& c) {
+    ASSERT_TRUE(at::write_tuning_entry(*tune_dir, k, at::StoredResult{c, 0.01, "halving", "test"}));
+  };
+  const auto model = tessel::kernels::plan_matmul(
+      M, N, K, DType::f16, device->arch(), tessel::kernels::MatmulStaging::automatic, 0, device->sm_count);
+  Tensor a = Tensor::empty({M, K}, DType::f16), b = Tensor::empty({K, N}, DType::f16);
+  a.fill_random(5);
+  b.fill_random(6);
+  const std::vector<double> reference =
+      tessel::test::reference_gemm(a.to_host_f64(), b.to_host_f64(), M, N, K);
+
+  // A split of 3 (the model picks 5 on the H200).
+  plant(key, {{"block_K", 64},
+              {"block_M", 16},
+              {"block_N", 256},
+              {"num_stages", 4},
+              {"panel", 0},
+              {"split_k", 3},
+              {"threads", 128}});
+  const tessel::kernels::Matmul split(M, N, K, DType::f16);
+  EXPECT_EQ(split.plan().split_k, 3) << split.plan().why;
+  EXPECT_TRUE(split.plan().split_tuned);
+  EXPECT_TRUE(split.tuned());
+  EXPECT_NE(split.plan().why.find("split-K 3 (tuned: `tessel tune gemm` timed it fastest): "),
+            std::string::npos)
+      << split.plan().why;
+  Tensor c = Tensor::empty({M, N}, DType::f16);
+  c.fill(std::nan(""));
+  split(a, b, c);
+  tessel::check_cu(tessel::driver().cuCtxSynchronize(), "cuCtxSynchronize");
+  EXPECT_LE(tessel::test::rel_error(c.to_host_f64(), reference), 1e-2);
+  // One kernel cannot run it: make_matmul's choice stays the default; a forced count still wins.
+  EXPECT_FALSE(tessel::kernels::choose_matmul_config(M, N, K, DType::f16).tuned);
+  EXPECT_EQ(tessel::kernels::Matmul(M, N, K, DType::f16, tessel::kernels::MatmulStaging::automatic, {}, 1)
+                .plan()
+                .split_k,
+            1);
+
+  // One kernel won the tune: no split, and that kernel.
+  const at::Config one = gemm_point(64, 128, 64, 4, 128, 16);
+  plant(key, one);
+  const tessel::kernels::Matmul whole(M, N, K, DType::f16);
+  EXPECT_FALSE(whole.plan().split()) << whole.plan().why;
+  EXPECT_TRUE(whole.plan().split_tuned);
+  EXPECT_NE(whole.plan().why.find(
+                "split-K off (tuned: `tessel tune gemm` timed one kernel faster than every split)"),
+            std::string::npos)
+      << whole.plan().why;
+  EXPECT_TRUE(whole.tuned());
+  EXPECT_EQ(whole.config().describe(), at::gemm_config(one, DType::f16).describe());
+  c.fill(std::nan(""));
+  whole(a, b, c);
+  tessel::check_cu(tessel::driver().cuCtxSynchronize(), "cuCtxSynchronize");
+  EXPECT_LE(tessel::test::rel_error(c.to_host_f64(), reference), 1e-2);
+
+  // Only an entry of the one-kernel space (tessel.tune in Python): the model's split.
+  std::filesystem::remove(*tune_dir / (key + ".json"));
+  plant(at::tuning_key(at::gemm_key_parts(M, N, K, DType::f16, *device)), one);
+  const tessel::kernels::Matmul modelled(M, N, K, DType::f16);
+  EXPECT_EQ(modelled.plan().split_k, model.split_k) << modelled.plan().why;
+  EXPECT_FALSE(modelled.plan().split_tuned);
 }

@@ -18,7 +18,7 @@ using tessel::Tensor;
 
 // How a test's rows must move: as the compiler decides, staged through a shared span (asserted
 // from the source), or element-wise (JitOptions::disable_row_staging).
-enum class RowPath { any, staged, staged_loop, staged_scalar_reads, unstaged };
+enum class RowPath { any, staged, staged_loop, staged_realigned_reads, unstaged };
 
 // Runs `config` (the dispatcher's when empty) on fresh random M x N data with a row of some -inf
 // entries and an all -inf row, the output poisoned with NaN, and checks it against float64.
@@ -27,7 +27,7 @@ void check_softmax(long long N, DType t, const std::string& config = "", RowPath
   tessel::JitOptions jo;
   jo.disable_row_staging = path == RowPath::unstaged;
   jo.disable_async_span_copy = path == RowPath::staged_loop;
-  jo.disable_realigned_span_reads = path == RowPath::staged_scalar_reads;
+  jo.realigned_span_reads = path == RowPath::staged_realigned_reads;
   auto k =
       config.empty() && path == RowPath::any
           ? tessel::kernels::make_softmax(M, N, t)
@@ -42,10 +42,10 @@ void check_softmax(long long N, DType t, const std::string& config = "", RowPath
         << (staged ? "not staged" : "staged though disabled");
     // The span's chunks by cp.async (the default) or by the load-then-store loop.
     EXPECT_EQ(k.source().find(std::to_string(k.info().threads) + ", true>(") != std::string::npos,
-              path == RowPath::staged || path == RowPath::staged_scalar_reads);
-    // 16-byte vectors read out of the scratch realigned (the default), or element-wise.
+              path == RowPath::staged || path == RowPath::staged_realigned_reads);
+    // 16-byte vectors read out of the scratch realigned (opt-in), or element-wise.
     EXPECT_EQ(k.source().find("load_shared_vector_realigned") != std::string::npos,
-              path == RowPath::staged || path == RowPath::staged_loop);
+              path == RowPath::staged_realigned_reads);
   }
   std::mt19937_64 seeds(std::random_device{}());
   Tensor x = Tensor::empty({M, N}, t);
@@ -99,10 +99,9 @@ INSTANTIATE_TEST_SUITE_P(IssueWidths, SoftmaxWidths,
                                   std::string(tessel::dtype_name(std::get<1>(info.param)));
                          });
 
-// Issue 17's odd widths through the shared span (the default: its chunks by cp.async, each
-// thread's vectors read out of it realigned), the span by a load-then-store loop
-// (JitOptions::disable_async_span_copy), read element-wise where a row is unaligned
-// (JitOptions::disable_realigned_span_reads), and not staged at all
+// Issue 17's odd widths through the shared span (the default: its chunks by cp.async), the span
+// by a load-then-store loop (JitOptions::disable_async_span_copy), its vectors read out of the
+// scratch realigned (opt-in: JitOptions::realigned_span_reads), and not staged at all
 // (JitOptions::disable_row_staging).
 class SoftmaxStagedRows : public ::testing::TestWithParam<std::tuple<long long, DType>> {};
 
@@ -118,10 +117,10 @@ TEST_P(SoftmaxStagedRows, LoopSpanMatchesFloat64) {
   check_softmax(N, t, "", RowPath::staged_loop);
 }
 
-TEST_P(SoftmaxStagedRows, ScalarReadsMatchFloat64) {
+TEST_P(SoftmaxStagedRows, RealignedReadsMatchFloat64) {
   TESSEL_REQUIRE_GPU();
   auto [N, t] = GetParam();
-  check_softmax(N, t, "", RowPath::staged_scalar_reads);
+  check_softmax(N, t, "", RowPath::staged_realigned_reads);
 }
 
 TEST_P(SoftmaxStagedRows, UnstagedMatchesFloat64) {

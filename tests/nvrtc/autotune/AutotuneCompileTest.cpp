@@ -4,6 +4,7 @@
 #include <iostream>
 #include <map>
 #include <mutex>
+#include <stdexcept>
 #include <thread>
 
 #include "support/TestSupport.hpp"
@@ -44,6 +45,88 @@ TEST(AutotuneCompile, GemmCandidatesCompileInParallelForSm90a) {
   std::cout << "[ autotune ] compiled " << pick.size() << " GEMM candidates for sm_90a in " << r.seconds
             << " s on " << std::thread::hardware_concurrency() << " threads: " << pick.size() / r.seconds
             << " candidates/s\n";
+}
+
+// A skinny GEMM's split-K candidates (issue 17) compile as kernels::Matmul compiles a split --
+// the partial GEMM into an f32 workspace [n, M, N] and, compiled with it, the reduction -- and
+// the tuner reads each kernel's share count back from its workspace parameter.
+TEST(AutotuneCompile, SplitKCandidatesCompileWithTheirReductionForSm90a) {
+  tessel::test::TempDir dir;
+  tessel::test::ScopedEnv env("TESSEL_CACHE_DIR", dir.path().string());
+  tessel::KernelCache::global().clear_memory();
+  const int M = 16, N = 4096, K = 4096;
+  const auto e = at::gemm_space("sm_90a", tessel::DType::f16, M, N, K).enumerate({232448, 1024});
+  // Three of the 15 (2 to 16 shares): the ends and the model's 5; and a one-kernel candidate.
+  std::vector<at::Config> pick;
+  for (const auto& c : e.kept)
+    if (at::gemm_split_k(c) == 2 || at::gemm_split_k(c) == 5 || at::gemm_split_k(c) == 16) pick.push_back(c);
+  ASSERT_EQ(pick.size(), 3u);
+  pick.push_back(e.kept.front());
+  tessel::JitOptions jo;
+  jo.arch = "sm_90a";
+  const auto r = at::compile_all(at::gemm_factory(M, N, K, tessel::DType::f16, jo), pick);
+  for (std::size_t i = 0; i < pick.size(); ++i) {
+    SCOPED_TRACE(at::describe(pick[i]));
+    ASSERT_EQ(r.rows[i].status, at::Status::not_timed) << r.rows[i].reason;
+    const tessel::JitKernel& k = r.kernels[i];
+    EXPECT_EQ(at::gemm_split_k(k), at::gemm_split_k(pick[i]));
+    EXPECT_EQ(r.rows[i].spill_bytes, 0);
+    if (at::gemm_split_k(pick[i]) == 1) {
+      EXPECT_EQ(k.program().name, "matmul");
+      continue;
+    }
+    EXPECT_EQ(k.program().name, "matmul_split_k");
+    // The reduction was compiled beside the partial GEMM: asking again is an in-process hit.
+    const auto before = tessel::KernelCache::global().stats();
+    const tessel::JitKernel reduce =
+        at::gemm_split_k_reduce(M, N, at::gemm_split_k(pick[i]), tessel::DType::f16, jo);
+    EXPECT_EQ(reduce.program().name, "matmul_split_k_reduce");
+    EXPECT_TRUE(reduce.resources().cache_hit);
+    EXPECT_EQ(tessel::KernelCache::global().stats().misses, before.misses);
+    EXPECT_EQ(tessel::KernelCache::global().stats().memory_hits, before.memory_hits + 1);
+  }
+}
+
+// A split-K winner goes into the tuning cache with its knob, under the key kernels::Matmul looks
+// up, and a second tune is a hit that compiles the partial GEMM again (a fake timer that makes 5
+// shares the fastest; a few of the space's points, no GPU).
+TEST(AutotuneCompile, ASplitKWinnerIsStoredWhereMatmulFindsIt) {
+  tessel::test::TempDir dir;
+  tessel::test::ScopedEnv env("TESSEL_CACHE_DIR", dir.path().string());
+  const int M = 16, N = 4096, K = 4096;
+  const at::DeviceKey h200{"NVIDIA H200", 9, 0, 132, 13000, 13000};
+  const at::Space full = at::gemm_space("sm_90a", tessel::DType::f16, M, N, K);
+  at::Space few("gemm sm_90a f16");
+  for (const at::Config& c : full.points())
+    if (at::gemm_split_k(c) == 3 || at::gemm_split_k(c) == 5 || c == full.points().front()) few.point(c);
+  ASSERT_EQ(few.points().size(), 3u);
+  tessel::JitOptions jo;
+  jo.arch = "sm_90a";
+  at::Callbacks cb;
+  cb.time = [](const tessel::JitKernel& k, int) {
+    const int shares = at::gemm_split_k(k);
+    return at::Measurement{shares == 5 ? 0.5 : 1.0 + 0.1 * shares, 0};
+  };
+  at::Options o;
+  o.search.strategy = at::Strategy::exhaustive;
+  o.cache_key = at::tuning_key(at::gemm_split_k_key_parts(M, N, K, tessel::DType::f16, h200));
+  o.limits = {.smem_per_block = 232448, .threads_per_block = 1024};
+  const at::Factory factory = at::gemm_factory(M, N, K, tessel::DType::f16, jo);
+  const at::Result r = at::autotune(factory, few, cb, o);
+  ASSERT_TRUE(r.found);
+  EXPECT_EQ(at::gemm_split_k(r.config), 5);
+  const auto tuned =
+      at::find_tuned_matmul_config(M, N, K, tessel::DType::f16, h200, *at::tuning_cache_directory());
+  ASSERT_TRUE(tuned);
+  EXPECT_EQ(tuned->split_k, 5);
+  EXPECT_TRUE(tuned->split_searched);
+  EXPECT_EQ(tuned->config.describe(), "16x256x64 s4 t128");
+
+  const at::Result hit = at::autotune(
+      factory, full, [&]() -> at::Callbacks { throw std::logic_error("prepared on a hit"); }, o);
+  EXPECT_TRUE(hit.from_cache);
+  EXPECT_EQ(hit.config, r.config);
+  EXPECT_EQ(at::gemm_split_k(hit.kernel), 5);
 }
 
 TEST(AutotuneCompile, SoftmaxSpacesCompileForSm90a) {

@@ -69,18 +69,17 @@ TEST_P(SoftmaxStagedRows, SpanThroughSharedMemory) {
           << k.source();
       EXPECT_NE(k.ptx().find("cp.async.cg.shared.global"), std::string::npos) << "no 16-byte cp.async";
       EXPECT_NE(k.ptx().find("st.global.v4"), std::string::npos) << "no 16-byte stores";
-      // The rows' vectors read out of the scratch as aligned 16-byte words, shifted in registers.
-      if (16 / tessel::dtype_bytes(t) * tessel::dtype_bytes(t) == 16) {
-        EXPECT_NE(k.source().find("tessel::load_shared_vector_realigned<"), std::string::npos) << k.source();
-        EXPECT_NE(k.ptx().find("ld.shared.v4"), std::string::npos) << "no 16-byte shared loads";
-      }
-      // JitOptions::disable_realigned_span_reads: the element-wise reads where a row is unaligned.
+      // By default the rows' vectors are read out of the scratch element-wise where unaligned;
+      // opt-in (JitOptions::realigned_span_reads): as aligned 16-byte words, shifted in registers.
+      EXPECT_EQ(k.source().find("load_shared_vector_realigned"), std::string::npos) << k.source();
       tessel::JitOptions e = o;
-      e.disable_realigned_span_reads = true;
-      auto elementwise = tessel::kernels::make_softmax(65536, N, t, c, e);
-      EXPECT_EQ(elementwise.source().find("load_shared_vector_realigned"), std::string::npos);
-      EXPECT_NE(elementwise.source().find("tessel::copy_span_to_shared<"), std::string::npos);
-      EXPECT_EQ(elementwise.resources().spill_store_bytes + elementwise.resources().spill_load_bytes, 0);
+      e.realigned_span_reads = true;
+      auto realigned = tessel::kernels::make_softmax(65536, N, t, c, e);
+      EXPECT_NE(realigned.source().find("tessel::load_shared_vector_realigned<"), std::string::npos)
+          << realigned.source();
+      EXPECT_NE(realigned.ptx().find("ld.shared.v4"), std::string::npos) << "no 16-byte shared loads";
+      EXPECT_NE(realigned.source().find("tessel::copy_span_to_shared<"), std::string::npos);
+      EXPECT_EQ(realigned.resources().spill_store_bytes + realigned.resources().spill_load_bytes, 0);
       // JitOptions::disable_async_span_copy: the load-then-store loop, 16-byte loads.
       tessel::JitOptions a = o;
       a.disable_async_span_copy = true;

@@ -3,6 +3,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "tessel/Frontend.hpp"
 #include "tessel/Jit.hpp"
@@ -62,6 +63,16 @@ struct MatmulSplitKReduce {
 PrimFunc matmul_split_k_reduce_program(int M, int N, int splits, DType dtype, const MatmulSplitKReduce& r);
 // The reduction's tiles for an M x N output: as few rows as M has (up to 4), 1024 elements.
 MatmulSplitKReduce default_split_k_reduce(long long M, long long N);
+// The partial GEMM's tiles for M rows: 16x256x64 / 32x256x64 / 64x256x64 (by M), 4 stages,
+// 128 threads.
+MatmulConfig split_k_config(long long M, DType dtype);
+// The share counts `tessel tune gemm` times for an M x N x K kernel shape (the autotuner's
+// split_k knob): where the automatic split may apply -- sm_90, f16 or bf16, M <= 64, rows
+// 16-byte aligned -- 2 to min(16, K's tiles of 64 / 4). Shares of at least 4 K tiles, half the
+// model's minimum, so that the tuner also times the splits the model rules out. Empty elsewhere
+// (and where K has fewer than 8 tiles).
+std::vector<int> split_k_candidates(long long M, long long N, long long K, DType dtype,
+                                    const std::string& arch);
 
 // The config a default entry point compiles, and whether the tuning cache gave it.
 struct MatmulChoice {
@@ -69,8 +80,9 @@ struct MatmulChoice {
   bool tuned = false;
 };
 // The tuning cache's entry for this shape, dtype and GPU when `tessel tune gemm` stored one,
-// else default_matmul_config for the GPU (sm_90a and 132 SMs without one). Never throws for want
-// of a GPU or a cache.
+// else default_matmul_config for the GPU (sm_90a and 132 SMs without one). An entry whose winner
+// splits K is not a one-kernel config (only Matmul runs it): the default then. Never throws for
+// want of a GPU or a cache.
 MatmulChoice choose_matmul_config(int M, int N, int K, DType dtype);
 // make_matmul with choose_matmul_config's config (the kernel for exactly this shape; for rows
 // that are not 16-byte aligned prefer Matmul below, which can stage them).
@@ -102,6 +114,9 @@ struct MatmulPlan {
   MatmulSplitKReduce split_reduce{};
   long long workspace_bytes = 0;
   double estimate_split_us = 0, estimate_unsplit_us = 0;
+  // split_k (1 or n) is the tuning cache's, which timed it, not the model's
+  // (plan_matmul_for_current_device).
+  bool split_tuned = false;
   std::string why;  // what is staged and why (or why not); then what split-K does and why
   bool staged() const { return stage_a || stage_b || stage_c; }
   bool split() const { return split_k > 1; }
@@ -131,6 +146,16 @@ struct MatmulPlan {
 MatmulPlan plan_matmul(long long M, long long N, long long K, DType dtype, const std::string& arch,
                        MatmulStaging staging = MatmulStaging::automatic, int split_k = 0, int sm_count = 132);
 
+// What Matmul plans in this process: plan_matmul on `arch` (empty: the GPU's, sm_90a without one)
+// with the GPU's SM count (132 without one); and automatic split-K (split_k 0) takes the tuning
+// cache's split first: where the kernel's shape has split_k_candidates and `tessel tune gemm`
+// stored a winner for it on this GPU (having timed those candidates beside the one-kernel
+// configs), split_k is the winner's -- n shares, or 1 when a single kernel won -- and
+// split_tuned is set; elsewhere the model decides. Throws as plan_matmul does.
+MatmulPlan plan_matmul_for_current_device(long long M, long long N, long long K, DType dtype,
+                                          MatmulStaging staging = MatmulStaging::automatic, int split_k = 0,
+                                          const std::string& arch = "");
+
 // Matmul's split-K unless the caller says otherwise: 0, plan_matmul's automatic choice. On the
 // H200 (docs/perf-notes.md, session 12) it split 1x4096x4096 8 ways and 16x4096x4096 and
 // 32x4096x14336 5 ways, 1.30-1.42x faster than unsplit (0.94-1.02x cuBLAS), and kept
@@ -143,8 +168,8 @@ inline constexpr int kMatmulDefaultSplitK = 0;
 // plan's partial GEMM and reduction. The staging buffers and the split-K workspace, when the plan
 // needs them, are allocated on the first call and reused. Calls on one object are not
 // thread-safe (they share those buffers). `split_k` as plan_matmul takes it (0 automatic, 1 off,
-// n that many shares; default kMatmulDefaultSplitK, automatic); the plan sees the current GPU's SM
-// count (132 without a GPU).
+// n that many shares; default kMatmulDefaultSplitK, automatic); the plan is
+// plan_matmul_for_current_device's (automatic split-K takes a tuned split first).
 class Matmul {
  public:
   Matmul(int M, int N, int K, DType dtype, MatmulStaging staging = MatmulStaging::automatic,
