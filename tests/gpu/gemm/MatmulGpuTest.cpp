@@ -422,6 +422,21 @@ struct StagingCase {
   tessel::kernels::MatmulStaging staging;
 };
 
+// mm(a, b, out) on the object's own buffers, or on a caller's workspace whose every byte is 0xff
+// (NaN in f16 and bf16; as tessel.ops.matmul passes torch's scratch), so that scratch the call
+// does not write before reading shows in C.
+void run_matmul(const tessel::kernels::Matmul& mm, const Tensor& a, const Tensor& b, const Tensor& out,
+                bool caller_workspace) {
+  if (!caller_workspace) {
+    mm(a, b, out);
+    return;
+  }
+  Tensor ws =
+      Tensor::empty({std::max<std::int64_t>(1, static_cast<std::int64_t>(mm.workspace_bytes()))}, DType::u8);
+  tessel::check_cu(tessel::driver().cuMemsetD8(ws.device_ptr(), 0xff, ws.nbytes()), "cuMemsetD8");
+  mm(a, b, out, nullptr, ws.device_ptr(), mm.workspace_bytes());
+}
+
 class MatmulStagingShapes : public ::testing::TestWithParam<std::tuple<StagingCase, DType>> {};
 
 TEST_P(MatmulStagingShapes, MatchesReference) {
@@ -444,14 +459,7 @@ TEST_P(MatmulStagingShapes, MatchesReference) {
     b.fill_random(seeds());
     Tensor out = Tensor::empty({c.M, c.N}, dtype);
     out.fill(std::nan(""));
-    if (round < 2) {
-      mm(a, b, out);
-    } else {
-      Tensor ws = Tensor::empty({std::max<std::int64_t>(1, static_cast<std::int64_t>(mm.workspace_bytes()))},
-                                DType::u8);
-      tessel::check_cu(tessel::driver().cuMemsetD8(ws.device_ptr(), 0xff, ws.nbytes()), "cuMemsetD8");
-      mm(a, b, out, nullptr, ws.device_ptr(), mm.workspace_bytes());
-    }
+    run_matmul(mm, a, b, out, /*caller_workspace=*/round == 2);
     tessel::check_cu(tessel::driver().cuCtxSynchronize(), "cuCtxSynchronize");
     std::vector<double> ref;
     if (1LL * c.M * c.N * c.K <= (1LL << 27)) {
@@ -521,7 +529,9 @@ namespace {
 // Split-K: kernels::Matmul's partial GEMM and reduction on issue 17's skinny shapes (the split
 // the plan chooses) and on small ragged shapes (forced shares that the K tiles do not divide, K
 // and N tails, staged and not), f16 and bf16, outputs poisoned, against float64 on every row of
-// sampled columns; each shape twice on fresh inputs (the workspace is reused).
+// sampled columns; each shape three times on fresh inputs: twice on the object's own workspace
+// (reused), then on a caller's workspace whose every byte is 0xff (as tessel.ops.matmul passes
+// torch's scratch), so partials that are not written on the call show in C.
 struct SplitKCase {
   int M, N, K;
   int split_k;       // as Matmul takes it: 0 automatic
@@ -540,13 +550,13 @@ TEST_P(MatmulSplitKShapes, MatchesFloat64) {
   // Every row, 61 random columns and the last one.
   std::vector<int> cols{c.N - 1};
   for (int j = 0; j < 61; ++j) cols.push_back(static_cast<int>(seeds() % static_cast<unsigned>(c.N)));
-  for (int round = 0; round < 2; ++round) {
+  for (int round = 0; round < 3; ++round) {
     Tensor a = Tensor::empty({c.M, c.K}, dtype), b = Tensor::empty({c.K, c.N}, dtype);
     a.fill_random(seeds());
     b.fill_random(seeds());
     Tensor out = Tensor::empty({c.M, c.N}, dtype);
     out.fill(std::nan(""));
-    mm(a, b, out);
+    run_matmul(mm, a, b, out, /*caller_workspace=*/round == 2);
     tessel::check_cu(tessel::driver().cuCtxSynchronize(), "cuCtxSynchronize");
     const std::vector<double> av = a.to_host_f64(), bv = b.to_host_f64(), cv = out.to_host_f64();
     std::vector<double> got, ref;
