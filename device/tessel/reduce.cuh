@@ -288,40 +288,71 @@ __device__ inline void load_row_vector_whole(const T* g, bool present, float pad
   }
 }
 
+namespace reduce_detail {
+// The 16 bytes that start `sh` bytes (a multiple of 2) into the 32 bytes lo, hi: register
+// selects for the whole words, a funnel shift for a half word; no branch on sh.
+__device__ inline uint4 realign16(const uint4& lo, const uint4& hi, unsigned sh) {
+  const unsigned x[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
+  const unsigned q = sh >> 2, bits = (sh & 3u) * 8u;  // whole words, then 0 or 16 bits
+  unsigned r[5];
+#pragma unroll
+  for (int k = 0; k < 5; ++k) {
+    unsigned v = x[k];
+    v = q == 1u ? x[k + 1] : v;
+    v = q == 2u ? x[k + 2] : v;
+    v = q == 3u ? x[k + 3] : v;
+    r[k] = v;
+  }
+  return uint4{__funnelshift_r(r[0], r[1], bits), __funnelshift_r(r[1], r[2], bits),
+               __funnelshift_r(r[2], r[3], bits), __funnelshift_r(r[3], r[4], bits)};
+}
+
+// dst[v] = the v-th element of `word` as D for v < valid, else pad.
+template <class T, int Vec, class D>
+__device__ inline void unpack_vector(const uint4& word, int valid, float pad, D* dst) {
+  const D pad_value = as_fragment<D>(from_float<T>(pad));
+  union {
+    uint4 u;
+    T e[Vec];
+  } out;
+  out.u = word;
+#pragma unroll
+  for (int v = 0; v < Vec; ++v) dst[v] = v < valid ? as_fragment<D>(out.e[v]) : pad_value;
+}
+}  // namespace reduce_detail
+
 // Vec elements of T (16 bytes) from shared memory at `s`, which may sit at any multiple of
 // sizeof(T): read as the two aligned 16-byte words that cover them (two vector loads where an
-// unaligned address would take one scalar load per element) and shifted into place with
-// register selects and funnel shifts, no branch on the alignment. Elements at or past `valid`
-// are `pad`; nothing is read when valid <= 0. The caller keeps both words inside its buffer (a
-// span scratch tile has two spare vectors past its last element).
+// unaligned address would take one scalar load per element) and shifted into place
+// (reduce_detail::realign16). Elements at or past `valid` are `pad`; nothing is read when
+// valid <= 0. The caller keeps both words inside its buffer (a span scratch tile has two spare
+// vectors past its last element).
 template <class T, int Vec, class D = float>
 __device__ inline void load_shared_vector_realigned(const T* s, int valid, float pad, D* dst) {
   static_assert(Vec * sizeof(T) == 16, "load_shared_vector_realigned: 16-byte vectors");
-  const D pad_value = reduce_detail::as_fragment<D>(from_float<T>(pad));
-  union {
-    unsigned u[4];
-    T e[Vec];
-  } out;
+  uint4 word{0u, 0u, 0u, 0u};
   if (valid > 0) {
     const unsigned sh = static_cast<unsigned>(reinterpret_cast<unsigned long long>(s) & 15ull);  // bytes
     const uint4* w = reinterpret_cast<const uint4*>(s - sh / sizeof(T));  // keeps the shared window
-    const uint4 lo = w[0], hi = w[1];
-    const unsigned x[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
-    const unsigned q = sh >> 2, bits = (sh & 3u) * 8u;  // whole words, then 0 or 16 bits
-    unsigned r[5];
-#pragma unroll
-    for (int k = 0; k < 5; ++k) {
-      unsigned v = x[k];
-      v = q == 1u ? x[k + 1] : v;
-      v = q == 2u ? x[k + 2] : v;
-      v = q == 3u ? x[k + 3] : v;
-      r[k] = v;
-    }
-#pragma unroll
-    for (int k = 0; k < 4; ++k) out.u[k] = __funnelshift_r(r[k], r[k + 1], bits);
+    word = reduce_detail::realign16(w[0], w[1], sh);
   }
-#pragma unroll
-  for (int v = 0; v < Vec; ++v) dst[v] = v < valid ? reduce_detail::as_fragment<D>(out.e[v]) : pad_value;
+  reduce_detail::unpack_vector<T, Vec>(word, valid, pad, dst);
+}
+
+// The same from global memory (read-only, through the non-coherent path): the two aligned
+// 16-byte words that cover g[0..Vec), loaded predicated on valid > 0 (no branch, so a thread's
+// vectors stay in one basic block and all in flight together), shifted into place. The caller
+// proved both words inside the tensor for every thread of the warp (the tensor is 16-byte
+// aligned; its end need not be) and takes the element-wise path otherwise. A word is shared
+// with the neighbouring vector, so DRAM traffic is the copy's; L1 requests double.
+template <class T, int Vec, class D = float>
+__device__ inline void load_global_vector_realigned(const T* g, int valid, float pad, D* dst) {
+  static_assert(Vec * sizeof(T) == 16, "load_global_vector_realigned: 16-byte vectors");
+  const unsigned sh = static_cast<unsigned>(reinterpret_cast<unsigned long long>(g) & 15ull);  // bytes
+  const uint4* w = reinterpret_cast<const uint4*>(g - sh / sizeof(T));
+  const bool present = valid > 0;
+  const uint4 lo = reduce_detail::load_if<16>(w, present), hi = reduce_detail::load_if<16>(w + 1, present);
+  reduce_detail::unpack_vector<T, Vec>(reduce_detail::realign16(lo, hi, sh), valid, pad, dst);
 }
 
 // Stores src[0..Vec) (float, or T itself) converted to T into g[0..Vec), dropping elements at or

@@ -82,6 +82,13 @@ struct JitOptions {
   // row starts unaligned. Off by default: written in session 12 and not yet run on the H200
   // (docs/perf-notes.md has the prediction). TESSEL_ENABLE=realigned_span_reads does the same.
   bool realigned_span_reads = false;
+  // Loads of rows that start unaligned (a softmax over 127 columns) read each 16-byte vector as
+  // the two aligned global words that cover it, shifted into place in registers, instead of
+  // staging the block's rows through shared memory (no scratch, no block barrier; the stores
+  // still go through the span). Off by default: written in session 12 and not yet run on a GPU
+  // (docs/perf-notes.md has the design and the prediction). TESSEL_ENABLE=realigned_global_loads
+  // does the same.
+  bool realigned_global_loads = false;
   // A kernel whose fragments and local arrays hold more than 510 values per thread (twice the
   // 255 registers a thread can have), in one buffer or in all, is a CompileError naming the
   // buffer: ptxas would spill most of it to local memory, slowly and at length. True compiles it

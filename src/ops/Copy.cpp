@@ -295,6 +295,52 @@ class CopyLowering {
     return make_seq(out, w);
   }
 
+  // Opt-in (JitOptions::realigned_global_loads): a load of rows of a contiguous tensor whose
+  // starts are not provably 16-byte aligned (127 columns of f16) reads each 16-byte vector as
+  // the two aligned global words that cover it, shifted into place in registers
+  // (tessel::load_global_vector_realigned): no scratch tile and no block barrier, a thread's
+  // vectors in flight together as on the aligned path. A warp in which some thread's second word
+  // would pass the tensor's end takes the element-wise path instead (decided per warp, like the
+  // vector path's choice). Undefined when the copy is not such a load.
+  Stmt realigned_load(const CopyStmt* op, const FragmentLayout& l, const GlobalMatrix& m, const Buffer& regs,
+                      const Var& grp, const Expr& first, const Expr& valid, const Expr& offset) {
+    const Buffer& t = op->src.buffer;
+    const int elem = dtype_bytes(t->dtype);
+    if (!ctx_.realigned_global_loads || l.vec * elem != 16 || !t->strides.empty() ||
+        !is_const_int(m.col_stride, 1))
+      return Stmt();
+    if (known_divisor(m.offset) % l.vec == 0 && (m.row_dim < 0 || known_divisor(m.ld) % l.vec == 0))
+      return Stmt();  // rows aligned: the vector path
+    std::int64_t extent = 1;
+    for (const Expr& d : t->shape) {
+      const auto n = as_const_int(d);
+      if (!n) return Stmt();
+      extent *= *n;
+    }
+    auto w = op->where;
+    const int groups = l.per_thread / l.vec;
+    // Every vector of the thread absent, or both its words inside the tensor.
+    Expr fits;
+    for (int gi = 0; gi < groups; ++gi) {
+      std::vector<std::pair<Var, Expr>> at{{grp, make_int(gi)}};
+      Expr o = substitute(offset, at);
+      Expr word = sub(o, make_binary(BinaryOp::Mod, o, i64(make_int(l.vec))));
+      Expr ok = make_binary(BinaryOp::Or, make_binary(BinaryOp::LE, substitute(valid, at), make_int(0)),
+                            make_binary(BinaryOp::LE, add(word, i64(make_int(2 * l.vec))), i64(make_int(extent))));
+      fits = fits.defined() ? make_binary(BinaryOp::And, fits, ok) : ok;
+    }
+    const std::vector<std::string> targs{dtype_cuda(t->dtype), std::to_string(l.vec),
+                                         dtype_cuda(op->dst.buffer->dtype)};
+    Expr pad = op->pad.defined() ? make_cast(DType::f32, op->pad) : make_float(0.0);
+    const std::vector<DeviceCallArg> args{
+        {Expr(), t, offset}, {valid, Buffer(), Expr()}, {pad, Buffer(), Expr()}, {Expr(), regs, first}};
+    Stmt realigned = make_for(grp, make_int(0), make_int(groups), ForKind::Unrolled, 0,
+                              make_device_call("tessel::load_global_vector_realigned", targs, args, w), w);
+    Stmt masked = make_for(grp, make_int(0), make_int(groups), ForKind::Unrolled, 0,
+                           make_device_call("tessel::load_row_vector", targs, args, w), w);
+    return make_if(make_call("tessel::warp_all", {fits}, DType::boolean), realigned, masked, w);
+  }
+
   Stmt row_vector_copy_body(const CopyStmt* op, const FragmentLayout& l) {
     auto w = op->where;
     bool load = op->dst.buffer->scope == Scope::Fragment;
@@ -311,6 +357,9 @@ class CopyLowering {
       const GlobalMatrix m = *global_matrix(g);
       valid = make_select(lt(coords[0], m.rows_valid), sub(m.cols_valid, coords[1]), make_int(0));
       offset = add(m.offset, add(mul(i64(coords[0]), i64(m.ld)), i64(coords[1])));
+      if (load)
+        if (Stmt realigned = realigned_load(op, l, m, regs, grp, first, valid, offset); realigned.defined())
+          return realigned;
       if (Stmt staged = span_copy(op, l, m, f, regs, grp, first, coords, valid); staged.defined())
         return staged;
     } else {

@@ -186,6 +186,7 @@ struct PassContext {
     bool allow_row_staging = true;
     bool async_span_copy = true;
     bool realigned_span_reads = false;
+    bool realigned_global_loads = false;
   };
   bool allow_tma = true, allow_wgmma = true, allow_warp_specialization = true;
   bool allow_split_k = true;
@@ -211,6 +212,9 @@ struct PassContext {
   // A span load's vectors read from the scratch as two aligned 16-byte words each, shifted into
   // place (opt-in, unmeasured: JitOptions::realigned_span_reads; ops/Copy.cpp).
   bool realigned_span_reads = false;
+  // Unaligned row loads as two aligned global words per vector, shifted into place, instead of
+  // the span's scratch (opt-in, unmeasured: JitOptions::realigned_global_loads; ops/Copy.cpp).
+  bool realigned_global_loads = false;
 
   // Set by select_hopper_gemm.
   HopperPlan hopper;

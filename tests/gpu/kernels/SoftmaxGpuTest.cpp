@@ -18,7 +18,7 @@ using tessel::Tensor;
 
 // How a test's rows must move: as the compiler decides, staged through a shared span (asserted
 // from the source), or element-wise (JitOptions::disable_row_staging).
-enum class RowPath { any, staged, staged_loop, staged_realigned_reads, unstaged };
+enum class RowPath { any, staged, staged_loop, staged_realigned_reads, realigned_global_loads, unstaged };
 
 // Runs `config` (the dispatcher's when empty) on fresh random M x N data with a row of some -inf
 // entries and an all -inf row, the output poisoned with NaN, and checks it against float64.
@@ -28,6 +28,7 @@ void check_softmax(long long N, DType t, const std::string& config = "", RowPath
   jo.disable_row_staging = path == RowPath::unstaged;
   jo.disable_async_span_copy = path == RowPath::staged_loop;
   jo.realigned_span_reads = path == RowPath::staged_realigned_reads;
+  jo.realigned_global_loads = path == RowPath::realigned_global_loads;
   auto k =
       config.empty() && path == RowPath::any
           ? tessel::kernels::make_softmax(M, N, t)
@@ -37,9 +38,11 @@ void check_softmax(long long N, DType t, const std::string& config = "", RowPath
                                           jo);
   if (path != RowPath::any) {
     // M rows that are not a multiple of the rows per block: a ragged last block too.
-    const bool staged = path != RowPath::unstaged;
+    const bool staged = path != RowPath::unstaged && path != RowPath::realigned_global_loads;
     EXPECT_EQ(k.source().find("copy_span_to_shared") != std::string::npos, staged)
         << (staged ? "not staged" : "staged though disabled");
+    EXPECT_EQ(k.source().find("load_global_vector_realigned") != std::string::npos,
+              path == RowPath::realigned_global_loads);
     // The span's chunks by cp.async (the default) or by the load-then-store loop.
     EXPECT_EQ(k.source().find(std::to_string(k.info().threads) + ", true>(") != std::string::npos,
               path == RowPath::staged || path == RowPath::staged_realigned_reads);
@@ -101,8 +104,9 @@ INSTANTIATE_TEST_SUITE_P(IssueWidths, SoftmaxWidths,
 
 // Issue 17's odd widths through the shared span (the default: its chunks by cp.async), the span
 // by a load-then-store loop (JitOptions::disable_async_span_copy), its vectors read out of the
-// scratch realigned (opt-in: JitOptions::realigned_span_reads), and not staged at all
-// (JitOptions::disable_row_staging).
+// scratch realigned (opt-in: JitOptions::realigned_span_reads), loaded straight from global
+// memory as realigned 16-byte words (opt-in: JitOptions::realigned_global_loads), and not staged
+// at all (JitOptions::disable_row_staging).
 class SoftmaxStagedRows : public ::testing::TestWithParam<std::tuple<long long, DType>> {};
 
 TEST_P(SoftmaxStagedRows, MatchesFloat64) {
@@ -121,6 +125,12 @@ TEST_P(SoftmaxStagedRows, RealignedReadsMatchFloat64) {
   TESSEL_REQUIRE_GPU();
   auto [N, t] = GetParam();
   check_softmax(N, t, "", RowPath::staged_realigned_reads);
+}
+
+TEST_P(SoftmaxStagedRows, RealignedGlobalLoadsMatchFloat64) {
+  TESSEL_REQUIRE_GPU();
+  auto [N, t] = GetParam();
+  check_softmax(N, t, "", RowPath::realigned_global_loads);
 }
 
 TEST_P(SoftmaxStagedRows, UnstagedMatchesFloat64) {

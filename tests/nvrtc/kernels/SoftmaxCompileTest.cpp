@@ -80,6 +80,19 @@ TEST_P(SoftmaxStagedRows, SpanThroughSharedMemory) {
       EXPECT_NE(realigned.ptx().find("ld.shared.v4"), std::string::npos) << "no 16-byte shared loads";
       EXPECT_NE(realigned.source().find("tessel::copy_span_to_shared<"), std::string::npos);
       EXPECT_EQ(realigned.resources().spill_store_bytes + realigned.resources().spill_load_bytes, 0);
+      // Opt-in (JitOptions::realigned_global_loads): no load-side scratch at all; each vector as
+      // two aligned 16-byte global words, the element-wise path for a warp at the tensor's end;
+      // the store side still through the span.
+      tessel::JitOptions gl = o;
+      gl.realigned_global_loads = true;
+      auto direct = tessel::kernels::make_softmax(65536, N, t, c, gl);
+      EXPECT_NE(direct.source().find("tessel::load_global_vector_realigned<"), std::string::npos) << direct.source();
+      EXPECT_NE(direct.source().find("tessel::warp_all("), std::string::npos);
+      EXPECT_EQ(direct.source().find("tessel::copy_span_to_shared<"), std::string::npos);
+      EXPECT_NE(direct.source().find("tessel::copy_shared_span_to_global<"), std::string::npos);
+      EXPECT_NE(direct.ptx().find("ld.global.nc.v4"), std::string::npos) << "no 16-byte global loads";
+      EXPECT_EQ(direct.ptx().find("cp.async"), std::string::npos);
+      EXPECT_EQ(direct.resources().spill_store_bytes + direct.resources().spill_load_bytes, 0);
       // JitOptions::disable_async_span_copy: the load-then-store loop, 16-byte loads.
       tessel::JitOptions a = o;
       a.disable_async_span_copy = true;
