@@ -306,8 +306,10 @@ class CopyLowering {
                       const Var& grp, const Expr& first, const Expr& valid, const Expr& offset) {
     const Buffer& t = op->src.buffer;
     const int elem = dtype_bytes(t->dtype);
+    // Not for a fragment with a shared tail: its vectors past the registers are cp.async'd into
+    // shared slots by the usual path (row_vector_copy).
     if (!ctx_.realigned_global_loads || l.vec * elem != 16 || !t->strides.empty() ||
-        !is_const_int(m.col_stride, 1))
+        !is_const_int(m.col_stride, 1) || ctx_.register_tails.count(regs->id))
       return Stmt();
     if (known_divisor(m.offset) % l.vec == 0 && (m.row_dim < 0 || known_divisor(m.ld) % l.vec == 0))
       return Stmt();  // rows aligned: the vector path

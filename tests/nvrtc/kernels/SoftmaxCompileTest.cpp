@@ -116,6 +116,19 @@ INSTANTIATE_TEST_SUITE_P(OddWidths, SoftmaxStagedRows,
                                   std::get<1>(info.param);
                          });
 
+// Realigned global loads decline a fragment whose vectors spill into a shared tail (the usual
+// path cp.async's those into shared slots): such a kernel compiles, without them (the fuzzer
+// found the opposite: an internal error, a register view passed where an array was expected).
+TEST(SoftmaxRealignedLoads, DeclineAFragmentWithASharedTail) {
+  tessel::JitOptions o;
+  o.arch = "sm_90a";
+  o.realigned_global_loads = true;
+  auto k = tessel::kernels::make_softmax(64, 20001, tessel::DType::f16,
+                                         tessel::kernels::parse_softmax_config("rows:t256:r1:bn20480:s7"), o);
+  EXPECT_EQ(k.source().find("load_global_vector_realigned"), std::string::npos) << k.source();
+  EXPECT_EQ(k.resources().spill_store_bytes + k.resources().spill_load_bytes, 0);
+}
+
 TEST(SoftmaxCompileErrors, ReductionThatCannotBeLaidOut) {
   namespace T = tessel;
   T::PrimFunc f("bad_reduce");
