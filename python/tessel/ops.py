@@ -205,12 +205,17 @@ def _workspace_nbytes(a, M, N, K):
     return n
 
 
+def _scratch(a, n):
+    """n bytes of scratch for the library GEMM, allocated by torch's caching allocator on a's
+    device and stream (freed when the call returns: the allocator reuses it only behind this
+    stream's work), exported for the extension."""
+    return _export(_torch.empty(n, dtype=_torch.uint8, device=a.device))
+
+
 def _matmul_workspace(a, M, N, K):
-    """That scratch, allocated by torch's caching allocator on a's device and stream (freed when
-    the call returns: the allocator reuses it only behind this stream's work); None when the
-    shape needs none."""
+    """The scratch this shape needs (_scratch), or None when it needs none."""
     n = _workspace_nbytes(a, M, N, K)
-    return None if n == 0 else _export(_torch.empty(n, dtype=_torch.uint8, device=a.device))
+    return None if n == 0 else _scratch(a, n)
 
 
 # 2-D GEMMs the general path has run on the GPU: (a.shape, b.shape, dtype) -> the scratch bytes
@@ -234,7 +239,7 @@ def _matmul_impl(a, b):
             _aligned(_torch, b2, "b", "tessel.ops.matmul")
         out = a.new_empty((M, N))
         n = _workspace_nbytes(a, M, N, K)
-        ws = None if n == 0 else _export(_torch.empty(n, dtype=_torch.uint8, device=a.device))
+        ws = None if n == 0 else _scratch(a, n)
         _C.matmul_into(_export(a2), _export(b2), _export(out), stream, ws)
         if a2 is a and b2 is b:
             _seen_2d[(a.shape, b.shape, a.dtype)] = n
@@ -310,7 +315,7 @@ def matmul(a, b):
             dev = a.get_device()
             if dev == _device_ordinal and b.get_device() == dev and not (a.data_ptr() % 16 or b.data_ptr() % 16):
                 out = a.new_empty((a.shape[0], b.shape[1]))
-                ws = None if n == 0 else _export(_torch.empty(n, dtype=_torch.uint8, device=a.device))
+                ws = None if n == 0 else _scratch(a, n)
                 _C.matmul_into(_export(a), _export(b), _export(out), _raw_stream(dev), ws)
                 return out
     torch = _torch or _require_torch("tessel.ops.matmul")

@@ -202,6 +202,12 @@ class CopyLowering {
     return make_for(v, make_int(0), make_int(ls.per_thread), ForKind::Unrolled, 0, body, w);
   }
 
+  // Every row of the region starts at a multiple of `vec` elements (the tensor is 16-byte
+  // aligned): the row vector path moves it whole, with no realignment.
+  static bool rows_provably_aligned(const GlobalMatrix& m, int vec) {
+    return known_divisor(m.offset) % vec == 0 && (m.row_dim < 0 || known_divisor(m.ld) % vec == 0);
+  }
+
   bool row_major_shared(const Buffer& b) const {
     auto it = ctx_.shared_layouts.find(b->id);
     return it != ctx_.shared_layouts.end() && !it->second.swizzled();
@@ -247,7 +253,7 @@ class CopyLowering {
     if (!L || (!one_row && as_const_int(m.ld) != L) || !is_const_int(m.col_stride, 1) ||
         !is_const_int(m.col_start, 0) || l.shape[1] < *L || (one_row && l.shape[0] != 1))
       return Stmt();
-    if (known_divisor(m.offset) % l.vec == 0 && (one_row || known_divisor(m.ld) % l.vec == 0)) return Stmt();
+    if (rows_provably_aligned(m, l.vec)) return Stmt();
     auto w = op->where;
     const std::int64_t R = l.shape[0], vec = l.vec;
     constexpr std::int64_t kMaxSpanBytes = 48 * 1024;
@@ -311,8 +317,7 @@ class CopyLowering {
     if (!ctx_.realigned_global_loads || l.vec * elem != 16 || !t->strides.empty() ||
         !is_const_int(m.col_stride, 1) || ctx_.register_tails.count(regs->id))
       return Stmt();
-    if (known_divisor(m.offset) % l.vec == 0 && (m.row_dim < 0 || known_divisor(m.ld) % l.vec == 0))
-      return Stmt();  // rows aligned: the vector path
+    if (rows_provably_aligned(m, l.vec)) return Stmt();  // the vector path
     std::int64_t extent = 1;
     for (const Expr& d : t->shape) {
       const auto n = as_const_int(d);

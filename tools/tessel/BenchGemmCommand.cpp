@@ -25,7 +25,7 @@ struct BenchGemmOptions {
   std::string config;
   std::string epilogue = "none";
   std::string staging = "auto";
-  std::string split_k = kernels::kMatmulDefaultSplitK == 0 ? "auto" : std::to_string(kernels::kMatmulDefaultSplitK);  // auto, or a share count (1: off)
+  std::string split_k = split_k_text(kernels::kMatmulDefaultSplitK);  // auto, or a share count (1: off)
   std::string l2_flush = "clean";
   int repeats = 50;
   int warmup = 10;

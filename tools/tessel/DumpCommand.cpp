@@ -23,7 +23,7 @@ struct DumpOptions {
   std::string dtype = "f16";
   std::string config;
   std::string arch;
-  std::string split_k = kernels::kMatmulDefaultSplitK == 0 ? "auto" : std::to_string(kernels::kMatmulDefaultSplitK);  // gemm: as bench gemm takes it
+  std::string split_k = split_k_text(kernels::kMatmulDefaultSplitK);  // gemm: as bench gemm takes it
   bool ir = false, lowered = false, source = false, ptx = false, resources = false;
   std::string json_file;
 };

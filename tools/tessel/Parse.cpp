@@ -120,6 +120,10 @@ int parse_split_k(const std::string& text) {
   return static_cast<int>(*n);
 }
 
+std::string split_k_text(int split_k) {
+  return split_k == 0 ? "auto" : std::to_string(split_k);
+}
+
 CLI::Validator arch() {
   return CLI::Validator([](std::string& text) { return why_not_arch(text).value_or(""); }, "ARCH");
 }

@@ -40,6 +40,8 @@ std::vector<long long> parse_shape(std::string_view text, int dims, const std::s
 // count of 1 or more (1: off); plan_matmul checks the count against each shape's K. Throws
 // std::invalid_argument("--split-k takes auto or a share count of 1 or more (1: off), not '<text>'").
 int parse_split_k(const std::string& text);
+// The text parse_split_k reads back: "auto" for 0, else the count (the flags' default shown).
+std::string split_k_text(int split_k);
 
 // Validators for CLI11 options.
 // An integer from `min` to `max`.
