@@ -199,6 +199,7 @@ LoweredFunc lower_to(const ir::PrimFuncNode& f, const passes::Target& target,
   out.ctx.async_span_copy = s.async_span_copy;
   out.ctx.realigned_span_reads = s.realigned_span_reads;
   out.ctx.realigned_global_loads = s.realigned_global_loads;
+  out.ctx.gemm_from_passes = s.gemm_from_passes;
   out.name = f.name;
   out.params = f.params;
   out.ctx.target = target;

@@ -89,6 +89,13 @@ struct JitOptions {
   // (docs/perf-notes.md has the design and the prediction). TESSEL_ENABLE=realigned_global_loads
   // does the same.
   bool realigned_global_loads = false;
+  // The tutorial GEMM (and any kernel shaped like it) compiled by the generic sm_90a passes --
+  // TMA loads into an mbarrier ring, a producer warpgroup, wgmma issued asynchronously with
+  // placed waits -- instead of the hand-written warp-specialized kernel select_hopper_gemm
+  // swaps in. Off by default: the passes' kernel is not yet persistent, has no TMA-store
+  // epilogue, no split-K or multicast clusters, and has not been timed against the template on
+  // the H200 (docs/perf-notes.md). TESSEL_ENABLE=gemm_from_passes does the same.
+  bool gemm_from_passes = false;
   // A kernel whose fragments and local arrays hold more than 510 values per thread (twice the
   // 255 registers a thread can have), in one buffer or in all, is a CompileError naming the
   // buffer: ptxas would spill most of it to local memory, slowly and at length. True compiles it

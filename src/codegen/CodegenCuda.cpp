@@ -80,13 +80,13 @@ class CudaEmitter {
     static const char* axes[] = {"x", "y", "z"};
     for (size_t d = 0; d < k->block_vars.size(); ++d)
       line() << "int " << var_name(k->block_vars[d].as<VarNode>()) << " = blockIdx." << axes[d] << ";";
-    if (const SwizzleStmt* sw = find_swizzle(k->body)) {
+    if (abi.raster_panel > 0) {
       TESSEL_INTERNAL_CHECK(k->block_vars.size() >= 2, "use_swizzle in a 1-D grid");
       std::string bx = var_name(k->block_vars[0].as<VarNode>()),
                   by = var_name(k->block_vars[1].as<VarNode>());
-      line() << "{  // use_swizzle(" << sw->panel_size << "): visit tiles in panels for L2 reuse";
+      line() << "{  // use_swizzle(" << abi.raster_panel << "): visit tiles in panels for L2 reuse";
       line() << "  int rx, ry;";
-      line() << "  tessel::rasterize(" << sw->panel_size << ", " << bx << ", " << by
+      line() << "  tessel::rasterize(" << abi.raster_panel << ", " << bx << ", " << by
              << ", gridDim.x, gridDim.y, rx, ry);";
       line() << "  " << bx << " = rx;";
       line() << "  " << by << " = ry;";
@@ -98,14 +98,6 @@ class CudaEmitter {
   }
 
  private:
-  static const SwizzleStmt* find_swizzle(const Stmt& s) {
-    if (const auto* sw = s.as<SwizzleStmt>()) return sw;
-    if (const auto* seq = s.as<SeqStmt>())
-      for (const Stmt& c : seq->stmts)
-        if (const auto* sw = find_swizzle(c)) return sw;
-    return nullptr;
-  }
-
   // One line of output: indentation, what is streamed into it, then a newline.
   class Line {
    public:

@@ -210,7 +210,8 @@ JitKernel jit(const PrimFunc& f, const JitOptions& options, std::source_location
   auto env_off = [&](const char* name) { return disabled.count(name) != 0; };
   // TESSEL_ENABLE turns opt-in features on from outside (benchmarks of a feature not on by default).
   const std::set<std::string> enabled =
-      features_named("TESSEL_ENABLE", {"rotate_gemm_loops", "realigned_span_reads", "realigned_global_loads"});
+      features_named("TESSEL_ENABLE", {"rotate_gemm_loops", "realigned_span_reads", "realigned_global_loads",
+                                         "gemm_from_passes"});
   auto env_on = [&](const char* name) { return enabled.count(name) != 0; };
   passes::PassContext::Switches switches{
       !options.disable_tma && !env_off("tma"),
@@ -228,7 +229,8 @@ JitKernel jit(const PrimFunc& f, const JitOptions& options, std::source_location
       !options.disable_row_staging && !env_off("row_staging"),
       !options.disable_async_span_copy && !env_off("async_span_copy"),
       options.realigned_span_reads || env_on("realigned_span_reads"),
-      options.realigned_global_loads || env_on("realigned_global_loads")};
+      options.realigned_global_loads || env_on("realigned_global_loads"),
+      options.gemm_from_passes || env_on("gemm_from_passes")};
 
   int nparams = static_cast<int>(prog.params.size());
   for (std::size_t n = 0; n < options.out_idx.size(); ++n) {

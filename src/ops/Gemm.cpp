@@ -60,24 +60,6 @@ std::pair<int, int> partition_warps(std::int64_t BM, std::int64_t BN, int warps,
   return best;
 }
 
-// The WgmmaSwizzleLayout a wgmma descriptor reads `b` through: K-major tiles (K along the
-// columns) swizzle by their row size, 128, 64 or 32 bytes; M/N-major tiles need 128-byte
-// panels. Empty when there is none.
-int wgmma_swizzle(const Buffer& b, bool k_major) {
-  auto [rows, cols] = matrix_shape(b);
-  const std::int64_t bytes = cols * dtype_bytes(b->dtype);
-  if (rows % 8) return 0;
-  int swizzle = bytes % 128 == 0 ? 128 : bytes % 64 == 0 ? 64 : bytes % 32 == 0 ? 32 : 0;
-  if (swizzle == 0 || (!k_major && swizzle != 128)) return 0;
-  return swizzle;
-}
-std::optional<SharedLayout> wgmma_layout(const Buffer& b, bool k_major) {
-  auto [rows, cols] = matrix_shape(b);
-  const int swizzle = wgmma_swizzle(b, k_major);
-  if (swizzle == 0) return std::nullopt;
-  return SharedLayout::wgmma_swizzle(rows, cols, dtype_bytes(b->dtype), swizzle);
-}
-
 // Whether this gemm lowers to tessel::WarpgroupGemm (device/tessel/warpgroup_gemm.cuh):
 // sm_90a with the Hopper features allowed, whole warpgroups, the warps stacked along M 16 rows each (one
 // m64 wgmma per warpgroup), an N the wgmma shapes cover, and shared operands that can take
@@ -281,6 +263,24 @@ class GemmOp final : public TileOp {
 };
 
 }  // namespace
+
+// The WgmmaSwizzleLayout a wgmma descriptor reads `b` through: K-major tiles (K along the
+// columns) swizzle by their row size, 128, 64 or 32 bytes; M/N-major tiles need 128-byte
+// panels. Empty when there is none.
+static int wgmma_swizzle(const Buffer& b, bool k_major) {
+  auto [rows, cols] = matrix_shape(b);
+  const std::int64_t bytes = cols * dtype_bytes(b->dtype);
+  if (rows % 8) return 0;
+  int swizzle = bytes % 128 == 0 ? 128 : bytes % 64 == 0 ? 64 : bytes % 32 == 0 ? 32 : 0;
+  if (swizzle == 0 || (!k_major && swizzle != 128)) return 0;
+  return swizzle;
+}
+std::optional<SharedLayout> wgmma_layout(const Buffer& b, bool k_major) {
+  auto [rows, cols] = matrix_shape(b);
+  const int swizzle = wgmma_swizzle(b, k_major);
+  if (swizzle == 0) return std::nullopt;
+  return SharedLayout::wgmma_swizzle(rows, cols, dtype_bytes(b->dtype), swizzle);
+}
 
 const TileOp& gemm_op() {
   static const GemmOp op;

@@ -56,6 +56,11 @@ inline std::pair<std::int64_t, std::int64_t> matrix_shape(const ir::Buffer& b) {
   return {rows, s.back()};
 }
 
+// The WgmmaSwizzleLayout a wgmma descriptor reads shared tile `b` through (K-major tiles
+// swizzle by their row size, 128, 64 or 32 bytes; M/N-major ones need 128-byte panels), or
+// nullopt when there is none (ops/Gemm.cpp).
+std::optional<SharedLayout> wgmma_layout(const ir::Buffer& b, bool k_major);
+
 // `b`'s layout: swizzled for ldmatrix and cp.async, or row-major.
 inline void set_shared_layout(PassContext& ctx, const ir::Buffer& b, bool swizzled) {
   auto [rows, cols] = matrix_shape(b);

@@ -103,9 +103,13 @@ class RowOperandScan : public IRVisitor {
 // The gemms plan_pipelines hands to gemm_mainloop: the only compute of a Pipelined loop (S > 1)
 // whose copies fill both operands. BlockGemm's pipeline there carries fragments across K tiles;
 // a WarpgroupGemm waits for its wgmmas at every tile, and measured 0.67x of it (H200, the plain
-// GEMM at 128x256x32 t256, docs/perf-notes.md session 7), so those stay on mma.sync.
+// GEMM at 128x256x32 t256, docs/perf-notes.md session 7), so those stay on mma.sync -- except,
+// under JitOptions::gemm_from_passes on sm_90a, a loop whose copies can all be TMA loads into
+// the wgmma layouts: plan_tma_copies makes it an mbarrier ring that a producer warpgroup fills
+// and place_gemm_waits keeps one wgmma group in flight across tiles, so its gemm takes wgmma.
 class MainLoopGemmScan : public IRVisitor {
  public:
+  explicit MainLoopGemmScan(const PassContext& ctx) : ctx_(ctx) {}
   std::set<const GemmStmt*> gemms;
 
  protected:
@@ -114,23 +118,49 @@ class MainLoopGemmScan : public IRVisitor {
       const std::vector<Stmt> body =
           op->body.as<SeqStmt>() ? op->body.as<SeqStmt>()->stmts : std::vector<Stmt>{op->body};
       std::set<int> filled;
+      std::vector<const CopyStmt*> copies;
       std::vector<const GemmStmt*> gemm;
       bool other = false;
       for (const Stmt& st : body) {
         const auto* c = st.as<CopyStmt>();
-        if (c && c->src.buffer->scope == Scope::Global && c->dst.buffer->scope == Scope::Shared)
+        if (c && c->src.buffer->scope == Scope::Global && c->dst.buffer->scope == Scope::Shared) {
           filled.insert(c->dst.buffer->id);
+          copies.push_back(c);
+        }
         else if (const auto* g = st.as<GemmStmt>())
           gemm.push_back(g);
         else
           other = true;
       }
       if (!other && gemm.size() == 1 && filled.count(gemm[0]->A.buffer->id) &&
-          filled.count(gemm[0]->B.buffer->id))
+          filled.count(gemm[0]->B.buffer->id) && !becomes_tma_ring(*gemm[0], copies))
         gemms.insert(gemm[0]);
     }
+    ++depth_;
     IRVisitor::visit_node(op);
+    --depth_;
   }
+
+ private:
+  // Under gemm_from_passes: whether plan_tma_copies will make this loop a TMA ring once the
+  // gemm's operand tiles take the wgmma layouts (its conditions, asked ahead of time; a loop
+  // inside another keeps cp.async).
+  bool becomes_tma_ring(const GemmStmt& g, const std::vector<const CopyStmt*>& copies) const {
+    if (!ctx_.gemm_from_passes || ctx_.target.sm != 90 || !ctx_.allow_tma || !ctx_.allow_wgmma ||
+        !ctx_.allow_warp_specialization || !ctx_.allow_async_pipeline || depth_ > 0)
+      return false;
+    for (const CopyStmt* c : copies) {
+      if (c->pad.defined()) return false;
+      const bool is_a = c->dst.buffer.same_as(g.A.buffer);
+      if (!is_a && !c->dst.buffer.same_as(g.B.buffer)) return false;
+      const std::optional<SharedLayout> l = ops::wgmma_layout(c->dst.buffer, is_a ? !g.trans_a : g.trans_b);
+      if (!l || !tma_box(c, *l)) return false;
+    }
+    return true;
+  }
+
+  const PassContext& ctx_;
+  int depth_ = 0;
 };
 
 class LayoutInference : public IRVisitor {
@@ -265,7 +295,7 @@ class LayoutInference : public IRVisitor {
 Stmt infer_layouts(const Stmt& body, PassContext& ctx) {
   RowOperandScan scan;
   scan.visit(body);
-  MainLoopGemmScan main_loops;
+  MainLoopGemmScan main_loops(ctx);
   main_loops.visit(body);
   LayoutInference inference(ctx, scan.closure(), main_loops.gemms, scan.links());
   inference.visit(body);

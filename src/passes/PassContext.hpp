@@ -187,6 +187,7 @@ struct PassContext {
     bool async_span_copy = true;
     bool realigned_span_reads = false;
     bool realigned_global_loads = false;
+    bool gemm_from_passes = false;
   };
   bool allow_tma = true, allow_wgmma = true, allow_warp_specialization = true;
   bool allow_split_k = true;
@@ -215,6 +216,11 @@ struct PassContext {
   // Unaligned row loads as two aligned global words per vector, shifted into place, instead of
   // the span's scratch (opt-in, unmeasured: JitOptions::realigned_global_loads; ops/Copy.cpp).
   bool realigned_global_loads = false;
+  // The tutorial GEMM's kernel from the generic passes (TMA ring, warp roles, asynchronous
+  // wgmma with placed waits) instead of select_hopper_gemm's template (opt-in, unmeasured:
+  // JitOptions::gemm_from_passes): select_hopper_gemm declines, and a Pipelined loop's sole gemm
+  // takes wgmma when its loads can all be TMA loads (infer_layouts' MainLoopGemmScan).
+  bool gemm_from_passes = false;
 
   // Set by select_hopper_gemm.
   HopperPlan hopper;
@@ -330,6 +336,9 @@ struct PassContext {
     std::vector<ir::Expr> grid;  // blocks per dimension (the JIT needs them constant)
     // The grid is min(tiles, SMs) in whole clusters; the CTAs loop over the tiles.
     bool persistent = false;
+    // use_swizzle(panel): the block indices are remapped (tessel::rasterize) before any use;
+    // 0: not.
+    int raster_panel = 0;
   };
   KernelAbi abi;
 };

@@ -1,6 +1,8 @@
 // The lowering passes, one per file; src/Lower.cpp runs them in order and says why.
 #pragma once
 
+#include <optional>
+
 #include "passes/PassContext.hpp"
 #include "tessel/ir/IR.hpp"
 
@@ -11,6 +13,10 @@ ir::Stmt select_hopper_gemm(const ir::Stmt& body, PassContext& ctx);
 ir::Stmt verify_hopper_pipeline(const ir::Stmt& body, PassContext& ctx);
 ir::Stmt infer_layouts(const ir::Stmt& body, PassContext& ctx);
 ir::Stmt plan_tma_copies(const ir::Stmt& body, PassContext& ctx);
+// The TMA box (and swizzle) that loads copy `c`'s global tile into a shared tile laid out as
+// `dst`, or nullopt when no TMA load can (plan_tma_copies' rules; infer_layouts asks it ahead
+// of time, with the wgmma layout a tile would take). The result's map variable is unset.
+std::optional<TmaParam> tma_box(const ir::CopyStmt* c, const SharedLayout& dst);
 // The most registers a thread can have, and check_register_budget's limit on the values a
 // thread keeps in registers (fragments and local arrays): twice that, past which ptxas spills
 // heavily (JitOptions::allow_register_spills lifts it).

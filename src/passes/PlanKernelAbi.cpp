@@ -3,13 +3,15 @@
 //             device headers it needs, threads per block at launch (a warp-specialized kernel's
 //             producer warpgroup included; the Hopper GEMM's own count), __launch_bounds__'s
 //             blocks-per-SM argument, the cluster size, the dynamic shared memory (size and
-//             alignment), the grid and whether it is persistent.
+//             alignment), the grid, whether it is persistent, and the rasterization panel of
+//             use_swizzle (wherever the passes left the statement: in a warp role, say).
 //   Requires: every other pass (it is the last): select_hopper_gemm's plan, specialize_warps'
 //             roles, plan_shared_memory's size, lowering's use of wgmma and mbarriers.
 //   Ensures:  ctx.abi is complete; codegen prints the kernel's signature and preamble from it and
 //             the JIT launches by it, neither deciding any of it.
 #include "passes/PassUtil.hpp"
 #include "passes/Passes.hpp"
+#include "tessel/ir/Mutator.hpp"
 
 namespace tessel::passes {
 
@@ -47,6 +49,13 @@ Stmt plan_kernel_abi(const Stmt& body, PassContext& ctx) {
   abi.dynamic_smem_bytes = hopper.selected ? hopper.smem_bytes : ctx.smem_bytes;
   abi.grid = ctx.grid;
   abi.persistent = hopper.selected;
+  struct FindSwizzle : IRVisitor {
+    int panel = 0;
+    void visit_node(const SwizzleStmt* op) override { panel = op->panel_size; }
+  } swizzle;
+  swizzle.visit(k->body);
+  // The Hopper GEMM rasterizes its own tiles (its panel is a run() argument).
+  if (!hopper.selected) abi.raster_panel = swizzle.panel;
   return body;
 }
 

@@ -70,35 +70,9 @@ class TmaPlanner : public IRMutator {
  private:
   // The box a TMA load of this copy needs, or nullopt when the copy cannot be one.
   std::optional<TmaParam> box_for(const CopyStmt* c) const {
-    const Buffer& g = c->src.buffer;
-    const int elem = dtype_bytes(g->dtype);
-    if (elem != 2 || g.ndim() > 5) return std::nullopt;
     auto layout = ctx_.shared_layouts.find(c->dst.buffer->id);
-    if (layout == ctx_.shared_layouts.end() || !layout->second.wgmma() || layout->second.swizzle_bytes == 0)
-      return std::nullopt;
-    const SharedLayout& l = layout->second;
-    if ((l.rows * l.cols * elem) % 1024 != 0) return std::nullopt;  // the next stage's alignment
-    std::optional<GlobalMatrix> m = global_matrix(c->src);
-    if (!m || !is_const_int(m->col_stride, 1)) return std::nullopt;
-    const std::vector<Expr> strides = g.strides();
-    for (size_t d = 0; d + 1 < strides.size(); ++d) {
-      auto st = as_const_int(strides[d]);
-      if (!st || (*st * elem) % 16 != 0 || *st * elem >= (std::int64_t(1) << 40)) return std::nullopt;
-    }
-    for (const Expr& e : g->shape)
-      if (auto n = as_const_int(e); !n || *n >= (std::int64_t(1) << 32)) return std::nullopt;
-    auto cols = as_const_int(c->src.extents[m->col_dim]);
-    auto rows = m->row_dim >= 0 ? as_const_int(c->src.extents[m->row_dim]) : std::optional<std::int64_t>(1);
-    if (!cols || !rows || *cols != l.cols || *rows != l.rows || *rows > 256) return std::nullopt;
-    const int panel_cols = l.swizzle_bytes / elem;
-    if (*cols % panel_cols != 0) return std::nullopt;
-    TmaParam p;
-    p.tensor = g;
-    p.swizzle_bytes = l.swizzle_bytes;
-    p.box.assign(static_cast<size_t>(g.ndim()), 1);
-    p.box[static_cast<size_t>(m->col_dim)] = panel_cols;
-    if (m->row_dim >= 0) p.box[static_cast<size_t>(m->row_dim)] = static_cast<int>(*rows);
-    return p;
+    if (layout == ctx_.shared_layouts.end()) return std::nullopt;
+    return tma_box(c, layout->second);
   }
 
   // One map per (tensor, box, swizzle).
@@ -117,6 +91,35 @@ class TmaPlanner : public IRMutator {
 };
 
 }  // namespace
+
+std::optional<TmaParam> tma_box(const CopyStmt* c, const SharedLayout& l) {
+  const Buffer& g = c->src.buffer;
+  const int elem = dtype_bytes(g->dtype);
+  if (elem != 2 || g.ndim() > 5) return std::nullopt;
+  if (!l.wgmma() || l.swizzle_bytes == 0) return std::nullopt;
+  if ((l.rows * l.cols * elem) % 1024 != 0) return std::nullopt;  // the next stage's alignment
+  std::optional<GlobalMatrix> m = global_matrix(c->src);
+  if (!m || !is_const_int(m->col_stride, 1)) return std::nullopt;
+  const std::vector<Expr> strides = g.strides();
+  for (size_t d = 0; d + 1 < strides.size(); ++d) {
+    auto st = as_const_int(strides[d]);
+    if (!st || (*st * elem) % 16 != 0 || *st * elem >= (std::int64_t(1) << 40)) return std::nullopt;
+  }
+  for (const Expr& e : g->shape)
+    if (auto n = as_const_int(e); !n || *n >= (std::int64_t(1) << 32)) return std::nullopt;
+  auto cols = as_const_int(c->src.extents[m->col_dim]);
+  auto rows = m->row_dim >= 0 ? as_const_int(c->src.extents[m->row_dim]) : std::optional<std::int64_t>(1);
+  if (!cols || !rows || *cols != l.cols || *rows != l.rows || *rows > 256) return std::nullopt;
+  const int panel_cols = l.swizzle_bytes / elem;
+  if (*cols % panel_cols != 0) return std::nullopt;
+  TmaParam p;
+  p.tensor = g;
+  p.swizzle_bytes = l.swizzle_bytes;
+  p.box.assign(static_cast<size_t>(g.ndim()), 1);
+  p.box[static_cast<size_t>(m->col_dim)] = panel_cols;
+  if (m->row_dim >= 0) p.box[static_cast<size_t>(m->row_dim)] = static_cast<int>(*rows);
+  return p;
+}
 
 Stmt plan_tma_copies(const Stmt& body, PassContext& ctx) {
   if (ctx.target.sm != 90 || !ctx.allow_tma || !ctx.allow_wgmma || !ctx.allow_warp_specialization ||

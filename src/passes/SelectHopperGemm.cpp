@@ -130,6 +130,10 @@ Stmt select_hopper_gemm(const Stmt& body, PassContext& ctx) {
     plan.why_not = "turned off by JitOptions (disable_tma / disable_wgmma / disable_warp_specialization)";
     return body;
   }
+  if (ctx.gemm_from_passes) {
+    plan.why_not = "JitOptions::gemm_from_passes (TESSEL_ENABLE=gemm_from_passes): the generic passes compile it";
+    return body;
+  }
   GemmKernel g;
   std::string why = match(body, g);
   auto reject = [&](const std::string& reason) {

@@ -1,7 +1,7 @@
 // specialize_warps
 //   Does:     gives the producer work of a kernel's TMA rings (ProducerStmt, from plan_pipelines)
 //             a warpgroup of its own: the kernel becomes
-//               <shared declarations>
+//               <shared declarations, use_swizzle>
 //               specialize(consumers = the kernel's threads, producer = one more warpgroup) {
 //                 producer: the ring prologues, and each ring loop with only its producer work
 //                 consumers: the kernel's body without the producer work
@@ -67,6 +67,8 @@ Stmt specialize_warps(const Stmt& body, PassContext& ctx) {
   for (const Stmt& s : top) {
     if (const auto* d = s.as<DeclBuffer>(); d && d->buffer->scope == Scope::Shared) {
       shared_decls.push_back(s);
+    } else if (s.as<SwizzleStmt>()) {
+      shared_decls.push_back(s);  // remaps the block indices both roles read
     } else if (const auto* p = s.as<ProducerStmt>()) {
       producer.push_back(p->body);
     } else if (const auto* f = s.as<ForStmt>();

@@ -60,6 +60,19 @@ TEST(GoldenCodegen, TutorialMatmulSwizzledOddShape) {
   check_golden("matmul_17x33x65_64x64x32_s2_swz_bf16.cu", tessel::codegen::generate_cuda(lowered));
 }
 
+// The tutorial GEMM compiled by the generic sm_90a passes (JitOptions::gemm_from_passes)
+// instead of the template: what each pass decided for it shows up here when it changes.
+TEST(GoldenCodegen, TutorialMatmulFromThePasses) {
+  tessel::kernels::MatmulConfig c;
+  c.block_M = 128, c.block_N = 256, c.block_K = 64, c.num_stages = 3, c.threads = 256;
+  c.use_swizzle = true, c.panel_size = 8;
+  auto f = tessel::kernels::matmul_program(4000, 4096, 4104, c);
+  tessel::passes::PassContext::Switches s;
+  s.gemm_from_passes = true;
+  auto lowered = tessel::lower(f.ir(), {"sm_90a", 90, 232448, 132}, s);
+  check_golden("matmul_4000x4096x4104_128x256x64_s3_swz8_passes_sm90.cu", tessel::codegen::generate_cuda(lowered));
+}
+
 // Kernels whose barriers, proxy fences, rings and roles come from the pipeline passes: a change
 // to where a pass puts a barrier or a fence shows up here.
 const tessel::passes::Target kSm90{"sm_90a", 90, 232448, 132};

@@ -10,6 +10,7 @@
 #include "support/LoweringSupport.hpp"
 #include "support/RegisterGemmPrograms.hpp"
 #include "tessel/kernels/attention/FlashAttention.hpp"
+#include "tessel/kernels/gemm/Matmul.hpp"
 
 namespace {
 
@@ -156,6 +157,80 @@ TEST(HopperPipeline, ALoopInsideALoopKeepsCpAsync) {
   EXPECT_TRUE(lowered.ctx.tma_params.empty());
   EXPECT_FALSE(has(stage_text(lowered, "plan_tma_copies"), "tma_load"))
       << stage_text(lowered, "plan_tma_copies");
+}
+
+// JitOptions::gemm_from_passes: the tutorial GEMM is not swapped for select_hopper_gemm's
+// template; the generic passes give it a TMA ring, a producer warpgroup, consumers issuing
+// asynchronous wgmma with one group in flight, and its use_swizzle before the warp roles.
+T::kernels::MatmulConfig tutorial_config(int bm, int bn, int bk, int stages, int threads) {
+  T::kernels::MatmulConfig c;
+  c.block_M = bm, c.block_N = bn, c.block_K = bk, c.num_stages = stages, c.threads = threads;
+  c.use_swizzle = true;
+  c.panel_size = 8;
+  return c;
+}
+
+TEST(HopperPipeline, TutorialGemmFromThePasses) {
+  T::passes::PassContext::Switches passes;
+  passes.gemm_from_passes = true;
+  auto f = T::kernels::matmul_program(4096, 4096, 4096, tutorial_config(128, 256, 64, 3, 256));
+  auto lowered = T::lower(f.ir(), sm90(), passes, true);
+  EXPECT_FALSE(lowered.ctx.hopper.selected);
+  EXPECT_TRUE(has(lowered.ctx.hopper.why_not, "gemm_from_passes")) << lowered.ctx.hopper.why_not;
+  // infer_layouts: the loop's sole gemm takes wgmma (its loads can all be TMA loads).
+  EXPECT_TRUE(lowered.ctx.uses_wgmma);
+  EXPECT_TRUE(has(stage_text(lowered, "infer_layouts"), "gemm accumulator, warps 8x1 (wgmma)"))
+      << stage_text(lowered, "infer_layouts");
+  // plan_tma_copies: A and B, one map each, boxes of one 128-byte panel.
+  ASSERT_EQ(lowered.ctx.tma_params.size(), 2u);
+  EXPECT_EQ(lowered.ctx.tma_params[0].box, (std::vector<int>{128, 64}));
+  EXPECT_EQ(lowered.ctx.tma_params[1].box, (std::vector<int>{64, 64}));
+  // specialize_warps: a producer warpgroup, use_swizzle ahead of both roles.
+  const std::string roles = stage_text(lowered, "specialize_warps");
+  const size_t swizzle = roles.find("use_swizzle(8)"), split = roles.find("specialize(");
+  ASSERT_NE(swizzle, std::string::npos) << roles;
+  ASSERT_NE(split, std::string::npos) << roles;
+  EXPECT_LT(swizzle, split) << roles;
+  EXPECT_EQ(lowered.ctx.launch_threads, 384);
+  EXPECT_EQ(lowered.ctx.consumer_regs, 240);
+  // place_gemm_waits: the gemm is issued asynchronously, one group left in flight per tile.
+  const std::string waits = stage_text(lowered, "place_gemm_waits");
+  EXPECT_TRUE(has(waits, "gemm_wait(pending=1)")) << waits;
+  EXPECT_TRUE(has(waits, "gemm_wait(pending=0, fragment_2)")) << waits;
+  EXPECT_EQ(lowered.ctx.async_gemms, 1);
+  // The kernel ABI: not the template's (no persistence, no cluster), rasterized by panel 8.
+  EXPECT_FALSE(lowered.ctx.abi.persistent);
+  EXPECT_EQ(lowered.ctx.abi.raster_panel, 8);
+  EXPECT_EQ(lowered.ctx.abi.threads, 384);
+  const std::string cuda = T::codegen::generate_cuda(lowered);
+  EXPECT_TRUE(has(cuda, "tessel::rasterize(8, bx, by, gridDim.x, gridDim.y, rx, ry);")) << cuda;
+  EXPECT_FALSE(has(cuda, "HopperGemm")) << cuda;
+
+  // Without the switch: the template, as before.
+  auto templ = T::lower(f.ir(), sm90(), true);
+  EXPECT_TRUE(templ.ctx.hopper.selected);
+  EXPECT_EQ(templ.ctx.abi.raster_panel, 0);  // the template rasterizes its own tiles
+}
+
+TEST(HopperPipeline, TutorialGemmFromThePassesKeepsMmaSyncWhereTmaCannot) {
+  T::passes::PassContext::Switches passes;
+  passes.gemm_from_passes = true;
+  // N = 4095: B's rows are not 16-byte aligned, no TMA load; BlockGemm's gemm_mainloop stays.
+  auto odd = T::lower(T::kernels::matmul_program(4096, 4095, 4096, tutorial_config(128, 256, 64, 3, 256)).ir(),
+                      sm90(), passes, true);
+  EXPECT_FALSE(odd.ctx.uses_wgmma);
+  EXPECT_TRUE(odd.ctx.tma_params.empty());
+  EXPECT_TRUE(has(stage_text(odd, "plan_pipelines"), "tessel::gemm_mainloop"))
+      << stage_text(odd, "plan_pipelines");
+  // On sm_80 the switch changes nothing.
+  auto f = T::kernels::matmul_program(1000, 1000, 1000, tutorial_config(128, 128, 32, 3, 128));
+  EXPECT_EQ(T::codegen::generate_cuda(T::lower(f.ir(), sm80(), passes)),
+            T::codegen::generate_cuda(T::lower(f.ir(), sm80())));
+  // With async_pipeline off there is no ring to keep a group in flight: mma.sync's main loop.
+  passes.allow_async_pipeline = false;
+  auto sync = T::lower(f.ir(), sm90(), passes, true);
+  EXPECT_FALSE(sync.ctx.uses_wgmma);
+  EXPECT_FALSE(sync.ctx.hopper.selected);
 }
 
 }  // namespace

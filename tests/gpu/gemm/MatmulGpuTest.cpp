@@ -295,6 +295,44 @@ INSTANTIATE_TEST_SUITE_P(HopperFeaturesOff, HopperShapes,
                                             ::testing::Values(DType::f16), ::testing::Values(1, 2, 3, 5)),
                          ShapeName());
 
+// JitOptions::gemm_from_passes: the tutorial program compiled by the generic passes (TMA ring,
+// producer warp(group), asynchronous wgmma) instead of the template, on the Hopper cases above
+// plus tails in every dimension; shapes TMA cannot load keep gemm_mainloop (mma.sync).
+class GemmFromPassesShapes : public ::testing::TestWithParam<std::tuple<Case, DType>> {};
+
+TEST_P(GemmFromPassesShapes, MatchesReference) {
+  TESSEL_REQUIRE_GPU();
+  if (tessel::current_device().arch() != "sm_90a") GTEST_SKIP() << "SKIPPED: not an sm_90a GPU";
+  auto [c, dtype] = GetParam();
+  tessel::JitOptions o;
+  o.gemm_from_passes = true;
+  MatmulConfig cfg = c.cfg;
+  cfg.dtype = dtype;
+  auto k = tessel::kernels::make_matmul(c.M, c.N, c.K, cfg, o);
+  const bool tma_legal = c.K % 8 == 0 && c.N % 8 == 0;
+  EXPECT_EQ(k.info().path.find("TMA + mbarrier ring") != std::string::npos, tma_legal) << k.info().path;
+  EXPECT_FALSE(k.info().persistent);
+  run_case(c, dtype, o);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    FromPasses, GemmFromPassesShapes,
+    ::testing::Combine(::testing::Values(Case{2048, 2048, 2048, hopper(128, 256, 3, 256, 8)},
+                                         Case{4096, 4096, 4096, hopper(128, 256, 4, 256, 16)},
+                                         Case{1000, 1000, 1000, hopper(128, 128, 6, 128, 0)},
+                                         Case{1, 4096, 4096, hopper(64, 256, 4, 128, 0)},
+                                         Case{4096, 1, 4096, hopper(128, 128, 4, 256, 0)},
+                                         Case{4096, 4096, 8, hopper(128, 256, 4, 256, 16)},
+                                         Case{17, 33, 65, hopper(128, 128, 4, 256, 0)},
+                                         Case{300, 200, 1000, hopper(128, 128, 3, 256, 0)},
+                                         Case{1023, 1025, 1032, hopper(128, 256, 3, 256, 8)},
+                                         Case{65, 1032, 63, hopper(64, 128, 4, 128, 0)},
+                                         Case{9, 7, 1023, hopper(64, 128, 4, 128, 0)},
+                                         Case{2047, 2048, 4104, knob(128, 256, 32, 4, 256, true)},
+                                         Case{8192, 28672, 8192, hopper(128, 256, 4, 256, 8)}),
+                       ::testing::Values(DType::f16, DType::bf16)),
+    ShapeName());
+
 // C = act(alpha * A B + bias) with the Parallel epilogue fused into the Hopper kernel (each store
 // path: direct, TMA store, split-K; ragged edges where the bias must not be read past N), the
 // same program on the mma.sync path, against float64 on the CPU; poisoned outputs, two runs

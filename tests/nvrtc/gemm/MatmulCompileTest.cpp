@@ -115,6 +115,51 @@ TEST(HopperPath, TutorialGemmGetsTmaWgmmaAndWarpSpecialization) {
   EXPECT_TRUE(k.info().persistent);
 }
 
+// JitOptions::gemm_from_passes: the same program through the generic passes (TMA ring, producer
+// warp or warpgroup, asynchronous wgmma), for the tile shapes the tutorial's knobs give.
+struct PassesCase {
+  int bm, bn, bk, stages, threads;
+  tessel::DType dtype;
+};
+
+class GemmFromPasses : public ::testing::TestWithParam<PassesCase> {};
+
+TEST_P(GemmFromPasses, CompilesToTmaRingsAndWgmmaWithoutSpills) {
+  const PassesCase& p = GetParam();
+  tessel::kernels::MatmulConfig c = hopper_config();
+  c.block_M = p.bm, c.block_N = p.bn, c.block_K = p.bk, c.num_stages = p.stages, c.threads = p.threads;
+  c.dtype = p.dtype;
+  tessel::JitOptions o;
+  o.arch = "sm_90a";
+  o.gemm_from_passes = true;
+  auto k = tessel::kernels::make_matmul(4096, 4096, 4096, c, o);
+  SCOPED_TRACE(c.describe());
+  for (const char* needle : {"wgmma.mma_async", "cp.async.bulk.tensor", "mbarrier.try_wait"})
+    EXPECT_NE(k.ptx().find(needle), std::string::npos) << needle;
+  // Two consumer warpgroups move registers from the producer warpgroup; one gets a producer warp.
+  EXPECT_EQ(k.ptx().find("setmaxnreg") != std::string::npos, p.threads == 256);
+  EXPECT_EQ(k.ptx().find("mma.sync"), std::string::npos);
+  EXPECT_EQ(k.resources().spill_store_bytes, 0) << k.compile_log();
+  EXPECT_EQ(k.resources().spill_load_bytes, 0) << k.compile_log();
+  EXPECT_EQ(k.info().path, "sm90 wgmma block gemm (generic kernel), TMA + mbarrier ring, warp-specialized");
+  EXPECT_EQ(k.info().threads, p.threads + (p.threads == 128 ? 32 : 128));
+  EXPECT_FALSE(k.info().persistent);
+}
+
+INSTANTIATE_TEST_SUITE_P(TutorialKnobs, GemmFromPasses,
+                         ::testing::Values(PassesCase{128, 256, 64, 3, 256, tessel::DType::f16},
+                                           PassesCase{128, 256, 64, 3, 256, tessel::DType::bf16},
+                                           PassesCase{128, 128, 64, 4, 256, tessel::DType::f16},
+                                           PassesCase{128, 256, 32, 4, 256, tessel::DType::bf16},
+                                           PassesCase{64, 256, 64, 4, 128, tessel::DType::f16},
+                                           PassesCase{64, 128, 64, 6, 128, tessel::DType::bf16}),
+                         [](const ::testing::TestParamInfo<PassesCase>& info) {
+                           const PassesCase& p = info.param;
+                           return std::to_string(p.bm) + "x" + std::to_string(p.bn) + "x" + std::to_string(p.bk) +
+                                  "s" + std::to_string(p.stages) + "t" + std::to_string(p.threads) + "_" +
+                                  std::string(tessel::dtype_name(p.dtype));
+                         });
+
 TEST(HopperPath, EachSwitchFallsBackToMmaSync) {
   for (int which = 0; which < 3; ++which) {
     tessel::JitOptions o;
