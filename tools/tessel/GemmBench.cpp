@@ -5,6 +5,7 @@
 #include <limits>
 #include <string>
 #include <thread>
+#include <utility>
 
 #include "tessel/runtime/Driver.hpp"
 #include "tools/tessel/Output.hpp"
@@ -283,34 +284,31 @@ Timing GemmBench::time(const std::function<void()>& run, int warmup, int repeats
 std::pair<Timing, Timing> GemmBench::time_interleaved(const std::function<void()>& a,
                                                       const std::function<void()>& b, int warmup,
                                                       int repeats) {
-  for (int i = 0; i < warmup; ++i) {
-    a();
-    b();
-  }
+  std::vector<Timing> t = time_interleaved(std::vector<std::function<void()>>{a, b}, warmup, repeats);
+  return {std::move(t[0]), std::move(t[1])};
+}
+
+std::vector<Timing> GemmBench::time_interleaved(const std::vector<std::function<void()>>& runs, int warmup,
+                                                int repeats) {
+  const std::size_t n = runs.size();
+  for (int i = 0; i < warmup; ++i)
+    for (const auto& run : runs) run();
   check_cu(driver().cuCtxSynchronize(), "cuCtxSynchronize (after warm-up)");
-  Timing ta, tb;
-  EventTimer timer_a, timer_b;
-  auto timed = [&](const std::function<void()>& run, EventTimer& timer) {
-    flush_l2();
-    timer.start(nullptr);
-    run();
-    timer.stop(nullptr);
-  };
+  std::vector<Timing> t(n);
+  std::vector<EventTimer> timers(n);
   for (int i = 0; i < repeats; ++i) {
-    // Alternate the order so that neither side always runs right after the other's flush.
-    if (i % 2 == 0) {
-      timed(a, timer_a);
-      timed(b, timer_b);
-    } else {
-      timed(b, timer_b);
-      timed(a, timer_a);
+    // Rotate the order so that no side always goes first (two sides: they alternate).
+    for (std::size_t j = 0; j < n; ++j) {
+      const std::size_t which = (static_cast<std::size_t>(i) + j) % n;
+      flush_l2();
+      timers[which].start(nullptr);
+      runs[which]();
+      timers[which].stop(nullptr);
     }
-    ta.ms.push_back(timer_a.elapsed_ms());
-    tb.ms.push_back(timer_b.elapsed_ms());
+    for (std::size_t s = 0; s < n; ++s) t[s].ms.push_back(timers[s].elapsed_ms());
   }
-  ta.median_ms = median(ta.ms);
-  tb.median_ms = median(tb.ms);
-  return {ta, tb};
+  for (Timing& side : t) side.median_ms = median(side.ms);
+  return t;
 }
 
 double relative_frobenius_error(const Tensor& out, const Tensor& ref) {

@@ -82,6 +82,11 @@ class GemmBench {
   // Times `a` and `b` rep by rep, alternating which goes first.
   std::pair<Timing, Timing> time_interleaved(const std::function<void()>& a, const std::function<void()>& b,
                                              int warmup, int repeats);
+  // The same for any number of sides: `warmup` rounds of every side in order, then `repeats`
+  // rounds of timed runs, L2 flushed before each, round i starting with runs[i % n] and going on
+  // in order (with two sides, the alternation above). One Timing per side, in the order of `runs`.
+  std::vector<Timing> time_interleaved(const std::vector<std::function<void()>>& runs, int warmup,
+                                       int repeats);
 
   static constexpr std::int64_t kL2FlushBytes = 256LL << 20;
 

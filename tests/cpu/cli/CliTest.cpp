@@ -383,6 +383,45 @@ TEST_F(Cli, BenchGemmL2FlushIsChecked) {
   EXPECT_NE(help.output.find("--l2-flush TEXT:{clean,write}=clean"), std::string::npos) << help.output;
 }
 
+// --compare-passes: documented; refused with split-K (another program than the tutorial GEMM)
+// and with TESSEL_ENABLE=gemm_from_passes, naming both, before the GPU is looked for.
+TEST_F(Cli, BenchGemmComparePassesIsDocumentedAndChecked) {
+  const CliRun help = run_tessel("bench gemm --help");
+  EXPECT_EQ(help.exit_code, 0) << help.output;
+  for (const char* text : {"--compare-passes", "JitOptions::gemm_from_passes", "vs Tessel"})
+    EXPECT_NE(help.output.find(text), std::string::npos) << text << " missing from:\n" << help.output;
+  for (const char* split : {"8", "2"}) {
+    const CliRun r =
+        run_tessel(std::string("bench gemm --shapes 1x4096x4096 --compare-passes --split-k ") + split);
+    EXPECT_EQ(r.exit_code, 2) << r.output;
+    EXPECT_NE(r.output.find(std::string("tessel bench gemm: --compare-passes and --split-k ") + split +
+                            " do not go together: split-K runs kernels::Matmul's partial GEMM"),
+              std::string::npos)
+        << r.output;
+  }
+  {
+    tessel::test::ScopedEnv env("TESSEL_ENABLE", "rotate_gemm_loops, gemm_from_passes");
+    const CliRun r = run_tessel("bench gemm --compare-passes");
+    EXPECT_EQ(r.exit_code, 2) << r.output;
+    EXPECT_NE(
+        r.output.find("tessel bench gemm: --compare-passes and TESSEL_ENABLE=gemm_from_passes do not go "
+                      "together"),
+        std::string::npos)
+        << r.output;
+  }
+  if (!tessel::gpu_available()) {
+    // Legal combinations (--split-k is not used with --config or --epilogue) reach the GPU check.
+    for (const char* args : {"bench gemm --compare-passes", "bench gemm --compare-passes --split-k 1",
+                             "bench gemm --compare-passes --split-k 8 --config 128x128x64:4:256",
+                             "bench gemm --compare-passes --epilogue bias_relu --staging always"}) {
+      const CliRun r = run_tessel(args);
+      EXPECT_EQ(r.exit_code, 3) << args << ": " << r.output;
+      EXPECT_NE(r.output.find("tessel bench gemm needs a GPU, and there is none: "), std::string::npos)
+          << args << ": " << r.output;
+    }
+  }
+}
+
 TEST_F(Cli, InfoSaysWhenTheCacheFolderIsNotUsed) {
   tessel::test::TempDir dir;
   const fs::path open = dir.path() / "open";
