@@ -46,6 +46,12 @@ const PassEntry kPasses[] = {
     // layouts; and before pipelining, which builds an mbarrier ring for TMA loads and a
     // cp.async schedule for other copies.
     {"plan_tma_copies", passes::plan_tma_copies},
+    // A kernel of one TMA ring loop per output tile loops over its tiles in as many blocks as
+    // the GPU runs at once: it needs the ring's loads to be TMA loads (so right after
+    // plan_tma_copies), and comes before plan_pipelines, which counts the ring's phases over
+    // the tiles of a block, and before specialize_warps, which splits the tile loop between the
+    // roles so that the producer runs on into the next tile.
+    {"persist_tiles", passes::persist_tiles},
     // Shared-memory writes outside the loops plan_pipelines schedules get their barriers while
     // they are still tile ops (a copy or fill into a shared buffer is visible as such), and
     // after plan_tma_copies (a loop of TMA loads is a ring, ordered by its mbarriers).
@@ -200,6 +206,8 @@ LoweredFunc lower_to(const ir::PrimFuncNode& f, const passes::Target& target,
   out.ctx.realigned_span_reads = s.realigned_span_reads;
   out.ctx.realigned_global_loads = s.realigned_global_loads;
   out.ctx.gemm_from_passes = s.gemm_from_passes;
+  out.ctx.allow_persistent_tiles = s.allow_persistent_tiles;
+  out.ctx.max_persistent_ctas = s.max_persistent_ctas;
   out.name = f.name;
   out.params = f.params;
   out.ctx.target = target;

@@ -29,6 +29,19 @@ __host__ __device__ constexpr void rasterize(int panel, int bx, int by, int grid
   out_y = in_panel / width;
 }
 
+// Tile t of a grid_x x grid_y grid in launch order (x fastest), as rasterize(panel) remaps it:
+// its x and its y. A persistent kernel's loop over tiles (persist_tiles) visits them so.
+__host__ __device__ constexpr int raster_x(int panel, int t, int grid_x, int grid_y) {
+  int x = 0, y = 0;
+  rasterize(panel, t % grid_x, t / grid_x, grid_x, grid_y, x, y);
+  return x;
+}
+__host__ __device__ constexpr int raster_y(int panel, int t, int grid_x, int grid_y) {
+  int x = 0, y = 0;
+  rasterize(panel, t % grid_x, t / grid_x, grid_x, grid_y, x, y);
+  return y;
+}
+
 // __syncthreads under the name generated code uses.
 __device__ inline void barrier() {
   block_sync();

@@ -96,6 +96,12 @@ struct JitOptions {
   // epilogue, no split-K or multicast clusters, and has not been timed against the template on
   // the H200 (docs/perf-notes.md). TESSEL_ENABLE=gemm_from_passes does the same.
   bool gemm_from_passes = false;
+  // Generic sm_90a kernels whose work is one TMA ring loop per output tile, with more tiles than
+  // SMs, run persistently: min(tiles, SMs) blocks each loop over their tiles, the producer
+  // loading the next tile while the consumers finish this one (persist_tiles). In practice only
+  // the gemm_from_passes kernel qualifies today. True launches one block per tile
+  // (TESSEL_DISABLE=persistent_tiles does the same).
+  bool disable_persistent_tiles = false;
   // A kernel whose fragments and local arrays hold more than 510 values per thread (twice the
   // 255 registers a thread can have), in one buffer or in all, is a CompileError naming the
   // buffer: ptxas would spill most of it to local memory, slowly and at length. True compiles it
@@ -110,6 +116,7 @@ struct JitOptions {
   bool keep_ir_stages = false;
   // Persistent kernels launch min(tiles, SMs) CTAs; a positive cap launches fewer (whole
   // clusters, at least one), so that each CTA loops over many tiles: for tests and debugging.
+  // (The Hopper GEMM's grid is capped at launch; persist_tiles' loop takes it at compile time.)
   int max_persistent_ctas = 0;
 };
 
@@ -128,7 +135,10 @@ struct KernelInfo {
   // on sm_90a when the Hopper GEMM was not taken, why.
   std::string path{};
   std::string hopper_declined{};
-  bool persistent = false;  // the grid is min(tiles * cluster_size, SMs), whole clusters
+  // The blocks loop over the tiles: the Hopper GEMM's grid is min(tiles * cluster_size, SMs),
+  // whole clusters, capped at launch; a generic kernel made persistent by persist_tiles has the
+  // grid min(tiles, SMs) fixed at compile time.
+  bool persistent = false;
   int cluster_size = 1;     // CTAs per thread-block cluster (split-K or multicast: 2)
   // What the Hopper pipeline passes decided for a generic kernel (empty / zero otherwise): one
   // line per TMA tensor map ("K_map: box [1, 128, 1, 64] of K, 128-byte swizzle") and per

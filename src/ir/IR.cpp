@@ -85,6 +85,8 @@ const char* for_kind_name(ForKind k) {
       return "parallel";
     case ForKind::Pipelined:
       return "pipelined";
+    case ForKind::Tiles:
+      return "tiles";
   }
   return "?";
 }

@@ -3,6 +3,7 @@
 #include "tessel/Jit.hpp"
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdlib>
 #include <mutex>
 #include <set>
@@ -156,6 +157,21 @@ std::set<std::string> features_named(const char* var, const std::set<std::string
   return out;
 }
 
+// TESSEL_MAX_PERSISTENT_CTAS=N: JitOptions::max_persistent_ctas for every jit that leaves it 0
+// (a fuzz batch or a benchmark with few blocks looping over many tiles); unset: 0.
+int max_persistent_ctas_from_env() {
+  const char* env = std::getenv("TESSEL_MAX_PERSISTENT_CTAS");
+  if (!env || !*env) return 0;
+  char* end = nullptr;
+  errno = 0;
+  const long v = std::strtol(env, &end, 10);
+  if (errno != 0 || *end != '\0' || v < 1 || v > 1 << 20)
+    TESSEL_USER_ERROR("jit", std::source_location(),
+                      "TESSEL_MAX_PERSISTENT_CTAS is '" << env << "'; legal: a whole number of blocks, 1 to "
+                                                        << (1 << 20) << " (unset: the SM count)");
+  return static_cast<int>(v);
+}
+
 // The line of the program's Kernel(...) call: where grid errors belong.
 std::source_location kernel_location(const ir::Stmt& body) {
   struct Find : ir::IRVisitor {
@@ -206,7 +222,8 @@ JitKernel jit(const PrimFunc& f, const JitOptions& options, std::source_location
   // program (the CLI's benchmarks, a user bisecting a wrong result).
   const std::set<std::string> disabled = features_named(
       "TESSEL_DISABLE", {"tma", "wgmma", "warp_specialization", "split_k", "tma_store", "multicast",
-                         "async_pipeline", "pingpong", "async_gemm", "row_staging", "async_span_copy"});
+                         "async_pipeline", "pingpong", "async_gemm", "row_staging", "async_span_copy",
+                         "persistent_tiles"});
   auto env_off = [&](const char* name) { return disabled.count(name) != 0; };
   // TESSEL_ENABLE turns opt-in features on from outside (benchmarks of a feature not on by default).
   const std::set<std::string> enabled =
@@ -230,7 +247,9 @@ JitKernel jit(const PrimFunc& f, const JitOptions& options, std::source_location
       !options.disable_async_span_copy && !env_off("async_span_copy"),
       options.realigned_span_reads || env_on("realigned_span_reads"),
       options.realigned_global_loads || env_on("realigned_global_loads"),
-      options.gemm_from_passes || env_on("gemm_from_passes")};
+      options.gemm_from_passes || env_on("gemm_from_passes"),
+      !options.disable_persistent_tiles && !env_off("persistent_tiles"),
+      options.max_persistent_ctas > 0 ? options.max_persistent_ctas : max_persistent_ctas_from_env()};
 
   int nparams = static_cast<int>(prog.params.size());
   for (std::size_t n = 0; n < options.out_idx.size(); ++n) {
@@ -321,7 +340,8 @@ JitKernel jit(const PrimFunc& f, const JitOptions& options, std::source_location
       : ctx.uses_wgmma
           ? std::string("sm90 wgmma block gemm (generic kernel)") + (tensor_cores ? " + mma.sync" : "") +
                 (!ctx.mbarriers.empty() ? ", TMA + mbarrier ring" : "") +
-                (ctx.launch_threads > 0 ? ", warp-specialized" : "") + (ctx.pingpong ? ", ping-pong" : "")
+                (ctx.launch_threads > 0 ? ", warp-specialized" : "") +
+                (ctx.tile_loop.applied ? ", persistent" : "") + (ctx.pingpong ? ", ping-pong" : "")
       : tensor_cores ? "mma.sync"
                      : "CUDA cores (no gemm)";
   impl->info.hopper_declined = hopper.why_not;
@@ -433,11 +453,13 @@ void JitKernel::launch(const std::vector<Tensor>& args, CUstream stream) const {
   }
   const auto& info = impl_->info;
   Dim3 grid = impl_->grid;
-  if (info.persistent) {
+  if (impl_->lowered.ctx.abi.grid_capped_at_launch) {
     // Whole clusters: the grid is a multiple of the cluster size (__cluster_dims__).
     const int cluster = std::max(1, info.cluster_size);
     int ctas = current_device().sm_count;
-    if (impl_->options.max_persistent_ctas > 0) ctas = std::min(ctas, impl_->options.max_persistent_ctas);
+    const int cap = impl_->options.max_persistent_ctas > 0 ? impl_->options.max_persistent_ctas
+                                                           : impl_->lowered.ctx.max_persistent_ctas;
+    if (cap > 0) ctas = std::min(ctas, cap);
     const int slots = std::max(cluster, ctas / cluster * cluster);
     grid.x = static_cast<unsigned>(std::min<std::int64_t>(grid.x, slots));
   }

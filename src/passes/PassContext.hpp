@@ -188,6 +188,8 @@ struct PassContext {
     bool realigned_span_reads = false;
     bool realigned_global_loads = false;
     bool gemm_from_passes = false;
+    bool allow_persistent_tiles = true;
+    int max_persistent_ctas = 0;
   };
   bool allow_tma = true, allow_wgmma = true, allow_warp_specialization = true;
   bool allow_split_k = true;
@@ -221,9 +223,24 @@ struct PassContext {
   // JitOptions::gemm_from_passes): select_hopper_gemm declines, and a Pipelined loop's sole gemm
   // takes wgmma when its loads can all be TMA loads (infer_layouts' MainLoopGemmScan).
   bool gemm_from_passes = false;
+  // persist_tiles: ring kernels with more tiles than SMs loop over their tiles in min(tiles, SMs)
+  // blocks (JitOptions::disable_persistent_tiles turns it off).
+  bool allow_persistent_tiles = true;
+  // JitOptions::max_persistent_ctas: persist_tiles launches at most this many blocks (0: the SMs).
+  int max_persistent_ctas = 0;
 
   // Set by select_hopper_gemm.
   HopperPlan hopper;
+  // Set by persist_tiles: the loop over a block's tiles (ForKind::Tiles), when it made one.
+  struct TileLoop {
+    bool applied = false;
+    ir::Var var;                  // the loop's variable: this block's tile count so far
+    std::int64_t tiles = 0;       // the author's grid, as tiles
+    std::int64_t blocks = 0;      // the launch: min(tiles, SMs); the loop's stride
+    int panel = 0;                // use_swizzle's panel order over the tiles (0: row-major)
+    std::string why_not;          // when not applied on sm_90a
+  };
+  TileLoop tile_loop;
   std::vector<TmaParam> tma_params;
 
   // Set by plan_pipelines: the mbarrier arrays of its rings.
@@ -334,8 +351,11 @@ struct PassContext {
     bool smem_realigned = false;
     std::int64_t dynamic_smem_bytes = 0;
     std::vector<ir::Expr> grid;  // blocks per dimension (the JIT needs them constant)
-    // The grid is min(tiles, SMs) in whole clusters; the CTAs loop over the tiles.
+    // The CTAs loop over the tiles: the Hopper GEMM's, whose grid the JIT caps at launch
+    // (grid_capped_at_launch: min(tiles, SMs) in whole clusters, JitOptions::max_persistent_ctas),
+    // or persist_tiles' loop, whose grid (its stride) is fixed here.
     bool persistent = false;
+    bool grid_capped_at_launch = false;
     // use_swizzle(panel): the block indices are remapped (tessel::rasterize) before any use;
     // 0: not.
     int raster_panel = 0;

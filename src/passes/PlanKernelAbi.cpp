@@ -48,7 +48,8 @@ Stmt plan_kernel_abi(const Stmt& body, PassContext& ctx) {
   abi.smem_alignment = hopper.selected ? 1024 : 128;
   abi.dynamic_smem_bytes = hopper.selected ? hopper.smem_bytes : ctx.smem_bytes;
   abi.grid = ctx.grid;
-  abi.persistent = hopper.selected;
+  abi.persistent = hopper.selected || ctx.tile_loop.applied;
+  abi.grid_capped_at_launch = hopper.selected;
   struct FindSwizzle : IRVisitor {
     int panel = 0;
     void visit_node(const SwizzleStmt* op) override { panel = op->panel_size; }

@@ -87,7 +87,10 @@ class PipelinePlanner : public IRMutator {
   Stmt mutate_node(const ForStmt* op, const Stmt& self) override {
     if (op->kind != ForKind::Pipelined) {
       ++loop_depth_;
+      const bool tiles = op->kind == ForKind::Tiles;
+      if (tiles) tile_loop_ = op;
       Stmt s = IRMutator::mutate_node(op, self);
+      if (tiles) tile_loop_ = nullptr;
       --loop_depth_;
       return s;
     }
@@ -202,6 +205,15 @@ class PipelinePlanner : public IRMutator {
   //   for k in [0, n):
   //     producer { if k+S-1 < n: wait(empty[st], ...); expect_tx(full[st]); tma(...) }
   //     ... wait(full[k%S], (k/S)&1); readers of the tile; warp_arrive(empty[k%S]) ...
+  // Inside a persistent kernel's tile loop (persist_tiles; i its variable, n the ring loop's
+  // constant trip count) the ring runs on across the block's tiles: iteration k of tile i is
+  // ring iteration it = i * n + k, its stage it % S and its phases (it / S) & 1, and the
+  // producer has no prologue -- it waits for every stage's release, the first S of the block
+  // included (they pass at once), so that specialize_warps' producer warps run ahead into the
+  // next tile as far as the ring's free stages allow:
+  //   for k in [0, n):
+  //     producer { wait(empty[it%S], ((it/S)&1)^1); expect_tx(full[it%S]); tma(tile k) }
+  //     ... wait(full[it%S], (it/S)&1); readers; warp_arrive(empty[it%S]) ...
   Stmt tma_ring(const ForStmt* op, const std::vector<Stmt>& producers, const std::vector<Stmt>& consumers) {
     const int S = op->num_stages;
     auto w = op->where;
@@ -245,13 +257,23 @@ class PipelinePlanner : public IRMutator {
     const Expr n = op->extent;
     const Var& k = op->var;
     const Expr Sx = make_int(S);
+    // The ring iteration of loop iteration `iter`: itself, or counted over a persistent block's
+    // tiles.
+    const bool persistent = tile_loop_ != nullptr;
+    if (persistent)
+      TESSEL_INTERNAL_CHECK(as_const_int(n).has_value(), "a persistent ring loop with a trip count "
+                                                             << to_string(n) << " that is not constant");
+    auto ring_iter = [&](const Expr& iter) {
+      return persistent ? make_binary(BinaryOp::Add, make_binary(BinaryOp::Mul, tile_loop_->var, n), iter) : iter;
+    };
     // The producer's work for iteration `iter` into stage `stage`.
     auto issue = [&](const Expr& iter, const Expr& stage, bool wait_empty) {
       std::vector<Stmt> out;
       for (const Tile& t : tiles) {
         if (wait_empty) {
           Expr parity = make_binary(
-              BinaryOp::Mod, make_binary(BinaryOp::Add, make_binary(BinaryOp::Div, iter, Sx), make_int(1)),
+              BinaryOp::Mod,
+              make_binary(BinaryOp::Add, make_binary(BinaryOp::Div, ring_iter(iter), Sx), make_int(1)),
               make_int(2));
           out.push_back(make_mbarrier(MbarrierOp::Wait, t.empty, stage, parity, w));
         }
@@ -268,17 +290,22 @@ class PipelinePlanner : public IRMutator {
       return make_seq(out, w);
     };
     Var s("s");
-    Stmt prologue =
-        make_producer(make_for(s, make_int(0), make_int(S - 1), ForKind::Unrolled, 0,
-                               make_if(make_binary(BinaryOp::LT, s, n), issue(s, s, false), Stmt(), w), w),
-                      w);
-    Expr next = make_binary(BinaryOp::Add, k, make_int(S - 1));
-    std::vector<Stmt> steady{
-        make_producer(make_if(make_binary(BinaryOp::LT, next, n),
-                              issue(next, make_binary(BinaryOp::Mod, next, Sx), true), Stmt(), w),
-                      w)};
-    const Expr stage = make_binary(BinaryOp::Mod, k, Sx);
-    const Expr parity = make_binary(BinaryOp::Mod, make_binary(BinaryOp::Div, k, Sx), make_int(2));
+    Stmt prologue;
+    std::vector<Stmt> steady;
+    if (persistent) {
+      steady.push_back(make_producer(issue(k, make_binary(BinaryOp::Mod, ring_iter(k), Sx), true), w));
+    } else {
+      prologue =
+          make_producer(make_for(s, make_int(0), make_int(S - 1), ForKind::Unrolled, 0,
+                                 make_if(make_binary(BinaryOp::LT, s, n), issue(s, s, false), Stmt(), w), w),
+                        w);
+      Expr next = make_binary(BinaryOp::Add, k, make_int(S - 1));
+      steady.push_back(make_producer(make_if(make_binary(BinaryOp::LT, next, n),
+                                             issue(next, make_binary(BinaryOp::Mod, next, Sx), true), Stmt(), w),
+                                     w));
+    }
+    const Expr stage = make_binary(BinaryOp::Mod, ring_iter(k), Sx);
+    const Expr parity = make_binary(BinaryOp::Mod, make_binary(BinaryOp::Div, ring_iter(k), Sx), make_int(2));
     std::vector<Stmt> body;
     for (const Stmt& c : consumers) body.push_back(StageRewriter(local, stage).mutate(c));
     // Each tile's wait before its first reader, its release after its last.
@@ -301,7 +328,7 @@ class PipelinePlanner : public IRMutator {
     }
     steady.insert(steady.end(), body.begin(), body.end());
     Stmt main = make_for(k, op->min, n, ForKind::Serial, 0, make_seq(steady, w), w);
-    return make_seq({prologue, main}, w);
+    return prologue.defined() ? make_seq({prologue, main}, w) : main;
   }
 
   static bool reads_buffer(const Stmt& s, const Buffer& b) {
@@ -325,6 +352,7 @@ class PipelinePlanner : public IRMutator {
 
   PassContext& ctx_;
   int loop_depth_ = 0;
+  const ForStmt* tile_loop_ = nullptr;  // the persistent kernel's loop over tiles, when inside it
 };
 
 // Replaces the declarations of staged buffers by their multi-buffered versions and checks

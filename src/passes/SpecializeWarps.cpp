@@ -11,7 +11,10 @@
 //             every ProducerStmt is a ring prologue at the kernel's top level or the first
 //             statement of a top-level Serial loop whose bounds read only block indices and
 //             constants (so the producer knows the trip count without the consumers), and the
-//             kernel's threads are whole warpgroups. Register budgets (setmaxnreg): a CTA owns
+//             kernel's threads are whole warpgroups. A persistent kernel's loop over tiles
+//             (persist_tiles) and the lets in it that bind the tile's block indices go to both
+//             roles, each keeping its own part of the loop's body: the producer then runs on
+//             into the next tile's loads while the consumers finish this one. Register budgets (setmaxnreg): a CTA owns
 //             the registers it launched with -- entry = 65536 / threads per thread, in steps of
 //             8, which ptxas allocates under __launch_bounds__(threads, 1) (the JIT checks) --
 //             and setmaxnreg.inc takes registers only from what setmaxnreg.dec gave back to the
@@ -56,6 +59,58 @@ bool only_reads(const Expr& e, const std::vector<Var>& allowed) {
   return c.ok;
 }
 
+// Splits `s` into the producer's part and the consumers' part (appended to the two lists);
+// false when producer work sits where a lone producer cannot follow. `known`: the variables
+// the producer may read in loop bounds (block indices, the tile loop's variable and lets).
+bool split(const Stmt& s, std::vector<Var>& known, std::vector<Stmt>& producer, std::vector<Stmt>& consumer) {
+  if (!contains_producer(s)) {
+    consumer.push_back(s);
+    return true;
+  }
+  if (const auto* p = s.as<ProducerStmt>()) {
+    producer.push_back(p->body);
+    return true;
+  }
+  if (const auto* seq = s.as<SeqStmt>()) {
+    for (const Stmt& c : seq->stmts)
+      if (!split(c, known, producer, consumer)) return false;
+    return true;
+  }
+  if (const auto* l = s.as<LetStmt>()) {
+    if (!only_reads(l->value, known)) return false;
+    known.push_back(l->var);
+    std::vector<Stmt> p, c;
+    const bool ok = split(l->body, known, p, c);
+    known.pop_back();
+    if (!ok) return false;
+    if (!p.empty()) producer.push_back(make_let(l->var, l->value, make_seq(p, l->where), l->where));
+    if (!c.empty()) consumer.push_back(make_let(l->var, l->value, make_seq(c, l->where), l->where));
+    return true;
+  }
+  const auto* f = s.as<ForStmt>();
+  if (!f || !only_reads(f->min, known) || !only_reads(f->extent, known)) return false;
+  if (f->kind == ForKind::Tiles) {
+    known.push_back(f->var);
+    std::vector<Stmt> p, c;
+    const bool ok = split(f->body, known, p, c);
+    known.pop_back();
+    if (!ok) return false;
+    producer.push_back(make_for(f->var, f->min, f->extent, ForKind::Tiles, 0, make_seq(p, f->where), f->where));
+    consumer.push_back(make_for(f->var, f->min, f->extent, ForKind::Tiles, 0, make_seq(c, f->where), f->where));
+    return true;
+  }
+  if (f->kind != ForKind::Serial) return false;
+  std::vector<Stmt> inner = flatten_seq(f->body);
+  const auto* first = inner.empty() ? nullptr : inner[0].as<ProducerStmt>();
+  if (!first) return false;
+  for (size_t i = 1; i < inner.size(); ++i)
+    if (contains_producer(inner[i])) return false;
+  producer.push_back(make_for(f->var, f->min, f->extent, ForKind::Serial, 0, first->body, f->where));
+  consumer.push_back(make_for(f->var, f->min, f->extent, ForKind::Serial, 0,
+                              make_seq(std::vector<Stmt>(inner.begin() + 1, inner.end()), f->where), f->where));
+  return true;
+}
+
 }  // namespace
 
 Stmt specialize_warps(const Stmt& body, PassContext& ctx) {
@@ -64,28 +119,14 @@ Stmt specialize_warps(const Stmt& body, PassContext& ctx) {
   if (!kernel || ctx.threads % 128 != 0) return body;
   std::vector<Stmt> top = flatten_seq(kernel->body);
   std::vector<Stmt> shared_decls, producer, consumer;
+  std::vector<Var> known = ctx.block_vars;
   for (const Stmt& s : top) {
     if (const auto* d = s.as<DeclBuffer>(); d && d->buffer->scope == Scope::Shared) {
       shared_decls.push_back(s);
     } else if (s.as<SwizzleStmt>()) {
       shared_decls.push_back(s);  // remaps the block indices both roles read
-    } else if (const auto* p = s.as<ProducerStmt>()) {
-      producer.push_back(p->body);
-    } else if (const auto* f = s.as<ForStmt>();
-               f && f->kind == ForKind::Serial && contains_producer(f->body)) {
-      std::vector<Stmt> inner = flatten_seq(f->body);
-      const auto* first = inner.empty() ? nullptr : inner[0].as<ProducerStmt>();
-      if (!first || !only_reads(f->min, ctx.block_vars) || !only_reads(f->extent, ctx.block_vars))
-        return body;
-      for (size_t i = 1; i < inner.size(); ++i)
-        if (contains_producer(inner[i])) return body;
-      producer.push_back(make_for(f->var, f->min, f->extent, ForKind::Serial, 0, first->body, f->where));
-      consumer.push_back(make_for(f->var, f->min, f->extent, ForKind::Serial, 0,
-                                  make_seq(std::vector<Stmt>(inner.begin() + 1, inner.end()), f->where),
-                                  f->where));
-    } else {
-      if (contains_producer(s)) return body;  // producer work somewhere a lone producer cannot follow
-      consumer.push_back(s);
+    } else if (!split(s, known, producer, consumer)) {
+      return body;  // producer work somewhere a lone producer cannot follow
     }
   }
   const bool one_warpgroup = ctx.threads == 128;

@@ -155,14 +155,16 @@ struct Layout {
 
 class Walker {
  public:
-  // The window of iterations long loops skip: [first, first + length), one for the block, set
-  // by the first long loop any agent meets (the producer is walked first).
+  // The window of iterations long loops skip: [first, first + length), one for the block per
+  // depth of protocol loops (a persistent kernel's tile loop, the ring loop inside it), set by
+  // the first long loop at that depth any agent meets (the producer is walked first).
   struct Window {
     bool set = false;
     std::int64_t first = 0, length = 0;
   };
-  Walker(const Layout& l, Evaluator ev, bool runs_producer, std::int64_t* use_counter, Window* window)
-      : layout_(l), ev_(std::move(ev)), runs_producer_(runs_producer), use_(use_counter), window_(window) {}
+  Walker(const Layout& l, Evaluator ev, bool runs_producer, std::int64_t* use_counter,
+         std::vector<Window>* windows)
+      : layout_(l), ev_(std::move(ev)), runs_producer_(runs_producer), use_(use_counter), windows_(windows) {}
   std::vector<Event> events;
   size_t gemms_in_flight() const { return groups_.size(); }
 
@@ -182,21 +184,28 @@ class Walker {
       // cost stays independent of the sequence length. Every agent skips the same iterations.
       // The window skipped is the same absolute range of the loop variable for every loop of
       // every agent (the producer's loop from 0, a rotated or split consumers' loop from 1 or
-      // from the split), set by the first long loop met.
+      // from the split), set by the first long loop met at its depth. A persistent kernel's ring
+      // loop (inside its tile loop) skips a multiple of the period of every tile's iterations,
+      // the tile loop a multiple of the period of tiles: a ring iteration i * n + k moves by
+      // multiples of the period either way.
       const std::int64_t end = *mn + *ext;
-      if (!window_->set && *ext > kLoopCap) {
-        window_->set = true;
-        window_->first = *mn + kLoopCap / 2;
-        window_->length = (*ext - kLoopCap) / layout_.period * layout_.period;
+      if (windows_->size() <= depth_) windows_->resize(depth_ + 1);
+      Window& window = (*windows_)[depth_];
+      if (!window.set && *ext > kLoopCap) {
+        window.set = true;
+        window.first = *mn + kLoopCap / 2;
+        window.length = (*ext - kLoopCap) / layout_.period * layout_.period;
       }
+      const Window here = window;
+      ++depth_;
       for (std::int64_t i = *mn; i < end; ++i) {
-        if (window_->set && i >= window_->first && i < window_->first + window_->length)
-          i = window_->first + window_->length;
+        if (here.set && i >= here.first && i < here.first + here.length) i = here.first + here.length;
         if (i >= end) break;
         ev_.env[f->var.get()] = i;
         ++*use_;
         walk(f->body);
       }
+      --depth_;
       ev_.env.erase(f->var.get());
     } else if (const auto* i = s.as<IfStmt>()) {
       if (!has_protocol(s) && !reads_tiles(s)) return;
@@ -331,7 +340,8 @@ class Walker {
   Evaluator ev_;
   bool runs_producer_;
   std::int64_t* use_;
-  Window* window_;
+  std::vector<Window>* windows_;
+  size_t depth_ = 0;  // protocol loops around the statement being walked
   std::map<std::pair<int, int>, std::int64_t> waits_;  // (tile, stage) -> `full` waits so far
 };
 
@@ -585,7 +595,7 @@ Stmt verify_pipelines(const Stmt& body, PassContext& ctx) {
   for (const auto& block : blocks) {
     std::vector<Agent> agents;
     std::int64_t uses = 0;
-    Walker::Window window;
+    std::vector<Walker::Window> windows;
     auto evaluator = [&](int warp) {
       Evaluator ev;
       for (size_t d = 0; d < ctx.block_vars.size(); ++d) ev.env[ctx.block_vars[d].get()] = block[d];
@@ -593,12 +603,12 @@ Stmt verify_pipelines(const Stmt& body, PassContext& ctx) {
       return ev;
     };
     if (roles) {
-      Walker producer(layout, evaluator(consumer_warps), true, &uses, &window);
+      Walker producer(layout, evaluator(consumer_warps), true, &uses, &windows);
       producer.walk(roles->producer);
       agents.push_back({"the producer", producer.events, 0, 1, {}});
     }
     for (int w = 0; w < consumer_warps; ++w) {
-      Walker walker(layout, evaluator(w), !roles && w == 0, &uses, &window);
+      Walker walker(layout, evaluator(w), !roles && w == 0, &uses, &windows);
       if (roles) {
         for (const Stmt& s : before) walker.walk(s);
         walker.walk(roles->consumer);

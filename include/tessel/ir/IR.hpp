@@ -298,7 +298,9 @@ struct SeqStmt : StmtNode {
 // Serial: an ordinary loop. Unrolled: fully unrolled. Parallel: an element-wise nest over a tile
 // (the frontend's T::Parallel), distributed over threads by lower_parallel_loops. Pipelined: a
 // loop whose global->shared copies plan_pipelines overlaps with compute over num_stages buffers.
-enum class ForKind : std::uint8_t { Serial, Unrolled, Parallel, Pipelined };
+// Tiles: a persistent kernel's loop over the output tiles of its block (persist_tiles; made by
+// the compiler, not by programs): run like Serial.
+enum class ForKind : std::uint8_t { Serial, Unrolled, Parallel, Pipelined, Tiles };
 const char* for_kind_name(ForKind k);
 
 struct ForStmt : StmtNode {

@@ -173,7 +173,8 @@ T::kernels::MatmulConfig tutorial_config(int bm, int bn, int bk, int stages, int
 TEST(HopperPipeline, TutorialGemmFromThePasses) {
   T::passes::PassContext::Switches passes;
   passes.gemm_from_passes = true;
-  auto f = T::kernels::matmul_program(4096, 4096, 4096, tutorial_config(128, 256, 64, 3, 256));
+  // 1024 x 2048: 8 x 8 = 64 tiles of 128 x 256, one wave: not persistent.
+  auto f = T::kernels::matmul_program(1024, 2048, 4096, tutorial_config(128, 256, 64, 3, 256));
   auto lowered = T::lower(f.ir(), sm90(), passes, true);
   EXPECT_FALSE(lowered.ctx.hopper.selected);
   EXPECT_TRUE(has(lowered.ctx.hopper.why_not, "gemm_from_passes")) << lowered.ctx.hopper.why_not;
@@ -185,6 +186,8 @@ TEST(HopperPipeline, TutorialGemmFromThePasses) {
   ASSERT_EQ(lowered.ctx.tma_params.size(), 2u);
   EXPECT_EQ(lowered.ctx.tma_params[0].box, (std::vector<int>{128, 64}));
   EXPECT_EQ(lowered.ctx.tma_params[1].box, (std::vector<int>{64, 64}));
+  EXPECT_FALSE(lowered.ctx.tile_loop.applied);
+  EXPECT_EQ(lowered.ctx.tile_loop.why_not, "the grid fits in one wave");
   // specialize_warps: a producer warpgroup, use_swizzle ahead of both roles.
   const std::string roles = stage_text(lowered, "specialize_warps");
   const size_t swizzle = roles.find("use_swizzle(8)"), split = roles.find("specialize(");
@@ -198,7 +201,7 @@ TEST(HopperPipeline, TutorialGemmFromThePasses) {
   EXPECT_TRUE(has(waits, "gemm_wait(pending=1)")) << waits;
   EXPECT_TRUE(has(waits, "gemm_wait(pending=0, fragment_2)")) << waits;
   EXPECT_EQ(lowered.ctx.async_gemms, 1);
-  // The kernel ABI: not the template's (no persistence, no cluster), rasterized by panel 8.
+  // The kernel ABI: one block per tile, rasterized by panel 8.
   EXPECT_FALSE(lowered.ctx.abi.persistent);
   EXPECT_EQ(lowered.ctx.abi.raster_panel, 8);
   EXPECT_EQ(lowered.ctx.abi.threads, 384);
@@ -210,6 +213,74 @@ TEST(HopperPipeline, TutorialGemmFromThePasses) {
   auto templ = T::lower(f.ir(), sm90(), true);
   EXPECT_TRUE(templ.ctx.hopper.selected);
   EXPECT_EQ(templ.ctx.abi.raster_panel, 0);  // the template rasterizes its own tiles
+}
+
+// persist_tiles: more tiles than SMs -> min(tiles, SMs) blocks loop over them; the ring's stages
+// and phases run on over a block's tiles, the producer has no prologue, and specialize_warps
+// gives each role its own copy of the tile loop.
+TEST(HopperPipeline, ManyTilesMakeTheRingKernelPersistent) {
+  T::passes::PassContext::Switches passes;
+  passes.gemm_from_passes = true;
+  // 4096 x 4096: 32 x 16 = 512 tiles over 132 SMs.
+  auto f = T::kernels::matmul_program(4096, 4096, 4096, tutorial_config(128, 256, 64, 3, 256));
+  auto lowered = T::lower(f.ir(), sm90(), passes, true);
+  ASSERT_TRUE(lowered.ctx.tile_loop.applied) << lowered.ctx.tile_loop.why_not;
+  EXPECT_EQ(lowered.ctx.tile_loop.tiles, 512);
+  EXPECT_EQ(lowered.ctx.tile_loop.blocks, 132);
+  const std::string tiles = stage_text(lowered, "persist_tiles");
+  EXPECT_TRUE(has(tiles, "kernel grid(132) threads(256) (pid)")) << tiles;
+  EXPECT_TRUE(has(tiles, "tiles tile_i in [0, 0 + (((512 - pid) + 131) / 132))")) << tiles;
+  EXPECT_TRUE(has(tiles, "let tile = (pid + (tile_i * 132))")) << tiles;
+  // use_swizzle(8) became the tiles' panel order.
+  EXPECT_TRUE(has(tiles, "let bx = tessel::raster_x(8, tile, 16, 32)")) << tiles;
+  EXPECT_TRUE(has(tiles, "let by = tessel::raster_y(8, tile, 16, 32)")) << tiles;
+  EXPECT_FALSE(has(tiles, "use_swizzle")) << tiles;
+  const std::string ring = stage_text(lowered, "plan_pipelines");
+  // No prologue: every iteration waits for its stage's release, counted over the block's tiles.
+  EXPECT_FALSE(has(ring, "unrolled s in")) << ring;
+  EXPECT_TRUE(has(ring, "mbarrier.wait(shared_0_empty[(((tile_i * 64) + ko) % 3)], "
+                        "parity=(((((tile_i * 64) + ko) / 3) + 1) % 2))"))
+      << ring;
+  EXPECT_TRUE(has(ring, "mbarrier.wait(shared_1_full[(((tile_i * 64) + ko) % 3)], "
+                        "parity=((((tile_i * 64) + ko) / 3) % 2))"))
+      << ring;
+  // Both roles loop over the tiles.
+  const std::string roles = stage_text(lowered, "specialize_warps");
+  const size_t producer = roles.find("producer:"), consumers = roles.find("consumers:");
+  ASSERT_NE(producer, std::string::npos) << roles;
+  ASSERT_NE(consumers, std::string::npos) << roles;
+  EXPECT_NE(roles.find("tiles tile_i", producer), std::string::npos) << roles;
+  EXPECT_NE(roles.find("tiles tile_i", consumers), std::string::npos) << roles;
+  EXPECT_LT(roles.find("tiles tile_i", producer), consumers) << roles;
+  EXPECT_TRUE(lowered.ctx.abi.persistent);
+  EXPECT_FALSE(lowered.ctx.abi.grid_capped_at_launch);
+  EXPECT_EQ(lowered.ctx.abi.raster_panel, 0);
+  ASSERT_EQ(lowered.ctx.abi.grid.size(), 1u);
+  EXPECT_TRUE(T::ir::is_const_int(lowered.ctx.abi.grid[0], 132));
+
+  // The SM count of the target, and JitOptions::max_persistent_ctas, set the blocks.
+  auto h100 = sm90();
+  h100.sm_count = 114;
+  EXPECT_EQ(T::lower(f.ir(), h100, passes).ctx.tile_loop.blocks, 114);
+  passes.max_persistent_ctas = 3;
+  auto few = T::lower(f.ir(), sm90(), passes, true);
+  EXPECT_EQ(few.ctx.tile_loop.blocks, 3);
+  EXPECT_TRUE(has(stage_text(few, "persist_tiles"), "tiles tile_i in [0, 0 + (((512 - pid) + 2) / 3))"))
+      << stage_text(few, "persist_tiles");
+  // The switch off: one block per tile.
+  passes.max_persistent_ctas = 0;
+  passes.allow_persistent_tiles = false;
+  auto off = T::lower(f.ir(), sm90(), passes);
+  EXPECT_FALSE(off.ctx.tile_loop.applied);
+  EXPECT_FALSE(off.ctx.abi.persistent);
+  EXPECT_EQ(T::ir::as_const_int(off.ctx.abi.grid[0]), 16);
+}
+
+TEST(HopperPipeline, PersistenceNeedsTheRingToBeAllTheKernelKeepsInSharedMemory) {
+  // Attention keeps Q in shared memory beside its ring: its blocks stay one tile each.
+  auto lowered = T::lower(attention(128, false).ir(), sm90());
+  EXPECT_FALSE(lowered.ctx.tile_loop.applied);
+  EXPECT_FALSE(lowered.ctx.tile_loop.why_not.empty());
 }
 
 TEST(HopperPipeline, TutorialGemmFromThePassesKeepsMmaSyncWhereTmaCannot) {

@@ -14,6 +14,7 @@
 #include "support/RegisterGemmPrograms.hpp"
 #include "tessel/ir/Mutator.hpp"
 #include "tessel/kernels/attention/FlashAttention.hpp"
+#include "tessel/kernels/gemm/Matmul.hpp"
 
 namespace {
 
@@ -113,6 +114,46 @@ TEST(PipelinePassVerifier, LongLoopsAreAcceptedForEveryTripCount) {
           EXPECT_EQ(verify_error(l.body, l.ctx), "<no error>") << "D " << D << (causal ? " causal" : "");
       }
   }
+}
+
+// The tutorial GEMM from the generic passes, persistent (persist_tiles): its ring counts stages
+// and phases over a block's tiles.
+T::LoweredFunc persistent_gemm(int M, int N, int K, int max_ctas) {
+  T::kernels::MatmulConfig c;
+  c.block_M = 128, c.block_N = 256, c.block_K = 64, c.num_stages = 3, c.threads = 256;
+  c.use_swizzle = true, c.panel_size = 8;
+  T::passes::PassContext::Switches s;
+  s.gemm_from_passes = true;
+  s.max_persistent_ctas = max_ctas;
+  return T::lower_until(T::kernels::matmul_program(M, N, K, c).ir(), T::test::sm90(), "place_gemm_waits", s);
+}
+
+TEST(PipelinePassVerifier, PersistentRingsAreAcceptedForEveryBlockCount) {
+  for (int ctas : {0, 1, 3, 7, 131})
+    for (auto [M, N, K] : {std::tuple{4096, 4096, 4096}, std::tuple{4000, 4104, 1000}, std::tuple{2100, 8200, 200}}) {
+      SCOPED_TRACE(std::to_string(M) + "x" + std::to_string(N) + "x" + std::to_string(K) + " blocks " +
+                   std::to_string(ctas));
+      auto l = persistent_gemm(M, N, K, ctas);
+      ASSERT_TRUE(l.ctx.tile_loop.applied) << l.ctx.tile_loop.why_not;
+      EXPECT_EQ(verify_error(l.body, l.ctx), "<no error>");
+    }
+}
+
+TEST(PipelinePassVerifier, APersistentProducerThatRestartsItsRingEachTile) {
+  // The producer counts A's ring iterations from 0 again at every tile (tile_i dropped), while
+  // the consumers count on: its waits for the stages' releases no longer match their phases.
+  auto l = persistent_gemm(4096, 4096, 4096, 3);
+  ASSERT_TRUE(l.ctx.tile_loop.applied);
+  const Var tile_i = l.ctx.tile_loop.var;
+  Edit restart([](const Stmt& s) { return is_mbarrier(s, MbarrierOp::Wait, "shared_0_empty"); },
+               [&](const Stmt& s) { return substitute(s, {{tile_i, make_int(0)}}); });
+  Stmt bad = restart.mutate(l.body);
+  ASSERT_EQ(restart.edits, 1);
+  const std::string e = verify_error(bad, l.ctx);
+  EXPECT_NE(e.find("verify_pipelines: matmul at block (0)"), std::string::npos) << e;
+  EXPECT_TRUE(e.find("deadlock") != std::string::npos ||
+              e.find("the stage was refilled while it was still being read") != std::string::npos)
+      << e;
 }
 
 TEST(PipelinePassVerifier, ADroppedReleaseDeadlocks) {

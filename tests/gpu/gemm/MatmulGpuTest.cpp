@@ -311,8 +311,30 @@ TEST_P(GemmFromPassesShapes, MatchesReference) {
   auto k = tessel::kernels::make_matmul(c.M, c.N, c.K, cfg, o);
   const bool tma_legal = c.K % 8 == 0 && c.N % 8 == 0;
   EXPECT_EQ(k.info().path.find("TMA + mbarrier ring") != std::string::npos, tma_legal) << k.info().path;
-  EXPECT_FALSE(k.info().persistent);
+  // More tiles than SMs: persistent (persist_tiles), the blocks looping over the tiles.
+  const std::int64_t tiles = ((c.M + cfg.block_M - 1) / cfg.block_M) * ((c.N + cfg.block_N - 1) / cfg.block_N);
+  EXPECT_EQ(k.info().persistent, tma_legal && tiles > tessel::current_device().sm_count) << k.info().path;
   run_case(c, dtype, o);
+}
+
+// The persistent kernel with few blocks, each looping over many tiles (their ring phases run on
+// across tiles), and with persistence off.
+TEST(GemmFromPassesPersistent, FewBlocksLoopOverManyTiles) {
+  TESSEL_REQUIRE_GPU();
+  if (tessel::current_device().arch() != "sm_90a") GTEST_SKIP() << "SKIPPED: not an sm_90a GPU";
+  for (int ctas : {1, 3, 7, 0})
+    for (DType dtype : {DType::f16, DType::bf16}) {
+      tessel::JitOptions o;
+      o.gemm_from_passes = true;
+      o.max_persistent_ctas = ctas;
+      o.disable_persistent_tiles = ctas == 0;
+      SCOPED_TRACE("max_persistent_ctas " + std::to_string(ctas));
+      const Case c{1000, 2056, 520, hopper(128, 128, 3, 256, 4)};
+      MatmulConfig cfg = c.cfg;
+      cfg.dtype = dtype;
+      EXPECT_EQ(tessel::kernels::make_matmul(c.M, c.N, c.K, cfg, o).info().persistent, ctas != 0);
+      run_case(c, dtype, o);
+    }
 }
 
 INSTANTIATE_TEST_SUITE_P(

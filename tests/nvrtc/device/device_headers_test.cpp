@@ -337,6 +337,14 @@ static_assert(x_of(4, 0) == 0 && y_of(4, 0) == 1, "fifth block: next row of pane
 static_assert(x_of(4, 2) == 4 && y_of(4, 2) == 0, "block 24: first of panel 1");
 static_assert(x_of(8, 4) == 8 && y_of(8, 4) == 0 && x_of(9, 4) == 9 && x_of(0, 5) == 8 &&
               y_of(0, 5) == 1, "last panel is 2 wide");
+// raster_x / raster_y (a persistent kernel's tile t) are rasterize of t's launch-order (x, y).
+HD constexpr bool raster_xy_agree() {
+  for (int t = 0; t < 60; ++t)
+    if (tessel::raster_x(4, t, 10, 6) != x_of(t % 10, t / 10) || tessel::raster_y(4, t, 10, 6) != y_of(t % 10, t / 10))
+      return false;
+  return true;
+}
+static_assert(raster_xy_agree(), "raster_x / raster_y follow rasterize");
 )cuda";
 
 TEST(DeviceBlock, RasterizeIsABijection) {

@@ -8,14 +8,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) matmul_kernel(tessel::half_
   extern __shared__ __align__(1024) unsigned char tessel_smem_raw[];
   unsigned char* tessel_smem = tessel::align_shared_1024(tessel_smem_raw);
   const int tx = threadIdx.x;
-  int bx = blockIdx.x;
-  int by = blockIdx.y;
-  {  // use_swizzle(8): visit tiles in panels for L2 reuse
-    int rx, ry;
-    tessel::rasterize(8, bx, by, gridDim.x, gridDim.y, rx, ry);
-    bx = rx;
-    by = ry;
-  }
+  int pid = blockIdx.x;
   long long* shared_0_full = reinterpret_cast<long long*>(tessel_smem + 0);  // i64[3], tessel::RowMajorLayout<1, 3>
   long long* shared_0_empty = reinterpret_cast<long long*>(tessel_smem + 128);  // i64[3], tessel::RowMajorLayout<1, 3>
   long long* shared_1_full = reinterpret_cast<long long*>(tessel_smem + 256);  // i64[3], tessel::RowMajorLayout<1, 3>
@@ -45,49 +38,60 @@ extern "C" __global__ void __launch_bounds__(384, 1) matmul_kernel(tessel::half_
   if (threadIdx.x >= 256) {  // producer warpgroup
     tessel::setmaxnreg_dec<24>();
     if (threadIdx.x == 256) {
-      #pragma unroll
-      for (int s = 0; s < 2; ++s) {
-        if ((s < 65)) {
-          tessel::mbarrier_arrive_expect_tx(tessel::smem_address(shared_0_full + s), 16384);
-          tessel::tma_load_tile<2, 1, 64, 16384>(shared_0 + ((((long long)(s)) * 128LL) * 64LL), &A_map, shared_0_full + s, (s * 64), (by * 128));
-          tessel::mbarrier_arrive_expect_tx(tessel::smem_address(shared_1_full + s), 32768);
-          tessel::tma_load_tile<2, 4, 64, 8192>(shared_1 + ((((long long)(s)) * 64LL) * 256LL), &B_map, shared_1_full + s, (bx * 256), (s * 64));
-        }
-      }
-      for (int ko = 0; ko < 65; ++ko) {
-        if (((ko + 2) < 65)) {
-          tessel::mbarrier_wait_parity(tessel::smem_address(shared_0_empty + ((ko + 2) % 3)), ((((ko + 2) / 3) + 1) % 2));
-          tessel::mbarrier_arrive_expect_tx(tessel::smem_address(shared_0_full + ((ko + 2) % 3)), 16384);
-          tessel::tma_load_tile<2, 1, 64, 16384>(shared_0 + ((((long long)(((ko + 2) % 3))) * 128LL) * 64LL), &A_map, shared_0_full + ((ko + 2) % 3), ((ko + 2) * 64), (by * 128));
-          tessel::mbarrier_wait_parity(tessel::smem_address(shared_1_empty + ((ko + 2) % 3)), ((((ko + 2) / 3) + 1) % 2));
-          tessel::mbarrier_arrive_expect_tx(tessel::smem_address(shared_1_full + ((ko + 2) % 3)), 32768);
-          tessel::tma_load_tile<2, 4, 64, 8192>(shared_1 + ((((long long)(((ko + 2) % 3))) * 64LL) * 256LL), &B_map, shared_1_full + ((ko + 2) % 3), (bx * 256), ((ko + 2) * 64));
+      for (int tile_i = 0; tile_i < (((512 - pid) + 131) / 132); ++tile_i) {
+        {
+          const int tile = (pid + (tile_i * 132));
+          {
+            const int bx = tessel::raster_x(8, tile, 16, 32);
+            {
+              const int by = tessel::raster_y(8, tile, 16, 32);
+              for (int ko = 0; ko < 65; ++ko) {
+                tessel::mbarrier_wait_parity(tessel::smem_address(shared_0_empty + (((tile_i * 65) + ko) % 3)), (((((tile_i * 65) + ko) / 3) + 1) % 2));
+                tessel::mbarrier_arrive_expect_tx(tessel::smem_address(shared_0_full + (((tile_i * 65) + ko) % 3)), 16384);
+                tessel::tma_load_tile<2, 1, 64, 16384>(shared_0 + ((((long long)((((tile_i * 65) + ko) % 3))) * 128LL) * 64LL), &A_map, shared_0_full + (((tile_i * 65) + ko) % 3), (ko * 64), (by * 128));
+                tessel::mbarrier_wait_parity(tessel::smem_address(shared_1_empty + (((tile_i * 65) + ko) % 3)), (((((tile_i * 65) + ko) / 3) + 1) % 2));
+                tessel::mbarrier_arrive_expect_tx(tessel::smem_address(shared_1_full + (((tile_i * 65) + ko) % 3)), 32768);
+                tessel::tma_load_tile<2, 4, 64, 8192>(shared_1 + ((((long long)((((tile_i * 65) + ko) % 3))) * 64LL) * 256LL), &B_map, shared_1_full + (((tile_i * 65) + ko) % 3), (bx * 256), (ko * 64));
+              }
+            }
+          }
         }
       }
     }
   } else {  // consumer warpgroups
     tessel::setmaxnreg_inc<240>();
-    __align__(16) float fragment_2[128];
-    #pragma unroll
-    for (int l = 0; l < 128; ++l) {
-      fragment_2[l] = 0.0f;
-    }
-    for (int ko = 0; ko < 65; ++ko) {
-      tessel::mbarrier_wait_parity(tessel::smem_address(shared_0_full + (ko % 3)), ((ko / 3) % 2));
-      tessel::mbarrier_wait_parity(tessel::smem_address(shared_1_full + (ko % 3)), ((ko / 3) % 2));
-      tessel::WarpgroupGemm<tessel::half_t, 128, 256, 64, 2, false, false, tessel::WgmmaSwizzleLayout<128, 64, 2, 128>, tessel::WgmmaSwizzleLayout<64, 256, 2, 128>>::run_async(shared_0 + ((((long long)((ko % 3))) * 128LL) * 64LL), shared_1 + ((((long long)((ko % 3))) * 64LL) * 256LL), fragment_2);
-      tessel::wgmma_wait<1>();
-      if ((ko > 0)) {
-        tessel::mbarrier_warp_arrive(shared_1_empty + ((ko - 1) % 3));
+    for (int tile_i = 0; tile_i < (((512 - pid) + 131) / 132); ++tile_i) {
+      {
+        const int tile = (pid + (tile_i * 132));
+        {
+          const int bx = tessel::raster_x(8, tile, 16, 32);
+          {
+            const int by = tessel::raster_y(8, tile, 16, 32);
+            __align__(16) float fragment_2[128];
+            #pragma unroll
+            for (int l = 0; l < 128; ++l) {
+              fragment_2[l] = 0.0f;
+            }
+            for (int ko = 0; ko < 65; ++ko) {
+              tessel::mbarrier_wait_parity(tessel::smem_address(shared_0_full + (((tile_i * 65) + ko) % 3)), ((((tile_i * 65) + ko) / 3) % 2));
+              tessel::mbarrier_wait_parity(tessel::smem_address(shared_1_full + (((tile_i * 65) + ko) % 3)), ((((tile_i * 65) + ko) / 3) % 2));
+              tessel::WarpgroupGemm<tessel::half_t, 128, 256, 64, 2, false, false, tessel::WgmmaSwizzleLayout<128, 64, 2, 128>, tessel::WgmmaSwizzleLayout<64, 256, 2, 128>>::run_async(shared_0 + ((((long long)((((tile_i * 65) + ko) % 3))) * 128LL) * 64LL), shared_1 + ((((long long)((((tile_i * 65) + ko) % 3))) * 64LL) * 256LL), fragment_2);
+              tessel::wgmma_wait<1>();
+              if ((ko > 0)) {
+                tessel::mbarrier_warp_arrive(shared_1_empty + (((tile_i * 65) + (ko - 1)) % 3));
+              }
+              if ((ko > 0)) {
+                tessel::mbarrier_warp_arrive(shared_0_empty + (((tile_i * 65) + (ko - 1)) % 3));
+              }
+            }
+            tessel::wgmma_wait<0>();
+            tessel::wgmma_fence_operand(fragment_2);
+            tessel::mbarrier_warp_arrive(shared_1_empty + (((tile_i * 65) + 64) % 3));
+            tessel::mbarrier_warp_arrive(shared_0_empty + (((tile_i * 65) + 64) % 3));
+            tessel::store_accumulators<tessel::half_t, tessel::WarpgroupGemm<tessel::half_t, 128, 256, 64, 2, false, false, tessel::WgmmaSwizzleLayout<128, 64, 2, 128>, tessel::WgmmaSwizzleLayout<64, 256, 2, 128>>, true>(fragment_2, C + ((((long long)((by * 128))) * 4096LL) + ((long long)((bx * 256)))), 4096LL, (4000 - (by * 128)), (4096 - (bx * 256)));
+          }
+        }
       }
-      if ((ko > 0)) {
-        tessel::mbarrier_warp_arrive(shared_0_empty + ((ko - 1) % 3));
-      }
     }
-    tessel::wgmma_wait<0>();
-    tessel::wgmma_fence_operand(fragment_2);
-    tessel::mbarrier_warp_arrive(shared_1_empty + 1);
-    tessel::mbarrier_warp_arrive(shared_0_empty + 1);
-    tessel::store_accumulators<tessel::half_t, tessel::WarpgroupGemm<tessel::half_t, 128, 256, 64, 2, false, false, tessel::WgmmaSwizzleLayout<128, 64, 2, 128>, tessel::WgmmaSwizzleLayout<64, 256, 2, 128>>, true>(fragment_2, C + ((((long long)((by * 128))) * 4096LL) + ((long long)((bx * 256)))), 4096LL, (4000 - (by * 128)), (4096 - (bx * 256)));
   }
 }

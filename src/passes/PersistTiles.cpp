@@ -1,0 +1,163 @@
+// persist_tiles
+//   Does:     on sm_90a, makes a kernel whose work is one TMA ring loop per output tile
+//             persistent: it launches P = min(tiles, SMs) blocks, and block `pid` computes tiles
+//             pid, pid + P, pid + 2P, ... in a `tiles` loop,
+//               kernel grid(P) (pid) {
+//                 <shared declarations>
+//                 tiles i in [0, ceildiv(T - pid, P)) {
+//                   let t = pid + i * P; let bx = ..., by = ..., bz = ...   (the author's block
+//                   <the rest of the body>                                 indices of tile t)
+//                 }
+//               }
+//             so that, once specialize_warps gives the ring's loads their own warps, the
+//             producer runs on into the next tile's loads while the consumers finish this one
+//             (its epilogue, its last gemms): plan_pipelines counts the ring's stages and phases
+//             over the tiles of a block (iteration i * n + k) instead of restarting them. The
+//             tile order is the grid's, row-major (x fastest); use_swizzle(panel) becomes the
+//             same panel order over the tiles (tessel::raster_x / raster_y, block.cuh) instead of
+//             a remap of blockIdx. Applies when all of these hold, else the IR is unchanged:
+//               - the Hopper switches and async_pipeline and persistent_tiles are on, and the
+//                 kernel's threads are whole warpgroups (specialize_warps will split the roles:
+//                 without a producer of its own, a block would not overlap anything);
+//               - the grid's extents are constants, more tiles than SMs (a single wave gains
+//                 nothing), and no more than 2^31 - 1 of them;
+//               - exactly one top-level statement is a Pipelined loop, from 0 to a constant,
+//                 whose loads are all TMA loads (plan_tma_copies made it a ring), and nothing else
+//                 holds a loop with TMA loads;
+//               - every shared buffer is one of that loop's TMA destinations, and no fragment
+//                 keeps a tail in shared memory: nothing else in shared memory would need ordering
+//                 between one tile's readers and the next tile's writers.
+//             P is the target's SM count (132 when unknown, the H200's; at most
+//             JitOptions::max_persistent_ctas when that is set); the grid is that
+//             constant, so the JIT launches exactly P blocks and the loop's stride is known to
+//             every pass after this one (verify_pipelines evaluates it).
+//   Requires: plan_tma_copies (the ring's loads are TmaLoadStmts); verify_program (ctx.grid,
+//             ctx.block_vars).
+//   Ensures:  when applied: ctx.grid = {P}, ctx.block_vars = {pid}, ctx.tile_loop describes the
+//             loop; no SwizzleStmt is left (its panel is in the tile coordinates).
+#include <algorithm>
+
+#include "passes/PassUtil.hpp"
+#include "passes/Passes.hpp"
+#include "tessel/ir/Mutator.hpp"
+
+namespace tessel::passes {
+
+using namespace ir;
+
+namespace {
+
+constexpr int kDefaultSms = 132;  // the H200's, when the target does not say
+
+bool holds_tma_load(const Stmt& s) {
+  struct Finder : IRVisitor {
+    bool found = false;
+    void visit_node(const TmaLoadStmt*) override { found = true; }
+  } f;
+  f.visit(s);
+  return f.found;
+}
+
+// Why the kernel cannot be made persistent; empty when it can.
+std::string why_not(const KernelStmt& k, const PassContext& ctx, std::int64_t sms, std::int64_t& tiles) {
+  if (k.threads % 128 != 0) return "the kernel's threads are not whole warpgroups";
+  tiles = 1;
+  for (const Expr& g : k.grid) {
+    auto v = as_const_int(g);
+    if (!v) return "the grid is not constant";
+    tiles *= *v;
+  }
+  if (tiles <= sms) return "the grid fits in one wave";
+  if (tiles > 0x7fffffff) return "more than 2^31 - 1 tiles";
+  const ForStmt* ring = nullptr;
+  std::vector<int> tma_tiles;
+  for (const Stmt& s : flatten_seq(k.body)) {
+    const auto* f = s.as<ForStmt>();
+    if (f && f->kind == ForKind::Pipelined && holds_tma_load(f->body)) {
+      if (ring) return "two ring loops";
+      ring = f;
+      for (const Stmt& b : flatten_seq(f->body))
+        if (const auto* t = b.as<TmaLoadStmt>()) tma_tiles.push_back(t->dst.buffer->id);
+        else if (holds_tma_load(b)) return "a TMA load nested in the ring loop's statements";
+      continue;
+    }
+    if (holds_tma_load(s)) return "a TMA load outside the ring loop";
+  }
+  if (!ring) return "no ring loop";
+  if (!is_const_int(ring->min, 0) || !as_const_int(ring->extent)) return "the ring loop's bounds are not constant";
+  struct Shared : IRVisitor {
+    std::vector<Buffer> buffers;
+    bool tails = false;
+    void visit_node(const DeclBuffer* op) override {
+      if (op->buffer->scope == Scope::Shared) buffers.push_back(op->buffer);
+      if (op->buffer->scope == Scope::Fragment && op->buffer->shared_tail > 0) tails = true;
+    }
+  } shared;
+  shared.visit(k.body);
+  if (shared.tails) return "a fragment keeps a tail in shared memory";
+  for (const Buffer& b : shared.buffers)
+    if (std::find(tma_tiles.begin(), tma_tiles.end(), b->id) == tma_tiles.end())
+      return "shared buffer " + b->name + " is not a ring tile";
+  (void)ctx;
+  return "";
+}
+
+}  // namespace
+
+Stmt persist_tiles(const Stmt& body, PassContext& ctx) {
+  if (ctx.target.sm != 90 || !ctx.allow_tma || !ctx.allow_wgmma || !ctx.allow_warp_specialization ||
+      !ctx.allow_async_pipeline || !ctx.allow_persistent_tiles || ctx.hopper.selected)
+    return body;
+  const auto* k = body.as<KernelStmt>();
+  if (!k) return body;
+  std::int64_t sms = ctx.target.sm_count > 0 ? ctx.target.sm_count : kDefaultSms;
+  if (ctx.max_persistent_ctas > 0) sms = std::min<std::int64_t>(sms, ctx.max_persistent_ctas);
+  std::int64_t tiles = 0;
+  if (std::string why = why_not(*k, ctx, sms, tiles); !why.empty()) {
+    ctx.tile_loop.why_not = why;
+    return body;
+  }
+  const auto w = k->where;
+  const std::int64_t P = std::min(tiles, sms);
+  std::vector<Stmt> decls, rest;
+  int panel = 0;
+  for (const Stmt& s : flatten_seq(k->body)) {
+    if (const auto* d = s.as<DeclBuffer>(); d && d->buffer->scope == Scope::Shared)
+      decls.push_back(s);
+    else if (const auto* sw = s.as<SwizzleStmt>())
+      panel = sw->panel_size;
+    else
+      rest.push_back(s);
+  }
+  Var pid("pid"), i("tile_i"), t("tile");
+  // The author's block indices of tile t: x fastest (or the use_swizzle panel order on a 2-D
+  // grid), then y, then z.
+  std::vector<std::int64_t> g;
+  for (const Expr& e : k->grid) g.push_back(*as_const_int(e));
+  Stmt inner = make_seq(rest, w);
+  const std::vector<Var>& bv = k->block_vars;
+  if (bv.size() == 1) {
+    inner = make_let(bv[0], t, inner, w);
+  } else if (bv.size() == 2 && panel > 0 && panel < g[0]) {
+    std::vector<Expr> args{make_int(panel), t, make_int(g[0]), make_int(g[1])};
+    inner = make_let(bv[1], make_call("tessel::raster_y", args, DType::i32), inner, w);
+    inner = make_let(bv[0], make_call("tessel::raster_x", args, DType::i32), inner, w);
+  } else {
+    const Expr plane = make_int(g[0] * g[1]);
+    if (bv.size() == 3)
+      inner = make_let(bv[2], make_binary(BinaryOp::Div, t, plane), inner, w);
+    const Expr in_plane = bv.size() == 3 ? make_binary(BinaryOp::Mod, t, plane) : t;
+    inner = make_let(bv[1], make_binary(BinaryOp::Div, in_plane, make_int(g[0])), inner, w);
+    inner = make_let(bv[0], make_binary(BinaryOp::Mod, in_plane, make_int(g[0])), inner, w);
+  }
+  inner = make_let(t, add(pid, mul(i, make_int(P))), inner, w);
+  // ceildiv(T - pid, P) = (T - pid + P - 1) / P: the tiles pid, pid + P, ... below T.
+  const Expr trips = make_binary(BinaryOp::Div, add(sub(make_int(tiles), pid), make_int(P - 1)), make_int(P));
+  decls.push_back(make_for(i, make_int(0), trips, ForKind::Tiles, 0, inner, w));
+  ctx.grid = {make_int(P)};
+  ctx.block_vars = {pid};
+  ctx.tile_loop = {true, i, tiles, P, panel, ""};
+  return make_kernel({make_int(P)}, k->threads, {pid}, make_seq(decls, w), w);
+}
+
+}  // namespace tessel::passes
