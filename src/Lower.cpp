@@ -59,6 +59,10 @@ const PassEntry kPasses[] = {
     // Pipelining works on tile ops (it moves whole copies between iterations), so it runs
     // before they are lowered; it multi-buffers shared tiles, so after layouts are known.
     {"plan_pipelines", passes::plan_pipelines},
+    // The TMA-store epilogue needs the accumulators' wgmma layouts and the rings' final sizes
+    // (its staging tile must fit beside them), and comes before specialize_warps, which moves
+    // its kernel-end drain into the consumers with the rest of their work.
+    {"plan_tma_stores", passes::plan_tma_stores},
     // Once every block barrier that hands over shared writes exists (the two passes above),
     // wgmma kernels fence each for the async proxy; before place_gemm_waits, which drains
     // in-flight gemms at barriers and passes the fence through.

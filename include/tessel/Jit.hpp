@@ -41,7 +41,8 @@ struct JitOptions {
   // too few tiles to fill the GPU (TESSEL_DISABLE=split_k does the same).
   bool disable_split_k = false;
   // The sm_90a GEMM stores 16-bit outputs through shared memory and TMA when the staging tile
-  // fits beside the ring (TESSEL_DISABLE=tma_store does the same).
+  // fits beside the ring, and so do generic kernels storing a wgmma accumulator tile
+  // (plan_tma_stores); true keeps their register stores (TESSEL_DISABLE=tma_store does the same).
   bool disable_tma_store = false;
   // The sm_90a GEMM honours the program's use_cluster hint by loading the operand tiles a
   // 2-CTA cluster shares once and multicasting them (TESSEL_DISABLE=multicast ignores the hint).
@@ -92,9 +93,10 @@ struct JitOptions {
   // The tutorial GEMM (and any kernel shaped like it) compiled by the generic sm_90a passes --
   // TMA loads into an mbarrier ring, a producer warpgroup, wgmma issued asynchronously with
   // placed waits -- instead of the hand-written warp-specialized kernel select_hopper_gemm
-  // swaps in. Off by default: the passes' kernel is not yet persistent, has no TMA-store
-  // epilogue, no split-K or multicast clusters, and has not been timed against the template on
-  // the H200 (docs/perf-notes.md). TESSEL_ENABLE=gemm_from_passes does the same.
+  // swaps in: persistent (persist_tiles) with a TMA-store epilogue where its staging tile fits
+  // (plan_tma_stores). Off by default: it has no split-K or multicast clusters yet, and has not
+  // been timed against the template on the H200 (docs/perf-notes.md; `tessel bench gemm
+  // --compare-passes`). TESSEL_ENABLE=gemm_from_passes does the same.
   bool gemm_from_passes = false;
   // Generic sm_90a kernels whose work is one TMA ring loop per output tile, with more tiles than
   // SMs, run persistently: min(tiles, SMs) blocks each loop over their tiles, the producer

@@ -80,6 +80,18 @@ class CopyLowering {
                                     {i64(m->ld), Buffer(), Expr()},
                                     {m->rows_valid, Buffer(), Expr()},
                                     {m->cols_valid, Buffer(), Expr()}};
+    // Through a staging tile and TMA stores when plan_tma_stores chose it for this copy.
+    for (const PassContext::TmaStorePlan& p : ctx_.tma_stores) {
+      if (p.fragment != op->src.buffer->id || p.tensor != g->id) continue;
+      std::vector<DeviceCallArg> tma{{Expr(), ctx_.registers_of(op->src.buffer), Expr()},
+                                     {Expr(), p.staging, Expr()},
+                                     {make_call("address_of", {p.map}, DType::i64), Buffer(), Expr()},
+                                     {m->row_start, Buffer(), Expr()},
+                                     {m->col_start, Buffer(), Expr()}};
+      return make_device_call("tessel::store_accumulators_tma",
+                              {dtype_cuda(g->dtype), l.gemm.device_type(), dtype_cuda(op->src.buffer->dtype)}, tma,
+                              w);
+    }
     // Through shared memory when the drained ring of the gemm's main loop can hold the tile:
     // whole 16-byte rows go out instead of 4-byte pairs.
     auto scratch = ctx_.epilogue_scratch.find(op->src.buffer->id);

@@ -243,6 +243,15 @@ struct PassContext {
   TileLoop tile_loop;
   std::vector<TmaParam> tma_params;
 
+  // Set by plan_tma_stores: copies of a wgmma accumulator (fragment id) to a global tensor
+  // (tensor id) that go through `staging` and TMA stores with tensor map `map`.
+  struct TmaStorePlan {
+    int fragment = -1, tensor = -1;
+    ir::Buffer staging;
+    ir::Var map;
+  };
+  std::vector<TmaStorePlan> tma_stores;
+
   // Set by plan_pipelines: the mbarrier arrays of its rings.
   std::vector<MbarrierArray> mbarriers;
   // Set by specialize_warps: threads the kernel launches (consumers plus the producer

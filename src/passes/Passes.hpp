@@ -14,6 +14,7 @@ ir::Stmt verify_hopper_pipeline(const ir::Stmt& body, PassContext& ctx);
 ir::Stmt infer_layouts(const ir::Stmt& body, PassContext& ctx);
 ir::Stmt plan_tma_copies(const ir::Stmt& body, PassContext& ctx);
 ir::Stmt persist_tiles(const ir::Stmt& body, PassContext& ctx);
+ir::Stmt plan_tma_stores(const ir::Stmt& body, PassContext& ctx);
 // The TMA box (and swizzle) that loads copy `c`'s global tile into a shared tile laid out as
 // `dst`, or nullopt when no TMA load can (plan_tma_copies' rules; infer_layouts asks it ahead
 // of time, with the wgmma layout a tile would take). The result's map variable is unset.

@@ -26,6 +26,7 @@ Stmt plan_kernel_abi(const Stmt& body, PassContext& ctx) {
   if (hopper.selected) abi.headers.push_back("tessel/hopper_gemm.cuh");
   if (ctx.uses_wgmma) abi.headers.push_back("tessel/warpgroup_gemm.cuh");
   if (!ctx.mbarriers.empty()) abi.headers.push_back("tessel/pipeline.cuh");
+  if (!ctx.tma_stores.empty()) abi.headers.push_back("tessel/tma_epilogue.cuh");
   // A warp-specialized kernel's block-wide device code synchronizes its consumers only.
   if (ctx.launch_threads > 0) abi.consumer_threads = ctx.threads;
   abi.threads = ctx.launch_threads > 0 ? ctx.launch_threads : k->threads;

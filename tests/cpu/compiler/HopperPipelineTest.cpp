@@ -10,6 +10,7 @@
 #include "support/LoweringSupport.hpp"
 #include "support/RegisterGemmPrograms.hpp"
 #include "tessel/kernels/attention/FlashAttention.hpp"
+#include "tessel/kernels/attention/GemmChain.hpp"
 #include "tessel/kernels/gemm/Matmul.hpp"
 
 namespace {
@@ -182,10 +183,22 @@ TEST(HopperPipeline, TutorialGemmFromThePasses) {
   EXPECT_TRUE(lowered.ctx.uses_wgmma);
   EXPECT_TRUE(has(stage_text(lowered, "infer_layouts"), "gemm accumulator, warps 8x1 (wgmma)"))
       << stage_text(lowered, "infer_layouts");
-  // plan_tma_copies: A and B, one map each, boxes of one 128-byte panel.
-  ASSERT_EQ(lowered.ctx.tma_params.size(), 2u);
+  // plan_tma_copies: A and B, one map each, boxes of one 128-byte panel; plan_tma_stores: C's
+  // map, boxes of 64 x 64 (one warpgroup's rows of one panel of the staging tile).
+  ASSERT_EQ(lowered.ctx.tma_params.size(), 3u);
   EXPECT_EQ(lowered.ctx.tma_params[0].box, (std::vector<int>{128, 64}));
   EXPECT_EQ(lowered.ctx.tma_params[1].box, (std::vector<int>{64, 64}));
+  EXPECT_EQ(lowered.ctx.tma_params[2].tensor->name, "C");
+  EXPECT_EQ(lowered.ctx.tma_params[2].box, (std::vector<int>{64, 64}));
+  EXPECT_EQ(lowered.ctx.tma_params[2].swizzle_bytes, 128);
+  // 3 stages of 48 KB and the 64 KB staging tile fit in 227 KB: the TMA-store epilogue.
+  ASSERT_EQ(lowered.ctx.tma_stores.size(), 1u);
+  const std::string stores = stage_text(lowered, "plan_tma_stores");
+  EXPECT_TRUE(has(stores, "shared fragment_2_staging: f16[128, 256]")) << stores;
+  EXPECT_TRUE(has(stores, "tessel::drain_tma_stores()")) << stores;
+  EXPECT_TRUE(has(stage_text(lowered, "lower_tile_ops"),
+                  "tessel::store_accumulators_tma<tessel::half_t, tessel::WarpgroupGemm<"))
+      << stage_text(lowered, "lower_tile_ops");
   EXPECT_FALSE(lowered.ctx.tile_loop.applied);
   EXPECT_EQ(lowered.ctx.tile_loop.why_not, "the grid fits in one wave");
   // specialize_warps: a producer warpgroup, use_swizzle ahead of both roles.
@@ -213,6 +226,44 @@ TEST(HopperPipeline, TutorialGemmFromThePasses) {
   auto templ = T::lower(f.ir(), sm90(), true);
   EXPECT_TRUE(templ.ctx.hopper.selected);
   EXPECT_EQ(templ.ctx.abi.raster_panel, 0);  // the template rasterizes its own tiles
+}
+
+TEST(HopperPipeline, TheTmaStoreEpilogueOnlyWhereItsStagingTileFits) {
+  T::passes::PassContext::Switches passes;
+  passes.gemm_from_passes = true;
+  // 4 stages of 48 KB leave no room for a 64 KB staging tile: register stores.
+  auto four = T::lower(T::kernels::matmul_program(4096, 4096, 4096, tutorial_config(128, 256, 64, 4, 256)).ir(),
+                       sm90(), passes, true);
+  EXPECT_TRUE(four.ctx.tma_stores.empty());
+  EXPECT_TRUE(has(stage_text(four, "lower_tile_ops"), "tessel::store_accumulators<tessel::half_t"))
+      << stage_text(four, "lower_tile_ops");
+  // A fused epilogue (bias, relu) computes a 16-bit tile in the accumulator's layout: that tile
+  // goes out through the staging tile.
+  auto epi = T::lower(T::kernels::matmul_bias_act_program(2000, 4096, 1000, tutorial_config(128, 256, 64, 3, 256),
+                                                          T::kernels::Activation::relu, 0.5f)
+                          .ir(),
+                      sm90(), passes, true);
+  ASSERT_EQ(epi.ctx.tma_stores.size(), 1u);
+  EXPECT_TRUE(has(stage_text(epi, "lower_tile_ops"), "tessel::store_accumulators_tma<tessel::half_t")) << stage_text(epi, "lower_tile_ops");
+  // The switch off (JitOptions::disable_tma_store): register stores.
+  passes.allow_tma_store = false;
+  EXPECT_TRUE(T::lower(T::kernels::matmul_program(4096, 4096, 4096, tutorial_config(128, 256, 64, 3, 256)).ir(),
+                       sm90(), passes)
+                  .ctx.tma_stores.empty());
+}
+
+// The library's other wgmma kernels keep their register stores (and their measured figures): the
+// chain's output is f32, attention's a [B, S, H, D] tensor (the staging tile's TMA store is 2-D).
+TEST(HopperPipeline, ChainAndAttentionKeepTheirStores) {
+  for (int D : {64, 128}) {
+    auto chain = T::lower(T::kernels::gemm_chain_program(4096, 4096, D, T::DType::f16, 0.125f).ir(), sm90());
+    EXPECT_TRUE(chain.ctx.uses_wgmma);
+    EXPECT_TRUE(chain.ctx.tma_stores.empty()) << "chain, D = " << D;
+    for (bool causal : {false, true}) {
+      auto att = T::lower(attention(D, causal).ir(), sm90());
+      EXPECT_TRUE(att.ctx.tma_stores.empty()) << "attention, D = " << D;
+    }
+  }
 }
 
 // persist_tiles: more tiles than SMs -> min(tiles, SMs) blocks loop over them; the ring's stages

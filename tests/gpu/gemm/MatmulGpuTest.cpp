@@ -365,6 +365,7 @@ struct EpilogueCase {
   tessel::kernels::Activation act;
   bool mma_sync;  // JitOptions::disable_wgmma
   int max_ctas;   // JitOptions::max_persistent_ctas (0: all SMs)
+  bool from_passes = false;  // JitOptions::gemm_from_passes: the generic passes' kernel
 };
 
 class EpilogueShapes : public ::testing::TestWithParam<EpilogueCase> {};
@@ -380,11 +381,12 @@ TEST_P(EpilogueShapes, MatchesFloat64) {
   tessel::JitOptions o;
   o.disable_wgmma = e.mma_sync;
   o.max_persistent_ctas = e.max_ctas;
+  o.gemm_from_passes = e.from_passes;
   const float alpha = 0.5f;
   auto kernel = tessel::kernels::make_matmul_bias_act(c.M, c.N, c.K, cfg, e.act, alpha, o);
   SCOPED_TRACE(case_name(c, e.dtype) + " " + tessel::kernels::activation_name(e.act) + " " +
                kernel.info().path);
-  EXPECT_EQ(kernel.info().path.find("fused Parallel epilogue") != std::string::npos, !e.mma_sync)
+  EXPECT_EQ(kernel.info().path.find("fused Parallel epilogue") != std::string::npos, !e.mma_sync && !e.from_passes)
       << kernel.info().hopper_declined;
   static std::mt19937_64 seeds(std::random_device{}());
   Tensor a = Tensor::empty({c.M, c.K}, e.dtype), b = Tensor::empty({c.K, c.N}, e.dtype);
@@ -432,7 +434,13 @@ std::vector<EpilogueCase> epilogue_cases() {
           {split, DType::bf16, Activation::relu, false, 2},
           {one_wg, DType::f16, Activation::relu, false, 0},
           {tma_store, DType::f16, Activation::relu, false, 3},
-          {Case{1000, 1000, 1000, knob(128, 128, 32, 3, 128, false)}, DType::f16, Activation::silu, true, 0}};
+          {Case{1000, 1000, 1000, knob(128, 128, 32, 3, 128, false)}, DType::f16, Activation::silu, true, 0},
+          // The generic passes' kernel: the epilogue's 16-bit tile through the staging tile and
+          // TMA (3 stages), register stores (4 stages), persistent on few blocks, one warpgroup.
+          {tma_store, DType::f16, Activation::relu, false, 0, true},
+          {tma_store, DType::bf16, Activation::silu, false, 3, true},
+          {direct, DType::f16, Activation::silu, false, 2, true},
+          {one_wg, DType::bf16, Activation::relu, false, 0, true}};
 }
 
 INSTANTIATE_TEST_SUITE_P(BiasAct, EpilogueShapes, ::testing::ValuesIn(epilogue_cases()),
@@ -440,7 +448,8 @@ INSTANTIATE_TEST_SUITE_P(BiasAct, EpilogueShapes, ::testing::ValuesIn(epilogue_c
                            const EpilogueCase& e = info.param;
                            return case_name(e.c, e.dtype) + "_" + tessel::kernels::activation_name(e.act) +
                                   (e.mma_sync ? "_mmasync" : "") +
-                                  (e.max_ctas ? "_ctas" + std::to_string(e.max_ctas) : "");
+                                  (e.max_ctas ? "_ctas" + std::to_string(e.max_ctas) : "") +
+                                  (e.from_passes ? "_passes" : "");
                          });
 
 TEST(MatmulArguments, WrongShapeDtypeAndCountAreReported) {

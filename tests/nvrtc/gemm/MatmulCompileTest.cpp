@@ -141,9 +141,14 @@ TEST_P(GemmFromPasses, CompilesToTmaRingsAndWgmmaWithoutSpills) {
   EXPECT_EQ(k.ptx().find("mma.sync"), std::string::npos);
   EXPECT_EQ(k.resources().spill_store_bytes, 0) << k.compile_log();
   EXPECT_EQ(k.resources().spill_load_bytes, 0) << k.compile_log();
-  // 4096^2 has more tiles than SMs at every tile size here: persistent (persist_tiles).
+  // 4096^2 has more tiles than SMs at every tile size here: persistent (persist_tiles); every
+  // ring here leaves room for the staging tile: the TMA-store epilogue (plan_tma_stores).
   EXPECT_EQ(k.info().path,
-            "sm90 wgmma block gemm (generic kernel), TMA + mbarrier ring, warp-specialized, persistent");
+            "sm90 wgmma block gemm (generic kernel), TMA + mbarrier ring, warp-specialized, persistent, "
+            "TMA-store epilogue");
+  for (const char* needle : {"stmatrix.sync.aligned.m8n8.x4.shared.b16", "cp.async.bulk.tensor.2d.global.shared::cta",
+                             "cp.async.bulk.wait_group.read"})
+    EXPECT_NE(k.ptx().find(needle), std::string::npos) << needle;
   EXPECT_EQ(k.info().threads, p.threads + (p.threads == 128 ? 32 : 128));
   EXPECT_TRUE(k.info().persistent);
   EXPECT_NE(k.source().find("for (int tile_i = 0;"), std::string::npos);

@@ -106,6 +106,19 @@ __global__ void __launch_bounds__(256) k(float* out) {
   for (int i = 0; i < R::kAccPerThread; ++i) t += acc2[i];
   out[threadIdx.x] = t;
 })cuda"},
+    {"tma_epilogue.cuh", R"cuda(
+// Two warpgroups' 128 x 128 accumulator (the wgmma layout) stored through the staging tile.
+using G = tessel::AccumulatorLayout<128, 128, 8, 1>;
+extern "C" __global__ void __launch_bounds__(256) k(const __grid_constant__ tessel::TmaDescriptor map, int r0, int c0) {
+  extern __shared__ __align__(1024) unsigned char s[];
+  float acc[G::kAccPerThread];
+  for (int i = 0; i < G::kAccPerThread; ++i) acc[i] = static_cast<float>(G::acc_row(i) * 128 + G::acc_col(i));
+  tessel::store_accumulators_tma<tessel::bfloat16_t, G>(acc, reinterpret_cast<tessel::bfloat16_t*>(s), &map, r0, c0);
+  tessel::half_t h[G::kAccPerThread];
+  for (int i = 0; i < G::kAccPerThread; ++i) h[i] = tessel::from_float<tessel::half_t>(acc[i]);
+  tessel::store_accumulators_tma<tessel::half_t, G, tessel::half_t>(h, reinterpret_cast<tessel::half_t*>(s), &map, r0, c0 + 128);
+  tessel::drain_tma_stores();
+})cuda"},
     {"hopper_gemm.cuh", R"cuda(
 using G = tessel::HopperGemm<tessel::half_t, 128, 128, 64, 4, 1>;
 extern "C" __global__ void __launch_bounds__(G::kThreads, 1)

@@ -3,18 +3,20 @@
 #include <tessel/tessel.cuh>
 #include <tessel/warpgroup_gemm.cuh>
 #include <tessel/pipeline.cuh>
+#include <tessel/tma_epilogue.cuh>
 
-extern "C" __global__ void __launch_bounds__(384, 1) matmul_kernel(tessel::half_t* __restrict__ A, tessel::half_t* __restrict__ B, tessel::half_t* __restrict__ C, const __grid_constant__ tessel::TmaDescriptor A_map, const __grid_constant__ tessel::TmaDescriptor B_map) {
+extern "C" __global__ void __launch_bounds__(384, 1) matmul_kernel(tessel::half_t* __restrict__ A, tessel::half_t* __restrict__ B, tessel::half_t* __restrict__ C, const __grid_constant__ tessel::TmaDescriptor A_map, const __grid_constant__ tessel::TmaDescriptor B_map, const __grid_constant__ tessel::TmaDescriptor C_store_map) {
   extern __shared__ __align__(1024) unsigned char tessel_smem_raw[];
   unsigned char* tessel_smem = tessel::align_shared_1024(tessel_smem_raw);
   const int tx = threadIdx.x;
   int pid = blockIdx.x;
-  long long* shared_0_full = reinterpret_cast<long long*>(tessel_smem + 0);  // i64[3], tessel::RowMajorLayout<1, 3>
-  long long* shared_0_empty = reinterpret_cast<long long*>(tessel_smem + 128);  // i64[3], tessel::RowMajorLayout<1, 3>
-  long long* shared_1_full = reinterpret_cast<long long*>(tessel_smem + 256);  // i64[3], tessel::RowMajorLayout<1, 3>
-  long long* shared_1_empty = reinterpret_cast<long long*>(tessel_smem + 384);  // i64[3], tessel::RowMajorLayout<1, 3>
-  tessel::half_t* shared_0 = reinterpret_cast<tessel::half_t*>(tessel_smem + 1024);  // f16[3, 128, 64], tessel::WgmmaSwizzleLayout<128, 64, 2, 128>
-  tessel::half_t* shared_1 = reinterpret_cast<tessel::half_t*>(tessel_smem + 50176);  // f16[3, 64, 256], tessel::WgmmaSwizzleLayout<64, 256, 2, 128>
+  tessel::half_t* fragment_2_staging = reinterpret_cast<tessel::half_t*>(tessel_smem + 0);  // f16[128, 256], tessel::WgmmaSwizzleLayout<128, 256, 2, 128>
+  long long* shared_0_full = reinterpret_cast<long long*>(tessel_smem + 65536);  // i64[3], tessel::RowMajorLayout<1, 3>
+  long long* shared_0_empty = reinterpret_cast<long long*>(tessel_smem + 65664);  // i64[3], tessel::RowMajorLayout<1, 3>
+  long long* shared_1_full = reinterpret_cast<long long*>(tessel_smem + 65792);  // i64[3], tessel::RowMajorLayout<1, 3>
+  long long* shared_1_empty = reinterpret_cast<long long*>(tessel_smem + 65920);  // i64[3], tessel::RowMajorLayout<1, 3>
+  tessel::half_t* shared_0 = reinterpret_cast<tessel::half_t*>(tessel_smem + 66560);  // f16[3, 128, 64], tessel::WgmmaSwizzleLayout<128, 64, 2, 128>
+  tessel::half_t* shared_1 = reinterpret_cast<tessel::half_t*>(tessel_smem + 115712);  // f16[3, 64, 256], tessel::WgmmaSwizzleLayout<64, 256, 2, 128>
   if ((tx == 0)) {
     #pragma unroll
     for (int b = 0; b < 3; ++b) {
@@ -88,10 +90,11 @@ extern "C" __global__ void __launch_bounds__(384, 1) matmul_kernel(tessel::half_
             tessel::wgmma_fence_operand(fragment_2);
             tessel::mbarrier_warp_arrive(shared_1_empty + (((tile_i * 65) + 64) % 3));
             tessel::mbarrier_warp_arrive(shared_0_empty + (((tile_i * 65) + 64) % 3));
-            tessel::store_accumulators<tessel::half_t, tessel::WarpgroupGemm<tessel::half_t, 128, 256, 64, 2, false, false, tessel::WgmmaSwizzleLayout<128, 64, 2, 128>, tessel::WgmmaSwizzleLayout<64, 256, 2, 128>>, true>(fragment_2, C + ((((long long)((by * 128))) * 4096LL) + ((long long)((bx * 256)))), 4096LL, (4000 - (by * 128)), (4096 - (bx * 256)));
+            tessel::store_accumulators_tma<tessel::half_t, tessel::WarpgroupGemm<tessel::half_t, 128, 256, 64, 2, false, false, tessel::WgmmaSwizzleLayout<128, 64, 2, 128>, tessel::WgmmaSwizzleLayout<64, 256, 2, 128>>, float>(fragment_2, fragment_2_staging, &C_store_map, (by * 128), (bx * 256));
           }
         }
       }
     }
+    tessel::drain_tma_stores();
   }
 }

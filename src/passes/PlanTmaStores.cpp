@@ -1,0 +1,147 @@
+// plan_tma_stores
+//   Does:     on sm_90a, chooses the TMA-store epilogue for copies of a wgmma accumulator to a
+//             16-bit global tensor: the tile goes through a staging tile in shared memory
+//             (WgmmaSwizzle128Layout<BM, BN, 2>, declared here) and one TMA store per 64-column
+//             panel and consumer warpgroup (device/tessel/tma_epilogue.cuh), so the warpgroup does
+//             not wait for its stores -- in a persistent kernel it goes on to the next tile's
+//             gemms while they drain. For each such copy: the output tensor gets a tensor map (a
+//             kernel parameter, ctx.tma_params: box {64 rows, 64 columns}, 128-byte swizzle), the
+//             plan goes in ctx.tma_stores (ops/Copy.cpp lowers the copy by it), and the kernel
+//             ends with drain_tma_stores() (each warpgroup waits until its stores have read
+//             shared memory). Applies when the Hopper switches, async_pipeline and tma_store are
+//             on and: the copy's source is a whole fragment in the accumulator layout of a gemm
+//             that lowers to WarpgroupGemm with 64-row warpgroups (the accumulator itself, or
+//             an f16 / bf16 / f32 tile an epilogue computed from it; ctx.fragment_layouts), its destination a
+//             [BM, BN] region (BN a multiple of 64) of a 2-D row-major 16-bit tensor whose
+//             rows are 16-byte multiples and whose extents fit a tensor map, no Parallel nest
+//             or loop other than a persistent kernel's tile loop encloses the copy, and the
+//             kernel's shared memory with the staging tile still fits the target. Otherwise
+//             the copy keeps its register stores.
+//   Requires: infer_layouts (fragment layouts), plan_pipelines (the rings' final sizes, for the
+//             shared-memory check).
+//   Ensures:  every ctx.tma_stores entry names a declared staging tile and a map in
+//             ctx.tma_params; the IR is unchanged otherwise.
+#include <algorithm>
+
+#include "passes/GlobalRegions.hpp"
+#include "passes/PassUtil.hpp"
+#include "passes/Passes.hpp"
+#include "tessel/ir/Mutator.hpp"
+
+namespace tessel::passes {
+
+using namespace ir;
+
+namespace {
+
+// The shared memory the kernel's declared buffers take, placed as plan_shared_memory places them.
+std::int64_t shared_bytes(const Stmt& body, const PassContext& ctx) {
+  struct Decls : IRVisitor {
+    std::vector<Buffer> shared;
+    void visit_node(const DeclBuffer* op) override {
+      if (op->buffer->scope == Scope::Shared) shared.push_back(op->buffer);
+    }
+  } decls;
+  decls.visit(body);
+  std::int64_t offset = 0;
+  for (const Buffer& b : decls.shared) {
+    auto l = ctx.shared_layouts.find(b->id);
+    const std::int64_t align = l != ctx.shared_layouts.end() && l->second.wgmma() ? 1024 : 128;
+    offset = (offset + align - 1) / align * align + b.const_numel() * dtype_bytes(b->dtype);
+  }
+  return offset;
+}
+
+class StorePlanner : public IRVisitor {
+ public:
+  explicit StorePlanner(PassContext& ctx) : ctx_(ctx) {}
+  std::vector<const CopyStmt*> candidates;
+
+ protected:
+  void visit_node(const ForStmt* op) override {
+    if (op->kind == ForKind::Tiles) return IRVisitor::visit_node(op);
+    ++loops_;
+    IRVisitor::visit_node(op);
+    --loops_;
+  }
+  void visit_node(const CopyStmt* op) override {
+    if (loops_ == 0 && fits(op)) candidates.push_back(op);
+  }
+
+ private:
+  bool fits(const CopyStmt* op) const {
+    const Buffer& f = op->src.buffer;
+    const Buffer& g = op->dst.buffer;
+    if (f->scope != Scope::Fragment || g->scope != Scope::Global) return false;
+    auto l = ctx_.fragment_layouts.find(f->id);
+    if (l == ctx_.fragment_layouts.end() || l->second.kind != FragmentLayout::Kind::GemmAccumulator ||
+        !l->second.wgmma ||
+        (f->dtype != DType::f32 && f->dtype != DType::f16 && f->dtype != DType::bf16))
+      return false;
+    if (f.ndim() != 2) return false;
+    const auto shape = f.const_shape();
+    const std::int64_t BM = shape[0], BN = shape[1];
+    if (BM % 64 || BM / 64 > 4 || BM != 16 * l->second.warps_m || BN % 64 || BN > 256) return false;
+    for (size_t d = 0; d < 2; ++d)
+      if (!is_const_int(op->src.starts[d], 0) || as_const_int(op->src.extents[d]) != shape[d]) return false;
+    if ((g->dtype != DType::f16 && g->dtype != DType::bf16) || g.ndim() != 2 || !g.row_major()) return false;
+    const auto gs = g.const_shape();
+    if ((gs[1] * 2) % 16 != 0 || gs[0] >= (std::int64_t(1) << 31) || gs[1] >= (std::int64_t(1) << 31))
+      return false;
+    std::optional<GlobalMatrix> m = global_matrix(op->dst);
+    if (!m || m->row_dim != 0 || m->col_dim != 1 || !is_const_int(m->col_stride, 1)) return false;
+    return as_const_int(op->dst.extents[0]) == BM && as_const_int(op->dst.extents[1]) == BN;
+  }
+
+  PassContext& ctx_;
+  int loops_ = 0;
+};
+
+}  // namespace
+
+Stmt plan_tma_stores(const Stmt& body, PassContext& ctx) {
+  if (ctx.target.sm != 90 || !ctx.allow_tma || !ctx.allow_wgmma || !ctx.allow_warp_specialization ||
+      !ctx.allow_async_pipeline || !ctx.allow_tma_store || ctx.hopper.selected || !ctx.uses_wgmma)
+    return body;
+  const auto* k = body.as<KernelStmt>();
+  if (!k) return body;
+  StorePlanner planner(ctx);
+  planner.visit(k->body);
+  if (planner.candidates.empty()) return body;
+  std::int64_t bytes = shared_bytes(body, ctx);
+  std::vector<Stmt> decls;
+  for (const CopyStmt* c : planner.candidates) {
+    const auto shape = c->src.buffer.const_shape();
+    const std::int64_t tile = shape[0] * shape[1] * 2;
+    // The staging tile 1024-byte aligned after the rest, plus the 1024 bytes of realignment slack.
+    const std::int64_t need = (bytes + 1023) / 1024 * 1024 + tile + 1024;
+    if (need > ctx.target.smem_cap) continue;
+    bytes = (bytes + 1023) / 1024 * 1024 + tile;
+    const Buffer& g = c->dst.buffer;
+    Buffer staging =
+        Buffer::make(c->src.buffer->name + "_staging", {make_int(shape[0]), make_int(shape[1])}, g->dtype,
+                     Scope::Shared, c->where);
+    ctx.shared_layouts[staging->id] = SharedLayout::wgmma_swizzle(shape[0], shape[1], 2, 128);
+    TmaParam map;
+    map.tensor = g;
+    map.box = {64, 64};
+    map.swizzle_bytes = 128;
+    Var var;
+    for (const TmaParam& t : ctx.tma_params)
+      if (t.tensor.same_as(g) && t.box == map.box && t.swizzle_bytes == map.swizzle_bytes) var = t.var;
+    if (!var.defined()) {
+      map.var = Var(g->name + "_store_map");
+      ctx.tma_params.push_back(map);
+      var = map.var;
+    }
+    ctx.tma_stores.push_back({c->src.buffer->id, g->id, staging, var});
+    decls.push_back(make_decl(staging, c->where));
+  }
+  if (decls.empty()) return body;
+  std::vector<Stmt> out = decls;
+  out.push_back(k->body);
+  out.push_back(make_device_call("tessel::drain_tma_stores", {}, {}, k->where));
+  return make_kernel(k->grid, k->threads, k->block_vars, make_seq(out, k->where), k->where);
+}
+
+}  // namespace tessel::passes
