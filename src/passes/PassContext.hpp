@@ -143,9 +143,10 @@ struct TmaParam {
 struct MbarrierArray {
   ir::Buffer bars;
   int count = 1;
-  // A ring's `empty` barriers: the multi-buffered tile whose stages they release (undefined for
-  // other barriers).
-  ir::Buffer releases{};
+  // A ring's `empty` barriers: the multi-buffered tiles whose stages they release (one, or the
+  // tiles that the same statements read, which share one barrier pair; empty for other
+  // barriers).
+  std::vector<ir::Buffer> releases{};
 };
 
 // Set when select_hopper_gemm replaced the kernel by the sm_90a warp-specialized GEMM.

@@ -16,7 +16,8 @@
 //             tile order is the grid's, row-major (x fastest); use_swizzle(panel) becomes the
 //             same panel order over the tiles (tessel::raster_x / raster_y, block.cuh) instead of
 //             a remap of blockIdx. Applies when all of these hold, else the IR is unchanged:
-//               - the Hopper switches and async_pipeline and persistent_tiles are on, and the
+//               - JitOptions::gemm_from_passes is on (opt-in until measured on the H200), the
+//                 Hopper switches and async_pipeline and persistent_tiles are on, and the
 //                 kernel's threads are whole warpgroups (specialize_warps will split the roles:
 //                 without a producer of its own, a block would not overlap anything);
 //               - the grid's extents are constants, more tiles than SMs (a single wave gains
@@ -105,8 +106,10 @@ std::string why_not(const KernelStmt& k, const PassContext& ctx, std::int64_t sm
 }  // namespace
 
 Stmt persist_tiles(const Stmt& body, PassContext& ctx) {
+  // Opt-in with gemm_from_passes until the H200 has timed it (docs/perf-notes.md, session 13):
+  // kernels compiled without it keep the launch shape they were measured with.
   if (ctx.target.sm != 90 || !ctx.allow_tma || !ctx.allow_wgmma || !ctx.allow_warp_specialization ||
-      !ctx.allow_async_pipeline || !ctx.allow_persistent_tiles || ctx.hopper.selected)
+      !ctx.allow_async_pipeline || !ctx.allow_persistent_tiles || ctx.hopper.selected || !ctx.gemm_from_passes)
     return body;
   const auto* k = body.as<KernelStmt>();
   if (!k) return body;

@@ -202,11 +202,10 @@ class Placer {
 
   void defer(const Stmt& s) {
     int after = -1;
-    for (const Stmt& r : flatten_seq(s.as<IfStmt>() ? s.as<IfStmt>()->then_case : s)) {
-      const Buffer tile = released_tile(r);
-      for (const Group& g : flight)
-        if (tile.defined() && contains_buffer(g.reads, tile)) after = std::max(after, g.id);
-    }
+    for (const Stmt& r : flatten_seq(s.as<IfStmt>() ? s.as<IfStmt>()->then_case : s))
+      for (const Buffer& tile : released_tiles(r))
+        for (const Group& g : flight)
+          if (contains_buffer(g.reads, tile)) after = std::max(after, g.id);
     if (after < 0) {
       out.push_back(s);
       return;
@@ -214,11 +213,11 @@ class Placer {
     pending.push_back({s, after, false});
   }
 
-  Buffer released_tile(const Stmt& release) const {
+  std::vector<Buffer> released_tiles(const Stmt& release) const {
     const auto* m = release.as<MbarrierStmt>();
     for (const MbarrierArray& a : ctx_.mbarriers)
       if (m && a.bars.same_as(m->bars)) return a.releases;
-    return Buffer();
+    return {};
   }
   int ring_stages(const Stmt& s) const {
     std::int64_t stages = 1 << 30;

@@ -219,7 +219,7 @@ class PipelinePlanner : public IRMutator {
     auto w = op->where;
     TESSEL_INTERNAL_CHECK(is_const_int(op->min, 0), "a TMA ring over a loop that does not start at 0");
     struct Tile {
-      Buffer old, staged, full, empty;
+      Buffer old, staged;
       std::vector<const TmaLoadStmt*> loads;
       std::int64_t bytes = 0;
     };
@@ -236,8 +236,6 @@ class PipelinePlanner : public IRMutator {
         shape.insert(shape.end(), b->shape.begin(), b->shape.end());
         x.staged = Buffer::make(b->name, shape, b->dtype, Scope::Shared, b->where);
         ctx_.shared_layouts[x.staged->id] = ctx_.shared_layouts.at(b->id);
-        x.full = mbarrier_array(b->name + "_full", S, 1, b->where);
-        x.empty = mbarrier_array(b->name + "_empty", S, ctx_.threads / 32, b->where, x.staged);
         staged[b->id] = x.staged;
         tiles.push_back(x);
         it = tiles.end() - 1;
@@ -266,26 +264,70 @@ class PipelinePlanner : public IRMutator {
     auto ring_iter = [&](const Expr& iter) {
       return persistent ? make_binary(BinaryOp::Add, make_binary(BinaryOp::Mul, tile_loop_->var, n), iter) : iter;
     };
-    // The producer's work for iteration `iter` into stage `stage`.
-    auto issue = [&](const Expr& iter, const Expr& stage, bool wait_empty) {
+    const Expr stage = make_binary(BinaryOp::Mod, ring_iter(k), Sx);
+    const Expr parity = make_binary(BinaryOp::Mod, make_binary(BinaryOp::Div, ring_iter(k), Sx), make_int(2));
+    std::vector<Stmt> body;
+    for (const Stmt& c : consumers) body.push_back(StageRewriter(local, stage).mutate(c));
+
+    // Tiles read first and last by the same statements share one barrier pair: one wait on
+    // `full` for all their bytes, one release of their stages (the tutorial GEMM's A and B, both
+    // read by its gemm). Tiles nothing reads stay alone.
+    struct Group {
+      std::vector<size_t> tiles;
+      Buffer full, empty;
+      std::int64_t bytes = 0;
+    };
+    auto readers = [&](const Tile& t) {
+      int first = -1, last = -1;
+      for (int i = 0; i < static_cast<int>(body.size()); ++i)
+        if (reads_buffer(body[static_cast<size_t>(i)], t.staged)) {
+          if (first < 0) first = i;
+          last = i;
+        }
+      return std::pair<int, int>{first, last};
+    };
+    std::vector<Group> groups;
+    std::vector<std::pair<int, int>> group_readers;
+    for (size_t i = 0; i < tiles.size(); ++i) {
+      const std::pair<int, int> r = readers(tiles[i]);
+      size_t g = 0;
+      while (g < groups.size() && (r.first < 0 || group_readers[g] != r)) ++g;
+      if (g == groups.size()) {
+        groups.emplace_back();
+        group_readers.push_back(r);
+      }
+      groups[g].tiles.push_back(i);
+      groups[g].bytes += tiles[i].bytes;
+    }
+    for (Group& g : groups) {
+      const Tile& first = tiles[g.tiles[0]];
+      std::vector<Buffer> released;
+      for (size_t i : g.tiles) released.push_back(tiles[i].staged);
+      g.full = mbarrier_array(first.old->name + "_full", S, 1, first.old->where);
+      g.empty = mbarrier_array(first.old->name + "_empty", S, ctx_.threads / 32, first.old->where, released);
+    }
+
+    // The producer's work for iteration `iter` into stage `at`.
+    auto issue = [&](const Expr& iter, const Expr& at, bool wait_empty) {
       std::vector<Stmt> out;
-      for (const Tile& t : tiles) {
+      for (const Group& g : groups) {
         if (wait_empty) {
-          Expr parity = make_binary(
+          Expr empty_parity = make_binary(
               BinaryOp::Mod,
               make_binary(BinaryOp::Add, make_binary(BinaryOp::Div, ring_iter(iter), Sx), make_int(1)),
               make_int(2));
-          out.push_back(make_mbarrier(MbarrierOp::Wait, t.empty, stage, parity, w));
+          out.push_back(make_mbarrier(MbarrierOp::Wait, g.empty, at, empty_parity, w));
         }
-        out.push_back(make_mbarrier(MbarrierOp::ArriveExpectTx, t.full, stage, make_int(t.bytes), w));
-        for (const TmaLoadStmt* l : t.loads) {
-          Stmt at = substitute(
-              Stmt(std::make_shared<const TmaLoadStmt>(l->src, l->dst, l->map, Buffer(), Expr(), l->where)),
-              {{k, iter}});
-          const auto* sub = at.as<TmaLoadStmt>();
-          out.push_back(make_tma_load(sub->src, at_stage(sub->dst, t.staged, stage), sub->map, t.full, stage,
-                                      l->where));
-        }
+        out.push_back(make_mbarrier(MbarrierOp::ArriveExpectTx, g.full, at, make_int(g.bytes), w));
+        for (size_t i : g.tiles)
+          for (const TmaLoadStmt* l : tiles[i].loads) {
+            Stmt moved = substitute(
+                Stmt(std::make_shared<const TmaLoadStmt>(l->src, l->dst, l->map, Buffer(), Expr(), l->where)),
+                {{k, iter}});
+            const auto* sub = moved.as<TmaLoadStmt>();
+            out.push_back(
+                make_tma_load(sub->src, at_stage(sub->dst, tiles[i].staged, at), sub->map, g.full, at, l->where));
+          }
       }
       return make_seq(out, w);
     };
@@ -293,7 +335,7 @@ class PipelinePlanner : public IRMutator {
     Stmt prologue;
     std::vector<Stmt> steady;
     if (persistent) {
-      steady.push_back(make_producer(issue(k, make_binary(BinaryOp::Mod, ring_iter(k), Sx), true), w));
+      steady.push_back(make_producer(issue(k, stage, true), w));
     } else {
       prologue =
           make_producer(make_for(s, make_int(0), make_int(S - 1), ForKind::Unrolled, 0,
@@ -304,20 +346,16 @@ class PipelinePlanner : public IRMutator {
                                              issue(next, make_binary(BinaryOp::Mod, next, Sx), true), Stmt(), w),
                                      w));
     }
-    const Expr stage = make_binary(BinaryOp::Mod, ring_iter(k), Sx);
-    const Expr parity = make_binary(BinaryOp::Mod, make_binary(BinaryOp::Div, ring_iter(k), Sx), make_int(2));
-    std::vector<Stmt> body;
-    for (const Stmt& c : consumers) body.push_back(StageRewriter(local, stage).mutate(c));
-    // Each tile's wait before its first reader, its release after its last.
-    for (const Tile& t : tiles) {
+    // Each group's wait before its first reader, its release after its last.
+    for (const Group& g : groups) {
       int first = -1, last = -1;
-      for (int i = 0; i < static_cast<int>(body.size()); ++i)
-        if (reads_buffer(body[i], t.staged)) {
-          if (first < 0) first = i;
-          last = i;
-        }
-      Stmt wait = make_mbarrier(MbarrierOp::Wait, t.full, stage, parity, w);
-      Stmt release = make_mbarrier(MbarrierOp::WarpArrive, t.empty, stage, Expr(), w);
+      for (size_t i : g.tiles) {
+        const auto [f, l] = readers(tiles[i]);
+        if (f >= 0 && (first < 0 || f < first)) first = f;
+        last = std::max(last, l);
+      }
+      Stmt wait = make_mbarrier(MbarrierOp::Wait, g.full, stage, parity, w);
+      Stmt release = make_mbarrier(MbarrierOp::WarpArrive, g.empty, stage, Expr(), w);
       if (first < 0) {
         body.push_back(wait);
         body.push_back(release);
@@ -343,7 +381,7 @@ class PipelinePlanner : public IRMutator {
   }
 
   Buffer mbarrier_array(const std::string& name, int n, int count, std::source_location w,
-                        Buffer releases = Buffer()) {
+                        std::vector<Buffer> releases = {}) {
     Buffer b = Buffer::make(name, {make_int(n)}, DType::i64, Scope::Shared, w);
     ctx_.shared_layouts[b->id] = SharedLayout::row_major(1, n);
     ctx_.mbarriers.push_back(MbarrierArray{b, count, releases});

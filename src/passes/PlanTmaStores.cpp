@@ -8,8 +8,8 @@
 //             kernel parameter, ctx.tma_params: box {64 rows, 64 columns}, 128-byte swizzle), the
 //             plan goes in ctx.tma_stores (ops/Copy.cpp lowers the copy by it), and the kernel
 //             ends with drain_tma_stores() (each warpgroup waits until its stores have read
-//             shared memory). Applies when the Hopper switches, async_pipeline and tma_store are
-//             on and: the copy's source is a whole fragment in the accumulator layout of a gemm
+//             shared memory). Applies when JitOptions::gemm_from_passes (opt-in until measured on
+//             the H200), the Hopper switches, async_pipeline and tma_store are on and: the copy's source is a whole fragment in the accumulator layout of a gemm
 //             that lowers to WarpgroupGemm with 64-row warpgroups (the accumulator itself, or
 //             an f16 / bf16 / f32 tile an epilogue computed from it; ctx.fragment_layouts), its destination a
 //             [BM, BN] region (BN a multiple of 64) of a 2-D row-major 16-bit tensor whose
@@ -100,8 +100,11 @@ class StorePlanner : public IRVisitor {
 }  // namespace
 
 Stmt plan_tma_stores(const Stmt& body, PassContext& ctx) {
+  // Opt-in with gemm_from_passes until the H200 has run and timed it (docs/perf-notes.md,
+  // session 13): kernels compiled without it keep the stores they were measured with.
   if (ctx.target.sm != 90 || !ctx.allow_tma || !ctx.allow_wgmma || !ctx.allow_warp_specialization ||
-      !ctx.allow_async_pipeline || !ctx.allow_tma_store || ctx.hopper.selected || !ctx.uses_wgmma)
+      !ctx.allow_async_pipeline || !ctx.allow_tma_store || ctx.hopper.selected || !ctx.uses_wgmma ||
+      !ctx.gemm_from_passes)
     return body;
   const auto* k = body.as<KernelStmt>();
   if (!k) return body;

@@ -219,8 +219,8 @@ class Rotator : public IRMutator {
       for (const Stmt& s : releases) {
         const auto* m = s.as<MbarrierStmt>();
         for (const MbarrierArray& a : ctx_.mbarriers)
-          if (a.bars.same_as(m->bars) && a.releases.same_as(r->buffer) && a.bars.const_numel() >= 2)
-            released = true;
+          if (a.bars.same_as(m->bars) && a.bars.const_numel() >= 2)
+            for (const Buffer& t : a.releases) released = released || t.same_as(r->buffer);
       }
       if (!released) return Stmt();
     }

@@ -149,7 +149,9 @@ struct Layout {
   std::vector<std::string> names;
   std::map<int, int> tiles;  // ring tile (a TMA destination) id -> index
   std::vector<std::string> tile_names;
-  std::map<int, int> fills;  // `full` mbarrier array id -> the ring tile its phases publish
+  // `full` mbarrier array id -> the ring tiles its phases publish (tiles the same statements
+  // read share one barrier pair)
+  std::map<int, std::vector<int>> fills;
   std::int64_t period = 2;  // 2 * the lcm of the rings' stage counts: every ring's protocol repeats
 };
 
@@ -311,7 +313,7 @@ class Walker {
         e.value = value(m->value, "a wait's parity");
         // A consumer's wait on a tile's `full` barrier starts its next use of that stage.
         if (auto f = layout_.fills.find(m->bars->id); f != layout_.fills.end())
-          ++waits_[{f->second, e.bar - layout_.base.at(m->bars->id)}];
+          for (int tile : f->second) ++waits_[{tile, e.bar - layout_.base.at(m->bars->id)}];
         break;
     }
     events.push_back(e);
@@ -537,10 +539,14 @@ class Simulation {
 
 struct TileFinder : IRVisitor {
   std::vector<Buffer> tiles;
-  std::map<int, Buffer> fills;  // a ring's `full` mbarrier array id -> the tile its loads fill
+  std::map<int, std::vector<Buffer>> fills;  // a ring's `full` mbarrier array id -> the tiles its loads fill
   bool has_specialize = false;
   void visit_node(const TmaLoadStmt* op) override {
-    if (op->bars.defined()) fills[op->bars->id] = op->dst.buffer;
+    if (op->bars.defined()) {
+      std::vector<Buffer>& f = fills[op->bars->id];
+      if (std::none_of(f.begin(), f.end(), [&](const Buffer& b) { return b.same_as(op->dst.buffer); }))
+        f.push_back(op->dst.buffer);
+    }
     for (const Buffer& b : tiles)
       if (b.same_as(op->dst.buffer)) return;
     tiles.push_back(op->dst.buffer);
@@ -572,7 +578,8 @@ Stmt verify_pipelines(const Stmt& body, PassContext& ctx) {
     layout.tiles[t->id] = static_cast<int>(layout.tile_names.size());
     layout.tile_names.push_back(t->name);
   }
-  for (const auto& [bars, tile] : tiles.fills) layout.fills[bars] = layout.tiles.at(tile->id);
+  for (const auto& [bars, filled] : tiles.fills)
+    for (const Buffer& tile : filled) layout.fills[bars].push_back(layout.tiles.at(tile->id));
   // The roles: a SpecializeStmt's producer and consumers, or (not specialized) the consumers with
   // the producer work run by warp 0.
   const SpecializeStmt* roles = nullptr;

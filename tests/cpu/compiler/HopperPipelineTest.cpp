@@ -292,9 +292,15 @@ TEST(HopperPipeline, ManyTilesMakeTheRingKernelPersistent) {
   EXPECT_TRUE(has(ring, "mbarrier.wait(shared_0_empty[(((tile_i * 64) + ko) % 3)], "
                         "parity=(((((tile_i * 64) + ko) / 3) + 1) % 2))"))
       << ring;
-  EXPECT_TRUE(has(ring, "mbarrier.wait(shared_1_full[(((tile_i * 64) + ko) % 3)], "
+  EXPECT_TRUE(has(ring, "mbarrier.wait(shared_0_full[(((tile_i * 64) + ko) % 3)], "
                         "parity=((((tile_i * 64) + ko) / 3) % 2))"))
       << ring;
+  // A and B, both read by the gemm alone, share one barrier pair: one expect_tx for both tiles.
+  EXPECT_TRUE(has(ring, "mbarrier.arrive_expect_tx(shared_0_full[(((tile_i * 64) + ko) % 3)], bytes=49152)"))
+      << ring;
+  EXPECT_FALSE(has(ring, "shared_1_full")) << ring;
+  ASSERT_EQ(lowered.ctx.mbarriers.size(), 2u);
+  EXPECT_EQ(lowered.ctx.mbarriers[1].releases.size(), 2u);
   // Both roles loop over the tiles.
   const std::string roles = stage_text(lowered, "specialize_warps");
   const size_t producer = roles.find("producer:"), consumers = roles.find("consumers:");
@@ -329,9 +335,17 @@ TEST(HopperPipeline, ManyTilesMakeTheRingKernelPersistent) {
 
 TEST(HopperPipeline, PersistenceNeedsTheRingToBeAllTheKernelKeepsInSharedMemory) {
   // Attention keeps Q in shared memory beside its ring: its blocks stay one tile each.
-  auto lowered = T::lower(attention(128, false).ir(), sm90());
+  T::passes::PassContext::Switches passes;
+  passes.gemm_from_passes = true;
+  T::kernels::AttentionShape s;
+  s.batch = 2, s.heads = 16, s.kv_heads = 16, s.seqlen_q = 4096, s.seqlen_k = 4096, s.dim = 128;  // 1024 tiles
+  auto lowered = T::lower(T::kernels::attention_program(s, T::DType::bf16, false, 0.125f, {128, 128, 256, 2}).ir(),
+                          sm90(), passes);
   EXPECT_FALSE(lowered.ctx.tile_loop.applied);
-  EXPECT_FALSE(lowered.ctx.tile_loop.why_not.empty());
+  EXPECT_EQ(lowered.ctx.tile_loop.why_not, "shared buffer shared_0 is not a ring tile");
+  // Without gemm_from_passes (opt-in until measured), no kernel is made persistent.
+  auto f = T::kernels::matmul_program(4096, 4096, 4096, tutorial_config(128, 256, 64, 3, 256));
+  EXPECT_FALSE(T::lower(f.ir(), sm90()).ctx.tile_loop.applied);
 }
 
 TEST(HopperPipeline, TutorialGemmFromThePassesKeepsMmaSyncWhereTmaCannot) {

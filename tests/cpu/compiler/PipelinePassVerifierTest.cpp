@@ -117,7 +117,8 @@ TEST(PipelinePassVerifier, LongLoopsAreAcceptedForEveryTripCount) {
 }
 
 // The tutorial GEMM from the generic passes, persistent (persist_tiles): its ring counts stages
-// and phases over a block's tiles.
+// and phases over a block's tiles, and A and B (both read by the gemm alone) share one barrier
+// pair.
 T::LoweredFunc persistent_gemm(int M, int N, int K, int max_ctas) {
   T::kernels::MatmulConfig c;
   c.block_M = 128, c.block_N = 256, c.block_K = 64, c.num_stages = 3, c.threads = 256;
@@ -154,6 +155,21 @@ TEST(PipelinePassVerifier, APersistentProducerThatRestartsItsRingEachTile) {
   EXPECT_TRUE(e.find("deadlock") != std::string::npos ||
               e.find("the stage was refilled while it was still being read") != std::string::npos)
       << e;
+}
+
+TEST(PipelinePassVerifier, ASharedFullBarrierExpectingOneTileOnly) {
+  // A and B share one barrier pair; an expect_tx for A's bytes alone lets the phase complete
+  // (or the count run past it) before B's load has landed.
+  auto l = persistent_gemm(4096, 4096, 4096, 3);
+  Edit shrink([](const Stmt& s) { return is_mbarrier(s, MbarrierOp::ArriveExpectTx, "shared_0_full"); },
+              [](const Stmt& s) {
+                const auto* m = s.as<MbarrierStmt>();
+                return make_mbarrier(m->op, m->bars, m->index, make_int(16384), m->where);
+              });
+  Stmt bad = shrink.mutate(l.body);
+  ASSERT_EQ(shrink.edits, 1);
+  const std::string e = verify_error(bad, l.ctx);
+  EXPECT_NE(e.find("reads shared_1 stage 0 for its use 1 before that load landed"), std::string::npos) << e;
 }
 
 TEST(PipelinePassVerifier, ADroppedReleaseDeadlocks) {

@@ -13,8 +13,6 @@ extern "C" __global__ void __launch_bounds__(384, 1) matmul_kernel(tessel::half_
   tessel::half_t* fragment_2_staging = reinterpret_cast<tessel::half_t*>(tessel_smem + 0);  // f16[128, 256], tessel::WgmmaSwizzleLayout<128, 256, 2, 128>
   long long* shared_0_full = reinterpret_cast<long long*>(tessel_smem + 65536);  // i64[3], tessel::RowMajorLayout<1, 3>
   long long* shared_0_empty = reinterpret_cast<long long*>(tessel_smem + 65664);  // i64[3], tessel::RowMajorLayout<1, 3>
-  long long* shared_1_full = reinterpret_cast<long long*>(tessel_smem + 65792);  // i64[3], tessel::RowMajorLayout<1, 3>
-  long long* shared_1_empty = reinterpret_cast<long long*>(tessel_smem + 65920);  // i64[3], tessel::RowMajorLayout<1, 3>
   tessel::half_t* shared_0 = reinterpret_cast<tessel::half_t*>(tessel_smem + 66560);  // f16[3, 128, 64], tessel::WgmmaSwizzleLayout<128, 64, 2, 128>
   tessel::half_t* shared_1 = reinterpret_cast<tessel::half_t*>(tessel_smem + 115712);  // f16[3, 64, 256], tessel::WgmmaSwizzleLayout<64, 256, 2, 128>
   if ((tx == 0)) {
@@ -25,14 +23,6 @@ extern "C" __global__ void __launch_bounds__(384, 1) matmul_kernel(tessel::half_
     #pragma unroll
     for (int b_1 = 0; b_1 < 3; ++b_1) {
       tessel::mbarrier_init(tessel::smem_address(shared_0_empty + b_1), 8);
-    }
-    #pragma unroll
-    for (int b_2 = 0; b_2 < 3; ++b_2) {
-      tessel::mbarrier_init(tessel::smem_address(shared_1_full + b_2), 1);
-    }
-    #pragma unroll
-    for (int b_3 = 0; b_3 < 3; ++b_3) {
-      tessel::mbarrier_init(tessel::smem_address(shared_1_empty + b_3), 8);
     }
     tessel::mbarrier_init_fence();
   }
@@ -49,11 +39,9 @@ extern "C" __global__ void __launch_bounds__(384, 1) matmul_kernel(tessel::half_
               const int by = tessel::raster_y(8, tile, 16, 32);
               for (int ko = 0; ko < 65; ++ko) {
                 tessel::mbarrier_wait_parity(tessel::smem_address(shared_0_empty + (((tile_i * 65) + ko) % 3)), (((((tile_i * 65) + ko) / 3) + 1) % 2));
-                tessel::mbarrier_arrive_expect_tx(tessel::smem_address(shared_0_full + (((tile_i * 65) + ko) % 3)), 16384);
+                tessel::mbarrier_arrive_expect_tx(tessel::smem_address(shared_0_full + (((tile_i * 65) + ko) % 3)), 49152);
                 tessel::tma_load_tile<2, 1, 64, 16384>(shared_0 + ((((long long)((((tile_i * 65) + ko) % 3))) * 128LL) * 64LL), &A_map, shared_0_full + (((tile_i * 65) + ko) % 3), (ko * 64), (by * 128));
-                tessel::mbarrier_wait_parity(tessel::smem_address(shared_1_empty + (((tile_i * 65) + ko) % 3)), (((((tile_i * 65) + ko) / 3) + 1) % 2));
-                tessel::mbarrier_arrive_expect_tx(tessel::smem_address(shared_1_full + (((tile_i * 65) + ko) % 3)), 32768);
-                tessel::tma_load_tile<2, 4, 64, 8192>(shared_1 + ((((long long)((((tile_i * 65) + ko) % 3))) * 64LL) * 256LL), &B_map, shared_1_full + (((tile_i * 65) + ko) % 3), (bx * 256), (ko * 64));
+                tessel::tma_load_tile<2, 4, 64, 8192>(shared_1 + ((((long long)((((tile_i * 65) + ko) % 3))) * 64LL) * 256LL), &B_map, shared_0_full + (((tile_i * 65) + ko) % 3), (bx * 256), (ko * 64));
               }
             }
           }
@@ -76,19 +64,14 @@ extern "C" __global__ void __launch_bounds__(384, 1) matmul_kernel(tessel::half_
             }
             for (int ko = 0; ko < 65; ++ko) {
               tessel::mbarrier_wait_parity(tessel::smem_address(shared_0_full + (((tile_i * 65) + ko) % 3)), ((((tile_i * 65) + ko) / 3) % 2));
-              tessel::mbarrier_wait_parity(tessel::smem_address(shared_1_full + (((tile_i * 65) + ko) % 3)), ((((tile_i * 65) + ko) / 3) % 2));
               tessel::WarpgroupGemm<tessel::half_t, 128, 256, 64, 2, false, false, tessel::WgmmaSwizzleLayout<128, 64, 2, 128>, tessel::WgmmaSwizzleLayout<64, 256, 2, 128>>::run_async(shared_0 + ((((long long)((((tile_i * 65) + ko) % 3))) * 128LL) * 64LL), shared_1 + ((((long long)((((tile_i * 65) + ko) % 3))) * 64LL) * 256LL), fragment_2);
               tessel::wgmma_wait<1>();
-              if ((ko > 0)) {
-                tessel::mbarrier_warp_arrive(shared_1_empty + (((tile_i * 65) + (ko - 1)) % 3));
-              }
               if ((ko > 0)) {
                 tessel::mbarrier_warp_arrive(shared_0_empty + (((tile_i * 65) + (ko - 1)) % 3));
               }
             }
             tessel::wgmma_wait<0>();
             tessel::wgmma_fence_operand(fragment_2);
-            tessel::mbarrier_warp_arrive(shared_1_empty + (((tile_i * 65) + 64) % 3));
             tessel::mbarrier_warp_arrive(shared_0_empty + (((tile_i * 65) + 64) % 3));
             tessel::store_accumulators_tma<tessel::half_t, tessel::WarpgroupGemm<tessel::half_t, 128, 256, 64, 2, false, false, tessel::WgmmaSwizzleLayout<128, 64, 2, 128>, tessel::WgmmaSwizzleLayout<64, 256, 2, 128>>, float>(fragment_2, fragment_2_staging, &C_store_map, (by * 128), (bx * 256));
           }
