@@ -20,6 +20,9 @@ namespace {
 const char* const kConstructs[] = {
     "// layout",
     "tma_load(",
+    "tiles tile_i",
+    "_staging",
+    "drain_tma_stores",
     "mbarrier.wait(",
     "mbarrier.warp_arrive(",
     "producer {",
@@ -33,7 +36,9 @@ const char* const kConstructs[] = {
     "::run(",
     "::run_rs(",
     "copy_global_to_shared",
-    "store_accumulators",
+    "store_accumulators_tma<",
+    "store_accumulators<",
+    "gemm_wait(",
     "reduce_rows",
     "tma_load_tile",
     "// smem",
@@ -93,6 +98,9 @@ nlohmann::json explain(const std::string& title, const JitKernel& k) {
               << (info.persistent ? " (the Hopper GEMM's own kernel)" : "") << "\n";
   for (const std::string& m : info.tma_maps) std::cout << "      TMA map " << m << "\n";
   for (const std::string& b : info.mbarriers) std::cout << "      mbarriers " << b << "\n";
+  if (info.persistent && !info.mbarriers.empty())
+    std::cout << "      persistent: as many blocks as SMs, each looping over its tiles; the ring's phases run on "
+                 "across them (persist_tiles)\n";
   if (info.producer_threads > 0)
     std::cout << "      roles: " << info.consumer_threads << " consumer threads"
               << (info.consumer_regs ? " at " + std::to_string(info.consumer_regs) + " registers"
@@ -149,6 +157,16 @@ void section_under_the_hood(TutorialContext& ctx) {
       2048, 2048, 2048, DType::f16, sys.arch(), sys.gpu ? sys.device.sm_count : 132);
   j["gemm"] = explain("the tutorial GEMM, 2048 x 2048 x 2048 f16 (" + gemm_config.describe() + ")",
                       kernels::make_matmul(2048, 2048, 2048, gemm_config, o));
+  if (sys.arch() == "sm_90a") {
+    // The same program left to the generic passes (JitOptions::gemm_from_passes, opt-in until
+    // timed): each Hopper construct the template hard-codes appears where a pass decides it.
+    JitOptions passes = o;
+    passes.gemm_from_passes = true;
+    j["gemm_from_passes"] =
+        explain("the same GEMM from the generic passes (JitOptions::gemm_from_passes; the template's ring, "
+                "roles, waits, persistence and epilogue, each decided by a pass)",
+                kernels::make_matmul(2048, 2048, 2048, gemm_config, passes));
+  }
   kernels::AttentionShape s;
   s.batch = 2, s.heads = 16, s.kv_heads = 16, s.seqlen_q = 4096, s.seqlen_k = 4096, s.dim = 128;
   kernels::AttentionOptions a;

@@ -459,7 +459,12 @@ TEST_F(Cli, UnderTheHoodShowsThePassesLayoutsPipelineAndInstructions) {
         "roles: 256 consumer threads at 240 registers, 128 producer threads at 24 registers; the two "
         "consumer "
         "warpgroups take turns for their gemms",
-        "wgmma.mma_async", "cp.async.bulk.tensor", "setmaxnreg", "0 B spilled"})
+        "wgmma.mma_async", "cp.async.bulk.tensor", "setmaxnreg", "0 B spilled",
+        // The same GEMM from the generic passes: where each of the template's pieces comes from.
+        "the same GEMM from the generic passes (JitOptions::gemm_from_passes",
+        "persist_tiles               22  tiles tile_i", "plan_tma_stores             35  _staging, drain_tma_stores",
+        "place_gemm_waits            49  gemm_wait(", "TMA map C_store_map: box [64, 64] of C, 128-byte swizzle",
+        "mbarriers shared_0_full[5]: 1 arrival per phase", "persistent: as many blocks as SMs"})
     EXPECT_NE(r.output.find(text), std::string::npos) << "'" << text << "' missing from:\n" << r.output;
 }
 
