@@ -34,8 +34,11 @@ using namespace ir;
 
 namespace {
 
-// The shared memory the kernel's declared buffers take, placed as plan_shared_memory places them.
-std::int64_t shared_bytes(const Stmt& body, const PassContext& ctx) {
+// The shared memory the kernel takes with `leading` bytes of staging tiles (1024-byte multiples)
+// declared ahead of its buffers, placed as plan_shared_memory places them (in declaration order,
+// 1024-byte alignment for wgmma-layout tiles, 128 otherwise), plus the 1024 bytes of slack that
+// realign the array at run time.
+std::int64_t shared_bytes(const Stmt& body, const PassContext& ctx, std::int64_t leading) {
   struct Decls : IRVisitor {
     std::vector<Buffer> shared;
     void visit_node(const DeclBuffer* op) override {
@@ -43,13 +46,13 @@ std::int64_t shared_bytes(const Stmt& body, const PassContext& ctx) {
     }
   } decls;
   decls.visit(body);
-  std::int64_t offset = 0;
+  std::int64_t offset = leading;
   for (const Buffer& b : decls.shared) {
     auto l = ctx.shared_layouts.find(b->id);
     const std::int64_t align = l != ctx.shared_layouts.end() && l->second.wgmma() ? 1024 : 128;
     offset = (offset + align - 1) / align * align + b.const_numel() * dtype_bytes(b->dtype);
   }
-  return offset;
+  return offset + 1024;
 }
 
 class StorePlanner : public IRVisitor {
@@ -111,15 +114,13 @@ Stmt plan_tma_stores(const Stmt& body, PassContext& ctx) {
   StorePlanner planner(ctx);
   planner.visit(k->body);
   if (planner.candidates.empty()) return body;
-  std::int64_t bytes = shared_bytes(body, ctx);
+  std::int64_t staged = 0;  // the staging tiles chosen so far, declared first
   std::vector<Stmt> decls;
   for (const CopyStmt* c : planner.candidates) {
     const auto shape = c->src.buffer.const_shape();
-    const std::int64_t tile = shape[0] * shape[1] * 2;
-    // The staging tile 1024-byte aligned after the rest, plus the 1024 bytes of realignment slack.
-    const std::int64_t need = (bytes + 1023) / 1024 * 1024 + tile + 1024;
-    if (need > ctx.target.smem_cap) continue;
-    bytes = (bytes + 1023) / 1024 * 1024 + tile;
+    const std::int64_t tile = shape[0] * shape[1] * 2;  // a multiple of 8 KB (64 x 64 x 2 bytes)
+    if (shared_bytes(body, ctx, staged + tile) > ctx.target.smem_cap) continue;
+    staged += tile;
     const Buffer& g = c->dst.buffer;
     Buffer staging =
         Buffer::make(c->src.buffer->name + "_staging", {make_int(shape[0]), make_int(shape[1])}, g->dtype,

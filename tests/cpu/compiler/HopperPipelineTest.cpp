@@ -266,6 +266,38 @@ TEST(HopperPipeline, ChainAndAttentionKeepTheirStores) {
   }
 }
 
+// plan_tma_stores' estimate of the shared memory is plan_shared_memory's own: the staging tile is
+// taken exactly when the kernel with it still fits the target, at every ring size around the cap.
+TEST(HopperPipeline, TheStagingTileIsTakenExactlyWhenItFits) {
+  T::passes::PassContext::Switches passes;
+  passes.gemm_from_passes = true;
+  int taken = 0, left = 0;
+  for (auto [bm, bn, bk] : {std::tuple{128, 256, 64}, std::tuple{128, 128, 64}, std::tuple{64, 256, 64},
+                            std::tuple{128, 256, 32}, std::tuple{64, 128, 64}})
+    for (int stages = 2; stages <= 8; ++stages) {
+      const int threads = bm == 64 ? 128 : 256;
+      SCOPED_TRACE(std::to_string(bm) + "x" + std::to_string(bn) + "x" + std::to_string(bk) + " s" +
+                   std::to_string(stages));
+      auto f = T::kernels::matmul_program(4096, 4096, 4096, tutorial_config(bm, bn, bk, stages, threads));
+      T::LoweredFunc l;
+      try {
+        l = T::lower(f.ir(), sm90(), passes);
+      } catch (const T::CompileError&) {
+        continue;  // the ring alone does not fit
+      }
+      EXPECT_LE(l.ctx.smem_bytes, sm90().smem_cap);
+      const std::int64_t staging = std::int64_t(bm) * bn * 2;
+      if (l.ctx.tma_stores.empty()) {
+        ++left;
+        EXPECT_GT(l.ctx.smem_bytes + staging, sm90().smem_cap);
+      } else {
+        ++taken;
+      }
+    }
+  EXPECT_GT(taken, 5);
+  EXPECT_GT(left, 3);
+}
+
 // persist_tiles: more tiles than SMs -> min(tiles, SMs) blocks loop over them; the ring's stages
 // and phases run on over a block's tiles, the producer has no prologue, and specialize_warps
 // gives each role its own copy of the tile loop.
