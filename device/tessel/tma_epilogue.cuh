@@ -71,7 +71,8 @@ __device__ inline void store_accumulators_tma(const TAcc (&acc)[Gemm::kAccPerThr
   named_barrier_sync(kTmaEpilogueBarrierBase + c, 128);
   if (t == 0) {
 #pragma unroll
-    for (int p = 0; p < BN / 64; ++p) tma_store_2d(map, base + p * (BM * 128) + c * (64 * 128), col0 + 64 * p, row0 + 64 * c);
+    for (int p = 0; p < BN / 64; ++p)
+      tma_store_2d(map, base + p * (BM * 128) + c * (64 * 128), col0 + 64 * p, row0 + 64 * c);
     tma_store_commit();
   }
 }

@@ -42,7 +42,8 @@ struct JitOptions {
   bool disable_split_k = false;
   // The sm_90a GEMM stores 16-bit outputs through shared memory and TMA when the staging tile
   // fits beside the ring, and so do generic kernels storing a wgmma accumulator tile
-  // (plan_tma_stores, under gemm_from_passes only until measured); true keeps their register stores (TESSEL_DISABLE=tma_store does the same).
+  // (plan_tma_stores, under gemm_from_passes only until measured); true keeps their register stores
+  // (TESSEL_DISABLE=tma_store does the same).
   bool disable_tma_store = false;
   // The sm_90a GEMM honours the program's use_cluster hint by loading the operand tiles a
   // 2-CTA cluster shares once and multicasting them (TESSEL_DISABLE=multicast ignores the hint).
@@ -142,7 +143,7 @@ struct KernelInfo {
   // whole clusters, capped at launch; a generic kernel made persistent by persist_tiles has the
   // grid min(tiles, SMs) fixed at compile time.
   bool persistent = false;
-  int cluster_size = 1;     // CTAs per thread-block cluster (split-K or multicast: 2)
+  int cluster_size = 1;  // CTAs per thread-block cluster (split-K or multicast: 2)
   // What the Hopper pipeline passes decided for a generic kernel (empty / zero otherwise): one
   // line per TMA tensor map ("K_map: box [1, 128, 1, 64] of K, 128-byte swizzle") and per
   // mbarrier array ("K_full[2]: 1 arrival per phase"); the warp roles (consumer threads and

@@ -126,8 +126,7 @@ class MainLoopGemmScan : public IRVisitor {
         if (c && c->src.buffer->scope == Scope::Global && c->dst.buffer->scope == Scope::Shared) {
           filled.insert(c->dst.buffer->id);
           copies.push_back(c);
-        }
-        else if (const auto* g = st.as<GemmStmt>())
+        } else if (const auto* g = st.as<GemmStmt>())
           gemm.push_back(g);
         else
           other = true;

@@ -235,11 +235,11 @@ struct PassContext {
   // Set by persist_tiles: the loop over a block's tiles (ForKind::Tiles), when it made one.
   struct TileLoop {
     bool applied = false;
-    ir::Var var;                  // the loop's variable: this block's tile count so far
-    std::int64_t tiles = 0;       // the author's grid, as tiles
-    std::int64_t blocks = 0;      // the launch: min(tiles, SMs); the loop's stride
-    int panel = 0;                // use_swizzle's panel order over the tiles (0: row-major)
-    std::string why_not;          // when not applied on sm_90a
+    ir::Var var;              // the loop's variable: this block's tile count so far
+    std::int64_t tiles = 0;   // the author's grid, as tiles
+    std::int64_t blocks = 0;  // the launch: min(tiles, SMs); the loop's stride
+    int panel = 0;            // use_swizzle's panel order over the tiles (0: row-major)
+    std::string why_not;      // when not applied on sm_90a
   };
   TileLoop tile_loop;
   std::vector<TmaParam> tma_params;

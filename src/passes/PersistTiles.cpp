@@ -78,14 +78,17 @@ std::string why_not(const KernelStmt& k, const PassContext& ctx, std::int64_t sm
       if (ring) return "two ring loops";
       ring = f;
       for (const Stmt& b : flatten_seq(f->body))
-        if (const auto* t = b.as<TmaLoadStmt>()) tma_tiles.push_back(t->dst.buffer->id);
-        else if (holds_tma_load(b)) return "a TMA load nested in the ring loop's statements";
+        if (const auto* t = b.as<TmaLoadStmt>())
+          tma_tiles.push_back(t->dst.buffer->id);
+        else if (holds_tma_load(b))
+          return "a TMA load nested in the ring loop's statements";
       continue;
     }
     if (holds_tma_load(s)) return "a TMA load outside the ring loop";
   }
   if (!ring) return "no ring loop";
-  if (!is_const_int(ring->min, 0) || !as_const_int(ring->extent)) return "the ring loop's bounds are not constant";
+  if (!is_const_int(ring->min, 0) || !as_const_int(ring->extent))
+    return "the ring loop's bounds are not constant";
   struct Shared : IRVisitor {
     std::vector<Buffer> buffers;
     bool tails = false;
@@ -109,7 +112,8 @@ Stmt persist_tiles(const Stmt& body, PassContext& ctx) {
   // Opt-in with gemm_from_passes until the H200 has timed it (docs/perf-notes.md, session 13):
   // kernels compiled without it keep the launch shape they were measured with.
   if (ctx.target.sm != 90 || !ctx.allow_tma || !ctx.allow_wgmma || !ctx.allow_warp_specialization ||
-      !ctx.allow_async_pipeline || !ctx.allow_persistent_tiles || ctx.hopper.selected || !ctx.gemm_from_passes)
+      !ctx.allow_async_pipeline || !ctx.allow_persistent_tiles || ctx.hopper.selected ||
+      !ctx.gemm_from_passes)
     return body;
   const auto* k = body.as<KernelStmt>();
   if (!k) return body;
@@ -147,8 +151,7 @@ Stmt persist_tiles(const Stmt& body, PassContext& ctx) {
     inner = make_let(bv[0], make_call("tessel::raster_x", args, DType::i32), inner, w);
   } else {
     const Expr plane = make_int(g[0] * g[1]);
-    if (bv.size() == 3)
-      inner = make_let(bv[2], make_binary(BinaryOp::Div, t, plane), inner, w);
+    if (bv.size() == 3) inner = make_let(bv[2], make_binary(BinaryOp::Div, t, plane), inner, w);
     const Expr in_plane = bv.size() == 3 ? make_binary(BinaryOp::Mod, t, plane) : t;
     inner = make_let(bv[1], make_binary(BinaryOp::Div, in_plane, make_int(g[0])), inner, w);
     inner = make_let(bv[0], make_binary(BinaryOp::Mod, in_plane, make_int(g[0])), inner, w);

@@ -262,7 +262,8 @@ class PipelinePlanner : public IRMutator {
       TESSEL_INTERNAL_CHECK(as_const_int(n).has_value(), "a persistent ring loop with a trip count "
                                                              << to_string(n) << " that is not constant");
     auto ring_iter = [&](const Expr& iter) {
-      return persistent ? make_binary(BinaryOp::Add, make_binary(BinaryOp::Mul, tile_loop_->var, n), iter) : iter;
+      return persistent ? make_binary(BinaryOp::Add, make_binary(BinaryOp::Mul, tile_loop_->var, n), iter)
+                        : iter;
     };
     const Expr stage = make_binary(BinaryOp::Mod, ring_iter(k), Sx);
     const Expr parity = make_binary(BinaryOp::Mod, make_binary(BinaryOp::Div, ring_iter(k), Sx), make_int(2));
@@ -325,8 +326,8 @@ class PipelinePlanner : public IRMutator {
                 Stmt(std::make_shared<const TmaLoadStmt>(l->src, l->dst, l->map, Buffer(), Expr(), l->where)),
                 {{k, iter}});
             const auto* sub = moved.as<TmaLoadStmt>();
-            out.push_back(
-                make_tma_load(sub->src, at_stage(sub->dst, tiles[i].staged, at), sub->map, g.full, at, l->where));
+            out.push_back(make_tma_load(sub->src, at_stage(sub->dst, tiles[i].staged, at), sub->map, g.full,
+                                        at, l->where));
           }
       }
       return make_seq(out, w);
@@ -342,9 +343,10 @@ class PipelinePlanner : public IRMutator {
                                  make_if(make_binary(BinaryOp::LT, s, n), issue(s, s, false), Stmt(), w), w),
                         w);
       Expr next = make_binary(BinaryOp::Add, k, make_int(S - 1));
-      steady.push_back(make_producer(make_if(make_binary(BinaryOp::LT, next, n),
-                                             issue(next, make_binary(BinaryOp::Mod, next, Sx), true), Stmt(), w),
-                                     w));
+      steady.push_back(
+          make_producer(make_if(make_binary(BinaryOp::LT, next, n),
+                                issue(next, make_binary(BinaryOp::Mod, next, Sx), true), Stmt(), w),
+                        w));
     }
     // Each group's wait before its first reader, its release after its last.
     for (const Group& g : groups) {

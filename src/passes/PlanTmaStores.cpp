@@ -9,12 +9,12 @@
 //             plan goes in ctx.tma_stores (ops/Copy.cpp lowers the copy by it), and the kernel
 //             ends with drain_tma_stores() (each warpgroup waits until its stores have read
 //             shared memory). Applies when JitOptions::gemm_from_passes (opt-in until measured on
-//             the H200), the Hopper switches, async_pipeline and tma_store are on and: the copy's source is a whole fragment in the accumulator layout of a gemm
-//             that lowers to WarpgroupGemm with 64-row warpgroups (the accumulator itself, or
-//             an f16 / bf16 / f32 tile an epilogue computed from it; ctx.fragment_layouts), its destination a
-//             [BM, BN] region (BN a multiple of 64) of a 2-D row-major 16-bit tensor whose
-//             rows are 16-byte multiples and whose extents fit a tensor map, no Parallel nest
-//             or loop other than a persistent kernel's tile loop encloses the copy, and the
+//             the H200), the Hopper switches, async_pipeline and tma_store are on and: the copy's source is a
+//             whole fragment in the accumulator layout of a gemm that lowers to WarpgroupGemm with 64-row
+//             warpgroups (the accumulator itself, or an f16 / bf16 / f32 tile an epilogue computed from it;
+//             ctx.fragment_layouts), its destination a [BM, BN] region (BN a multiple of 64) of a 2-D
+//             row-major 16-bit tensor whose rows are 16-byte multiples and whose extents fit a tensor map, no
+//             Parallel nest or loop other than a persistent kernel's tile loop encloses the copy, and the
 //             kernel's shared memory with the staging tile still fits the target. Otherwise
 //             the copy keeps its register stores.
 //   Requires: infer_layouts (fragment layouts), plan_pipelines (the rings' final sizes, for the
@@ -78,8 +78,7 @@ class StorePlanner : public IRVisitor {
     if (f->scope != Scope::Fragment || g->scope != Scope::Global) return false;
     auto l = ctx_.fragment_layouts.find(f->id);
     if (l == ctx_.fragment_layouts.end() || l->second.kind != FragmentLayout::Kind::GemmAccumulator ||
-        !l->second.wgmma ||
-        (f->dtype != DType::f32 && f->dtype != DType::f16 && f->dtype != DType::bf16))
+        !l->second.wgmma || (f->dtype != DType::f32 && f->dtype != DType::f16 && f->dtype != DType::bf16))
       return false;
     if (f.ndim() != 2) return false;
     const auto shape = f.const_shape();
@@ -122,9 +121,8 @@ Stmt plan_tma_stores(const Stmt& body, PassContext& ctx) {
     if (shared_bytes(body, ctx, staged + tile) > ctx.target.smem_cap) continue;
     staged += tile;
     const Buffer& g = c->dst.buffer;
-    Buffer staging =
-        Buffer::make(c->src.buffer->name + "_staging", {make_int(shape[0]), make_int(shape[1])}, g->dtype,
-                     Scope::Shared, c->where);
+    Buffer staging = Buffer::make(c->src.buffer->name + "_staging", {make_int(shape[0]), make_int(shape[1])},
+                                  g->dtype, Scope::Shared, c->where);
     ctx.shared_layouts[staging->id] = SharedLayout::wgmma_swizzle(shape[0], shape[1], 2, 128);
     TmaParam map;
     map.tensor = g;

@@ -131,7 +131,8 @@ Stmt select_hopper_gemm(const Stmt& body, PassContext& ctx) {
     return body;
   }
   if (ctx.gemm_from_passes) {
-    plan.why_not = "JitOptions::gemm_from_passes (TESSEL_ENABLE=gemm_from_passes): the generic passes compile it";
+    plan.why_not =
+        "JitOptions::gemm_from_passes (TESSEL_ENABLE=gemm_from_passes): the generic passes compile it";
     return body;
   }
   GemmKernel g;

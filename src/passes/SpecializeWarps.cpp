@@ -14,19 +14,18 @@
 //             kernel's threads are whole warpgroups. A persistent kernel's loop over tiles
 //             (persist_tiles) and the lets in it that bind the tile's block indices go to both
 //             roles, each keeping its own part of the loop's body: the producer then runs on
-//             into the next tile's loads while the consumers finish this one. Register budgets (setmaxnreg): a CTA owns
-//             the registers it launched with -- entry = 65536 / threads per thread, in steps of
-//             8, which ptxas allocates under __launch_bounds__(threads, 1) (the JIT checks) --
-//             and setmaxnreg.inc takes registers only from what setmaxnreg.dec gave back to the
-//             CTA's pool (it blocks until they are there). So the producer drops to
-//             kProducerRegs and the consumers rise by its surplus shared among them:
-//             consumers = entry + (entry - kProducerRegs) * producer threads / consumer threads,
-//             rounded down to 8 (384 threads: 168 -> 24 and 240).
-//             A single consumer warpgroup gets a producer *warp* instead, and no setmaxnreg:
-//             registers are allocated for every launched thread alike and a CTA's pool is its
-//             own, so a producer warpgroup's share would be taken from the other CTAs that such
-//             small kernels fit on an SM (measured: 16384^2 attention at D = 64 on 64x128 tiles
-//             ran 0.70-0.87x of its cp.async form with a producer warpgroup, H200, 2026-12-04).
+//             into the next tile's loads while the consumers finish this one. Register budgets (setmaxnreg):
+//             a CTA owns the registers it launched with -- entry = 65536 / threads per thread, in steps of 8,
+//             which ptxas allocates under __launch_bounds__(threads, 1) (the JIT checks) -- and
+//             setmaxnreg.inc takes registers only from what setmaxnreg.dec gave back to the CTA's pool (it
+//             blocks until they are there). So the producer drops to kProducerRegs and the consumers rise by
+//             its surplus shared among them: consumers = entry + (entry - kProducerRegs) * producer threads /
+//             consumer threads, rounded down to 8 (384 threads: 168 -> 24 and 240). A single consumer
+//             warpgroup gets a producer *warp* instead, and no setmaxnreg: registers are allocated for every
+//             launched thread alike and a CTA's pool is its own, so a producer warpgroup's share would be
+//             taken from the other CTAs that such small kernels fit on an SM (measured: 16384^2 attention at
+//             D = 64 on 64x128 tiles ran 0.70-0.87x of its cp.async form with a producer warpgroup, H200,
+//             2026-12-04).
 //   Requires: plan_pipelines (rings and their ProducerStmts).
 //   Ensures:  no ProducerStmt is left when it applied; ctx.launch_threads, ctx.consumer_regs and
 //             ctx.producer_regs set. Otherwise the IR is unchanged (one thread issues the loads).
@@ -95,8 +94,10 @@ bool split(const Stmt& s, std::vector<Var>& known, std::vector<Stmt>& producer, 
     const bool ok = split(f->body, known, p, c);
     known.pop_back();
     if (!ok) return false;
-    producer.push_back(make_for(f->var, f->min, f->extent, ForKind::Tiles, 0, make_seq(p, f->where), f->where));
-    consumer.push_back(make_for(f->var, f->min, f->extent, ForKind::Tiles, 0, make_seq(c, f->where), f->where));
+    producer.push_back(
+        make_for(f->var, f->min, f->extent, ForKind::Tiles, 0, make_seq(p, f->where), f->where));
+    consumer.push_back(
+        make_for(f->var, f->min, f->extent, ForKind::Tiles, 0, make_seq(c, f->where), f->where));
     return true;
   }
   if (f->kind != ForKind::Serial) return false;
@@ -107,7 +108,8 @@ bool split(const Stmt& s, std::vector<Var>& known, std::vector<Stmt>& producer, 
     if (contains_producer(inner[i])) return false;
   producer.push_back(make_for(f->var, f->min, f->extent, ForKind::Serial, 0, first->body, f->where));
   consumer.push_back(make_for(f->var, f->min, f->extent, ForKind::Serial, 0,
-                              make_seq(std::vector<Stmt>(inner.begin() + 1, inner.end()), f->where), f->where));
+                              make_seq(std::vector<Stmt>(inner.begin() + 1, inner.end()), f->where),
+                              f->where));
   return true;
 }
 

@@ -99,8 +99,9 @@ nlohmann::json explain(const std::string& title, const JitKernel& k) {
   for (const std::string& m : info.tma_maps) std::cout << "      TMA map " << m << "\n";
   for (const std::string& b : info.mbarriers) std::cout << "      mbarriers " << b << "\n";
   if (info.persistent && !info.mbarriers.empty())
-    std::cout << "      persistent: as many blocks as SMs, each looping over its tiles; the ring's phases run on "
-                 "across them (persist_tiles)\n";
+    std::cout
+        << "      persistent: as many blocks as SMs, each looping over its tiles; the ring's phases run on "
+           "across them (persist_tiles)\n";
   if (info.producer_threads > 0)
     std::cout << "      roles: " << info.consumer_threads << " consumer threads"
               << (info.consumer_regs ? " at " + std::to_string(info.consumer_regs) + " registers"
@@ -162,10 +163,10 @@ void section_under_the_hood(TutorialContext& ctx) {
     // timed): each Hopper construct the template hard-codes appears where a pass decides it.
     JitOptions passes = o;
     passes.gemm_from_passes = true;
-    j["gemm_from_passes"] =
-        explain("the same GEMM from the generic passes (JitOptions::gemm_from_passes; the template's ring, "
-                "roles, waits, persistence and epilogue, each decided by a pass)",
-                kernels::make_matmul(2048, 2048, 2048, gemm_config, passes));
+    j["gemm_from_passes"] = explain(
+        "the same GEMM from the generic passes (JitOptions::gemm_from_passes; the template's ring, "
+        "roles, waits, persistence and epilogue, each decided by a pass)",
+        kernels::make_matmul(2048, 2048, 2048, gemm_config, passes));
   }
   kernels::AttentionShape s;
   s.batch = 2, s.heads = 16, s.kv_heads = 16, s.seqlen_q = 4096, s.seqlen_k = 4096, s.dim = 128;

@@ -232,24 +232,28 @@ TEST(HopperPipeline, TheTmaStoreEpilogueOnlyWhereItsStagingTileFits) {
   T::passes::PassContext::Switches passes;
   passes.gemm_from_passes = true;
   // 4 stages of 48 KB leave no room for a 64 KB staging tile: register stores.
-  auto four = T::lower(T::kernels::matmul_program(4096, 4096, 4096, tutorial_config(128, 256, 64, 4, 256)).ir(),
-                       sm90(), passes, true);
+  auto four =
+      T::lower(T::kernels::matmul_program(4096, 4096, 4096, tutorial_config(128, 256, 64, 4, 256)).ir(),
+               sm90(), passes, true);
   EXPECT_TRUE(four.ctx.tma_stores.empty());
   EXPECT_TRUE(has(stage_text(four, "lower_tile_ops"), "tessel::store_accumulators<tessel::half_t"))
       << stage_text(four, "lower_tile_ops");
   // A fused epilogue (bias, relu) computes a 16-bit tile in the accumulator's layout: that tile
   // goes out through the staging tile.
-  auto epi = T::lower(T::kernels::matmul_bias_act_program(2000, 4096, 1000, tutorial_config(128, 256, 64, 3, 256),
-                                                          T::kernels::Activation::relu, 0.5f)
-                          .ir(),
-                      sm90(), passes, true);
+  auto epi =
+      T::lower(T::kernels::matmul_bias_act_program(2000, 4096, 1000, tutorial_config(128, 256, 64, 3, 256),
+                                                   T::kernels::Activation::relu, 0.5f)
+                   .ir(),
+               sm90(), passes, true);
   ASSERT_EQ(epi.ctx.tma_stores.size(), 1u);
-  EXPECT_TRUE(has(stage_text(epi, "lower_tile_ops"), "tessel::store_accumulators_tma<tessel::half_t")) << stage_text(epi, "lower_tile_ops");
+  EXPECT_TRUE(has(stage_text(epi, "lower_tile_ops"), "tessel::store_accumulators_tma<tessel::half_t"))
+      << stage_text(epi, "lower_tile_ops");
   // The switch off (JitOptions::disable_tma_store): register stores.
   passes.allow_tma_store = false;
-  EXPECT_TRUE(T::lower(T::kernels::matmul_program(4096, 4096, 4096, tutorial_config(128, 256, 64, 3, 256)).ir(),
-                       sm90(), passes)
-                  .ctx.tma_stores.empty());
+  EXPECT_TRUE(
+      T::lower(T::kernels::matmul_program(4096, 4096, 4096, tutorial_config(128, 256, 64, 3, 256)).ir(),
+               sm90(), passes)
+          .ctx.tma_stores.empty());
 }
 
 // The library's other wgmma kernels keep their register stores (and their measured figures): the
@@ -321,11 +325,13 @@ TEST(HopperPipeline, ManyTilesMakeTheRingKernelPersistent) {
   const std::string ring = stage_text(lowered, "plan_pipelines");
   // No prologue: every iteration waits for its stage's release, counted over the block's tiles.
   EXPECT_FALSE(has(ring, "unrolled s in")) << ring;
-  EXPECT_TRUE(has(ring, "mbarrier.wait(shared_0_empty[(((tile_i * 64) + ko) % 3)], "
-                        "parity=(((((tile_i * 64) + ko) / 3) + 1) % 2))"))
+  EXPECT_TRUE(has(ring,
+                  "mbarrier.wait(shared_0_empty[(((tile_i * 64) + ko) % 3)], "
+                  "parity=(((((tile_i * 64) + ko) / 3) + 1) % 2))"))
       << ring;
-  EXPECT_TRUE(has(ring, "mbarrier.wait(shared_0_full[(((tile_i * 64) + ko) % 3)], "
-                        "parity=((((tile_i * 64) + ko) / 3) % 2))"))
+  EXPECT_TRUE(has(ring,
+                  "mbarrier.wait(shared_0_full[(((tile_i * 64) + ko) % 3)], "
+                  "parity=((((tile_i * 64) + ko) / 3) % 2))"))
       << ring;
   // A and B, both read by the gemm alone, share one barrier pair: one expect_tx for both tiles.
   EXPECT_TRUE(has(ring, "mbarrier.arrive_expect_tx(shared_0_full[(((tile_i * 64) + ko) % 3)], bytes=49152)"))
@@ -370,9 +376,11 @@ TEST(HopperPipeline, PersistenceNeedsTheRingToBeAllTheKernelKeepsInSharedMemory)
   T::passes::PassContext::Switches passes;
   passes.gemm_from_passes = true;
   T::kernels::AttentionShape s;
-  s.batch = 2, s.heads = 16, s.kv_heads = 16, s.seqlen_q = 4096, s.seqlen_k = 4096, s.dim = 128;  // 1024 tiles
-  auto lowered = T::lower(T::kernels::attention_program(s, T::DType::bf16, false, 0.125f, {128, 128, 256, 2}).ir(),
-                          sm90(), passes);
+  s.batch = 2, s.heads = 16, s.kv_heads = 16, s.seqlen_q = 4096, s.seqlen_k = 4096,
+  s.dim = 128;  // 1024 tiles
+  auto lowered =
+      T::lower(T::kernels::attention_program(s, T::DType::bf16, false, 0.125f, {128, 128, 256, 2}).ir(),
+               sm90(), passes);
   EXPECT_FALSE(lowered.ctx.tile_loop.applied);
   EXPECT_EQ(lowered.ctx.tile_loop.why_not, "shared buffer shared_0 is not a ring tile");
   // Without gemm_from_passes (opt-in until measured), no kernel is made persistent.
@@ -384,8 +392,9 @@ TEST(HopperPipeline, TutorialGemmFromThePassesKeepsMmaSyncWhereTmaCannot) {
   T::passes::PassContext::Switches passes;
   passes.gemm_from_passes = true;
   // N = 4095: B's rows are not 16-byte aligned, no TMA load; BlockGemm's gemm_mainloop stays.
-  auto odd = T::lower(T::kernels::matmul_program(4096, 4095, 4096, tutorial_config(128, 256, 64, 3, 256)).ir(),
-                      sm90(), passes, true);
+  auto odd =
+      T::lower(T::kernels::matmul_program(4096, 4095, 4096, tutorial_config(128, 256, 64, 3, 256)).ir(),
+               sm90(), passes, true);
   EXPECT_FALSE(odd.ctx.uses_wgmma);
   EXPECT_TRUE(odd.ctx.tma_params.empty());
   EXPECT_TRUE(has(stage_text(odd, "plan_pipelines"), "tessel::gemm_mainloop"))

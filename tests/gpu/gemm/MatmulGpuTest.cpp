@@ -312,7 +312,8 @@ TEST_P(GemmFromPassesShapes, MatchesReference) {
   const bool tma_legal = c.K % 8 == 0 && c.N % 8 == 0;
   EXPECT_EQ(k.info().path.find("TMA + mbarrier ring") != std::string::npos, tma_legal) << k.info().path;
   // More tiles than SMs: persistent (persist_tiles), the blocks looping over the tiles.
-  const std::int64_t tiles = ((c.M + cfg.block_M - 1) / cfg.block_M) * ((c.N + cfg.block_N - 1) / cfg.block_N);
+  const std::int64_t tiles =
+      ((c.M + cfg.block_M - 1) / cfg.block_M) * ((c.N + cfg.block_N - 1) / cfg.block_N);
   EXPECT_EQ(k.info().persistent, tma_legal && tiles > tessel::current_device().sm_count) << k.info().path;
   run_case(c, dtype, o);
 }
@@ -363,8 +364,8 @@ struct EpilogueCase {
   Case c;
   DType dtype;
   tessel::kernels::Activation act;
-  bool mma_sync;  // JitOptions::disable_wgmma
-  int max_ctas;   // JitOptions::max_persistent_ctas (0: all SMs)
+  bool mma_sync;             // JitOptions::disable_wgmma
+  int max_ctas;              // JitOptions::max_persistent_ctas (0: all SMs)
   bool from_passes = false;  // JitOptions::gemm_from_passes: the generic passes' kernel
 };
 
@@ -386,7 +387,8 @@ TEST_P(EpilogueShapes, MatchesFloat64) {
   auto kernel = tessel::kernels::make_matmul_bias_act(c.M, c.N, c.K, cfg, e.act, alpha, o);
   SCOPED_TRACE(case_name(c, e.dtype) + " " + tessel::kernels::activation_name(e.act) + " " +
                kernel.info().path);
-  EXPECT_EQ(kernel.info().path.find("fused Parallel epilogue") != std::string::npos, !e.mma_sync && !e.from_passes)
+  EXPECT_EQ(kernel.info().path.find("fused Parallel epilogue") != std::string::npos,
+            !e.mma_sync && !e.from_passes)
       << kernel.info().hopper_declined;
   static std::mt19937_64 seeds(std::random_device{}());
   Tensor a = Tensor::empty({c.M, c.K}, e.dtype), b = Tensor::empty({c.K, c.N}, e.dtype);

@@ -146,8 +146,8 @@ TEST_P(GemmFromPasses, CompilesToTmaRingsAndWgmmaWithoutSpills) {
   EXPECT_EQ(k.info().path,
             "sm90 wgmma block gemm (generic kernel), TMA + mbarrier ring, warp-specialized, persistent, "
             "TMA-store epilogue");
-  for (const char* needle : {"stmatrix.sync.aligned.m8n8.x4.shared.b16", "cp.async.bulk.tensor.2d.global.shared::cta",
-                             "cp.async.bulk.wait_group.read"})
+  for (const char* needle : {"stmatrix.sync.aligned.m8n8.x4.shared.b16",
+                             "cp.async.bulk.tensor.2d.global.shared::cta", "cp.async.bulk.wait_group.read"})
     EXPECT_NE(k.ptx().find(needle), std::string::npos) << needle;
   EXPECT_EQ(k.info().threads, p.threads + (p.threads == 128 ? 32 : 128));
   EXPECT_TRUE(k.info().persistent);
@@ -163,9 +163,9 @@ INSTANTIATE_TEST_SUITE_P(TutorialKnobs, GemmFromPasses,
                                            PassesCase{64, 128, 64, 6, 128, tessel::DType::bf16}),
                          [](const ::testing::TestParamInfo<PassesCase>& info) {
                            const PassesCase& p = info.param;
-                           return std::to_string(p.bm) + "x" + std::to_string(p.bn) + "x" + std::to_string(p.bk) +
-                                  "s" + std::to_string(p.stages) + "t" + std::to_string(p.threads) + "_" +
-                                  std::string(tessel::dtype_name(p.dtype));
+                           return std::to_string(p.bm) + "x" + std::to_string(p.bn) + "x" +
+                                  std::to_string(p.bk) + "s" + std::to_string(p.stages) + "t" +
+                                  std::to_string(p.threads) + "_" + std::string(tessel::dtype_name(p.dtype));
                          });
 
 TEST(HopperPath, EachSwitchFallsBackToMmaSync) {
