@@ -5,6 +5,8 @@
 //   store_accumulators: straight from registers. Each thread writes its two adjacent
 //     columns per fragment row, so a warp touches 8 rows x 16 bytes (f16) per store:
 //     half-used 32-byte sectors. Needs no shared memory.
+//   store_accumulators_wide: a wgmma tile straight from registers, a quad transpose first so that
+//     each lane stores 8 consecutive columns at once (16-bit outputs, 16-byte aligned rows).
 //   store_accumulators_via_shared: stages the tile through shared memory (swizzled, so the
 //     fragment writes are conflict-free) and writes whole 16-byte chunks of consecutive
 //     row data, fully coalesced. For large tiles where the epilogue's DRAM writes matter.
@@ -87,6 +89,63 @@ __device__ inline void store_accumulators_via_shared(const TAcc (&acc)[Gemm::kAc
   block_sync();
   copy_shared_to_global<TOut, Gemm::kBM, Gemm::kBN, Scratch, Gemm::kThreads, Vectorized>(
       gmem, smem_scratch, ld, rows_valid, cols_valid);
+}
+
+// A wgmma accumulator tile (warps along M, 16 rows each: WarpgroupGemm's layout) straight from
+// registers in 16-byte stores, where no staging tile fits (tma_epilogue.cuh): the 4 lanes
+// of a quad hold one row's 32 columns (8-column blocks 4 g .. 4 g + 3) as a 4 x 4 matrix of
+// packed column pairs; two xor shuffles transpose it, so that lane q holds columns 8 (4 g + q) ..
+// + 7 and stores them at once (4-byte pairs make half-used 32-byte sectors). gmem: the tile's
+// first element, 16-byte aligned, ld a multiple of 8 (the caller proves both); element (r, c) is
+// written iff r < rows_valid and c < cols_valid.
+template <class TOut, class Gemm, class TAcc = float>
+__device__ inline void store_accumulators_wide(const TAcc (&acc)[Gemm::kAccPerThread], TOut* gmem, long long ld,
+                                               int rows_valid, int cols_valid) {
+  constexpr int BN = Gemm::kBN;
+  static_assert(is_mma_16bit<TOut>::value, "store_accumulators_wide: the output must be 16-bit");
+  static_assert(Gemm::kWarpsN == 1 && Gemm::kWarpM == 16 && BN % 32 == 0,
+                "store_accumulators_wide: a wgmma accumulator (warps along M, 16 rows each), BN a multiple of 32");
+  const int lane = threadIdx.x % 32, q = lane % 4;
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const int r = Gemm::acc_row(2 * h);
+#pragma unroll
+    for (int g = 0; g < BN / 32; ++g) {
+      unsigned w[4];
+#pragma unroll
+      for (int b = 0; b < 4; ++b) {
+        const int i = (4 * g + b) * 4 + 2 * h;
+        w[b] = pack2<TOut>(float(to_float(acc[i])), float(to_float(acc[i + 1])));
+      }
+#pragma unroll
+      for (int p = 0; p < 2; ++p) {  // 2 x 2 blocks: swap with lane q ^ 1
+        const unsigned v = __shfl_xor_sync(0xffffffffu, (q & 1) ? w[2 * p] : w[2 * p + 1], 1);
+        if (q & 1)
+          w[2 * p] = v;
+        else
+          w[2 * p + 1] = v;
+      }
+#pragma unroll
+      for (int p = 0; p < 2; ++p) {  // the blocks: swap with lane q ^ 2
+        const unsigned v = __shfl_xor_sync(0xffffffffu, (q & 2) ? w[p] : w[p + 2], 2);
+        if (q & 2)
+          w[p] = v;
+        else
+          w[p + 2] = v;
+      }
+      const int col = 8 * (4 * g + q);
+      if (r >= rows_valid) continue;
+      TOut* p = gmem + static_cast<long long>(r) * ld + col;
+      if (col + 8 <= cols_valid) {
+        *reinterpret_cast<uint4*>(p) = make_uint4(w[0], w[1], w[2], w[3]);
+        continue;
+      }
+#pragma unroll
+      for (int e = 0; e < 8; ++e)
+        if (col + e < cols_valid)
+          *reinterpret_cast<unsigned short*>(p + e) = static_cast<unsigned short>(w[e / 2] >> (16 * (e % 2)));
+    }
+  }
 }
 
 }  // namespace tessel

@@ -231,12 +231,13 @@ TEST(HopperPipeline, TutorialGemmFromThePasses) {
 TEST(HopperPipeline, TheTmaStoreEpilogueOnlyWhereItsStagingTileFits) {
   T::passes::PassContext::Switches passes;
   passes.gemm_from_passes = true;
-  // 4 stages of 48 KB leave no room for a 64 KB staging tile: register stores.
+  // 4 stages of 48 KB leave no room for a 64 KB staging tile: register stores, 16 bytes at a time
+  // after a quad transpose (rows of 4096 and the tile's column start are multiples of 8).
   auto four =
       T::lower(T::kernels::matmul_program(4096, 4096, 4096, tutorial_config(128, 256, 64, 4, 256)).ir(),
                sm90(), passes, true);
   EXPECT_TRUE(four.ctx.tma_stores.empty());
-  EXPECT_TRUE(has(stage_text(four, "lower_tile_ops"), "tessel::store_accumulators<tessel::half_t"))
+  EXPECT_TRUE(has(stage_text(four, "lower_tile_ops"), "tessel::store_accumulators_wide<tessel::half_t"))
       << stage_text(four, "lower_tile_ops");
   // A fused epilogue (bias, relu) computes a 16-bit tile in the accumulator's layout: that tile
   // goes out through the staging tile.

@@ -349,6 +349,9 @@ INSTANTIATE_TEST_SUITE_P(
                                          Case{17, 33, 65, hopper(128, 128, 4, 256, 0)},
                                          Case{300, 200, 1000, hopper(128, 128, 3, 256, 0)},
                                          Case{1023, 1025, 1032, hopper(128, 256, 3, 256, 8)},
+                                         // 4 stages: no room for the staging tile, 16-byte
+                                         // register stores, ragged in M and N
+                                         Case{1000, 1000, 1000, hopper(128, 256, 4, 256, 8)},
                                          Case{65, 1032, 63, hopper(64, 128, 4, 128, 0)},
                                          Case{9, 7, 1023, hopper(64, 128, 4, 128, 0)},
                                          Case{2047, 2048, 4104, knob(128, 256, 32, 4, 256, true)},

@@ -129,6 +129,10 @@ struct FakeGemm {
   __device__ static int acc_row(int i) { return (threadIdx.x / 4) % 32; }
   __device__ static int acc_col(int i) { return (threadIdx.x % 4) * 8 + i; }
 };
+struct FakeWgmma {
+  static constexpr int kBN = 64, kWarpsN = 1, kWarpM = 16, kAccPerThread = 32;
+  __device__ static int acc_row(int i) { return (threadIdx.x / 32) * 16 + (threadIdx.x % 32) / 4 + ((i % 4) / 2) * 8; }
+};
 __global__ void k(tessel::half_t* c, float* f, long long ld, int rv, int cv) {
   extern __shared__ __align__(16) unsigned char scratch[];
   float acc[8] = {};
@@ -136,6 +140,9 @@ __global__ void k(tessel::half_t* c, float* f, long long ld, int rv, int cv) {
   tessel::store_accumulators<float, FakeGemm, false>(acc, f, ld, rv, cv);
   tessel::store_accumulators_via_shared<tessel::half_t, FakeGemm, true>(
       acc, reinterpret_cast<tessel::half_t*>(scratch), c, ld, rv, cv);
+  // A wgmma-shaped tile (warps along M, 16 rows each), 16-byte stores after the quad transpose.
+  float wide[32] = {};
+  tessel::store_accumulators_wide<tessel::bfloat16_t, FakeWgmma>(wide, reinterpret_cast<tessel::bfloat16_t*>(c), ld, rv, cv);
 })cuda"},
     {"block.cuh", R"cuda(
 __global__ void k(int* out) {
