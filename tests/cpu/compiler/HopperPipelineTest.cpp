@@ -303,6 +303,34 @@ TEST(HopperPipeline, TheStagingTileIsTakenExactlyWhenItFits) {
   EXPECT_GT(left, 3);
 }
 
+// kernels::Matmul's split-K partial GEMM (a 3-D grid, each block z a share of the K tiles) under
+// gemm_from_passes: its ring runs over the block's share.
+TEST(HopperPipeline, SplitKPartialGemmFromThePasses) {
+  T::passes::PassContext::Switches passes;
+  passes.gemm_from_passes = true;
+  for (long long M : {1, 16, 64}) {
+    SCOPED_TRACE("M " + std::to_string(M));
+    auto f = T::kernels::matmul_split_k_program(static_cast<int>(M), 4096, 4096, 5,
+                                                T::kernels::split_k_config(M, T::DType::f16));
+    auto l = T::lower(f.ir(), sm90(), passes, true);
+    // 64 rows: one warpgroup's wgmma, a TMA ring over the block's share of K (A and B behind one
+    // barrier pair), a producer warp; 16 rows and fewer stay on mma.sync (wgmma takes 64 rows per
+    // warpgroup). 16 x 5 = 80 blocks: one wave, not persistent. The f32 workspace keeps its
+    // register stores.
+    EXPECT_EQ(l.ctx.uses_wgmma, M == 64);
+    EXPECT_EQ(l.ctx.tma_params.size(), M == 64 ? 2u : 0u);
+    EXPECT_FALSE(l.ctx.tile_loop.applied);
+    EXPECT_TRUE(l.ctx.tma_stores.empty());
+    if (M == 64) {
+      const std::string waits = stage_text(l, "place_gemm_waits");
+      EXPECT_TRUE(has(waits, "mbarrier.arrive_expect_tx(shared_0_full[s], bytes=40960)")) << waits;
+      EXPECT_TRUE(has(waits, "serial ko in [0, 0 + ((((bz + 1) * 64) / 5) - ((bz * 64) / 5)))")) << waits;
+      EXPECT_TRUE(has(waits, "gemm_wait(pending=1)")) << waits;
+      EXPECT_EQ(l.ctx.launch_threads, 160);
+    }
+  }
+}
+
 // persist_tiles: more tiles than SMs -> min(tiles, SMs) blocks loop over them; the ring's stages
 // and phases run on over a block's tiles, the producer has no prologue, and specialize_warps
 // gives each role its own copy of the tile loop.

@@ -677,4 +677,39 @@ INSTANTIATE_TEST_SUITE_P(SkinnyAndRagged, MatmulSplitKShapes,
                                             ::testing::Values(DType::f16, DType::bf16)),
                          split_k_name);
 
+// The split-K partial GEMM from the generic passes (JitOptions::gemm_from_passes): at 64 rows its
+// gemm takes wgmma on a TMA ring over each block's share of K.
+TEST(MatmulSplitKFromPasses, PartialGemmOnTheRingMatchesFloat64) {
+  TESSEL_REQUIRE_GPU();
+  if (tessel::current_device().arch() != "sm_90a") GTEST_SKIP() << "SKIPPED: not an sm_90a GPU";
+  static std::mt19937_64 seeds(std::random_device{}());
+  for (DType dtype : {DType::f16, DType::bf16})
+    for (auto [M, N, K, split] : {std::tuple{64, 4096, 4096, 5}, std::tuple{61, 1000, 3000, 3}}) {
+      tessel::JitOptions o;
+      o.gemm_from_passes = true;
+      tessel::kernels::Matmul mm(M, N, K, dtype, tessel::kernels::MatmulStaging::automatic, o, split);
+      SCOPED_TRACE(mm.describe() + " " + mm.kernel().info().path);
+      ASSERT_EQ(mm.plan().split_k, split) << mm.plan().why;
+      EXPECT_NE(mm.kernel().info().path.find("TMA + mbarrier ring"), std::string::npos);
+      Tensor a = Tensor::empty({M, K}, dtype), b = Tensor::empty({K, N}, dtype);
+      a.fill_random(seeds());
+      b.fill_random(seeds());
+      Tensor out = Tensor::empty({M, N}, dtype);
+      out.fill(std::nan(""));
+      mm(a, b, out);
+      tessel::check_cu(tessel::driver().cuCtxSynchronize(), "cuCtxSynchronize");
+      const std::vector<double> av = a.to_host_f64(), bv = b.to_host_f64(), cv = out.to_host_f64();
+      std::vector<double> got, ref;
+      for (int i = 0; i < M; ++i)
+        for (int j : {0, 1, N / 2, N - 1}) {
+          double dot = 0;
+          for (int k = 0; k < K; ++k) dot += av[static_cast<size_t>(i) * K + k] * bv[static_cast<size_t>(k) * N + j];
+          ref.push_back(dot);
+          got.push_back(cv[static_cast<size_t>(i) * N + j]);
+        }
+      const double err = tessel::test::rel_error(got, ref);
+      EXPECT_LE(err, 1e-2) << "relative Frobenius error " << err;
+    }
+}
+
 }  // namespace
