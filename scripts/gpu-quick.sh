@@ -3,7 +3,9 @@
 # steps do not fit what is left of the device time. Runs what build-gpu/ (scripts/build-gpu.sh)
 # and .whl/ (scripts/build-python-wheel.sh) hold, in this order, each step under its own limit:
 #   1. the gpu tests of TESSEL_QUICK_TESTS (a gtest filter; default: every softmax suite, the
-#      fuzz regression cases on the device, and the tutorial GEMM from the generic passes);
+#      fuzz regression cases on the device, and every test of the GEMM from the generic passes:
+#      shapes, persistence on few blocks, fused epilogues, the split-K partial GEMM), then
+#      racecheck and synccheck on the persistent one (its staging tile reused tile after tile);
 #   1b. `tessel bench gemm --compare-passes` over issue 5's seven shapes, f16 and bf16: the
 #      template, the same program from the generic passes (persistent) and cuBLAS interleaved in
 #      one process; then the same with TESSEL_DISABLE=persistent_tiles (one block per tile);
@@ -43,8 +45,14 @@ step() {  # step NAME LIMIT_S COMMAND...
   [[ $code == 0 ]] || status=1
   echo "### $name: exit $code after $((SECONDS - start)) s" | tee -a "$log"
 }
-tests=${TESSEL_QUICK_TESTS:-*Softmax*:FuzzGpu.*:*GemmFromPasses*}
+tests=${TESSEL_QUICK_TESTS:-*Softmax*:FuzzGpu.*:*FromPasses*:*_passes}
 step "gpu tests ($tests)" 180 "$build/tessel_tests_gpu" --gtest_filter="$tests" --gtest_brief=1
+if command -v compute-sanitizer >/dev/null; then
+  for tool in racecheck synccheck; do
+    step "$tool (gemm from passes, persistent)" 120 compute-sanitizer --tool "$tool" --error-exitcode 9 \
+      "$build/tessel_tests_gpu" --gtest_filter='GemmFromPassesPersistent.*' --gtest_brief=1
+  done
+fi
 issue5=2048x2048x2048,4096x4096x4096,8192x8192x8192,8192x28672x8192,16384x4096x1024,128x8192x8192,1024x1024x1024
 tag=${TESSEL_RESULT_TAG:-quick}
 step "bench gemm 5 --compare-passes" 150 "$build/tessel" bench gemm --compare-passes --repeats 30 --warmup 5 \
