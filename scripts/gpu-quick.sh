@@ -2,13 +2,8 @@
 # On the GPU machine: a short device call after a change, when the full scripts/gpu-check.sh
 # steps do not fit what is left of the device time. Runs what build-gpu/ (scripts/build-gpu.sh)
 # and .whl/ (scripts/build-python-wheel.sh) hold, in this order, each step under its own limit:
-#   1. the gpu tests of TESSEL_QUICK_TESTS (a gtest filter; default: every softmax suite, the
-#      fuzz regression cases on the device, and every test of the GEMM from the generic passes:
-#      shapes, persistence on few blocks, fused epilogues, the split-K partial GEMM), then
-#      racecheck and synccheck on the persistent one (its staging tile reused tile after tile);
-#   1b. `tessel bench gemm --compare-passes` over issue 5's seven shapes, f16 and bf16: the
-#      template, the same program from the generic passes (persistent) and cuBLAS interleaved in
-#      one process; then the same with TESSEL_DISABLE=persistent_tiles (one block per tile);
+#   1. the gpu tests of TESSEL_QUICK_TESTS (a gtest filter; default: every softmax suite and the
+#      fuzz regression cases on the device);
 #   2. `tessel bench softmax` over issue 17's staged widths, the default beside the same under
 #      each setting of TESSEL_QUICK_AB (space-separated; default TESSEL_ENABLE=realigned_span_reads
 #      TESSEL_ENABLE=realigned_global_loads) in the same session;
@@ -16,9 +11,7 @@
 #      overhead` (scripts/gpu-python.sh);
 #   4. ncu's launch, occupancy and warp-state sections on one staged softmax (65536x8191) and the
 #      aligned one beside it (65536x8192), when ncu is there (clocks left alone);
-#   5. `tessel_fuzz --gpu` over TESSEL_QUICK_FUZZ programs (default 600; seed 20261212), then
-#      GEMM programs through the generic passes (TESSEL_ENABLE=gemm_from_passes), persistent on
-#      3 blocks where they have more tiles (TESSEL_MAX_PERSISTENT_CTAS=3; seed 20261314).
+#   5. `tessel_fuzz --gpu` over TESSEL_QUICK_FUZZ programs (default 600; seed 20261212).
 # Everything printed goes to OUTDIR/gpu-quick.log; the python step's JSON beside it.
 #
 #   scripts/gpu-quick.sh OUTDIR   (env: TESSEL_RESULT_TAG, TESSEL_QUICK_TESTS, TESSEL_QUICK_AB,
@@ -45,21 +38,8 @@ step() {  # step NAME LIMIT_S COMMAND...
   [[ $code == 0 ]] || status=1
   echo "### $name: exit $code after $((SECONDS - start)) s" | tee -a "$log"
 }
-tests=${TESSEL_QUICK_TESTS:-*Softmax*:FuzzGpu.*:*FromPasses*:*_passes}
-step "gpu tests ($tests)" 180 "$build/tessel_tests_gpu" --gtest_filter="$tests" --gtest_brief=1
-if command -v compute-sanitizer >/dev/null; then
-  for tool in racecheck synccheck; do
-    step "$tool (gemm from passes, persistent)" 120 compute-sanitizer --tool "$tool" --error-exitcode 9 \
-      "$build/tessel_tests_gpu" --gtest_filter='GemmFromPassesPersistent.*' --gtest_brief=1
-  done
-fi
-issue5=2048x2048x2048,4096x4096x4096,8192x8192x8192,8192x28672x8192,16384x4096x1024,128x8192x8192,1024x1024x1024
-tag=${TESSEL_RESULT_TAG:-quick}
-step "bench gemm 5 --compare-passes" 150 "$build/tessel" bench gemm --compare-passes --repeats 30 --warmup 5 \
-  --shapes "$issue5" --dtype f16,bf16 --json "$out/gemm-compare-passes-$tag.json"
-step "bench gemm 5 --compare-passes (TESSEL_DISABLE=persistent_tiles)" 150 env TESSEL_DISABLE=persistent_tiles \
-  "$build/tessel" bench gemm --compare-passes --repeats 30 --warmup 5 --shapes "$issue5" --dtype f16,bf16 \
-  --json "$out/gemm-compare-passes-unpersistent-$tag.json"
+tests=${TESSEL_QUICK_TESTS:-*Softmax*:FuzzGpu.*}
+step "gpu tests ($tests)" 150 "$build/tessel_tests_gpu" --gtest_filter="$tests" --gtest_brief=1
 widths=4194304x127,4194304x129,524288x1023,65536x8191,32768x8193
 step "bench softmax 17 (default)" 60 "$build/tessel" bench softmax --repeats 10 --shapes "$widths"
 for ab in ${TESSEL_QUICK_AB:-TESSEL_ENABLE=realigned_span_reads TESSEL_ENABLE=realigned_global_loads}; do
@@ -76,7 +56,5 @@ if command -v ncu >/dev/null; then
 fi
 step "fuzz" 60 env TESSEL_CACHE=0 "$build/tessel_fuzz" --gpu --arch none --count "${TESSEL_QUICK_FUZZ:-600}" \
   --seed 20261212
-step "fuzz gemm from passes, 3 persistent blocks" 60 env TESSEL_CACHE=0 TESSEL_ENABLE=gemm_from_passes \
-  TESSEL_MAX_PERSISTENT_CTAS=3 "$build/tessel_fuzz" --gpu --arch none --family gemm --count 300 --seed 20261314
 grep "^### " "$log"
 exit $status

@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# On the GPU machine: the first run of the tutorial GEMM from the generic passes
+# (JitOptions::gemm_from_passes: TMA ring, producer warpgroup, asynchronous wgmma, persistent
+# tiles, TMA-store epilogue; session 13, written without a GPU), in one device call of about
+# 5-8 minutes. Runs what build-gpu/ (scripts/build-gpu.sh) holds, each step under its own limit:
+#   1. every gpu test of the passes' GEMM: its shapes (tails in every dimension, TMA-store and
+#      16-byte register stores), persistence on 1, 3 and 7 blocks, fused epilogues, the split-K
+#      partial GEMM on the ring;
+#   2. compute-sanitizer racecheck and synccheck on the persistent one (its ring phases run on
+#      across tiles, its staging tile is reused tile after tile), when the tool is there;
+#   3. `tessel bench gemm --compare-passes` over issue 5's seven shapes, f16 and bf16: the
+#      template, the passes' kernel and cuBLAS interleaved in one process, JSON beside the log;
+#      then the same with TESSEL_DISABLE=persistent_tiles (the passes' kernel one block per tile);
+#   4. `tessel_fuzz --gpu` over GEMM programs through the passes, persistent on 3 blocks where
+#      they have more tiles (TESSEL_ENABLE=gemm_from_passes TESSEL_MAX_PERSISTENT_CTAS=3).
+# Everything printed goes to OUTDIR/gpu-passes.log.
+#
+#   scripts/gpu-passes.sh OUTDIR   (env: TESSEL_RESULT_TAG)
+set -uo pipefail
+out=${1:?usage: scripts/gpu-passes.sh OUTDIR}
+mkdir -p "$out" && out=$(cd "$out" && pwd)
+cd "$(dirname "$0")/.."
+build=build-gpu
+log="$out/gpu-passes.log"
+: >"$log"
+export TESSEL_NO_PROGRESS=1
+TESSEL_CACHE_DIR=$(mktemp -d /tmp/tessel-gpu-passes-cache-XXXXXX)
+export TESSEL_CACHE_DIR
+export TESSEL_GIT_COMMIT=$( (cat "$build/git-commit.txt" 2>/dev/null || echo unknown) | tr -s ' \n\t' '-' | sed 's/-$//')
+echo "gpu-passes: $(date -u +%FT%TZ), commit $TESSEL_GIT_COMMIT" | tee -a "$log"
+status=0
+step() {  # step NAME LIMIT_S COMMAND...
+  local name=$1 limit=$2 start=$SECONDS
+  shift 2
+  echo "### $name: $*" | tee -a "$log"
+  timeout "$limit" "$@" >>"$log" 2>&1
+  local code=$?
+  [[ $code == 0 ]] || status=1
+  echo "### $name: exit $code after $((SECONDS - start)) s" | tee -a "$log"
+}
+step "gpu tests (gemm from passes)" 150 "$build/tessel_tests_gpu" --gtest_filter='*FromPasses*:*_passes' --gtest_brief=1
+if command -v compute-sanitizer >/dev/null; then
+  for tool in racecheck synccheck; do
+    step "$tool (gemm from passes, persistent)" 90 compute-sanitizer --tool "$tool" --error-exitcode 9 \
+      "$build/tessel_tests_gpu" --gtest_filter='GemmFromPassesPersistent.*' --gtest_brief=1
+  done
+fi
+issue5=2048x2048x2048,4096x4096x4096,8192x8192x8192,8192x28672x8192,16384x4096x1024,128x8192x8192,1024x1024x1024
+tag=${TESSEL_RESULT_TAG:-passes}
+step "bench gemm 5 --compare-passes" 120 "$build/tessel" bench gemm --compare-passes --repeats 30 --warmup 5 \
+  --shapes "$issue5" --dtype f16,bf16 --json "$out/gemm-compare-passes-$tag.json"
+step "bench gemm 5 --compare-passes (TESSEL_DISABLE=persistent_tiles)" 120 env TESSEL_DISABLE=persistent_tiles \
+  "$build/tessel" bench gemm --compare-passes --repeats 30 --warmup 5 --shapes "$issue5" --dtype f16,bf16 \
+  --json "$out/gemm-compare-passes-unpersistent-$tag.json"
+step "fuzz gemm from passes, 3 persistent blocks" 60 env TESSEL_CACHE=0 TESSEL_ENABLE=gemm_from_passes \
+  TESSEL_MAX_PERSISTENT_CTAS=3 "$build/tessel_fuzz" --gpu --arch none --family gemm --count 300 --seed 20261314
+grep "^### " "$log"
+exit $status
