@@ -5,13 +5,16 @@
 # 5-8 minutes. Runs what build-gpu/ (scripts/build-gpu.sh) holds, each step under its own limit:
 #   1. every gpu test of the passes' GEMM: its shapes (tails in every dimension, TMA-store and
 #      16-byte register stores), persistence on 1, 3 and 7 blocks, fused epilogues, the split-K
-#      partial GEMM on the ring;
-#   2. compute-sanitizer racecheck and synccheck on the persistent one (its ring phases run on
-#      across tiles, its staging tile is reused tile after tile), when the tool is there;
+#      partial GEMM on the ring; and persistent non-causal attention on 1, 3 and 5 blocks;
+#   2. compute-sanitizer racecheck and synccheck on the persistent GEMM (its ring phases run on
+#      across tiles, its staging tile is reused tile after tile) and attention (Q reloaded per
+#      tile, the warpgroups' turns per tile), when the tool is there;
 #   3. `tessel bench gemm --compare-passes` over issue 5's seven shapes, f16 and bf16: the
 #      template, the passes' kernel and cuBLAS interleaved in one process, JSON beside the log;
 #      then the same with TESSEL_DISABLE=persistent_tiles (the passes' kernel one block per tile);
-#   4. `tessel_fuzz --gpu` over GEMM programs through the passes, persistent on 3 blocks where
+#   4. `tessel bench attention` (cuDNN's fused SDPA in the same process) over the issue's non-causal
+#      D = 128 cases, without and with TESSEL_ENABLE=gemm_from_passes (persistent attention);
+#   5. `tessel_fuzz --gpu` over GEMM programs through the passes, persistent on 3 blocks where
 #      they have more tiles (TESSEL_ENABLE=gemm_from_passes TESSEL_MAX_PERSISTENT_CTAS=3).
 # Everything printed goes to OUTDIR/gpu-passes.log.
 #
@@ -38,11 +41,12 @@ step() {  # step NAME LIMIT_S COMMAND...
   [[ $code == 0 ]] || status=1
   echo "### $name: exit $code after $((SECONDS - start)) s" | tee -a "$log"
 }
-step "gpu tests (gemm from passes)" 150 "$build/tessel_tests_gpu" --gtest_filter='*FromPasses*:*_passes' --gtest_brief=1
+step "gpu tests (gemm from passes)" 150 "$build/tessel_tests_gpu" --gtest_filter='*FromPasses*:*FromThePasses*:*_passes' --gtest_brief=1
 if command -v compute-sanitizer >/dev/null; then
   for tool in racecheck synccheck; do
     step "$tool (gemm from passes, persistent)" 90 compute-sanitizer --tool "$tool" --error-exitcode 9 \
-      "$build/tessel_tests_gpu" --gtest_filter='GemmFromPassesPersistent.*' --gtest_brief=1
+      "$build/tessel_tests_gpu" --gtest_filter='GemmFromPassesPersistent.*:FlashAttentionGpuSmall.PersistentFromThePasses' \
+      --gtest_brief=1
   done
 fi
 issue5=2048x2048x2048,4096x4096x4096,8192x8192x8192,8192x28672x8192,16384x4096x1024,128x8192x8192,1024x1024x1024
@@ -52,6 +56,11 @@ step "bench gemm 5 --compare-passes" 120 "$build/tessel" bench gemm --compare-pa
 step "bench gemm 5 --compare-passes (TESSEL_DISABLE=persistent_tiles)" 120 env TESSEL_DISABLE=persistent_tiles \
   "$build/tessel" bench gemm --compare-passes --repeats 30 --warmup 5 --shapes "$issue5" --dtype f16,bf16 \
   --json "$out/gemm-compare-passes-unpersistent-$tag.json"
+att=32x16x16x1024x1024x128,8x16x16x4096x4096x128,2x16x16x16384x16384x128,4x32x8x4096x4096x128
+step "bench attention d128 (default)" 120 "$build/tessel" bench attention --dtype bf16 --repeats 10 --cases "$att" \
+  --json "$out/attention-d128-default-$tag.json"
+step "bench attention d128 (TESSEL_ENABLE=gemm_from_passes)" 120 env TESSEL_ENABLE=gemm_from_passes \
+  "$build/tessel" bench attention --dtype bf16 --repeats 10 --cases "$att" --json "$out/attention-d128-passes-$tag.json"
 step "fuzz gemm from passes, 3 persistent blocks" 60 env TESSEL_CACHE=0 TESSEL_ENABLE=gemm_from_passes \
   TESSEL_MAX_PERSISTENT_CTAS=3 "$build/tessel_fuzz" --gpu --arch none --family gemm --count 300 --seed 20261314
 grep "^### " "$log"

@@ -25,9 +25,10 @@
 //               - exactly one top-level statement is a Pipelined loop, from 0 to a constant,
 //                 whose loads are all TMA loads (plan_tma_copies made it a ring), and nothing else
 //                 holds a loop with TMA loads;
-//               - every shared buffer is one of that loop's TMA destinations, and no fragment
-//                 keeps a tail in shared memory: nothing else in shared memory would need ordering
-//                 between one tile's readers and the next tile's writers.
+//               - every shared buffer is one of that loop's TMA destinations or written once, by a
+//                 copy from global memory at the kernel's top level (attention's Q tile, ordered
+//                 after the previous tile's readers by order_shared_writes' barrier), and no
+//                 fragment keeps a tail in shared memory.
 //             P is the target's SM count (132 when unknown, the H200's; at most
 //             JitOptions::max_persistent_ctas when that is set); the grid is that
 //             constant, so the JIT launches exactly P blocks and the loop's stride is known to
@@ -99,9 +100,35 @@ std::string why_not(const KernelStmt& k, const PassContext& ctx, std::int64_t sm
   } shared;
   shared.visit(k.body);
   if (shared.tails) return "a fragment keeps a tail in shared memory";
-  for (const Buffer& b : shared.buffers)
-    if (std::find(tma_tiles.begin(), tma_tiles.end(), b->id) == tma_tiles.end())
-      return "shared buffer " + b->name + " is not a ring tile";
+  // Other shared tiles only as destinations of whole copies from global memory at the kernel's
+  // top level (attention's Q): order_shared_writes puts a block barrier before each such copy,
+  // which now also orders it after the previous tile's reads (and place_gemm_waits retires the
+  // gemms still reading the tile at that barrier).
+  std::vector<int> loaded;
+  for (const Stmt& s : flatten_seq(k.body))
+    if (const auto* c = s.as<CopyStmt>();
+        c && c->src.buffer->scope == Scope::Global && c->dst.buffer->scope == Scope::Shared)
+      loaded.push_back(c->dst.buffer->id);
+  struct SharedWrites : IRVisitor {
+    std::vector<int> written;
+    void visit_node(const CopyStmt* op) override {
+      if (op->dst.buffer->scope == Scope::Shared) written.push_back(op->dst.buffer->id);
+    }
+    void visit_node(const FillStmt* op) override {
+      if (op->dst.buffer->scope == Scope::Shared) written.push_back(op->dst.buffer->id);
+    }
+    void visit_node(const BufferStore* op) override {
+      if (op->buffer->scope == Scope::Shared) written.push_back(op->buffer->id);
+    }
+  } writes;
+  writes.visit(k.body);
+  for (const Buffer& b : shared.buffers) {
+    if (std::find(tma_tiles.begin(), tma_tiles.end(), b->id) != tma_tiles.end()) continue;
+    const auto n = std::count(writes.written.begin(), writes.written.end(), b->id);
+    if (n != 1 || std::find(loaded.begin(), loaded.end(), b->id) == loaded.end())
+      return "shared buffer " + b->name +
+             " is neither a ring tile nor one copy from global memory at the top level";
+  }
   (void)ctx;
   return "";
 }

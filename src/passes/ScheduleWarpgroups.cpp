@@ -18,6 +18,8 @@
 //             Each barrier completes once per turn: between two of a warpgroup's arrivals on the
 //             other's barrier lies its own wait, which needs the other's arrival, which the
 //             other makes only after waiting on the first -- so arrivals never run a turn ahead.
+//             The loop may sit inside a persistent kernel's tile loop (and the lets that bind its
+//             tile): the turns then start and end within each tile, the same protocol per tile.
 //   Requires: specialize_warps (the consumer role); no block or named barrier inside the loop
 //             (insert_barriers names those later: the consumers' barrier 1).
 //   Ensures:  warpgroup 0 arrives on barrier 3 as often as warpgroup 1 waits on it, and
@@ -50,9 +52,40 @@ class PingPong : public IRMutator {
  protected:
   Stmt mutate_node(const SpecializeStmt* op, const Stmt& self) override {
     if (op->consumer_threads != 256) return self;
-    std::vector<Stmt> body = flatten_seq(op->consumer);
+    Stmt consumer = take_turns(op->consumer);
+    if (!consumer.defined()) return self;
+    applied = true;
+    return make_specialize(op->consumer_threads, op->producer_threads, op->consumer_regs, op->producer_regs,
+                           op->producer, consumer, op->where);
+  }
+
+  // The consumers' statements with the first ring loop that can take turns scheduled (at the top
+  // level, or inside a persistent kernel's tile loop and the lets that bind its tile: the turns
+  // then start and end within each tile), or undefined when there is none.
+  Stmt take_turns(const Stmt& s) {
+    if (const auto* l = s.as<LetStmt>()) {
+      Stmt body = take_turns(l->body);
+      return body.defined() ? make_let(l->var, l->value, body, l->where) : Stmt();
+    }
+    if (const auto* f = s.as<ForStmt>(); f && f->kind == ForKind::Tiles) {
+      Stmt body = take_turns(f->body);
+      return body.defined() ? make_for(f->var, f->min, f->extent, ForKind::Tiles, 0, body, f->where) : Stmt();
+    }
+    std::vector<Stmt> body = flatten_seq(s);
     for (size_t i = 0; i < body.size(); ++i) {
       const auto* loop = body[i].as<ForStmt>();
+      if (loop && loop->kind == ForKind::Tiles) {
+        Stmt inner = take_turns(body[i]);
+        if (!inner.defined()) continue;
+        body[i] = inner;
+        return make_seq(body, s->where);
+      }
+      if (const auto* l = body[i].as<LetStmt>()) {
+        Stmt inner = take_turns(body[i]);
+        if (!inner.defined()) continue;
+        body[i] = inner;
+        return make_seq(body, l->where);
+      }
       if (!loop || loop->kind != ForKind::Serial) continue;
       Stmt scheduled = schedule(loop);
       if (!scheduled.defined()) continue;
@@ -61,11 +94,9 @@ class PingPong : public IRMutator {
       body[i] = make_seq({make_if(make_unary(UnaryOp::Not, wg0), sync(make_int(3), w), Stmt(), w), scheduled,
                           make_if(wg0, arrive(make_int(3), w), Stmt(), w)},
                          w);
-      applied = true;
-      return make_specialize(op->consumer_threads, op->producer_threads, op->consumer_regs, op->producer_regs,
-                             op->producer, make_seq(body, op->where), op->where);
+      return make_seq(body, w);
     }
-    return self;
+    return Stmt();
   }
 
  private:

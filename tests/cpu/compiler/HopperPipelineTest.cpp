@@ -400,8 +400,11 @@ TEST(HopperPipeline, ManyTilesMakeTheRingKernelPersistent) {
   EXPECT_EQ(T::ir::as_const_int(off.ctx.abi.grid[0]), 16);
 }
 
-TEST(HopperPipeline, PersistenceNeedsTheRingToBeAllTheKernelKeepsInSharedMemory) {
-  // Attention keeps Q in shared memory beside its ring: its blocks stay one tile each.
+// Attention under gemm_from_passes: non-causal, its Q tile (one copy from global memory per tile,
+// behind order_shared_writes' barrier) may sit beside the ring, so its blocks loop over the
+// (query block, head, batch) tiles and its warpgroups take turns inside each tile; causal, the
+// ring's trip count depends on the tile, so its blocks stay one tile each.
+TEST(HopperPipeline, NonCausalAttentionIsPersistentWithItsTurnsInsideEachTile) {
   T::passes::PassContext::Switches passes;
   passes.gemm_from_passes = true;
   T::kernels::AttentionShape s;
@@ -409,10 +412,33 @@ TEST(HopperPipeline, PersistenceNeedsTheRingToBeAllTheKernelKeepsInSharedMemory)
   s.dim = 128;  // 1024 tiles
   auto lowered =
       T::lower(T::kernels::attention_program(s, T::DType::bf16, false, 0.125f, {128, 128, 256, 2}).ir(),
+               sm90(), passes, true);
+  ASSERT_TRUE(lowered.ctx.tile_loop.applied) << lowered.ctx.tile_loop.why_not;
+  const std::string tiles = stage_text(lowered, "persist_tiles");
+  EXPECT_TRUE(has(tiles, "let bx = ((tile % 512) % 32)")) << tiles;
+  EXPECT_TRUE(has(tiles, "let by = ((tile % 512) / 32)")) << tiles;
+  EXPECT_TRUE(has(tiles, "let bz = (tile / 512)")) << tiles;
+  // Q's copy, inside the tile loop, behind a barrier that follows the previous tile's reads.
+  const std::string ordered = stage_text(lowered, "order_shared_writes");
+  const size_t loop = ordered.find("tiles tile_i"), barrier = ordered.find("barrier()", loop),
+               copy_q = ordered.find("copy(Q[", loop);
+  ASSERT_NE(copy_q, std::string::npos) << ordered;
+  EXPECT_LT(barrier, copy_q) << ordered;
+  EXPECT_TRUE(lowered.ctx.pingpong);
+  const std::string turns = stage_text(lowered, "schedule_warpgroups");
+  EXPECT_LT(turns.find("tiles tile_i", turns.find("consumers:")), turns.find("named_barrier_sync(3, 256)"))
+      << turns;
+
+  auto causal =
+      T::lower(T::kernels::attention_program(s, T::DType::bf16, true, 0.125f, {128, 128, 256, 2}).ir(),
                sm90(), passes);
-  EXPECT_FALSE(lowered.ctx.tile_loop.applied);
-  EXPECT_EQ(lowered.ctx.tile_loop.why_not, "shared buffer shared_0 is not a ring tile");
+  EXPECT_FALSE(causal.ctx.tile_loop.applied);
+  EXPECT_EQ(causal.ctx.tile_loop.why_not, "the ring loop's bounds are not constant");
   // Without gemm_from_passes (opt-in until measured), no kernel is made persistent.
+  EXPECT_FALSE(
+      T::lower(T::kernels::attention_program(s, T::DType::bf16, false, 0.125f, {128, 128, 256, 2}).ir(),
+               sm90())
+          .ctx.tile_loop.applied);
   auto f = T::kernels::matmul_program(4096, 4096, 4096, tutorial_config(128, 256, 64, 3, 256));
   EXPECT_FALSE(T::lower(f.ir(), sm90()).ctx.tile_loop.applied);
 }

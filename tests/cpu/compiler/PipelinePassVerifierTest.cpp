@@ -140,6 +140,25 @@ TEST(PipelinePassVerifier, PersistentRingsAreAcceptedForEveryBlockCount) {
     }
 }
 
+TEST(PipelinePassVerifier, PersistentAttentionIsAcceptedForEveryBlockCount) {
+  // Non-causal attention under gemm_from_passes: Q reloaded per tile behind a barrier, the
+  // warpgroups' turns inside each tile, the ring over the block's tiles.
+  T::kernels::AttentionShape s;
+  s.batch = 2, s.heads = 3, s.kv_heads = 1, s.seqlen_q = 1000, s.seqlen_k = 700, s.dim = 128;  // 48 tiles
+  for (int ctas : {1, 3, 7, 40}) {
+    SCOPED_TRACE("blocks " + std::to_string(ctas));
+    T::passes::PassContext::Switches sw;
+    sw.gemm_from_passes = true;
+    sw.max_persistent_ctas = ctas;
+    auto l = T::lower_until(
+        T::kernels::attention_program(s, T::DType::bf16, false, 0.125f, {128, 128, 256, 2}).ir(),
+        T::test::sm90(), "place_gemm_waits", sw);
+    ASSERT_TRUE(l.ctx.tile_loop.applied) << l.ctx.tile_loop.why_not;
+    EXPECT_TRUE(l.ctx.pingpong);
+    EXPECT_EQ(verify_error(l.body, l.ctx), "<no error>");
+  }
+}
+
 TEST(PipelinePassVerifier, APersistentProducerThatRestartsItsRingEachTile) {
   // The producer counts A's ring iterations from 0 again at every tile (tile_i dropped), while
   // the consumers count on: its waits for the stages' releases no longer match their phases.

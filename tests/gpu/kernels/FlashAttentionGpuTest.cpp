@@ -206,4 +206,24 @@ TEST(FlashAttentionGpuSmall, AsyncGemmSchedules) {
       }
 }
 
+// Under gemm_from_passes, non-causal attention on the ring is persistent: few blocks (1, 3, 5)
+// loop over the (query block, head, batch) tiles, Q reloaded per tile behind the consumers'
+// barrier, the warpgroups' turns (ping-pong) inside each tile; causal stays one tile per block.
+// Tails in both lengths, GQA, both ring schedules. (racecheck/synccheck: scripts/gpu-passes.sh)
+TEST(FlashAttentionGpuSmall, PersistentFromThePasses) {
+  TESSEL_REQUIRE_GPU();
+  if (T::current_device().arch() != "sm_90a") GTEST_SKIP() << "SKIPPED: not an sm_90a GPU";
+  using Schedule = T::kernels::AttentionConfig::Schedule;
+  for (int ctas : {1, 3, 5}) {
+    T::JitOptions jo;
+    jo.gemm_from_passes = true;
+    jo.max_persistent_ctas = ctas;
+    for (Schedule sc : {Schedule::ring_pingpong, Schedule::ring}) {
+      T::kernels::AttentionConfig c128{128, 128, 256, 2, sc};
+      check({2, 4, 2, 300, 1000, 128, false}, DType::bf16, jo, c128);
+      check({1, 3, 1, 333, 1000, 128, true}, DType::f16, jo, c128);
+    }
+  }
+}
+
 }  // namespace
