@@ -75,6 +75,30 @@ __device__ inline void tma_store_2d(const TmaDescriptor* desc, unsigned src, int
                : "memory");
 }
 
+// The same for a box of an N-D tensor (Rank 2 to 5): coordinates c[0..Rank), innermost first.
+template <int Rank>
+__device__ inline void tma_store_nd(const TmaDescriptor* desc, unsigned src, const int (&c)[5]) {
+  static_assert(Rank >= 2 && Rank <= 5, "tma_store_nd<Rank>: a tensor map has 2 to 5 dimensions here");
+  const unsigned long long d = tma_desc_address(desc);
+  if constexpr (Rank == 2) {
+    asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%2, %3}], [%1];" ::"l"(d), "r"(src),
+                 "r"(c[0]), "r"(c[1])
+                 : "memory");
+  } else if constexpr (Rank == 3) {
+    asm volatile("cp.async.bulk.tensor.3d.global.shared::cta.bulk_group [%0, {%2, %3, %4}], [%1];" ::"l"(d),
+                 "r"(src), "r"(c[0]), "r"(c[1]), "r"(c[2])
+                 : "memory");
+  } else if constexpr (Rank == 4) {
+    asm volatile("cp.async.bulk.tensor.4d.global.shared::cta.bulk_group [%0, {%2, %3, %4, %5}], [%1];" ::"l"(d),
+                 "r"(src), "r"(c[0]), "r"(c[1]), "r"(c[2]), "r"(c[3])
+                 : "memory");
+  } else {
+    asm volatile("cp.async.bulk.tensor.5d.global.shared::cta.bulk_group [%0, {%2, %3, %4, %5, %6}], [%1];" ::"l"(d),
+                 "r"(src), "r"(c[0]), "r"(c[1]), "r"(c[2]), "r"(c[3]), "r"(c[4])
+                 : "memory");
+  }
+}
+
 // Store bookkeeping (per issuing thread): commit the stores issued so far into a group;
 // wait until at most N groups are still READING shared memory (the source may then be
 // overwritten), or, for the full variant, until they are complete.

@@ -34,11 +34,16 @@ inline constexpr unsigned kTmaEpilogueBarrierBase = 12;
 // acc: this thread's registers of the Gemm's BM x BN accumulator (Gemm::kAccPerThread = BN / 2,
 // the layout AccumulatorLayout<BM, BN, BM / 16, 1>), f32 or a 16-bit tile computed from one
 // element by element (an epilogue's output); staging: BM * BN elements of shared memory,
-// 1024-byte aligned; map: the output tensor's 2-D map (box {64, 64}, 128-byte swizzle);
-// (row0, col0): where the tile starts in the tensor. Every consumer thread calls it.
-template <class TOut, class Gemm, class TAcc = float>
+// 1024-byte aligned; map: the output tensor's map of Rank dimensions (a box of 64 along the
+// tile's rows and columns, 1 along the others; 128-byte swizzle); c0..c4: where the tile starts
+// in the tensor, innermost dimension first, ColAxis and RowAxis the tile's columns and rows
+// among them. Every consumer thread calls it.
+template <class TOut, class Gemm, class TAcc = float, int Rank = 2, int ColAxis = 0, int RowAxis = 1>
 __device__ inline void store_accumulators_tma(const TAcc (&acc)[Gemm::kAccPerThread], TOut* staging,
-                                              const TmaDescriptor* map, int row0, int col0) {
+                                              const TmaDescriptor* map, int c0, int c1, int c2 = 0, int c3 = 0,
+                                              int c4 = 0) {
+  static_assert(ColAxis >= 0 && ColAxis < Rank && RowAxis >= 0 && RowAxis < Rank && ColAxis != RowAxis,
+                "store_accumulators_tma: the tile's column and row axes are two of the map's Rank axes");
   constexpr int BM = Gemm::kBM, BN = Gemm::kBN;
   static_assert(is_mma_16bit<TOut>::value, "store_accumulators_tma: the output must be 16-bit");
   static_assert(Gemm::kWarpsN == 1 && Gemm::kWarpM == 16,
@@ -46,9 +51,9 @@ __device__ inline void store_accumulators_tma(const TAcc (&acc)[Gemm::kAccPerThr
   static_assert(BM % 64 == 0 && BN % 64 == 0 && BM / 64 <= 4,
                 "store_accumulators_tma: whole 64-row warpgroups (at most 4) and 64-column panels");
   const unsigned base = smem_address(staging);
-  const int c = threadIdx.x / 128, t = threadIdx.x % 128;
+  const int c_wg = threadIdx.x / 128, t = threadIdx.x % 128;
   if (t == 0) tma_store_wait_read<0>();
-  named_barrier_sync(kTmaEpilogueBarrierBase + c, 128);
+  named_barrier_sync(kTmaEpilogueBarrierBase + c_wg, 128);
   // Matrix m = lane / 8 of the x4 store is 8-column block 2 g16 + m / 2, row half m % 2; lane L
   // gives the address of row L % 8 of matrix L / 8.
   const int lane = t % 32, m = lane / 8, warp = threadIdx.x / 32;
@@ -68,11 +73,15 @@ __device__ inline void store_accumulators_tma(const TAcc (&acc)[Gemm::kAccPerThr
                  : "memory");
   }
   fence_proxy_async_shared();
-  named_barrier_sync(kTmaEpilogueBarrierBase + c, 128);
+  named_barrier_sync(kTmaEpilogueBarrierBase + c_wg, 128);
   if (t == 0) {
 #pragma unroll
-    for (int p = 0; p < BN / 64; ++p)
-      tma_store_2d(map, base + p * (BM * 128) + c * (64 * 128), col0 + 64 * p, row0 + 64 * c);
+    for (int p = 0; p < BN / 64; ++p) {
+      int c[5] = {c0, c1, c2, c3, c4};
+      c[ColAxis] += 64 * p;
+      c[RowAxis] += 64 * c_wg;
+      tma_store_nd<Rank>(map, base + p * (BM * 128) + c_wg * (64 * 128), c);
+    }
     tma_store_commit();
   }
 }

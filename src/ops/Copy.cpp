@@ -83,14 +83,17 @@ class CopyLowering {
     // Through a staging tile and TMA stores when plan_tma_stores chose it for this copy.
     for (const PassContext::TmaStorePlan& p : ctx_.tma_stores) {
       if (p.fragment != op->src.buffer->id || p.tensor != g->id) continue;
+      // The tile's start, innermost dimension first, as the tensor map counts them.
       std::vector<DeviceCallArg> tma{{Expr(), ctx_.registers_of(op->src.buffer), Expr()},
                                      {Expr(), p.staging, Expr()},
-                                     {make_call("address_of", {p.map}, DType::i64), Buffer(), Expr()},
-                                     {m->row_start, Buffer(), Expr()},
-                                     {m->col_start, Buffer(), Expr()}};
+                                     {make_call("address_of", {p.map}, DType::i64), Buffer(), Expr()}};
+      const int rank = g.ndim();
+      for (int d = rank - 1; d >= 0; --d) tma.push_back({dst.starts[static_cast<size_t>(d)], Buffer(), Expr()});
       return make_device_call("tessel::store_accumulators_tma",
-                              {dtype_cuda(g->dtype), l.gemm.device_type(), dtype_cuda(op->src.buffer->dtype)}, tma,
-                              w);
+                              {dtype_cuda(g->dtype), l.gemm.device_type(), dtype_cuda(op->src.buffer->dtype),
+                               std::to_string(rank), std::to_string(rank - 1 - m->col_dim),
+                               std::to_string(rank - 1 - m->row_dim)},
+                              tma, w);
     }
     // A wgmma tile to a 16-bit tensor whose rows and region start are provably 16-byte aligned:
     // 16-byte stores after a quad transpose (opt-in with gemm_from_passes until the H200 has run

@@ -5,16 +5,19 @@
 //             panel and consumer warpgroup (device/tessel/tma_epilogue.cuh), so the warpgroup does
 //             not wait for its stores -- in a persistent kernel it goes on to the next tile's
 //             gemms while they drain. For each such copy: the output tensor gets a tensor map (a
-//             kernel parameter, ctx.tma_params: box {64 rows, 64 columns}, 128-byte swizzle), the
+//             kernel parameter, ctx.tma_params: a box of 64 along the rows and the columns, 1 elsewhere, 128-byte swizzle), the
 //             plan goes in ctx.tma_stores (ops/Copy.cpp lowers the copy by it), and the kernel
 //             ends with drain_tma_stores() (each warpgroup waits until its stores have read
 //             shared memory). Applies when JitOptions::gemm_from_passes (opt-in until measured on
 //             the H200), the Hopper switches, async_pipeline and tma_store are on and: the copy's source is a
 //             whole fragment in the accumulator layout of a gemm that lowers to WarpgroupGemm with 64-row
 //             warpgroups (the accumulator itself, or an f16 / bf16 / f32 tile an epilogue computed from it;
-//             ctx.fragment_layouts), its destination a [BM, BN] region (BN a multiple of 64) of a 2-D
-//             row-major 16-bit tensor whose rows are 16-byte multiples and whose extents fit a tensor map, no
-//             Parallel nest or loop other than a persistent kernel's tile loop encloses the copy, and the
+//             ctx.fragment_layouts), its destination a [BM, BN] region (BN a multiple of 64; the
+//             rows along one dimension, the columns along the last, extent 1 elsewhere: a [1, BM,
+//             1, D] tile of attention's [B, S, H, D] output) of a 16-bit tensor of 2 to 5
+//             dimensions whose last dimension is contiguous, whose other strides are 16-byte
+//             multiples and whose extents fit a tensor map, no Parallel nest or loop other than
+//             a persistent kernel's tile loop encloses the copy, and the
 //             kernel's shared memory with the staging tile still fits the target. Otherwise
 //             the copy keeps its register stores.
 //   Requires: infer_layouts (fragment layouts), plan_pipelines (the rings' final sizes, for the
@@ -86,13 +89,22 @@ class StorePlanner : public IRVisitor {
     if (BM % 64 || BM / 64 > 4 || BM != 16 * l->second.warps_m || BN % 64 || BN > 256) return false;
     for (size_t d = 0; d < 2; ++d)
       if (!is_const_int(op->src.starts[d], 0) || as_const_int(op->src.extents[d]) != shape[d]) return false;
-    if ((g->dtype != DType::f16 && g->dtype != DType::bf16) || g.ndim() != 2 || !g.row_major()) return false;
-    const auto gs = g.const_shape();
-    if ((gs[1] * 2) % 16 != 0 || gs[0] >= (std::int64_t(1) << 31) || gs[1] >= (std::int64_t(1) << 31))
-      return false;
+    if ((g->dtype != DType::f16 && g->dtype != DType::bf16) || g.ndim() < 2 || g.ndim() > 5) return false;
+    // A tensor map's strides: the innermost 1, the others multiples of 16 bytes below 2^40; its
+    // extents below 2^31 (the stores' coordinates are ints).
+    const std::vector<Expr> strides = g.strides();
+    if (!is_const_int(strides.back(), 1)) return false;
+    for (size_t d = 0; d + 1 < strides.size(); ++d) {
+      auto st = as_const_int(strides[d]);
+      if (!st || (*st * 2) % 16 != 0 || *st * 2 >= (std::int64_t(1) << 40)) return false;
+    }
+    for (const Expr& e : g->shape)
+      if (auto n = as_const_int(e); !n || *n >= (std::int64_t(1) << 31)) return false;
+    // The region: the tile's rows along one dimension, its columns along the last, 1 elsewhere.
     std::optional<GlobalMatrix> m = global_matrix(op->dst);
-    if (!m || m->row_dim != 0 || m->col_dim != 1 || !is_const_int(m->col_stride, 1)) return false;
-    return as_const_int(op->dst.extents[0]) == BM && as_const_int(op->dst.extents[1]) == BN;
+    if (!m || m->row_dim < 0 || m->col_dim != g.ndim() - 1 || !is_const_int(m->col_stride, 1)) return false;
+    return as_const_int(op->dst.extents[static_cast<size_t>(m->row_dim)]) == BM &&
+           as_const_int(op->dst.extents[static_cast<size_t>(m->col_dim)]) == BN;
   }
 
   PassContext& ctx_;
@@ -126,7 +138,10 @@ Stmt plan_tma_stores(const Stmt& body, PassContext& ctx) {
     ctx.shared_layouts[staging->id] = SharedLayout::wgmma_swizzle(shape[0], shape[1], 2, 128);
     TmaParam map;
     map.tensor = g;
-    map.box = {64, 64};
+    map.box.assign(static_cast<size_t>(g.ndim()), 1);
+    const std::optional<GlobalMatrix> m = global_matrix(c->dst);
+    map.box[static_cast<size_t>(m->row_dim)] = 64;
+    map.box[static_cast<size_t>(m->col_dim)] = 64;
     map.swizzle_bytes = 128;
     Var var;
     for (const TmaParam& t : ctx.tma_params)

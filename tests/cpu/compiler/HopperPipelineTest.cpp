@@ -425,6 +425,12 @@ TEST(HopperPipeline, NonCausalAttentionIsPersistentWithItsTurnsInsideEachTile) {
   ASSERT_NE(copy_q, std::string::npos) << ordered;
   EXPECT_LT(barrier, copy_q) << ordered;
   EXPECT_TRUE(lowered.ctx.pingpong);
+  // O, a [1, 128, 1, 128] tile of [B, S, H, D], through the staging tile and 4-D TMA stores.
+  ASSERT_EQ(lowered.ctx.tma_stores.size(), 1u);
+  EXPECT_EQ(lowered.ctx.tma_params.back().box, (std::vector<int>{1, 64, 1, 64}));
+  EXPECT_TRUE(has(stage_text(lowered, "lower_tile_ops"),
+                  "float, 4, 0, 2>(&fragment_5, &fragment_5_staging, address_of(O_store_map), 0, by, (bx * 128), bz)"))
+      << stage_text(lowered, "lower_tile_ops");
   const std::string turns = stage_text(lowered, "schedule_warpgroups");
   EXPECT_LT(turns.find("tiles tile_i", turns.find("consumers:")), turns.find("named_barrier_sync(3, 256)"))
       << turns;

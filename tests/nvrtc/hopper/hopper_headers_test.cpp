@@ -113,10 +113,12 @@ extern "C" __global__ void __launch_bounds__(256) k(const __grid_constant__ tess
   extern __shared__ __align__(1024) unsigned char s[];
   float acc[G::kAccPerThread];
   for (int i = 0; i < G::kAccPerThread; ++i) acc[i] = static_cast<float>(G::acc_row(i) * 128 + G::acc_col(i));
-  tessel::store_accumulators_tma<tessel::bfloat16_t, G>(acc, reinterpret_cast<tessel::bfloat16_t*>(s), &map, r0, c0);
+  tessel::store_accumulators_tma<tessel::bfloat16_t, G>(acc, reinterpret_cast<tessel::bfloat16_t*>(s), &map, c0, r0);
   tessel::half_t h[G::kAccPerThread];
   for (int i = 0; i < G::kAccPerThread; ++i) h[i] = tessel::from_float<tessel::half_t>(acc[i]);
-  tessel::store_accumulators_tma<tessel::half_t, G, tessel::half_t>(h, reinterpret_cast<tessel::half_t*>(s), &map, r0, c0 + 128);
+  tessel::store_accumulators_tma<tessel::half_t, G, tessel::half_t>(h, reinterpret_cast<tessel::half_t*>(s), &map, c0 + 128, r0);
+  // A [1, 128, 1, 128] tile of a [B, S, H, D] tensor: columns along axis 0 (D), rows along axis 2 (S).
+  tessel::store_accumulators_tma<tessel::half_t, G, tessel::half_t, 4, 0, 2>(h, reinterpret_cast<tessel::half_t*>(s), &map, 0, 3, r0, 1);
   tessel::drain_tma_stores();
 })cuda"},
     {"hopper_gemm.cuh", R"cuda(

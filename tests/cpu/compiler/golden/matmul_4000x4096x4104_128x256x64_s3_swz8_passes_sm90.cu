@@ -73,7 +73,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) matmul_kernel(tessel::half_
             tessel::wgmma_wait<0>();
             tessel::wgmma_fence_operand(fragment_2);
             tessel::mbarrier_warp_arrive(shared_0_empty + (((tile_i * 65) + 64) % 3));
-            tessel::store_accumulators_tma<tessel::half_t, tessel::WarpgroupGemm<tessel::half_t, 128, 256, 64, 2, false, false, tessel::WgmmaSwizzleLayout<128, 64, 2, 128>, tessel::WgmmaSwizzleLayout<64, 256, 2, 128>>, float>(fragment_2, fragment_2_staging, &C_store_map, (by * 128), (bx * 256));
+            tessel::store_accumulators_tma<tessel::half_t, tessel::WarpgroupGemm<tessel::half_t, 128, 256, 64, 2, false, false, tessel::WgmmaSwizzleLayout<128, 64, 2, 128>, tessel::WgmmaSwizzleLayout<64, 256, 2, 128>>, float, 2, 0, 1>(fragment_2, fragment_2_staging, &C_store_map, (bx * 256), (by * 128));
           }
         }
       }
