@@ -16,9 +16,11 @@
 #      D = 128 cases, without and with TESSEL_ENABLE=gemm_from_passes (persistent attention);
 #   5. `tessel_fuzz --gpu` over GEMM programs through the passes, persistent on 3 blocks where
 #      they have more tiles (TESSEL_ENABLE=gemm_from_passes TESSEL_MAX_PERSISTENT_CTAS=3).
-# Everything printed goes to OUTDIR/gpu-passes.log.
+# Everything printed goes to OUTDIR/gpu-passes.log. The steps' limits add up to more than one
+# device call allows (600 s); TESSEL_PASSES_STEPS picks some of them to split the work over two
+# calls: any of tests, sanitizers, gemm, attention, fuzz (default: all five, ~6-9 min expected).
 #
-#   scripts/gpu-passes.sh OUTDIR   (env: TESSEL_RESULT_TAG)
+#   scripts/gpu-passes.sh OUTDIR   (env: TESSEL_RESULT_TAG, TESSEL_PASSES_STEPS)
 set -uo pipefail
 out=${1:?usage: scripts/gpu-passes.sh OUTDIR}
 mkdir -p "$out" && out=$(cd "$out" && pwd)
@@ -32,6 +34,13 @@ export TESSEL_CACHE_DIR
 export TESSEL_GIT_COMMIT=$( (cat "$build/git-commit.txt" 2>/dev/null || echo unknown) | tr -s ' \n\t' '-' | sed 's/-$//')
 echo "gpu-passes: $(date -u +%FT%TZ), commit $TESSEL_GIT_COMMIT" | tee -a "$log"
 status=0
+steps=" ${TESSEL_PASSES_STEPS:-tests sanitizers gemm attention fuzz} "
+for s in $steps; do
+  case $s in tests | sanitizers | gemm | attention | fuzz) ;;
+  *) echo "gpu-passes: TESSEL_PASSES_STEPS names '$s'; legal: tests, sanitizers, gemm, attention, fuzz" >&2; exit 2 ;;
+  esac
+done
+want() { [[ $steps == *" $1 "* ]]; }
 step() {  # step NAME LIMIT_S COMMAND...
   local name=$1 limit=$2 start=$SECONDS
   shift 2
@@ -41,8 +50,8 @@ step() {  # step NAME LIMIT_S COMMAND...
   [[ $code == 0 ]] || status=1
   echo "### $name: exit $code after $((SECONDS - start)) s" | tee -a "$log"
 }
-step "gpu tests (gemm from passes)" 150 "$build/tessel_tests_gpu" --gtest_filter='*FromPasses*:*FromThePasses*:*_passes' --gtest_brief=1
-if command -v compute-sanitizer >/dev/null; then
+want tests && step "gpu tests (gemm from passes)" 150 "$build/tessel_tests_gpu" --gtest_filter='*FromPasses*:*FromThePasses*:*_passes' --gtest_brief=1
+if want sanitizers && command -v compute-sanitizer >/dev/null; then
   for tool in racecheck synccheck; do
     step "$tool (gemm from passes, persistent)" 90 compute-sanitizer --tool "$tool" --error-exitcode 9 \
       "$build/tessel_tests_gpu" --gtest_filter='GemmFromPassesPersistent.*:FlashAttentionGpuSmall.PersistentFromThePasses' \
@@ -51,17 +60,17 @@ if command -v compute-sanitizer >/dev/null; then
 fi
 issue5=2048x2048x2048,4096x4096x4096,8192x8192x8192,8192x28672x8192,16384x4096x1024,128x8192x8192,1024x1024x1024
 tag=${TESSEL_RESULT_TAG:-passes}
-step "bench gemm 5 --compare-passes" 120 "$build/tessel" bench gemm --compare-passes --repeats 30 --warmup 5 \
+want gemm && step "bench gemm 5 --compare-passes" 120 "$build/tessel" bench gemm --compare-passes --repeats 30 --warmup 5 \
   --shapes "$issue5" --dtype f16,bf16 --json "$out/gemm-compare-passes-$tag.json"
-step "bench gemm 5 --compare-passes (TESSEL_DISABLE=persistent_tiles)" 120 env TESSEL_DISABLE=persistent_tiles \
+want gemm && step "bench gemm 5 --compare-passes (TESSEL_DISABLE=persistent_tiles)" 120 env TESSEL_DISABLE=persistent_tiles \
   "$build/tessel" bench gemm --compare-passes --repeats 30 --warmup 5 --shapes "$issue5" --dtype f16,bf16 \
   --json "$out/gemm-compare-passes-unpersistent-$tag.json"
 att=32x16x16x1024x1024x128,8x16x16x4096x4096x128,2x16x16x16384x16384x128,4x32x8x4096x4096x128
-step "bench attention d128 (default)" 120 "$build/tessel" bench attention --dtype bf16 --repeats 10 --cases "$att" \
+want attention && step "bench attention d128 (default)" 120 "$build/tessel" bench attention --dtype bf16 --repeats 10 --cases "$att" \
   --json "$out/attention-d128-default-$tag.json"
-step "bench attention d128 (TESSEL_ENABLE=gemm_from_passes)" 120 env TESSEL_ENABLE=gemm_from_passes \
+want attention && step "bench attention d128 (TESSEL_ENABLE=gemm_from_passes)" 120 env TESSEL_ENABLE=gemm_from_passes \
   "$build/tessel" bench attention --dtype bf16 --repeats 10 --cases "$att" --json "$out/attention-d128-passes-$tag.json"
-step "fuzz gemm from passes, 3 persistent blocks" 60 env TESSEL_CACHE=0 TESSEL_ENABLE=gemm_from_passes \
+want fuzz && step "fuzz gemm from passes, 3 persistent blocks" 60 env TESSEL_CACHE=0 TESSEL_ENABLE=gemm_from_passes \
   TESSEL_MAX_PERSISTENT_CTAS=3 "$build/tessel_fuzz" --gpu --arch none --family gemm --count 300 --seed 20261314
 grep "^### " "$log"
 exit $status
