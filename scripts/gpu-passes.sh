@@ -22,18 +22,7 @@
 #
 #   scripts/gpu-passes.sh OUTDIR   (env: TESSEL_RESULT_TAG, TESSEL_PASSES_STEPS)
 set -uo pipefail
-out=${1:?usage: scripts/gpu-passes.sh OUTDIR}
-mkdir -p "$out" && out=$(cd "$out" && pwd)
-cd "$(dirname "$0")/.."
-build=build-gpu
-log="$out/gpu-passes.log"
-: >"$log"
-export TESSEL_NO_PROGRESS=1
-TESSEL_CACHE_DIR=$(mktemp -d /tmp/tessel-gpu-passes-cache-XXXXXX)
-export TESSEL_CACHE_DIR
-export TESSEL_GIT_COMMIT=$( (cat "$build/git-commit.txt" 2>/dev/null || echo unknown) | tr -s ' \n\t' '-' | sed 's/-$//')
-echo "gpu-passes: $(date -u +%FT%TZ), commit $TESSEL_GIT_COMMIT" | tee -a "$log"
-status=0
+source "$(dirname "$0")/gpu-steps.sh" gpu-passes "${1:-}"
 steps=" ${TESSEL_PASSES_STEPS:-tests sanitizers gemm attention fuzz} "
 for s in $steps; do
   case $s in tests | sanitizers | gemm | attention | fuzz) ;;
@@ -41,15 +30,6 @@ for s in $steps; do
   esac
 done
 want() { [[ $steps == *" $1 "* ]]; }
-step() {  # step NAME LIMIT_S COMMAND...
-  local name=$1 limit=$2 start=$SECONDS
-  shift 2
-  echo "### $name: $*" | tee -a "$log"
-  timeout "$limit" "$@" >>"$log" 2>&1
-  local code=$?
-  [[ $code == 0 ]] || status=1
-  echo "### $name: exit $code after $((SECONDS - start)) s" | tee -a "$log"
-}
 want tests && step "gpu tests (gemm from passes)" 150 "$build/tessel_tests_gpu" --gtest_filter='*FromPasses*:*FromThePasses*:*_passes' --gtest_brief=1
 if want sanitizers && command -v compute-sanitizer >/dev/null; then
   for tool in racecheck synccheck; do

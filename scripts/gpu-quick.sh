@@ -17,27 +17,7 @@
 #   scripts/gpu-quick.sh OUTDIR   (env: TESSEL_RESULT_TAG, TESSEL_QUICK_TESTS, TESSEL_QUICK_AB,
 #                                  TESSEL_QUICK_FUZZ)
 set -uo pipefail
-out=${1:?usage: scripts/gpu-quick.sh OUTDIR}
-mkdir -p "$out" && out=$(cd "$out" && pwd)
-cd "$(dirname "$0")/.."
-build=build-gpu
-log="$out/gpu-quick.log"
-: >"$log"
-export TESSEL_NO_PROGRESS=1
-TESSEL_CACHE_DIR=$(mktemp -d /tmp/tessel-gpu-quick-cache-XXXXXX)
-export TESSEL_CACHE_DIR
-export TESSEL_GIT_COMMIT=$( (cat "$build/git-commit.txt" 2>/dev/null || echo unknown) | tr -s ' \n\t' '-' | sed 's/-$//')
-echo "gpu-quick: $(date -u +%FT%TZ), commit $TESSEL_GIT_COMMIT" | tee -a "$log"
-status=0
-step() {  # step NAME LIMIT_S COMMAND...
-  local name=$1 limit=$2 start=$SECONDS
-  shift 2
-  echo "### $name: $*" | tee -a "$log"
-  timeout "$limit" "$@" >>"$log" 2>&1
-  local code=$?
-  [[ $code == 0 ]] || status=1
-  echo "### $name: exit $code after $((SECONDS - start)) s" | tee -a "$log"
-}
+source "$(dirname "$0")/gpu-steps.sh" gpu-quick "${1:-}"
 tests=${TESSEL_QUICK_TESTS:-*Softmax*:FuzzGpu.*}
 step "gpu tests ($tests)" 150 "$build/tessel_tests_gpu" --gtest_filter="$tests" --gtest_brief=1
 widths=4194304x127,4194304x129,524288x1023,65536x8191,32768x8193

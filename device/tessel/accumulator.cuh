@@ -75,6 +75,29 @@ struct AccumulatorLayout {
   __device__ static int acc_col(int i) { return warp_n() * kWarpN + acc_col_in_warp(i, threadIdx.x % 32); }
 };
 
+// The 4 lanes of a quad (lane q = lane % 4) hold one row of four 8-column blocks as 16-bit pairs:
+// w[b] is pair q of block b. Two xor shuffles transpose the 4 x 4 matrix, so that lane q ends with
+// block q's four pairs (8 consecutive columns, one 16-byte store) in w[0..3]. Every lane of the
+// warp calls it.
+__device__ __forceinline__ void transpose_quad_pairs(unsigned (&w)[4], int q) {
+#pragma unroll
+  for (int p = 0; p < 2; ++p) {  // 2 x 2 blocks: swap with lane q ^ 1
+    const unsigned v = __shfl_xor_sync(0xffffffffu, (q & 1) ? w[2 * p] : w[2 * p + 1], 1);
+    if (q & 1)
+      w[2 * p] = v;
+    else
+      w[2 * p + 1] = v;
+  }
+#pragma unroll
+  for (int p = 0; p < 2; ++p) {  // the blocks: swap with lane q ^ 2
+    const unsigned v = __shfl_xor_sync(0xffffffffu, (q & 2) ? w[p] : w[p + 2], 2);
+    if (q & 2)
+      w[p] = v;
+    else
+      w[p + 2] = v;
+  }
+}
+
 // The four 32-bit A registers of mma.m16n8k16 (and of wgmma with A from registers) for m16
 // row block mi and k16 step kk of a 16-bit A tile held in AccumulatorLayout<BM, BK, WarpsM, 1>
 // (kMmaN = BK / 8 n8 blocks per row block): registers 8 (mi * BK/16 + kk) + 0..7, in order,

@@ -12,6 +12,7 @@
 //     row data, fully coalesced. For large tiles where the epilogue's DRAM writes matter.
 #pragma once
 
+#include "accumulator.cuh"
 #include "copy.cuh"
 #include "cp_async.cuh"
 #include "layout.cuh"
@@ -117,22 +118,7 @@ __device__ inline void store_accumulators_wide(const TAcc (&acc)[Gemm::kAccPerTh
         const int i = (4 * g + b) * 4 + 2 * h;
         w[b] = pack2<TOut>(float(to_float(acc[i])), float(to_float(acc[i + 1])));
       }
-#pragma unroll
-      for (int p = 0; p < 2; ++p) {  // 2 x 2 blocks: swap with lane q ^ 1
-        const unsigned v = __shfl_xor_sync(0xffffffffu, (q & 1) ? w[2 * p] : w[2 * p + 1], 1);
-        if (q & 1)
-          w[2 * p] = v;
-        else
-          w[2 * p + 1] = v;
-      }
-#pragma unroll
-      for (int p = 0; p < 2; ++p) {  // the blocks: swap with lane q ^ 2
-        const unsigned v = __shfl_xor_sync(0xffffffffu, (q & 2) ? w[p] : w[p + 2], 2);
-        if (q & 2)
-          w[p] = v;
-        else
-          w[p + 2] = v;
-      }
+      transpose_quad_pairs(w, q);
       const int col = 8 * (4 * g + q);
       if (r >= rows_valid) continue;
       TOut* p = gmem + static_cast<long long>(r) * ld + col;

@@ -70,6 +70,7 @@
 // (__cluster_dims__(kCluster, 1, 1) when kCluster > 1).
 #pragma once
 
+#include "accumulator.cuh"
 #include "block.cuh"
 #include "hopper_layout.cuh"
 #include "mbarrier.cuh"
@@ -435,22 +436,7 @@ struct HopperGemm {
       const int i = mb * kAccPerMBlock + (4 * g + b) * 4 + 2 * h;
       w[b] = pack2<TOut>(acc[i], acc[i + 1]);
     }
-#pragma unroll
-    for (int p = 0; p < 2; ++p) {  // 2x2 blocks: swap with the lane q ^ 1
-      const unsigned v = __shfl_xor_sync(0xffffffffu, (q & 1) ? w[2 * p] : w[2 * p + 1], 1);
-      if (q & 1)
-        w[2 * p] = v;
-      else
-        w[2 * p + 1] = v;
-    }
-#pragma unroll
-    for (int p = 0; p < 2; ++p) {  // the blocks: swap with the lane q ^ 2
-      const unsigned v = __shfl_xor_sync(0xffffffffu, (q & 2) ? w[p] : w[p + 2], 2);
-      if (q & 2)
-        w[p] = v;
-      else
-        w[p + 2] = v;
-    }
+    transpose_quad_pairs(w, q);
   }
 
   // Split-K hand-off of one tile (file comment); `n` counts this CTA's tiles so far, whose

@@ -605,11 +605,14 @@ namespace {
 // and N tails, staged and not), f16 and bf16, outputs poisoned, against float64 on every row of
 // sampled columns; each shape three times on fresh inputs: twice on the object's own workspace
 // (reused), then on a caller's workspace whose every byte is 0xff (as tessel.ops.matmul passes
-// torch's scratch), so partials that are not written on the call show in C.
+// torch's scratch), so partials that are not written on the call show in C. With from_passes, the
+// partial GEMM comes from the generic passes (JitOptions::gemm_from_passes): at 64 rows its gemm
+// takes wgmma on a TMA ring over each block's share of K.
 struct SplitKCase {
   int M, N, K;
   int split_k;       // as Matmul takes it: 0 automatic
   int expect_split;  // what the plan must choose
+  bool from_passes = false;
 };
 
 class MatmulSplitKShapes : public ::testing::TestWithParam<std::tuple<SplitKCase, DType>> {};
@@ -617,9 +620,16 @@ class MatmulSplitKShapes : public ::testing::TestWithParam<std::tuple<SplitKCase
 TEST_P(MatmulSplitKShapes, MatchesFloat64) {
   TESSEL_REQUIRE_GPU();
   const auto [c, dtype] = GetParam();
-  tessel::kernels::Matmul mm(c.M, c.N, c.K, dtype, tessel::kernels::MatmulStaging::automatic, {}, c.split_k);
-  SCOPED_TRACE(mm.describe() + ": " + mm.plan().why);
+  if (c.from_passes && tessel::current_device().arch() != "sm_90a")
+    GTEST_SKIP() << "SKIPPED: not an sm_90a GPU";
+  tessel::JitOptions o;
+  o.gemm_from_passes = c.from_passes;
+  tessel::kernels::Matmul mm(c.M, c.N, c.K, dtype, tessel::kernels::MatmulStaging::automatic, o, c.split_k);
+  SCOPED_TRACE(mm.describe() + ": " + mm.plan().why + "; " + mm.kernel().info().path);
   ASSERT_EQ(mm.plan().split_k, c.expect_split) << mm.plan().why;
+  if (c.from_passes) {
+    EXPECT_NE(mm.kernel().info().path.find("TMA + mbarrier ring"), std::string::npos);
+  }
   static std::mt19937_64 seeds(std::random_device{}());
   // Every row, 61 random columns and the last one.
   std::vector<int> cols{c.N - 1};
@@ -662,6 +672,9 @@ std::vector<SplitKCase> split_k_cases() {
         out.push_back({m, n, k, std::min(3, tiles), std::min(3, tiles)});
       }
   out.push_back({9, 1000, 200, 3, 3});  // aligned, 4 K tiles in shares of 1, 1, 2, the last one 8 wide
+  // The partial GEMM from the generic passes: 64-row tiles on the ring, a ragged M.
+  out.push_back({64, 4096, 4096, 5, 5, true});
+  out.push_back({61, 1000, 3000, 3, 3, true});
   return out;
 }
 
@@ -669,47 +682,12 @@ std::string split_k_name(const ::testing::TestParamInfo<std::tuple<SplitKCase, D
   const SplitKCase& c = std::get<0>(info.param);
   return std::to_string(c.M) + "x" + std::to_string(c.N) + "x" + std::to_string(c.K) + "_split" +
          (c.split_k == 0 ? std::string("auto") : std::to_string(c.split_k)) + "_" +
-         std::string(tessel::dtype_name(std::get<1>(info.param)));
+         std::string(tessel::dtype_name(std::get<1>(info.param))) + (c.from_passes ? "_passes" : "");
 }
 
 INSTANTIATE_TEST_SUITE_P(SkinnyAndRagged, MatmulSplitKShapes,
                          ::testing::Combine(::testing::ValuesIn(split_k_cases()),
                                             ::testing::Values(DType::f16, DType::bf16)),
                          split_k_name);
-
-// The split-K partial GEMM from the generic passes (JitOptions::gemm_from_passes): at 64 rows its
-// gemm takes wgmma on a TMA ring over each block's share of K.
-TEST(MatmulSplitKFromPasses, PartialGemmOnTheRingMatchesFloat64) {
-  TESSEL_REQUIRE_GPU();
-  if (tessel::current_device().arch() != "sm_90a") GTEST_SKIP() << "SKIPPED: not an sm_90a GPU";
-  static std::mt19937_64 seeds(std::random_device{}());
-  for (DType dtype : {DType::f16, DType::bf16})
-    for (auto [M, N, K, split] : {std::tuple{64, 4096, 4096, 5}, std::tuple{61, 1000, 3000, 3}}) {
-      tessel::JitOptions o;
-      o.gemm_from_passes = true;
-      tessel::kernels::Matmul mm(M, N, K, dtype, tessel::kernels::MatmulStaging::automatic, o, split);
-      SCOPED_TRACE(mm.describe() + " " + mm.kernel().info().path);
-      ASSERT_EQ(mm.plan().split_k, split) << mm.plan().why;
-      EXPECT_NE(mm.kernel().info().path.find("TMA + mbarrier ring"), std::string::npos);
-      Tensor a = Tensor::empty({M, K}, dtype), b = Tensor::empty({K, N}, dtype);
-      a.fill_random(seeds());
-      b.fill_random(seeds());
-      Tensor out = Tensor::empty({M, N}, dtype);
-      out.fill(std::nan(""));
-      mm(a, b, out);
-      tessel::check_cu(tessel::driver().cuCtxSynchronize(), "cuCtxSynchronize");
-      const std::vector<double> av = a.to_host_f64(), bv = b.to_host_f64(), cv = out.to_host_f64();
-      std::vector<double> got, ref;
-      for (int i = 0; i < M; ++i)
-        for (int j : {0, 1, N / 2, N - 1}) {
-          double dot = 0;
-          for (int k = 0; k < K; ++k) dot += av[static_cast<size_t>(i) * K + k] * bv[static_cast<size_t>(k) * N + j];
-          ref.push_back(dot);
-          got.push_back(cv[static_cast<size_t>(i) * N + j]);
-        }
-      const double err = tessel::test::rel_error(got, ref);
-      EXPECT_LE(err, 1e-2) << "relative Frobenius error " << err;
-    }
-}
 
 }  // namespace
