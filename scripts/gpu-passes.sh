@@ -15,18 +15,21 @@
 #   4. `tessel bench attention` (cuDNN's fused SDPA in the same process) over the issue's non-causal
 #      D = 128 cases, without and with TESSEL_ENABLE=gemm_from_passes (persistent attention);
 #   5. `tessel_fuzz --gpu` over GEMM programs through the passes, persistent on 3 blocks where
-#      they have more tiles (TESSEL_ENABLE=gemm_from_passes TESSEL_MAX_PERSISTENT_CTAS=3).
+#      they have more tiles (TESSEL_ENABLE=gemm_from_passes TESSEL_MAX_PERSISTENT_CTAS=3);
+#   6. (profile) ncu's speed-of-light, launch, scheduler and warp-state sections on the template's
+#      kernel and the passes' kernel of one GEMM (TESSEL_PROFILE_SHAPES, default 4096x4096x4096 and
+#      1024x1024x1024, f16), when ncu is there (clocks left alone).
 # Everything printed goes to OUTDIR/gpu-passes.log. The steps' limits add up to more than one
 # device call allows (600 s); TESSEL_PASSES_STEPS picks some of them to split the work over two
-# calls: any of tests, sanitizers, gemm, attention, fuzz (default: all five, ~6-9 min expected).
+# calls: any of tests, sanitizers, gemm, attention, fuzz, profile (default: the first five, ~6-9 min).
 #
-#   scripts/gpu-passes.sh OUTDIR   (env: TESSEL_RESULT_TAG, TESSEL_PASSES_STEPS)
+#   scripts/gpu-passes.sh OUTDIR   (env: TESSEL_RESULT_TAG, TESSEL_PASSES_STEPS, TESSEL_PROFILE_SHAPES)
 set -uo pipefail
 source "$(dirname "$0")/gpu-steps.sh" gpu-passes "${1:-}"
 steps=" ${TESSEL_PASSES_STEPS:-tests sanitizers gemm attention fuzz} "
 for s in $steps; do
-  case $s in tests | sanitizers | gemm | attention | fuzz) ;;
-  *) echo "gpu-passes: TESSEL_PASSES_STEPS names '$s'; legal: tests, sanitizers, gemm, attention, fuzz" >&2; exit 2 ;;
+  case $s in tests | sanitizers | gemm | attention | fuzz | profile) ;;
+  *) echo "gpu-passes: TESSEL_PASSES_STEPS names '$s'; legal: tests, sanitizers, gemm, attention, fuzz, profile" >&2; exit 2 ;;
   esac
 done
 want() { [[ $steps == *" $1 "* ]]; }
@@ -52,5 +55,16 @@ want attention && step "bench attention d128 (TESSEL_ENABLE=gemm_from_passes)" 1
   "$build/tessel" bench attention --dtype bf16 --repeats 10 --cases "$att" --json "$out/attention-d128-passes-$tag.json"
 want fuzz && step "fuzz gemm from passes, 3 persistent blocks" 60 env TESSEL_CACHE=0 TESSEL_ENABLE=gemm_from_passes \
   TESSEL_MAX_PERSISTENT_CTAS=3 "$build/tessel_fuzz" --gpu --arch none --family gemm --count 300 --seed 20261314
+if want profile && command -v ncu >/dev/null; then
+  # The bench runs the template's kernel first, then cuBLAS, then the passes' kernel (each once
+  # to check it, then timed): the first two matmul_kernel launches are the template's check and
+  # the passes' check.
+  for shape in ${TESSEL_PROFILE_SHAPES:-4096x4096x4096 1024x1024x1024}; do
+    step "ncu gemm $shape (template, then passes)" 90 ncu --clock-control none -k regex:matmul_kernel -c 2 \
+      --section SpeedOfLight --section LaunchStats --section SchedulerStats --section WarpStateStats \
+      --section MemoryWorkloadAnalysis "$build/tessel" bench gemm --compare-passes --repeats 1 --warmup 0 \
+      --shapes "$shape" --dtype f16
+  done
+fi
 grep "^### " "$log"
 exit $status
