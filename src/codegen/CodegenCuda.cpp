@@ -77,6 +77,12 @@ class CudaEmitter {
       line() << "extern __shared__ __align__(" << abi.smem_alignment << ") unsigned char tessel_smem[];";
     }
     line() << "const int " << var_name(ctx_.thread_index.as<VarNode>()) << " = threadIdx.x;";
+    if (abi.prefetch_tensor_maps) {
+      line() << "if (" << var_name(ctx_.thread_index.as<VarNode>()) << " == 0) {  // tensor map descriptors";
+      for (const passes::TmaParam& t : ctx_.tma_params)
+        line() << "  tessel::tma_prefetch_descriptor(&" << var_name(t.var.as<VarNode>()) << ");";
+      line() << "}";
+    }
     static const char* axes[] = {"x", "y", "z"};
     for (size_t d = 0; d < k->block_vars.size(); ++d)
       line() << "int " << var_name(k->block_vars[d].as<VarNode>()) << " = blockIdx." << axes[d] << ";";

@@ -369,6 +369,10 @@ struct PassContext {
     // use_swizzle(panel): the block indices are remapped (tessel::rasterize) before any use;
     // 0: not.
     int raster_panel = 0;
+    // A generic kernel with tensor maps: its first thread prefetches their descriptors
+    // (prefetch.tensormap) at entry, so that the first TMA load or store does not wait for a
+    // descriptor fetch (the Hopper GEMM template prefetches its own).
+    bool prefetch_tensor_maps = false;
   };
   KernelAbi abi;
 };

@@ -80,6 +80,18 @@ inline std::vector<ir::Buffer> buffers_used(const ir::Stmt& s) {
   return uses.buffers;
 }
 
+// Whether expression e names the variable v.
+inline bool uses_var(const ir::Expr& e, const ir::Var& v) {
+  struct Find : ir::IRVisitor {
+    const ir::VarNode* v = nullptr;
+    bool found = false;
+    void visit_node(const ir::VarNode* op) override { found = found || op == v; }
+  } find;
+  find.v = v.as<ir::VarNode>();
+  find.visit(e);
+  return find.found;
+}
+
 inline bool contains_buffer(const std::vector<ir::Buffer>& v, const ir::Buffer& b) {
   for (const ir::Buffer& x : v)
     if (x.same_as(b)) return true;

@@ -3,8 +3,9 @@
 //             device headers it needs, threads per block at launch (a warp-specialized kernel's
 //             producer warpgroup included; the Hopper GEMM's own count), __launch_bounds__'s
 //             blocks-per-SM argument, the cluster size, the dynamic shared memory (size and
-//             alignment), the grid, whether it is persistent, and the rasterization panel of
-//             use_swizzle (wherever the passes left the statement: in a warp role, say).
+//             alignment), the grid, whether it is persistent, the rasterization panel of
+//             use_swizzle (wherever the passes left the statement: in a warp role, say), and
+//             whether the kernel prefetches its tensor maps' descriptors at entry.
 //   Requires: every other pass (it is the last): select_hopper_gemm's plan, specialize_warps'
 //             roles, plan_shared_memory's size, lowering's use of wgmma and mbarriers.
 //   Ensures:  ctx.abi is complete; codegen prints the kernel's signature and preamble from it and
@@ -58,6 +59,10 @@ Stmt plan_kernel_abi(const Stmt& body, PassContext& ctx) {
   swizzle.visit(k->body);
   // The Hopper GEMM rasterizes its own tiles (its panel is a run() argument).
   if (!hopper.selected) abi.raster_panel = swizzle.panel;
+  // A descriptor fetch at the first TMA load (and again at the first store) sits on the critical
+  // path of a one-wave kernel: about a microsecond of a 9 us GEMM (H200, 1024^3, docs/perf-notes.md
+  // session 14). Prefetched at entry, it overlaps the barrier set-up.
+  abi.prefetch_tensor_maps = !hopper.selected && !ctx.tma_params.empty();
   return body;
 }
 

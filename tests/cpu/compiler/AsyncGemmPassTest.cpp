@@ -137,7 +137,10 @@ TEST(AsyncGemmPasses, AnUnrotatedLoopCarriesItsLastGemmAcrossTheBackEdge) {
   const size_t qk = at(w, "gemm_issue(shared_0, shared_1[(ko % 3):+1");
   // One wait retires the previous block's P V and this block's S (they retire in order).
   const size_t wait_s = at(w, "gemm_wait(pending=0, fragment_5, fragment_3", qk);
-  const size_t carried = at(w, "if (ko > 0) {\n            mbarrier.warp_arrive(shared_2_empty[((ko - 1) % 3)])", wait_s);
+  // Stage (ko - 1) % 3 written as the predecessor of this iteration's stage (no second division).
+  const size_t carried = at(
+      w, "if (ko > 0) {\n            mbarrier.warp_arrive(shared_2_empty[select(((ko % 3) == 0), 2, ((ko % 3) - 1))])",
+      wait_s);
   const size_t pv = at(w, "gemm_issue(fragment_4, shared_2[(ko % 3):+1", carried);
   EXPECT_LT(wait_s, pv);
   // After the loop: everything retired, the last block's V stage (ceil(1000 / 192) = 6 blocks:

@@ -8,6 +8,10 @@ extern "C" __global__ void __launch_bounds__(384, 1) flash_attention_kernel(tess
   extern __shared__ __align__(1024) unsigned char tessel_smem_raw[];
   unsigned char* tessel_smem = tessel::align_shared_1024(tessel_smem_raw);
   const int tx = threadIdx.x;
+  if (tx == 0) {  // tensor map descriptors
+    tessel::tma_prefetch_descriptor(&K_map);
+    tessel::tma_prefetch_descriptor(&V_map);
+  }
   int bx = blockIdx.x;
   int by = blockIdx.y;
   int bz = blockIdx.z;

@@ -8,6 +8,10 @@ extern "C" __global__ void __launch_bounds__(160) gemm_chain_kernel(tessel::half
   extern __shared__ __align__(1024) unsigned char tessel_smem_raw[];
   unsigned char* tessel_smem = tessel::align_shared_1024(tessel_smem_raw);
   const int tx = threadIdx.x;
+  if (tx == 0) {  // tensor map descriptors
+    tessel::tma_prefetch_descriptor(&K_map);
+    tessel::tma_prefetch_descriptor(&V_map);
+  }
   int bx = blockIdx.x;
   long long* shared_1_full = reinterpret_cast<long long*>(tessel_smem + 0);  // i64[2], tessel::RowMajorLayout<1, 2>
   long long* shared_1_empty = reinterpret_cast<long long*>(tessel_smem + 128);  // i64[2], tessel::RowMajorLayout<1, 2>

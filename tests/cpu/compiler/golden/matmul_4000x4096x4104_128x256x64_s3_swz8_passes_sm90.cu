@@ -9,6 +9,11 @@ extern "C" __global__ void __launch_bounds__(384, 1) matmul_kernel(tessel::half_
   extern __shared__ __align__(1024) unsigned char tessel_smem_raw[];
   unsigned char* tessel_smem = tessel::align_shared_1024(tessel_smem_raw);
   const int tx = threadIdx.x;
+  if (tx == 0) {  // tensor map descriptors
+    tessel::tma_prefetch_descriptor(&A_map);
+    tessel::tma_prefetch_descriptor(&B_map);
+    tessel::tma_prefetch_descriptor(&C_store_map);
+  }
   int pid = blockIdx.x;
   tessel::half_t* fragment_2_staging = reinterpret_cast<tessel::half_t*>(tessel_smem + 0);  // f16[128, 256], tessel::WgmmaSwizzleLayout<128, 256, 2, 128>
   long long* shared_0_full = reinterpret_cast<long long*>(tessel_smem + 65536);  // i64[3], tessel::RowMajorLayout<1, 3>
@@ -67,7 +72,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) matmul_kernel(tessel::half_
               tessel::WarpgroupGemm<tessel::half_t, 128, 256, 64, 2, false, false, tessel::WgmmaSwizzleLayout<128, 64, 2, 128>, tessel::WgmmaSwizzleLayout<64, 256, 2, 128>>::run_async(shared_0 + ((((long long)((((tile_i * 65) + ko) % 3))) * 128LL) * 64LL), shared_1 + ((((long long)((((tile_i * 65) + ko) % 3))) * 64LL) * 256LL), fragment_2);
               tessel::wgmma_wait<1>();
               if ((ko > 0)) {
-                tessel::mbarrier_warp_arrive(shared_0_empty + (((tile_i * 65) + (ko - 1)) % 3));
+                tessel::mbarrier_warp_arrive(shared_0_empty + (((((tile_i * 65) + ko) % 3) == 0) ? 2 : ((((tile_i * 65) + ko) % 3) - 1)));
               }
             }
             tessel::wgmma_wait<0>();
