@@ -84,13 +84,17 @@ struct JitOptions {
   // row starts unaligned. Off by default: written in session 12 and not yet run on the H200
   // (docs/perf-notes.md has the prediction). TESSEL_ENABLE=realigned_span_reads does the same.
   bool realigned_span_reads = false;
-  // Loads of rows that start unaligned (a softmax over 127 columns) read each 16-byte vector as
+  // Loads of rows that start unaligned (a softmax over 1023 columns) read each 16-byte vector as
   // the two aligned global words that cover it, shifted into place in registers, instead of
   // staging the block's rows through shared memory (no scratch, no block barrier; the stores
-  // still go through the span). Off by default: written in session 12 and not yet run on a GPU
-  // (docs/perf-notes.md has the design and the prediction). TESSEL_ENABLE=realigned_global_loads
-  // does the same.
+  // still go through the span). By default for rows of 1024 bytes or more, where it is faster
+  // (H200, session 14: f16 softmax 1023 / 8191 / 8193 columns at 78 / 77 / 67 % of copy against
+  // 69 / 61 / 58 % staged); shorter rows stay staged (127, 129: 72 / 51 % against 76 / 57 %).
+  // realigned_global_loads = true takes it for every row length (TESSEL_ENABLE=
+  // realigned_global_loads); disable_realigned_global_loads = true for none
+  // (TESSEL_DISABLE=realigned_global_loads).
   bool realigned_global_loads = false;
+  bool disable_realigned_global_loads = false;
   // The tutorial GEMM (and any kernel shaped like it) compiled by the generic sm_90a passes --
   // TMA loads into an mbarrier ring, a producer warpgroup, wgmma issued asynchronously with
   // placed waits -- instead of the hand-written warp-specialized kernel select_hopper_gemm
@@ -100,8 +104,8 @@ struct JitOptions {
   // been timed against the template on the H200 (docs/perf-notes.md; `tessel bench gemm
   // --compare-passes`). TESSEL_ENABLE=gemm_from_passes does the same.
   bool gemm_from_passes = false;
-  // Generic sm_90a kernels whose work is one TMA ring loop per output tile, with more tiles than
-  // SMs, run persistently: min(tiles, SMs) blocks each loop over their tiles, the producer
+  // Generic sm_90a kernels whose work is one TMA ring loop per output tile (one wave of tiles
+  // too) run persistently: min(tiles, SMs) blocks each loop over their tiles, the producer
   // loading the next tile while the consumers finish this one (persist_tiles; under
   // gemm_from_passes only, until measured). True launches one block per tile
   // (TESSEL_DISABLE=persistent_tiles does the same).

@@ -223,7 +223,7 @@ JitKernel jit(const PrimFunc& f, const JitOptions& options, std::source_location
   const std::set<std::string> disabled = features_named(
       "TESSEL_DISABLE", {"tma", "wgmma", "warp_specialization", "split_k", "tma_store", "multicast",
                          "async_pipeline", "pingpong", "async_gemm", "row_staging", "async_span_copy",
-                         "persistent_tiles"});
+                         "persistent_tiles", "realigned_global_loads"});
   auto env_off = [&](const char* name) { return disabled.count(name) != 0; };
   // TESSEL_ENABLE turns opt-in features on from outside (benchmarks of a feature not on by default).
   const std::set<std::string> enabled =
@@ -247,6 +247,7 @@ JitKernel jit(const PrimFunc& f, const JitOptions& options, std::source_location
       !options.disable_async_span_copy && !env_off("async_span_copy"),
       options.realigned_span_reads || env_on("realigned_span_reads"),
       options.realigned_global_loads || env_on("realigned_global_loads"),
+      !options.disable_realigned_global_loads && !env_off("realigned_global_loads"),
       options.gemm_from_passes || env_on("gemm_from_passes"),
       !options.disable_persistent_tiles && !env_off("persistent_tiles"),
       options.max_persistent_ctas > 0 ? options.max_persistent_ctas : max_persistent_ctas_from_env()};

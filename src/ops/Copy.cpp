@@ -326,9 +326,13 @@ class CopyLowering {
     return make_seq(out, w);
   }
 
-  // Opt-in (JitOptions::realigned_global_loads): a load of rows of a contiguous tensor whose
-  // starts are not provably 16-byte aligned (127 columns of f16) reads each 16-byte vector as
-  // the two aligned global words that cover it, shifted into place in registers
+  // The row length (bytes) from which unaligned row loads are realigned in registers by default.
+  static constexpr std::int64_t kRealignedRowBytes = 1024;
+
+  // A load of rows of a contiguous tensor whose starts are not provably 16-byte aligned (1023
+  // columns of f16), rows of 1024 bytes or more (any length under JitOptions::
+  // realigned_global_loads; none under disable_realigned_global_loads), reads each 16-byte
+  // vector as the two aligned global words that cover it, shifted into place in registers
   // (tessel::load_global_vector_realigned): no scratch tile and no block barrier, a thread's
   // vectors in flight together as on the aligned path. A warp in which some thread's second word
   // would pass the tensor's end takes the element-wise path instead (decided per warp, like the
@@ -339,9 +343,15 @@ class CopyLowering {
     const int elem = dtype_bytes(t->dtype);
     // Not for a fragment with a shared tail: its vectors past the registers are cp.async'd into
     // shared slots by the usual path (row_vector_copy).
-    if (!ctx_.realigned_global_loads || l.vec * elem != 16 || !t->strides.empty() ||
-        !is_const_int(m.col_stride, 1) || ctx_.register_tails.count(regs->id))
+    if (!ctx_.allow_realigned_global_loads || l.vec * elem != 16 || !t->strides.empty() ||
+        !is_const_int(m.col_stride, 1) || ctx_.register_tails.count(regs->id) || t->shape.empty())
       return Stmt();
+    // Long rows only, unless forced: measured faster from 1023 f16 columns on (a thread's
+    // vectors of one row in flight with no barrier), slower at 127 and 129 (every second word is
+    // another L1 request, and the staged path's one span per block amortizes its barrier over
+    // 64 or 32 short rows). H200, session 14, docs/perf-notes.md.
+    const auto row = as_const_int(t->shape.back());
+    if (!ctx_.realigned_global_loads && (!row || *row * elem < kRealignedRowBytes)) return Stmt();
     if (rows_provably_aligned(m, l.vec)) return Stmt();  // the vector path
     std::int64_t extent = 1;
     for (const Expr& d : t->shape) {

@@ -188,6 +188,7 @@ struct PassContext {
     bool async_span_copy = true;
     bool realigned_span_reads = false;
     bool realigned_global_loads = false;
+    bool allow_realigned_global_loads = true;
     bool gemm_from_passes = false;
     bool allow_persistent_tiles = true;
     int max_persistent_ctas = 0;
@@ -217,14 +218,17 @@ struct PassContext {
   // place (opt-in, unmeasured: JitOptions::realigned_span_reads; ops/Copy.cpp).
   bool realigned_span_reads = false;
   // Unaligned row loads as two aligned global words per vector, shifted into place, instead of
-  // the span's scratch (opt-in, unmeasured: JitOptions::realigned_global_loads; ops/Copy.cpp).
+  // the span's scratch (ops/Copy.cpp): for rows of 1024 bytes or more unless
+  // allow_realigned_global_loads is off (JitOptions::disable_realigned_global_loads), for every
+  // row when realigned_global_loads is on (JitOptions::realigned_global_loads).
   bool realigned_global_loads = false;
+  bool allow_realigned_global_loads = true;
   // The tutorial GEMM's kernel from the generic passes (TMA ring, warp roles, asynchronous
   // wgmma with placed waits) instead of select_hopper_gemm's template (opt-in, unmeasured:
   // JitOptions::gemm_from_passes): select_hopper_gemm declines, and a Pipelined loop's sole gemm
   // takes wgmma when its loads can all be TMA loads (infer_layouts' MainLoopGemmScan).
   bool gemm_from_passes = false;
-  // persist_tiles: ring kernels with more tiles than SMs loop over their tiles in min(tiles, SMs)
+  // persist_tiles: ring kernels loop over their tiles in min(tiles, SMs)
   // blocks (JitOptions::disable_persistent_tiles turns it off).
   bool allow_persistent_tiles = true;
   // JitOptions::max_persistent_ctas: persist_tiles launches at most this many blocks (0: the SMs).

@@ -20,8 +20,10 @@
 //                 Hopper switches and async_pipeline and persistent_tiles are on, and the
 //                 kernel's threads are whole warpgroups (specialize_warps will split the roles:
 //                 without a producer of its own, a block would not overlap anything);
-//               - the grid's extents are constants, more tiles than SMs (a single wave gains
-//                 nothing), and no more than 2^31 - 1 of them;
+//               - the grid's extents are constants, no more than 2^31 - 1 tiles (a grid of
+//                 one wave too: its blocks take one tile each, and the kernel is the same
+//                 code as the multi-wave one -- no producer prologue, no run-time remap of a
+//                 2-D blockIdx; H200 session 14, docs/perf-notes.md);
 //               - exactly one top-level statement is a Pipelined loop, from 0 to a constant,
 //                 whose loads are all TMA loads (plan_tma_copies made it a ring), and nothing else
 //                 holds a loop with TMA loads;
@@ -61,7 +63,7 @@ bool holds_tma_load(const Stmt& s) {
 }
 
 // Why the kernel cannot be made persistent; empty when it can.
-std::string why_not(const KernelStmt& k, const PassContext& ctx, std::int64_t sms, std::int64_t& tiles) {
+std::string why_not(const KernelStmt& k, const PassContext& ctx, std::int64_t& tiles) {
   if (k.threads % 128 != 0) return "the kernel's threads are not whole warpgroups";
   tiles = 1;
   for (const Expr& g : k.grid) {
@@ -69,7 +71,6 @@ std::string why_not(const KernelStmt& k, const PassContext& ctx, std::int64_t sm
     if (!v) return "the grid is not constant";
     tiles *= *v;
   }
-  if (tiles <= sms) return "the grid fits in one wave";
   if (tiles > 0x7fffffff) return "more than 2^31 - 1 tiles";
   const ForStmt* ring = nullptr;
   std::vector<int> tma_tiles;
@@ -147,7 +148,7 @@ Stmt persist_tiles(const Stmt& body, PassContext& ctx) {
   std::int64_t sms = ctx.target.sm_count > 0 ? ctx.target.sm_count : kDefaultSms;
   if (ctx.max_persistent_ctas > 0) sms = std::min<std::int64_t>(sms, ctx.max_persistent_ctas);
   std::int64_t tiles = 0;
-  if (std::string why = why_not(*k, ctx, sms, tiles); !why.empty()) {
+  if (std::string why = why_not(*k, ctx, tiles); !why.empty()) {
     ctx.tile_loop.why_not = why;
     return body;
   }

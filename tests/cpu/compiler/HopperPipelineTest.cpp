@@ -174,7 +174,9 @@ T::kernels::MatmulConfig tutorial_config(int bm, int bn, int bk, int stages, int
 TEST(HopperPipeline, TutorialGemmFromThePasses) {
   T::passes::PassContext::Switches passes;
   passes.gemm_from_passes = true;
-  // 1024 x 2048: 8 x 8 = 64 tiles of 128 x 256, one wave: not persistent.
+  // 1024 x 2048: 8 x 8 = 64 tiles of 128 x 256, one block per tile (persistence off here; see the
+  // end of the test for the persistent form of the same grid).
+  passes.allow_persistent_tiles = false;
   auto f = T::kernels::matmul_program(1024, 2048, 4096, tutorial_config(128, 256, 64, 3, 256));
   auto lowered = T::lower(f.ir(), sm90(), passes, true);
   EXPECT_FALSE(lowered.ctx.hopper.selected);
@@ -200,7 +202,6 @@ TEST(HopperPipeline, TutorialGemmFromThePasses) {
                   "tessel::store_accumulators_tma<tessel::half_t, tessel::WarpgroupGemm<"))
       << stage_text(lowered, "lower_tile_ops");
   EXPECT_FALSE(lowered.ctx.tile_loop.applied);
-  EXPECT_EQ(lowered.ctx.tile_loop.why_not, "the grid fits in one wave");
   // specialize_warps: a producer warpgroup, use_swizzle ahead of both roles.
   const std::string roles = stage_text(lowered, "specialize_warps");
   const size_t swizzle = roles.find("use_swizzle(8)"), split = roles.find("specialize(");
@@ -226,6 +227,14 @@ TEST(HopperPipeline, TutorialGemmFromThePasses) {
   auto templ = T::lower(f.ir(), sm90(), true);
   EXPECT_TRUE(templ.ctx.hopper.selected);
   EXPECT_EQ(templ.ctx.abi.raster_panel, 0);  // the template rasterizes its own tiles
+  // Persistence on: one wave is persistent too, 64 blocks of one tile each (the same code as a
+  // grid of many waves: no producer prologue, no run-time remap of blockIdx).
+  passes.allow_persistent_tiles = true;
+  auto persistent = T::lower(f.ir(), sm90(), passes, true);
+  EXPECT_TRUE(persistent.ctx.tile_loop.applied) << persistent.ctx.tile_loop.why_not;
+  EXPECT_EQ(persistent.ctx.tile_loop.tiles, 64);
+  EXPECT_EQ(persistent.ctx.tile_loop.blocks, 64);
+  EXPECT_TRUE(persistent.ctx.abi.persistent);
 }
 
 TEST(HopperPipeline, TheTmaStoreEpilogueOnlyWhereItsStagingTileFits) {

@@ -414,11 +414,13 @@ TEST(Passes, HopperFusesAnElementWiseEpilogue) {
 // static shape the tile divides) is emitted without its edge path; one that may run past the
 // row's end or the last row keeps both.
 TEST(Codegen, RowCopiesDropTheEdgePathOnlyWhenItCannotRun) {
-  auto source = [](long long M, long long N, const char* config, bool row_staging = true) {
+  auto source = [](long long M, long long N, const char* config, bool row_staging = true,
+                   bool realigned_loads = false) {
     auto f = tessel::kernels::softmax_program(M, N, tessel::DType::f16,
                                               tessel::kernels::parse_softmax_config(config));
     tessel::passes::PassContext::Switches s;
     s.allow_row_staging = row_staging;
+    s.allow_realigned_global_loads = realigned_loads;  // on by default for long rows: tested below
     return tessel::codegen::generate_cuda(tessel::lower(f.ir(), sm90(), s));
   };
   const std::string masked = "tessel::load_row_vector<", whole = "tessel::load_row_vector_whole<";
@@ -462,6 +464,16 @@ TEST(Codegen, RowCopiesDropTheEdgePathOnlyWhenItCannotRun) {
   std::string ragged = source(64, 999, "rows:t256:r8:bn1024", false);
   EXPECT_NE(ragged.find(masked), std::string::npos) << ragged;
   EXPECT_NE(ragged.find("if (tessel::warp_all("), std::string::npos) << ragged;
+  // Rows of 1024 bytes or more (999 f16: 1998) load by realigned global words by default, the
+  // choice per warp; stores still through the span. Short rows (127 f16) stay staged.
+  std::string direct = source(64, 999, "rows:t256:r8:bn1024", true, true);
+  EXPECT_NE(direct.find("tessel::load_global_vector_realigned<"), std::string::npos) << direct;
+  EXPECT_NE(direct.find("if (tessel::warp_all("), std::string::npos) << direct;
+  EXPECT_EQ(direct.find("tessel::copy_span_to_shared<"), std::string::npos) << direct;
+  EXPECT_NE(direct.find("tessel::copy_shared_span_to_global<"), std::string::npos) << direct;
+  std::string short_staged = source(4096, 127, "rows:t256:r64:bn128", true, true);
+  EXPECT_EQ(short_staged.find("load_global_vector_realigned"), std::string::npos) << short_staged;
+  EXPECT_NE(short_staged.find("tessel::copy_span_to_shared<"), std::string::npos) << short_staged;
 }
 
 // A fragment with a shared tail: its last vectors per thread live in per-thread shared slots

@@ -20,6 +20,7 @@ using T::Tensor;
 
 bool enough_memory(std::int64_t bytes, std::string* why) {
   std::size_t free_bytes = 0, total = 0;
+  T::ensure_context();  // the first test of a run may ask before anything made the context current
   T::check_cu(T::driver().cuMemGetInfo(&free_bytes, &total), "cuMemGetInfo");
   if (static_cast<std::int64_t>(free_bytes) >= bytes + (std::int64_t(1) << 30)) return true;
   *why =

@@ -29,6 +29,9 @@ void check_softmax(long long N, DType t, const std::string& config = "", RowPath
   jo.disable_async_span_copy = path == RowPath::staged_loop;
   jo.realigned_span_reads = path == RowPath::staged_realigned_reads;
   jo.realigned_global_loads = path == RowPath::realigned_global_loads;
+  // The staged paths' own load side (long rows take realigned global loads by default).
+  jo.disable_realigned_global_loads = path == RowPath::staged || path == RowPath::staged_loop ||
+                                      path == RowPath::staged_realigned_reads || path == RowPath::unstaged;
   auto k =
       config.empty() && path == RowPath::any
           ? tessel::kernels::make_softmax(M, N, t)

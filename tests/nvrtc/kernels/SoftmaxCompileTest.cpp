@@ -42,7 +42,8 @@ INSTANTIATE_TEST_SUITE_P(Widths, SoftmaxCompile,
 // Row staging (on unless JitOptions::disable_row_staging): rows that do not start 16-byte aligned
 // move as one span through shared memory -- 16-byte loads and stores of global memory, no
 // spills -- for every width whose default config takes whole rows per tile; other
-// widths and the option off keep the vector/masked path.
+// widths and the option off keep the vector/masked path. Rows of 1024 bytes or more load by
+// realigned global words instead (the store side still by the span).
 class SoftmaxStagedRows : public ::testing::TestWithParam<std::tuple<long long, std::string>> {};
 
 TEST_P(SoftmaxStagedRows, SpanThroughSharedMemory) {
@@ -59,20 +60,38 @@ TEST_P(SoftmaxStagedRows, SpanThroughSharedMemory) {
     const long long span_bytes =
         (c.rows_per_block * N + 16 / tessel::dtype_bytes(t)) * tessel::dtype_bytes(t);
     const bool whole_rows = c.block_N >= N && c.shared_vectors == 0 && span_bytes <= 48 * 1024;
-    EXPECT_EQ(k.source().find("tessel::copy_span_to_shared<") != std::string::npos, whole_rows) << k.source();
+    // Rows of 1024 bytes or more load by realigned global words by default (no load-side scratch),
+    // shorter ones through the span.
+    const bool long_rows = N * tessel::dtype_bytes(t) >= 1024;
+    EXPECT_EQ(k.source().find("tessel::copy_span_to_shared<") != std::string::npos, whole_rows && !long_rows)
+        << k.source();
     EXPECT_EQ(k.source().find("tessel::copy_shared_span_to_global<") != std::string::npos, whole_rows);
+    if (long_rows && c.shared_vectors == 0) {
+      EXPECT_NE(k.source().find("tessel::load_global_vector_realigned<"), std::string::npos) << k.source();
+      EXPECT_NE(k.ptx().find("ld.global.nc.v4"), std::string::npos) << "no 16-byte global loads";
+      EXPECT_EQ(k.ptx().find("cp.async"), std::string::npos);
+    }
+    // The staged load side (the default for short rows; JitOptions::disable_realigned_global_loads
+    // for long ones).
+    tessel::JitOptions st = o;
+    st.disable_realigned_global_loads = true;
+    auto staged = tessel::kernels::make_softmax(65536, N, t, c, st);
+    EXPECT_EQ(staged.source().find("tessel::copy_span_to_shared<") != std::string::npos, whole_rows)
+        << staged.source();
+    EXPECT_EQ(staged.source().find("load_global_vector_realigned"), std::string::npos);
     if (whole_rows) {
-      // The default: the span's chunks by cp.async, all in flight before one wait.
-      EXPECT_NE(k.source().find("tessel::copy_span_to_shared<" + std::string(tessel::dtype_cuda_name(t)) + ", " +
-                                std::to_string(c.threads) + ", true>"),
+      // The span's chunks by cp.async, all in flight before one wait.
+      EXPECT_NE(staged.source().find("tessel::copy_span_to_shared<" + std::string(tessel::dtype_cuda_name(t)) +
+                                     ", " + std::to_string(c.threads) + ", true>"),
                 std::string::npos)
-          << k.source();
-      EXPECT_NE(k.ptx().find("cp.async.cg.shared.global"), std::string::npos) << "no 16-byte cp.async";
-      EXPECT_NE(k.ptx().find("st.global.v4"), std::string::npos) << "no 16-byte stores";
-      // By default the rows' vectors are read out of the scratch element-wise where unaligned;
-      // opt-in (JitOptions::realigned_span_reads): as aligned 16-byte words, shifted in registers.
-      EXPECT_EQ(k.source().find("load_shared_vector_realigned"), std::string::npos) << k.source();
-      tessel::JitOptions e = o;
+          << staged.source();
+      EXPECT_NE(staged.ptx().find("cp.async.cg.shared.global"), std::string::npos) << "no 16-byte cp.async";
+      EXPECT_NE(staged.ptx().find("st.global.v4"), std::string::npos) << "no 16-byte stores";
+      EXPECT_EQ(staged.resources().spill_store_bytes + staged.resources().spill_load_bytes, 0);
+      // The rows' vectors read out of the scratch element-wise where unaligned; opt-in
+      // (JitOptions::realigned_span_reads): as aligned 16-byte words, shifted in registers.
+      EXPECT_EQ(staged.source().find("load_shared_vector_realigned"), std::string::npos) << staged.source();
+      tessel::JitOptions e = st;
       e.realigned_span_reads = true;
       auto realigned = tessel::kernels::make_softmax(65536, N, t, c, e);
       EXPECT_NE(realigned.source().find("tessel::load_shared_vector_realigned<"), std::string::npos)
@@ -80,9 +99,9 @@ TEST_P(SoftmaxStagedRows, SpanThroughSharedMemory) {
       EXPECT_NE(realigned.ptx().find("ld.shared.v4"), std::string::npos) << "no 16-byte shared loads";
       EXPECT_NE(realigned.source().find("tessel::copy_span_to_shared<"), std::string::npos);
       EXPECT_EQ(realigned.resources().spill_store_bytes + realigned.resources().spill_load_bytes, 0);
-      // Opt-in (JitOptions::realigned_global_loads): no load-side scratch at all; each vector as
-      // two aligned 16-byte global words, the element-wise path for a warp at the tensor's end;
-      // the store side still through the span.
+      // JitOptions::realigned_global_loads: for any row length, no load-side scratch at all; each
+      // vector as two aligned 16-byte global words, the element-wise path for a warp at the
+      // tensor's end; the store side still through the span.
       tessel::JitOptions gl = o;
       gl.realigned_global_loads = true;
       auto direct = tessel::kernels::make_softmax(65536, N, t, c, gl);
@@ -94,7 +113,7 @@ TEST_P(SoftmaxStagedRows, SpanThroughSharedMemory) {
       EXPECT_EQ(direct.ptx().find("cp.async"), std::string::npos);
       EXPECT_EQ(direct.resources().spill_store_bytes + direct.resources().spill_load_bytes, 0);
       // JitOptions::disable_async_span_copy: the load-then-store loop, 16-byte loads.
-      tessel::JitOptions a = o;
+      tessel::JitOptions a = st;
       a.disable_async_span_copy = true;
       auto loop = tessel::kernels::make_softmax(65536, N, t, c, a);
       EXPECT_EQ(loop.source().find(", true>("), std::string::npos) << loop.source();
@@ -102,8 +121,8 @@ TEST_P(SoftmaxStagedRows, SpanThroughSharedMemory) {
       EXPECT_EQ(loop.ptx().find("cp.async"), std::string::npos);
       EXPECT_EQ(loop.resources().spill_store_bytes + loop.resources().spill_load_bytes, 0);
     }
-    o.disable_row_staging = true;
-    auto plain = tessel::kernels::make_softmax(65536, N, t, c, o);
+    st.disable_row_staging = true;
+    auto plain = tessel::kernels::make_softmax(65536, N, t, c, st);
     EXPECT_EQ(plain.source().find("copy_span_to_shared"), std::string::npos);
   }
 }

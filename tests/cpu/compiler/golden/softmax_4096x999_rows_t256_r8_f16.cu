@@ -8,11 +8,16 @@ extern "C" __global__ void __launch_bounds__(256) softmax_kernel(tessel::half_t*
   __align__(16) float fragment_0[32];
   __align__(16) float fragment_1[1];
   __align__(16) float fragment_2[1];
-  tessel::half_t* X_span = reinterpret_cast<tessel::half_t*>(tessel_smem + 0);  // f16[8000], tessel::RowMajorLayout<1, 8000>
-  tessel::copy_span_to_shared<tessel::half_t, 256, true>(X_span + ((((long long)((bx * 8))) * 999LL) % 8LL), X + (((long long)((bx * 8))) * 999LL), (((long long)(max(min((4096 - (bx * 8)), 8), 0))) * 999LL));
-  #pragma unroll
-  for (int g = 0; g < 4; ++g) {
-    tessel::load_row_vector<tessel::half_t, 8, float, false>(X_span + (((((long long)((bx * 8))) * 999LL) % 8LL) + ((((long long)(((((g * 8) / 32) * 8) + (tx / 32)))) * 999LL) + ((long long)((((((((g * 8) / 8) % 4) * 32) + (tx % 32)) * 8) + ((g * 8) % 8)))))), ((((((g * 8) / 32) * 8) + (tx / 32)) < (4096 - (bx * 8))) ? (999 - (((((((g * 8) / 8) % 4) * 32) + (tx % 32)) * 8) + ((g * 8) % 8))) : 0), -tessel::infinity_f32(), fragment_0 + (g * 8));
+  if (tessel::warp_all(((((((((tx / 32) < (4096 - (bx * 8))) ? (999 - ((tx % 32) * 8)) : 0) <= 0) || (((((((long long)((bx * 8))) * 999LL) + ((((long long)((tx / 32))) * 999LL) + ((long long)(((tx % 32) * 8))))) - (((((long long)((bx * 8))) * 999LL) + ((((long long)((tx / 32))) * 999LL) + ((long long)(((tx % 32) * 8))))) % 8LL)) + 16LL) <= 4091904LL)) && (((((tx / 32) < (4096 - (bx * 8))) ? (999 - ((32 + (tx % 32)) * 8)) : 0) <= 0) || (((((((long long)((bx * 8))) * 999LL) + ((((long long)((tx / 32))) * 999LL) + ((long long)(((32 + (tx % 32)) * 8))))) - (((((long long)((bx * 8))) * 999LL) + ((((long long)((tx / 32))) * 999LL) + ((long long)(((32 + (tx % 32)) * 8))))) % 8LL)) + 16LL) <= 4091904LL))) && (((((tx / 32) < (4096 - (bx * 8))) ? (999 - ((64 + (tx % 32)) * 8)) : 0) <= 0) || (((((((long long)((bx * 8))) * 999LL) + ((((long long)((tx / 32))) * 999LL) + ((long long)(((64 + (tx % 32)) * 8))))) - (((((long long)((bx * 8))) * 999LL) + ((((long long)((tx / 32))) * 999LL) + ((long long)(((64 + (tx % 32)) * 8))))) % 8LL)) + 16LL) <= 4091904LL))) && (((((tx / 32) < (4096 - (bx * 8))) ? (999 - ((96 + (tx % 32)) * 8)) : 0) <= 0) || (((((((long long)((bx * 8))) * 999LL) + ((((long long)((tx / 32))) * 999LL) + ((long long)(((96 + (tx % 32)) * 8))))) - (((((long long)((bx * 8))) * 999LL) + ((((long long)((tx / 32))) * 999LL) + ((long long)(((96 + (tx % 32)) * 8))))) % 8LL)) + 16LL) <= 4091904LL))))) {
+    #pragma unroll
+    for (int g = 0; g < 4; ++g) {
+      tessel::load_global_vector_realigned<tessel::half_t, 8, float>(X + ((((long long)((bx * 8))) * 999LL) + ((((long long)(((((g * 8) / 32) * 8) + (tx / 32)))) * 999LL) + ((long long)((((((((g * 8) / 8) % 4) * 32) + (tx % 32)) * 8) + ((g * 8) % 8)))))), ((((((g * 8) / 32) * 8) + (tx / 32)) < (4096 - (bx * 8))) ? (999 - (((((((g * 8) / 8) % 4) * 32) + (tx % 32)) * 8) + ((g * 8) % 8))) : 0), -tessel::infinity_f32(), fragment_0 + (g * 8));
+    }
+  } else {
+    #pragma unroll
+    for (int g = 0; g < 4; ++g) {
+      tessel::load_row_vector<tessel::half_t, 8, float>(X + ((((long long)((bx * 8))) * 999LL) + ((((long long)(((((g * 8) / 32) * 8) + (tx / 32)))) * 999LL) + ((long long)((((((((g * 8) / 8) % 4) * 32) + (tx % 32)) * 8) + ((g * 8) % 8)))))), ((((((g * 8) / 32) * 8) + (tx / 32)) < (4096 - (bx * 8))) ? (999 - (((((((g * 8) / 8) % 4) * 32) + (tx % 32)) * 8) + ((g * 8) % 8))) : 0), -tessel::infinity_f32(), fragment_0 + (g * 8));
+    }
   }
   __align__(16) float fragment_1_partial[1];
   #pragma unroll
@@ -55,7 +60,7 @@ extern "C" __global__ void __launch_bounds__(256) softmax_kernel(tessel::half_t*
       }
     }
   }
-  tessel::half_t* Y_span = reinterpret_cast<tessel::half_t*>(tessel_smem + 16000);  // f16[8000], tessel::RowMajorLayout<1, 8000>
+  tessel::half_t* Y_span = reinterpret_cast<tessel::half_t*>(tessel_smem + 0);  // f16[8000], tessel::RowMajorLayout<1, 8000>
   #pragma unroll
   for (int g_1 = 0; g_1 < 4; ++g_1) {
     tessel::store_row_vector<tessel::half_t, 8, float>(Y_span + (((((long long)((bx * 8))) * 999LL) % 8LL) + ((((long long)(((((g_1 * 8) / 32) * 8) + (tx / 32)))) * 999LL) + ((long long)((((((((g_1 * 8) / 8) % 4) * 32) + (tx % 32)) * 8) + ((g_1 * 8) % 8)))))), ((((((g_1 * 8) / 32) * 8) + (tx / 32)) < (4096 - (bx * 8))) ? (999 - (((((((g_1 * 8) / 8) % 4) * 32) + (tx % 32)) * 8) + ((g_1 * 8) % 8))) : 0), fragment_0 + (g_1 * 8));
