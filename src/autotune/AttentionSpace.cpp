@@ -55,13 +55,26 @@ class Lowerings {
       passes::PassContext::Switches switches;  // as make_flash_attention sets them
       switches.allow_async_pipeline = a.schedule != Schedule::cp_async;
       switches.allow_pingpong = a.schedule == Schedule::ring_pingpong;
-      // The shared-memory cap is lifted so that shared memory is pruned by the GPU's limit, with
-      // its own reason.
-      const passes::Target target{arch_, sm_number(arch_), INT_MAX};
-      const LoweredFunc l =
-          lower(*kernels::attention_program(shape_, dtype_, causal_, 0.0f, a).ir_ptr(), target, switches);
-      result = Lowered{l.ctx.smem_bytes, l.ctx.launch_threads ? l.ctx.launch_threads : l.ctx.threads,
-                       !l.ctx.mbarriers.empty(), l.ctx.pingpong};
+      const auto program_ptr = kernels::attention_program(shape_, dtype_, causal_, 0.0f, a).ir_ptr();
+      const auto& program = *program_ptr;
+      const int cap = default_smem_cap(arch_);
+      auto lower_under = [&](int smem_cap) {
+        return lower(program, passes::Target{arch_, sm_number(arch_), smem_cap}, switches);
+      };
+      // Under the target's own cap first: what the compiler really builds (plan_tma_stores, say,
+      // adds its staging tile only where it fits). A program over the cap is lowered again with
+      // the cap lifted, so that shared memory is pruned by the GPU's limit with its own reason; one
+      // that fails for anything else is rejected.
+      std::optional<LoweredFunc> l;
+      try {
+        l = lower_under(cap);
+      } catch (const std::exception&) {
+        LoweredFunc over = lower_under(INT_MAX);
+        if (over.ctx.smem_bytes <= cap) throw;
+        l = std::move(over);
+      }
+      result = Lowered{l->ctx.smem_bytes, l->ctx.launch_threads ? l->ctx.launch_threads : l->ctx.threads,
+                       !l->ctx.mbarriers.empty(), l->ctx.pingpong};
     } catch (const std::exception&) {
       result = std::nullopt;
     }
