@@ -222,6 +222,12 @@ TEST(HopperPipeline, TutorialGemmFromThePasses) {
   const std::string cuda = T::codegen::generate_cuda(lowered);
   EXPECT_TRUE(has(cuda, "tessel::rasterize(8, bx, by, gridDim.x, gridDim.y, rx, ry);")) << cuda;
   EXPECT_FALSE(has(cuda, "HopperGemm")) << cuda;
+  // The three tensor maps' descriptors prefetched at entry by the first thread (plan_kernel_abi);
+  // the template prefetches its own, so its ABI does not ask for it.
+  EXPECT_TRUE(lowered.ctx.abi.prefetch_tensor_maps);
+  for (const char* map : {"A_map", "B_map", "C_store_map"})
+    EXPECT_TRUE(has(cuda, std::string("tessel::tma_prefetch_descriptor(&") + map + ");")) << cuda;
+  EXPECT_FALSE(T::lower(f.ir(), sm90()).ctx.abi.prefetch_tensor_maps);
 
   // Without the switch: the template, as before.
   auto templ = T::lower(f.ir(), sm90(), true);
