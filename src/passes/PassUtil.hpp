@@ -2,6 +2,8 @@
 // statement touches, and shapes as text for messages.
 #pragma once
 
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -80,16 +82,53 @@ inline std::vector<ir::Buffer> buffers_used(const ir::Stmt& s) {
   return uses.buffers;
 }
 
-// Whether expression e names the variable v.
-inline bool uses_var(const ir::Expr& e, const ir::Var& v) {
-  struct Find : ir::IRVisitor {
-    const ir::VarNode* v = nullptr;
+// Whether expression e names the variable k.
+inline bool uses_var(const ir::Expr& e, const ir::Var& k) {
+  struct Finder : ir::IRVisitor {
+    const ir::ExprNode* k = nullptr;
     bool found = false;
-    void visit_node(const ir::VarNode* op) override { found = found || op == v; }
-  } find;
-  find.v = v.as<ir::VarNode>();
-  find.visit(e);
-  return find.found;
+    void visit_node(const ir::VarNode* v) override { found = found || static_cast<const ir::ExprNode*>(v) == k; }
+  } f;
+  f.k = k.get();
+  f.visit(e);
+  return f.found;
+}
+
+// e as a * k + rest (a constant, rest free of k; undefined rest: 0), or nullopt.
+struct Linear {
+  std::int64_t a = 0;
+  ir::Expr rest{};
+};
+inline std::optional<Linear> linear_in(const ir::Expr& e, const ir::Var& k) {
+  using ir::BinaryOp;
+  if (!uses_var(e, k)) return Linear{0, e};
+  if (e.get() == k.get()) return Linear{1, ir::Expr()};
+  const auto* b = e.as<ir::Binary>();
+  if (!b) return std::nullopt;
+  auto x = linear_in(b->a, k), y = linear_in(b->b, k);
+  if (!x || !y) return std::nullopt;
+  auto plus = [](const ir::Expr& p, const ir::Expr& q, bool minus) -> ir::Expr {
+    if (!q.defined()) return p;
+    if (!p.defined()) return minus ? ir::make_binary(BinaryOp::Sub, ir::make_int(0), q) : q;
+    return ir::make_binary(minus ? BinaryOp::Sub : BinaryOp::Add, p, q);
+  };
+  switch (b->op) {
+    case BinaryOp::Add:
+      return Linear{x->a + y->a, plus(x->rest, y->rest, false)};
+    case BinaryOp::Sub:
+      return Linear{x->a - y->a, plus(x->rest, y->rest, true)};
+    case BinaryOp::Mul: {
+      // One side a constant.
+      const Linear* lin = x->a != 0 ? &*x : &*y;
+      const ir::Expr other = x->a != 0 ? b->b : b->a;
+      auto c = ir::as_const_int(other);
+      if (!c || (x->a != 0 && y->a != 0)) return std::nullopt;
+      return Linear{lin->a * *c,
+                    lin->rest.defined() ? ir::make_binary(BinaryOp::Mul, lin->rest, ir::make_int(*c)) : ir::Expr()};
+    }
+    default:
+      return std::nullopt;
+  }
 }
 
 inline bool contains_buffer(const std::vector<ir::Buffer>& v, const ir::Buffer& b) {

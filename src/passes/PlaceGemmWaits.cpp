@@ -282,24 +282,20 @@ class Placer {
     return make_if(make_binary(BinaryOp::GT, k, loop_->min), previous, Stmt(), s->where);
   }
 
-  // A ring stage index one iteration back. The ring's `(e + k) % S` (plan_pipelines' form: e
-  // free of k, which counts the ring's position up by one per iteration; never negative, so C's
-  // % is the floor modulo) becomes the current stage's predecessor, `s == 0 ? S - 1 : s - 1` of
-  // the very `s` the iteration's full-barrier wait computes, instead of a second division: the
+  // A ring stage index one iteration back. The ring's `e % S`, e = k + (terms free of k)
+  // (plan_pipelines' form: the ring's position, up by one per iteration and never negative, so
+  // C's % is the floor modulo), becomes the current stage's predecessor, `s == 0 ? S - 1 : s - 1`
+  // of the very `s` the iteration's full-barrier wait computes, instead of a second division: the
   // release sits right after the wgmma wait, on the path from the consumers to the producer's
-  // next load (SASS, H200 session 14: a division chain there, none in the template). A power-of-two
-  // S (a mask) or any other index: k - 1 substituted.
+  // next load (SASS, H200 session 14: a division chain there, none in the template). A
+  // power-of-two S (a mask) or any other index: k - 1 substituted.
   static Expr previous_stage(const Expr& index, const Var& k) {
     const auto* mod = index.as<Binary>();
     std::optional<std::int64_t> stages;
     if (mod && (mod->op == BinaryOp::Mod || mod->op == BinaryOp::FloorMod)) stages = as_const_int(mod->b);
     if (stages && *stages >= 3 && (*stages & (*stages - 1)) != 0) {  // a power of two: a mask already
-      const Expr& e = mod->a;
-      const auto* add = e.as<Binary>();
-      const auto is_k = [&](const Expr& x) { return x.same_as(k); };
-      const auto free_of_k = [&](const Expr& x) { return !uses_var(x, k); };
-      if (is_k(e) || (add && add->op == BinaryOp::Add &&
-                      ((is_k(add->b) && free_of_k(add->a)) || (is_k(add->a) && free_of_k(add->b)))))
+      const std::optional<Linear> e = linear_in(mod->a, k);
+      if (e && e->a == 1)
         return make_select(make_binary(BinaryOp::EQ, index, make_int(0)), make_int(static_cast<int>(*stages - 1)),
                            sub(index, make_int(1)));
     }

@@ -74,52 +74,6 @@ bool has_branch(const Stmt& s) {
   return f.found;
 }
 
-bool uses_var(const Expr& e, const Var& k) {
-  struct Finder : IRVisitor {
-    const ExprNode* k;
-    bool found = false;
-    void visit_node(const VarNode* v) override { found = found || static_cast<const ExprNode*>(v) == k; }
-  } f;
-  f.k = k.get();
-  f.visit(e);
-  return f.found;
-}
-
-// e as a * k + rest (a constant, rest free of k; undefined rest: 0), or nullopt.
-struct Linear {
-  std::int64_t a = 0;
-  Expr rest{};
-};
-std::optional<Linear> linear_in(const Expr& e, const Var& k) {
-  if (!uses_var(e, k)) return Linear{0, e};
-  if (e.get() == k.get()) return Linear{1, Expr()};
-  const auto* b = e.as<Binary>();
-  if (!b) return std::nullopt;
-  auto x = linear_in(b->a, k), y = linear_in(b->b, k);
-  if (!x || !y) return std::nullopt;
-  auto plus = [](const Expr& p, const Expr& q, bool minus) -> Expr {
-    if (!q.defined()) return p;
-    if (!p.defined()) return minus ? make_binary(BinaryOp::Sub, make_int(0), q) : q;
-    return make_binary(minus ? BinaryOp::Sub : BinaryOp::Add, p, q);
-  };
-  switch (b->op) {
-    case BinaryOp::Add:
-      return Linear{x->a + y->a, plus(x->rest, y->rest, false)};
-    case BinaryOp::Sub:
-      return Linear{x->a - y->a, plus(x->rest, y->rest, true)};
-    case BinaryOp::Mul: {
-      // One side a constant.
-      const Linear* lin = x->a != 0 ? &*x : &*y;
-      const Expr other = x->a != 0 ? b->b : b->a;
-      auto c = as_const_int(other);
-      if (!c || (x->a != 0 && y->a != 0)) return std::nullopt;
-      return Linear{lin->a * *c, lin->rest.defined() ? make_binary(BinaryOp::Mul, lin->rest, make_int(*c)) : Expr()};
-    }
-    default:
-      return std::nullopt;
-  }
-}
-
 bool is_not(const Expr& e) {
   const auto* u = e.as<Unary>();
   return u && u->op == UnaryOp::Not;
