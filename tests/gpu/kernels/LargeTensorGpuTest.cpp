@@ -1,5 +1,6 @@
 // Tensors past 2^31 elements on the GPU (the H200 holds them): a user's 1-D kernel over
-// 2^31 + 2048 elements and the library softmax over 2^31 + 1024 rows of 8, checked against a
+// 2^31 + 2048 elements, the library softmax over 2^31 + 1024 rows of 8 and over rows of 1023
+// (unaligned, realigned loads) past 2^31 elements, checked against a
 // reference at elements and rows past 2^31 (the indices that a 32-bit computation would wrap).
 // Skipped without a GPU, or when the GPU has too little free memory (said in the message).
 #include <gtest/gtest.h>
@@ -115,6 +116,50 @@ TEST(LargeTensorGpu, SoftmaxPast2To31Rows) {
   // A constant row between them: every entry 1/8.
   for (double v : y.slice(0, (std::int64_t(1) << 31) + 100, (std::int64_t(1) << 31) + 101).to_host_f64())
     EXPECT_NEAR(v, 0.125, 1e-3);
+}
+
+// Rows of 1023 f16 (2046 bytes, each starting at a different alignment) past 2^31 elements: the
+// default loads them as realigned global words (rows of 1024 bytes or more), so the two-word
+// offsets and the "both words inside the tensor" test run on 64-bit indices; the last row's last
+// vectors take the element-wise path (their second word would pass the tensor's end).
+TEST(LargeTensorGpu, SoftmaxUnalignedRowsPast2To31Elements) {
+  TESSEL_REQUIRE_GPU();
+  const std::int64_t N = 1023, M = ((std::int64_t(1) << 31) / N) + 65;  // 2^31 + ~64 K elements
+  std::string why;
+  if (!enough_memory(2 * M * N * 2, &why)) GTEST_SKIP() << "SKIPPED: " << why;
+  T::JitKernel k = T::kernels::make_softmax(M, N, DType::f16);
+  EXPECT_NE(k.source().find("load_global_vector_realigned"), std::string::npos) << "not the realigned loads";
+  Tensor x = Tensor::empty({M, N}, DType::f16), y = Tensor::empty({M, N}, DType::f16);
+  x.fill(0.5);
+  y.fill(std::nan(""));
+  std::mt19937_64 rng(std::random_device{}());
+  // The row holding element 2^31, its neighbours, and the last rows.
+  const std::int64_t boundary = (std::int64_t(1) << 31) / N;
+  const std::int64_t rows[] = {0, boundary - 1, boundary, boundary + 1, M - 2, M - 1};
+  std::vector<std::vector<double>> in;
+  for (std::int64_t r : rows) {
+    std::vector<double> v(N);
+    std::vector<std::uint16_t> bits(N);
+    for (std::int64_t c = 0; c < N; ++c) {
+      T::store_host_element(std::uniform_real_distribution<double>(-6, 6)(rng), DType::f16, &bits[c]);
+      v[c] = T::load_host_element(&bits[c], DType::f16);
+    }
+    x.slice(0, r, r + 1).copy_from_host(bits.data());
+    in.push_back(v);
+  }
+  k.launch({x, y});
+  T::check_cu(T::driver().cuCtxSynchronize(), "cuCtxSynchronize");
+  for (size_t n = 0; n < in.size(); ++n) {
+    double mx = -INFINITY, sum = 0;
+    for (double v : in[n]) mx = std::max(mx, v);
+    for (double v : in[n]) sum += std::exp(v - mx);
+    std::vector<double> want;
+    for (double v : in[n]) want.push_back(std::exp(v - mx) / sum);
+    const double err = T::test::rel_error(y.slice(0, rows[n], rows[n] + 1).to_host_f64(), want);
+    EXPECT_LE(err, 1e-2) << "row " << rows[n] << ": relative error " << err;
+  }
+  // A constant row past 2^31 elements: every entry 1/1023.
+  for (double v : y.slice(0, boundary + 17, boundary + 18).to_host_f64()) EXPECT_NEAR(v, 1.0 / 1023, 1e-5);
 }
 
 }  // namespace
