@@ -5,8 +5,8 @@
 #   1. the gpu tests of TESSEL_QUICK_TESTS (a gtest filter; default: every softmax suite and the
 #      fuzz regression cases on the device);
 #   2. `tessel bench softmax` over issue 17's staged widths, the default beside the same under
-#      each setting of TESSEL_QUICK_AB (space-separated; default TESSEL_ENABLE=realigned_span_reads
-#      TESSEL_ENABLE=realigned_global_loads) in the same session;
+#      each setting of TESSEL_QUICK_AB (space-separated; default TESSEL_ENABLE=realigned_global_stores
+#      TESSEL_ENABLE=realigned_global_loads,realigned_global_stores) in the same session;
 #   3. the Python package: the pytest cases matching -k matmul, then `python -m tessel.bench
 #      overhead` (scripts/gpu-python.sh);
 #   4. ncu's launch, occupancy and warp-state sections on one staged softmax (65536x8191) and the
@@ -22,7 +22,7 @@ tests=${TESSEL_QUICK_TESTS:-*Softmax*:FuzzGpu.*}
 step "gpu tests ($tests)" 150 "$build/tessel_tests_gpu" --gtest_filter="$tests" --gtest_brief=1
 widths=4194304x127,4194304x129,524288x1023,65536x8191,32768x8193
 step "bench softmax 17 (default)" 60 "$build/tessel" bench softmax --repeats 10 --shapes "$widths"
-for ab in ${TESSEL_QUICK_AB:-TESSEL_ENABLE=realigned_span_reads TESSEL_ENABLE=realigned_global_loads}; do
+for ab in ${TESSEL_QUICK_AB:-TESSEL_ENABLE=realigned_global_stores TESSEL_ENABLE=realigned_global_loads,realigned_global_stores}; do
   step "bench softmax 17 ($ab)" 60 env "$ab" "$build/tessel" bench softmax --repeats 10 --shapes "$widths"
 done
 step "python (pytest -k matmul, bench overhead)" 90 env TESSEL_PYTEST_ARGS="-k matmul" TESSEL_PYTHON_BENCH=overhead \

@@ -95,6 +95,13 @@ struct JitOptions {
   // (TESSEL_DISABLE=realigned_global_loads).
   bool realigned_global_loads = false;
   bool disable_realigned_global_loads = false;
+  // Stores of rows that start unaligned: the warp assembles the aligned 16-byte words that
+  // straddle neighbouring lanes' vectors (warp shuffles) and stores those, each lane storing
+  // element by element only the bytes at a run's edges, instead of moving the block's rows
+  // through a shared scratch span (no scratch, no block barrier). Off by default: written in
+  // session 15 without a GPU and not yet run on the H200 (docs/perf-notes.md has the
+  // prediction). TESSEL_ENABLE=realigned_global_stores does the same.
+  bool realigned_global_stores = false;
   // The tutorial GEMM (and any kernel shaped like it) compiled by the generic sm_90a passes --
   // TMA loads into an mbarrier ring, a producer warpgroup, wgmma issued asynchronously with
   // placed waits -- instead of the hand-written warp-specialized kernel select_hopper_gemm

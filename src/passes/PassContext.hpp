@@ -189,6 +189,7 @@ struct PassContext {
     bool realigned_span_reads = false;
     bool realigned_global_loads = false;
     bool allow_realigned_global_loads = true;
+    bool realigned_global_stores = false;
     bool gemm_from_passes = false;
     bool allow_persistent_tiles = true;
     int max_persistent_ctas = 0;
@@ -223,6 +224,10 @@ struct PassContext {
   // row when realigned_global_loads is on (JitOptions::realigned_global_loads).
   bool realigned_global_loads = false;
   bool allow_realigned_global_loads = true;
+  // Unaligned row stores as aligned 16-byte words assembled across neighbouring lanes by warp
+  // shuffles, instead of the span's scratch (opt-in, unmeasured: JitOptions::
+  // realigned_global_stores; ops/Copy.cpp).
+  bool realigned_global_stores = false;
   // The tutorial GEMM's kernel from the generic passes (TMA ring, warp roles, asynchronous
   // wgmma with placed waits) instead of select_hopper_gemm's template (opt-in, unmeasured:
   // JitOptions::gemm_from_passes): select_hopper_gemm declines, and a Pipelined loop's sole gemm
