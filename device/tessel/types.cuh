@@ -171,6 +171,14 @@ __device__ inline float nan_f32() {
   return __int_as_float(0x7fffffff);
 }
 
+// 2^x by one MUFU.EX2 (the language's fast_exp2): results below 2^-126 flush to 0, as do
+// denormal inputs. exp2f wraps the same instruction in a range check and two multiplies.
+__device__ inline float fast_exp2(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+
 // The element-wise epilogue a GEMM applies when it is given none: values stored as they are.
 struct NoEpilogue {};
 template <class E>

@@ -202,6 +202,12 @@ inline Expr if_then_else(Expr c, Expr t, Expr f) {
 Expr cast(DType t, Expr v);
 Expr exp(Expr v);
 Expr exp2(Expr v);
+// 2^v by the GPU's approximate instruction (ex2.approx.ftz.f32: one MUFU.EX2, where exp2 adds a
+// range check and two multiplies to keep results below 2^-126 as denormals): results below
+// 2^-126 are 0, denormal inputs count as 0; relative error about 2^-22 otherwise, as exp2's. For
+// exponentials whose tiny results do not matter (softmax and attention probabilities, where
+// every value is at most 1 and a sum of them is at least 1). f32 only: an f64 value is an error.
+Expr fast_exp2(Expr v, Loc where = Loc::current());
 Expr log(Expr v);
 Expr log2(Expr v);
 Expr sqrt(Expr v);

@@ -175,12 +175,22 @@ PrimFunc attention_program(const AttentionShape& s, DType dtype, bool causal, fl
   const std::int64_t B = s.batch, H = s.heads, HKV = s.kv_heads, SQ = s.seqlen_q, SK = s.seqlen_k, D = s.dim;
   const int DP = static_cast<int>(padded_dim(D));
   const int BM = c.block_M, BN = c.block_N;
+  if (!std::isfinite(scale))
+    TESSEL_USER_ERROR("flash_attention", std::source_location::current(),
+                      "the softmax scale is " << scale << "; legal: a finite value, or 0 for 1/sqrt(D)");
   if (scale == 0.0f) scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(D)));
   auto strides = [&](const std::vector<std::int64_t>& st, std::int64_t S, std::int64_t heads) {
     return exprs(st.empty() ? row_major({B, S, heads, D}) : st);
   };
-  // Scores are kept in log2 units: exp2(x * scale * log2 e) = exp(x * scale).
+  // Exponentials in base 2: exp(x * scale) = exp2(x * scale * log2 e). With a positive scale the
+  // running max is taken over the raw scores (scaling keeps their order) and the scale is folded
+  // into each exponent, exp2(S * scale_log2 - m * scale_log2): one fused multiply-add and one
+  // MUFU.EX2 per score (fast_exp2: results below 2^-126 are 0, probabilities that small do not
+  // change a row whose largest is 1), where scaling the scores first costs a multiply more. A
+  // negative scale reverses the order: its scores are scaled first and the max taken after.
   const float scale_log2 = static_cast<float>(scale * kLog2e);
+  const bool fold_scale = scale > 0.0f;
+  const float unit = fold_scale ? scale_log2 : 1.0f;  // m to the exponents' (log2) units
   const Expr group = static_cast<int>(H / HKV);
 
   // Dimensions are i32 (check_attention keeps each below 2^31); element offsets are 64-bit.
@@ -201,11 +211,13 @@ PrimFunc attention_program(const AttentionShape& s, DType dtype, bool causal, fl
           auto S = T::alloc_fragment({BM, BN}, T::f32);
           auto P = T::alloc_fragment({BM, BN}, dtype);
           auto O_acc = T::alloc_fragment({BM, DP}, T::f32);
-          auto m = T::alloc_fragment({BM}, T::f32);       // running row max (log2 units)
+          auto m = T::alloc_fragment({BM}, T::f32);       // running row max (raw scores, or scaled ones)
           auto m_prev = T::alloc_fragment({BM}, T::f32);  // its value before this block of keys
           auto l = T::alloc_fragment({BM}, T::f32);       // running row sum of exp2(S - m)
           auto row_sum = T::alloc_fragment({BM}, T::f32);
           auto rescale = T::alloc_fragment({BM}, T::f32);
+          auto m_exp = T::alloc_fragment({BM}, T::f32);   // m in the exponents' units, 0 for -inf
+          auto inv_l = T::alloc_fragment({BM}, T::f32);
           auto lse = T::alloc_fragment({BM}, T::f32);
           const Expr q0 = bx * BM;
           const Expr hk = h / group;
@@ -234,20 +246,24 @@ PrimFunc attention_program(const AttentionShape& s, DType dtype, bool causal, fl
                 const Expr key = j * BN + q;
                 Expr visible = key < sk;
                 if (causal) visible = visible && key <= q0 + r + (sk - sq);
-                S(r, q) = T::if_then_else(visible, S(r, q) * scale_log2, -T::infinity(T::f32));
+                S(r, q) = T::if_then_else(visible, fold_scale ? Expr(S(r, q)) : S(r, q) * scale_log2,
+                                          -T::infinity(T::f32));
               });
             });
-            T::If(!masked,
-                  [&] { T::Parallel(BM, BN, [&](T::Var r, T::Var q) { S(r, q) = S(r, q) * scale_log2; }); });
+            if (!fold_scale)
+              T::If(!masked,
+                    [&] { T::Parallel(BM, BN, [&](T::Var r, T::Var q) { S(r, q) = S(r, q) * scale_log2; }); });
             T::copy(m, m_prev);
             T::reduce_max(S, m, 1, /*clear=*/false);
             // A row that has seen no key yet keeps m = -inf; it subtracts 0 instead (its scores are
             // all -inf, so its exponentials are 0), and its rescale is 1 (l and O are still 0).
             T::Parallel(BM, [&](T::Var r) {
-              rescale(r) = T::if_then_else(m(r) == -T::infinity(T::f32), 1.0f, T::exp2(m_prev(r) - m(r)));
+              rescale(r) = T::if_then_else(m(r) == -T::infinity(T::f32), 1.0f,
+                                           T::fast_exp2((m_prev(r) - m(r)) * unit));
+              m_exp(r) = T::if_then_else(m(r) == -T::infinity(T::f32), 0.0f, m(r) * unit);
             });
             T::Parallel(BM, BN, [&](T::Var r, T::Var q) {
-              S(r, q) = T::exp2(S(r, q) - T::if_then_else(m(r) == -T::infinity(T::f32), 0.0f, m(r)));
+              S(r, q) = T::fast_exp2(fold_scale ? S(r, q) * scale_log2 - m_exp(r) : S(r, q) - m_exp(r));
             });
             T::reduce_sum(S, row_sum, 1);
             T::Parallel(BM, [&](T::Var r) { l(r) = l(r) * rescale(r) + row_sum(r); });
@@ -255,12 +271,12 @@ PrimFunc attention_program(const AttentionShape& s, DType dtype, bool causal, fl
             T::copy(S, P);
             T::gemm(P, V_shared, O_acc);
           });
-          // Rows that saw no key (l = 0): O = 0, LSE = -inf.
-          T::Parallel(BM, DP, [&](T::Var r, T::Var d) {
-            O_acc(r, d) = T::if_then_else(l(r) > 0.0f, O_acc(r, d) / l(r), 0.0f);
-          });
+          // Rows that saw no key (l = 0): O = 0, LSE = -inf. One reciprocal a row, a multiply an
+          // element (a division an element took a range check and a slow path each).
+          T::Parallel(BM, [&](T::Var r) { inv_l(r) = T::if_then_else(l(r) > 0.0f, 1.0f / l(r), 0.0f); });
+          T::Parallel(BM, DP, [&](T::Var r, T::Var d) { O_acc(r, d) = O_acc(r, d) * inv_l(r); });
           T::Parallel(BM, [&](T::Var r) {
-            lse(r) = T::if_then_else(l(r) > 0.0f, (m(r) + T::log2(l(r))) * static_cast<float>(1.0 / kLog2e),
+            lse(r) = T::if_then_else(l(r) > 0.0f, (m(r) * unit + T::log2(l(r))) * static_cast<float>(1.0 / kLog2e),
                                      -T::infinity(T::f32));
           });
           T::copy(O_acc, T::region(O, {b, q0, h, 0}, {1, BM, 1, DP}));

@@ -440,6 +440,13 @@ Expr exp(Expr v) {
 Expr exp2(Expr v) {
   return math("exp2", v);
 }
+Expr fast_exp2(Expr v, Loc where) {
+  if (v.dtype() == DType::f64)
+    TESSEL_USER_ERROR("fast_exp2", where,
+                      "fast_exp2(" << ir::to_string(v) << ") takes an f32 value (16-bit floats and integers are "
+                                   << "widened to f32), not f64; use exp2 for f64");
+  return math("fast_exp2", v);
+}
 Expr log(Expr v) {
   return math("log", v);
 }

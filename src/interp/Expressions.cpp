@@ -213,13 +213,22 @@ FloatFn compile_call_float(const Call* op, Symbols& sym) {
   const std::string& n = op->name;
   if (n == "exp") return float_unary(t, a, [](auto x) { return std::exp(x); });
   if (n == "exp2") return float_unary(t, a, [](auto x) { return std::exp2(x); });
+  if (n == "fast_exp2") {
+    // ex2.approx.ftz.f32: a denormal input counts as 0, a result below 2^-126 is 0.
+    if (t != DType::f32) sym.fail("expression", "fast_exp2 takes and gives f32");
+    return float_unary(t, a, [](auto x) {
+      const float in = std::fabs(static_cast<float>(x)) < std::numeric_limits<float>::min() ? 0.0f : static_cast<float>(x);
+      const float r = std::exp2(in);
+      return r < std::numeric_limits<float>::min() ? 0.0f : r;
+    });
+  }
   if (n == "log") return float_unary(t, a, [](auto x) { return std::log(x); });
   if (n == "log2") return float_unary(t, a, [](auto x) { return std::log2(x); });
   if (n == "sqrt") return float_unary(t, a, [](auto x) { return std::sqrt(x); });
   if (n == "rsqrt") return float_unary(t, a, [](auto x) { return decltype(x)(1) / std::sqrt(x); });
   if (n == "abs") return float_unary(t, a, [](auto x) { return std::fabs(x); });
   sym.fail("expression", "the interpreter has no meaning for intrinsic " + n +
-                             "; known: exp, exp2, log, log2, sqrt, rsqrt, abs, infinity");
+                             "; known: exp, exp2, fast_exp2, log, log2, sqrt, rsqrt, abs, infinity");
 }
 
 }  // namespace

@@ -9,6 +9,8 @@
 #include <limits>
 
 #include "InterpTestUtil.hpp"
+#include "Lower.hpp"
+#include "codegen/CodegenCuda.hpp"
 #include "tessel/interp/Interpreter.hpp"
 #include "tessel/ir/IR.hpp"
 
@@ -227,6 +229,45 @@ TEST(InterpreterExpressions, ShortCircuitAndSelectEvaluateOnlyWhatTheyNeed) {
   HostTensor in = HostTensor::from_values(DType::f32, {4}, {1, 2, 4, 8});
   auto out = run_on_cpu(f, {in}, {-1});
   EXPECT_EQ(out[0].to_values(), (std::vector<double>{1, 2, 3, 4, -1, -1, -1, -1}));
+}
+
+// fast_exp2 means ex2.approx.ftz.f32: 2^x, with results below 2^-126 (and denormal inputs,
+// as 0) flushed; infinities and NaN as exp2. Codegen prints the device function that issues it;
+// an f64 argument is a user error naming the op.
+TEST(InterpreterExpressions, FastExp2FlushesWhatTheHardwareFlushes) {
+  T::PrimFunc f("fast_exp2");
+  auto In = f.tensor("In", {10}, T::f32);
+  auto Out = f.tensor("Out", {10}, T::f32);
+  f.body([&] {
+    T::Kernel(1, 32, [&](T::Var) { T::Parallel(10, [&](T::Var i) { Out.at({i}) = T::fast_exp2(In(i)); }); });
+  });
+  const double inf = std::numeric_limits<double>::infinity();
+  const double denormal_in = std::ldexp(1.0, -130);
+  HostTensor in =
+      HostTensor::from_values(DType::f32, {10}, {0.0, 3.5, -1.0, -126.0, -126.5, -130.0, -inf, inf, denormal_in, 20.0});
+  auto out = run_on_cpu(f, {in}, {-1})[0].to_values();
+  EXPECT_EQ(out[0], 1.0);
+  EXPECT_NEAR(out[1], std::exp2(3.5), 1e-5);
+  EXPECT_EQ(out[2], 0.5);
+  EXPECT_EQ(out[3], std::ldexp(1.0, -126));  // the smallest normal f32 is kept
+  EXPECT_EQ(out[4], 0.0);                    // a denormal result is flushed
+  EXPECT_EQ(out[5], 0.0);
+  EXPECT_EQ(out[6], 0.0);
+  EXPECT_EQ(out[7], inf);
+  EXPECT_EQ(out[8], 1.0);  // a denormal input counts as 0
+  EXPECT_EQ(out[9], 1048576.0);
+  const std::string cuda = T::codegen::generate_cuda(T::lower(f.ir(), T::passes::Target{"sm_90a", 90, 232448, 0}));
+  EXPECT_NE(cuda.find("tessel::fast_exp2("), std::string::npos) << cuda;
+  EXPECT_EQ(cuda.find("exp2f("), std::string::npos) << cuda;
+  T::PrimFunc g("fast_exp2_f64");
+  auto D = g.tensor("D", {4}, T::f64);
+  try {
+    g.body([&] { T::Kernel(1, 32, [&](T::Var) { T::Parallel(4, [&](T::Var i) { D.at({i}) = T::fast_exp2(D(i)); }); }); });
+    ADD_FAILURE() << "fast_exp2 of an f64 value was accepted";
+  } catch (const T::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("fast_exp2"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("not f64"), std::string::npos) << e.what();
+  }
 }
 
 // Row max / row sum / column sum / a sum onto old values, and a softmax from them.

@@ -29,15 +29,15 @@ std::string describe(const Case& c) {
          (c.causal ? " causal" : "");
 }
 
-void check(const Case& c, DType t, const AttentionConfig& cfg) {
-  SCOPED_TRACE(describe(c) + " " + std::string(T::dtype_name(t)) + " " + cfg.describe());
+void check(const Case& c, DType t, const AttentionConfig& cfg, float scale = 0.3f) {
+  SCOPED_TRACE(describe(c) + " " + std::string(T::dtype_name(t)) + " " + cfg.describe() + " scale " +
+               std::to_string(scale));
   AttentionShape s;
   s.batch = c.B, s.heads = c.H, s.kv_heads = c.Hkv, s.seqlen_q = c.Sq, s.seqlen_k = c.Sk, s.dim = c.D;
   std::mt19937_64 seeds(std::random_device{}());
   auto q = T::interp::HostTensor::random(t, {c.B, c.Sq, c.H, c.D}, seeds(), -2, 2);
   auto k = T::interp::HostTensor::random(t, {c.B, c.Sk, c.Hkv, c.D}, seeds(), -2, 2);
   auto v = T::interp::HostTensor::random(t, {c.B, c.Sk, c.Hkv, c.D}, seeds());
-  const float scale = 0.3f;
   auto out =
       T::interp::run_on_cpu(T::kernels::attention_program(s, t, c.causal, scale, cfg), {q, k, v}, {3, 4});
   // Every row of every (batch, head).
@@ -94,6 +94,16 @@ TEST(FlashAttentionInterpreter, DefaultConfigTiles) {
         T::kernels::default_attention_config(s, DType::f16, true, "sm_90a"));
 }
 
+// The scale folded into the exponents (positive scales: the max over raw scores) and not (a
+// negative scale reverses the scores' order: scaled first), a large scale whose smaller
+// probabilities fall below 2^-126 and flush to 0 (fast_exp2), and the default 1/sqrt(D).
+TEST(FlashAttentionInterpreter, ScalesFoldedNegativeAndLarge) {
+  check({1, 2, 1, 70, 90, 32, false}, DType::f16, kSmall, -0.4f);
+  check({1, 1, 1, 65, 100, 32, true}, DType::bf16, kSmall, -0.2f);
+  check({1, 2, 2, 40, 70, 32, false}, DType::f16, kSmall, 40.0f);
+  check({1, 1, 1, 33, 65, 64, true}, DType::bf16, kSmall, 0.0f);
+}
+
 template <class F>
 void expect_error(F&& f, const std::string& needle) {
   try {
@@ -122,6 +132,13 @@ TEST(FlashAttentionErrors, ShapesAndStridesByMessage) {
   s = {};
   s.seqlen_k = 0;
   expect_error([&] { T::kernels::check_attention(s, DType::f16); }, "the key length Sk is 0");
+}
+
+TEST(FlashAttentionErrors, ScaleThatIsNotFinite) {
+  AttentionShape s;
+  for (float bad : {std::nanf(""), INFINITY, -INFINITY})
+    expect_error([&] { T::kernels::attention_program(s, DType::f16, false, bad, kSmall); },
+                 "legal: a finite value, or 0 for 1/sqrt(D)");
 }
 
 }  // namespace

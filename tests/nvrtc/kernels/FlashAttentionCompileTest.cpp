@@ -33,7 +33,11 @@ TEST_P(FlashAttentionCompile, NoSpillsAndTheMeantInstructions) {
     } else {
       EXPECT_NE(ptx.find("mma.sync"), std::string::npos) << "no mma.sync";
     }
-    EXPECT_NE(ptx.find("ex2.approx"), std::string::npos) << "the softmax's exp2 is not ex2.approx";
+    // fast_exp2: every exponential one ex2.approx.ftz (exp2f's ex2.approx.f32 came with a range
+    // check and two multiplies each); O / l as a reciprocal a row, no division an element.
+    EXPECT_NE(ptx.find("ex2.approx.ftz.f32"), std::string::npos) << "the softmax's exp2 is not ex2.approx.ftz";
+    EXPECT_EQ(ptx.find("ex2.approx.f32"), std::string::npos) << "an exp2f left";
+    EXPECT_EQ(ptx.find("div.rn.f32"), std::string::npos) << "a division an element left";
   }
 }
 
