@@ -2,29 +2,33 @@
 # On the GPU machine: a short device call after a change, when the full scripts/gpu-check.sh
 # steps do not fit what is left of the device time. Runs what build-gpu/ (scripts/build-gpu.sh)
 # and .whl/ (scripts/build-python-wheel.sh) hold, in this order, each step under its own limit:
-#   1. the gpu tests of TESSEL_QUICK_TESTS (a gtest filter; default: every softmax suite and the
-#      fuzz regression cases on the device);
+#   1. the gpu tests of TESSEL_QUICK_TESTS (a gtest filter; default: every softmax suite, the
+#      realigned stores, every attention suite and the fuzz regression cases on the device);
 #   2. `tessel bench softmax` over issue 17's staged widths, the default beside the same under
 #      each setting of TESSEL_QUICK_AB (space-separated; default TESSEL_ENABLE=realigned_global_stores
 #      TESSEL_ENABLE=realigned_global_loads,realigned_global_stores) in the same session;
-#   3. the Python package: the pytest cases matching -k matmul, then `python -m tessel.bench
+#   3. `tessel bench attention` over the issue's default cases, bf16 (cuDNN in the same process),
+#      its JSON beside the log;
+#   4. the Python package: the pytest cases matching -k matmul, then `python -m tessel.bench
 #      overhead` (scripts/gpu-python.sh);
-#   4. ncu's launch, occupancy and warp-state sections on one staged softmax (65536x8191) and the
+#   5. ncu's launch, occupancy and warp-state sections on one staged softmax (65536x8191) and the
 #      aligned one beside it (65536x8192), when ncu is there (clocks left alone);
-#   5. `tessel_fuzz --gpu` over TESSEL_QUICK_FUZZ programs (default 600; seed 20261212).
+#   6. `tessel_fuzz --gpu` over TESSEL_QUICK_FUZZ programs (default 600; seed 20261212).
 # Everything printed goes to OUTDIR/gpu-quick.log; the python step's JSON beside it.
 #
 #   scripts/gpu-quick.sh OUTDIR   (env: TESSEL_RESULT_TAG, TESSEL_QUICK_TESTS, TESSEL_QUICK_AB,
 #                                  TESSEL_QUICK_FUZZ)
 set -uo pipefail
 source "$(dirname "$0")/gpu-steps.sh" gpu-quick "${1:-}"
-tests=${TESSEL_QUICK_TESTS:-*Softmax*:FuzzGpu.*}
-step "gpu tests ($tests)" 150 "$build/tessel_tests_gpu" --gtest_filter="$tests" --gtest_brief=1
+tests=${TESSEL_QUICK_TESTS:-*Softmax*:*RealignedStores*:*Attention*:FuzzGpu.*}
+step "gpu tests ($tests)" 240 "$build/tessel_tests_gpu" --gtest_filter="$tests" --gtest_brief=1
 widths=4194304x127,4194304x129,524288x1023,65536x8191,32768x8193
 step "bench softmax 17 (default)" 60 "$build/tessel" bench softmax --repeats 10 --shapes "$widths"
 for ab in ${TESSEL_QUICK_AB:-TESSEL_ENABLE=realigned_global_stores TESSEL_ENABLE=realigned_global_loads,realigned_global_stores}; do
   step "bench softmax 17 ($ab)" 60 env "$ab" "$build/tessel" bench softmax --repeats 10 --shapes "$widths"
 done
+step "bench attention (bf16, the issue's cases)" 200 "$build/tessel" bench attention --dtype bf16 \
+  --json "$out/$(date -u +%F)-attention-quick-${TESSEL_RESULT_TAG:-h200}.json"
 step "python (pytest -k matmul, bench overhead)" 90 env TESSEL_PYTEST_ARGS="-k matmul" TESSEL_PYTHON_BENCH=overhead \
   bash scripts/gpu-python.sh "$out"
 if command -v ncu >/dev/null; then

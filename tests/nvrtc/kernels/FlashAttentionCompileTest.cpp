@@ -41,6 +41,28 @@ TEST_P(FlashAttentionCompile, NoSpillsAndTheMeantInstructions) {
   }
 }
 
+// The default sm_90a kernels keep their occupancy: D <= 64 (the cp.async schedule, 80 KB of
+// shared memory) within 128 registers a thread, so two 256-thread CTAs share an SM -- one's
+// softmax runs while the other's gemms do (the scale folded into the exponents took it to 130-142,
+// one CTA an SM: the program keeps the scale-first form there); D = 128 (ring, setmaxnreg 240)
+// within its 168.
+TEST(FlashAttentionCompileOccupancy, DefaultKernelsKeepTheirRegisters) {
+  for (bool causal : {false, true})
+    for (std::int64_t D : {64, 128}) {
+      T::kernels::AttentionShape s;
+      s.batch = 8, s.heads = 2048 / D, s.kv_heads = s.heads, s.seqlen_q = s.seqlen_k = 4096, s.dim = D;
+      T::kernels::AttentionOptions o;
+      o.causal = causal;
+      o.jit.arch = "sm_90a";
+      for (T::DType t : {T::DType::f16, T::DType::bf16}) {
+        auto k = T::kernels::make_flash_attention(s, t, o);
+        SCOPED_TRACE("D" + std::to_string(D) + (causal ? " causal " : " ") + std::string(T::dtype_name(t)));
+        EXPECT_LE(k.resources().registers, D <= 64 ? 128 : 168) << k.compile_log();
+        EXPECT_EQ(k.resources().spill_store_bytes + k.resources().spill_load_bytes, 0);
+      }
+    }
+}
+
 INSTANTIATE_TEST_SUITE_P(HeadDims, FlashAttentionCompile,
                          ::testing::Combine(::testing::Values(40, 64, 96, 128, 256), ::testing::Bool(),
                                             ::testing::Values(std::string("sm_90a"), std::string("sm_80"))),

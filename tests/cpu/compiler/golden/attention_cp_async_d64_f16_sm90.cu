@@ -122,14 +122,26 @@ extern "C" __global__ void __launch_bounds__(384, 1) flash_attention_kernel(tess
             const int i = tessel::WarpgroupGemm<tessel::half_t, 128, 64, 64, 2, false, true, tessel::WgmmaSwizzleLayout<128, 64, 2, 128>, tessel::WgmmaSwizzleLayout<64, 64, 2, 128>>::acc_row(l_4);
             {
               const int j = tessel::WarpgroupGemm<tessel::half_t, 128, 64, 64, 2, false, true, tessel::WgmmaSwizzleLayout<128, 64, 2, 128>, tessel::WgmmaSwizzleLayout<64, 64, 2, 128>>::acc_col(l_4);
-              fragment_3[l_4] = ((((ko * 64) + j) < 1000) ? fragment_3[l_4] : -tessel::infinity_f32());
+              fragment_3[l_4] = ((((ko * 64) + j) < 1000) ? (fragment_3[l_4] * 0.18033687770366669f) : -tessel::infinity_f32());
+            }
+          }
+        }
+      }
+      if ((!(((ko + 1) * 64) > 1000))) {
+        #pragma unroll
+        for (int l_5 = 0; l_5 < 32; ++l_5) {
+          {
+            const int i_1 = tessel::WarpgroupGemm<tessel::half_t, 128, 64, 64, 2, false, true, tessel::WgmmaSwizzleLayout<128, 64, 2, 128>, tessel::WgmmaSwizzleLayout<64, 64, 2, 128>>::acc_row(l_5);
+            {
+              const int j_1 = tessel::WarpgroupGemm<tessel::half_t, 128, 64, 64, 2, false, true, tessel::WgmmaSwizzleLayout<128, 64, 2, 128>, tessel::WgmmaSwizzleLayout<64, 64, 2, 128>>::acc_col(l_5);
+              fragment_3[l_5] = (fragment_3[l_5] * 0.18033687770366669f);
             }
           }
         }
       }
       #pragma unroll
-      for (int l_5 = 0; l_5 < 2; ++l_5) {
-        fragment_7[l_5] = fragment_6[l_5];
+      for (int l_6 = 0; l_6 < 2; ++l_6) {
+        fragment_7[l_6] = fragment_6[l_6];
       }
       __align__(16) float fragment_6_partial[2];
       tessel::AccumulatorLayout<128, 64, 8, 1>::template reduce_rows<tessel::ReduceMaxOp>(fragment_3, fragment_6_partial);
@@ -138,20 +150,20 @@ extern "C" __global__ void __launch_bounds__(384, 1) flash_attention_kernel(tess
         fragment_6[r] = tessel::ReduceMaxOp::combine(fragment_6[r], fragment_6_partial[r]);
       }
       #pragma unroll
-      for (int l_6 = 0; l_6 < 2; ++l_6) {
+      for (int l_7 = 0; l_7 < 2; ++l_7) {
         {
-          const int i_1 = tessel::AccumulatorLayout<128, 64, 8, 1>::row_of_register(l_6);
-          fragment_10[l_6] = ((fragment_6[l_6] == -tessel::infinity_f32()) ? 1.0f : tessel::fast_exp2(((fragment_7[l_6] - fragment_6[l_6]) * 0.18033687770366669f)));
-          fragment_11[l_6] = ((fragment_6[l_6] == -tessel::infinity_f32()) ? 0.0f : (fragment_6[l_6] * 0.18033687770366669f));
+          const int i_2 = tessel::AccumulatorLayout<128, 64, 8, 1>::row_of_register(l_7);
+          fragment_10[l_7] = ((fragment_6[l_7] == -tessel::infinity_f32()) ? 1.0f : tessel::fast_exp2(((fragment_7[l_7] - fragment_6[l_7]) * 1.0f)));
+          fragment_11[l_7] = ((fragment_6[l_7] == -tessel::infinity_f32()) ? 0.0f : (fragment_6[l_7] * 1.0f));
         }
       }
       #pragma unroll
-      for (int l_7 = 0; l_7 < 32; ++l_7) {
+      for (int l_8 = 0; l_8 < 32; ++l_8) {
         {
-          const int i_2 = tessel::WarpgroupGemm<tessel::half_t, 128, 64, 64, 2, false, true, tessel::WgmmaSwizzleLayout<128, 64, 2, 128>, tessel::WgmmaSwizzleLayout<64, 64, 2, 128>>::acc_row(l_7);
+          const int i_3 = tessel::WarpgroupGemm<tessel::half_t, 128, 64, 64, 2, false, true, tessel::WgmmaSwizzleLayout<128, 64, 2, 128>, tessel::WgmmaSwizzleLayout<64, 64, 2, 128>>::acc_row(l_8);
           {
-            const int j_1 = tessel::WarpgroupGemm<tessel::half_t, 128, 64, 64, 2, false, true, tessel::WgmmaSwizzleLayout<128, 64, 2, 128>, tessel::WgmmaSwizzleLayout<64, 64, 2, 128>>::acc_col(l_7);
-            fragment_3[l_7] = tessel::fast_exp2(((fragment_3[l_7] * 0.18033687770366669f) - fragment_11[((((l_7 / 4) / 8) * 2) + ((l_7 % 4) / 2))]));
+            const int j_2 = tessel::WarpgroupGemm<tessel::half_t, 128, 64, 64, 2, false, true, tessel::WgmmaSwizzleLayout<128, 64, 2, 128>, tessel::WgmmaSwizzleLayout<64, 64, 2, 128>>::acc_col(l_8);
+            fragment_3[l_8] = tessel::fast_exp2((fragment_3[l_8] - fragment_11[((((l_8 / 4) / 8) * 2) + ((l_8 % 4) / 2))]));
           }
         }
       }
@@ -162,25 +174,25 @@ extern "C" __global__ void __launch_bounds__(384, 1) flash_attention_kernel(tess
         fragment_9[r_1] = fragment_9_partial[r_1];
       }
       #pragma unroll
-      for (int l_8 = 0; l_8 < 2; ++l_8) {
+      for (int l_9 = 0; l_9 < 2; ++l_9) {
         {
-          const int i_3 = tessel::AccumulatorLayout<128, 64, 8, 1>::row_of_register(l_8);
-          fragment_8[l_8] = ((fragment_8[l_8] * fragment_10[l_8]) + fragment_9[l_8]);
-        }
-      }
-      #pragma unroll
-      for (int l_9 = 0; l_9 < 32; ++l_9) {
-        {
-          const int i_4 = tessel::WarpgroupGemm<tessel::half_t, 128, 64, 64, 2, false, false, tessel::RowMajorLayout<128, 64>, tessel::WgmmaSwizzleLayout<64, 64, 2, 128>>::acc_row(l_9);
-          {
-            const int j_2 = tessel::WarpgroupGemm<tessel::half_t, 128, 64, 64, 2, false, false, tessel::RowMajorLayout<128, 64>, tessel::WgmmaSwizzleLayout<64, 64, 2, 128>>::acc_col(l_9);
-            fragment_5[l_9] = (fragment_5[l_9] * fragment_10[((((l_9 / 4) / 8) * 2) + ((l_9 % 4) / 2))]);
-          }
+          const int i_4 = tessel::AccumulatorLayout<128, 64, 8, 1>::row_of_register(l_9);
+          fragment_8[l_9] = ((fragment_8[l_9] * fragment_10[l_9]) + fragment_9[l_9]);
         }
       }
       #pragma unroll
       for (int l_10 = 0; l_10 < 32; ++l_10) {
-        fragment_4[l_10] = tessel::from_float<tessel::half_t>((float)(fragment_3[l_10]));
+        {
+          const int i_5 = tessel::WarpgroupGemm<tessel::half_t, 128, 64, 64, 2, false, false, tessel::RowMajorLayout<128, 64>, tessel::WgmmaSwizzleLayout<64, 64, 2, 128>>::acc_row(l_10);
+          {
+            const int j_3 = tessel::WarpgroupGemm<tessel::half_t, 128, 64, 64, 2, false, false, tessel::RowMajorLayout<128, 64>, tessel::WgmmaSwizzleLayout<64, 64, 2, 128>>::acc_col(l_10);
+            fragment_5[l_10] = (fragment_5[l_10] * fragment_10[((((l_10 / 4) / 8) * 2) + ((l_10 % 4) / 2))]);
+          }
+        }
+      }
+      #pragma unroll
+      for (int l_11 = 0; l_11 < 32; ++l_11) {
+        fragment_4[l_11] = tessel::from_float<tessel::half_t>((float)(fragment_3[l_11]));
       }
       tessel::mbarrier_wait_parity(tessel::smem_address(shared_2_full + (ko % 2)), ((ko / 2) % 2));
       tessel::named_barrier_sync(((tx < 128) ? 2 : 3), 256);
@@ -193,34 +205,34 @@ extern "C" __global__ void __launch_bounds__(384, 1) flash_attention_kernel(tess
       tessel::named_barrier_arrive(3, 256);
     }
     #pragma unroll
-    for (int l_11 = 0; l_11 < 2; ++l_11) {
+    for (int l_12 = 0; l_12 < 2; ++l_12) {
       {
-        const int i_5 = tessel::AccumulatorLayout<128, 64, 8, 1>::row_of_register(l_11);
-        fragment_12[l_11] = ((fragment_8[l_11] > 0.0f) ? (1.0f / fragment_8[l_11]) : 0.0f);
+        const int i_6 = tessel::AccumulatorLayout<128, 64, 8, 1>::row_of_register(l_12);
+        fragment_12[l_12] = ((fragment_8[l_12] > 0.0f) ? (1.0f / fragment_8[l_12]) : 0.0f);
       }
     }
     #pragma unroll
-    for (int l_12 = 0; l_12 < 32; ++l_12) {
+    for (int l_13 = 0; l_13 < 32; ++l_13) {
       {
-        const int i_6 = tessel::WarpgroupGemm<tessel::half_t, 128, 64, 64, 2, false, false, tessel::RowMajorLayout<128, 64>, tessel::WgmmaSwizzleLayout<64, 64, 2, 128>>::acc_row(l_12);
+        const int i_7 = tessel::WarpgroupGemm<tessel::half_t, 128, 64, 64, 2, false, false, tessel::RowMajorLayout<128, 64>, tessel::WgmmaSwizzleLayout<64, 64, 2, 128>>::acc_row(l_13);
         {
-          const int j_3 = tessel::WarpgroupGemm<tessel::half_t, 128, 64, 64, 2, false, false, tessel::RowMajorLayout<128, 64>, tessel::WgmmaSwizzleLayout<64, 64, 2, 128>>::acc_col(l_12);
-          fragment_5[l_12] = (fragment_5[l_12] * fragment_12[((((l_12 / 4) / 8) * 2) + ((l_12 % 4) / 2))]);
+          const int j_4 = tessel::WarpgroupGemm<tessel::half_t, 128, 64, 64, 2, false, false, tessel::RowMajorLayout<128, 64>, tessel::WgmmaSwizzleLayout<64, 64, 2, 128>>::acc_col(l_13);
+          fragment_5[l_13] = (fragment_5[l_13] * fragment_12[((((l_13 / 4) / 8) * 2) + ((l_13 % 4) / 2))]);
         }
       }
     }
     #pragma unroll
-    for (int l_13 = 0; l_13 < 2; ++l_13) {
+    for (int l_14 = 0; l_14 < 2; ++l_14) {
       {
-        const int i_7 = tessel::AccumulatorLayout<128, 64, 8, 1>::row_of_register(l_13);
-        fragment_13[l_13] = ((fragment_8[l_13] > 0.0f) ? (((fragment_6[l_13] * 0.18033687770366669f) + log2f(fragment_8[l_13])) * 0.69314718246459961f) : -tessel::infinity_f32());
+        const int i_8 = tessel::AccumulatorLayout<128, 64, 8, 1>::row_of_register(l_14);
+        fragment_13[l_14] = ((fragment_8[l_14] > 0.0f) ? (((fragment_6[l_14] * 1.0f) + log2f(fragment_8[l_14])) * 0.69314718246459961f) : -tessel::infinity_f32());
       }
     }
     tessel::store_accumulators<tessel::half_t, tessel::WarpgroupGemm<tessel::half_t, 128, 64, 64, 2, false, false, tessel::RowMajorLayout<128, 64>, tessel::WgmmaSwizzleLayout<64, 64, 2, 128>>, true>(fragment_5, O + (((((((long long)(bz)) * 1000LL) + ((long long)((bx * 128)))) * 4LL) + ((long long)(by))) * 64LL), 256LL, (((bz < 2) && (by < 4)) ? (1000 - (bx * 128)) : 0), 64);
     #pragma unroll
-    for (int l_14 = 0; l_14 < 2; ++l_14) {
-      if ((((bz < 2) && (by < 4)) && (((bx * 128) + tessel::AccumulatorLayout<128, 64, 8, 1>::row_of_register(l_14)) < 1000))) {
-        LSE[(((long long)(bz) * 4 + by) * 1000 + ((bx * 128) + tessel::AccumulatorLayout<128, 64, 8, 1>::row_of_register(l_14)))] = fragment_13[l_14];
+    for (int l_15 = 0; l_15 < 2; ++l_15) {
+      if ((((bz < 2) && (by < 4)) && (((bx * 128) + tessel::AccumulatorLayout<128, 64, 8, 1>::row_of_register(l_15)) < 1000))) {
+        LSE[(((long long)(bz) * 4 + by) * 1000 + ((bx * 128) + tessel::AccumulatorLayout<128, 64, 8, 1>::row_of_register(l_15)))] = fragment_13[l_15];
       }
     }
   }
