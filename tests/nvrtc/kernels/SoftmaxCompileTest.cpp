@@ -6,6 +6,11 @@
 
 namespace {
 
+// "N127_sm_90a": a (width, arch) case's name.
+std::string width_and_arch(const ::testing::TestParamInfo<std::tuple<long long, std::string>>& info) {
+  return "N" + std::to_string(std::get<0>(info.param)) + "_" + std::get<1>(info.param);
+}
+
 class SoftmaxCompile : public ::testing::TestWithParam<std::tuple<long long, std::string>> {};
 
 TEST_P(SoftmaxCompile, NoSpillsAndVectorAccesses) {
@@ -34,10 +39,7 @@ INSTANTIATE_TEST_SUITE_P(Widths, SoftmaxCompile,
                          ::testing::Combine(::testing::Values(1, 7, 256, 1000, 4096, 4097, 16384, 32768,
                                                               65536, 100003, 1048576),
                                             ::testing::Values(std::string("sm_80"), std::string("sm_90a"))),
-                         [](const auto& info) {
-                           return "N" + std::to_string(std::get<0>(info.param)) + "_" +
-                                  std::get<1>(info.param);
-                         });
+                         width_and_arch);
 
 // Row staging (on unless JitOptions::disable_row_staging): rows that do not start 16-byte aligned
 // move as one span through shared memory -- 16-byte loads and stores of global memory, no
@@ -130,10 +132,7 @@ TEST_P(SoftmaxStagedRows, SpanThroughSharedMemory) {
 INSTANTIATE_TEST_SUITE_P(OddWidths, SoftmaxStagedRows,
                          ::testing::Combine(::testing::Values(127, 129, 1023, 8191, 8193, 50257),
                                             ::testing::Values(std::string("sm_80"), std::string("sm_90a"))),
-                         [](const auto& info) {
-                           return "N" + std::to_string(std::get<0>(info.param)) + "_" +
-                                  std::get<1>(info.param);
-                         });
+                         width_and_arch);
 
 // JitOptions::realigned_global_stores (opt-in, with the loads realigned too): no span on either
 // side for every width whose rows start unaligned -- the aligned words assembled across lanes by
@@ -164,10 +163,7 @@ TEST_P(SoftmaxRealignedStores, NoSpanNoSpills) {
 INSTANTIATE_TEST_SUITE_P(OddWidths, SoftmaxRealignedStores,
                          ::testing::Combine(::testing::Values(7, 127, 129, 999, 1023, 8191, 8193, 50257),
                                             ::testing::Values(std::string("sm_80"), std::string("sm_90a"))),
-                         [](const auto& info) {
-                           return "N" + std::to_string(std::get<0>(info.param)) + "_" +
-                                  std::get<1>(info.param);
-                         });
+                         width_and_arch);
 
 // Realigned global loads decline a fragment whose vectors spill into a shared tail (the usual
 // path cp.async's those into shared slots): such a kernel compiles, without them (the fuzzer
