@@ -222,7 +222,11 @@ PrimFunc attention_program(const AttentionShape& s, DType dtype, bool causal, fl
           auto m_exp = T::alloc_fragment({BM}, T::f32);   // m in the exponents' units, 0 for -inf
           auto inv_l = T::alloc_fragment({BM}, T::f32);
           auto lse = T::alloc_fragment({BM}, T::f32);
-          const Expr q0 = bx * BM;
+          // Causal: the query blocks in reverse order, so that a (batch, head)'s longest blocks
+          // (the last rows see the most keys) are dispatched first and the grid's last wave is
+          // its shortest work, not its longest (FlashAttention 2's order).
+          const Expr q_block = causal ? T::ceildiv(Expr(static_cast<int>(SQ)), BM) - 1 - bx : Expr(bx);
+          const Expr q0 = q_block * BM;
           const Expr hk = h / group;
           const Expr sq = static_cast<int>(SQ), sk = static_cast<int>(SK);
           T::copy(T::region(Q, {b, q0, h, 0}, {1, BM, 1, DP}), Q_shared);

@@ -47,15 +47,15 @@ extern "C" __global__ void __launch_bounds__(384, 1) flash_attention_kernel(tess
     if (threadIdx.x == 256) {
       #pragma unroll
       for (int s = 0; s < 1; ++s) {
-        if ((s < max(min(((((((bx * 128) + 127) + 1) + 64) - 1) / 64), 16), 0))) {
+        if ((s < max(min((((((((7 - bx) * 128) + 127) + 1) + 64) - 1) / 64), 16), 0))) {
           tessel::mbarrier_arrive_expect_tx(tessel::smem_address(shared_1_full + s), 8192);
           tessel::tma_load_tile<4, 1, 64, 8192>(shared_1 + ((((long long)(s)) * 64LL) * 64LL), &K_map, shared_1_full + s, 0, (by / 2), (s * 64), bz);
           tessel::mbarrier_arrive_expect_tx(tessel::smem_address(shared_2_full + s), 8192);
           tessel::tma_load_tile<4, 1, 64, 8192>(shared_2 + ((((long long)(s)) * 64LL) * 64LL), &V_map, shared_2_full + s, 0, (by / 2), (s * 64), bz);
         }
       }
-      for (int ko = 0; ko < max(min(((((((bx * 128) + 127) + 1) + 64) - 1) / 64), 16), 0); ++ko) {
-        if (((ko + 1) < max(min(((((((bx * 128) + 127) + 1) + 64) - 1) / 64), 16), 0))) {
+      for (int ko = 0; ko < max(min((((((((7 - bx) * 128) + 127) + 1) + 64) - 1) / 64), 16), 0); ++ko) {
+        if (((ko + 1) < max(min((((((((7 - bx) * 128) + 127) + 1) + 64) - 1) / 64), 16), 0))) {
           tessel::mbarrier_wait_parity(tessel::smem_address(shared_1_empty + ((ko + 1) % 2)), ((((ko + 1) / 2) + 1) % 2));
           tessel::mbarrier_arrive_expect_tx(tessel::smem_address(shared_1_full + ((ko + 1) % 2)), 8192);
           tessel::tma_load_tile<4, 1, 64, 8192>(shared_1 + ((((long long)(((ko + 1) % 2))) * 64LL) * 64LL), &K_map, shared_1_full + ((ko + 1) % 2), 0, (by / 2), ((ko + 1) * 64), bz);
@@ -80,7 +80,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) flash_attention_kernel(tess
     __align__(16) float fragment_13[2];
     tessel::fence_proxy_async_shared();
     tessel::named_barrier_sync(1, 256);
-    tessel::copy_global_to_shared<tessel::bfloat16_t, 128, 64, tessel::WgmmaSwizzleLayout<128, 64, 2, 128>, 256, true>(shared_0, Q + (((((((long long)(bz)) * 1000LL) + ((long long)((bx * 128)))) * 4LL) + ((long long)(by))) * 64LL), 256LL, (((bz < 2) && (by < 4)) ? (1000 - (bx * 128)) : 0), 64);
+    tessel::copy_global_to_shared<tessel::bfloat16_t, 128, 64, tessel::WgmmaSwizzleLayout<128, 64, 2, 128>, 256, true>(shared_0, Q + (((((((long long)(bz)) * 1000LL) + ((long long)(((7 - bx) * 128)))) * 4LL) + ((long long)(by))) * 64LL), 256LL, (((bz < 2) && (by < 4)) ? (1000 - ((7 - bx) * 128)) : 0), 64);
     tessel::cp_async_commit();
     tessel::cp_async_wait<0>();
     tessel::fence_proxy_async_shared();
@@ -100,7 +100,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) flash_attention_kernel(tess
     if ((!(tx < 128))) {
       tessel::named_barrier_sync(3, 256);
     }
-    for (int ko = 0; ko < max(min(((((((bx * 128) + 127) + 1) + 64) - 1) / 64), 16), 0); ++ko) {
+    for (int ko = 0; ko < max(min((((((((7 - bx) * 128) + 127) + 1) + 64) - 1) / 64), 16), 0); ++ko) {
       #pragma unroll
       for (int l_3 = 0; l_3 < 32; ++l_3) {
         fragment_3[l_3] = 0.0f;
@@ -115,14 +115,14 @@ extern "C" __global__ void __launch_bounds__(384, 1) flash_attention_kernel(tess
         tessel::mbarrier_warp_arrive(shared_2_empty + ((ko - 1) % 2));
       }
       tessel::mbarrier_warp_arrive(shared_1_empty + (ko % 2));
-      if (((((ko + 1) * 64) > 1000) || ((((ko + 1) * 64) - 1) > (bx * 128)))) {
+      if (((((ko + 1) * 64) > 1000) || ((((ko + 1) * 64) - 1) > ((7 - bx) * 128)))) {
         #pragma unroll
         for (int l_4 = 0; l_4 < 32; ++l_4) {
           {
             const int i = tessel::WarpgroupGemm<tessel::bfloat16_t, 128, 64, 64, 2, false, true, tessel::WgmmaSwizzleLayout<128, 64, 2, 128>, tessel::WgmmaSwizzleLayout<64, 64, 2, 128>>::acc_row(l_4);
             {
               const int j = tessel::WarpgroupGemm<tessel::bfloat16_t, 128, 64, 64, 2, false, true, tessel::WgmmaSwizzleLayout<128, 64, 2, 128>, tessel::WgmmaSwizzleLayout<64, 64, 2, 128>>::acc_col(l_4);
-              fragment_3[l_4] = (((((ko * 64) + j) < 1000) && (((ko * 64) + j) <= ((bx * 128) + i))) ? fragment_3[l_4] : -tessel::infinity_f32());
+              fragment_3[l_4] = (((((ko * 64) + j) < 1000) && (((ko * 64) + j) <= (((7 - bx) * 128) + i))) ? fragment_3[l_4] : -tessel::infinity_f32());
             }
           }
         }
@@ -188,8 +188,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) flash_attention_kernel(tess
     }
     tessel::wgmma_wait<0>();
     tessel::wgmma_fence_operand(fragment_5);
-    if ((max(min(((((((bx * 128) + 127) + 1) + 64) - 1) / 64), 16), 0) > 0)) {
-      tessel::mbarrier_warp_arrive(shared_2_empty + ((max(min(((((((bx * 128) + 127) + 1) + 64) - 1) / 64), 16), 0) - 1) % 2));
+    if ((max(min((((((((7 - bx) * 128) + 127) + 1) + 64) - 1) / 64), 16), 0) > 0)) {
+      tessel::mbarrier_warp_arrive(shared_2_empty + ((max(min((((((((7 - bx) * 128) + 127) + 1) + 64) - 1) / 64), 16), 0) - 1) % 2));
     }
     if ((tx < 128)) {
       tessel::named_barrier_arrive(3, 256);
@@ -218,11 +218,11 @@ extern "C" __global__ void __launch_bounds__(384, 1) flash_attention_kernel(tess
         fragment_13[l_13] = ((fragment_8[l_13] > 0.0f) ? (((fragment_6[l_13] * 0.18033687770366669f) + log2f(fragment_8[l_13])) * 0.69314718246459961f) : -tessel::infinity_f32());
       }
     }
-    tessel::store_accumulators<tessel::bfloat16_t, tessel::WarpgroupGemm<tessel::bfloat16_t, 128, 64, 64, 2, false, false, tessel::RowMajorLayout<128, 64>, tessel::WgmmaSwizzleLayout<64, 64, 2, 128>>, true>(fragment_5, O + (((((((long long)(bz)) * 1000LL) + ((long long)((bx * 128)))) * 4LL) + ((long long)(by))) * 64LL), 256LL, (((bz < 2) && (by < 4)) ? (1000 - (bx * 128)) : 0), 64);
+    tessel::store_accumulators<tessel::bfloat16_t, tessel::WarpgroupGemm<tessel::bfloat16_t, 128, 64, 64, 2, false, false, tessel::RowMajorLayout<128, 64>, tessel::WgmmaSwizzleLayout<64, 64, 2, 128>>, true>(fragment_5, O + (((((((long long)(bz)) * 1000LL) + ((long long)(((7 - bx) * 128)))) * 4LL) + ((long long)(by))) * 64LL), 256LL, (((bz < 2) && (by < 4)) ? (1000 - ((7 - bx) * 128)) : 0), 64);
     #pragma unroll
     for (int l_14 = 0; l_14 < 2; ++l_14) {
-      if ((((bz < 2) && (by < 4)) && (((bx * 128) + tessel::AccumulatorLayout<128, 64, 8, 1>::row_of_register(l_14)) < 1000))) {
-        LSE[(((long long)(bz) * 4 + by) * 1000 + ((bx * 128) + tessel::AccumulatorLayout<128, 64, 8, 1>::row_of_register(l_14)))] = fragment_13[l_14];
+      if ((((bz < 2) && (by < 4)) && ((((7 - bx) * 128) + tessel::AccumulatorLayout<128, 64, 8, 1>::row_of_register(l_14)) < 1000))) {
+        LSE[(((long long)(bz) * 4 + by) * 1000 + (((7 - bx) * 128) + tessel::AccumulatorLayout<128, 64, 8, 1>::row_of_register(l_14)))] = fragment_13[l_14];
       }
     }
   }
