@@ -30,7 +30,14 @@ MatmulConfig default_matmul_config(long long M, long long N, long long K, DType 
     c.block_K = 64;
     c.use_swizzle = true;
     c.panel_size = 16;
-    if (M <= 64) {
+    if (M <= 64 && 10 * tiles(64, 64) >= 9 * sm_count && tiles(64, 64) <= sm_count) {
+      // Skinny, and 64-column tiles make one nearly full wave (N ~ 8192 on 132 SMs): one CTA
+      // per 64x64 tile streams its own panel of B through 8 stages. H200 (bench/results/
+      // 2026-12-04-gemm-issue17-s12-h200.json, `--config 64x64x64:8:128`): 64x8192x8192 0.98x
+      // cuBLAS against 0.85x for the 64x256 tiles over 2-CTA clusters (64 CTAs); with more
+      // tiles than SMs it loses (8x14336x4096, 224 tiles: 0.60x), so only here.
+      c.block_M = 64, c.block_N = 64, c.num_stages = 8, c.threads = 128, c.use_swizzle = false;
+    } else if (M <= 64) {
       c.block_M = 64, c.block_N = 256, c.num_stages = 4, c.threads = 128;
     } else if (tiles(128, 256) >= 2 * sm_count) {
       c.block_M = 128, c.block_N = 256, c.num_stages = 3, c.threads = 256, c.panel_size = 8;

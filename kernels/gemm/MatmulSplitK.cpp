@@ -113,6 +113,9 @@ constexpr int kMinTunedTilesPerShare = kMinTilesPerShare / 2;
 constexpr double kDramBytesPerUs = 4.1e6, kRateScale = 6.09e6, kHalfCtas = 38.4;
 // The reduction: its launch behind the partial GEMM and a DRAM round trip.
 constexpr double kReduceUs = 2;
+// An operand this small is read from DRAM once however many tiles re-read it (a quarter of the
+// H200's 50 MB L2, leaving room for the streamed operand's lines in flight).
+constexpr double kL2ResidentBytes = 12.0 * 1024 * 1024;
 
 long long ceil_div(long long a, long long b) {
   return (a + b - 1) / b;
@@ -191,11 +194,14 @@ void plan_split_k(MatmulPlan& p, DType dtype, const std::string& arch, int split
           passes::hopper_ring_smem(whole.block_M, whole.block_N, whole.block_K, whole.num_stages),
           whole.block_M, whole.block_N, sm_count, default_smem_cap(arch));
   const long long whole_ctas = whole_tiles * (cluster_split ? 2 : 1);
-  // The bytes every grid reads: A once per column tile, B once.
+  // The bytes every grid reads from DRAM: B once, A once per column tile -- or once in all when A
+  // is small enough to stay in L2 between the column tiles' reads (a skinny A: 64 x 8192 f16 is
+  // 1 MB; 64 column tiles would count it 64 times, which the DRAM never sees).
   const double e = dtype_bytes(dtype);
+  const double a_bytes = e * static_cast<double>(p.M * p.kernel_K);
   const auto operand_bytes = [&](long long block_N) {
-    return e *
-           static_cast<double>(p.M * p.kernel_K * ceil_div(p.kernel_N, block_N) + p.kernel_K * p.kernel_N);
+    const double a_reads = a_bytes <= kL2ResidentBytes ? 1.0 : static_cast<double>(ceil_div(p.kernel_N, block_N));
+    return a_bytes * a_reads + e * static_cast<double>(p.kernel_K * p.kernel_N);
   };
   p.estimate_unsplit_us = stream_us(operand_bytes(whole.block_N), whole_ctas, sm_count);
   // Split s ways: the longest share sets the time; the partials are written and read back.

@@ -134,14 +134,14 @@ TEST(MatmulPlan, SkinnyShapesSplitK) {
   const auto decode = plan_matmul(1, 4096, 4096, DType::f16, "sm_90a");
   EXPECT_NE(decode.why.find(
                 "rows 16-byte aligned: nothing staged; split-K 8: 16 tiles of 16x256 x 8 shares of 8 K "
-                "tiles = 128 CTAs on 132 SMs (model: 10.3 us, against 12.2 us for 32 CTAs of 64x256 tiles "
+                "tiles = 128 CTAs on 132 SMs (model: 10.2 us, against 12.1 us for 32 CTAs of 64x256 tiles "
                 "over 2-CTA clusters); f32 workspace 131072 B"),
             std::string::npos)
       << decode.why;
   const auto wide = plan_matmul(8, 14336, 4096, DType::f16, "sm_90a");
   EXPECT_NE(
-      wide.why.find("not split: 112 CTAs (56 tiles of 64x256 over 2-CTA clusters) stream it in 29.5 us, "
-                    "split-K 2 in 32 us (model)"),
+      wide.why.find("not split: 112 CTAs (56 tiles of 64x256 over 2-CTA clusters) stream it in 28.7 us, "
+                    "split-K 2 in 31.1 us (model)"),
       std::string::npos)
       << wide.why;
   // Ragged shares are named as a range.
@@ -181,8 +181,31 @@ TEST(MatmulPlan, SplitKOnlyWhereTheModelSaysSo) {
   EXPECT_TRUE(staged.staged());
   EXPECT_EQ(staged.split_k, 4);
   EXPECT_EQ(staged.workspace_bytes, 4LL * 4 * 7 * 4096);
-  // Another GPU's SM count changes the choice: 16 tiles x 4 shares fill 64 SMs.
-  EXPECT_EQ(plan_matmul(1, 4096, 4096, DType::f16, "sm_90a", MatmulStaging::automatic, 0, 64).split_k, 4);
+  // Another GPU's SM count changes the choice: on 64 SMs 1x4096x4096's 64x64 tiles are one full
+  // wave (one kernel), on the H200's 132 half of one (split 8); 1x2048x8192 splits 8 ways on 64.
+  const auto small_gpu = plan_matmul(1, 4096, 4096, DType::f16, "sm_90a", MatmulStaging::automatic, 0, 64);
+  EXPECT_EQ(small_gpu.split_k, 1);
+  EXPECT_NE(small_gpu.why.find("not split: 64 CTAs (64 tiles of 64x64)"), std::string::npos) << small_gpu.why;
+  EXPECT_EQ(plan_matmul(1, 2048, 8192, DType::f16, "sm_90a", MatmulStaging::automatic, 0, 64).split_k, 8);
+}
+
+// M <= 64 whose 64-column tiles make one nearly full wave (90-100 % of the SMs) run one CTA per
+// 64x64 tile, 8 stages (H200: 64x8192x8192 0.98x cuBLAS against 0.85x for 64x256 tiles over
+// 2-CTA clusters); more tiles than SMs, or fewer than 90 %, keep the 64x256 tiles (and the
+// split-K model). A skinny A is counted once in the model's bytes (it stays in L2).
+TEST(MatmulPlan, OneWaveOf64x64TilesForSkinnyShapes) {
+  auto config = [](long long M, long long N, long long K, int sms = 132) {
+    return tessel::kernels::default_matmul_config(M, N, K, DType::f16, "sm_90a", sms).describe();
+  };
+  EXPECT_EQ(config(64, 8192, 8192), "64x64x64 s8 t128");
+  EXPECT_EQ(config(16, 7680, 4096), "64x64x64 s8 t128");   // 120 tiles: 91 %
+  EXPECT_EQ(config(64, 7552, 4096), "64x256x64 s4 t128 swz");  // 118 tiles: 89 %
+  EXPECT_EQ(config(8, 14336, 4096), "64x256x64 s4 t128 swz");  // 224 tiles
+  EXPECT_EQ(config(1, 4096, 4096), "64x256x64 s4 t128 swz");
+  EXPECT_EQ(config(65, 8192, 8192), "128x64x64 s8 t256 swz");  // M > 64: not this rule
+  const auto p = plan_matmul(64, 8192, 8192, DType::f16, "sm_90a");
+  EXPECT_EQ(p.split_k, 1);
+  EXPECT_NE(p.why.find("not split: 128 CTAs (128 tiles of 64x64) stream it in 33 us"), std::string::npos) << p.why;
 }
 
 TEST(MatmulPlan, IllegalSplitKIsNamed) {

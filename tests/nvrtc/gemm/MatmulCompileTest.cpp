@@ -426,6 +426,25 @@ TEST(HopperPath, IssueShapesDefaultConfigs) {
   }
 }
 
+// Issue 17's skinny shape whose 64x64 tiles make one wave (64x8192x8192, 128 tiles): the
+// default is 64x64x64 s8 t128 on the sm_90a template, one CTA per tile, no cluster, no spills.
+TEST(HopperPath, OneWaveSkinnyDefault) {
+  for (tessel::DType t : {tessel::DType::f16, tessel::DType::bf16}) {
+    const auto c = tessel::kernels::default_matmul_config(64, 8192, 8192, t, "sm_90a", 132);
+    EXPECT_EQ(c.describe(), "64x64x64 s8 t128");
+    tessel::JitOptions o;
+    o.arch = "sm_90a";
+    tessel::kernels::Matmul mm(64, 8192, 8192, t, tessel::kernels::MatmulStaging::automatic, o);
+    EXPECT_EQ(mm.plan().split_k, 1) << mm.plan().why;
+    EXPECT_EQ(mm.config().describe(), "64x64x64 s8 t128");
+    const tessel::JitKernel& k = mm.kernel();
+    EXPECT_NE(k.info().path.find("sm90 TMA + wgmma"), std::string::npos) << k.info().path << " "
+                                                                          << k.info().hopper_declined;
+    EXPECT_EQ(k.info().cluster_size, 1);
+    EXPECT_EQ(k.resources().spill_store_bytes + k.resources().spill_load_bytes, 0) << k.compile_log();
+  }
+}
+
 TEST(HopperPath, DeclinedShapesSayWhy) {
   tessel::JitOptions o;
   o.arch = "sm_90a";
