@@ -9,36 +9,52 @@
 #      TESSEL_ENABLE=realigned_global_loads,realigned_global_stores) in the same session;
 #   3. `tessel bench attention` over the issue's default cases, bf16 (cuDNN in the same process),
 #      its JSON beside the log;
-#   4. the Python package: the pytest cases matching -k matmul, then `python -m tessel.bench
+#   4. `tessel bench gemm` over issue 17's skinny shapes at the default, and 8x14336x4096 on
+#      64x128 tiles;
+#   5. the Python package: the pytest cases matching -k matmul, then `python -m tessel.bench
 #      overhead` (scripts/gpu-python.sh);
-#   5. ncu's launch, occupancy and warp-state sections on one staged softmax (65536x8191) and the
+#   6. ncu's launch, occupancy and warp-state sections on one staged softmax (65536x8191) and the
 #      aligned one beside it (65536x8192), when ncu is there (clocks left alone);
-#   6. `tessel_fuzz --gpu` over TESSEL_QUICK_FUZZ programs (default 600; seed 20261212).
+#   7. `tessel_fuzz --gpu` over TESSEL_QUICK_FUZZ programs (default 600; seed 20261212).
 # Everything printed goes to OUTDIR/gpu-quick.log; the python step's JSON beside it.
+# TESSEL_QUICK_STEPS picks the steps (default "tests softmax attention", which fits one device
+# call's 600 s; the others: gemm python ncu fuzz).
 #
-#   scripts/gpu-quick.sh OUTDIR   (env: TESSEL_RESULT_TAG, TESSEL_QUICK_TESTS, TESSEL_QUICK_AB,
-#                                  TESSEL_QUICK_FUZZ)
+#   scripts/gpu-quick.sh OUTDIR   (env: TESSEL_RESULT_TAG, TESSEL_QUICK_STEPS, TESSEL_QUICK_TESTS,
+#                                  TESSEL_QUICK_AB, TESSEL_QUICK_FUZZ)
 set -uo pipefail
 source "$(dirname "$0")/gpu-steps.sh" gpu-quick "${1:-}"
+steps=" ${TESSEL_QUICK_STEPS:-tests softmax attention} "
+want() { [[ "$steps" == *" $1 "* ]]; }
 tests=${TESSEL_QUICK_TESTS:-*Softmax*:*RealignedStores*:*Attention*:FuzzGpu.*}
-step "gpu tests ($tests)" 240 "$build/tessel_tests_gpu" --gtest_filter="$tests" --gtest_brief=1
+want tests && step "gpu tests ($tests)" 200 "$build/tessel_tests_gpu" --gtest_filter="$tests" --gtest_brief=1
 widths=4194304x127,4194304x129,524288x1023,65536x8191,32768x8193
-step "bench softmax 17 (default)" 60 "$build/tessel" bench softmax --repeats 10 --shapes "$widths"
-for ab in ${TESSEL_QUICK_AB:-TESSEL_ENABLE=realigned_global_stores TESSEL_ENABLE=realigned_global_loads,realigned_global_stores}; do
-  step "bench softmax 17 ($ab)" 60 env "$ab" "$build/tessel" bench softmax --repeats 10 --shapes "$widths"
-done
-step "bench attention (bf16, the issue's cases)" 200 "$build/tessel" bench attention --dtype bf16 \
+if want softmax; then
+  step "bench softmax 17 (default)" 50 "$build/tessel" bench softmax --repeats 10 --shapes "$widths"
+  for ab in ${TESSEL_QUICK_AB:-TESSEL_ENABLE=realigned_global_stores TESSEL_ENABLE=realigned_global_loads,realigned_global_stores}; do
+    step "bench softmax 17 ($ab)" 50 env "$ab" "$build/tessel" bench softmax --repeats 10 --shapes "$widths"
+  done
+fi
+want attention && step "bench attention (bf16, the issue's cases)" 180 "$build/tessel" bench attention --dtype bf16 \
   --json "$out/$(date -u +%F)-attention-quick-${TESSEL_RESULT_TAG:-h200}.json"
-step "python (pytest -k matmul, bench overhead)" 90 env TESSEL_PYTEST_ARGS="-k matmul" TESSEL_PYTHON_BENCH=overhead \
+# Issue 17's skinny GEMMs at the library's default (one wave of 64x64 tiles where it fills the SMs)
+# beside cuBLAS, and 8x14336x4096 on 64x128 tiles (112 independent CTAs) against its default.
+if want gemm; then
+  step "bench gemm skinny (default)" 90 "$build/tessel" bench gemm --repeats 20 --warmup 5 --dtype f16,bf16 \
+    --shapes 64x8192x8192,16x7680x4096,1x8192x4096,8x14336x4096
+  step "bench gemm 8x14336x4096 (64x128x64:6:128)" 45 "$build/tessel" bench gemm --repeats 20 --warmup 5 \
+    --dtype f16 --shapes 8x14336x4096 --config 64x128x64:6:128
+fi
+want python && step "python (pytest -k matmul, bench overhead)" 90 env TESSEL_PYTEST_ARGS="-k matmul" TESSEL_PYTHON_BENCH=overhead \
   bash scripts/gpu-python.sh "$out"
-if command -v ncu >/dev/null; then
+if want ncu && command -v ncu >/dev/null; then
   for shape in 65536x8191 65536x8192; do
     step "ncu softmax $shape" 45 ncu --clock-control none -k softmax_kernel -c 1 --section LaunchStats \
       --section Occupancy --section WarpStateStats --section MemoryWorkloadAnalysis \
       "$build/tessel" bench softmax --repeats 1 --warmup 0 --shapes "$shape"
   done
 fi
-step "fuzz" 60 env TESSEL_CACHE=0 "$build/tessel_fuzz" --gpu --arch none --count "${TESSEL_QUICK_FUZZ:-600}" \
+want fuzz && step "fuzz" 60 env TESSEL_CACHE=0 "$build/tessel_fuzz" --gpu --arch none --count "${TESSEL_QUICK_FUZZ:-600}" \
   --seed 20261212
 grep "^### " "$log"
 exit $status
