@@ -19,6 +19,7 @@
 #include "tessel/kernels/attention/AttentionReference.hpp"
 #include "tessel/kernels/attention/FlashAttention.hpp"
 #include "tessel/runtime/Driver.hpp"
+#include "tools/tessel/AttentionConfigs.hpp"
 #include "tools/tessel/Commands.hpp"
 #include "tools/tessel/CudnnAttention.hpp"
 #include "tools/tessel/Output.hpp"
@@ -30,7 +31,6 @@ namespace tessel::cli {
 namespace {
 
 constexpr const char* kCaseForm = "BxHxHKVxSQxSKxD[:causal]";
-constexpr const char* kConfigForm = "BMxBN:STAGES:THREADS[:pingpong|ring|cpasync]";
 
 struct BenchAttentionOptions {
   // One case from the single-case flags (used when any of them is given).
@@ -86,29 +86,6 @@ AttentionCase parse_case(const std::string& text) {
                                 " (batch x heads x K/V heads x query length x key length x head dim, e.g. "
                                 "2x16x16x1024x1024x128:causal)");
   return make_case(n[0], n[1], n[2], n[3], n[4], n[5], tail == ":causal", "--cases", text);
-}
-
-kernels::AttentionConfig parse_config(const std::string& text) {
-  kernels::AttentionConfig c;
-  int used = 0;
-  const auto bad = [&] {
-    return std::invalid_argument("--config: '" + text + "' is not " + kConfigForm +
-                                 " with positive numbers, e.g. 128x128:2:256 or 128x128:2:256:ring");
-  };
-  if (std::sscanf(text.c_str(), "%dx%d:%d:%d%n", &c.block_M, &c.block_N, &c.num_stages, &c.threads, &used) !=
-          4 ||
-      c.block_M < 1 || c.block_N < 1 || c.num_stages < 1 || c.threads < 1)
-    throw bad();
-  const std::string schedule = text.substr(static_cast<size_t>(used));
-  if (schedule == ":pingpong")
-    c.schedule = kernels::AttentionConfig::Schedule::ring_pingpong;
-  else if (schedule == ":ring")
-    c.schedule = kernels::AttentionConfig::Schedule::ring;
-  else if (schedule == ":cpasync")
-    c.schedule = kernels::AttentionConfig::Schedule::cp_async;
-  else if (!schedule.empty())
-    throw bad();
-  return c;
 }
 
 // The list: D 64 and 128; S = Sq = Sk 1024, 4096, 16384 with B = 2 * 16384 / S and
@@ -405,7 +382,7 @@ int run_bench_attention(const BenchAttentionOptions& o) {
         throw std::invalid_argument("--dtype takes f16 and bf16, not '" + d + "'");
       dtypes.push_back(*t);
     }
-    if (!o.config.empty()) config = parse_config(o.config);
+    if (!o.config.empty()) config = parse_attention_config(o.config);
     if (o.layout != "bshd" && o.layout != "bhsd")
       throw std::invalid_argument("--layout takes bshd or bhsd, not '" + o.layout + "'");
     if (single) {
@@ -538,7 +515,7 @@ Command add_bench_attention_command(CLI::App& bench) {
       ->capture_default_str();
   app->add_option("--config", o->config,
                   std::string("Tessel's tiles for every case instead of the built-in choice: ") +
-                      kConfigForm +
+                      kAttentionConfigForm +
                       ", e.g. 128x128:2:256 (the schedule: a TMA ring with or without the warpgroups taking "
                       "turns, or cp.async; default pingpong)")
       ->type_name("CONFIG");

@@ -1,12 +1,14 @@
-// tessel dump gemm|softmax: what the compiler makes of a library kernel, at each level — the
+// tessel dump gemm|softmax|attention: what the compiler makes of a library kernel, at each level — the
 // program's IR, the lowered IR, the generated CUDA C++, the PTX, the resources — on stdout and,
 // with --json FILE, as JSON. Needs no GPU.
 #include <iostream>
 #include <memory>
 #include <sstream>
 
+#include "tessel/kernels/attention/FlashAttention.hpp"
 #include "tessel/kernels/gemm/Matmul.hpp"
 #include "tessel/kernels/softmax/Softmax.hpp"
+#include "tools/tessel/AttentionConfigs.hpp"
 #include "tools/tessel/Commands.hpp"
 #include "tools/tessel/GemmConfigs.hpp"
 #include "tools/tessel/Output.hpp"
@@ -18,8 +20,13 @@ namespace tessel::cli {
 namespace {
 
 struct DumpOptions {
-  std::string kernel;  // the subcommand: gemm or softmax
+  std::string kernel;  // the subcommand: gemm, softmax or attention
   long long M = 2048, N = 2048, K = 2048;
+  // attention: Q [B, Sq, H, D], K and V [B, Sk, H_kv, D]; 0 for H_kv and Sk: H and Sq
+  long long batch = 1, heads = 16, kv_heads = 0, seqlen_q = 1024, seqlen_k = 0, dim = 128;
+  bool causal = false;
+  std::string layout = "bshd";
+  float scale = 0.0f;
   std::string dtype = "f16";
   std::string config;
   std::string arch;
@@ -177,12 +184,73 @@ int run_dump_softmax(const DumpOptions& o) {
               &k);
 }
 
+int run_dump_attention(const DumpOptions& o) {
+  const auto dtype = parse_dtype(o.dtype);
+  if (!dtype || (*dtype != DType::f16 && *dtype != DType::bf16)) {
+    std::cerr << "tessel dump attention: --dtype must be f16 or bf16, not '" << o.dtype << "'\n";
+    return kExitUsage;
+  }
+  if (o.layout != "bshd" && o.layout != "bhsd") {
+    std::cerr << "tessel dump attention: --layout must be bshd or bhsd, not '" << o.layout << "'\n";
+    return kExitUsage;
+  }
+  kernels::AttentionShape s;
+  s.batch = o.batch, s.heads = o.heads, s.kv_heads = o.kv_heads ? o.kv_heads : o.heads;
+  s.seqlen_q = o.seqlen_q, s.seqlen_k = o.seqlen_k ? o.seqlen_k : o.seqlen_q, s.dim = o.dim;
+  if (o.layout == "bhsd") {
+    s.q_strides = kernels::bhsd_strides(s.batch, s.seqlen_q, s.heads, s.dim);
+    s.k_strides = s.v_strides = kernels::bhsd_strides(s.batch, s.seqlen_k, s.kv_heads, s.dim);
+  }
+  kernels::check_attention(s, *dtype);  // a CompileError naming the tensor and what is legal
+  const std::string arch = o.arch.empty() ? system_info().arch() : o.arch;
+  kernels::AttentionConfig c;
+  std::string source = "--config";
+  if (o.config.empty()) {
+    const kernels::AttentionChoice choice = kernels::choose_attention_config(s, *dtype, o.causal, arch);
+    c = choice.config;
+    source = choice.tuned ? "tuned (tessel tune attention)" : "built-in";
+  } else {
+    try {
+      c = parse_attention_config(o.config);
+    } catch (const std::invalid_argument& e) {
+      std::cerr << "tessel dump attention: " << e.what() << "\n";
+      return kExitUsage;
+    }
+  }
+  const nlohmann::json what = {{"batch", s.batch},
+                               {"heads", s.heads},
+                               {"kv_heads", s.kv_heads},
+                               {"seqlen_q", s.seqlen_q},
+                               {"seqlen_k", s.seqlen_k},
+                               {"dim", s.dim},
+                               {"causal", o.causal},
+                               {"layout", o.layout},
+                               {"scale", o.scale},
+                               {"dtype", std::string(dtype_name(*dtype))},
+                               {"config", format_attention_config(c)},
+                               {"config_source", source}};
+  if (chosen_levels(o) == 0 || o.ir)
+    return emit(o, what, kernels::attention_program(s, *dtype, o.causal, o.scale, c).script(), nullptr);
+  kernels::AttentionOptions ao;
+  ao.causal = o.causal;
+  ao.scale = o.scale;
+  ao.config = c;
+  ao.jit.arch = arch;
+  const JitKernel k = kernels::make_flash_attention(s, *dtype, ao);
+  return emit(o, what,
+              level_text(o, k,
+                         s.describe() + (o.causal ? " causal " : " ") + std::string(dtype_name(*dtype)) + " " +
+                             o.layout + ", config " + format_attention_config(c) + " (" + source + ")"),
+              &k);
+}
+
 int run_dump(const DumpOptions& o) {
   if (chosen_levels(o) > 1) {
     std::cerr << "tessel dump " << o.kernel
               << ": choose one of --ir, --lowered, --source, --ptx, --resources\n";
     return kExitUsage;
   }
+  if (o.kernel == "attention") return run_dump_attention(o);
   return o.kernel == "softmax" ? run_dump_softmax(o) : run_dump_gemm(o);
 }
 
@@ -243,6 +311,32 @@ Command add_dump_command(CLI::App& root) {
       ->type_name("CONFIG");
   add_level_flags(softmax, *o);
   softmax->callback([o] { o->kernel = "softmax"; });
+  CLI::App* attention = dump->add_subcommand(
+      "attention",
+      "The library's FlashAttention forward pass (kernels::flash_attention): its IR (default), lowered IR, "
+      "CUDA source, PTX or resources, for the config a call would compile");
+  attention->add_option("--batch", o->batch, "The batch size B")->capture_default_str()->check(dimension());
+  attention->add_option("--heads", o->heads, "Query heads H")->capture_default_str()->check(dimension());
+  attention->add_option("--kv-heads", o->kv_heads, "K/V heads H_kv, dividing H (default: H)")->check(dimension());
+  attention->add_option("--seqlen-q", o->seqlen_q, "Query length Sq")->capture_default_str()->check(dimension());
+  attention->add_option("--seqlen-k", o->seqlen_k, "Key length Sk (default: Sq)")->check(dimension());
+  attention->add_option("--dim", o->dim, "Head dimension D (a multiple of 8 up to 256)")
+      ->capture_default_str()
+      ->check(dimension());
+  attention->add_flag("--causal", o->causal, "The bottom-right causal mask (query i sees keys j <= i + Sk - Sq)");
+  attention->add_option("--scale", o->scale, "The softmax scale, any finite value (default 0: 1/sqrt(D))")
+      ->capture_default_str();
+  attention->add_option("--layout", o->layout, "Storage of Q, K and V: bshd ([B, S, H, D]) or bhsd ([B, H, S, D])")
+      ->capture_default_str();
+  attention->add_option("--dtype", o->dtype, "f16 or bf16")->capture_default_str();
+  attention
+      ->add_option("--config", o->config,
+                   std::string(kAttentionConfigForm) +
+                       ", e.g. 128x128:2:256:ring (default: the tuning cache's entry for the shape, else the "
+                       "built-in choice)")
+      ->type_name("CONFIG");
+  add_level_flags(attention, *o);
+  attention->callback([o] { o->kernel = "attention"; });
   return {dump, [o] { return run_dump(*o); }};
 }
 

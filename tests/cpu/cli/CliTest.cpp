@@ -121,6 +121,37 @@ TEST_F(Cli, DumpGemmAllowsOneView) {
   EXPECT_NE(r.output.find("choose one of"), std::string::npos) << r.output;
 }
 
+// tessel dump attention: the library's attention program and kernel for one shape, the config a
+// call would compile (built-in without a tuning cache), every level; errors name what is legal.
+TEST_F(Cli, DumpAttentionShowsTheLibraryKernel) {
+  CliRun r = run_tessel("dump attention --ir --batch 2 --heads 8 --kv-heads 2 --seqlen-q 100 --seqlen-k 300 --dim 64");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  for (const char* text : {"func flash_attention(Q: f16[2, 100, 8, 64], K: f16[2, 300, 2, 64]",
+                           "kernel grid(1, 8, 2) threads(256)", "fast_exp2("})
+    EXPECT_NE(r.output.find(text), std::string::npos) << "'" << text << "' missing from:\n" << r.output;
+  r = run_tessel("dump attention --resources --dim 128 --causal --dtype bf16 --arch sm_90a");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  for (const char* text : {"config 128x128:2:256:ring (built-in)", "registers:", "spills:        0 B stored",
+                           "TMA + mbarrier ring, warp-specialized", "cp.async.bulk.tensor mbarrier setmaxnreg"})
+    EXPECT_NE(r.output.find(text), std::string::npos) << "'" << text << "' missing from:\n" << r.output;
+  r = run_tessel("dump attention --source --layout bhsd --config 128x64:2:256:cpasync --arch sm_80");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("tessel::fast_exp2("), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("wgmma"), std::string::npos) << r.output;
+  r = run_tessel("dump attention --heads 6 --kv-heads 4");
+  EXPECT_NE(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("H must be a multiple of H_kv"), std::string::npos) << r.output;
+  r = run_tessel("dump attention --config 128x128:2");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("BMxBN:STAGES:THREADS[:pingpong|ring|cpasync]"), std::string::npos) << r.output;
+  r = run_tessel("dump attention --layout bsdh");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("--layout must be bshd or bhsd"), std::string::npos) << r.output;
+  r = run_tessel("dump attention --ir --scale inf");
+  EXPECT_NE(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("legal: a finite value"), std::string::npos) << r.output;
+}
+
 TEST_F(Cli, BenchGemmRejectsABadShape) {
   const CliRun r = run_tessel("bench gemm --shapes 2048x2048");
   EXPECT_EQ(r.exit_code, 2) << r.output;

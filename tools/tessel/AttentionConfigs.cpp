@@ -1,0 +1,39 @@
+#include "tools/tessel/AttentionConfigs.hpp"
+
+#include <cstdio>
+#include <stdexcept>
+
+namespace tessel::cli {
+
+kernels::AttentionConfig parse_attention_config(const std::string& text) {
+  kernels::AttentionConfig c;
+  int used = 0;
+  const auto bad = [&] {
+    return std::invalid_argument("--config: '" + text + "' is not " + kAttentionConfigForm +
+                                 " with positive numbers, e.g. 128x128:2:256 or 128x128:2:256:ring");
+  };
+  if (std::sscanf(text.c_str(), "%dx%d:%d:%d%n", &c.block_M, &c.block_N, &c.num_stages, &c.threads, &used) !=
+          4 ||
+      c.block_M < 1 || c.block_N < 1 || c.num_stages < 1 || c.threads < 1)
+    throw bad();
+  const std::string schedule = text.substr(static_cast<size_t>(used));
+  if (schedule == ":pingpong")
+    c.schedule = kernels::AttentionConfig::Schedule::ring_pingpong;
+  else if (schedule == ":ring")
+    c.schedule = kernels::AttentionConfig::Schedule::ring;
+  else if (schedule == ":cpasync")
+    c.schedule = kernels::AttentionConfig::Schedule::cp_async;
+  else if (!schedule.empty())
+    throw bad();
+  return c;
+}
+
+std::string format_attention_config(const kernels::AttentionConfig& c) {
+  const char* schedule = c.schedule == kernels::AttentionConfig::Schedule::ring_pingpong ? "pingpong"
+                         : c.schedule == kernels::AttentionConfig::Schedule::ring      ? "ring"
+                                                                                       : "cpasync";
+  return std::to_string(c.block_M) + "x" + std::to_string(c.block_N) + ":" + std::to_string(c.num_stages) + ":" +
+         std::to_string(c.threads) + ":" + schedule;
+}
+
+}  // namespace tessel::cli
