@@ -60,7 +60,7 @@ ExprTree random_expr(Rng& r, int depth, bool allow_r) {
   }
   ExprTree e;
   e.op = r.pick({Op::Neg, Op::Abs, Op::Relu, Op::Expc, Op::Add, Op::Sub, Op::Mul, Op::Mul, Op::Max, Op::Min,
-                 Op::Sdiv, Op::Add});
+                 Op::Sdiv, Op::Add, Op::Exp2c});
   for (int i = 0; i < expr_arity(e.op); ++i) e.args.push_back(random_expr(r, depth - 1, allow_r));
   return e;
 }

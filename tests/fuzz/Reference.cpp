@@ -174,6 +174,13 @@ Value evaluate_expr(const ExprTree& e, Value x, Value r) {
       const Value u = a(0);
       return {std::max(u.v, 0.0), u.m};
     }
+    case Op::Exp2c: {
+      // fast_exp2: 2^a, results below 2^-126 flushed to 0 (an absolute error under 2^-126); an
+      // error d in the argument is a relative error d ln 2 < d in the result.
+      const Value u = a(0);
+      const double ev = std::exp2(std::min(u.v, 2.0));
+      return {ev, ev * (1 + u.m) + 0x1p-126};
+    }
     case Op::Expc: {
       // An error d in the argument is a relative error d in the result.
       const Value u = a(0);
