@@ -25,17 +25,18 @@ void show_program() {
   std::cout
       << "  the kernel (kernels/attention/FlashAttention.cpp): one block per 128 queries of one (batch, "
          "head)\n"
-         "    Kernel(ceildiv(Sq, BM), H, B) (bx, h, b):\n"
-         "      copy(region(Q, {b, bx*BM, h, 0}, {1, BM, 1, D}), Q_shared); clear(O); fill(m, -inf); "
+         "    Kernel(ceildiv(Sq, BM), H, B) (bx, h, b):        // causal: query blocks longest first\n"
+         "      copy(region(Q, {b, q0, h, 0}, {1, BM, 1, D}), Q_shared); clear(O); fill(m, -inf); "
          "clear(l)\n"
          "      Pipelined(blocks, 2, j):                     // causal: blocks past the diagonal skipped\n"
          "        copy(region(K, {b, j*BN, h / (H/H_kv), 0}, {1, BN, 1, D}), K_shared)   // GQA: K/V head\n"
          "        copy(region(V, ...), V_shared)\n"
          "        clear(S); gemm(Q_shared, K_shared, S, transpose_B)                    // S = Q K^T\n"
-         "        If(masked block) Parallel: S = visible ? S * scale log2(e) : -inf     // tail, diagonal\n"
-         "        m = max(m, rowmax(S)); P = exp2(S - m); l = l * exp2(m_old - m) + rowsum(P)\n"
-         "        O = O * exp2(m_old - m); gemm(P, V_shared, O)                         // P from registers\n"
-         "      O = l > 0 ? O / l : 0; LSE = l > 0 ? (m + log2 l) ln 2 : -inf; copy out\n";
+         "        If(masked block) Parallel: S = visible ? S : -inf                     // tail, diagonal\n"
+         "        m = max(m, rowmax(S)); c = scale log2(e)   // raw scores (cp.async schedule: S c first)\n"
+         "        P = fast_exp2(S c - m c); l = l * fast_exp2((m_old - m) c) + rowsum(P)  // one FFMA + EX2\n"
+         "        O = O * fast_exp2((m_old - m) c); gemm(P, V_shared, O)                 // P from registers\n"
+         "      O = O * (l > 0 ? 1 / l : 0); LSE = l > 0 ? (m c + log2 l) ln 2 : -inf; copy out\n";
 }
 
 kernels::AttentionShape shape_of(std::int64_t B, std::int64_t H, std::int64_t Hkv, std::int64_t Sq,
