@@ -9,8 +9,8 @@
 #      TESSEL_ENABLE=realigned_global_loads,realigned_global_stores) in the same session;
 #   3. `tessel bench attention` over the issue's default cases, bf16 (cuDNN in the same process),
 #      its JSON beside the log;
-#   4. `tessel bench gemm` over issue 17's skinny shapes at the default, and 8x14336x4096 on
-#      64x128 tiles;
+#   4. `tessel bench gemm` over issue 17's skinny shapes at the default, the split-K ones with
+#      and without TESSEL_ENABLE=programmatic_launch, and 8x14336x4096 on 64x128 tiles;
 #   5. the Python package: the pytest cases matching -k matmul, then `python -m tessel.bench
 #      overhead` (scripts/gpu-python.sh);
 #   6. ncu's launch, occupancy and warp-state sections on one staged softmax (65536x8191) and the
@@ -42,6 +42,10 @@ want attention && step "bench attention (bf16, the issue's cases)" 180 "$build/t
 if want gemm; then
   step "bench gemm skinny (default)" 90 "$build/tessel" bench gemm --repeats 20 --warmup 5 --dtype f16,bf16 \
     --shapes 64x8192x8192,16x7680x4096,1x8192x4096,8x14336x4096
+  step "bench gemm split-K (TESSEL_ENABLE=programmatic_launch)" 60 env TESSEL_ENABLE=programmatic_launch \
+    "$build/tessel" bench gemm --repeats 20 --warmup 5 --dtype f16 --shapes 1x4096x4096,16x4096x4096,32x4096x14336
+  step "bench gemm split-K (default, beside it)" 60 "$build/tessel" bench gemm --repeats 20 --warmup 5 --dtype f16 \
+    --shapes 1x4096x4096,16x4096x4096,32x4096x14336
   step "bench gemm 8x14336x4096 (64x128x64:6:128)" 45 "$build/tessel" bench gemm --repeats 20 --warmup 5 \
     --dtype f16 --shapes 8x14336x4096 --config 64x128x64:6:128
 fi

@@ -47,4 +47,21 @@ __device__ inline void barrier() {
   block_sync();
 }
 
+// Hopper's programmatic dependent launch (the JIT's JitOptions::programmatic_launch): a kernel
+// launched with the programmatic-stream-serialization attribute may start while the previous
+// grid on its stream still runs. grid_dependency_wait() returns once that grid has completed and
+// its memory operations are visible (at once when there is none in flight); launch_dependents()
+// lets the next such grid start once every CTA of this one has called it or exited. No-ops
+// before sm_90.
+__device__ inline void grid_dependency_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+__device__ inline void launch_dependents() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+
 }  // namespace tessel

@@ -102,6 +102,16 @@ struct JitOptions {
   // session 15 without a GPU and not yet run on the H200 (docs/perf-notes.md has the
   // prediction). TESSEL_ENABLE=realigned_global_stores does the same.
   bool realigned_global_stores = false;
+  // Hopper's programmatic dependent launch (sm_90+; ignored elsewhere): the kernel is launched
+  // with the programmatic-stream-serialization attribute, so that it may start while the previous
+  // kernel on its stream finishes; it waits at entry, before any memory access, until that kernel
+  // has completed and its writes are visible (griddepcontrol.wait), and lets the next such
+  // kernel start once all of its own CTAs have started (griddepcontrol.launch_dependents). The
+  // results are those of plain stream order; what it saves is the gap between two kernels (a
+  // split-K GEMM's partial kernel and its reduction: kernels::Matmul passes the options to both).
+  // Off by default: written in session 15 without a GPU, not yet run (docs/perf-notes.md).
+  // TESSEL_ENABLE=programmatic_launch does the same.
+  bool programmatic_launch = false;
   // The tutorial GEMM (and any kernel shaped like it) compiled by the generic sm_90a passes --
   // TMA loads into an mbarrier ring, a producer warpgroup, wgmma issued asynchronously with
   // placed waits -- instead of the hand-written warp-specialized kernel select_hopper_gemm

@@ -77,6 +77,10 @@ class CudaEmitter {
       line() << "extern __shared__ __align__(" << abi.smem_alignment << ") unsigned char tessel_smem[];";
     }
     line() << "const int " << var_name(ctx_.thread_index.as<VarNode>()) << " = threadIdx.x;";
+    if (abi.programmatic_launch) {
+      line() << "tessel::grid_dependency_wait();  // the previous grid on the stream: done, its writes visible";
+      line() << "tessel::launch_dependents();     // the next grid may start (it waits the same way)";
+    }
     if (abi.prefetch_tensor_maps) {
       line() << "if (" << var_name(ctx_.thread_index.as<VarNode>()) << " == 0) {  // tensor map descriptors";
       for (const passes::TmaParam& t : ctx_.tma_params)

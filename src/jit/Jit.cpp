@@ -228,7 +228,7 @@ JitKernel jit(const PrimFunc& f, const JitOptions& options, std::source_location
   // TESSEL_ENABLE turns opt-in features on from outside (benchmarks of a feature not on by default).
   const std::set<std::string> enabled =
       features_named("TESSEL_ENABLE", {"rotate_gemm_loops", "realigned_span_reads", "realigned_global_loads",
-                                         "realigned_global_stores", "gemm_from_passes"});
+                                         "realigned_global_stores", "programmatic_launch", "gemm_from_passes"});
   auto env_on = [&](const char* name) { return enabled.count(name) != 0; };
   passes::PassContext::Switches switches{
       !options.disable_tma && !env_off("tma"),
@@ -249,6 +249,7 @@ JitKernel jit(const PrimFunc& f, const JitOptions& options, std::source_location
       options.realigned_global_loads || env_on("realigned_global_loads"),
       !options.disable_realigned_global_loads && !env_off("realigned_global_loads"),
       options.realigned_global_stores || env_on("realigned_global_stores"),
+      options.programmatic_launch || env_on("programmatic_launch"),
       options.gemm_from_passes || env_on("gemm_from_passes"),
       !options.disable_persistent_tiles && !env_off("persistent_tiles"),
       options.max_persistent_ctas > 0 ? options.max_persistent_ctas : max_persistent_ctas_from_env()};
@@ -467,7 +468,7 @@ void JitKernel::launch(const std::vector<Tensor>& args, CUstream stream) const {
     grid.x = static_cast<unsigned>(std::min<std::int64_t>(grid.x, slots));
   }
   impl_->kernel().launch(grid, Dim3{static_cast<unsigned>(info.threads), 1, 1}, info.dynamic_smem_bytes,
-                         stream, argv.data());
+                         stream, argv.data(), impl_->lowered.ctx.abi.programmatic_launch);
 }
 
 std::vector<Tensor> JitKernel::call(const std::vector<Tensor>& inputs, CUstream stream) const {

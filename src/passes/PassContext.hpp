@@ -190,6 +190,7 @@ struct PassContext {
     bool realigned_global_loads = false;
     bool allow_realigned_global_loads = true;
     bool realigned_global_stores = false;
+    bool programmatic_launch = false;
     bool gemm_from_passes = false;
     bool allow_persistent_tiles = true;
     int max_persistent_ctas = 0;
@@ -228,6 +229,9 @@ struct PassContext {
   // shuffles, instead of the span's scratch (opt-in, unmeasured: JitOptions::
   // realigned_global_stores; ops/Copy.cpp).
   bool realigned_global_stores = false;
+  // The kernel waits at entry for the previous grid and lets the next start early (Hopper's
+  // programmatic dependent launch; JitOptions::programmatic_launch; plan_kernel_abi).
+  bool programmatic_launch = false;
   // The tutorial GEMM's kernel from the generic passes (TMA ring, warp roles, asynchronous
   // wgmma with placed waits) instead of select_hopper_gemm's template (opt-in, unmeasured:
   // JitOptions::gemm_from_passes): select_hopper_gemm declines, and a Pipelined loop's sole gemm
@@ -382,6 +386,11 @@ struct PassContext {
     // (prefetch.tensormap) at entry, so that the first TMA load or store does not wait for a
     // descriptor fetch (the Hopper GEMM template prefetches its own).
     bool prefetch_tensor_maps = false;
+    // Hopper's programmatic dependent launch (JitOptions::programmatic_launch, sm_90+): the
+    // kernel waits at entry for the previous grid on its stream (griddepcontrol.wait) and lets
+    // the next start (griddepcontrol.launch_dependents); the JIT launches it with the
+    // programmatic-stream-serialization attribute.
+    bool programmatic_launch = false;
   };
   KernelAbi abi;
 };

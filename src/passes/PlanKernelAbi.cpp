@@ -63,6 +63,8 @@ Stmt plan_kernel_abi(const Stmt& body, PassContext& ctx) {
   // path of a one-wave kernel: about a microsecond of a 9 us GEMM (H200, 1024^3, docs/perf-notes.md
   // session 14). Prefetched at entry, it overlaps the barrier set-up.
   abi.prefetch_tensor_maps = !hopper.selected && !ctx.tma_params.empty();
+  // griddepcontrol is sm_90's; the Hopper GEMM template prints its own preamble (not here).
+  abi.programmatic_launch = ctx.programmatic_launch && ctx.target.sm >= 90 && !hopper.selected;
   return body;
 }
 

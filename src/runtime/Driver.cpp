@@ -62,6 +62,7 @@ void load(DriverState& s) {
 #undef TESSEL_DRIVER_LOAD
   d.cuMemAllocAsync = reinterpret_cast<decltype(d.cuMemAllocAsync)>(dlsym(lib, "cuMemAllocAsync"));
   d.cuMemFreeAsync = reinterpret_cast<decltype(d.cuMemFreeAsync)>(dlsym(lib, "cuMemFreeAsync"));
+  d.cuLaunchKernelEx = reinterpret_cast<decltype(d.cuLaunchKernelEx)>(dlsym(lib, "cuLaunchKernelEx"));
 
   if (CUresult r = d.cuInit(0); r != CUDA_SUCCESS) {
     s.reason = "cuInit failed: " + cu_error_text(r);

@@ -95,7 +95,8 @@ LoadedKernel::LoadedKernel(const CompiledKernel& kernel) {
   state_ = std::move(state);
 }
 
-void LoadedKernel::launch(Dim3 grid, Dim3 block, int dynamic_smem_bytes, CUstream stream, void** args) const {
+void LoadedKernel::launch(Dim3 grid, Dim3 block, int dynamic_smem_bytes, CUstream stream, void** args,
+                          bool programmatic) const {
   if (!state_) throw RuntimeError("launch of a LoadedKernel that holds no kernel");
   State& s = *state_;
   if (dynamic_smem_bytes < 0)
@@ -119,6 +120,23 @@ void LoadedKernel::launch(Dim3 grid, Dim3 block, int dynamic_smem_bytes, CUstrea
                    std::to_string(dynamic_smem_bytes) + ")");
       s.max_dynamic_smem_set.store(dynamic_smem_bytes, std::memory_order_release);
     }
+  }
+  if (programmatic && d.cuLaunchKernelEx && current_device().cc_major >= 9) {
+    CUlaunchAttribute attribute{};
+    attribute.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+    attribute.value.programmaticStreamSerializationAllowed = 1;
+    CUlaunchConfig config{};
+    config.gridDimX = grid.x, config.gridDimY = grid.y, config.gridDimZ = grid.z;
+    config.blockDimX = block.x, config.blockDimY = block.y, config.blockDimZ = block.z;
+    config.sharedMemBytes = static_cast<unsigned>(dynamic_smem_bytes);
+    config.hStream = stream;
+    config.attrs = &attribute;
+    config.numAttrs = 1;
+    CUresult r = d.cuLaunchKernelEx(&config, s.function, args, nullptr);
+    if (r != CUDA_SUCCESS)
+      check_cu(r, "cuLaunchKernelEx(" + s.name + ", grid " + dims(grid) + ", block " + dims(block) + ", " +
+                      std::to_string(dynamic_smem_bytes) + " bytes dynamic smem, programmatic stream serialization)");
+    return;
   }
   CUresult r = d.cuLaunchKernel(s.function, grid.x, grid.y, grid.z, block.x, block.y, block.z,
                                 static_cast<unsigned>(dynamic_smem_bytes), stream, args, nullptr);

@@ -78,6 +78,8 @@ struct Driver {
   // Optional (nullptr when the driver lacks them): stream-ordered allocation.
   decltype(&::cuMemAllocAsync) cuMemAllocAsync = nullptr;
   decltype(&::cuMemFreeAsync) cuMemFreeAsync = nullptr;
+  // Optional: launches with attributes (programmatic dependent launch, LoadedKernel::launch).
+  decltype(&::cuLaunchKernelEx) cuLaunchKernelEx = nullptr;
 };
 
 // True when libcuda loaded, cuInit succeeded and the selected device exists. Never throws.

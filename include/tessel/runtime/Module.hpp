@@ -26,8 +26,13 @@ class LoadedKernel {
   // Launches on `stream` with `args` as cuLaunchKernel takes them (one pointer per kernel
   // parameter). Dynamic shared memory above 48 KB is opted into first; more than the device
   // allows (static + dynamic > DeviceInfo::smem_optin_per_block) is a RuntimeError naming the
-  // kernel, the bytes asked for and the cap.
-  void launch(Dim3 grid, Dim3 block, int dynamic_smem_bytes, CUstream stream, void** args) const;
+  // kernel, the bytes asked for and the cap. `programmatic`: with the programmatic-stream-
+  // serialization attribute (cuLaunchKernelEx), so that the kernel may start before the previous
+  // kernel on the stream completes -- for kernels that wait for it at entry
+  // (griddepcontrol.wait, JitOptions::programmatic_launch); a plain launch on a device before
+  // sm_90 or a driver without cuLaunchKernelEx.
+  void launch(Dim3 grid, Dim3 block, int dynamic_smem_bytes, CUstream stream, void** args,
+              bool programmatic = false) const;
 
   bool loaded() const { return state_ != nullptr; }
   CUfunction function() const;

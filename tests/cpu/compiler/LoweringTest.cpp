@@ -559,6 +559,30 @@ TEST(Codegen, FragmentSharedTail) {
   EXPECT_GE(lowered.ctx.smem_bytes, 512 * 112 * 2);
 }
 
+// JitOptions::programmatic_launch: on sm_90 the kernel waits at entry for the previous grid and
+// lets the next start (griddepcontrol), and the ABI tells the JIT to launch it with the
+// programmatic-stream-serialization attribute; before sm_90 nothing changes.
+TEST(KernelAbi, ProgrammaticLaunchOnHopperOnly) {
+  auto f = tessel::kernels::softmax_program(64, 1000, tessel::DType::f16,
+                                            tessel::kernels::parse_softmax_config("rows:t256:r8:bn1024"));
+  tessel::passes::PassContext::Switches s;
+  s.programmatic_launch = true;
+  const auto hopper = tessel::lower(f.ir(), sm90(), s);
+  EXPECT_TRUE(hopper.ctx.abi.programmatic_launch);
+  const std::string src = tessel::codegen::generate_cuda(hopper);
+  const auto wait = src.find("tessel::grid_dependency_wait();"), trigger = src.find("tessel::launch_dependents();");
+  ASSERT_NE(wait, std::string::npos) << src;
+  EXPECT_NE(trigger, std::string::npos) << src;
+  // Before any memory access: the first load of X comes after the wait.
+  EXPECT_LT(wait, src.find("X + ")) << src;
+  const auto ampere = tessel::lower(f.ir(), sm80(), s);
+  EXPECT_FALSE(ampere.ctx.abi.programmatic_launch);
+  EXPECT_EQ(tessel::codegen::generate_cuda(ampere).find("grid_dependency_wait"), std::string::npos);
+  const auto off = tessel::lower(f.ir(), sm90());
+  EXPECT_FALSE(off.ctx.abi.programmatic_launch);
+  EXPECT_EQ(tessel::codegen::generate_cuda(off).find("grid_dependency_wait"), std::string::npos);
+}
+
 // plan_kernel_abi gathers the kernel's outside; codegen's signature and the launch read it.
 TEST(KernelAbi, IsWhatThePassesDecided) {
   // A register-bound kernel (fragment tails in shared memory): its blocks per SM, no cluster.

@@ -426,6 +426,25 @@ TEST(HopperPath, IssueShapesDefaultConfigs) {
   }
 }
 
+// JitOptions::programmatic_launch on a split-K Matmul: both kernels wait at entry for the grid
+// before them and let the next one start (griddepcontrol in their PTX), so the reduction may
+// launch while the partial GEMM finishes; without it, neither has griddepcontrol.
+TEST(MatmulSplitK, ProgrammaticLaunchOfThePair) {
+  for (bool on : {false, true}) {
+    tessel::JitOptions o;
+    o.arch = "sm_90a";
+    o.programmatic_launch = on;
+    tessel::kernels::Matmul mm(1, 4096, 4096, tessel::DType::f16, tessel::kernels::MatmulStaging::automatic, o);
+    ASSERT_TRUE(mm.plan().split()) << mm.plan().why;
+    for (const tessel::JitKernel* k : {&mm.kernel(), &mm.reduce_kernel()}) {
+      SCOPED_TRACE(std::string(on ? "on " : "off ") + k->info().kernel_name);
+      EXPECT_EQ(k->ptx().find("griddepcontrol.wait") != std::string::npos, on);
+      EXPECT_EQ(k->ptx().find("griddepcontrol.launch_dependents") != std::string::npos, on);
+      EXPECT_EQ(k->resources().spill_store_bytes, 0);
+    }
+  }
+}
+
 // Issue 17's skinny shape whose 64x64 tiles make one wave (64x8192x8192, 128 tiles): the
 // default is 64x64x64 s8 t128 on the sm_90a template, one CTA per tile, no cluster, no spills.
 TEST(HopperPath, OneWaveSkinnyDefault) {
