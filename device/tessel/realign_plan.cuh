@@ -1,7 +1,9 @@
 // Who stores which bytes when a warp writes 16-byte vectors that start unaligned
-// (store_global_vector_realigned in reduce.cuh). Plain integer logic, compiled for the device and,
-// by tests/cpu/runtime/RealignedStorePlanTest.cpp, for the host, where a simulated warp checks
-// that every valid byte is written exactly once and nothing else is.
+// (store_global_vector_realigned in reduce.cuh), and the byte shift both realigned paths use
+// (realign_words: the loads' vector out of two aligned words, the stores' aligned word out of two
+// vectors). Plain integer logic, compiled for the device and, by
+// tests/cpu/runtime/RealignedStorePlanTest.cpp, for the host, where a simulated warp checks that
+// every valid byte is written exactly once, with its own value, and nothing else is.
 //
 // Lane i holds a vector of 16 bytes at address a_i (any multiple of the element size), of which
 // the first b_i are valid (0..16). Write sh = a_i % 16. When sh != 0, the vector straddles two
@@ -21,6 +23,37 @@
 #endif
 
 namespace tessel {
+
+// The low 32 bits of (hi:lo) >> (bits % 32): one SHF.R.W on the device.
+TESSEL_HOST_DEVICE inline unsigned funnel_shift_right(unsigned lo, unsigned hi, unsigned bits) {
+#if defined(__CUDA_ARCH__)
+  return __funnelshift_r(lo, hi, bits);
+#else
+  return static_cast<unsigned>(((static_cast<unsigned long long>(hi) << 32) | lo) >> (bits & 31u));
+#endif
+}
+
+// The 16 bytes that start `sh` bytes (a multiple of 2, below 16) into the 32 bytes x[0..8)
+// (little-endian 32-bit words): register selects for the whole words, a funnel shift for a half
+// word; no branch on sh.
+TESSEL_HOST_DEVICE inline void realign_words(const unsigned (&x)[8], unsigned sh, unsigned (&out)[4]) {
+  const unsigned q = sh >> 2, bits = (sh & 3u) * 8u;  // whole words, then 0 or 16 bits
+  unsigned r[5];
+#if defined(__CUDACC__)
+#pragma unroll
+#endif
+  for (int k = 0; k < 5; ++k) {
+    unsigned v = x[k];
+    v = q == 1u ? x[k + 1] : v;
+    v = q == 2u ? x[k + 2] : v;
+    v = q == 3u ? x[k + 3] : v;
+    r[k] = v;
+  }
+#if defined(__CUDACC__)
+#pragma unroll
+#endif
+  for (int k = 0; k < 4; ++k) out[k] = funnel_shift_right(r[k], r[k + 1], bits);
+}
 
 struct RealignedStorePlan {
   bool aligned = false;  // one 16-byte store of the vector at its own (aligned) address

@@ -294,18 +294,9 @@ namespace reduce_detail {
 // selects for the whole words, a funnel shift for a half word; no branch on sh.
 __device__ inline uint4 realign16(const uint4& lo, const uint4& hi, unsigned sh) {
   const unsigned x[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
-  const unsigned q = sh >> 2, bits = (sh & 3u) * 8u;  // whole words, then 0 or 16 bits
-  unsigned r[5];
-#pragma unroll
-  for (int k = 0; k < 5; ++k) {
-    unsigned v = x[k];
-    v = q == 1u ? x[k + 1] : v;
-    v = q == 2u ? x[k + 2] : v;
-    v = q == 3u ? x[k + 3] : v;
-    r[k] = v;
-  }
-  return uint4{__funnelshift_r(r[0], r[1], bits), __funnelshift_r(r[1], r[2], bits),
-               __funnelshift_r(r[2], r[3], bits), __funnelshift_r(r[3], r[4], bits)};
+  unsigned r[4];
+  realign_words(x, sh, r);  // realign_plan.cuh (host-tested)
+  return uint4{r[0], r[1], r[2], r[3]};
 }
 
 // dst[v] = the v-th element of `word` as D for v < valid, else pad.

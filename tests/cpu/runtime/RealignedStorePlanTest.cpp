@@ -3,8 +3,8 @@
 // value, and no other byte is touched -- on contiguous runs at every misalignment, rows that end
 // inside a vector (127 columns), rows with gaps between them, inactive lanes, and random layouts.
 // The device function adds only the shuffles that bring lane i+1's address, valid count and
-// vector to lane i; the 16-byte word it stores is bytes [16 - sh, 32) of (mine, right), as modelled
-// here.
+// vector to lane i; the 16-byte word it stores is realign_words(mine, right, 16 - sh), the same
+// function the simulation calls (and the realigned loads' shift, checked byte by byte below).
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -64,10 +64,28 @@ std::string simulate(const std::vector<Lane>& lanes, int elem) {
       for (int b = 0; b < 16; ++b) write(l.addr + b, byte_of(i, b));
     }
     if (p.word) {
+      // What the device stores: realign_words over (mine, right) at 16 - sh, each byte's value
+      // carried in the words (bytes of a lane's vector are byte_of(lane, b) % 256, distinct
+      // enough: lanes i and i + 1 differ).
+      unsigned x[8], w[4];
+      for (int q = 0; q < 8; ++q) {
+        unsigned v = 0;
+        for (int b = 3; b >= 0; --b) {
+          const int byte = 4 * q + b;
+          v = (v << 8) | static_cast<unsigned>(byte < 16 ? byte_of(i, byte) & 0xff : byte_of(i + 1, byte - 16) & 0xff);
+        }
+        x[q] = v;
+      }
+      tessel::realign_words(x, (16u - sh) & 15u, w);
       const std::int64_t w1 = l.addr - sh + 16;
       for (int b = 0; b < 16; ++b) {
-        const int k = static_cast<int>(16 - sh) + b;  // byte k of (mine, right)
-        write(w1 + b, k < 16 ? byte_of(i, k) : byte_of(i + 1, k - 16));
+        const int k = static_cast<int>(16 - sh) + b;  // byte k of (mine, right): the intended value
+        const int intended = k < 16 ? byte_of(i, k) : byte_of(i + 1, k - 16);
+        const int got = static_cast<int>((w[b / 4] >> (8 * (b % 4))) & 0xff);
+        if (got != (intended & 0xff))
+          return "lane " + std::to_string(i) + ": realign_words put byte " + std::to_string(got) + " at " +
+                 std::to_string(b) + " of the word, expected " + std::to_string(intended & 0xff);
+        write(w1 + b, intended);
       }
     }
     if (p.lo % elem != 0 || p.hi % elem != 0)
@@ -84,6 +102,23 @@ std::string simulate(const std::vector<Lane>& lanes, int elem) {
              std::to_string(expected[k]);
   }
   return "";
+}
+
+// realign_words: the 16 bytes at every even offset of 32 random bytes.
+TEST(RealignedStorePlan, RealignWordsShiftsByEveryEvenOffset) {
+  std::mt19937 rng(7);
+  for (int trial = 0; trial < 200; ++trial) {
+    unsigned char bytes[32];
+    for (unsigned char& b : bytes) b = static_cast<unsigned char>(rng());
+    unsigned x[8], w[4];
+    for (int q = 0; q < 8; ++q)
+      x[q] = bytes[4 * q] | bytes[4 * q + 1] << 8 | bytes[4 * q + 2] << 16 | static_cast<unsigned>(bytes[4 * q + 3]) << 24;
+    for (unsigned sh = 0; sh < 16; sh += 2) {
+      tessel::realign_words(x, sh, w);
+      for (int b = 0; b < 16; ++b)
+        ASSERT_EQ((w[b / 4] >> (8 * (b % 4))) & 0xff, bytes[sh + b]) << "sh " << sh << " byte " << b;
+    }
+  }
 }
 
 TEST(RealignedStorePlan, ContiguousRunAtEveryMisalignment) {
