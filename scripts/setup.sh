@@ -74,3 +74,36 @@ PY
   fi
   rm -rf "$fe_tmp"
 fi
+
+# nvdisasm, for `tessel dump --sass` and its test (the CUDA 13 toolkit here ships ptxas but not
+# nvdisasm): PyPI's nvidia-cuda-nvdisasm wheel, only the executable kept, in build/_deps/nvdisasm
+# (or $TESSEL_NVDISASM_DIR), where CMake looks for the test. Optional: without it the test says
+# SKIPPED and --sass asks for the tool.
+da_version=13.5.37
+da_dir=${TESSEL_NVDISASM_DIR:-$root/build/_deps/nvdisasm}
+if [[ "$(cat "$da_dir/VERSION" 2>/dev/null)" != "$da_version" || ! -x "$da_dir/nvdisasm" ]]; then
+  da_tmp=$(mktemp -d)
+  if command -v python3 >/dev/null &&
+    python3 -m pip download --quiet --disable-pip-version-check --no-deps --only-binary=:all: \
+      --platform manylinux2014_x86_64 -d "$da_tmp" "nvidia-cuda-nvdisasm==$da_version" >"$da_tmp/pip.log" 2>&1 &&
+    python3 - "$da_tmp" "$da_dir" <<'PY'
+import glob, os, stat, sys, zipfile
+tmp, dest = sys.argv[1], sys.argv[2]
+wheel = glob.glob(os.path.join(tmp, "*.whl"))[0]
+os.makedirs(dest, exist_ok=True)
+with zipfile.ZipFile(wheel) as z:
+    name = next(n for n in z.namelist() if n.endswith("/bin/nvdisasm"))
+    with z.open(name) as src, open(os.path.join(dest, "nvdisasm"), "wb") as out:
+        out.write(src.read())
+path = os.path.join(dest, "nvdisasm")
+os.chmod(path, os.stat(path).st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
+PY
+  then
+    echo "$da_version" >"$da_dir/VERSION"
+    echo "setup: nvdisasm $da_version in $da_dir"
+  else
+    echo "setup: could not fetch nvdisasm (nvidia-cuda-nvdisasm==$da_version from PyPI); the --sass test is skipped" >&2
+    tail -n 3 "$da_tmp/pip.log" >&2 2>/dev/null || true
+  fi
+  rm -rf "$da_tmp"
+fi

@@ -184,6 +184,9 @@ class JitKernel {
   const std::string& name() const;
   const std::string& source() const;  // the generated CUDA C++
   const std::string& ptx() const;
+  // The cubin NVRTC made of it (machine code for the kernel's arch; what `tessel dump --sass`
+  // disassembles).
+  const std::vector<char>& cubin() const;
   const std::string& compile_log() const;
   const Resources& resources() const;  // registers, spills, compile ms, cache hit
   const KernelInfo& info() const;

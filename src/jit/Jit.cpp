@@ -381,6 +381,9 @@ const std::string& JitKernel::source() const {
 const std::string& JitKernel::ptx() const {
   return impl_->compiled.ptx;
 }
+const std::vector<char>& JitKernel::cubin() const {
+  return impl_->compiled.cubin;
+}
 const std::string& JitKernel::compile_log() const {
   return impl_->compiled.log;
 }

@@ -14,6 +14,7 @@ inline constexpr int kExitOk = 0;
 inline constexpr int kExitCheckFailed = 1;  // a wrong result, or a kernel that failed
 inline constexpr int kExitUsage = 2;        // bad command line
 inline constexpr int kExitNoGpu = 3;        // the command needs a GPU and there is none
+inline constexpr int kExitNoTool = 4;       // the command needs a tool that is not installed (nvdisasm)
 
 struct Command {
   CLI::App* app = nullptr;

@@ -1,9 +1,17 @@
 // tessel dump gemm|softmax|attention: what the compiler makes of a library kernel, at each level — the
 // program's IR, the lowered IR, the generated CUDA C++, the PTX, the resources — on stdout and,
 // with --json FILE, as JSON. Needs no GPU.
+#include <unistd.h>
+
+#include <array>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
 #include <iostream>
 #include <memory>
 #include <sstream>
+#include <stdexcept>
+#include <sys/wait.h>
 
 #include "tessel/kernels/attention/FlashAttention.hpp"
 #include "tessel/kernels/gemm/Matmul.hpp"
@@ -31,16 +39,97 @@ struct DumpOptions {
   std::string config;
   std::string arch;
   std::string split_k = split_k_text(kernels::kMatmulDefaultSplitK);  // gemm: as bench gemm takes it
-  bool ir = false, lowered = false, source = false, ptx = false, resources = false;
+  bool ir = false, lowered = false, source = false, ptx = false, sass = false, resources = false;
   std::string json_file;
 };
 
 int chosen_levels(const DumpOptions& o) {
-  return int(o.ir) + int(o.lowered) + int(o.source) + int(o.ptx) + int(o.resources);
+  return int(o.ir) + int(o.lowered) + int(o.source) + int(o.ptx) + int(o.sass) + int(o.resources);
 }
 
 const char* level_name(const DumpOptions& o) {
-  return o.lowered ? "lowered" : o.source ? "source" : o.ptx ? "ptx" : o.resources ? "resources" : "ir";
+  return o.lowered     ? "lowered"
+         : o.source    ? "source"
+         : o.ptx       ? "ptx"
+         : o.sass      ? "sass"
+         : o.resources ? "resources"
+                       : "ir";
+}
+
+// `nvdisasm` is not part of every CUDA toolkit (CUDA 13's minimal one lacks it); PyPI's
+// nvidia-cuda-nvdisasm has it.
+struct MissingTool : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// nvdisasm: $TESSEL_NVDISASM, else the first on $PATH, else the CUDA toolkit's bin/; empty if none.
+std::string find_nvdisasm() {
+  namespace fs = std::filesystem;
+  if (const char* e = std::getenv("TESSEL_NVDISASM"); e && *e) {
+    std::error_code ec;
+    if (!fs::is_regular_file(e, ec) || access(e, X_OK) != 0)
+      throw MissingTool(std::string("--sass: TESSEL_NVDISASM=") + e +
+                        " is not an executable file; `pip install nvidia-cuda-nvdisasm` has one");
+    return e;
+  }
+  std::vector<fs::path> dirs;
+  if (const char* path = std::getenv("PATH")) {
+    std::string p = path;
+    for (size_t start = 0; start <= p.size();) {
+      const size_t end = p.find(':', start);
+      dirs.emplace_back(p.substr(start, end == std::string::npos ? std::string::npos : end - start));
+      if (end == std::string::npos) break;
+      start = end + 1;
+    }
+  }
+  for (const char* home : {std::getenv("CUDA_HOME"), std::getenv("CUDA_PATH")})
+    if (home && *home) dirs.emplace_back(fs::path(home) / "bin");
+  dirs.emplace_back("/usr/local/cuda/bin");
+  for (const fs::path& d : dirs) {
+    std::error_code ec;
+    const fs::path candidate = d / "nvdisasm";
+    if (!d.empty() && fs::is_regular_file(candidate, ec) && access(candidate.c_str(), X_OK) == 0)
+      return candidate.string();
+  }
+  return "";
+}
+
+// The kernel's SASS: its cubin through `nvdisasm -c`.
+std::string disassemble(const JitKernel& k) {
+  const std::string tool = find_nvdisasm();
+  if (tool.empty())
+    throw MissingTool(
+        "--sass needs nvdisasm, which this CUDA toolkit does not have: `pip install nvidia-cuda-nvdisasm` and put "
+        "its bin/ on PATH, or set TESSEL_NVDISASM to the executable");
+  if (tool.find('\'') != std::string::npos)
+    throw MissingTool("--sass: the nvdisasm path '" + tool + "' holds a quote; move it or set TESSEL_NVDISASM");
+  if (k.cubin().empty()) throw std::runtime_error("--sass: NVRTC returned no cubin for " + k.name());
+  const char* tmp = std::getenv("TMPDIR");
+  std::string pattern = std::string(tmp && *tmp ? tmp : "/tmp") + "/tessel-dump-XXXXXX";
+  std::vector<char> path(pattern.begin(), pattern.end());
+  path.push_back('\0');
+  const int fd = mkstemp(path.data());
+  if (fd < 0) throw std::runtime_error("--sass: cannot create a temporary file like " + pattern);
+  const std::vector<char>& cubin = k.cubin();
+  const bool written = write(fd, cubin.data(), cubin.size()) == static_cast<ssize_t>(cubin.size());
+  close(fd);
+  const std::string file(path.data());
+  struct Remove {
+    std::string f;
+    ~Remove() { std::remove(f.c_str()); }
+  } remove_later{file};
+  if (!written) throw std::runtime_error("--sass: cannot write the cubin to " + file);
+  FILE* pipe = popen(("'" + tool + "' -c '" + file + "' 2>&1").c_str(), "r");
+  if (!pipe) throw std::runtime_error("--sass: cannot run " + tool);
+  std::string out;
+  std::array<char, 4096> buf;
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), pipe)) > 0) out.append(buf.data(), n);
+  const int status = pclose(pipe);
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+    throw std::runtime_error("--sass: " + tool + " failed (status " + std::to_string(status) + "): " +
+                             out.substr(0, 400));
+  return out;
 }
 
 // The level the flags chose of an already compiled kernel, as text.
@@ -48,6 +137,7 @@ std::string level_text(const DumpOptions& o, const JitKernel& k, const std::stri
   if (o.lowered) return k.lowered_ir();
   if (o.source) return k.source();
   if (o.ptx) return k.ptx();
+  if (o.sass) return disassemble(k);
   const Resources& r = k.resources();
   const KernelInfo& info = k.info();
   std::ostringstream os;
@@ -247,11 +337,16 @@ int run_dump_attention(const DumpOptions& o) {
 int run_dump(const DumpOptions& o) {
   if (chosen_levels(o) > 1) {
     std::cerr << "tessel dump " << o.kernel
-              << ": choose one of --ir, --lowered, --source, --ptx, --resources\n";
+              << ": choose one of --ir, --lowered, --source, --ptx, --sass, --resources\n";
     return kExitUsage;
   }
-  if (o.kernel == "attention") return run_dump_attention(o);
-  return o.kernel == "softmax" ? run_dump_softmax(o) : run_dump_gemm(o);
+  try {
+    if (o.kernel == "attention") return run_dump_attention(o);
+    return o.kernel == "softmax" ? run_dump_softmax(o) : run_dump_gemm(o);
+  } catch (const MissingTool& e) {
+    std::cerr << "tessel dump " << o.kernel << ": " << e.what() << "\n";
+    return kExitNoTool;
+  }
 }
 
 void add_level_flags(CLI::App* app, DumpOptions& o) {
@@ -261,6 +356,9 @@ void add_level_flags(CLI::App* app, DumpOptions& o) {
   app->add_flag("--lowered", o.lowered, "The IR after the compiler's passes (what codegen sees)");
   app->add_flag("--source", o.source, "The generated CUDA C++");
   app->add_flag("--ptx", o.ptx, "The PTX from NVRTC");
+  app->add_flag("--sass", o.sass,
+                "The SASS of NVRTC's cubin, by nvdisasm (TESSEL_NVDISASM, PATH or the CUDA toolkit's bin/; "
+                "PyPI's nvidia-cuda-nvdisasm has it; exit 4 without it)");
   app->add_flag("--resources", o.resources,
                 "Registers, spills, shared memory, compile time, instructions used");
   app->add_option(

@@ -27,8 +27,8 @@ struct CliRun {
   std::string output;  // stdout and stderr together
 };
 
-CliRun run_tessel(const std::string& args) {
-  const std::string command = "'" + tessel_executable().string() + "' " + args + " 2>&1";
+CliRun run_tessel_command(const std::string& shell_command) {
+  const std::string command = shell_command + " 2>&1";
   CliRun r;
   FILE* pipe = popen(command.c_str(), "r");
   if (!pipe) return r;
@@ -38,6 +38,15 @@ CliRun run_tessel(const std::string& args) {
   const int status = pclose(pipe);
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   return r;
+}
+
+CliRun run_tessel(const std::string& args) {
+  return run_tessel_command("'" + tessel_executable().string() + "' " + args);
+}
+
+// The same with VAR=VALUE set for the command (a shell assignment: no quotes in it).
+CliRun run_tessel_env(const std::string& assignment, const std::string& args) {
+  return run_tessel_command("env " + assignment + " '" + tessel_executable().string() + "' " + args);
 }
 
 class Cli : public ::testing::Test {
@@ -150,6 +159,26 @@ TEST_F(Cli, DumpAttentionShowsTheLibraryKernel) {
   r = run_tessel("dump attention --ir --scale inf");
   EXPECT_NE(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("legal: a finite value"), std::string::npos) << r.output;
+}
+
+// tessel dump --sass: the kernel's SASS through nvdisasm (TESSEL_NVDISASM names it here); without
+// the tool, exit 4 and a message that says where to get it.
+TEST_F(Cli, DumpSassDisassemblesTheCubin) {
+  CliRun r = run_tessel_env("TESSEL_NVDISASM=/nonexistent/nvdisasm", "dump softmax --n 1000 --sass");
+  EXPECT_EQ(r.exit_code, 4) << r.output;
+  EXPECT_NE(r.output.find("pip install nvidia-cuda-nvdisasm"), std::string::npos) << r.output;
+  r = run_tessel("dump gemm --sass --ptx");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  const std::string nvdisasm = TESSEL_TEST_NVDISASM;
+  if (nvdisasm.empty()) GTEST_SKIP() << "SKIPPED: no nvdisasm (scripts/setup.sh fetches one into build/_deps)";
+  r = run_tessel_env("TESSEL_NVDISASM=" + nvdisasm,
+                     "dump attention --sass --dim 128 --dtype bf16 --arch sm_90a");
+  ASSERT_EQ(r.exit_code, 0) << r.output.substr(0, 2000);
+  for (const char* text : {"HGMMA.64x128x16.F32.BF16", "MUFU.EX2", "SYNCS.PHASECHK", "UTMALDG"})
+    EXPECT_NE(r.output.find(text), std::string::npos) << "'" << text << "' missing from the SASS";
+  r = run_tessel_env("TESSEL_NVDISASM=" + nvdisasm, "dump softmax --n 1000 --sass --arch sm_80");
+  ASSERT_EQ(r.exit_code, 0) << r.output.substr(0, 2000);
+  EXPECT_NE(r.output.find("STG.E.128"), std::string::npos) << r.output.substr(0, 2000);
 }
 
 TEST_F(Cli, BenchGemmRejectsABadShape) {
