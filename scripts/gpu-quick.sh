@@ -3,7 +3,8 @@
 # steps do not fit what is left of the device time. Runs what build-gpu/ (scripts/build-gpu.sh)
 # and .whl/ (scripts/build-python-wheel.sh) hold, in this order, each step under its own limit:
 #   1. the gpu tests of TESSEL_QUICK_TESTS (a gtest filter; default: every softmax suite, the
-#      realigned stores, every attention suite and the fuzz regression cases on the device);
+#      realigned stores, every attention suite, fast_exp2 against the interpreter and the fuzz
+#      regression cases on the device);
 #   2. `tessel bench softmax` over issue 17's staged widths, the default beside the same under
 #      each setting of TESSEL_QUICK_AB (space-separated; default TESSEL_ENABLE=realigned_global_stores
 #      TESSEL_ENABLE=realigned_global_loads,realigned_global_stores) in the same session;
@@ -26,7 +27,7 @@ set -uo pipefail
 source "$(dirname "$0")/gpu-steps.sh" gpu-quick "${1:-}"
 steps=" ${TESSEL_QUICK_STEPS:-tests softmax attention} "
 want() { [[ "$steps" == *" $1 "* ]]; }
-tests=${TESSEL_QUICK_TESTS:-*Softmax*:*RealignedStores*:*Attention*:FuzzGpu.*}
+tests=${TESSEL_QUICK_TESTS:-*Softmax*:*RealignedStores*:*Attention*:FastExp2Gpu.*:FuzzGpu.*}
 want tests && step "gpu tests ($tests)" 200 "$build/tessel_tests_gpu" --gtest_filter="$tests" --gtest_brief=1
 widths=4194304x127,4194304x129,524288x1023,65536x8191,32768x8193
 if want softmax; then
