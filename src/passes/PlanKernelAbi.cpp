@@ -4,8 +4,10 @@
 //             producer warpgroup included; the Hopper GEMM's own count), __launch_bounds__'s
 //             blocks-per-SM argument, the cluster size, the dynamic shared memory (size and
 //             alignment), the grid, whether it is persistent, the rasterization panel of
-//             use_swizzle (wherever the passes left the statement: in a warp role, say), and
-//             whether the kernel prefetches its tensor maps' descriptors at entry.
+//             use_swizzle (wherever the passes left the statement: in a warp role, say),
+//             whether the kernel prefetches its tensor maps' descriptors at entry, and whether
+//             it is a programmatic dependent launch (JitOptions::programmatic_launch; sm_90
+//             generic kernels).
 //   Requires: every other pass (it is the last): select_hopper_gemm's plan, specialize_warps'
 //             roles, plan_shared_memory's size, lowering's use of wgmma and mbarriers.
 //   Ensures:  ctx.abi is complete; codegen prints the kernel's signature and preamble from it and
