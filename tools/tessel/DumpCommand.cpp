@@ -106,6 +106,7 @@ std::string disassemble(const JitKernel& k) {
   if (k.cubin().empty()) throw std::runtime_error("--sass: NVRTC returned no cubin for " + k.name());
   const char* tmp = std::getenv("TMPDIR");
   std::string pattern = std::string(tmp && *tmp ? tmp : "/tmp") + "/tessel-dump-XXXXXX";
+  if (pattern.find('\'') != std::string::npos) pattern = "/tmp/tessel-dump-XXXXXX";  // quoted for the shell below
   std::vector<char> path(pattern.begin(), pattern.end());
   path.push_back('\0');
   const int fd = mkstemp(path.data());

@@ -29,6 +29,39 @@ bool enough_memory(std::int64_t bytes, std::string* why) {
   return false;
 }
 
+// Fresh random f16 values in [-6, 6) in each of `rows` of the [M, N] tensor x; their values as
+// stored, row by row.
+template <size_t R>
+std::vector<std::vector<double>> plant_random_rows(Tensor& x, std::int64_t N, const std::int64_t (&rows)[R],
+                                                   std::mt19937_64& rng) {
+  std::vector<std::vector<double>> in;
+  for (std::int64_t r : rows) {
+    std::vector<double> v(N);
+    std::vector<std::uint16_t> bits(N);
+    for (std::int64_t c = 0; c < N; ++c) {
+      T::store_host_element(std::uniform_real_distribution<double>(-6, 6)(rng), DType::f16, &bits[c]);
+      v[c] = T::load_host_element(&bits[c], DType::f16);
+    }
+    x.slice(0, r, r + 1).copy_from_host(bits.data());
+    in.push_back(v);
+  }
+  return in;
+}
+
+// Each of `rows` of y against the float64 softmax of the values planted there.
+template <size_t R>
+void expect_softmax_rows(const Tensor& y, const std::int64_t (&rows)[R], const std::vector<std::vector<double>>& in) {
+  for (size_t n = 0; n < in.size(); ++n) {
+    double mx = -INFINITY, sum = 0;
+    for (double v : in[n]) mx = std::max(mx, v);
+    for (double v : in[n]) sum += std::exp(v - mx);
+    std::vector<double> want;
+    for (double v : in[n]) want.push_back(std::exp(v - mx) / sum);
+    const double err = T::test::rel_error(y.slice(0, rows[n], rows[n] + 1).to_host_f64(), want);
+    EXPECT_LE(err, 1e-2) << "row " << rows[n] << ": relative error " << err;
+  }
+}
+
 TEST(LargeTensorGpu, ElementwiseKernelPast2To31Elements) {
   TESSEL_REQUIRE_GPU();
   const std::int64_t N = (std::int64_t(1) << 31) + 2048;
@@ -91,28 +124,10 @@ TEST(LargeTensorGpu, SoftmaxPast2To31Rows) {
   std::mt19937_64 rng(std::random_device{}());
   const std::int64_t rows[] = {0, (std::int64_t(1) << 31) - 3, std::int64_t(1) << 31,
                                (std::int64_t(1) << 31) + 517, M - 1};
-  std::vector<std::vector<double>> in;
-  for (std::int64_t r : rows) {
-    std::vector<double> v(N);
-    std::vector<std::uint16_t> bits(N);
-    for (std::int64_t c = 0; c < N; ++c) {
-      T::store_host_element(std::uniform_real_distribution<double>(-6, 6)(rng), DType::f16, &bits[c]);
-      v[c] = T::load_host_element(&bits[c], DType::f16);
-    }
-    x.slice(0, r, r + 1).copy_from_host(bits.data());
-    in.push_back(v);
-  }
+  const std::vector<std::vector<double>> in = plant_random_rows(x, N, rows, rng);
   k.launch({x, y});
   T::check_cu(T::driver().cuCtxSynchronize(), "cuCtxSynchronize");
-  for (size_t n = 0; n < in.size(); ++n) {
-    double mx = -INFINITY, sum = 0;
-    for (double v : in[n]) mx = std::max(mx, v);
-    for (double v : in[n]) sum += std::exp(v - mx);
-    std::vector<double> want;
-    for (double v : in[n]) want.push_back(std::exp(v - mx) / sum);
-    const double err = T::test::rel_error(y.slice(0, rows[n], rows[n] + 1).to_host_f64(), want);
-    EXPECT_LE(err, 1e-2) << "row " << rows[n] << ": relative error " << err;
-  }
+  expect_softmax_rows(y, rows, in);
   // A constant row between them: every entry 1/8.
   for (double v : y.slice(0, (std::int64_t(1) << 31) + 100, (std::int64_t(1) << 31) + 101).to_host_f64())
     EXPECT_NEAR(v, 0.125, 1e-3);
@@ -136,28 +151,10 @@ TEST(LargeTensorGpu, SoftmaxUnalignedRowsPast2To31Elements) {
   // The row holding element 2^31, its neighbours, and the last rows.
   const std::int64_t boundary = (std::int64_t(1) << 31) / N;
   const std::int64_t rows[] = {0, boundary - 1, boundary, boundary + 1, M - 2, M - 1};
-  std::vector<std::vector<double>> in;
-  for (std::int64_t r : rows) {
-    std::vector<double> v(N);
-    std::vector<std::uint16_t> bits(N);
-    for (std::int64_t c = 0; c < N; ++c) {
-      T::store_host_element(std::uniform_real_distribution<double>(-6, 6)(rng), DType::f16, &bits[c]);
-      v[c] = T::load_host_element(&bits[c], DType::f16);
-    }
-    x.slice(0, r, r + 1).copy_from_host(bits.data());
-    in.push_back(v);
-  }
+  const std::vector<std::vector<double>> in = plant_random_rows(x, N, rows, rng);
   k.launch({x, y});
   T::check_cu(T::driver().cuCtxSynchronize(), "cuCtxSynchronize");
-  for (size_t n = 0; n < in.size(); ++n) {
-    double mx = -INFINITY, sum = 0;
-    for (double v : in[n]) mx = std::max(mx, v);
-    for (double v : in[n]) sum += std::exp(v - mx);
-    std::vector<double> want;
-    for (double v : in[n]) want.push_back(std::exp(v - mx) / sum);
-    const double err = T::test::rel_error(y.slice(0, rows[n], rows[n] + 1).to_host_f64(), want);
-    EXPECT_LE(err, 1e-2) << "row " << rows[n] << ": relative error " << err;
-  }
+  expect_softmax_rows(y, rows, in);
   // A constant row past 2^31 elements: every entry 1/1023.
   for (double v : y.slice(0, boundary + 17, boundary + 18).to_host_f64()) EXPECT_NEAR(v, 1.0 / 1023, 1e-5);
 }
