@@ -252,6 +252,13 @@ struct PassContext {
     std::int64_t tiles = 0;   // the author's grid, as tiles
     std::int64_t blocks = 0;  // the launch: min(tiles, SMs); the loop's stride
     int panel = 0;            // use_swizzle's panel order over the tiles (0: row-major)
+    // When the ring loop's trip count depends on the tile (causal attention): a one-element
+    // Local i32 holding the ring position of the tile's first iteration (the trip counts of
+    // the block's earlier tiles, summed), which both roles keep; undefined when it is constant
+    // (the position is then tile_i * n + k).
+    ir::Buffer base;
+    ir::Expr trips;           // with `base`: the ring loop's trip count, max(n(tile), 0), in the
+                              // block indices the tile loop's lets bind
     std::string why_not;      // when not applied on sm_90a
   };
   TileLoop tile_loop;

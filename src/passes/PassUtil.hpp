@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "ops/TileOp.hpp"
 #include "passes/PassContext.hpp"
 #include "tessel/ir/IR.hpp"
 #include "tessel/ir/Mutator.hpp"
@@ -181,6 +182,57 @@ inline std::string shape_text(const std::vector<std::int64_t>& s) {
   std::string out = "[";
   for (size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
   return out + "]";
+}
+
+// Whether `body` may write buffer `b`: a store to it, a tile op writing it, or a device call
+// naming it (conservatively: a call may write any buffer it is passed).
+inline bool may_write(const ir::Stmt& body, const ir::Buffer& b) {
+  struct Writes : ir::IRVisitor {
+    int id = 0;
+    bool found = false;
+    void visit_node(const ir::BufferStore* op) override {
+      found = found || op->buffer->id == id;
+      ir::IRVisitor::visit_node(op);
+    }
+    void tile(const ir::StmtNode* s) {
+      for (const ir::Region& r : ops::access(s).writes) found = found || r.buffer->id == id;
+    }
+    void visit_node(const ir::CopyStmt* op) override { tile(op); }
+    void visit_node(const ir::FillStmt* op) override { tile(op); }
+    void visit_node(const ir::GemmStmt* op) override { tile(op); }
+    void visit_node(const ir::ReduceStmt* op) override { tile(op); }
+    void visit_node(const ir::TmaLoadStmt* op) override { tile(op); }
+    void visit_node(const ir::DeviceCall* op) override {
+      for (const ir::DeviceCallArg& a : op->args) found = found || (a.buffer.defined() && a.buffer->id == id);
+      ir::IRVisitor::visit_node(op);
+    }
+  } w;
+  w.id = b->id;
+  w.visit(body);
+  return w.found;
+}
+
+// Whether `e` reads nothing but `vars`, constants and global tensors that `body` never writes
+// (a trip count that every role of a kernel can compute on its own, the same for all).
+inline bool reads_only(const ir::Expr& e, const std::vector<ir::Var>& vars, const ir::Stmt& body) {
+  struct Check : ir::IRVisitor {
+    const std::vector<ir::Var>* vars;
+    const ir::Stmt* body;
+    bool ok = true;
+    void visit_node(const ir::VarNode* v) override {
+      bool known = false;
+      for (const ir::Var& a : *vars) known = known || a.get() == v;
+      ok = ok && known;
+    }
+    void visit_node(const ir::BufferLoad* op) override {
+      ok = ok && op->buffer->scope == ir::Scope::Global && !may_write(*body, op->buffer);
+      ir::IRVisitor::visit_node(op);
+    }
+  } c;
+  c.vars = &vars;
+  c.body = &body;
+  c.visit(e);
+  return c.ok;
 }
 
 }  // namespace tessel::passes

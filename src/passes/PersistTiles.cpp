@@ -12,7 +12,12 @@
 //             so that, once specialize_warps gives the ring's loads their own warps, the
 //             producer runs on into the next tile's loads while the consumers finish this one
 //             (its epilogue, its last gemms): plan_pipelines counts the ring's stages and phases
-//             over the tiles of a block (iteration i * n + k) instead of restarting them. The
+//             over the tiles of a block (iteration i * n + k) instead of restarting them. When
+//             the ring loop's trip count n(tile) depends on the tile, the position of a tile's
+//             first iteration is carried in a Local scalar instead (ctx.tile_loop.base):
+//               local ring_base: i32[1]; ring_base[0] = 0
+//               tiles i in [...) { let ...; <the body>; ring_base[0] += max(n(tile), 0) }
+//             (iteration ring_base[0] + k; specialize_warps gives the scalar to both roles). The
 //             tile order is the grid's, row-major (x fastest); use_swizzle(panel) becomes the
 //             same panel order over the tiles (tessel::raster_x / raster_y, block.cuh) instead of
 //             a remap of blockIdx. Applies when all of these hold, else the IR is unchanged:
@@ -24,9 +29,11 @@
 //                 one wave too: its blocks take one tile each, and the kernel is the same
 //                 code as the multi-wave one -- no producer prologue, no run-time remap of a
 //                 2-D blockIdx; H200 session 14, docs/perf-notes.md);
-//               - exactly one top-level statement is a Pipelined loop, from 0 to a constant,
-//                 whose loads are all TMA loads (plan_tma_copies made it a ring), and nothing else
-//                 holds a loop with TMA loads;
+//               - exactly one top-level statement is a Pipelined loop from 0, whose loads are
+//                 all TMA loads (plan_tma_copies made it a ring), and nothing else holds a loop
+//                 with TMA loads; its trip count is a constant or reads only the block indices
+//                 (causal attention: query block i sees i + 1 key blocks) and tensors the kernel
+//                 does not write (a length in memory);
 //               - every shared buffer is one of that loop's TMA destinations or written once, by a
 //                 copy from global memory at the kernel's top level (attention's Q tile, ordered
 //                 after the previous tile's readers by order_shared_writes' barrier), and no
@@ -38,7 +45,8 @@
 //   Requires: plan_tma_copies (the ring's loads are TmaLoadStmts); verify_program (ctx.grid,
 //             ctx.block_vars).
 //   Ensures:  when applied: ctx.grid = {P}, ctx.block_vars = {pid}, ctx.tile_loop describes the
-//             loop; no SwizzleStmt is left (its panel is in the tile coordinates).
+//             loop (and the carried base, when the trip count varies); no SwizzleStmt is left
+//             (its panel is in the tile coordinates).
 #include <algorithm>
 
 #include "passes/PassUtil.hpp"
@@ -60,6 +68,13 @@ bool holds_tma_load(const Stmt& s) {
   } f;
   f.visit(s);
   return f.found;
+}
+
+// The ring loop (the one top-level Pipelined loop with TMA loads).
+const ForStmt* ring_loop(const KernelStmt& k) {
+  for (const Stmt& s : flatten_seq(k.body))
+    if (const auto* f = s.as<ForStmt>(); f && f->kind == ForKind::Pipelined && holds_tma_load(f->body)) return f;
+  return nullptr;
 }
 
 // Why the kernel cannot be made persistent; empty when it can.
@@ -89,8 +104,10 @@ std::string why_not(const KernelStmt& k, const PassContext& ctx, std::int64_t& t
     if (holds_tma_load(s)) return "a TMA load outside the ring loop";
   }
   if (!ring) return "no ring loop";
-  if (!is_const_int(ring->min, 0) || !as_const_int(ring->extent))
-    return "the ring loop's bounds are not constant";
+  if (!is_const_int(ring->min, 0)) return "the ring loop does not start at 0";
+  if (!as_const_int(ring->extent) && !reads_only(ring->extent, k.block_vars, k.body))
+    return "the ring loop's trip count reads more than the block indices, constants and tensors the kernel "
+           "does not write";
   struct Shared : IRVisitor {
     std::vector<Buffer> buffers;
     bool tails = false;
@@ -169,6 +186,22 @@ Stmt persist_tiles(const Stmt& body, PassContext& ctx) {
   // grid), then y, then z.
   std::vector<std::int64_t> g;
   for (const Expr& e : k->grid) g.push_back(*as_const_int(e));
+  // A trip count that depends on the tile: the ring's position is carried across the tiles in
+  // a Local scalar, zero before the first tile and bumped by the tile's trip count after the
+  // tile's last statement (after the releases that follow the ring loop, which read it).
+  const ForStmt* ring = ring_loop(*k);
+  Buffer base;
+  Expr trips_here;
+  if (!as_const_int(ring->extent)) {
+    base = Buffer::make("ring_base", {make_int(1)}, DType::i32, Scope::Local, w);
+    decls.push_back(make_decl(base, w));
+    decls.push_back(make_store(base, {make_int(0)}, make_int(0), w));
+    const auto* mx = ring->extent.as<Binary>();
+    trips_here = mx && mx->op == BinaryOp::Max && is_const_int(mx->b, 0)
+                                ? ring->extent
+                                : make_binary(BinaryOp::Max, ring->extent, make_int(0));
+    rest.push_back(make_store(base, {make_int(0)}, add(make_load(base, {make_int(0)}), trips_here), w));
+  }
   Stmt inner = make_seq(rest, w);
   const std::vector<Var>& bv = k->block_vars;
   if (bv.size() == 1) {
@@ -190,7 +223,7 @@ Stmt persist_tiles(const Stmt& body, PassContext& ctx) {
   decls.push_back(make_for(i, make_int(0), trips, ForKind::Tiles, 0, inner, w));
   ctx.grid = {make_int(P)};
   ctx.block_vars = {pid};
-  ctx.tile_loop = {true, i, tiles, P, panel, ""};
+  ctx.tile_loop = {true, i, tiles, P, panel, base, trips_here, ""};
   return make_kernel({make_int(P)}, k->threads, {pid}, make_seq(decls, w), w);
 }
 

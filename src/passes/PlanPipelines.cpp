@@ -207,7 +207,9 @@ class PipelinePlanner : public IRMutator {
   //     ... wait(full[k%S], (k/S)&1); readers of the tile; warp_arrive(empty[k%S]) ...
   // Inside a persistent kernel's tile loop (persist_tiles; i its variable, n the ring loop's
   // constant trip count) the ring runs on across the block's tiles: iteration k of tile i is
-  // ring iteration it = i * n + k, its stage it % S and its phases (it / S) & 1, and the
+  // ring iteration it = i * n + k (or ring_base[0] + k, when n depends on the tile and
+  // persist_tiles carries the position in ctx.tile_loop.base), its stage it % S and its
+  // phases (it / S) & 1, and the
   // producer has no prologue -- it waits for every stage's release, the first S of the block
   // included (they pass at once), so that specialize_warps' producer warps run ahead into the
   // next tile as far as the ring's free stages allow:
@@ -258,12 +260,14 @@ class PipelinePlanner : public IRMutator {
     // The ring iteration of loop iteration `iter`: itself, or counted over a persistent block's
     // tiles.
     const bool persistent = tile_loop_ != nullptr;
-    if (persistent)
+    const Buffer& base = ctx_.tile_loop.base;
+    if (persistent && !base.defined())
       TESSEL_INTERNAL_CHECK(as_const_int(n).has_value(), "a persistent ring loop with a trip count "
                                                              << to_string(n) << " that is not constant");
     auto ring_iter = [&](const Expr& iter) {
-      return persistent ? make_binary(BinaryOp::Add, make_binary(BinaryOp::Mul, tile_loop_->var, n), iter)
-                        : iter;
+      if (!persistent) return iter;
+      if (base.defined()) return make_binary(BinaryOp::Add, make_load(base, {make_int(0)}), iter);
+      return make_binary(BinaryOp::Add, make_binary(BinaryOp::Mul, tile_loop_->var, n), iter);
     };
     const Expr stage = make_binary(BinaryOp::Mod, ring_iter(k), Sx);
     const Expr parity = make_binary(BinaryOp::Mod, make_binary(BinaryOp::Div, ring_iter(k), Sx), make_int(2));

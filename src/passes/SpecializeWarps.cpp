@@ -9,11 +9,14 @@
 //             so the consumer warpgroups never stop to issue loads, and wait on mbarriers only
 //             for data, not on each other. It applies when the producer work can run alone:
 //             every ProducerStmt is a ring prologue at the kernel's top level or the first
-//             statement of a top-level Serial loop whose bounds read only block indices and
-//             constants (so the producer knows the trip count without the consumers), and the
+//             statement of a top-level Serial loop whose bounds read only block indices,
+//             constants and global tensors the kernel never writes (so the producer knows the
+//             trip count without the consumers), and the
 //             kernel's threads are whole warpgroups. A persistent kernel's loop over tiles
 //             (persist_tiles) and the lets in it that bind the tile's block indices go to both
-//             roles, each keeping its own part of the loop's body: the producer then runs on
+//             roles, each keeping its own part of the loop's body, and so do the declaration and
+//             the writes of the ring's carried position (ctx.tile_loop.base, when the trip count
+//             depends on the tile), which both roles' ring indices read: the producer then runs on
 //             into the next tile's loads while the consumers finish this one. Register budgets (setmaxnreg):
 //             a CTA owns the registers it launched with -- entry = 65536 / threads per thread, in steps of 8,
 //             which ptxas allocates under __launch_bounds__(threads, 1) (the JIT checks) -- and
@@ -42,26 +45,31 @@ namespace {
 constexpr int kProducerRegs = 24;
 constexpr int kRegisterFile = 65536;
 
-bool only_reads(const Expr& e, const std::vector<Var>& allowed) {
-  struct Check : IRVisitor {
-    const std::vector<Var>* allowed;
-    bool ok = true;
-    void visit_node(const VarNode* v) override {
-      bool known = false;
-      for (const Var& a : *allowed) known = known || a.get() == v;
-      ok = ok && known;
-    }
-    void visit_node(const BufferLoad*) override { ok = false; }
-  } c;
-  c.allowed = &allowed;
-  c.visit(e);
-  return c.ok;
-}
+// Splits statements into the producer's part and the consumers' part.
+struct Splitter {
+  // The variables the producer may read in loop bounds (block indices, the tile loop's variable
+  // and lets); global tensors the kernel never writes it may read too (a trip count in memory).
+  std::vector<Var> known;
+  // The persistent ring's carried position (persist_tiles' ctx.tile_loop.base), whose
+  // declaration and writes go to both roles (both read it in their ring indices).
+  Buffer both;
+  Stmt kernel;
 
-// Splits `s` into the producer's part and the consumers' part (appended to the two lists);
-// false when producer work sits where a lone producer cannot follow. `known`: the variables
-// the producer may read in loop bounds (block indices, the tile loop's variable and lets).
-bool split(const Stmt& s, std::vector<Var>& known, std::vector<Stmt>& producer, std::vector<Stmt>& consumer) {
+  bool only_reads(const Expr& e) const { return reads_only(e, known, kernel); }
+
+  // Appends `s`'s parts to the two lists; false when producer work sits where a lone producer
+  // cannot follow.
+  bool split(const Stmt& s, std::vector<Stmt>& producer, std::vector<Stmt>& consumer);
+};
+
+bool Splitter::split(const Stmt& s, std::vector<Stmt>& producer, std::vector<Stmt>& consumer) {
+  const auto* store = s.as<BufferStore>();
+  const auto* decl = s.as<DeclBuffer>();
+  if (both.defined() && ((store && store->buffer.same_as(both)) || (decl && decl->buffer.same_as(both)))) {
+    producer.push_back(s);
+    consumer.push_back(s);
+    return true;
+  }
   if (!contains_producer(s)) {
     consumer.push_back(s);
     return true;
@@ -72,14 +80,14 @@ bool split(const Stmt& s, std::vector<Var>& known, std::vector<Stmt>& producer, 
   }
   if (const auto* seq = s.as<SeqStmt>()) {
     for (const Stmt& c : seq->stmts)
-      if (!split(c, known, producer, consumer)) return false;
+      if (!split(c, producer, consumer)) return false;
     return true;
   }
   if (const auto* l = s.as<LetStmt>()) {
-    if (!only_reads(l->value, known)) return false;
+    if (!only_reads(l->value)) return false;
     known.push_back(l->var);
     std::vector<Stmt> p, c;
-    const bool ok = split(l->body, known, p, c);
+    const bool ok = split(l->body, p, c);
     known.pop_back();
     if (!ok) return false;
     if (!p.empty()) producer.push_back(make_let(l->var, l->value, make_seq(p, l->where), l->where));
@@ -87,11 +95,11 @@ bool split(const Stmt& s, std::vector<Var>& known, std::vector<Stmt>& producer, 
     return true;
   }
   const auto* f = s.as<ForStmt>();
-  if (!f || !only_reads(f->min, known) || !only_reads(f->extent, known)) return false;
+  if (!f || !only_reads(f->min) || !only_reads(f->extent)) return false;
   if (f->kind == ForKind::Tiles) {
     known.push_back(f->var);
     std::vector<Stmt> p, c;
-    const bool ok = split(f->body, known, p, c);
+    const bool ok = split(f->body, p, c);
     known.pop_back();
     if (!ok) return false;
     producer.push_back(
@@ -121,13 +129,13 @@ Stmt specialize_warps(const Stmt& body, PassContext& ctx) {
   if (!kernel || ctx.threads % 128 != 0) return body;
   std::vector<Stmt> top = flatten_seq(kernel->body);
   std::vector<Stmt> shared_decls, producer, consumer;
-  std::vector<Var> known = ctx.block_vars;
+  Splitter splitter{ctx.block_vars, ctx.tile_loop.base, body};
   for (const Stmt& s : top) {
     if (const auto* d = s.as<DeclBuffer>(); d && d->buffer->scope == Scope::Shared) {
       shared_decls.push_back(s);
     } else if (s.as<SwizzleStmt>()) {
       shared_decls.push_back(s);  // remaps the block indices both roles read
-    } else if (!split(s, known, producer, consumer)) {
+    } else if (!splitter.split(s, producer, consumer)) {
       return body;  // producer work somewhere a lone producer cannot follow
     }
   }

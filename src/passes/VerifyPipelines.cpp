@@ -15,7 +15,13 @@
 //                   turn's arrival before this turn's waiter got there);
 //               (d) TMA loads still landing when the kernel's agents are done.
 //             An asynchronous gemm (place_gemm_waits) reads its ring stages from its issue until
-//             the wgmma wait that retires it: its reads are checked at both points.
+//             the wgmma wait that retires it: its reads are checked at both points. One-element
+//             Local integers (a persistent ring's carried position) are evaluated as each agent
+//             writes them; a tile the window skips (below) skips its write too, so the agents
+//             model a block with fewer tiles, whose ring positions the machine's phases match.
+//             Integers read from global memory (a trip count the program loads from a tensor)
+//             are checked at each of a few values (0, 1, 2, 3, 7 and one past what the model
+//             runs), every read taking the same one.
 //   Requires: plan_pipelines, specialize_warps and schedule_warpgroups (it reads their output);
 //             ctx.mbarriers for the arrival counts insert_barriers will initialize.
 //   Ensures:  the IR is unchanged.
@@ -73,10 +79,22 @@ bool has_protocol(const Stmt& s) {
 class Evaluator {
  public:
   std::map<const ExprNode*, std::int64_t> env;
+  // One-element Local integer buffers the agent has written (a persistent ring's carried
+  // position, persist_tiles), by buffer id.
+  std::map<int, std::int64_t> scalars;
+  // The value every integer read of a global tensor takes in this check (a trip count the
+  // program reads from memory: the check runs once per guess), or unknown.
+  std::optional<std::int64_t> global_guess;
 
   std::optional<std::int64_t> eval(const Expr& e) const {
     if (!e.defined()) return std::nullopt;
     if (auto c = as_const_int(e)) return *c;
+    if (const auto* l = e.as<BufferLoad>()) {
+      auto it = scalars.find(l->buffer->id);
+      if (it != scalars.end()) return it->second;
+      if (l->buffer->scope == Scope::Global && is_integer(l->dtype)) return global_guess;
+      return std::nullopt;
+    }
     if (e.as<VarNode>()) {
       auto it = env.find(e.get());
       if (it == env.end()) return std::nullopt;
@@ -164,9 +182,16 @@ class Walker {
     bool set = false;
     std::int64_t first = 0, length = 0;
   };
+  // `trips`: a persistent ring's trip count per tile when it varies (ctx.tile_loop.trips), else
+  // undefined.
   Walker(const Layout& l, Evaluator ev, bool runs_producer, std::int64_t* use_counter,
-         std::vector<Window>* windows)
-      : layout_(l), ev_(std::move(ev)), runs_producer_(runs_producer), use_(use_counter), windows_(windows) {}
+         std::vector<Window>* windows, Expr trips = Expr())
+      : layout_(l),
+        ev_(std::move(ev)),
+        runs_producer_(runs_producer),
+        use_(use_counter),
+        windows_(windows),
+        trips_(std::move(trips)) {}
   std::vector<Event> events;
   size_t gemms_in_flight() const { return groups_.size(); }
 
@@ -190,15 +215,25 @@ class Walker {
       // loop (inside its tile loop) skips a multiple of the period of every tile's iterations,
       // the tile loop a multiple of the period of tiles: a ring iteration i * n + k moves by
       // multiples of the period either way.
+      // A ring loop whose trip count n varies by tile (inside the tile loop, depth 1) skips the
+      // window its tile's n gives, [kLoopCap / 2, kLoopCap / 2 + a multiple of the period below
+      // n - kLoopCap), which every agent computes alike from the tile (the ring loop starts at
+      // 0; a rotated or split consumers' loop skips the part of that range it holds).
       const std::int64_t end = *mn + *ext;
       if (windows_->size() <= depth_) windows_->resize(depth_ + 1);
       Window& window = (*windows_)[depth_];
-      if (!window.set && *ext > kLoopCap) {
-        window.set = true;
-        window.first = *mn + kLoopCap / 2;
-        window.length = (*ext - kLoopCap) / layout_.period * layout_.period;
+      Window here;
+      if (trips_.defined() && depth_ == 1) {
+        const std::int64_t n = value(trips_, "the persistent ring's trip count");
+        if (n > kLoopCap) here = {true, kLoopCap / 2, (n - kLoopCap) / layout_.period * layout_.period};
+      } else {
+        if (!window.set && *ext > kLoopCap) {
+          window.set = true;
+          window.first = *mn + kLoopCap / 2;
+          window.length = (*ext - kLoopCap) / layout_.period * layout_.period;
+        }
+        here = window;
       }
-      const Window here = window;
       ++depth_;
       for (std::int64_t i = *mn; i < end; ++i) {
         if (here.set && i >= here.first && i < here.first + here.length) i = here.first + here.length;
@@ -219,6 +254,15 @@ class Walker {
       walk(l->body);
     } else if (const auto* p = s.as<ProducerStmt>()) {
       if (runs_producer_) walk(p->body);
+    } else if (const auto* st = s.as<BufferStore>();
+               st && st->buffer->scope == Scope::Local && is_integer(st->buffer->dtype) &&
+               st->buffer.const_numel() == 1) {
+      // A scalar the ring indices may read (a persistent ring's carried position): its value,
+      // or unknown (a read of it then fails to evaluate, which is reported where it is read).
+      if (auto v = ev_.eval(st->value))
+        ev_.scalars[st->buffer->id] = *v;
+      else
+        ev_.scalars.erase(st->buffer->id);
     } else if (const auto* m = s.as<MbarrierStmt>()) {
       mbarrier(m);
     } else if (const auto* t = s.as<TmaLoadStmt>()) {
@@ -343,6 +387,7 @@ class Walker {
   bool runs_producer_;
   std::int64_t* use_;
   std::vector<Window>* windows_;
+  Expr trips_;
   size_t depth_ = 0;  // protocol loops around the statement being walked
   std::map<std::pair<int, int>, std::int64_t> waits_;  // (tile, stage) -> `full` waits so far
 };
@@ -592,6 +637,19 @@ Stmt verify_pipelines(const Stmt& body, PassContext& ctx) {
       before.push_back(s);
   }
   const int consumer_warps = ctx.threads / 32;
+  // Integers the program reads from global memory (a trip count from a tensor): the protocol is
+  // checked for each of a few values they may take -- none, one, a ring's worth, more than the
+  // model runs -- every read taking the same one.
+  struct GlobalReads : IRVisitor {
+    bool found = false;
+    void visit_node(const BufferLoad* op) override {
+      found = found || (op->buffer->scope == Scope::Global && is_integer(op->dtype));
+      IRVisitor::visit_node(op);
+    }
+  } global_reads;
+  global_reads.visit(kernel->body);
+  std::vector<std::optional<std::int64_t>> guesses{std::nullopt};
+  if (global_reads.found) guesses = {0, 1, 2, 3, 7, 2 * kLoopCap + 1};
   // First and last block along x, the others at 0: the loop bounds and guards vary with them.
   std::vector<std::vector<std::int64_t>> blocks;
   std::vector<std::int64_t> last(ctx.block_vars.size(), 0);
@@ -599,6 +657,7 @@ Stmt verify_pipelines(const Stmt& body, PassContext& ctx) {
     if (auto g = as_const_int(ctx.grid[0])) last[0] = *g - 1;
   blocks.push_back(std::vector<std::int64_t>(ctx.block_vars.size(), 0));
   if (last != blocks[0]) blocks.push_back(last);
+  for (const std::optional<std::int64_t>& guess : guesses)
   for (const auto& block : blocks) {
     std::vector<Agent> agents;
     std::int64_t uses = 0;
@@ -607,15 +666,16 @@ Stmt verify_pipelines(const Stmt& body, PassContext& ctx) {
       Evaluator ev;
       for (size_t d = 0; d < ctx.block_vars.size(); ++d) ev.env[ctx.block_vars[d].get()] = block[d];
       ev.env[ctx.thread_index.get()] = warp * 32;
+      ev.global_guess = guess;
       return ev;
     };
     if (roles) {
-      Walker producer(layout, evaluator(consumer_warps), true, &uses, &windows);
+      Walker producer(layout, evaluator(consumer_warps), true, &uses, &windows, ctx.tile_loop.trips);
       producer.walk(roles->producer);
       agents.push_back({"the producer", producer.events, 0, 1, {}});
     }
     for (int w = 0; w < consumer_warps; ++w) {
-      Walker walker(layout, evaluator(w), !roles && w == 0, &uses, &windows);
+      Walker walker(layout, evaluator(w), !roles && w == 0, &uses, &windows, ctx.tile_loop.trips);
       if (roles) {
         for (const Stmt& s : before) walker.walk(s);
         walker.walk(roles->consumer);
@@ -632,6 +692,7 @@ Stmt verify_pipelines(const Stmt& body, PassContext& ctx) {
     where << ctx.func_name << " at block (";
     for (size_t d = 0; d < block.size(); ++d) where << (d ? ", " : "") << block[d];
     where << ")";
+    if (guess) where << " with every integer read from global memory = " << *guess;
     // Round-robin, random interleavings, and each agent starved in turn.
     const int random_runs = 4, runs = 1 + random_runs + static_cast<int>(agents.size());
     for (int run = 0; run < runs; ++run) {

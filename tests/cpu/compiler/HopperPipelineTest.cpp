@@ -8,6 +8,7 @@
 #include "Lower.hpp"
 #include "codegen/CodegenCuda.hpp"
 #include "support/LoweringSupport.hpp"
+#include "support/RaggedGemmProgram.hpp"
 #include "support/RegisterGemmPrograms.hpp"
 #include "tessel/kernels/attention/FlashAttention.hpp"
 #include "tessel/kernels/attention/GemmChain.hpp"
@@ -331,15 +332,21 @@ TEST(HopperPipeline, SplitKPartialGemmFromThePasses) {
     // 64 rows: one warpgroup's wgmma, a TMA ring over the block's share of K (A and B behind one
     // barrier pair), a producer warp; 16 rows and fewer stay on mma.sync (wgmma takes 64 rows per
     // warpgroup). 16 x 5 = 80 blocks: one wave, not persistent. The f32 workspace keeps its
-    // register stores.
+    // register stores. 16 x 5 = 80 blocks, one wave: persistent in form (one tile a block, the
+    // kernel the same code as a longer grid's), the share's length varying with bz, so the
+    // ring's position is carried in ring_base.
     EXPECT_EQ(l.ctx.uses_wgmma, M == 64);
     EXPECT_EQ(l.ctx.tma_params.size(), M == 64 ? 2u : 0u);
-    EXPECT_FALSE(l.ctx.tile_loop.applied);
+    EXPECT_EQ(l.ctx.tile_loop.applied, M == 64) << l.ctx.tile_loop.why_not;
     EXPECT_TRUE(l.ctx.tma_stores.empty());
     if (M == 64) {
+      EXPECT_EQ(l.ctx.tile_loop.blocks, 80);
       const std::string waits = stage_text(l, "place_gemm_waits");
-      EXPECT_TRUE(has(waits, "mbarrier.arrive_expect_tx(shared_0_full[s], bytes=40960)")) << waits;
+      EXPECT_TRUE(has(waits, "mbarrier.arrive_expect_tx(shared_0_full[((ring_base[0] + ko) % 4)], bytes=40960)"))
+          << waits;
       EXPECT_TRUE(has(waits, "serial ko in [0, 0 + ((((bz + 1) * 64) / 5) - ((bz * 64) / 5)))")) << waits;
+      EXPECT_TRUE(has(waits, "ring_base[0] = (ring_base[0] + max(((((bz + 1) * 64) / 5) - ((bz * 64) / 5)), 0))"))
+          << waits;
       EXPECT_TRUE(has(waits, "gemm_wait(pending=1)")) << waits;
       EXPECT_EQ(l.ctx.launch_threads, 160);
     }
@@ -418,8 +425,8 @@ TEST(HopperPipeline, ManyTilesMakeTheRingKernelPersistent) {
 // Attention under gemm_from_passes: non-causal, its Q tile (one copy from global memory per tile,
 // behind order_shared_writes' barrier) may sit beside the ring, so its blocks loop over the
 // (query block, head, batch) tiles and its warpgroups take turns inside each tile; causal, the
-// ring's trip count depends on the tile, so its blocks stay one tile each.
-TEST(HopperPipeline, NonCausalAttentionIsPersistentWithItsTurnsInsideEachTile) {
+// ring's trip count depends on the tile, so its position is carried from tile to tile.
+TEST(HopperPipeline, AttentionIsPersistentWithItsTurnsInsideEachTile) {
   T::passes::PassContext::Switches passes;
   passes.gemm_from_passes = true;
   T::kernels::AttentionShape s;
@@ -450,11 +457,40 @@ TEST(HopperPipeline, NonCausalAttentionIsPersistentWithItsTurnsInsideEachTile) {
   EXPECT_LT(turns.find("tiles tile_i", turns.find("consumers:")), turns.find("named_barrier_sync(3, 256)"))
       << turns;
 
+  // Causal: the ring's trip count depends on the tile; its position is carried across the tiles
+  // in ring_base, which both roles declare, start at 0 and bump after each tile's last use of the
+  // ring (the V release after the loop reads it first).
   auto causal =
       T::lower(T::kernels::attention_program(s, T::DType::bf16, true, 0.125f, {128, 128, 256, 2}).ir(),
-               sm90(), passes);
-  EXPECT_FALSE(causal.ctx.tile_loop.applied);
-  EXPECT_EQ(causal.ctx.tile_loop.why_not, "the ring loop's bounds are not constant");
+               sm90(), passes, true);
+  ASSERT_TRUE(causal.ctx.tile_loop.applied) << causal.ctx.tile_loop.why_not;
+  ASSERT_TRUE(causal.ctx.tile_loop.base.defined());
+  const std::string roles = stage_text(causal, "place_gemm_waits");
+  const size_t producer = roles.find("producer:"), consumers = roles.find("consumers:");
+  ASSERT_NE(consumers, std::string::npos) << roles;
+  for (size_t from : {producer, consumers}) {
+    const size_t decl = roles.find("local ring_base: i32[1]", from), init = roles.find("ring_base[0] = 0", from),
+                 loop = roles.find("tiles tile_i", from), bump = roles.find("ring_base[0] = (ring_base[0] + max(", from);
+    EXPECT_LT(decl, init) << roles;
+    EXPECT_LT(init, loop) << roles;
+    EXPECT_LT(loop, bump) << roles;
+  }
+  EXPECT_TRUE(has(roles, "mbarrier.wait(shared_1_empty[((ring_base[0] + ko) % 2)], parity=((((ring_base[0] + ko) / 2) + 1) % 2))"))
+      << roles;
+  EXPECT_TRUE(has(roles, "mbarrier.wait(shared_1_full[((ring_base[0] + ko) % 2)], parity=(((ring_base[0] + ko) / 2) % 2))"))
+      << roles;
+  // The last V stage's release after the loop, then the bump.
+  const size_t release = roles.find("mbarrier.warp_arrive(shared_2_empty[((ring_base[0] + (max(", consumers);
+  ASSERT_NE(release, std::string::npos) << roles;
+  EXPECT_LT(release, roles.find("ring_base[0] = (ring_base[0] + max(", consumers)) << roles;
+  // A trip count read from a tensor the kernel does not write (a length in memory): each role
+  // reads it for itself, and the position is carried the same way (verify_pipelines checks the
+  // protocol for several values of steps[by]).
+  auto ragged = T::lower(T::test::ragged_k_gemm_program(4096, 4096, 4096).ir(), sm90(), passes, true);
+  ASSERT_TRUE(ragged.ctx.tile_loop.applied) << ragged.ctx.tile_loop.why_not;
+  EXPECT_GT(ragged.ctx.launch_threads, 256);  // a producer of its own
+  const std::string ragged_roles = stage_text(ragged, "place_gemm_waits");
+  EXPECT_TRUE(has(ragged_roles, "ring_base[0] = (ring_base[0] + max(min(steps[by], 64), 0))")) << ragged_roles;
   // Without gemm_from_passes (opt-in until measured), no kernel is made persistent.
   EXPECT_FALSE(
       T::lower(T::kernels::attention_program(s, T::DType::bf16, false, 0.125f, {128, 128, 256, 2}).ir(),

@@ -9,6 +9,7 @@
 #include <functional>
 
 #include "Lower.hpp"
+#include "passes/PassUtil.hpp"
 #include "passes/Passes.hpp"
 #include "support/LoweringSupport.hpp"
 #include "support/RegisterGemmPrograms.hpp"
@@ -157,6 +158,95 @@ TEST(PipelinePassVerifier, PersistentAttentionIsAcceptedForEveryBlockCount) {
     EXPECT_TRUE(l.ctx.pingpong);
     EXPECT_EQ(verify_error(l.body, l.ctx), "<no error>");
   }
+}
+
+// Causal attention under gemm_from_passes: the ring's trip count depends on the tile, so the
+// ring's position is carried across the block's tiles in ring_base (both roles). Accepted for
+// every block count, with tiles of no key at all (Sq > Sk: the first query blocks see nothing),
+// tiles longer than the model runs (it skips part of each, by the tile's own trip count), blocks
+// of many tiles (the model skips whole tiles), both ring schedules, rotated or not, and rings of
+// two and three stages.
+T::LoweredFunc persistent_causal(const T::kernels::AttentionShape& s, int ctas, T::kernels::AttentionConfig c,
+                                 bool rotate = false) {
+  T::passes::PassContext::Switches sw;
+  sw.gemm_from_passes = true;
+  sw.max_persistent_ctas = ctas;
+  sw.allow_loop_rotation = rotate;
+  return T::lower_until(T::kernels::attention_program(s, T::DType::bf16, true, 0.125f, c).ir(), T::test::sm90(),
+                        "place_gemm_waits", sw);
+}
+
+TEST(PipelinePassVerifier, PersistentCausalAttentionIsAcceptedForEveryBlockCount) {
+  using Schedule = T::kernels::AttentionConfig::Schedule;
+  struct Shape {
+    std::int64_t B, H, Sq, Sk;
+  };
+  for (Shape sh : {Shape{2, 3, 1000, 700}, Shape{1, 2, 1000, 300}, Shape{1, 2, 8192, 8192}, Shape{1, 1, 300, 5000}})
+    for (int ctas : {1, 3, 7, 40, 132})
+      for (T::kernels::AttentionConfig c :
+           {T::kernels::AttentionConfig{128, 128, 256, 2, Schedule::ring},
+            T::kernels::AttentionConfig{128, 128, 256, 2, Schedule::ring_pingpong},
+            T::kernels::AttentionConfig{128, 192, 256, 3, Schedule::ring}})
+        for (bool rotate : {false, true}) {
+          SCOPED_TRACE("B" + std::to_string(sh.B) + " H" + std::to_string(sh.H) + " Sq" + std::to_string(sh.Sq) +
+                       " Sk" + std::to_string(sh.Sk) + " blocks " + std::to_string(ctas) + " " + c.describe() +
+                       (rotate ? " rotated" : ""));
+          T::kernels::AttentionShape s;
+          s.batch = sh.B, s.heads = sh.H, s.kv_heads = 1, s.seqlen_q = sh.Sq, s.seqlen_k = sh.Sk, s.dim = 64;
+          auto l = persistent_causal(s, ctas, c, rotate);
+          ASSERT_TRUE(l.ctx.tile_loop.applied) << l.ctx.tile_loop.why_not;
+          ASSERT_TRUE(l.ctx.tile_loop.base.defined());
+          EXPECT_EQ(verify_error(l.body, l.ctx), "<no error>");
+        }
+}
+
+// Planted mistakes in the carried position: the producer forgets to bump it (its ring restarts
+// at every tile while the consumers count on), or the consumers bump it by one too many.
+TEST(PipelinePassVerifier, APersistentCausalRingWhosePositionIsNotCarriedAlike) {
+  T::kernels::AttentionShape s;
+  s.batch = 1, s.heads = 2, s.kv_heads = 1, s.seqlen_q = 1000, s.seqlen_k = 1000, s.dim = 64;  // 16 tiles
+  auto l = persistent_causal(s, 3, {128, 128, 256, 2, T::kernels::AttentionConfig::Schedule::ring});
+  ASSERT_TRUE(l.ctx.tile_loop.base.defined());
+  const Buffer base = l.ctx.tile_loop.base;
+  const auto* kernel = l.body.as<KernelStmt>();
+  ASSERT_NE(kernel, nullptr);
+  const SpecializeStmt* roles = nullptr;
+  for (const Stmt& st : T::passes::flatten_seq(kernel->body))
+    if (const auto* sp = st.as<SpecializeStmt>()) roles = sp;
+  ASSERT_NE(roles, nullptr);
+  auto bump = [&](const Stmt& st) {
+    const auto* b = st.as<BufferStore>();
+    return b && b->buffer.same_as(base) && !is_const_int(b->value, 0);
+  };
+  auto with_roles = [&](const Stmt& producer, const Stmt& consumer) {
+    std::vector<Stmt> top;
+    for (const Stmt& st : T::passes::flatten_seq(kernel->body))
+      top.push_back(st.as<SpecializeStmt>()
+                        ? make_specialize(roles->consumer_threads, roles->producer_threads, roles->consumer_regs,
+                                          roles->producer_regs, producer, consumer, st->where)
+                        : st);
+    return make_kernel(kernel->grid, kernel->threads, kernel->block_vars, make_seq(top, kernel->where),
+                       kernel->where);
+  };
+  Edit drop(bump, [](const Stmt&) { return Stmt(); });
+  Stmt producer_restarts = with_roles(drop.mutate(roles->producer), roles->consumer);
+  ASSERT_EQ(drop.edits, 1);
+  std::string e = verify_error(producer_restarts, l.ctx);
+  EXPECT_TRUE(e.find("deadlock") != std::string::npos ||
+              e.find("the stage was refilled while it was still being read") != std::string::npos ||
+              e.find("before that load landed") != std::string::npos)
+      << e;
+  Edit over(bump, [&](const Stmt& st) {
+    const auto* b = st.as<BufferStore>();
+    return make_store(b->buffer, b->indices, T::passes::add(b->value, make_int(1)), b->where);
+  });
+  Stmt consumers_ahead = with_roles(roles->producer, over.mutate(roles->consumer));
+  ASSERT_EQ(over.edits, 1);
+  e = verify_error(consumers_ahead, l.ctx);
+  EXPECT_TRUE(e.find("deadlock") != std::string::npos ||
+              e.find("the stage was refilled while it was still being read") != std::string::npos ||
+              e.find("before that load landed") != std::string::npos)
+      << e;
 }
 
 TEST(PipelinePassVerifier, APersistentProducerThatRestartsItsRingEachTile) {
@@ -331,6 +421,27 @@ TEST(PipelinePassVerifier, AGemmNeverRetired) {
   ASSERT_GE(drop.edits, 2);
   const std::string e = verify_error(bad, l.ctx);
   EXPECT_NE(e.find("still in flight when the kernel ends"), std::string::npos) << e;
+}
+
+}  // namespace
+
+namespace {
+
+// What a role may compute a trip count from on its own (specialize_warps, persist_tiles):
+// the given variables, constants, and global tensors the kernel never writes.
+TEST(PipelinePassVerifier, TripCountsEachRoleCanReadAlone) {
+  Var by("by"), other("other");
+  auto w = std::source_location::current();
+  Buffer steps = Buffer::make("steps", {make_int(8)}, T::DType::i32, Scope::Global, w);
+  Buffer local = Buffer::make("count", {make_int(1)}, T::DType::i32, Scope::Local, w);
+  const Expr n = make_binary(BinaryOp::Min, make_load(steps, {by}), make_int(16));
+  const Stmt reads = make_seq({make_decl(local, w)}, w);
+  const Stmt writes = make_seq({make_store(steps, {by}, make_int(0), w)}, w);
+  EXPECT_TRUE(T::passes::reads_only(n, {by}, reads));
+  EXPECT_FALSE(T::passes::reads_only(n, {by}, writes)) << "a tensor the kernel writes";
+  EXPECT_FALSE(T::passes::reads_only(n, {other}, reads)) << "a variable the role does not know";
+  EXPECT_FALSE(T::passes::reads_only(make_load(local, {make_int(0)}), {by}, reads)) << "a thread's own register";
+  EXPECT_TRUE(T::passes::reads_only(T::passes::add(by, make_int(3)), {by}, writes));
 }
 
 }  // namespace

@@ -206,10 +206,13 @@ TEST(FlashAttentionGpuSmall, AsyncGemmSchedules) {
       }
 }
 
-// Under gemm_from_passes, non-causal attention on the ring is persistent: few blocks (1, 3, 5)
-// loop over the (query block, head, batch) tiles, Q reloaded per tile behind the consumers'
-// barrier, the warpgroups' turns (ping-pong) inside each tile; causal stays one tile per block.
-// Tails in both lengths, GQA, both ring schedules. (racecheck/synccheck: scripts/gpu-passes.sh)
+// Under gemm_from_passes, attention on the ring is persistent: few blocks (1, 3, 5) loop over
+// the (query block, head, batch) tiles, Q reloaded per tile behind the consumers' barrier, the
+// warpgroups' turns (ping-pong) inside each tile. Causal tiles see different numbers of key
+// blocks, so the ring's position is carried from tile to tile (ring_base): Sq > Sk (the first
+// query blocks see no key: tiles of no ring iteration, O = 0 and LSE = -inf), Sq < Sk, long rows,
+// three stages. Tails in both lengths, GQA, both ring schedules. (racecheck/synccheck:
+// scripts/gpu-passes.sh)
 TEST(FlashAttentionGpuSmall, PersistentFromThePasses) {
   TESSEL_REQUIRE_GPU();
   if (T::current_device().arch() != "sm_90a") GTEST_SKIP() << "SKIPPED: not an sm_90a GPU";
@@ -222,6 +225,9 @@ TEST(FlashAttentionGpuSmall, PersistentFromThePasses) {
       T::kernels::AttentionConfig c128{128, 128, 256, 2, sc};
       check({2, 4, 2, 300, 1000, 128, false}, DType::bf16, jo, c128);
       check({1, 3, 1, 333, 1000, 128, true}, DType::f16, jo, c128);
+      check({2, 2, 1, 1000, 300, 64, true}, DType::bf16, jo, c128);
+      check({1, 2, 2, 4096, 4096, 128, true}, DType::bf16, jo, c128);
+      check({1, 3, 1, 700, 2000, 64, true}, DType::f16, jo, T::kernels::AttentionConfig{128, 192, 256, 3, sc});
     }
   }
 }

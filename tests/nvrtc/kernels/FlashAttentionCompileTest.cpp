@@ -124,3 +124,32 @@ INSTANTIATE_TEST_SUITE_P(Schedules, FlashAttentionAsyncGemms,
                          });
 
 }  // namespace
+
+namespace {
+
+// Causal attention under gemm_from_passes is persistent (issue 15): each role carries the ring's
+// position from tile to tile in one register (ring_base), the rest of the kernel as before --
+// no spills, the ring kernels' 168 registers, no wgmma serialization, at both head dimensions
+// and both ring schedules.
+TEST(FlashAttentionCompilePersistent, CausalKernelsCarryTheRingPosition) {
+  using Schedule = T::kernels::AttentionConfig::Schedule;
+  for (std::int64_t D : {64, 128})
+    for (Schedule sc : {Schedule::ring, Schedule::ring_pingpong}) {
+      T::kernels::AttentionShape s;
+      s.batch = 2, s.heads = 2048 / D, s.kv_heads = s.heads, s.seqlen_q = s.seqlen_k = 4096, s.dim = D;
+      T::kernels::AttentionOptions o;
+      o.causal = true;
+      o.jit.arch = "sm_90a";
+      o.jit.gemm_from_passes = true;
+      o.config = T::kernels::AttentionConfig{128, 128, 256, 2, sc};
+      auto k = T::kernels::make_flash_attention(s, T::DType::bf16, o);
+      SCOPED_TRACE("D" + std::to_string(D) + " " + o.config->describe());
+      EXPECT_NE(k.info().path.find("persistent"), std::string::npos) << k.info().path;
+      EXPECT_NE(k.source().find("ring_base[0] = (ring_base[0] + "), std::string::npos);
+      EXPECT_LE(k.resources().registers, 168) << k.compile_log();
+      EXPECT_EQ(k.resources().spill_store_bytes + k.resources().spill_load_bytes, 0) << k.compile_log();
+      EXPECT_EQ(k.compile_log().find("serialized"), std::string::npos) << k.compile_log();
+    }
+}
+
+}  // namespace
