@@ -10,6 +10,9 @@
 #      TESSEL_ENABLE=realigned_global_loads,realigned_global_stores) in the same session;
 #   3. `tessel bench attention` over the issue's default cases, bf16 (cuDNN in the same process),
 #      its JSON beside the log;
+#   3b. (step attention-passes) the same cases under TESSEL_ENABLE=gemm_from_passes: persistent
+#      attention with TMA-stored O, causal included since session 16 (the ring's position carried
+#      from tile to tile), then D = 256 (B 2, H 8, S 4096, causal and not) at the default;
 #   4. `tessel bench gemm` over issue 17's skinny shapes at the default, the split-K ones with
 #      and without TESSEL_ENABLE=programmatic_launch, and 8x14336x4096 on 64x128 tiles;
 #   5. the Python package: the pytest cases matching -k matmul, then `python -m tessel.bench
@@ -19,7 +22,8 @@
 #   7. `tessel_fuzz --gpu` over TESSEL_QUICK_FUZZ programs (default 600; seed 20261212).
 # Everything printed goes to OUTDIR/gpu-quick.log; the python step's JSON beside it.
 # TESSEL_QUICK_STEPS picks the steps (default "tests softmax attention", which fits one device
-# call's 600 s; the others: gemm python ncu fuzz).
+# call's 600 s; the others: gemm attention-passes python ncu fuzz -- "gemm attention-passes" fits
+# a second call).
 #
 #   scripts/gpu-quick.sh OUTDIR   (env: TESSEL_RESULT_TAG, TESSEL_QUICK_STEPS, TESSEL_QUICK_TESTS,
 #                                  TESSEL_QUICK_AB, TESSEL_QUICK_FUZZ)
@@ -27,7 +31,7 @@ set -uo pipefail
 source "$(dirname "$0")/gpu-steps.sh" gpu-quick "${1:-}"
 steps=" ${TESSEL_QUICK_STEPS:-tests softmax attention} "
 want() { [[ "$steps" == *" $1 "* ]]; }
-tests=${TESSEL_QUICK_TESTS:-*Softmax*:*RealignedStores*:*Attention*:FastExp2Gpu.*:FuzzGpu.*}
+tests=${TESSEL_QUICK_TESTS:-*Softmax*:*RealignedStores*:*Attention*:FastExp2Gpu.*:RaggedRingGpu.*:FuzzGpu.*}
 want tests && step "gpu tests ($tests)" 200 "$build/tessel_tests_gpu" --gtest_filter="$tests" --gtest_brief=1
 widths=4194304x127,4194304x129,524288x1023,65536x8191,32768x8193
 if want softmax; then
@@ -38,6 +42,13 @@ if want softmax; then
 fi
 want attention && step "bench attention (bf16, the issue's cases)" 180 "$build/tessel" bench attention --dtype bf16 \
   --json "$out/$(date -u +%F)-attention-quick-${TESSEL_RESULT_TAG:-h200}.json"
+if want attention-passes; then
+  step "bench attention (bf16, the issue's cases, TESSEL_ENABLE=gemm_from_passes)" 180 env TESSEL_ENABLE=gemm_from_passes \
+    "$build/tessel" bench attention --dtype bf16 \
+    --json "$out/$(date -u +%F)-attention-passes-quick-${TESSEL_RESULT_TAG:-h200}.json"
+  step "bench attention D = 256 (bf16, f16)" 60 "$build/tessel" bench attention --dtype bf16,f16 \
+    --cases 2x8x8x4096x4096x256,2x8x8x4096x4096x256:causal --json "$out/$(date -u +%F)-attention-d256-${TESSEL_RESULT_TAG:-h200}.json"
+fi
 # Issue 17's skinny GEMMs at the library's default (one wave of 64x64 tiles where it fills the SMs)
 # beside cuBLAS, and 8x14336x4096 on 64x128 tiles (112 independent CTAs) against its default.
 if want gemm; then
