@@ -248,12 +248,15 @@ void attention(std::ostream& o, const FuzzCase& c) {
   o << "      T::copy(Q(bx * BM, 0), Q_s);\n";
   o << "      T::clear(O_f);\n";
   if (c.online) o << "      T::fill(m, -T::infinity(T::f32));\n      T::clear(l);\n";
+  // skip_masked: the key blocks past the query block's last row are not visited (Unroll: all).
+  const std::string blocks =
+      c.skip_masked ? "T::min(T::ceildiv(N, BN), T::ceildiv((bx + 1) * BM, BN))" : "T::ceildiv(N, BN)";
   if (c.stages > 0)
-    o << "      T::Pipelined(T::ceildiv(N, BN), " << c.stages << ", [&](T::Var j) {\n";
+    o << "      T::Pipelined(" << blocks << ", " << c.stages << ", [&](T::Var j) {\n";
   else if (c.stages < 0)
     o << "      T::Unroll(T::ceildiv(N, BN), [&](T::Var j) {\n";
   else
-    o << "      T::Serial(T::ceildiv(N, BN), [&](T::Var j) {\n";
+    o << "      T::Serial(" << blocks << ", [&](T::Var j) {\n";
   o << "        T::copy(K(j * BN, 0), K_s);\n";
   o << "        T::copy(V(j * BN, 0), V_s);\n";
   o << "        T::clear(S);\n";

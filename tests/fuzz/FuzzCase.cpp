@@ -188,7 +188,7 @@ std::string FuzzCase::to_text() const {
      << number_text(init_value) << "\n";
   os << "variant " << variant << "\nshared_tail " << shared_tail << "\n";
   os << "online " << online << "\ncausal " << causal << "\nscale " << number_text(scale) << "\n";
-  os << "p_via_copy " << p_via_copy << "\n";
+  os << "p_via_copy " << p_via_copy << "\nskip_masked " << skip_masked << "\n";
   os << "expr " << expr.to_text() << "\n";
   os << "expr2 " << expr2.to_text() << "\n";
   return os.str();
@@ -220,7 +220,7 @@ std::string FuzzCase::summary() const {
          << number_text(scale);
       break;
     case Family::Attention:
-      os << (online ? " online" : " chain") << (causal ? " causal" : "") << (p_via_copy ? " p-copy" : "")
+      os << (online ? " online" : " chain") << (causal ? " causal" : "") << (skip_masked ? " skip" : "") << (p_via_copy ? " p-copy" : "")
          << " scale " << number_text(scale);
       break;
   }
@@ -319,7 +319,8 @@ FuzzCase parse_case(const std::string& text) {
           {"row_sums", &FuzzCase::row_sums},       {"store_via_shared", &FuzzCase::store_via_shared},
           {"padded", &FuzzCase::padded},           {"frag_in_dtype", &FuzzCase::frag_in_dtype},
           {"reduce_init", &FuzzCase::reduce_init}, {"online", &FuzzCase::online},
-          {"causal", &FuzzCase::causal},           {"p_via_copy", &FuzzCase::p_via_copy}};
+          {"causal", &FuzzCase::causal},           {"p_via_copy", &FuzzCase::p_via_copy},
+          {"skip_masked", &FuzzCase::skip_masked}};
       static const std::map<std::string, double FuzzCase::*> reals = {
           {"pad", &FuzzCase::pad}, {"init_value", &FuzzCase::init_value}, {"scale", &FuzzCase::scale}};
       if (auto i = ints.find(key); i != ints.end()) {

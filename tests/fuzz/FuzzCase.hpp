@@ -88,6 +88,9 @@ struct FuzzCase {
   // Attention: online softmax (FlashAttention's recurrence) or a plain chain (P = S * scale).
   bool online = true;
   bool causal = false;
+  // Causal: the key loop stops at the last block the query block's rows see (its trip count
+  // depends on the block index: under gemm_from_passes a persistent ring carries its position).
+  bool skip_masked = false;
   double scale = 0.125;
   bool p_via_copy = false;  // attention: P made by copy(S, P) rather than a Parallel cast
   ExprTree expr;            // gemm epilogue, tile's pre-reduction nest

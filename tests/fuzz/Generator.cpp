@@ -259,6 +259,7 @@ FuzzCase attention_case(Rng& r, FuzzCase c) {
   c.out_dtype = DType::f32;
   c.online = r.chance(0.7);
   c.causal = c.online && r.chance(0.3);
+  c.skip_masked = c.causal && r.chance(0.5);
   c.p_via_copy = r.chance(0.3);
   // Often the shapes sm_90a's wgmma, TMA rings and warp roles take: 64 rows per warpgroup, key
   // blocks and head dimensions of 64 or 128.

@@ -51,5 +51,29 @@ TEST(FuzzGpu, RegressionCasesMatchOnTheDevice) {
   }
 }
 
+// The same cases with the generic passes' persistence on (TESSEL_ENABLE=gemm_from_passes, at most
+// 3 blocks, so every block loops over several tiles): GEMMs and attention programs on TMA rings
+// become persistent, a causal one with its key loop cut at the mask
+// (attention-causal-skip-masked.case) carrying the ring's position from tile to tile.
+TEST(FuzzGpu, RegressionCasesMatchOnTheDeviceWithPersistentRings) {
+  TESSEL_REQUIRE_GPU();
+  if (tessel::current_device().arch() != "sm_90a") GTEST_SKIP() << "SKIPPED: not an sm_90a GPU";
+  test::ScopedEnv enable("TESSEL_ENABLE", "gemm_from_passes");
+  test::ScopedEnv blocks("TESSEL_MAX_PERSISTENT_CTAS", "3");
+  test::ScopedEnv no_cache("TESSEL_CACHE", "0");
+  for (const Regression& reg : load_regressions()) {
+    SCOPED_TRACE(reg.file.filename().string() + ": " + reg.c.summary());
+    RunOptions o;
+    o.gpu = true;
+    const CaseResult r = run_case(reg.c, o);
+    if (!reg.known_failing) {
+      EXPECT_EQ(r.outcome, Outcome::Pass) << r.signature() << ": " << r.detail;
+      if (r.outcome == Outcome::Pass) {
+        EXPECT_GE(r.gpu_error, 0) << "not run on the GPU";
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace tessel::fuzz
