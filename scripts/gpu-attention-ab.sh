@@ -3,11 +3,12 @@
 # session (each `tessel bench attention` run has cuDNN's fused SDPA in its own process beside
 # Tessel): the built-in choice over the issue's 12 cases, then the same with the asynchronous
 # wgmma passes off (TESSEL_DISABLE=async_gemm), then each schedule forced over the four
-# B x H x 4096^2 cases. Writes <date>-attention-<what>-<tag>.json files and ab.log into OUTDIR.
+# B x H x 4096^2 cases, then 192-row tiles (three consumer warpgroups) at D = 64. Writes <date>-attention-<what>-<tag>.json files and ab.log into OUTDIR.
 #
 #   scripts/gpu-attention-ab.sh OUTDIR   (env: TESSEL_BUILD_DIR=build-gpu, TESSEL_RESULT_TAG=h200,
 #                                          AB_DTYPE=bf16, AB_REPEATS=10,
-#                                          AB_SCHEDULES="pingpong ring cpasync")
+#                                          AB_SCHEDULES="pingpong ring cpasync",
+#                                          AB_D64_CONFIGS="192x128:2:384:ring ...")
 set -uo pipefail
 out=${1:?usage: scripts/gpu-attention-ab.sh OUTDIR}
 mkdir -p "$out" && out=$(cd "$out" && pwd)
@@ -44,4 +45,10 @@ bench default --
 bench no-async-gemm TESSEL_DISABLE=async_gemm --
 for schedule in ${AB_SCHEDULES-pingpong ring cpasync}; do
   bench "$schedule" -- --cases "$four" --config "128x128:2:256:$schedule"
+done
+# D = 64 on three consumer warpgroups (192 query rows, FlashAttention 3's tile there): the ring and
+# cp.async, 128 and 192 keys a block, over the issue's D = 64 cases at S = 4096 and 16384.
+d64=8x32x32x4096x4096x64,8x32x32x4096x4096x64:causal,2x32x32x16384x16384x64,2x32x32x16384x16384x64:causal
+for config in ${AB_D64_CONFIGS-192x128:2:384:ring 192x192:2:384:ring 192x128:2:384:cpasync}; do
+  bench "d64-${config//:/-}" -- --cases "$d64" --config "$config"
 done

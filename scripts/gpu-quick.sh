@@ -14,7 +14,8 @@
 #      attention with TMA-stored O, causal included since session 16 (the ring's position carried
 #      from tile to tile), then D = 256 (B 2, H 8, S 4096, causal and not) at the default;
 #   4. `tessel bench gemm` over issue 17's skinny shapes at the default, the split-K ones with
-#      and without TESSEL_ENABLE=programmatic_launch, and 8x14336x4096 on 64x128 tiles;
+#      and without TESSEL_ENABLE=programmatic_launch, 8x14336x4096 on 64x128 tiles, and M <= 16
+#      on one kernel of 16x32 tiles (no split);
 #   5. the Python package: the pytest cases matching -k matmul, then `python -m tessel.bench
 #      overhead` (scripts/gpu-python.sh);
 #   6. ncu's launch, occupancy and warp-state sections on one staged softmax (65536x8191) and the
@@ -60,6 +61,10 @@ if want gemm; then
     --shapes 1x4096x4096,16x4096x4096,32x4096x14336
   step "bench gemm 8x14336x4096 (64x128x64:6:128)" 45 "$build/tessel" bench gemm --repeats 20 --warmup 5 \
     --dtype f16 --shapes 8x14336x4096 --config 64x128x64:6:128
+  # One kernel, no reduction: 16x32 tiles, 128 of them at N = 4096 (each CTA a 32-column panel of B
+  # over all of K, 8 stages of 128 in flight) against split-K's two launches (session 16's question).
+  step "bench gemm M <= 16 on 16x32x128:8:128 (unsplit)" 45 "$build/tessel" bench gemm --repeats 20 --warmup 5 \
+    --dtype f16 --shapes 1x4096x4096,16x4096x4096 --config 16x32x128:8:128
 fi
 want python && step "python (pytest -k matmul, bench overhead)" 90 env TESSEL_PYTEST_ARGS="-k matmul" TESSEL_PYTHON_BENCH=overhead \
   bash scripts/gpu-python.sh "$out"

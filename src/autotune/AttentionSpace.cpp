@@ -120,8 +120,9 @@ Space attention_space(const std::string& arch, const kernels::AttentionShape& sh
   const bool rings = kernels::has_ring_schedules(arch);
   std::vector<int> block_N = {64, 96, 128, 160, 192, 224, 256};
   if (!rings) block_N.insert(block_N.begin(), 32);
-  s.knob("block_M", {64, 128})
-      .knob("threads", {128, 256})
+  // 192 query rows: three consumer warpgroups (FlashAttention 3's tile at D = 64).
+  s.knob("block_M", {64, 128, 192})
+      .knob("threads", {128, 256, 384})
       .knob("block_N", block_N)
       .knob("num_stages", {1, 2, 3})
       .knob("schedule",
@@ -138,6 +139,11 @@ Space attention_space(const std::string& arch, const kernels::AttentionShape& sh
                  return get(c, "schedule") != static_cast<int>(Schedule::ring_pingpong) ||
                         get(c, "threads") == 256;
                });
+  // Query rows past the sequence's end are wasted work too: 192-row tiles only where Sq is
+  // longer than 128 (64 and 128 stay, the dispatcher's choices among them).
+  const std::int64_t rows = std::max<std::int64_t>(128, (shape.seqlen_q + 63) / 64 * 64);
+  s.constraint("block_M at most max(128, Sq rounded up to 64) (" + std::to_string(rows) + ")",
+               [rows](const Config& c) { return get(c, "block_M") <= rows; });
   // A block of keys past the sequence's end is masked work: no more than the keys rounded up to
   // 64 (the smallest block on sm_90a), so that a short Sk does not try every block_N.
   const std::int64_t keys = (shape.seqlen_k + 63) / 64 * 64;

@@ -50,8 +50,8 @@ TEST(AutotuneAttentionSpace, Hopper128KeepsEveryScheduleWithinSharedMemory) {
     const auto space = at::attention_space("sm_90a", s, DType::bf16, causal);
     EXPECT_EQ(space.name(), std::string("attention sm_90a D128 ") + (causal ? "causal " : "") + "bf16");
     const auto e = space.enumerate({.smem_per_block = kH200Smem, .threads_per_block = 1024});
-    // 2 block_M x 2 threads x 7 block_N x 3 stages x 3 schedules; the default is a grid point.
-    EXPECT_EQ(e.total, 252u);
+    // 3 block_M x 3 threads x 7 block_N x 3 stages x 3 schedules; the default is a grid point.
+    EXPECT_EQ(e.total, 567u);
     EXPECT_EQ(e.kept.size() + e.pruned.size(), e.total);
     std::set<int> schedules, block_N;
     for (const auto& c : e.kept) {
@@ -77,6 +77,10 @@ TEST(AutotuneAttentionSpace, Hopper128KeepsEveryScheduleWithinSharedMemory) {
     // The deepest ring that fits: 128 x 128 in three stages (231424 bytes); 160 keys do not.
     const at::Config deep = at::attention_point({128, 128, 256, 3, Schedule::ring});
     EXPECT_EQ(std::count(e.kept.begin(), e.kept.end(), deep), 1);
+    // Three consumer warpgroups over 192 query rows (FlashAttention 3's tile at D = 64), on the
+    // ring (no ping-pong: the turns are for two) and on cp.async.
+    EXPECT_EQ(std::count(e.kept.begin(), e.kept.end(), at::attention_point({192, 128, 384, 2, Schedule::ring})), 1);
+    EXPECT_EQ(std::count(e.kept.begin(), e.kept.end(), at::attention_point({192, 128, 384, 2, Schedule::cp_async})), 1);
     int smem = 0;
     for (const auto& p : e.pruned) {
       const bool over = p.reason.rfind("shared memory ", 0) == 0;
@@ -290,19 +294,19 @@ TEST(AutotuneAttentionSpace, WithoutAnEntryTheBuiltInChoice) {
 TEST(AutotuneAttentionSpace, EveryKeptTileIsRightOnTheInterpreter) {
   // The schedule and the ring's depth do not change the program's meaning (the interpreter runs
   // them alike), so each (block_M, block_N, threads) once: causal with Sq != Sk and tails.
-  const AttentionShape s = shape(1, 2, 1, 70, 150, 32);
+  const AttentionShape s = shape(1, 2, 1, 200, 150, 32);
   const auto e = at::attention_space("sm_90a", s, DType::f16, true).enumerate();
   std::set<std::tuple<int, int, int>> tiles;
   for (const auto& c : e.kept)
     tiles.insert({at::get(c, "block_M"), at::get(c, "block_N"), at::get(c, "threads")});
-  EXPECT_EQ(tiles.size(), 2u * 5u) << "block_M 64 and 128, block_N 64 to 192 (Sk = 150 rounds up to 192)";
+  EXPECT_EQ(tiles.size(), 3u * 5u) << "block_M 64, 128 and 192 (Sq = 200), block_N 64 to 192 (Sk = 150 rounds up to 192)";
   std::mt19937_64 seeds(11);
-  const auto q = tessel::interp::HostTensor::random(DType::f16, {1, 70, 2, 32}, seeds(), -2, 2);
+  const auto q = tessel::interp::HostTensor::random(DType::f16, {1, 200, 2, 32}, seeds(), -2, 2);
   const auto k = tessel::interp::HostTensor::random(DType::f16, {1, 150, 1, 32}, seeds(), -2, 2);
   const auto v = tessel::interp::HostTensor::random(DType::f16, {1, 150, 1, 32}, seeds(), -2, 2);
   std::vector<tessel::kernels::AttentionSample> rows;
   for (std::int64_t h = 0; h < 2; ++h)
-    for (std::int64_t i = 0; i < 70; ++i) rows.push_back({0, h, i});
+    for (std::int64_t i = 0; i < 200; ++i) rows.push_back({0, h, i});
   const auto ref =
       tessel::kernels::attention_reference(q.to_values(), k.to_values(), v.to_values(), s, true, 0.0, rows);
   for (const auto& [bm, bn, threads] : tiles) {
@@ -315,7 +319,7 @@ TEST(AutotuneAttentionSpace, EveryKeptTileIsRightOnTheInterpreter) {
     for (const auto& r : rows) {
       for (std::int64_t d = 0; d < 32; ++d)
         got.O.push_back(o[static_cast<std::size_t>((r.row * 2 + r.head) * 32 + d)]);
-      got.LSE.push_back(lse[static_cast<std::size_t>(r.head * 70 + r.row)]);
+      got.LSE.push_back(lse[static_cast<std::size_t>(r.head * 200 + r.row)]);
     }
     const auto err = tessel::kernels::attention_error(ref, got);
     EXPECT_LE(err.O, at::attention_tolerance(DType::f16).O) << "O: relative error " << err.O;

@@ -719,7 +719,7 @@ TEST_F(Cli, TuneAttentionWithoutAGpuSaysSo) {
   const CliRun r = run_tessel("tune attention --heads 4 --kv-heads 1 --seqlen-q 1 --seqlen-k 8192 --causal");
   EXPECT_EQ(r.exit_code, 3) << r.output;
   EXPECT_NE(
-      r.output.find("tessel tune attention 2x4x1x1x8192x128 causal bshd f16 on sm_90a: 252 candidates, "),
+      r.output.find("tessel tune attention 2x4x1x1x8192x128 causal bshd f16 on sm_90a: 567 candidates, "),
       std::string::npos)
       << r.output;
   EXPECT_NE(r.output.find("tessel tune attention needs a GPU to time candidates (--compile-only compiles the "
@@ -741,8 +741,8 @@ TEST_F(Cli, TuneAttentionCompileOnlyListsEveryCandidate) {
   EXPECT_EQ(r.exit_code, gpu ? 0 : 3) << r.output;
   if (!gpu) {
     EXPECT_NE(
-        r.output.find("tessel tune attention 1x2x2x100x64x64 causal bshd bf16 on sm_90a: 252 candidates, "
-                      "237 pruned (constraints, 232448 bytes of shared memory, 1024 threads), 15 left\n"),
+        r.output.find("tessel tune attention 1x2x2x100x64x64 causal bshd bf16 on sm_90a: 567 candidates, "
+                      "552 pruned (constraints, 232448 bytes of shared memory, 1024 threads), 15 left\n"),
         std::string::npos)
         << r.output;
   }

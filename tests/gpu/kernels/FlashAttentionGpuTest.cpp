@@ -233,3 +233,30 @@ TEST(FlashAttentionGpuSmall, PersistentFromThePasses) {
 }
 
 }  // namespace
+
+namespace {
+
+// Three consumer warpgroups over 192 query rows (FlashAttention 3's tile at D = 64; in the tuning
+// space since session 16): the ring (its producer a fourth warpgroup, setmaxnreg 160 / 24) and
+// cp.async, 128 and 192 keys a block, causal and not, tails in both lengths, GQA; the ring also
+// persistent under gemm_from_passes on 3 blocks.
+TEST(FlashAttentionGpuSmall, ThreeConsumerWarpgroups) {
+  TESSEL_REQUIRE_GPU();
+  using Schedule = T::kernels::AttentionConfig::Schedule;
+  T::JitOptions persistent;
+  persistent.gemm_from_passes = true;
+  persistent.max_persistent_ctas = 3;
+  for (bool causal : {false, true}) {
+    for (Schedule sc : {Schedule::ring, Schedule::cp_async}) {
+      check({2, 4, 2, 500, 777, 64, causal}, DType::bf16, {}, T::kernels::AttentionConfig{192, 128, 384, 2, sc});
+      check({1, 3, 3, 700, 450, 64, causal}, DType::f16, {}, T::kernels::AttentionConfig{192, 192, 384, 2, sc});
+      if (T::current_device().arch() == "sm_90a")  // 176 KB of shared memory at D = 128
+        check({1, 2, 1, 400, 1000, 128, causal}, DType::bf16, {}, T::kernels::AttentionConfig{192, 128, 384, 2, sc});
+    }
+    if (T::current_device().arch() == "sm_90a")
+      check({2, 4, 2, 1000, 1200, 64, causal}, DType::bf16, persistent,
+            T::kernels::AttentionConfig{192, 128, 384, 2, Schedule::ring});
+  }
+}
+
+}  // namespace

@@ -153,3 +153,36 @@ TEST(FlashAttentionCompilePersistent, CausalKernelsCarryTheRingPosition) {
 }
 
 }  // namespace
+
+namespace {
+
+// 192 query rows on three consumer warpgroups (in the tuning space since session 16): on sm_90a
+// the ring gives the producer a fourth warpgroup and the consumers 160 registers each
+// (setmaxnreg: 512 threads launch at 128), cp.async keeps 384 threads; sm_80 builds it on
+// mma.sync at D = 64. No spills at D = 64 or 128.
+TEST(FlashAttentionCompileThreeWarpgroups, RegisterBudgetsAndNoSpills) {
+  using Schedule = T::kernels::AttentionConfig::Schedule;
+  for (std::int64_t D : {64, 128})
+    for (const char* arch : {"sm_90a", "sm_80"})
+      for (Schedule sc : {Schedule::ring, Schedule::cp_async}) {
+        // sm_80: cp.async only, and D = 128's 176 KB are past its 163 KB.
+        if (std::string(arch) == "sm_80" && (sc != Schedule::cp_async || D > 64)) continue;
+        T::kernels::AttentionShape s;
+        s.batch = 2, s.heads = 4, s.kv_heads = 2, s.seqlen_q = 1000, s.seqlen_k = 1200, s.dim = D;
+        T::kernels::AttentionOptions o;
+        o.causal = true;
+        o.jit.arch = arch;
+        o.config = T::kernels::AttentionConfig{192, 128, 384, 2, sc};
+        auto k = T::kernels::make_flash_attention(s, T::DType::bf16, o);
+        SCOPED_TRACE("D" + std::to_string(D) + " " + arch + " " + o.config->describe());
+        EXPECT_EQ(k.resources().spill_store_bytes + k.resources().spill_load_bytes, 0) << k.compile_log();
+        if (std::string(arch) == "sm_90a" && sc == Schedule::ring) {
+          EXPECT_EQ(k.info().threads, 512);
+          EXPECT_NE(k.ptx().find("setmaxnreg.inc.sync.aligned.u32 160"), std::string::npos);
+        } else {
+          EXPECT_EQ(k.info().threads, 384);
+        }
+      }
+}
+
+}  // namespace
