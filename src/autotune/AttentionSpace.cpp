@@ -32,6 +32,7 @@ struct Lowered {
   long long smem_bytes = 0;
   int launch_threads = 0;  // consumers and, with a ring, the producer warpgroup
   bool ring = false;       // a TMA + mbarrier ring that a producer fills (plan_pipelines)
+  bool roles = false;      // the producer has warps of its own (specialize_warps)
   bool pingpong = false;   // the consumer warpgroups take turns (schedule_warpgroups)
 };
 
@@ -74,7 +75,7 @@ class Lowerings {
         l = std::move(over);
       }
       result = Lowered{l->ctx.smem_bytes, l->ctx.launch_threads ? l->ctx.launch_threads : l->ctx.threads,
-                       !l->ctx.mbarriers.empty(), l->ctx.pingpong};
+                       !l->ctx.mbarriers.empty(), l->ctx.launch_threads > l->ctx.threads, l->ctx.pingpong};
     } catch (const std::exception&) {
       result = std::nullopt;
     }
@@ -139,6 +140,11 @@ Space attention_space(const std::string& arch, const kernels::AttentionShape& sh
                  return get(c, "schedule") != static_cast<int>(Schedule::ring_pingpong) ||
                         get(c, "threads") == 256;
                });
+  // Three consumer warpgroups launch 384 threads (512 with a producer): each has at most 168
+  // registers (128), where 256 keys a block hold S's 128 accumulators a thread alone -- ptxas
+  // spills them (cp.async) or cannot place the ring's wgmma at all (specialize_warps declines).
+  s.constraint("block_N at most 192 with 192 query rows (three warpgroups' registers)",
+               [](const Config& c) { return get(c, "block_M") < 192 || get(c, "block_N") <= 192; });
   // Query rows past the sequence's end are wasted work too: 192-row tiles only where Sq is
   // longer than 128 (64 and 128 stay, the dispatcher's choices among them).
   const std::int64_t rows = std::max<std::int64_t>(128, (shape.seqlen_q + 63) / 64 * 64);
@@ -157,13 +163,16 @@ Space attention_space(const std::string& arch, const kernels::AttentionShape& sh
                [lowerings](const Config& c) { return lowerings->get(c).has_value(); });
   // A ring the compiler cannot build (an operand wgmma cannot read, say) leaves the cp.async
   // kernel: the same candidate twice.
-  s.constraint("the compiler builds the schedule asked for (a TMA ring, with ping-pong for ring+pingpong)",
+  // So does a ring whose producer stays in the consumers' threads (specialize_warps declines a
+  // gemm too wide for the launch's register cap: 192 x 256 tiles on 512 threads).
+  s.constraint("the compiler builds the schedule asked for (a TMA ring with a producer of its own, with ping-pong "
+               "for ring+pingpong)",
                [lowerings](const Config& c) {
                  const auto l = lowerings->get(c);
                  const int schedule = get(c, "schedule");
-                 return l &&
-                        (schedule == static_cast<int>(Schedule::cp_async) ||
-                         (l->ring && l->pingpong == (schedule == static_cast<int>(Schedule::ring_pingpong))));
+                 return l && (schedule == static_cast<int>(Schedule::cp_async) ||
+                              (l->ring && l->roles &&
+                               l->pingpong == (schedule == static_cast<int>(Schedule::ring_pingpong))));
                });
   s.smem_bytes([lowerings](const Config& c) {
     const auto l = lowerings->get(c);

@@ -280,6 +280,7 @@ struct PassContext {
   int launch_threads = 0;
   int consumer_regs = 0, producer_regs = 0;
   int entry_regs = 0;  // per thread at launch, which the budgets assume ptxas allocated
+  std::string specialize_why_not;  // when a ring kept its loads in the consumers' threads
   // Set by schedule_warpgroups: the two consumer warpgroups alternate their gemm phases.
   bool pingpong = false;
   // Set by rotate_async_gemms: loops whose last gemm now issues behind the next iteration's first.

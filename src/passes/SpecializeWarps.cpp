@@ -29,9 +29,15 @@
 //             taken from the other CTAs that such small kernels fit on an SM (measured: 16384^2 attention at
 //             D = 64 on 64x128 tiles ran 0.70-0.87x of its cp.async form with a producer warpgroup, H200,
 //             2026-12-04).
+//             A gemm whose accumulator leaves a wgmma instruction no room under the launch's
+//             register cap (ptxas compiles every instruction within it, setmaxnreg or not: 512
+//             threads cap it at 128, and m64n256 with an f32 accumulator needs 154) keeps the
+//             kernel unspecialized, with the reason in ctx.specialize_why_not.
 //   Requires: plan_pipelines (rings and their ProducerStmts).
 //   Ensures:  no ProducerStmt is left when it applied; ctx.launch_threads, ctx.consumer_regs and
 //             ctx.producer_regs set. Otherwise the IR is unchanged (one thread issues the loads).
+#include <algorithm>
+
 #include "passes/PassUtil.hpp"
 #include "passes/Passes.hpp"
 #include "tessel/ir/Mutator.hpp"
@@ -44,6 +50,28 @@ namespace {
 
 constexpr int kProducerRegs = 24;
 constexpr int kRegisterFile = 65536;
+// Registers a wgmma instruction needs besides its accumulator (descriptors, predicates,
+// addresses): ptxas 13.0 asked for 154 for a 128-register accumulator.
+constexpr int kWgmmaOverhead = 26;
+
+// Registers per thread of the widest accumulator one wgmma instruction writes: m64nN with an
+// f32 accumulator holds N / 2 a thread (f16: N / 4).
+int widest_wgmma_accumulator(const Stmt& body, const PassContext& ctx) {
+  struct Find : IRVisitor {
+    const PassContext* ctx;
+    int widest = 0;
+    void visit_node(const GemmStmt* g) override {
+      auto l = ctx->fragment_layouts.find(g->C.buffer->id);
+      if (l == ctx->fragment_layouts.end() || !l->second.wgmma) return;
+      const auto n = as_const_int(g->C.extents.back());
+      if (!n) return;
+      widest = std::max(widest, static_cast<int>(*n * dtype_bytes(g->C.buffer->dtype) / 8));
+    }
+  } f;
+  f.ctx = &ctx;
+  f.visit(body);
+  return f.widest;
+}
 
 // Splits statements into the producer's part and the consumers' part.
 struct Splitter {
@@ -143,6 +171,19 @@ Stmt specialize_warps(const Stmt& body, PassContext& ctx) {
   const int producer_threads = one_warpgroup ? 32 : 128;
   const int launch = ctx.threads + producer_threads;
   const int entry = std::min(255, kRegisterFile / launch) / 8 * 8;
+  // ptxas compiles each wgmma instruction within the launch's register cap, whatever setmaxnreg
+  // raises the consumers to (measured, ptxas 13.0: m64n256k16 with an f32 accumulator needs 154
+  // under a cap of 128 -- 512 threads -- and is a fatal error there): the accumulator of the
+  // widest gemm plus kWgmmaOverhead must fit the entry budget, else the kernel stays unspecialized
+  // (its launch cap is then the consumers' own).
+  const int widest = widest_wgmma_accumulator(body, ctx);
+  if (widest + kWgmmaOverhead > entry) {
+    ctx.specialize_why_not = "a wgmma accumulator of " + std::to_string(widest) + " registers per thread (+" +
+                             std::to_string(kWgmmaOverhead) + " for the instruction) is past the " +
+                             std::to_string(entry) + " a thread gets at launch with a producer beside " +
+                             std::to_string(ctx.threads) + " consumer threads";
+    return body;
+  }
   int consumer_regs = 0, producer_regs = 0;
   if (!one_warpgroup) {
     producer_regs = kProducerRegs;

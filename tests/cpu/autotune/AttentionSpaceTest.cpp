@@ -35,7 +35,8 @@ const std::string kWarpgroups = "constraint a consumer warpgroup per 64 query ro
 const std::string kPingpong =
     "constraint ring+pingpong needs two consumer warpgroups (256 threads; with one it is the ring)";
 const std::string kBuilds =
-    "constraint the compiler builds the schedule asked for (a TMA ring, with ping-pong for ring+pingpong)";
+    "constraint the compiler builds the schedule asked for (a TMA ring with a producer of its own, with "
+    "ping-pong for ring+pingpong)";
 
 int schedule(const at::Config& c) {
   return at::get(c, "schedule");
@@ -85,7 +86,11 @@ TEST(AutotuneAttentionSpace, Hopper128KeepsEveryScheduleWithinSharedMemory) {
     for (const auto& p : e.pruned) {
       const bool over = p.reason.rfind("shared memory ", 0) == 0;
       smem += over;
-      EXPECT_TRUE(over || p.reason == kWarpgroups || p.reason == kPingpong) << p.reason;
+      // 192 x 224 and 192 x 256: past three warpgroups' registers.
+      const bool too_wide =
+          p.reason == "constraint block_N at most 192 with 192 query rows (three warpgroups' registers)" &&
+          at::get(p.config, "block_M") == 192 && at::get(p.config, "block_N") > 192;
+      EXPECT_TRUE(over || too_wide || p.reason == kWarpgroups || p.reason == kPingpong) << p.reason;
       if (p.config == at::attention_point({128, 160, 256, 3, Schedule::ring})) {
         EXPECT_EQ(p.reason, "shared memory 280576 > 232448 bytes");
       }

@@ -523,3 +523,32 @@ TEST(HopperPipeline, TutorialGemmFromThePassesKeepsMmaSyncWhereTmaCannot) {
 }
 
 }  // namespace
+
+namespace {
+
+// ptxas compiles each wgmma instruction within the launch's register cap, whatever setmaxnreg
+// raises the consumers to: 192-row attention tiles with 256 keys a block (m64n256, a 128-register
+// f32 accumulator a thread) under 512 threads (a cap of 128) were a fatal ptxas error; the
+// producer then stays in the consumers' threads, and the reason is recorded. 192 keys fit.
+TEST(HopperPipeline, AGemmTooWideForTheProducersLaunchStaysUnspecialized) {
+  T::kernels::AttentionShape s;
+  s.batch = 2, s.heads = 8, s.kv_heads = 2, s.seqlen_q = 1000, s.seqlen_k = 4097, s.dim = 64;
+  using Schedule = T::kernels::AttentionConfig::Schedule;
+  auto wide = T::lower(T::kernels::attention_program(s, T::DType::bf16, true, 0.125f, {192, 256, 384, 3, Schedule::ring}).ir(),
+                       sm90());
+  EXPECT_FALSE(wide.ctx.mbarriers.empty()) << "still a ring";
+  EXPECT_EQ(wide.ctx.launch_threads, 0);
+  EXPECT_EQ(wide.ctx.specialize_why_not,
+            "a wgmma accumulator of 128 registers per thread (+26 for the instruction) is past the 128 a thread gets "
+            "at launch with a producer beside 384 consumer threads");
+  auto fits = T::lower(T::kernels::attention_program(s, T::DType::bf16, true, 0.125f, {192, 192, 384, 2, Schedule::ring}).ir(),
+                       sm90());
+  EXPECT_EQ(fits.ctx.launch_threads, 512);
+  EXPECT_TRUE(fits.ctx.specialize_why_not.empty());
+  // Two consumer warpgroups launch 384 threads (a cap of 168): 256 keys fit.
+  auto two = T::lower(T::kernels::attention_program(s, T::DType::bf16, true, 0.125f, {128, 256, 256, 2, Schedule::ring}).ir(),
+                      sm90());
+  EXPECT_EQ(two.ctx.launch_threads, 384);
+}
+
+}  // namespace
