@@ -17,7 +17,9 @@
 //             first iteration is carried in a Local scalar instead (ctx.tile_loop.base):
 //               local ring_base: i32[1]; ring_base[0] = 0
 //               tiles i in [...) { let ...; <the body>; ring_base[0] += max(n(tile), 0) }
-//             (iteration ring_base[0] + k; specialize_warps gives the scalar to both roles). The
+//             (iteration ring_base[0] + k; specialize_warps gives the scalar to both roles), and
+//             the tiles are dealt in serpentine rounds (block pid takes tile i * P + pid in even
+//             rounds, i * P + P - 1 - pid in odd ones), which balances unequal tiles. The
 //             tile order is the grid's, row-major (x fastest); use_swizzle(panel) becomes the
 //             same panel order over the tiles (tessel::raster_x / raster_y, block.cuh) instead of
 //             a remap of blockIdx. Applies when all of these hold, else the IR is unchanged:
@@ -217,9 +219,35 @@ Stmt persist_tiles(const Stmt& body, PassContext& ctx) {
     inner = make_let(bv[1], make_binary(BinaryOp::Div, in_plane, make_int(g[0])), inner, w);
     inner = make_let(bv[0], make_binary(BinaryOp::Mod, in_plane, make_int(g[0])), inner, w);
   }
-  inner = make_let(t, add(pid, mul(i, make_int(P))), inner, w);
-  // ceildiv(T - pid, P) = (T - pid + P - 1) / P: the tiles pid, pid + P, ... below T.
-  const Expr trips = make_binary(BinaryOp::Div, add(sub(make_int(tiles), pid), make_int(P - 1)), make_int(P));
+  Expr trips;
+  if (!base.defined()) {
+    // Tiles of equal work, round-robin: block pid takes pid, pid + P, ... below T, that is
+    // ceildiv(T - pid, P) = (T - pid + P - 1) / P of them.
+    inner = make_let(t, add(pid, mul(i, make_int(P))), inner, w);
+    trips = make_binary(BinaryOp::Div, add(sub(make_int(tiles), pid), make_int(P - 1)), make_int(P));
+  } else {
+    // Tiles of unequal work (the ring's trip count depends on the tile: causal attention's
+    // query blocks see 1 to n key blocks): round-robin would give the same blocks the long tiles
+    // round after round wherever P and the grid's period share a factor (causal S = 1024: 8 query
+    // blocks a head, P = 132 -- blocks pid = 0 mod 4 get the 8- and 4-block tiles, pid = 3 mod 4
+    // the 5- and 1-block ones: 1.34x the mean on the slowest block). Serpentine instead: round r
+    // goes left to right when r is even, right to left when odd, so a block that took a long
+    // tile takes a short one next (within 3 % of the mean on the causal shapes, as
+    // close as a greedy dynamic scheduler; docs/perf-notes.md, session 16). Each round is the
+    // same P consecutive tiles as round-robin's, so what runs at once -- and shares the L2 -- is
+    // unchanged.
+    const Expr even = make_binary(BinaryOp::EQ, make_binary(BinaryOp::Mod, i, make_int(2)), make_int(0));
+    inner = make_let(t, add(mul(i, make_int(P)), make_select(even, pid, sub(make_int(P - 1), pid))), inner, w);
+    // Rounds: T / P whole ones, and in the last, partial one (rem tiles) the blocks it reaches:
+    // the first rem from the left when that round is even, the last rem when odd.
+    const std::int64_t full = tiles / P, rem = tiles % P;
+    trips = make_int(full);
+    if (rem > 0) {
+      const Expr reached = full % 2 == 0 ? make_binary(BinaryOp::LT, pid, make_int(rem))
+                                         : make_binary(BinaryOp::GE, pid, make_int(P - rem));
+      trips = add(make_int(full), make_select(reached, make_int(1), make_int(0)));
+    }
+  }
   decls.push_back(make_for(i, make_int(0), trips, ForKind::Tiles, 0, inner, w));
   ctx.grid = {make_int(P)};
   ctx.block_vars = {pid};

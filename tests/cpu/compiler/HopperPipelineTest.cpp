@@ -465,6 +465,13 @@ TEST(HopperPipeline, AttentionIsPersistentWithItsTurnsInsideEachTile) {
                sm90(), passes, true);
   ASSERT_TRUE(causal.ctx.tile_loop.applied) << causal.ctx.tile_loop.why_not;
   ASSERT_TRUE(causal.ctx.tile_loop.base.defined());
+  // Tiles of unequal work are dealt in serpentine rounds (1024 tiles over 132 blocks: 7 whole
+  // rounds, the last partial one odd, right to left: its 100 tiles go to blocks 32 to 131).
+  EXPECT_TRUE(has(stage_text(causal, "persist_tiles"),
+                  "tiles tile_i in [0, 0 + (7 + select((pid >= 32), 1, 0)))"))
+      << stage_text(causal, "persist_tiles");
+  EXPECT_TRUE(has(stage_text(causal, "persist_tiles"),
+                  "let tile = ((tile_i * 132) + select(((tile_i % 2) == 0), pid, (131 - pid)))"));
   const std::string roles = stage_text(causal, "place_gemm_waits");
   const size_t producer = roles.find("producer:"), consumers = roles.find("consumers:");
   ASSERT_NE(consumers, std::string::npos) << roles;
