@@ -160,6 +160,10 @@ struct KernelInfo {
   // on sm_90a when the Hopper GEMM was not taken, why.
   std::string path{};
   std::string hopper_declined{};
+  // Hopper machinery a generic sm_90a kernel with a TMA ring did not get, each as "what: why"
+  // ("persistent tiles: opt-in ...", "warp specialization: a wgmma accumulator of ..."): where
+  // to look when a kernel is slower than its neighbours.
+  std::vector<std::string> declined{};
   // The blocks loop over the tiles: the Hopper GEMM's grid is min(tiles * cluster_size, SMs),
   // whole clusters, capped at launch; a generic kernel made persistent by persist_tiles has the
   // grid min(tiles, SMs) fixed at compile time.

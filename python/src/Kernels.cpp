@@ -44,6 +44,7 @@ nb::dict info_dict(const KernelInfo& i) {
   d["instructions"] = i.instructions;
   d["path"] = i.path;
   d["hopper_declined"] = i.hopper_declined;
+  d["declined"] = i.declined;
   d["persistent"] = i.persistent;
   d["cluster_size"] = i.cluster_size;
   d["tma_maps"] = i.tma_maps;

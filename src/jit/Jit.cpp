@@ -349,6 +349,15 @@ JitKernel jit(const PrimFunc& f, const JitOptions& options, std::source_location
       : tensor_cores ? "mma.sync"
                      : "CUDA cores (no gemm)";
   impl->info.hopper_declined = hopper.why_not;
+  if (!hopper.selected && !ctx.mbarriers.empty()) {
+    if (!ctx.tile_loop.applied)
+      impl->info.declined.push_back("persistent tiles: " + (ctx.tile_loop.why_not.empty() ? std::string("not applicable")
+                                                                                         : ctx.tile_loop.why_not));
+    if (ctx.launch_threads == 0)
+      impl->info.declined.push_back("warp specialization: " + (ctx.specialize_why_not.empty()
+                                                                  ? std::string("not applicable")
+                                                                  : ctx.specialize_why_not));
+  }
   for (const passes::TmaParam& t : ctx.tma_params) {
     if (t.box.empty()) continue;  // the Hopper GEMM's own maps (its plan says them)
     std::string box;

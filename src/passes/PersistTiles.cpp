@@ -158,10 +158,19 @@ std::string why_not(const KernelStmt& k, const PassContext& ctx, std::int64_t& t
 Stmt persist_tiles(const Stmt& body, PassContext& ctx) {
   // Opt-in with gemm_from_passes until the H200 has timed it (docs/perf-notes.md, session 13):
   // kernels compiled without it keep the launch shape they were measured with.
-  if (ctx.target.sm != 90 || !ctx.allow_tma || !ctx.allow_wgmma || !ctx.allow_warp_specialization ||
-      !ctx.allow_async_pipeline || !ctx.allow_persistent_tiles || ctx.hopper.selected ||
-      !ctx.gemm_from_passes)
+  if (ctx.target.sm != 90 || !ctx.allow_tma || !ctx.allow_wgmma || ctx.hopper.selected) return body;
+  if (!ctx.gemm_from_passes) {
+    ctx.tile_loop.why_not = "opt-in until measured (JitOptions::gemm_from_passes, TESSEL_ENABLE=gemm_from_passes)";
     return body;
+  }
+  if (!ctx.allow_persistent_tiles) {
+    ctx.tile_loop.why_not = "turned off (JitOptions::disable_persistent_tiles)";
+    return body;
+  }
+  if (!ctx.allow_warp_specialization || !ctx.allow_async_pipeline) {
+    ctx.tile_loop.why_not = "needs warp specialization and the asynchronous pipeline, which are turned off";
+    return body;
+  }
   const auto* k = body.as<KernelStmt>();
   if (!k) return body;
   std::int64_t sms = ctx.target.sm_count > 0 ? ctx.target.sm_count : kDefaultSms;

@@ -152,9 +152,17 @@ bool Splitter::split(const Stmt& s, std::vector<Stmt>& producer, std::vector<Stm
 }  // namespace
 
 Stmt specialize_warps(const Stmt& body, PassContext& ctx) {
-  if (ctx.target.sm != 90 || !ctx.allow_warp_specialization || !contains_producer(body)) return body;
+  if (ctx.target.sm != 90 || !contains_producer(body)) return body;
+  if (!ctx.allow_warp_specialization) {
+    ctx.specialize_why_not = "turned off (JitOptions::disable_warp_specialization)";
+    return body;
+  }
   const auto* kernel = body.as<KernelStmt>();
-  if (!kernel || ctx.threads % 128 != 0) return body;
+  if (!kernel) return body;
+  if (ctx.threads % 128 != 0) {
+    ctx.specialize_why_not = "the kernel's " + std::to_string(ctx.threads) + " threads are not whole warpgroups";
+    return body;
+  }
   std::vector<Stmt> top = flatten_seq(kernel->body);
   std::vector<Stmt> shared_decls, producer, consumer;
   Splitter splitter{ctx.block_vars, ctx.tile_loop.base, body};
@@ -164,7 +172,10 @@ Stmt specialize_warps(const Stmt& body, PassContext& ctx) {
     } else if (s.as<SwizzleStmt>()) {
       shared_decls.push_back(s);  // remaps the block indices both roles read
     } else if (!splitter.split(s, producer, consumer)) {
-      return body;  // producer work somewhere a lone producer cannot follow
+      ctx.specialize_why_not =
+          "the ring's loads sit where a producer of its own cannot follow them (a loop whose bounds read "
+          "what the consumers compute, or loads nested in a condition or a deeper loop)";
+      return body;
     }
   }
   const bool one_warpgroup = ctx.threads == 128;

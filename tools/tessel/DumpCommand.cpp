@@ -152,6 +152,8 @@ std::string level_text(const DumpOptions& o, const JitKernel& k, const std::stri
      << "instructions: ";
   for (const std::string& i : info.instructions) os << " " << i;
   os << "\n";
+  if (!info.hopper_declined.empty()) os << "declined:      the tutorial-GEMM template (select_hopper_gemm): " << info.hopper_declined << "\n";
+  for (const std::string& d : info.declined) os << "declined:      " << d << "\n";
   return os.str();
 }
 
@@ -164,6 +166,8 @@ nlohmann::json kernel_json(const JitKernel& k) {
           {"threads", info.threads},
           {"dynamic_smem_bytes", info.dynamic_smem_bytes},
           {"instructions", info.instructions},
+          {"hopper_declined", info.hopper_declined},
+          {"declined", info.declined},
           {"registers", r.registers},
           {"spill_store_bytes", r.spill_store_bytes},
           {"spill_load_bytes", r.spill_load_bytes},

@@ -141,8 +141,21 @@ TEST_F(Cli, DumpAttentionShowsTheLibraryKernel) {
   r = run_tessel("dump attention --resources --dim 128 --causal --dtype bf16 --arch sm_90a");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   for (const char* text : {"config 128x128:2:256:ring (built-in)", "registers:", "spills:        0 B stored",
-                           "TMA + mbarrier ring, warp-specialized", "cp.async.bulk.tensor mbarrier setmaxnreg"})
+                           "TMA + mbarrier ring, warp-specialized", "cp.async.bulk.tensor mbarrier setmaxnreg",
+                           "declined:      persistent tiles: opt-in until measured (JitOptions::gemm_from_passes, "
+                           "TESSEL_ENABLE=gemm_from_passes)\n"})
     EXPECT_NE(r.output.find(text), std::string::npos) << "'" << text << "' missing from:\n" << r.output;
+  // What the kernel did not get, and why: persistence once opted in is there; a ring whose widest
+  // gemm leaves no room under the producer's launch keeps its loads in the consumers' threads.
+  r = run_tessel_env("TESSEL_ENABLE=gemm_from_passes", "dump attention --resources --dim 128 --causal --dtype bf16 --arch sm_90a");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find(", persistent, TMA-store epilogue\n"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("declined:      persistent"), std::string::npos) << r.output;
+  r = run_tessel("dump attention --resources --seqlen-q 4096 --dim 64 --config 192x256:3:384:ring --arch sm_90a");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("declined:      warp specialization: a wgmma accumulator of 128 registers per thread"),
+            std::string::npos)
+      << r.output;
   r = run_tessel("dump attention --source --layout bhsd --config 128x64:2:256:cpasync --arch sm_80");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("tessel::fast_exp2("), std::string::npos) << r.output;
