@@ -260,3 +260,23 @@ TEST(FlashAttentionGpuSmall, ThreeConsumerWarpgroups) {
 }
 
 }  // namespace
+
+namespace {
+
+// One consumer warpgroup over 64 query rows, a producer warp beside it (decode-like shapes: one
+// query row or a few against many keys; scripts/gpu-attention-ab.sh times them): the ring at two
+// and three stages, 64 and 128 keys a block, causal (bottom-right: the one row sees every key)
+// and not, GQA.
+TEST(FlashAttentionGpuSmall, OneConsumerWarpgroupDecode) {
+  TESSEL_REQUIRE_GPU();
+  using Schedule = T::kernels::AttentionConfig::Schedule;
+  for (bool causal : {true, false})
+    for (T::kernels::AttentionConfig c : {T::kernels::AttentionConfig{64, 64, 128, 2, Schedule::ring},
+                                          T::kernels::AttentionConfig{64, 64, 128, 3, Schedule::ring},
+                                          T::kernels::AttentionConfig{64, 128, 128, 2, Schedule::ring}}) {
+      check({2, 8, 2, 1, 1000, 128, causal}, DType::bf16, {}, c);
+      check({1, 4, 4, 7, 3000, 64, causal}, DType::f16, {}, c);
+    }
+}
+
+}  // namespace
