@@ -1,6 +1,7 @@
 // Tensors past 2^31 elements on the GPU (the H200 holds them): a user's 1-D kernel over
 // 2^31 + 2048 elements, the library softmax over 2^31 + 1024 rows of 8 and over rows of 1023
-// (unaligned, realigned loads) past 2^31 elements, checked against a
+// (unaligned, realigned loads) past 2^31 elements, the library GEMM with an A of 2^31 + 6144
+// elements, and attention with Q, K, V and O of 2^31 + 2^17 elements each, checked against a
 // reference at elements and rows past 2^31 (the indices that a 32-bit computation would wrap).
 // Skipped without a GPU, or when the GPU has too little free memory (said in the message).
 #include <gtest/gtest.h>
@@ -9,6 +10,9 @@
 #include <random>
 #include <vector>
 
+#include "tessel/kernels/attention/AttentionReference.hpp"
+#include "tessel/kernels/attention/FlashAttention.hpp"
+#include "tessel/kernels/gemm/Matmul.hpp"
 #include "tessel/kernels/softmax/Softmax.hpp"
 #include "support/TestSupport.hpp"
 #include "tessel/tessel.hpp"
@@ -157,6 +161,79 @@ TEST(LargeTensorGpu, SoftmaxUnalignedRowsPast2To31Elements) {
   expect_softmax_rows(y, rows, in);
   // A constant row past 2^31 elements: every entry 1/1023.
   for (double v : y.slice(0, boundary + 17, boundary + 18).to_host_f64()) EXPECT_NEAR(v, 1.0 / 1023, 1e-5);
+}
+
+// The library GEMM (kernels::Matmul, its default kernel for the shape) with A [2^20 + 3, 2048]:
+// 2^31 + 6144 elements, so the offset of every row past 2^20 passes 2^31; N = 264 leaves a tail
+// column tile. C's entries in rows on both sides of that boundary and in the last row against
+// float64.
+TEST(LargeTensorGpu, GemmPast2To31Elements) {
+  TESSEL_REQUIRE_GPU();
+  const std::int64_t M = (std::int64_t(1) << 20) + 3, N = 264, K = 2048;
+  std::string why;
+  if (!enough_memory(2 * (M * K + K * N + M * N), &why)) GTEST_SKIP() << "SKIPPED: " << why;
+  T::kernels::Matmul mm(static_cast<int>(M), static_cast<int>(N), static_cast<int>(K), DType::f16);
+  Tensor a = Tensor::empty({M, K}, DType::f16), b = Tensor::empty({K, N}, DType::f16),
+         c = Tensor::empty({M, N}, DType::f16);
+  std::mt19937_64 rng(std::random_device{}());
+  a.fill_random(rng(), -1, 1);
+  b.fill_random(rng(), -1, 1);
+  c.fill(std::nan(""));
+  mm(a, b, c);
+  T::check_cu(T::driver().cuCtxSynchronize(), "cuCtxSynchronize");
+  const std::vector<double> bh = b.to_host_f64();
+  const std::int64_t boundary = (std::int64_t(1) << 31) / K;  // the first row past 2^31 elements
+  for (std::int64_t row : {std::int64_t(0), boundary - 1, boundary, boundary + 1, M - 1}) {
+    const std::vector<double> ar = a.slice(0, row, row + 1).to_host_f64();
+    const std::vector<double> cr = c.slice(0, row, row + 1).to_host_f64();
+    std::vector<double> want(static_cast<size_t>(N), 0.0);
+    for (std::int64_t k = 0; k < K; ++k)
+      for (std::int64_t j = 0; j < N; ++j) want[static_cast<size_t>(j)] += ar[static_cast<size_t>(k)] * bh[static_cast<size_t>(k * N + j)];
+    const double err = T::test::rel_error(cr, want);
+    EXPECT_LE(err, 5e-3) << "row " << row << " (" << mm.describe() << "): relative error " << err;
+  }
+}
+
+// kernels::flash_attention with B = 16385 sequences of 1024 queries and keys, one head, D = 128:
+// Q, K, V and O hold 2^31 + 2^17 elements each, so the last batch's offsets pass 2^31. Its rows,
+// and the first batch's, against float64 (the reference on each batch's slices); causal too.
+TEST(LargeTensorGpu, AttentionPast2To31Elements) {
+  TESSEL_REQUIRE_GPU();
+  const std::int64_t B = 16385, S = 1024, H = 1, D = 128;
+  std::string why;
+  if (!enough_memory(4 * 2 * B * S * H * D, &why)) GTEST_SKIP() << "SKIPPED: " << why;
+  std::mt19937_64 rng(std::random_device{}());
+  Tensor q = Tensor::empty({B, S, H, D}, DType::bf16), k = Tensor::empty({B, S, H, D}, DType::bf16),
+         v = Tensor::empty({B, S, H, D}, DType::bf16);
+  q.fill_random(rng(), -2, 2);
+  k.fill_random(rng(), -2, 2);
+  v.fill_random(rng(), -2, 2);
+  for (bool causal : {false, true}) {
+    SCOPED_TRACE(causal ? "causal" : "not causal");
+    T::kernels::AttentionOptions o;
+    o.causal = causal;
+    T::kernels::AttentionOutput out = T::kernels::flash_attention(q, k, v, o);
+    T::check_cu(T::driver().cuCtxSynchronize(), "cuCtxSynchronize");
+    for (std::int64_t batch : {std::int64_t(0), B - 2, B - 1}) {
+      T::kernels::AttentionShape one;
+      one.batch = 1, one.heads = H, one.kv_heads = H, one.seqlen_q = S, one.seqlen_k = S, one.dim = D;
+      std::vector<T::kernels::AttentionSample> rows;
+      for (std::int64_t r : {std::int64_t(0), std::int64_t(1), S / 2 + 7, S - 1}) rows.push_back({0, 0, r});
+      const auto ref = T::kernels::attention_reference(q.slice(0, batch, batch + 1).to_host_f64(),
+                                                       k.slice(0, batch, batch + 1).to_host_f64(),
+                                                       v.slice(0, batch, batch + 1).to_host_f64(), one, causal, 0.0, rows);
+      const std::vector<double> oh = out.O.slice(0, batch, batch + 1).to_host_f64();
+      const std::vector<double> lh = out.LSE.slice(0, batch, batch + 1).to_host_f64();
+      T::kernels::AttentionRows got;
+      for (const auto& r : rows) {
+        for (std::int64_t d = 0; d < D; ++d) got.O.push_back(oh[static_cast<size_t>(r.row * D + d)]);
+        got.LSE.push_back(lh[static_cast<size_t>(r.row)]);
+      }
+      const T::kernels::AttentionError err = T::kernels::attention_error(ref, got);
+      EXPECT_LE(err.O, 2e-2) << "batch " << batch << ": O relative error " << err.O;
+      EXPECT_LE(err.LSE, 1e-3) << "batch " << batch << ": LSE relative error " << err.LSE;
+    }
+  }
 }
 
 }  // namespace
