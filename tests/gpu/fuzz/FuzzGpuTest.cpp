@@ -34,8 +34,8 @@ TEST(FuzzGpu, GeneratedProgramsMatchOnTheDevice) {
   EXPECT_GE(r.gpu_runs, o.count * 9 / 10);
 }
 
-TEST(FuzzGpu, RegressionCasesMatchOnTheDevice) {
-  TESSEL_REQUIRE_GPU();
+// Every regression case on the device (and the interpreter), under the environment the caller set.
+void replay_regressions_on_the_device() {
   for (const Regression& reg : load_regressions()) {
     SCOPED_TRACE(reg.file.filename().string() + ": " + reg.c.summary());
     RunOptions o;
@@ -51,6 +51,11 @@ TEST(FuzzGpu, RegressionCasesMatchOnTheDevice) {
   }
 }
 
+TEST(FuzzGpu, RegressionCasesMatchOnTheDevice) {
+  TESSEL_REQUIRE_GPU();
+  replay_regressions_on_the_device();
+}
+
 // The same cases with the generic passes' persistence on (TESSEL_ENABLE=gemm_from_passes, at most
 // 3 blocks, so every block loops over several tiles): GEMMs and attention programs on TMA rings
 // become persistent, a causal one with its key loop cut at the mask
@@ -61,18 +66,7 @@ TEST(FuzzGpu, RegressionCasesMatchOnTheDeviceWithPersistentRings) {
   test::ScopedEnv enable("TESSEL_ENABLE", "gemm_from_passes");
   test::ScopedEnv blocks("TESSEL_MAX_PERSISTENT_CTAS", "3");
   test::ScopedEnv no_cache("TESSEL_CACHE", "0");
-  for (const Regression& reg : load_regressions()) {
-    SCOPED_TRACE(reg.file.filename().string() + ": " + reg.c.summary());
-    RunOptions o;
-    o.gpu = true;
-    const CaseResult r = run_case(reg.c, o);
-    if (!reg.known_failing) {
-      EXPECT_EQ(r.outcome, Outcome::Pass) << r.signature() << ": " << r.detail;
-      if (r.outcome == Outcome::Pass) {
-        EXPECT_GE(r.gpu_error, 0) << "not run on the GPU";
-      }
-    }
-  }
+  replay_regressions_on_the_device();
 }
 
 }  // namespace
