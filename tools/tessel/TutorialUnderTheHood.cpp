@@ -110,8 +110,10 @@ nlohmann::json explain(const std::string& title, const JitKernel& k) {
               << (info.producer_regs ? " at " + std::to_string(info.producer_regs) + " registers"
                                      : std::string())
               << (info.pingpong ? "; the two consumer warpgroups take turns for their gemms" : "") << "\n";
+  for (const std::string& d : info.declined) std::cout << "      not taken: " << d << "\n";
   j["pipeline"] = {{"tma_maps", info.tma_maps},
                    {"mbarriers", info.mbarriers},
+                   {"declined", info.declined},
                    {"consumer_threads", info.consumer_threads},
                    {"consumer_regs", info.consumer_regs},
                    {"producer_threads", info.producer_threads},

@@ -537,7 +537,9 @@ TEST_F(Cli, UnderTheHoodShowsThePassesLayoutsPipelineAndInstructions) {
         "the same GEMM from the generic passes (JitOptions::gemm_from_passes",
         "persist_tiles               22  tiles tile_i", "plan_tma_stores             35  _staging, drain_tma_stores",
         "place_gemm_waits            49  gemm_wait(", "TMA map C_store_map: box [64, 64] of C, 128-byte swizzle",
-        "mbarriers shared_0_full[5]: 1 arrival per phase", "persistent: as many blocks as SMs"})
+        "mbarriers shared_0_full[5]: 1 arrival per phase", "persistent: as many blocks as SMs",
+        // What attention's default kernel did not get, and why.
+        "not taken: persistent tiles: opt-in until measured (JitOptions::gemm_from_passes"})
     EXPECT_NE(r.output.find(text), std::string::npos) << "'" << text << "' missing from:\n" << r.output;
 }
 
