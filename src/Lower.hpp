@@ -9,6 +9,8 @@
 
 namespace tessel {
 
+struct JitOptions;  // tessel/Jit.hpp
+
 struct LoweredFunc {
   std::string name;
   std::vector<ir::Buffer> params;
@@ -30,6 +32,11 @@ LoweredFunc lower(const ir::PrimFuncNode& f, const passes::Target& target,
 // IR and context a pass test starts from. InternalError for an unknown name.
 LoweredFunc lower_until(const ir::PrimFuncNode& f, const passes::Target& target, const std::string& last_pass,
                         const passes::PassContext::Switches& s = {});
+
+// The passes' switches jit() compiles under for `options` (the options, then TESSEL_DISABLE,
+// TESSEL_ENABLE and TESSEL_MAX_PERSISTENT_CTAS from the environment; src/jit/Jit.cpp): for tools
+// that lower without compiling and must plan what jit() builds (the tuning spaces).
+passes::PassContext::Switches jit_switches(const JitOptions& options);
 
 // The known shared-memory cap of an arch when no GPU can be asked (bytes per block, opt-in).
 int default_smem_cap(const std::string& arch);

@@ -41,8 +41,8 @@ struct Lowered {
 // may be asked from several threads.
 class Lowerings {
  public:
-  Lowerings(std::string arch, kernels::AttentionShape shape, DType dtype, bool causal)
-      : arch_(std::move(arch)), shape_(std::move(shape)), dtype_(dtype), causal_(causal) {}
+  Lowerings(std::string arch, kernels::AttentionShape shape, DType dtype, bool causal, JitOptions options)
+      : arch_(std::move(arch)), shape_(std::move(shape)), dtype_(dtype), causal_(causal), options_(std::move(options)) {}
 
   // nullopt when the compiler rejects the program.
   std::optional<Lowered> get(const Config& c) {
@@ -53,9 +53,12 @@ class Lowerings {
     std::optional<Lowered> result;
     try {
       const kernels::AttentionConfig a = attention_config(c);
-      passes::PassContext::Switches switches;  // as make_flash_attention sets them
-      switches.allow_async_pipeline = a.schedule != Schedule::cp_async;
-      switches.allow_pingpong = a.schedule == Schedule::ring_pingpong;
+      // As make_flash_attention sets them: the jit's switches (the options and the environment's
+      // TESSEL_ENABLE / TESSEL_DISABLE: under gemm_from_passes the kernel is persistent and keeps
+      // a staging tile for O, which its shared memory must count), the schedule's on top.
+      passes::PassContext::Switches switches = jit_switches(options_);
+      switches.allow_async_pipeline = switches.allow_async_pipeline && a.schedule != Schedule::cp_async;
+      switches.allow_pingpong = switches.allow_pingpong && a.schedule == Schedule::ring_pingpong;
       const auto program_ptr = kernels::attention_program(shape_, dtype_, causal_, 0.0f, a).ir_ptr();
       const auto& program = *program_ptr;
       const int cap = default_smem_cap(arch_);
@@ -89,6 +92,7 @@ class Lowerings {
   kernels::AttentionShape shape_;
   DType dtype_;
   bool causal_;
+  JitOptions options_;
   std::mutex mutex_;
   std::map<Config, std::optional<Lowered>> memo_;
 };
@@ -115,7 +119,7 @@ kernels::AttentionConfig attention_config(const Config& c) {
 }
 
 Space attention_space(const std::string& arch, const kernels::AttentionShape& shape, DType dtype,
-                      bool causal) {
+                      bool causal, const JitOptions& options) {
   Space s("attention " + arch + " D" + std::to_string(shape.dim) + (causal ? " causal " : " ") +
           std::string(dtype_name(dtype)));
   const bool rings = kernels::has_ring_schedules(arch);
@@ -158,7 +162,7 @@ Space attention_space(const std::string& arch, const kernels::AttentionShape& sh
   // Registers: the compiler's budget (check_register_budget) is part of lowering. ptxas still
   // spills a few candidates the budget lets through (measured for sm_90a: D = 256, 64-row
   // cp.async tiles with block_N >= 160); they are dropped after compiling.
-  auto lowerings = std::make_shared<Lowerings>(arch, shape, dtype, causal);
+  auto lowerings = std::make_shared<Lowerings>(arch, shape, dtype, causal, options);
   s.constraint("the compiler accepts the program (layouts, pipeline, register budget)",
                [lowerings](const Config& c) { return lowerings->get(c).has_value(); });
   // A ring the compiler cannot build (an operand wgmma cannot read, say) leaves the cp.async

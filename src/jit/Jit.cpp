@@ -172,6 +172,51 @@ int max_persistent_ctas_from_env() {
   return static_cast<int>(v);
 }
 
+}  // namespace
+
+// The passes' switches a jit() with `options` compiles under: the options, then TESSEL_DISABLE /
+// TESSEL_ENABLE / TESSEL_MAX_PERSISTENT_CTAS from the environment (tools that lower a program
+// without NVRTC -- the tuning spaces -- use the same, so that they plan what jit() builds).
+passes::PassContext::Switches jit_switches(const JitOptions& options) {
+  // TESSEL_DISABLE=tma,wgmma,warp_specialization turns the same switches off from outside a
+  // program (the CLI's benchmarks, a user bisecting a wrong result).
+  const std::set<std::string> disabled = features_named(
+      "TESSEL_DISABLE", {"tma", "wgmma", "warp_specialization", "split_k", "tma_store", "multicast",
+                         "async_pipeline", "pingpong", "async_gemm", "row_staging", "async_span_copy",
+                         "persistent_tiles", "realigned_global_loads"});
+  auto env_off = [&](const char* name) { return disabled.count(name) != 0; };
+  // TESSEL_ENABLE turns opt-in features on from outside (benchmarks of a feature not on by default).
+  const std::set<std::string> enabled =
+      features_named("TESSEL_ENABLE", {"rotate_gemm_loops", "realigned_span_reads", "realigned_global_loads",
+                                         "realigned_global_stores", "programmatic_launch", "gemm_from_passes"});
+  auto env_on = [&](const char* name) { return enabled.count(name) != 0; };
+  return passes::PassContext::Switches{
+      !options.disable_tma && !env_off("tma"),
+      !options.disable_wgmma && !env_off("wgmma"),
+      !options.disable_warp_specialization && !env_off("warp_specialization"),
+      !options.disable_split_k && !env_off("split_k"),
+      !options.disable_tma_store && !env_off("tma_store"),
+      !options.disable_multicast && !env_off("multicast"),
+      !options.disable_async_pipeline && !env_off("async_pipeline"),
+      options.allow_register_spills,
+      !options.disable_pingpong && !env_off("pingpong"),
+      !options.disable_async_gemm && !env_off("async_gemm"),
+      (options.rotate_gemm_loops || env_on("rotate_gemm_loops")) && !options.disable_async_gemm &&
+          !env_off("async_gemm"),
+      !options.disable_row_staging && !env_off("row_staging"),
+      !options.disable_async_span_copy && !env_off("async_span_copy"),
+      options.realigned_span_reads || env_on("realigned_span_reads"),
+      options.realigned_global_loads || env_on("realigned_global_loads"),
+      !options.disable_realigned_global_loads && !env_off("realigned_global_loads"),
+      options.realigned_global_stores || env_on("realigned_global_stores"),
+      options.programmatic_launch || env_on("programmatic_launch"),
+      options.gemm_from_passes || env_on("gemm_from_passes"),
+      !options.disable_persistent_tiles && !env_off("persistent_tiles"),
+      options.max_persistent_ctas > 0 ? options.max_persistent_ctas : max_persistent_ctas_from_env()};
+}
+
+namespace {
+
 // The line of the program's Kernel(...) call: where grid errors belong.
 std::source_location kernel_location(const ir::Stmt& body) {
   struct Find : ir::IRVisitor {
@@ -218,41 +263,7 @@ JitKernel jit(const PrimFunc& f, const JitOptions& options, std::source_location
                           << kMaxSmemCapBytes << " bytes (no GPU has more than 228 KB per block)");
   passes::Target target{arch, sm_of(arch), smem_cap_for(arch, options),
                         gpu_available() && current_device().arch() == arch ? current_device().sm_count : 0};
-  // TESSEL_DISABLE=tma,wgmma,warp_specialization turns the same switches off from outside a
-  // program (the CLI's benchmarks, a user bisecting a wrong result).
-  const std::set<std::string> disabled = features_named(
-      "TESSEL_DISABLE", {"tma", "wgmma", "warp_specialization", "split_k", "tma_store", "multicast",
-                         "async_pipeline", "pingpong", "async_gemm", "row_staging", "async_span_copy",
-                         "persistent_tiles", "realigned_global_loads"});
-  auto env_off = [&](const char* name) { return disabled.count(name) != 0; };
-  // TESSEL_ENABLE turns opt-in features on from outside (benchmarks of a feature not on by default).
-  const std::set<std::string> enabled =
-      features_named("TESSEL_ENABLE", {"rotate_gemm_loops", "realigned_span_reads", "realigned_global_loads",
-                                         "realigned_global_stores", "programmatic_launch", "gemm_from_passes"});
-  auto env_on = [&](const char* name) { return enabled.count(name) != 0; };
-  passes::PassContext::Switches switches{
-      !options.disable_tma && !env_off("tma"),
-      !options.disable_wgmma && !env_off("wgmma"),
-      !options.disable_warp_specialization && !env_off("warp_specialization"),
-      !options.disable_split_k && !env_off("split_k"),
-      !options.disable_tma_store && !env_off("tma_store"),
-      !options.disable_multicast && !env_off("multicast"),
-      !options.disable_async_pipeline && !env_off("async_pipeline"),
-      options.allow_register_spills,
-      !options.disable_pingpong && !env_off("pingpong"),
-      !options.disable_async_gemm && !env_off("async_gemm"),
-      (options.rotate_gemm_loops || env_on("rotate_gemm_loops")) && !options.disable_async_gemm &&
-          !env_off("async_gemm"),
-      !options.disable_row_staging && !env_off("row_staging"),
-      !options.disable_async_span_copy && !env_off("async_span_copy"),
-      options.realigned_span_reads || env_on("realigned_span_reads"),
-      options.realigned_global_loads || env_on("realigned_global_loads"),
-      !options.disable_realigned_global_loads && !env_off("realigned_global_loads"),
-      options.realigned_global_stores || env_on("realigned_global_stores"),
-      options.programmatic_launch || env_on("programmatic_launch"),
-      options.gemm_from_passes || env_on("gemm_from_passes"),
-      !options.disable_persistent_tiles && !env_off("persistent_tiles"),
-      options.max_persistent_ctas > 0 ? options.max_persistent_ctas : max_persistent_ctas_from_env()};
+  const passes::PassContext::Switches switches = jit_switches(options);
 
   int nparams = static_cast<int>(prog.params.size());
   for (std::size_t n = 0; n < options.out_idx.size(); ++n) {

@@ -407,7 +407,7 @@ int run_tune_attention(const TuneAttentionOptions& o) {
                {"layout", o.layout},
                {"dtype", o.dtype},
                {"flops", flops}},
-              at::attention_space(arch, shape, *dtype, causal),
+              at::attention_space(arch, shape, *dtype, causal, jo),
               at::attention_factory(shape, *dtype, causal, jo),
               [](const at::Config& c) { return at::attention_config(c).describe(); },
               [=](double ms) { return fixed(flops / (ms * 1e-3) / 1e12, 1) + " TFLOP/s"; },

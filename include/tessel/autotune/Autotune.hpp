@@ -351,9 +351,11 @@ KeyParts softmax_key_parts(long long M, long long N, DType dtype, const DeviceKe
 // (lowered for `arch`, no NVRTC: its layouts, its pipeline and its register budget) and builds
 // the schedule asked for (else the candidate is the cp.async kernel again); shared memory as the
 // compiler plans it and the threads it launches, against the GPU's limits. A few candidates
-// still spill (D = 256) and are dropped after compiling.
+// still spill (D = 256) and are dropped after compiling. `options`: the JitOptions the factory
+// compiles with (with the environment's TESSEL_ENABLE / TESSEL_DISABLE, as jit() reads them), so
+// that the lowering the constraints and the shared-memory count ask is the kernel's own.
 Space attention_space(const std::string& arch, const kernels::AttentionShape& shape, DType dtype,
-                      bool causal);
+                      bool causal, const JitOptions& options = {});
 kernels::AttentionConfig attention_config(const Config& c);
 Config attention_point(const kernels::AttentionConfig& c);
 // Compiles make_flash_attention with the config (options.jit.arch and switches kept).

@@ -331,3 +331,20 @@ TEST(AutotuneAttentionSpace, EveryKeptTileIsRightOnTheInterpreter) {
     EXPECT_LE(err.LSE, at::attention_tolerance(DType::f16).LSE) << "LSE: relative error " << err.LSE;
   }
 }
+
+// The space lowers each candidate under the switches jit() compiles it with: under
+// gemm_from_passes (JitOptions or TESSEL_ENABLE) the D = 128 ring is persistent and keeps O's
+// staging tile for its TMA stores, 32 KB more shared memory that the limits must see.
+TEST(AutotuneAttentionSpace, SharedMemoryCountsWhatTheJitOptionsBuild) {
+  const AttentionShape s = shape(2, 16, 16, 4096, 4096, 128);
+  const at::Config ring = at::attention_point({128, 128, 256, 2, Schedule::ring});
+  const at::HardwareLimits limits{.smem_per_block = 180000, .threads_per_block = 1024};
+  EXPECT_EQ(at::attention_space("sm_90a", s, DType::bf16, false).why_not(ring, limits), std::nullopt);
+  tessel::JitOptions passes;
+  passes.gemm_from_passes = true;
+  const auto why = at::attention_space("sm_90a", s, DType::bf16, false, passes).why_not(ring, limits);
+  ASSERT_TRUE(why.has_value());
+  EXPECT_NE(why->find("shared memory 198656 > 180000 bytes"), std::string::npos) << *why;
+  tessel::test::ScopedEnv env("TESSEL_ENABLE", "gemm_from_passes");
+  EXPECT_EQ(at::attention_space("sm_90a", s, DType::bf16, false).why_not(ring, limits), why);
+}
