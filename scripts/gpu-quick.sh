@@ -10,9 +10,10 @@
 #      TESSEL_ENABLE=realigned_global_loads,realigned_global_stores) in the same session;
 #   3. `tessel bench attention` over the issue's default cases, bf16 (cuDNN in the same process),
 #      its JSON beside the log;
-#   3b. (step attention-passes) the same cases under TESSEL_ENABLE=gemm_from_passes: persistent
-#      attention with TMA-stored O, causal included since session 16 (the ring's position carried
-#      from tile to tile), then D = 256 (B 2, H 8, S 4096, causal and not) at the default;
+#   3b. (step attention-passes) the same cases under TESSEL_ENABLE=persistent_rings: persistent
+#      attention with TMA-stored O (the same kernels as under gemm_from_passes), causal included
+#      since session 16 (the ring's position carried from tile to tile, serpentine rounds), then
+#      D = 256 (B 2, H 8, S 4096, causal and not) at the default;
 #   4. `tessel bench gemm` over issue 17's skinny shapes at the default, the split-K ones with
 #      and without TESSEL_ENABLE=programmatic_launch, 8x14336x4096 on 64x128 tiles, and M <= 16
 #      on one kernel of 16x32 tiles (no split);
@@ -44,7 +45,7 @@ fi
 want attention && step "bench attention (bf16, the issue's cases)" 180 "$build/tessel" bench attention --dtype bf16 \
   --json "$out/$(date -u +%F)-attention-quick-${TESSEL_RESULT_TAG:-h200}.json"
 if want attention-passes; then
-  step "bench attention (bf16, the issue's cases, TESSEL_ENABLE=gemm_from_passes)" 180 env TESSEL_ENABLE=gemm_from_passes \
+  step "bench attention (bf16, the issue's cases, TESSEL_ENABLE=persistent_rings)" 180 env TESSEL_ENABLE=persistent_rings \
     "$build/tessel" bench attention --dtype bf16 \
     --json "$out/$(date -u +%F)-attention-passes-quick-${TESSEL_RESULT_TAG:-h200}.json"
   step "bench attention D = 256 (bf16, f16)" 60 "$build/tessel" bench attention --dtype bf16,f16 \

@@ -215,6 +215,7 @@ LoweredFunc lower_to(const ir::PrimFuncNode& f, const passes::Target& target,
   out.ctx.gemm_from_passes = s.gemm_from_passes;
   out.ctx.allow_persistent_tiles = s.allow_persistent_tiles;
   out.ctx.max_persistent_ctas = s.max_persistent_ctas;
+  out.ctx.persistent_rings = s.persistent_rings;
   out.name = f.name;
   out.params = f.params;
   out.ctx.target = target;

@@ -42,7 +42,7 @@ struct JitOptions {
   bool disable_split_k = false;
   // The sm_90a GEMM stores 16-bit outputs through shared memory and TMA when the staging tile
   // fits beside the ring, and so do generic kernels storing a wgmma accumulator tile
-  // (plan_tma_stores, under gemm_from_passes only until measured); true keeps their register stores
+  // (plan_tma_stores, under persistent_rings or gemm_from_passes only until measured); true keeps their register stores
   // (TESSEL_DISABLE=tma_store does the same).
   bool disable_tma_store = false;
   // The sm_90a GEMM honours the program's use_cluster hint by loading the operand tiles a
@@ -116,15 +116,23 @@ struct JitOptions {
   // TMA loads into an mbarrier ring, a producer warpgroup, wgmma issued asynchronously with
   // placed waits -- instead of the hand-written warp-specialized kernel select_hopper_gemm
   // swaps in: persistent (persist_tiles) with a TMA-store epilogue where its staging tile fits
-  // (plan_tma_stores). Those two passes apply to other generic kernels too, under this switch
-  // only for now. Off by default: it has no split-K or multicast clusters yet, and has not
-  // been timed against the template on the H200 (docs/perf-notes.md; `tessel bench gemm
+  // (plan_tma_stores). Those two passes apply to other generic kernels too (persistent_rings,
+  // which this implies). Off by default: it has no split-K or multicast clusters yet, and is
+  // 0.88x the template at 1024^3 on the H200 (docs/perf-notes.md; `tessel bench gemm
   // --compare-passes`). TESSEL_ENABLE=gemm_from_passes does the same.
   bool gemm_from_passes = false;
+  // Generic sm_90a ring kernels other than the tutorial GEMM (attention, gemm chains, a user's
+  // ring): persistent (persist_tiles: min(tiles, SMs) blocks loop over the tiles, a causal or
+  // data-dependent ring's position carried from tile to tile) and their wgmma accumulator tiles
+  // stored through TMA where the staging tile fits (plan_tma_stores) -- what gemm_from_passes
+  // does to them, without the tutorial GEMM leaving its template. Opt-in until the H200 has run
+  // the default tests under it (measured: non-causal attention at D = 128 1.03-1.10x).
+  // TESSEL_ENABLE=persistent_rings does the same.
+  bool persistent_rings = false;
   // Generic sm_90a kernels whose work is one TMA ring loop per output tile (one wave of tiles
   // too) run persistently: min(tiles, SMs) blocks each loop over their tiles, the producer
   // loading the next tile while the consumers finish this one (persist_tiles; under
-  // gemm_from_passes only, until measured). True launches one block per tile
+  // persistent_rings or gemm_from_passes only, until measured). True launches one block per tile
   // (TESSEL_DISABLE=persistent_tiles does the same).
   bool disable_persistent_tiles = false;
   // A kernel whose fragments and local arrays hold more than 510 values per thread (twice the

@@ -188,7 +188,8 @@ passes::PassContext::Switches jit_switches(const JitOptions& options) {
   // TESSEL_ENABLE turns opt-in features on from outside (benchmarks of a feature not on by default).
   const std::set<std::string> enabled =
       features_named("TESSEL_ENABLE", {"rotate_gemm_loops", "realigned_span_reads", "realigned_global_loads",
-                                         "realigned_global_stores", "programmatic_launch", "gemm_from_passes"});
+                                         "realigned_global_stores", "programmatic_launch", "gemm_from_passes",
+                                         "persistent_rings"});
   auto env_on = [&](const char* name) { return enabled.count(name) != 0; };
   return passes::PassContext::Switches{
       !options.disable_tma && !env_off("tma"),
@@ -212,7 +213,8 @@ passes::PassContext::Switches jit_switches(const JitOptions& options) {
       options.programmatic_launch || env_on("programmatic_launch"),
       options.gemm_from_passes || env_on("gemm_from_passes"),
       !options.disable_persistent_tiles && !env_off("persistent_tiles"),
-      options.max_persistent_ctas > 0 ? options.max_persistent_ctas : max_persistent_ctas_from_env()};
+      options.max_persistent_ctas > 0 ? options.max_persistent_ctas : max_persistent_ctas_from_env(),
+      options.persistent_rings || env_on("persistent_rings")};
 }
 
 namespace {

@@ -194,6 +194,7 @@ struct PassContext {
     bool gemm_from_passes = false;
     bool allow_persistent_tiles = true;
     int max_persistent_ctas = 0;
+    bool persistent_rings = false;
   };
   bool allow_tma = true, allow_wgmma = true, allow_warp_specialization = true;
   bool allow_split_k = true;
@@ -242,6 +243,11 @@ struct PassContext {
   bool allow_persistent_tiles = true;
   // JitOptions::max_persistent_ctas: persist_tiles launches at most this many blocks (0: the SMs).
   int max_persistent_ctas = 0;
+  // Generic ring kernels persistent with TMA-stored accumulator tiles (persist_tiles,
+  // plan_tma_stores, ops/Copy.cpp's wide stores), without the tutorial GEMM leaving its template:
+  // opt-in until measured (JitOptions::persistent_rings); gemm_from_passes implies it.
+  bool persistent_rings = false;
+  bool ring_epilogues() const { return gemm_from_passes || persistent_rings; }
 
   // Set by select_hopper_gemm.
   HopperPlan hopper;

@@ -8,7 +8,7 @@
 //             kernel parameter, ctx.tma_params: a box of 64 along the rows and the columns, 1 elsewhere, 128-byte swizzle), the
 //             plan goes in ctx.tma_stores (ops/Copy.cpp lowers the copy by it), and the kernel
 //             ends with drain_tma_stores() (each warpgroup waits until its stores have read
-//             shared memory). Applies when JitOptions::gemm_from_passes (opt-in until measured on
+//             shared memory). Applies when JitOptions::persistent_rings or gemm_from_passes (opt-in until measured on
 //             the H200), the Hopper switches, async_pipeline and tma_store are on and: the copy's source is a
 //             whole fragment in the accumulator layout of a gemm that lowers to WarpgroupGemm with 64-row
 //             warpgroups (the accumulator itself, or an f16 / bf16 / f32 tile an epilogue computed from it;
@@ -114,11 +114,11 @@ class StorePlanner : public IRVisitor {
 }  // namespace
 
 Stmt plan_tma_stores(const Stmt& body, PassContext& ctx) {
-  // Opt-in with gemm_from_passes until the H200 has run and timed it (docs/perf-notes.md,
+  // Opt-in (persistent_rings, or gemm_from_passes) until the H200 has run and timed it (docs/perf-notes.md,
   // session 13): kernels compiled without it keep the stores they were measured with.
   if (ctx.target.sm != 90 || !ctx.allow_tma || !ctx.allow_wgmma || !ctx.allow_warp_specialization ||
       !ctx.allow_async_pipeline || !ctx.allow_tma_store || ctx.hopper.selected || !ctx.uses_wgmma ||
-      !ctx.gemm_from_passes)
+      !ctx.ring_epilogues())
     return body;
   const auto* k = body.as<KernelStmt>();
   if (!k) return body;

@@ -142,12 +142,12 @@ TEST_F(Cli, DumpAttentionShowsTheLibraryKernel) {
   ASSERT_EQ(r.exit_code, 0) << r.output;
   for (const char* text : {"config 128x128:2:256:ring (built-in)", "registers:", "spills:        0 B stored",
                            "TMA + mbarrier ring, warp-specialized", "cp.async.bulk.tensor mbarrier setmaxnreg",
-                           "declined:      persistent tiles: opt-in until measured (JitOptions::gemm_from_passes, "
-                           "TESSEL_ENABLE=gemm_from_passes)\n"})
+                           "declined:      persistent tiles: opt-in until measured (JitOptions::persistent_rings, "
+                           "TESSEL_ENABLE=persistent_rings; gemm_from_passes implies it)\n"})
     EXPECT_NE(r.output.find(text), std::string::npos) << "'" << text << "' missing from:\n" << r.output;
   // What the kernel did not get, and why: persistence once opted in is there; a ring whose widest
   // gemm leaves no room under the producer's launch keeps its loads in the consumers' threads.
-  r = run_tessel_env("TESSEL_ENABLE=gemm_from_passes", "dump attention --resources --dim 128 --causal --dtype bf16 --arch sm_90a");
+  r = run_tessel_env("TESSEL_ENABLE=persistent_rings", "dump attention --resources --dim 128 --causal --dtype bf16 --arch sm_90a");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find(", persistent, TMA-store epilogue\n"), std::string::npos) << r.output;
   EXPECT_EQ(r.output.find("declined:      persistent"), std::string::npos) << r.output;
@@ -539,7 +539,7 @@ TEST_F(Cli, UnderTheHoodShowsThePassesLayoutsPipelineAndInstructions) {
         "place_gemm_waits            49  gemm_wait(", "TMA map C_store_map: box [64, 64] of C, 128-byte swizzle",
         "mbarriers shared_0_full[5]: 1 arrival per phase", "persistent: as many blocks as SMs",
         // What attention's default kernel did not get, and why.
-        "not taken: persistent tiles: opt-in until measured (JitOptions::gemm_from_passes"})
+        "not taken: persistent tiles: opt-in until measured (JitOptions::persistent_rings"})
     EXPECT_NE(r.output.find(text), std::string::npos) << "'" << text << "' missing from:\n" << r.output;
 }
 

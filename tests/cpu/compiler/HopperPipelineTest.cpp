@@ -10,6 +10,7 @@
 #include "support/LoweringSupport.hpp"
 #include "support/RaggedGemmProgram.hpp"
 #include "support/RegisterGemmPrograms.hpp"
+#include "tessel/ir/Printer.hpp"
 #include "tessel/kernels/attention/FlashAttention.hpp"
 #include "tessel/kernels/attention/GemmChain.hpp"
 #include "tessel/kernels/gemm/Matmul.hpp"
@@ -498,13 +499,25 @@ TEST(HopperPipeline, AttentionIsPersistentWithItsTurnsInsideEachTile) {
   EXPECT_GT(ragged.ctx.launch_threads, 256);  // a producer of its own
   const std::string ragged_roles = stage_text(ragged, "place_gemm_waits");
   EXPECT_TRUE(has(ragged_roles, "ring_base[0] = (ring_base[0] + max(min(steps[by], 64), 0))")) << ragged_roles;
-  // Without gemm_from_passes (opt-in until measured), no kernel is made persistent.
+  // Without gemm_from_passes or persistent_rings (opt-in until measured), no kernel is made
+  // persistent.
   EXPECT_FALSE(
       T::lower(T::kernels::attention_program(s, T::DType::bf16, false, 0.125f, {128, 128, 256, 2}).ir(),
                sm90())
           .ctx.tile_loop.applied);
   auto f = T::kernels::matmul_program(4096, 4096, 4096, tutorial_config(128, 256, 64, 3, 256));
   EXPECT_FALSE(T::lower(f.ir(), sm90()).ctx.tile_loop.applied);
+  // persistent_rings alone: attention persistent with TMA-stored O -- the same IR as under
+  // gemm_from_passes -- while the tutorial GEMM keeps select_hopper_gemm's template.
+  T::passes::PassContext::Switches rings;
+  rings.persistent_rings = true;
+  auto attention_rings =
+      T::lower(T::kernels::attention_program(s, T::DType::bf16, true, 0.125f, {128, 128, 256, 2}).ir(), sm90(), rings);
+  EXPECT_TRUE(attention_rings.ctx.tile_loop.applied) << attention_rings.ctx.tile_loop.why_not;
+  EXPECT_EQ(attention_rings.ctx.tma_stores.size(), 1u);
+  EXPECT_EQ(T::ir::to_string(attention_rings.body), T::ir::to_string(causal.body));
+  auto gemm_rings = T::lower(f.ir(), sm90(), rings);
+  EXPECT_TRUE(gemm_rings.ctx.hopper.selected) << gemm_rings.ctx.hopper.why_not;
 }
 
 TEST(HopperPipeline, TutorialGemmFromThePassesKeepsMmaSyncWhereTmaCannot) {
