@@ -41,8 +41,11 @@ struct Lowered {
 // may be asked from several threads.
 class Lowerings {
  public:
-  Lowerings(std::string arch, kernels::AttentionShape shape, DType dtype, bool causal, JitOptions options)
-      : arch_(std::move(arch)), shape_(std::move(shape)), dtype_(dtype), causal_(causal), options_(std::move(options)) {}
+  // The jit's switches are read here, once: a bad TESSEL_ENABLE / TESSEL_DISABLE name is the
+  // space's error (naming the legal ones), not every candidate's rejection.
+  Lowerings(std::string arch, kernels::AttentionShape shape, DType dtype, bool causal, const JitOptions& options)
+      : arch_(std::move(arch)), shape_(std::move(shape)), dtype_(dtype), causal_(causal),
+        switches_(jit_switches(options)) {}
 
   // nullopt when the compiler rejects the program.
   std::optional<Lowered> get(const Config& c) {
@@ -56,7 +59,7 @@ class Lowerings {
       // As make_flash_attention sets them: the jit's switches (the options and the environment's
       // TESSEL_ENABLE / TESSEL_DISABLE: under gemm_from_passes the kernel is persistent and keeps
       // a staging tile for O, which its shared memory must count), the schedule's on top.
-      passes::PassContext::Switches switches = jit_switches(options_);
+      passes::PassContext::Switches switches = switches_;
       switches.allow_async_pipeline = switches.allow_async_pipeline && a.schedule != Schedule::cp_async;
       switches.allow_pingpong = switches.allow_pingpong && a.schedule == Schedule::ring_pingpong;
       const auto program_ptr = kernels::attention_program(shape_, dtype_, causal_, 0.0f, a).ir_ptr();
@@ -92,7 +95,7 @@ class Lowerings {
   kernels::AttentionShape shape_;
   DType dtype_;
   bool causal_;
-  JitOptions options_;
+  passes::PassContext::Switches switches_;
   std::mutex mutex_;
   std::map<Config, std::optional<Lowered>> memo_;
 };
