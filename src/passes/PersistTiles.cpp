@@ -21,8 +21,8 @@
 //             the tiles are dealt in serpentine rounds (block pid takes tile i * P + pid in even
 //             rounds, i * P + P - 1 - pid in odd ones), which balances unequal tiles. The
 //             tile order is the grid's, row-major (x fastest); use_swizzle(panel) becomes the
-//             same panel order over the tiles (tessel::raster_x / raster_y, block.cuh) instead of
-//             a remap of blockIdx. Applies when all of these hold, else the IR is unchanged:
+//             same panel order over the tiles (tessel::rasterize's arithmetic, block.cuh, as lets)
+//             instead of a remap of blockIdx. Applies when all of these hold, else the IR is unchanged:
 //               - JitOptions::persistent_rings or gemm_from_passes is on (opt-in until measured
 //                 on the H200), the
 //                 Hopper switches and async_pipeline and persistent_tiles are on, and the
@@ -221,9 +221,16 @@ Stmt persist_tiles(const Stmt& body, PassContext& ctx) {
   if (bv.size() == 1) {
     inner = make_let(bv[0], t, inner, w);
   } else if (bv.size() == 2 && panel > 0 && panel < g[0]) {
-    std::vector<Expr> args{make_int(panel), t, make_int(g[0]), make_int(g[1])};
-    inner = make_let(bv[1], make_call("tessel::raster_y", args, DType::i32), inner, w);
-    inner = make_let(bv[0], make_call("tessel::raster_x", args, DType::i32), inner, w);
+    // use_swizzle(panel)'s order over the tiles (tessel::rasterize, block.cuh, in IR arithmetic:
+    // every pass after this one -- the pipeline verifier evaluating a ring's trip count of the
+    // block indices, the index widening -- reads it): the grid's columns in panels of `panel`,
+    // the last one narrower, each walked row by row.
+    Var first("panel_x"), in_panel("in_panel"), width("panel_width");
+    inner = make_let(bv[0], add(first, make_binary(BinaryOp::Mod, in_panel, width)), inner, w);
+    inner = make_let(bv[1], make_binary(BinaryOp::Div, in_panel, width), inner, w);
+    inner = make_let(width, make_binary(BinaryOp::Min, sub(make_int(g[0]), first), make_int(panel)), inner, w);
+    inner = make_let(in_panel, make_binary(BinaryOp::Mod, t, make_int(panel * g[1])), inner, w);
+    inner = make_let(first, mul(make_binary(BinaryOp::Div, t, make_int(panel * g[1])), make_int(panel)), inner, w);
   } else {
     const Expr plane = make_int(g[0] * g[1]);
     if (bv.size() == 3) inner = make_let(bv[2], make_binary(BinaryOp::Div, t, plane), inner, w);

@@ -79,12 +79,14 @@ void gemm(std::ostream& o, const FuzzCase& c) {
   if (c.swizzle) o << "      T::use_swizzle(4);\n";
   if (c.cluster) o << "      T::use_cluster(" << (c.cluster == 1 ? "2, 1" : "1, 2") << ");\n";
   o << "      T::clear(acc);\n";
+  // k_by_block: row block by sums only its first by + 1 tiles of K (Unroll: all of them).
+  const std::string k_tiles = c.k_by_block ? "T::min(T::ceildiv(K, BK), by + 1)" : "T::ceildiv(K, BK)";
   if (c.stages > 0)
-    o << "      T::Pipelined(T::ceildiv(K, BK), " << c.stages << ", [&](T::Var ko) {\n";
+    o << "      T::Pipelined(" << k_tiles << ", " << c.stages << ", [&](T::Var ko) {\n";
   else if (c.stages < 0)
     o << "      T::Unroll(T::ceildiv(K, BK), [&](T::Var ko) {\n";
   else
-    o << "      T::Serial(T::ceildiv(K, BK), [&](T::Var ko) {\n";
+    o << "      T::Serial(" << k_tiles << ", [&](T::Var ko) {\n";
   o << "        T::copy(" << (c.trans_a ? "A(ko * BK, by * BM)" : "A(by * BM, ko * BK)") << ", A_s);\n";
   o << "        T::copy(" << (c.trans_b ? "B(bx * BN, ko * BK)" : "B(ko * BK, bx * BN)") << ", B_s);\n";
   static const char* policies[] = {"Square", "FullRow", "FullCol"};

@@ -188,7 +188,7 @@ std::string FuzzCase::to_text() const {
      << number_text(init_value) << "\n";
   os << "variant " << variant << "\nshared_tail " << shared_tail << "\n";
   os << "online " << online << "\ncausal " << causal << "\nscale " << number_text(scale) << "\n";
-  os << "p_via_copy " << p_via_copy << "\nskip_masked " << skip_masked << "\n";
+  os << "p_via_copy " << p_via_copy << "\nskip_masked " << skip_masked << "\nk_by_block " << k_by_block << "\n";
   os << "expr " << expr.to_text() << "\n";
   os << "expr2 " << expr2.to_text() << "\n";
   return os.str();
@@ -205,7 +205,7 @@ std::string FuzzCase::summary() const {
     case Family::Gemm:
       os << (trans_a ? " A^T" : "") << (trans_b ? " B^T" : "") << " policy" << policy
          << (swizzle ? " swizzle" : "") << (cluster ? " cluster" + std::to_string(cluster) : "")
-         << (bias ? " bias" : "") << (row_sums ? " row-sums" : "");
+         << (bias ? " bias" : "") << (row_sums ? " row-sums" : "") << (k_by_block ? " k-by-block" : "");
       if (epilogue) os << " epi " << expr.to_text();
       break;
     case Family::Tile:
@@ -320,7 +320,7 @@ FuzzCase parse_case(const std::string& text) {
           {"padded", &FuzzCase::padded},           {"frag_in_dtype", &FuzzCase::frag_in_dtype},
           {"reduce_init", &FuzzCase::reduce_init}, {"online", &FuzzCase::online},
           {"causal", &FuzzCase::causal},           {"p_via_copy", &FuzzCase::p_via_copy},
-          {"skip_masked", &FuzzCase::skip_masked}};
+          {"skip_masked", &FuzzCase::skip_masked}, {"k_by_block", &FuzzCase::k_by_block}};
       static const std::map<std::string, double FuzzCase::*> reals = {
           {"pad", &FuzzCase::pad}, {"init_value", &FuzzCase::init_value}, {"scale", &FuzzCase::scale}};
       if (auto i = ints.find(key); i != ints.end()) {

@@ -88,6 +88,10 @@ struct FuzzCase {
   // Attention: online softmax (FlashAttention's recurrence) or a plain chain (P = S * scale).
   bool online = true;
   bool causal = false;
+  // Gemm: row block `by` sums only the first by + 1 tiles of K (a K loop whose trip count depends
+  // on the block: under gemm_from_passes a persistent ring carries its position); not with Unroll
+  // (whose trip count must be a constant).
+  bool k_by_block = false;
   // Causal: the key loop stops at the last block the query block's rows see (its trip count
   // depends on the block index: under gemm_from_passes a persistent ring carries its position).
   bool skip_masked = false;

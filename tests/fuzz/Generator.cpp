@@ -166,6 +166,7 @@ FuzzCase gemm_case(Rng& r, FuzzCase c) {
     c.M = size_for(r, c.BM, 300);
     c.N = 8 * ((size_for(r, c.BN, 320) + 7) / 8);
     c.K = 8 * ((size_for(r, c.BK, 200) + 7) / 8);
+    c.k_by_block = r.chance(0.15);
     if (c.epilogue) c.expr = live_expr(r, 3, false);
     return c;
   }
@@ -194,6 +195,7 @@ FuzzCase gemm_case(Rng& r, FuzzCase c) {
   c.M = size_for(r, c.BM, 300);
   c.N = size_for(r, c.BN, 300);
   c.K = size_for(r, c.BK, 200);
+  c.k_by_block = c.stages >= 0 && r.chance(0.15);
   if (c.epilogue) c.expr = live_expr(r, 3, false);
   return c;
 }

@@ -58,6 +58,7 @@ std::vector<FuzzCase> candidates(const FuzzCase& c) {
   with([](FuzzCase& d) { d.reduce_init = false; });
   with([](FuzzCase& d) { d.reduce = ReduceKind::None; });
   with([](FuzzCase& d) { d.skip_masked = false; });
+  with([](FuzzCase& d) { d.k_by_block = false; });
   with([](FuzzCase& d) { d.causal = false; d.skip_masked = false; });
   with([](FuzzCase& d) { d.variant = 0; });
   with([](FuzzCase& d) { d.shared_tail = 0; });

@@ -71,12 +71,14 @@ void gemm_body(const FuzzCase& c, const Buffer& A, const Buffer& B, const Buffer
         T::copy(B(ko * c.BK, bx * c.BN), B_s);
       T::gemm(A_s, B_s, acc, c.trans_a, c.trans_b, static_cast<GemmWarpPolicy>(c.policy));
     };
+    // k_by_block: row block by sums only its first by + 1 tiles of K (Unroll: all of them).
+    const Expr k_tiles = c.k_by_block ? T::min(T::ceildiv(c.K, c.BK), by + 1) : T::ceildiv(Expr(c.K), c.BK);
     if (c.stages > 0)
-      T::Pipelined(T::ceildiv(c.K, c.BK), c.stages, step);
+      T::Pipelined(k_tiles, c.stages, step);
     else if (c.stages < 0)
       T::Unroll(T::ceildiv(c.K, c.BK), step);
     else
-      T::Serial(T::ceildiv(c.K, c.BK), step);
+      T::Serial(k_tiles, step);
     if (R) {
       auto sums = T::alloc_fragment({c.BM}, T::f32);
       T::reduce_sum(acc, sums, 1);

@@ -35,10 +35,13 @@ Outputs gemm(const FuzzCase& c, const std::vector<interp::HostTensor>& args) {
   const size_t GX = (N + c.BN - 1) / c.BN;
   std::vector<double> out(M * N), out_m(M * N), sums(M * GX, 0.0), sums_m(M * GX, 0.0);
   const double scale = epilogue_scale(c);
+  // k_by_block (not with Unroll): row i's block sums its first i / BM + 1 tiles of K.
+  const bool by_block = c.k_by_block && c.stages >= 0;
   for (size_t i = 0; i < M; ++i)
     for (size_t j = 0; j < N; ++j) {
       Value s;
-      for (size_t k = 0; k < K; ++k) {
+      const size_t kmax = by_block ? std::min(K, (i / static_cast<size_t>(c.BM) + 1) * static_cast<size_t>(c.BK)) : K;
+      for (size_t k = 0; k < kmax; ++k) {
         const double p =
             (c.trans_a ? a[k * M + i] : a[i * K + k]) * (c.trans_b ? b[j * K + k] : b[k * N + j]);
         s.v += p;

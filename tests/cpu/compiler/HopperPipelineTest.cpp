@@ -370,9 +370,11 @@ TEST(HopperPipeline, ManyTilesMakeTheRingKernelPersistent) {
   EXPECT_TRUE(has(tiles, "kernel grid(132) threads(256) (pid)")) << tiles;
   EXPECT_TRUE(has(tiles, "tiles tile_i in [0, 0 + (((512 - pid) + 131) / 132))")) << tiles;
   EXPECT_TRUE(has(tiles, "let tile = (pid + (tile_i * 132))")) << tiles;
-  // use_swizzle(8) became the tiles' panel order.
-  EXPECT_TRUE(has(tiles, "let bx = tessel::raster_x(8, tile, 16, 32)")) << tiles;
-  EXPECT_TRUE(has(tiles, "let by = tessel::raster_y(8, tile, 16, 32)")) << tiles;
+  // use_swizzle(8) became the tiles' panel order, in IR arithmetic (tessel::rasterize's).
+  EXPECT_TRUE(has(tiles, "let panel_x = ((tile / 256) * 8)")) << tiles;
+  EXPECT_TRUE(has(tiles, "let panel_width = min((16 - panel_x), 8)")) << tiles;
+  EXPECT_TRUE(has(tiles, "let by = (in_panel / panel_width)")) << tiles;
+  EXPECT_TRUE(has(tiles, "let bx = (panel_x + (in_panel % panel_width))")) << tiles;
   EXPECT_FALSE(has(tiles, "use_swizzle")) << tiles;
   const std::string ring = stage_text(lowered, "plan_pipelines");
   // No prologue: every iteration waits for its stage's release, counted over the block's tiles.

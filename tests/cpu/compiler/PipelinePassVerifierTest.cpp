@@ -10,6 +10,7 @@
 #include <functional>
 #include <map>
 #include <numeric>
+#include <set>
 #include <stdexcept>
 
 #include "Lower.hpp"
@@ -471,6 +472,7 @@ std::int64_t eval_int(const Expr& e, const std::map<const ExprNode*, std::int64_
     case BinaryOp::EQ: return x == y;
     case BinaryOp::LT: return x < y;
     case BinaryOp::GE: return x >= y;
+    case BinaryOp::Min: return std::min(x, y);
     default: throw std::runtime_error("eval_int: " + T::ir::to_string(e));
   }
 }
@@ -535,6 +537,61 @@ TEST(PipelinePassVerifier, PersistentCausalBlocksTakeEveryTileOnceInSerpentineRo
       EXPECT_LE(static_cast<double>(*std::max_element(work.begin(), work.end())), 1.05 * mean);
     }
   }
+}
+
+}  // namespace
+
+namespace {
+
+// use_swizzle(panel) over a persistent kernel's tiles is tessel::rasterize's order written as IR
+// lets: every tile of a grid whose width is not a multiple of the panel (a narrower last panel)
+// maps to its own (bx, by), in panels of `panel` columns walked row by row.
+TEST(PipelinePassVerifier, PersistentTilesFollowTheSwizzlePanelOrder) {
+  T::kernels::MatmulConfig c;
+  c.block_M = 128, c.block_N = 256, c.block_K = 64, c.num_stages = 3, c.threads = 256;
+  c.use_swizzle = true, c.panel_size = 3;
+  T::passes::PassContext::Switches s;
+  s.gemm_from_passes = true;
+  s.max_persistent_ctas = 5;
+  const int gx = 11, gy = 7;  // N = 11 * 256 - 96 (rows of 16-byte multiples: TMA), M = 7 * 128 - 5
+  auto l = T::lower_until(T::kernels::matmul_program(gy * 128 - 5, gx * 256 - 96, 512, c).ir(), T::test::sm90(),
+                          "persist_tiles", s);
+  ASSERT_TRUE(l.ctx.tile_loop.applied) << l.ctx.tile_loop.why_not;
+  // The lets from `tile` down to bx and by.
+  std::vector<const LetStmt*> lets;
+  struct Find : IRVisitor {
+    std::vector<const LetStmt*>* lets;
+    bool inside = false;
+    void visit_node(const ForStmt* f) override {
+      if (f->kind == ForKind::Tiles) inside = true;
+      IRVisitor::visit_node(f);
+    }
+    void visit_node(const LetStmt* let) override {
+      if (inside) lets->push_back(let);
+      IRVisitor::visit_node(let);
+    }
+  } find;
+  find.lets = &lets;
+  find.visit(l.body);
+  ASSERT_GE(lets.size(), 3u);
+  ASSERT_EQ(lets[0]->var.name(), "tile");
+  std::set<std::pair<std::int64_t, std::int64_t>> seen;
+  for (std::int64_t t = 0; t < gx * gy; ++t) {
+    std::map<const ExprNode*, std::int64_t> env{{lets[0]->var.get(), t}};
+    std::int64_t bx = -1, by = -1;
+    for (size_t i = 1; i < lets.size(); ++i) {
+      const std::int64_t v = eval_int(lets[i]->value, env);
+      env[lets[i]->var.get()] = v;
+      if (lets[i]->var.name() == "bx") bx = v;
+      if (lets[i]->var.name() == "by") by = v;
+    }
+    // The panel order: panels of 3 columns (the last 2 wide), each row-major.
+    const std::int64_t first = t / (3 * gy) * 3, width = std::min<std::int64_t>(gx - first, 3), in = t % (3 * gy);
+    EXPECT_EQ(bx, first + in % width) << "tile " << t;
+    EXPECT_EQ(by, in / width) << "tile " << t;
+    EXPECT_TRUE(seen.insert({bx, by}).second) << "tile " << t << " repeats (" << bx << ", " << by << ")";
+  }
+  EXPECT_EQ(seen.size(), static_cast<size_t>(gx * gy));
 }
 
 }  // namespace

@@ -70,6 +70,24 @@ TEST(FuzzRegressions, EveryCaseThatEverFailedPasses) {
   }
 }
 
+// The same cases with the generic passes' persistence on (TESSEL_ENABLE=gemm_from_passes, at
+// most 3 blocks): compiled for sm_90a here, run on the device by the gpu tier's twin
+// (gemm-k-by-block-swizzle-persistent.case was an InternalError of the pipeline verifier there).
+TEST(FuzzRegressions, EveryCaseThatEverFailedPassesWithPersistentRings) {
+  test::ScopedEnv no_cache("TESSEL_CACHE", "0");
+  test::ScopedEnv enable("TESSEL_ENABLE", "gemm_from_passes");
+  test::ScopedEnv blocks("TESSEL_MAX_PERSISTENT_CTAS", "3");
+  for (const Regression& reg : load_regressions()) {
+    SCOPED_TRACE(reg.file.filename().string() + ": " + reg.c.summary());
+    RunOptions o;
+    o.archs = {"sm_90a"};
+    const CaseResult r = run_case(reg.c, o);
+    if (!reg.known_failing) {
+      EXPECT_EQ(r.outcome, Outcome::Pass) << r.signature() << ": " << r.detail;
+    }
+  }
+}
+
 // A planted failure (a transposed-B gemm with K past 20 and a bias) shrinks to its essentials:
 // the knobs that do not matter off, the sizes at their smallest, the expression gone.
 TEST(FuzzMinimizer, ShrinksAPlantedFailureToItsEssentials) {

@@ -39,14 +39,23 @@ extern "C" __global__ void __launch_bounds__(384, 1) matmul_kernel(tessel::half_
         {
           const int tile = (pid + (tile_i * 132));
           {
-            const int bx = tessel::raster_x(8, tile, 16, 32);
+            const int panel_x = ((tile / 256) * 8);
             {
-              const int by = tessel::raster_y(8, tile, 16, 32);
-              for (int ko = 0; ko < 65; ++ko) {
-                tessel::mbarrier_wait_parity(tessel::smem_address(shared_0_empty + (((tile_i * 65) + ko) % 3)), (((((tile_i * 65) + ko) / 3) + 1) % 2));
-                tessel::mbarrier_arrive_expect_tx(tessel::smem_address(shared_0_full + (((tile_i * 65) + ko) % 3)), 49152);
-                tessel::tma_load_tile<2, 1, 64, 16384>(shared_0 + ((((long long)((((tile_i * 65) + ko) % 3))) * 128LL) * 64LL), &A_map, shared_0_full + (((tile_i * 65) + ko) % 3), (ko * 64), (by * 128));
-                tessel::tma_load_tile<2, 4, 64, 8192>(shared_1 + ((((long long)((((tile_i * 65) + ko) % 3))) * 64LL) * 256LL), &B_map, shared_0_full + (((tile_i * 65) + ko) % 3), (bx * 256), (ko * 64));
+              const int in_panel = (tile % 256);
+              {
+                const int panel_width = min((16 - panel_x), 8);
+                {
+                  const int by = (in_panel / panel_width);
+                  {
+                    const int bx = (panel_x + (in_panel % panel_width));
+                    for (int ko = 0; ko < 65; ++ko) {
+                      tessel::mbarrier_wait_parity(tessel::smem_address(shared_0_empty + (((tile_i * 65) + ko) % 3)), (((((tile_i * 65) + ko) / 3) + 1) % 2));
+                      tessel::mbarrier_arrive_expect_tx(tessel::smem_address(shared_0_full + (((tile_i * 65) + ko) % 3)), 49152);
+                      tessel::tma_load_tile<2, 1, 64, 16384>(shared_0 + ((((long long)((((tile_i * 65) + ko) % 3))) * 128LL) * 64LL), &A_map, shared_0_full + (((tile_i * 65) + ko) % 3), (ko * 64), (by * 128));
+                      tessel::tma_load_tile<2, 4, 64, 8192>(shared_1 + ((((long long)((((tile_i * 65) + ko) % 3))) * 64LL) * 256LL), &B_map, shared_0_full + (((tile_i * 65) + ko) % 3), (bx * 256), (ko * 64));
+                    }
+                  }
+                }
               }
             }
           }
@@ -59,26 +68,35 @@ extern "C" __global__ void __launch_bounds__(384, 1) matmul_kernel(tessel::half_
       {
         const int tile = (pid + (tile_i * 132));
         {
-          const int bx = tessel::raster_x(8, tile, 16, 32);
+          const int panel_x = ((tile / 256) * 8);
           {
-            const int by = tessel::raster_y(8, tile, 16, 32);
-            __align__(16) float fragment_2[128];
-            #pragma unroll
-            for (int l = 0; l < 128; ++l) {
-              fragment_2[l] = 0.0f;
-            }
-            for (int ko = 0; ko < 65; ++ko) {
-              tessel::mbarrier_wait_parity(tessel::smem_address(shared_0_full + (((tile_i * 65) + ko) % 3)), ((((tile_i * 65) + ko) / 3) % 2));
-              tessel::WarpgroupGemm<tessel::half_t, 128, 256, 64, 2, false, false, tessel::WgmmaSwizzleLayout<128, 64, 2, 128>, tessel::WgmmaSwizzleLayout<64, 256, 2, 128>>::run_async(shared_0 + ((((long long)((((tile_i * 65) + ko) % 3))) * 128LL) * 64LL), shared_1 + ((((long long)((((tile_i * 65) + ko) % 3))) * 64LL) * 256LL), fragment_2);
-              tessel::wgmma_wait<1>();
-              if ((ko > 0)) {
-                tessel::mbarrier_warp_arrive(shared_0_empty + (((((tile_i * 65) + ko) % 3) == 0) ? 2 : ((((tile_i * 65) + ko) % 3) - 1)));
+            const int in_panel = (tile % 256);
+            {
+              const int panel_width = min((16 - panel_x), 8);
+              {
+                const int by = (in_panel / panel_width);
+                {
+                  const int bx = (panel_x + (in_panel % panel_width));
+                  __align__(16) float fragment_2[128];
+                  #pragma unroll
+                  for (int l = 0; l < 128; ++l) {
+                    fragment_2[l] = 0.0f;
+                  }
+                  for (int ko = 0; ko < 65; ++ko) {
+                    tessel::mbarrier_wait_parity(tessel::smem_address(shared_0_full + (((tile_i * 65) + ko) % 3)), ((((tile_i * 65) + ko) / 3) % 2));
+                    tessel::WarpgroupGemm<tessel::half_t, 128, 256, 64, 2, false, false, tessel::WgmmaSwizzleLayout<128, 64, 2, 128>, tessel::WgmmaSwizzleLayout<64, 256, 2, 128>>::run_async(shared_0 + ((((long long)((((tile_i * 65) + ko) % 3))) * 128LL) * 64LL), shared_1 + ((((long long)((((tile_i * 65) + ko) % 3))) * 64LL) * 256LL), fragment_2);
+                    tessel::wgmma_wait<1>();
+                    if ((ko > 0)) {
+                      tessel::mbarrier_warp_arrive(shared_0_empty + (((((tile_i * 65) + ko) % 3) == 0) ? 2 : ((((tile_i * 65) + ko) % 3) - 1)));
+                    }
+                  }
+                  tessel::wgmma_wait<0>();
+                  tessel::wgmma_fence_operand(fragment_2);
+                  tessel::mbarrier_warp_arrive(shared_0_empty + (((tile_i * 65) + 64) % 3));
+                  tessel::store_accumulators_tma<tessel::half_t, tessel::WarpgroupGemm<tessel::half_t, 128, 256, 64, 2, false, false, tessel::WgmmaSwizzleLayout<128, 64, 2, 128>, tessel::WgmmaSwizzleLayout<64, 256, 2, 128>>, float, 2, 0, 1>(fragment_2, fragment_2_staging, &C_store_map, (bx * 256), (by * 128));
+                }
               }
             }
-            tessel::wgmma_wait<0>();
-            tessel::wgmma_fence_operand(fragment_2);
-            tessel::mbarrier_warp_arrive(shared_0_empty + (((tile_i * 65) + 64) % 3));
-            tessel::store_accumulators_tma<tessel::half_t, tessel::WarpgroupGemm<tessel::half_t, 128, 256, 64, 2, false, false, tessel::WgmmaSwizzleLayout<128, 64, 2, 128>, tessel::WgmmaSwizzleLayout<64, 256, 2, 128>>, float, 2, 0, 1>(fragment_2, fragment_2_staging, &C_store_map, (bx * 256), (by * 128));
           }
         }
       }
