@@ -107,10 +107,20 @@ nlohmann::json device_json() {
           {"driver_version", cuda_version_string(d.driver_version)}};
 }
 
+// The environment variables that change what jit() compiles (the switches' TESSEL_ENABLE /
+// TESSEL_DISABLE, TESSEL_MAX_PERSISTENT_CTAS), those set: a result under one is not the default's.
+nlohmann::json compile_environment() {
+  nlohmann::json env = nlohmann::json::object();
+  for (const char* name : {"TESSEL_ENABLE", "TESSEL_DISABLE", "TESSEL_MAX_PERSISTENT_CTAS"})
+    if (const char* v = std::getenv(name); v && *v) env[name] = v;
+  return env;
+}
+
 nlohmann::json provenance_json() {
   const SystemInfo& s = system_info();
   return {{"date", utc_timestamp()},
           {"command", command_line()},
+          {"environment", compile_environment()},
           {"git_commit", git_commit()},
           {"tessel_version", s.tessel_version},
           {"nvrtc_version", cuda_version_string(s.nvrtc_version)},

@@ -364,6 +364,12 @@ TEST_F(Cli, DumpWritesJson) {
   EXPECT_NE(j["text"].get<std::string>().find("func softmax("), std::string::npos) << j.dump(2);
   EXPECT_TRUE(j.contains("command") && j.contains("date")) << j.dump(2);
   EXPECT_FALSE(j.contains("compiled"));
+  EXPECT_TRUE(j["environment"].is_object()) << j.dump(2);
+  // A result under a switch says so: the command line alone does not.
+  r = run_tessel_env("TESSEL_ENABLE=persistent_rings", "dump softmax --m 8 --n 1000 --json '" + file.string() + "'");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  j = nlohmann::json::parse(std::ifstream(file));
+  EXPECT_EQ(j["environment"]["TESSEL_ENABLE"], "persistent_rings") << j.dump(2);
 
   r = run_tessel("dump gemm --m 256 --n 256 --k 256 --arch sm_80 --resources --json '" + file.string() + "'");
   ASSERT_EQ(r.exit_code, 0) << r.output;
