@@ -37,6 +37,9 @@ LoweredFunc lower_until(const ir::PrimFuncNode& f, const passes::Target& target,
 // TESSEL_ENABLE and TESSEL_MAX_PERSISTENT_CTAS from the environment; src/jit/Jit.cpp): for tools
 // that lower without compiling and must plan what jit() builds (the tuning spaces).
 passes::PassContext::Switches jit_switches(const JitOptions& options);
+// Every switch as text ("tma wgmma ... max_persistent_ctas=0"): a key for caches of compiled
+// kernels, which must not hand a kernel built under other switches to a call.
+std::string switches_text(const passes::PassContext::Switches& s);
 
 // The known shared-memory cap of an arch when no GPU can be asked (bytes per block, opt-in).
 int default_smem_cap(const std::string& arch);

@@ -6,6 +6,7 @@
 #include <mutex>
 #include <sstream>
 
+#include "Lower.hpp"
 #include "tessel/autotune/Autotune.hpp"
 #include "tessel/runtime/Driver.hpp"
 
@@ -358,9 +359,11 @@ AttentionOutput flash_attention(const Tensor& q, const Tensor& k, const Tensor& 
   key << s.describe() << " q" << list_text(s.q_strides) << " k" << list_text(s.k_strides) << " v"
       << list_text(s.v_strides) << " " << dtype_name(q.dtype()) << (o.causal ? " causal" : "") << " scale "
       << o.scale << " config " << (o.config ? o.config->describe() : "default") << " arch " << o.jit.arch
-      << (o.jit.disable_tma || o.jit.disable_wgmma || o.jit.disable_warp_specialization ? " sm80" : "")
-      << (o.jit.disable_async_pipeline ? " no-async-pipeline" : "")
-      << (o.jit.disable_pingpong ? " no-pingpong" : "");
+      << " smem_cap " << o.jit.smem_cap_bytes
+      // Every switch the options and the environment set (a kernel built under others -- async
+      // gemms off, the loop rotated, persistence -- is another kernel; the key once held only
+      // four of them, and a call with rotate_gemm_loops got the default's kernel).
+      << " " << switches_text(jit_switches(o.jit));
   static std::mutex mutex;
   static std::map<std::string, JitKernel> kernels;
   JitKernel kernel;

@@ -217,6 +217,34 @@ passes::PassContext::Switches jit_switches(const JitOptions& options) {
       options.persistent_rings || env_on("persistent_rings")};
 }
 
+std::string switches_text(const passes::PassContext::Switches& s) {
+  std::string out;
+  auto flag = [&](const char* name, bool on) { out += std::string(out.empty() ? "" : " ") + name + "=" + (on ? "1" : "0"); };
+  flag("tma", s.allow_tma);
+  flag("wgmma", s.allow_wgmma);
+  flag("warp_specialization", s.allow_warp_specialization);
+  flag("split_k", s.allow_split_k);
+  flag("tma_store", s.allow_tma_store);
+  flag("multicast", s.allow_multicast);
+  flag("async_pipeline", s.allow_async_pipeline);
+  flag("register_spills", s.allow_register_spills);
+  flag("pingpong", s.allow_pingpong);
+  flag("async_gemm", s.allow_async_gemm);
+  flag("loop_rotation", s.allow_loop_rotation);
+  flag("row_staging", s.allow_row_staging);
+  flag("async_span_copy", s.async_span_copy);
+  flag("realigned_span_reads", s.realigned_span_reads);
+  flag("realigned_global_loads", s.realigned_global_loads);
+  flag("allow_realigned_global_loads", s.allow_realigned_global_loads);
+  flag("realigned_global_stores", s.realigned_global_stores);
+  flag("programmatic_launch", s.programmatic_launch);
+  flag("gemm_from_passes", s.gemm_from_passes);
+  flag("persistent_tiles", s.allow_persistent_tiles);
+  flag("persistent_rings", s.persistent_rings);
+  out += " max_persistent_ctas=" + std::to_string(s.max_persistent_ctas);
+  return out;
+}
+
 namespace {
 
 // The line of the program's Kernel(...) call: where grid errors belong.

@@ -10,6 +10,7 @@
 #include "support/LoweringSupport.hpp"
 #include "support/RaggedGemmProgram.hpp"
 #include "support/RegisterGemmPrograms.hpp"
+#include "support/TestSupport.hpp"
 #include "tessel/ir/Printer.hpp"
 #include "tessel/kernels/attention/FlashAttention.hpp"
 #include "tessel/kernels/attention/GemmChain.hpp"
@@ -571,6 +572,26 @@ TEST(HopperPipeline, AGemmTooWideForTheProducersLaunchStaysUnspecialized) {
   auto two = T::lower(T::kernels::attention_program(s, T::DType::bf16, true, 0.125f, {128, 256, 256, 2, Schedule::ring}).ir(),
                       sm90());
   EXPECT_EQ(two.ctx.launch_threads, 384);
+}
+
+}  // namespace
+
+namespace {
+
+// Caches of compiled kernels (kernels::flash_attention's) key on every switch: two JitOptions
+// that build different kernels give different texts, the environment's TESSEL_ENABLE included.
+TEST(HopperPipeline, SwitchesTextTellsKernelsApart) {
+  T::JitOptions plain, rotated, sync, rings;
+  rotated.rotate_gemm_loops = true;
+  sync.disable_async_gemm = true;
+  rings.persistent_rings = true;
+  const std::string base = T::switches_text(T::jit_switches(plain));
+  EXPECT_NE(base, T::switches_text(T::jit_switches(rotated)));
+  EXPECT_NE(base, T::switches_text(T::jit_switches(sync)));
+  EXPECT_NE(base, T::switches_text(T::jit_switches(rings)));
+  EXPECT_EQ(base, T::switches_text(T::jit_switches(T::JitOptions{})));
+  T::test::ScopedEnv env("TESSEL_ENABLE", "persistent_rings");
+  EXPECT_EQ(T::switches_text(T::jit_switches(plain)), T::switches_text(T::jit_switches(rings)));
 }
 
 }  // namespace
