@@ -3,11 +3,11 @@
 # steps do not fit what is left of the device time. Runs what build-gpu/ (scripts/build-gpu.sh)
 # and .whl/ (scripts/build-python-wheel.sh) hold, in this order, each step under its own limit:
 #   1. the gpu tests of TESSEL_QUICK_TESTS (a gtest filter; default: every softmax suite, the
-#      realigned stores, every attention suite, fast_exp2 against the interpreter and the fuzz
+#      every attention suite, fast_exp2 against the interpreter and the fuzz
 #      regression cases on the device);
 #   2. `tessel bench softmax` over issue 17's staged widths, the default beside the same under
-#      each setting of TESSEL_QUICK_AB (space-separated; default TESSEL_ENABLE=realigned_global_stores
-#      TESSEL_ENABLE=realigned_global_loads,realigned_global_stores) in the same session;
+#      each setting of TESSEL_QUICK_AB (space-separated, e.g. TESSEL_DISABLE=realigned_global_loads;
+#      default none) in the same session;
 #   3. `tessel bench attention` over the issue's default cases, bf16 (cuDNN in the same process),
 #      its JSON beside the log;
 #   3b. (step attention-passes) the same cases under TESSEL_ENABLE=persistent_rings: persistent
@@ -33,13 +33,14 @@ set -uo pipefail
 source "$(dirname "$0")/gpu-steps.sh" gpu-quick "${1:-}"
 steps=" ${TESSEL_QUICK_STEPS:-tests softmax attention} "
 want() { [[ "$steps" == *" $1 "* ]]; }
-tests=${TESSEL_QUICK_TESTS:-*Softmax*:*RealignedStores*:*Attention*:FastExp2Gpu.*:RaggedRingGpu.*:FuzzGpu.*}
+tests=${TESSEL_QUICK_TESTS:-*Softmax*:*Attention*:FastExp2Gpu.*:RaggedRingGpu.*:FuzzGpu.*}
 want tests && step "gpu tests ($tests)" 200 "$build/tessel_tests_gpu" --gtest_filter="$tests" --gtest_brief=1
-widths=4194304x127,4194304x129,524288x1023,65536x8191,32768x8193
+widths=4194304x127,4194304x129,524288x1023,65536x8191,32768x8193,10000x50257
 if want softmax; then
-  step "bench softmax 17 (default)" 50 "$build/tessel" bench softmax --repeats 10 --shapes "$widths"
-  for ab in ${TESSEL_QUICK_AB:-TESSEL_ENABLE=realigned_global_stores TESSEL_ENABLE=realigned_global_loads,realigned_global_stores}; do
-    step "bench softmax 17 ($ab)" 50 env "$ab" "$build/tessel" bench softmax --repeats 10 --shapes "$widths"
+  step "bench softmax 17 (default)" 100 "$build/tessel" bench softmax --repeats 10 --shapes "$widths" \
+    --json "$out/$(date -u +%F)-softmax-issue17-quick-${TESSEL_RESULT_TAG:-h200}.json"
+  for ab in ${TESSEL_QUICK_AB:-}; do
+    step "bench softmax 17 ($ab)" 100 env "$ab" "$build/tessel" bench softmax --repeats 10 --shapes "$widths"
   done
 fi
 want attention && step "bench attention (bf16, the issue's cases)" 180 "$build/tessel" bench attention --dtype bf16 \

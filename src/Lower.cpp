@@ -210,7 +210,6 @@ LoweredFunc lower_to(const ir::PrimFuncNode& f, const passes::Target& target,
   out.ctx.realigned_span_reads = s.realigned_span_reads;
   out.ctx.realigned_global_loads = s.realigned_global_loads;
   out.ctx.allow_realigned_global_loads = s.allow_realigned_global_loads;
-  out.ctx.realigned_global_stores = s.realigned_global_stores;
   out.ctx.programmatic_launch = s.programmatic_launch;
   out.ctx.gemm_from_passes = s.gemm_from_passes;
   out.ctx.allow_persistent_tiles = s.allow_persistent_tiles;

@@ -8,7 +8,7 @@
 #pragma once
 
 #include "cp_async.cuh"
-#include "realign_plan.cuh"
+#include "realign.cuh"
 #include "smem.cuh"
 #include "split_regs.cuh"
 #include "types.cuh"
@@ -295,7 +295,7 @@ namespace reduce_detail {
 __device__ inline uint4 realign16(const uint4& lo, const uint4& hi, unsigned sh) {
   const unsigned x[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
   unsigned r[4];
-  realign_words(x, sh, r);  // realign_plan.cuh (host-tested)
+  realign_words(x, sh, r);  // realign.cuh (host-tested)
   return uint4{r[0], r[1], r[2], r[3]};
 }
 
@@ -392,58 +392,6 @@ __device__ inline void store_row_vector(T* g, int valid, const S* src) {
 #pragma unroll
   for (int v = 0; v < Vec; ++v)
     if (v < valid) g[v] = as_element(src[v]);
-}
-
-// Stores src[0..Vec) (float, or T itself) converted to T into g[0..Vec) -- 16 bytes that may
-// start at any multiple of sizeof(T) -- dropping elements at or past `valid`: the mirror image of
-// load_global_vector_realigned, for the store side of rows that start unaligned. A store cannot
-// overlap its neighbour's as those loads do, so the warp assembles the aligned words: lane i takes
-// lane i+1's vector (warp shuffles) and, where the two are whole and adjacent in memory, stores
-// the aligned 16-byte word that straddles them; the bytes no such word covers (a run's first and
-// last partial words, partial vectors at a row's end) its own lane stores element by element
-// (realign_plan.cuh says who stores what). Every active lane of the warp calls it (the
-// neighbours' vectors come by shuffles among the active lanes; an inactive neighbour is never
-// joined). Stores only, predicated: the calls of a thread's vectors stay in one basic block.
-template <class T, int Vec, class S = float>
-__device__ inline void store_global_vector_realigned(T* g, int valid, const S* src) {
-  static_assert(Vec * sizeof(T) == 16 && sizeof(T) >= 2,
-                "store_global_vector_realigned: 16-byte vectors of 2-, 4- or 8-byte elements");
-  union {
-    uint4 u;
-    T e[Vec];
-  } mine;
-  if constexpr (is_same<S, T>::value) {
-    mine.u = *reinterpret_cast<const uint4*>(src);  // one vector read of the register array
-  } else {
-#pragma unroll
-    for (int v = 0; v < Vec; ++v) mine.e[v] = from_float<T>(static_cast<float>(src[v]));
-  }
-  const unsigned mask = __activemask();
-  unsigned lane;
-  asm("mov.u32 %0, %%laneid;" : "=r"(lane));
-  const unsigned long long a = reinterpret_cast<unsigned long long>(g);
-  const unsigned sh = static_cast<unsigned>(a & 15ull);
-  const int bytes = (valid < 0 ? 0 : valid > Vec ? Vec : valid) * static_cast<int>(sizeof(T));
-  const unsigned long long right_a = __shfl_down_sync(mask, a, 1);
-  const int right_bytes = __shfl_down_sync(mask, bytes, 1);
-  uint4 right;
-  right.x = __shfl_down_sync(mask, mine.u.x, 1);
-  right.y = __shfl_down_sync(mask, mine.u.y, 1);
-  right.z = __shfl_down_sync(mask, mine.u.z, 1);
-  right.w = __shfl_down_sync(mask, mine.u.w, 1);
-  const bool right_active = lane < 31u && ((mask >> (lane + 1u)) & 1u) != 0u;
-  const bool joins_right = realigned_store_joins(sh, bytes, right_active && right_a == a + 16ull, right_bytes);
-  const bool left_active = lane > 0u && ((mask >> (lane - 1u)) & 1u) != 0u;
-  const bool left_joins = __shfl_up_sync(mask, joins_right ? 1 : 0, 1) != 0 && left_active;
-  const RealignedStorePlan p = realigned_store_plan(sh, bytes, joins_right, left_joins);
-  reduce_detail::store_if<16>(g, p.aligned, mine.u);
-  reduce_detail::store_if<16>(reinterpret_cast<void*>(a - sh + 16ull), p.word,
-                              reduce_detail::realign16(mine.u, right, (16u - sh) & 15u));
-#pragma unroll
-  for (int v = 0; v < Vec; ++v) {
-    const int at = v * static_cast<int>(sizeof(T));
-    if (at >= p.lo && at < p.hi) g[v] = mine.e[v];
-  }
 }
 
 // A vector that is whole and aligned (`present`: stored) or wholly past the end of its row

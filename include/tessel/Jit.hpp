@@ -95,15 +95,6 @@ struct JitOptions {
   // (TESSEL_DISABLE=realigned_global_loads).
   bool realigned_global_loads = false;
   bool disable_realigned_global_loads = false;
-  // Stores of rows that start unaligned: the warp assembles the aligned 16-byte words that
-  // straddle neighbouring lanes' vectors (warp shuffles) and stores those, each lane storing
-  // element by element only the bytes at a run's edges, instead of moving the block's rows
-  // through a shared scratch span (no scratch, no block barrier). Off by default: written in
-  // session 15 without a GPU. KNOWN WRONG: its first GPU run (an H100, session 16) gave
-  // numerically wrong softmax rows of 127 and 129 f16 (relative errors 1.6e-2, 2.5e-1) and
-  // 8.7e-3 at 8191 -- do not use it until that is fixed (docs/perf-notes.md, session 16).
-  // TESSEL_ENABLE=realigned_global_stores does the same.
-  bool realigned_global_stores = false;
   // Hopper's programmatic dependent launch (sm_90+; ignored elsewhere): the kernel is launched
   // with the programmatic-stream-serialization attribute, so that it may start while the previous
   // kernel on its stream finishes; it waits at entry, before any memory access, until that kernel

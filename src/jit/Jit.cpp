@@ -188,7 +188,7 @@ passes::PassContext::Switches jit_switches(const JitOptions& options) {
   // TESSEL_ENABLE turns opt-in features on from outside (benchmarks of a feature not on by default).
   const std::set<std::string> enabled =
       features_named("TESSEL_ENABLE", {"rotate_gemm_loops", "realigned_span_reads", "realigned_global_loads",
-                                         "realigned_global_stores", "programmatic_launch", "gemm_from_passes",
+                                         "programmatic_launch", "gemm_from_passes",
                                          "persistent_rings"});
   auto env_on = [&](const char* name) { return enabled.count(name) != 0; };
   return passes::PassContext::Switches{
@@ -209,7 +209,6 @@ passes::PassContext::Switches jit_switches(const JitOptions& options) {
       options.realigned_span_reads || env_on("realigned_span_reads"),
       options.realigned_global_loads || env_on("realigned_global_loads"),
       !options.disable_realigned_global_loads && !env_off("realigned_global_loads"),
-      options.realigned_global_stores || env_on("realigned_global_stores"),
       options.programmatic_launch || env_on("programmatic_launch"),
       options.gemm_from_passes || env_on("gemm_from_passes"),
       !options.disable_persistent_tiles && !env_off("persistent_tiles"),
@@ -236,7 +235,6 @@ std::string switches_text(const passes::PassContext::Switches& s) {
   flag("realigned_span_reads", s.realigned_span_reads);
   flag("realigned_global_loads", s.realigned_global_loads);
   flag("allow_realigned_global_loads", s.allow_realigned_global_loads);
-  flag("realigned_global_stores", s.realigned_global_stores);
   flag("programmatic_launch", s.programmatic_launch);
   flag("gemm_from_passes", s.gemm_from_passes);
   flag("persistent_tiles", s.allow_persistent_tiles);

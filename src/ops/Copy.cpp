@@ -383,31 +383,6 @@ class CopyLowering {
     return make_if(make_call("tessel::warp_all", {fits}, DType::boolean), realigned, masked, w);
   }
 
-  // A store of rows whose starts are not provably 16-byte aligned (1023 columns of f16), under
-  // JitOptions::realigned_global_stores (opt-in until measured): the warp assembles the aligned
-  // 16-byte words that straddle neighbouring lanes' vectors (warp shuffles) and stores those,
-  // each lane storing element by element only the bytes no such word covers
-  // (tessel::store_global_vector_realigned): no scratch tile and no block barrier, the mirror
-  // image of realigned_load. 16-byte vectors of 2- to 8-byte elements, unit column stride, no
-  // shared tail. Undefined when the copy is not such a store.
-  Stmt realigned_store(const CopyStmt* op, const FragmentLayout& l, const GlobalMatrix& m, const Buffer& regs,
-                       const Var& grp, const Expr& first, const Expr& valid, const Expr& offset) {
-    const Buffer& t = op->dst.buffer;
-    const int elem = dtype_bytes(t->dtype);
-    if (!ctx_.realigned_global_stores || elem < 2 || l.vec * elem != 16 || !is_const_int(m.col_stride, 1) ||
-        ctx_.register_tails.count(regs->id))
-      return Stmt();
-    if (rows_provably_aligned(m, l.vec)) return Stmt();  // the vector path
-    auto w = op->where;
-    const std::vector<std::string> targs{dtype_cuda(t->dtype), std::to_string(l.vec),
-                                         dtype_cuda(op->src.buffer->dtype)};
-    const int groups = l.per_thread / l.vec;
-    return make_for(grp, make_int(0), make_int(groups), ForKind::Unrolled, 0,
-                    make_device_call("tessel::store_global_vector_realigned", targs,
-                                     {{Expr(), t, offset}, {valid, Buffer(), Expr()}, {Expr(), regs, first}}, w),
-                    w);
-  }
-
   Stmt row_vector_copy_body(const CopyStmt* op, const FragmentLayout& l) {
     auto w = op->where;
     bool load = op->dst.buffer->scope == Scope::Fragment;
@@ -427,8 +402,6 @@ class CopyLowering {
       if (load) {
         if (Stmt realigned = realigned_load(op, l, m, regs, grp, first, valid, offset); realigned.defined())
           return realigned;
-      } else if (Stmt realigned = realigned_store(op, l, m, regs, grp, first, valid, offset); realigned.defined()) {
-        return realigned;
       }
       if (Stmt staged = span_copy(op, l, m, f, regs, grp, first, coords, valid); staged.defined())
         return staged;

@@ -189,7 +189,6 @@ struct PassContext {
     bool realigned_span_reads = false;
     bool realigned_global_loads = false;
     bool allow_realigned_global_loads = true;
-    bool realigned_global_stores = false;
     bool programmatic_launch = false;
     bool gemm_from_passes = false;
     bool allow_persistent_tiles = true;
@@ -226,10 +225,6 @@ struct PassContext {
   // row when realigned_global_loads is on (JitOptions::realigned_global_loads).
   bool realigned_global_loads = false;
   bool allow_realigned_global_loads = true;
-  // Unaligned row stores as aligned 16-byte words assembled across neighbouring lanes by warp
-  // shuffles, instead of the span's scratch (opt-in, unmeasured: JitOptions::
-  // realigned_global_stores; ops/Copy.cpp).
-  bool realigned_global_stores = false;
   // The kernel waits at entry for the previous grid and lets the next start early (Hopper's
   // programmatic dependent launch; JitOptions::programmatic_launch; plan_kernel_abi).
   bool programmatic_launch = false;

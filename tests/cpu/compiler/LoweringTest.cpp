@@ -476,69 +476,6 @@ TEST(Codegen, RowCopiesDropTheEdgePathOnlyWhenItCannotRun) {
   EXPECT_NE(short_staged.find("tessel::copy_span_to_shared<"), std::string::npos) << short_staged;
 }
 
-// JitOptions::realigned_global_stores (opt-in): the store side of unaligned rows goes through
-// tessel::store_global_vector_realigned -- no span, no scratch, no barrier -- at every row length;
-// aligned rows keep the vector path, and the switch off keeps the span.
-TEST(Codegen, RealignedStoresReplaceTheStoreSpan) {
-  auto source = [](long long M, long long N, const char* config, bool stores) {
-    auto f = tessel::kernels::softmax_program(M, N, tessel::DType::f16,
-                                              tessel::kernels::parse_softmax_config(config));
-    tessel::passes::PassContext::Switches s;
-    s.realigned_global_stores = stores;
-    return tessel::codegen::generate_cuda(tessel::lower(f.ir(), sm90(), s));
-  };
-  for (auto [N, config] : {std::pair<long long, const char*>{999, "rows:t256:r8:bn1024"},
-                           {127, "rows:t256:r64:bn128"},
-                           {8191, "rows:t256:r1:bn8192"}}) {
-    SCOPED_TRACE(N);
-    const std::string on = source(64, N, config, true);
-    EXPECT_NE(on.find("tessel::store_global_vector_realigned<tessel::half_t, 8, "), std::string::npos) << on;
-    EXPECT_EQ(on.find("copy_shared_span_to_global"), std::string::npos) << on;
-    EXPECT_EQ(on.find("tessel::store_row_vector<"), std::string::npos) << on;
-    const std::string off = source(64, N, config, false);
-    EXPECT_EQ(off.find("store_global_vector_realigned"), std::string::npos) << off;
-    EXPECT_NE(off.find("tessel::copy_shared_span_to_global<"), std::string::npos) << off;
-  }
-  // Long rows: realigned loads (the default) and realigned stores leave no span at all.
-  const std::string both = source(64, 8191, "rows:t256:r1:bn8192", true);
-  EXPECT_EQ(both.find("_span"), std::string::npos) << both;
-  // Aligned rows: the whole-vector path, not the realigned one.
-  const std::string aligned = source(64, 1024, "rows:t256:r8:bn1024", true);
-  EXPECT_EQ(aligned.find("store_global_vector_realigned"), std::string::npos) << aligned;
-  EXPECT_NE(aligned.find("tessel::store_row_vector_whole<"), std::string::npos) << aligned;
-}
-
-// A user's tile stored at column 3 of a 1003-wide tensor (rows 2006 bytes apart, none 16-byte
-// aligned) takes the realigned stores under the switch, f16 and f32 alike; its aligned load does
-// not change.
-TEST(Codegen, RealignedStoresOfAUserTileAtAnOddColumn) {
-  for (T::DType t : {T::f16, T::f32}) {
-    T::PrimFunc f("shifted_copy");
-    auto X = f.tensor("X", {64, 1000}, t);
-    auto Y = f.tensor("Y", {64, 1003}, t);
-    f.body([&] {
-      T::Kernel(16, 128, [&](T::Var bx) {
-        // A row reduction gives the tile its row-blocked layout (8 f16 or 4 f32 a vector).
-        auto raw = T::alloc_fragment({4, 1024}, t);
-        auto x = T::alloc_fragment({4, 1024}, T::f32);
-        auto m = T::alloc_fragment({4}, T::f32);
-        T::copy(X(bx * 4, 0), raw);
-        T::Parallel(4, 1024, [&](T::Var i, T::Var j) { x(i, j) = T::cast(T::f32, raw(i, j)); });
-        T::reduce_max(x, m, 1);
-        T::Parallel(4, 1024, [&](T::Var i, T::Var j) { raw(i, j) = T::cast(t, x(i, j) - m(i)); });
-        T::copy(raw, Y(bx * 4, 3));
-      });
-    });
-    tessel::passes::PassContext::Switches s;
-    s.realigned_global_stores = true;
-    const std::string on = tessel::codegen::generate_cuda(tessel::lower(f.ir(), sm90(), s));
-    EXPECT_NE(on.find("tessel::store_global_vector_realigned<"), std::string::npos) << on;
-    EXPECT_NE(on.find("tessel::load_row_vector_whole<"), std::string::npos) << on;
-    const std::string off = tessel::codegen::generate_cuda(tessel::lower(f.ir(), sm90()));
-    EXPECT_EQ(off.find("store_global_vector_realigned"), std::string::npos) << off;
-  }
-}
-
 // A fragment with a shared tail: its last vectors per thread live in per-thread shared slots
 // (tessel::SplitRegs), filled by cp.async and waited for by each thread, and the kernel asks
 // ptxas for the two blocks per SM its shared memory allows.

@@ -24,7 +24,6 @@ enum class RowPath {
   staged_loop,
   staged_realigned_reads,
   realigned_global_loads,
-  realigned_global_stores,  // and loads, both forced: no span on either side
   unstaged
 };
 
@@ -36,8 +35,7 @@ void check_softmax(long long N, DType t, const std::string& config = "", RowPath
   jo.disable_row_staging = path == RowPath::unstaged;
   jo.disable_async_span_copy = path == RowPath::staged_loop;
   jo.realigned_span_reads = path == RowPath::staged_realigned_reads;
-  jo.realigned_global_loads = path == RowPath::realigned_global_loads || path == RowPath::realigned_global_stores;
-  jo.realigned_global_stores = path == RowPath::realigned_global_stores;
+  jo.realigned_global_loads = path == RowPath::realigned_global_loads;
   // The staged paths' own load side (long rows take realigned global loads by default).
   jo.disable_realigned_global_loads = path == RowPath::staged || path == RowPath::staged_loop ||
                                       path == RowPath::staged_realigned_reads || path == RowPath::unstaged;
@@ -50,16 +48,11 @@ void check_softmax(long long N, DType t, const std::string& config = "", RowPath
                                           jo);
   if (path != RowPath::any) {
     // M rows that are not a multiple of the rows per block: a ragged last block too.
-    const bool direct = path == RowPath::realigned_global_loads || path == RowPath::realigned_global_stores;
+    const bool direct = path == RowPath::realigned_global_loads;
     const bool staged = path != RowPath::unstaged && !direct;
     EXPECT_EQ(k.source().find("copy_span_to_shared") != std::string::npos, staged)
         << (staged ? "not staged" : "staged though disabled");
     EXPECT_EQ(k.source().find("load_global_vector_realigned") != std::string::npos, direct);
-    EXPECT_EQ(k.source().find("store_global_vector_realigned") != std::string::npos,
-              path == RowPath::realigned_global_stores);
-    if (path == RowPath::realigned_global_stores) {
-      EXPECT_EQ(k.source().find("copy_shared_span_to_global"), std::string::npos) << "a store span left";
-    }
     // The span's chunks by cp.async (the default) or by the load-then-store loop.
     EXPECT_EQ(k.source().find(std::to_string(k.info().threads) + ", true>(") != std::string::npos,
               path == RowPath::staged || path == RowPath::staged_realigned_reads);
@@ -148,14 +141,6 @@ TEST_P(SoftmaxStagedRows, RealignedGlobalLoadsMatchFloat64) {
   TESSEL_REQUIRE_GPU();
   auto [N, t] = GetParam();
   check_softmax(N, t, "", RowPath::realigned_global_loads);
-}
-
-// JitOptions::realigned_global_stores (opt-in) with realigned loads: no span on either side;
-// each warp stores the aligned words across its lanes' vectors, the edges element by element.
-TEST_P(SoftmaxStagedRows, RealignedGlobalStoresMatchFloat64) {
-  TESSEL_REQUIRE_GPU();
-  auto [N, t] = GetParam();
-  check_softmax(N, t, "", RowPath::realigned_global_stores);
 }
 
 TEST_P(SoftmaxStagedRows, UnstagedMatchesFloat64) {

@@ -134,37 +134,6 @@ INSTANTIATE_TEST_SUITE_P(OddWidths, SoftmaxStagedRows,
                                             ::testing::Values(std::string("sm_80"), std::string("sm_90a"))),
                          width_and_arch);
 
-// JitOptions::realigned_global_stores (opt-in, with the loads realigned too): no span on either
-// side for every width whose rows start unaligned -- the aligned words assembled across lanes by
-// warp shuffles and stored 16 bytes wide, no shared memory, no spills.
-class SoftmaxRealignedStores : public ::testing::TestWithParam<std::tuple<long long, std::string>> {};
-
-TEST_P(SoftmaxRealignedStores, NoSpanNoSpills) {
-  auto [N, arch] = GetParam();
-  for (tessel::DType t : {tessel::DType::f16, tessel::DType::bf16, tessel::DType::f32}) {
-    auto c = tessel::kernels::default_softmax_config(65536, N, t);
-    SCOPED_TRACE(c.describe() + " " + std::string(tessel::dtype_name(t)));
-    tessel::JitOptions o;
-    o.arch = arch;
-    o.realigned_global_loads = true;
-    o.realigned_global_stores = true;
-    auto k = tessel::kernels::make_softmax(65536, N, t, c, o);
-    EXPECT_EQ(k.resources().spill_store_bytes + k.resources().spill_load_bytes, 0) << k.compile_log();
-    EXPECT_EQ(k.source().find("copy_shared_span_to_global"), std::string::npos) << k.source();
-    EXPECT_EQ(k.source().find("copy_span_to_shared"), std::string::npos) << k.source();
-    if (c.shared_vectors == 0) {
-      EXPECT_NE(k.source().find("tessel::store_global_vector_realigned<"), std::string::npos) << k.source();
-      EXPECT_NE(k.ptx().find("shfl.sync.down"), std::string::npos) << "no shuffles";
-      EXPECT_NE(k.ptx().find("st.global.v4"), std::string::npos) << "no 16-byte stores";
-    }
-  }
-}
-
-INSTANTIATE_TEST_SUITE_P(OddWidths, SoftmaxRealignedStores,
-                         ::testing::Combine(::testing::Values(7, 127, 129, 999, 1023, 8191, 8193, 50257),
-                                            ::testing::Values(std::string("sm_80"), std::string("sm_90a"))),
-                         width_and_arch);
-
 // Realigned global loads decline a fragment whose vectors spill into a shared tail (the usual
 // path cp.async's those into shared slots): such a kernel compiles, without them (the fuzzer
 // found the opposite: an internal error, a register view passed where an array was expected).
