@@ -74,7 +74,7 @@ bool has_ring_schedules(const std::string& arch) {
 
 std::string AttentionConfig::describe() const {
   return std::to_string(block_M) + "x" + std::to_string(block_N) + " s" + std::to_string(num_stages) + " t" +
-         std::to_string(threads) + " " + schedule_name(schedule);
+         std::to_string(threads) + " " + schedule_name(schedule) + (persistent ? " persistent" : "");
 }
 
 void check_attention(const AttentionShape& s, DType dtype) {
@@ -298,7 +298,13 @@ JitKernel make_flash_attention(const AttentionShape& s, DType dtype, const Atten
   std::string arch = o.jit.arch;
   if (arch.empty()) arch = gpu_available() ? current_device().arch() : "sm_90a";
   const AttentionConfig c = o.config ? *o.config : choose_attention_config(s, dtype, o.causal, arch).config;
+  if (c.persistent && c.schedule == AttentionConfig::Schedule::cp_async)
+    TESSEL_USER_ERROR("flash_attention", std::source_location::current(),
+                      "config " << c.describe()
+                                << " is persistent on the cp.async schedule; persistence is for the ring schedules "
+                                   "(ring or ring+pingpong)");
   JitOptions jo = o.jit;
+  jo.persistent_rings = jo.persistent_rings || (c.persistent && has_ring_schedules(arch));
   jo.out_idx = {3, 4};
   jo.disable_async_pipeline = jo.disable_async_pipeline || c.schedule == AttentionConfig::Schedule::cp_async;
   jo.disable_pingpong = jo.disable_pingpong || c.schedule != AttentionConfig::Schedule::ring_pingpong;

@@ -34,6 +34,7 @@ struct Lowered {
   bool ring = false;       // a TMA + mbarrier ring that a producer fills (plan_pipelines)
   bool roles = false;      // the producer has warps of its own (specialize_warps)
   bool pingpong = false;   // the consumer warpgroups take turns (schedule_warpgroups)
+  bool persistent = false;  // a block loops over tiles (persist_tiles)
 };
 
 // Lowers each config's program at most once (the constraints and the shared-memory count ask for
@@ -62,6 +63,7 @@ class Lowerings {
       passes::PassContext::Switches switches = switches_;
       switches.allow_async_pipeline = switches.allow_async_pipeline && a.schedule != Schedule::cp_async;
       switches.allow_pingpong = switches.allow_pingpong && a.schedule == Schedule::ring_pingpong;
+      switches.persistent_rings = switches.persistent_rings || (a.persistent && kernels::has_ring_schedules(arch_));
       const auto program_ptr = kernels::attention_program(shape_, dtype_, causal_, 0.0f, a).ir_ptr();
       const auto& program = *program_ptr;
       const int cap = default_smem_cap(arch_);
@@ -81,7 +83,8 @@ class Lowerings {
         l = std::move(over);
       }
       result = Lowered{l->ctx.smem_bytes, l->ctx.launch_threads ? l->ctx.launch_threads : l->ctx.threads,
-                       !l->ctx.mbarriers.empty(), l->ctx.launch_threads > l->ctx.threads, l->ctx.pingpong};
+                       !l->ctx.mbarriers.empty(), l->ctx.launch_threads > l->ctx.threads, l->ctx.pingpong,
+                       l->ctx.tile_loop.applied};
     } catch (const std::exception&) {
       result = std::nullopt;
     }
@@ -107,7 +110,8 @@ Config attention_point(const kernels::AttentionConfig& c) {
           {"block_N", c.block_N},
           {"threads", c.threads},
           {"num_stages", c.num_stages},
-          {"schedule", static_cast<int>(c.schedule)}};
+          {"schedule", static_cast<int>(c.schedule)},
+          {"persistent", c.persistent ? 1 : 0}};
 }
 
 kernels::AttentionConfig attention_config(const Config& c) {
@@ -118,6 +122,7 @@ kernels::AttentionConfig attention_config(const Config& c) {
   a.num_stages = get(c, "num_stages", a.num_stages);
   const int schedule = get(c, "schedule", static_cast<int>(a.schedule));
   a.schedule = schedule == 0 ? Schedule::ring_pingpong : schedule == 1 ? Schedule::ring : Schedule::cp_async;
+  a.persistent = get(c, "persistent", 0) != 0;
   return a;
 }
 
@@ -136,10 +141,16 @@ Space attention_space(const std::string& arch, const kernels::AttentionShape& sh
       .knob("schedule",
             rings ? std::vector<int>{static_cast<int>(Schedule::ring_pingpong),
                                      static_cast<int>(Schedule::ring), static_cast<int>(Schedule::cp_async)}
-                  : std::vector<int>{static_cast<int>(Schedule::cp_async)});
+                  : std::vector<int>{static_cast<int>(Schedule::cp_async)})
+      // One block per SM over the tiles (the ring schedules only).
+      .knob("persistent", rings ? std::vector<int>{0, 1} : std::vector<int>{0});
   // The dispatcher's own choice, whatever the grid above holds.
   s.point(attention_point(kernels::default_attention_config(shape, dtype, causal, arch)));
 
+  s.constraint("persistent only on the ring schedules",
+               [](const Config& c) {
+                 return get(c, "persistent", 0) == 0 || get(c, "schedule") != static_cast<int>(Schedule::cp_async);
+               });
   s.constraint("a consumer warpgroup per 64 query rows (threads = 2 * block_M)",
                [](const Config& c) { return get(c, "threads") == 2 * get(c, "block_M"); });
   s.constraint("ring+pingpong needs two consumer warpgroups (256 threads; with one it is the ring)",
@@ -172,14 +183,18 @@ Space attention_space(const std::string& arch, const kernels::AttentionShape& sh
   // kernel: the same candidate twice.
   // So does a ring whose producer stays in the consumers' threads (specialize_warps declines a
   // gemm too wide for the launch's register cap: 192 x 256 tiles on 512 threads).
+  // A persistent config whose grid the compiler leaves as it is (fewer tiles than SMs) is the
+  // same kernel as the plain one, and a plain one under TESSEL_ENABLE=persistent_rings the same
+  // as the persistent one.
   s.constraint("the compiler builds the schedule asked for (a TMA ring with a producer of its own, with ping-pong "
-               "for ring+pingpong)",
+               "for ring+pingpong, persistent or not as asked)",
                [lowerings](const Config& c) {
                  const auto l = lowerings->get(c);
                  const int schedule = get(c, "schedule");
                  return l && (schedule == static_cast<int>(Schedule::cp_async) ||
                               (l->ring && l->roles &&
-                               l->pingpong == (schedule == static_cast<int>(Schedule::ring_pingpong))));
+                               l->pingpong == (schedule == static_cast<int>(Schedule::ring_pingpong)) &&
+                               l->persistent == (get(c, "persistent", 0) != 0)));
                });
   s.smem_bytes([lowerings](const Config& c) {
     const auto l = lowerings->get(c);

@@ -10,13 +10,19 @@ kernels::AttentionConfig parse_attention_config(const std::string& text) {
   int used = 0;
   const auto bad = [&] {
     return std::invalid_argument("--config: '" + text + "' is not " + kAttentionConfigForm +
-                                 " with positive numbers, e.g. 128x128:2:256 or 128x128:2:256:ring");
+                                 " with positive numbers, e.g. 128x128:2:256, 128x128:2:256:ring or 128x128:2:256:pingpong:persistent");
   };
   if (std::sscanf(text.c_str(), "%dx%d:%d:%d%n", &c.block_M, &c.block_N, &c.num_stages, &c.threads, &used) !=
           4 ||
       c.block_M < 1 || c.block_N < 1 || c.num_stages < 1 || c.threads < 1)
     throw bad();
-  const std::string schedule = text.substr(static_cast<size_t>(used));
+  std::string schedule = text.substr(static_cast<size_t>(used));
+  const std::string persistent = ":persistent";
+  if (schedule.size() >= persistent.size() &&
+      schedule.compare(schedule.size() - persistent.size(), persistent.size(), persistent) == 0) {
+    c.persistent = true;
+    schedule.resize(schedule.size() - persistent.size());
+  }
   if (schedule == ":pingpong")
     c.schedule = kernels::AttentionConfig::Schedule::ring_pingpong;
   else if (schedule == ":ring")
@@ -33,7 +39,7 @@ std::string format_attention_config(const kernels::AttentionConfig& c) {
                          : c.schedule == kernels::AttentionConfig::Schedule::ring      ? "ring"
                                                                                        : "cpasync";
   return std::to_string(c.block_M) + "x" + std::to_string(c.block_N) + ":" + std::to_string(c.num_stages) + ":" +
-         std::to_string(c.threads) + ":" + schedule;
+         std::to_string(c.threads) + ":" + schedule + (c.persistent ? ":persistent" : "");
 }
 
 }  // namespace tessel::cli

@@ -1,5 +1,5 @@
 // Attention configs as the command line spells them (`tessel bench attention --config`, `tessel
-// dump attention --config`): "BMxBN:STAGES:THREADS[:pingpong|ring|cpasync]".
+// dump attention --config`): "BMxBN:STAGES:THREADS[:pingpong|ring|cpasync][:persistent]".
 #pragma once
 
 #include <string>

@@ -517,7 +517,8 @@ Command add_bench_attention_command(CLI::App& bench) {
                   std::string("Tessel's tiles for every case instead of the built-in choice: ") +
                       kAttentionConfigForm +
                       ", e.g. 128x128:2:256 (the schedule: a TMA ring with or without the warpgroups taking "
-                      "turns, or cp.async; default pingpong)")
+                      "turns, or cp.async; default pingpong; ':persistent': one block per SM looping over the "
+                      "tiles, ring schedules only)")
       ->type_name("CONFIG");
   app->add_option("--layout", o->layout, "Storage of Q, K and V: bshd ([B, S, H, D]) or bhsd ([B, H, S, D])")
       ->capture_default_str();

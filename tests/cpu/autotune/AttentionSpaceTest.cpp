@@ -36,7 +36,8 @@ const std::string kPingpong =
     "constraint ring+pingpong needs two consumer warpgroups (256 threads; with one it is the ring)";
 const std::string kBuilds =
     "constraint the compiler builds the schedule asked for (a TMA ring with a producer of its own, with "
-    "ping-pong for ring+pingpong)";
+    "ping-pong for ring+pingpong, persistent or not as asked)";
+const std::string kPersistentRings = "constraint persistent only on the ring schedules";
 
 int schedule(const at::Config& c) {
   return at::get(c, "schedule");
@@ -51,8 +52,9 @@ TEST(AutotuneAttentionSpace, Hopper128KeepsEveryScheduleWithinSharedMemory) {
     const auto space = at::attention_space("sm_90a", s, DType::bf16, causal);
     EXPECT_EQ(space.name(), std::string("attention sm_90a D128 ") + (causal ? "causal " : "") + "bf16");
     const auto e = space.enumerate({.smem_per_block = kH200Smem, .threads_per_block = 1024});
-    // 3 block_M x 3 threads x 7 block_N x 3 stages x 3 schedules; the default is a grid point.
-    EXPECT_EQ(e.total, 567u);
+    // 3 block_M x 3 threads x 7 block_N x 3 stages x 3 schedules x persistent or not; the
+    // default is a grid point.
+    EXPECT_EQ(e.total, 1134u);
     EXPECT_EQ(e.kept.size() + e.pruned.size(), e.total);
     std::set<int> schedules, block_N;
     for (const auto& c : e.kept) {
@@ -82,6 +84,10 @@ TEST(AutotuneAttentionSpace, Hopper128KeepsEveryScheduleWithinSharedMemory) {
     // ring (no ping-pong: the turns are for two) and on cp.async.
     EXPECT_EQ(std::count(e.kept.begin(), e.kept.end(), at::attention_point({192, 128, 384, 2, Schedule::ring})), 1);
     EXPECT_EQ(std::count(e.kept.begin(), e.kept.end(), at::attention_point({192, 128, 384, 2, Schedule::cp_async})), 1);
+    // Persistent rings (O's staging tile on top of the ring): 128 x 128 in two stages.
+    EXPECT_EQ(std::count(e.kept.begin(), e.kept.end(),
+                         at::attention_point({128, 128, 256, 2, Schedule::ring_pingpong, true})),
+              1);
     int smem = 0;
     for (const auto& p : e.pruned) {
       const bool over = p.reason.rfind("shared memory ", 0) == 0;
@@ -90,7 +96,9 @@ TEST(AutotuneAttentionSpace, Hopper128KeepsEveryScheduleWithinSharedMemory) {
       const bool too_wide =
           p.reason == "constraint block_N at most 192 with 192 query rows (three warpgroups' registers)" &&
           at::get(p.config, "block_M") == 192 && at::get(p.config, "block_N") > 192;
-      EXPECT_TRUE(over || too_wide || p.reason == kWarpgroups || p.reason == kPingpong) << p.reason;
+      EXPECT_TRUE(over || too_wide || p.reason == kWarpgroups || p.reason == kPingpong ||
+                  p.reason == kPersistentRings)
+          << p.reason;
       if (p.config == at::attention_point({128, 160, 256, 3, Schedule::ring})) {
         EXPECT_EQ(p.reason, "shared memory 280576 > 232448 bytes");
       }
@@ -146,12 +154,15 @@ TEST(AutotuneAttentionSpace, ShortKeysTryOnlyTheSmallestBlock) {
 TEST(AutotuneAttentionSpace, ConversionsRoundTrip) {
   for (Schedule sch : {Schedule::ring_pingpong, Schedule::ring, Schedule::cp_async})
     for (const AttentionConfig& a :
-         {AttentionConfig{128, 192, 256, 3, sch}, AttentionConfig{64, 96, 128, 1, sch}}) {
+         {AttentionConfig{128, 192, 256, 3, sch}, AttentionConfig{64, 96, 128, 1, sch},
+          AttentionConfig{128, 128, 256, 2, sch, true}}) {
       SCOPED_TRACE(a.describe());
       EXPECT_EQ(at::attention_config(at::attention_point(a)), a);
     }
   EXPECT_EQ(at::describe(at::attention_point({128, 128, 256, 2, Schedule::ring})),
-            "block_M=128 block_N=128 num_stages=2 schedule=1 threads=256");
+            "block_M=128 block_N=128 num_stages=2 persistent=0 schedule=1 threads=256");
+  EXPECT_EQ(at::attention_config(at::attention_point({128, 128, 256, 2, Schedule::ring, true})).describe(),
+            "128x128 s2 t256 ring persistent");
   const auto e = at::attention_space("sm_90a", shape(1, 2, 1, 256, 512, 64), DType::f16, true).enumerate();
   for (const auto& c : e.kept) EXPECT_EQ(at::attention_point(at::attention_config(c)), c) << at::describe(c);
 }
@@ -260,13 +271,20 @@ TEST(AutotuneAttentionSpace, InvalidEntriesAreRemovedWithANote) {
   const std::string note =
       "tessel: note: tuning cache entry " + entry(dir.path(), s, DType::f16, false).string() + " holds ";
   EXPECT_CONTAINS(rejected(at::attention_point({64, 128, 256, 2, Schedule::cp_async})),
-                  note + "block_M=64 block_N=128 num_stages=2 schedule=2 threads=256, which is pruned from " +
+                  note + "block_M=64 block_N=128 num_stages=2 persistent=0 schedule=2 threads=256, which is pruned from " +
                       in + " by " + kWarpgroups + "; removed\n");
   EXPECT_CONTAINS(rejected(at::attention_point({64, 64, 128, 2, Schedule::ring_pingpong})),
                   "which is pruned from " + in + " by " + kPingpong);
   EXPECT_CONTAINS(
-      rejected({{"block_M", 128}, {"block_N", 7}, {"num_stages", -3}, {"schedule", 0}, {"threads", 256}}),
+      rejected({{"block_M", 128}, {"block_N", 7}, {"num_stages", -3}, {"persistent", 0}, {"schedule", 0}, {"threads", 256}}),
       "which is not a point of " + in);
+  // An entry tuned before persistence was a knob: stale, removed (the space it was the best of
+  // was smaller).
+  EXPECT_CONTAINS(
+      rejected({{"block_M", 128}, {"block_N", 128}, {"num_stages", 2}, {"schedule", 0}, {"threads", 256}}),
+      "which lacks the knob persistent of " + in);
+  EXPECT_CONTAINS(rejected(at::attention_point({128, 128, 256, 2, Schedule::cp_async, true})),
+                  "which is pruned from " + in + " by " + kPersistentRings);
   EXPECT_CONTAINS(rejected({{"block_M", 128}, {"block_N", 128}, {"threads", 256}}),
                   "which lacks the knob num_stages of " + in);
   EXPECT_CONTAINS(rejected(at::attention_point({128, 256, 256, 3, Schedule::ring}), {48 * 1024, 1024}),
@@ -332,19 +350,26 @@ TEST(AutotuneAttentionSpace, EveryKeptTileIsRightOnTheInterpreter) {
   }
 }
 
-// The space lowers each candidate under the switches jit() compiles it with: under
-// gemm_from_passes (JitOptions or TESSEL_ENABLE) the D = 128 ring is persistent and keeps O's
-// staging tile for its TMA stores, 32 KB more shared memory that the limits must see.
+// The space lowers each candidate under the switches jit() compiles it with: a persistent
+// config, or any ring under gemm_from_passes (JitOptions or TESSEL_ENABLE), is persistent and
+// keeps O's staging tile for its TMA stores, 32 KB more shared memory that the limits must see;
+// under those switches the plain ring is the persistent one again (pruned as a duplicate).
 TEST(AutotuneAttentionSpace, SharedMemoryCountsWhatTheJitOptionsBuild) {
   const AttentionShape s = shape(2, 16, 16, 4096, 4096, 128);
   const at::Config ring = at::attention_point({128, 128, 256, 2, Schedule::ring});
+  const at::Config persistent = at::attention_point({128, 128, 256, 2, Schedule::ring, true});
   const at::HardwareLimits limits{.smem_per_block = 180000, .threads_per_block = 1024};
   EXPECT_EQ(at::attention_space("sm_90a", s, DType::bf16, false).why_not(ring, limits), std::nullopt);
-  tessel::JitOptions passes;
-  passes.gemm_from_passes = true;
-  const auto why = at::attention_space("sm_90a", s, DType::bf16, false, passes).why_not(ring, limits);
+  const auto why = at::attention_space("sm_90a", s, DType::bf16, false).why_not(persistent, limits);
   ASSERT_TRUE(why.has_value());
   EXPECT_NE(why->find("shared memory 198656 > 180000 bytes"), std::string::npos) << *why;
+  EXPECT_EQ(at::attention_space("sm_90a", s, DType::bf16, false).why_not(persistent), std::nullopt);
+  tessel::JitOptions passes;
+  passes.gemm_from_passes = true;
+  EXPECT_EQ(at::attention_space("sm_90a", s, DType::bf16, false, passes).why_not(persistent, limits), why);
+  const auto plain = at::attention_space("sm_90a", s, DType::bf16, false, passes).why_not(ring);
+  ASSERT_TRUE(plain.has_value());
+  EXPECT_NE(plain->find(kBuilds), std::string::npos) << *plain;
   tessel::test::ScopedEnv env("TESSEL_ENABLE", "gemm_from_passes");
-  EXPECT_EQ(at::attention_space("sm_90a", s, DType::bf16, false).why_not(ring, limits), why);
+  EXPECT_EQ(at::attention_space("sm_90a", s, DType::bf16, false).why_not(persistent, limits), why);
 }

@@ -251,6 +251,25 @@ TEST(FlashAttentionGpuSmall, PersistentFromThePasses) {
   }
 }
 
+// AttentionConfig::persistent (the config's own switch, the tuning space's knob): the default
+// jit options, persistence asked by the config alone, 2 and 7 blocks (TESSEL_MAX_PERSISTENT_CTAS's
+// option) and the GPU's own count; causal and not, tails, GQA, both ring schedules.
+TEST(FlashAttentionGpuSmall, PersistentConfig) {
+  TESSEL_REQUIRE_GPU();
+  if (T::current_device().arch() != "sm_90a") GTEST_SKIP() << "SKIPPED: not an sm_90a GPU";
+  using Schedule = T::kernels::AttentionConfig::Schedule;
+  for (int ctas : {2, 7, 0}) {
+    T::JitOptions jo;
+    jo.max_persistent_ctas = ctas;
+    for (Schedule sc : {Schedule::ring_pingpong, Schedule::ring}) {
+      const T::kernels::AttentionConfig c{128, 128, 256, 2, sc, true};
+      check({2, 4, 2, 300, 1000, 128, false}, DType::bf16, jo, c);
+      check({1, 3, 1, 333, 1000, 128, true}, DType::f16, jo, c);
+      check({2, 3, 3, 1111, 555, 64, false}, DType::f16, jo, c);
+    }
+  }
+}
+
 }  // namespace
 
 namespace {

@@ -152,6 +152,47 @@ TEST(FlashAttentionCompilePersistent, CausalKernelsCarryTheRingPosition) {
     }
 }
 
+// AttentionConfig::persistent asks for the persistent ring with the default jit options (the
+// same kernel as under TESSEL_ENABLE=persistent_rings: a tile loop, O stored by TMA); without it
+// the grid is one block per tile; on the cp.async schedule it is an error naming the config, and
+// on sm_80 (no rings) it changes nothing.
+TEST(FlashAttentionCompilePersistent, TheConfigAsksForIt) {
+  using Schedule = T::kernels::AttentionConfig::Schedule;
+  T::kernels::AttentionShape s;
+  s.batch = 2, s.heads = 16, s.kv_heads = 16, s.seqlen_q = s.seqlen_k = 4096, s.dim = 128;
+  T::kernels::AttentionOptions o;
+  o.jit.arch = "sm_90a";
+  o.config = T::kernels::AttentionConfig{128, 128, 256, 2, Schedule::ring_pingpong, true};
+  auto k = T::kernels::make_flash_attention(s, T::DType::bf16, o);
+  EXPECT_NE(k.info().path.find("persistent"), std::string::npos) << k.info().path;
+  EXPECT_EQ(k.resources().spill_store_bytes + k.resources().spill_load_bytes, 0) << k.compile_log();
+  T::kernels::AttentionOptions env_o = o;
+  env_o.config->persistent = false;
+  env_o.jit.persistent_rings = true;
+  EXPECT_EQ(T::kernels::make_flash_attention(s, T::DType::bf16, env_o).source(), k.source());
+  env_o.jit.persistent_rings = false;
+  auto plain = T::kernels::make_flash_attention(s, T::DType::bf16, env_o);
+  EXPECT_EQ(plain.info().path.find("persistent"), std::string::npos) << plain.info().path;
+  T::kernels::AttentionOptions bad = o;
+  bad.config = T::kernels::AttentionConfig{128, 64, 256, 2, Schedule::cp_async, true};
+  try {
+    T::kernels::make_flash_attention(s, T::DType::bf16, bad);
+    ADD_FAILURE() << "a persistent cp.async config compiled";
+  } catch (const T::CompileError& e) {
+    EXPECT_NE(std::string(e.what()).find("config 128x64 s2 t256 cp.async persistent is persistent on the cp.async "
+                                         "schedule; persistence is for the ring schedules"),
+              std::string::npos)
+        << e.what();
+  }
+  T::kernels::AttentionOptions ampere = o;
+  ampere.jit.arch = "sm_80";
+  ampere.config = T::kernels::AttentionConfig{128, 64, 256, 2, Schedule::ring, true};
+  T::kernels::AttentionOptions ampere_plain = ampere;
+  ampere_plain.config->persistent = false;
+  EXPECT_EQ(T::kernels::make_flash_attention(s, T::DType::bf16, ampere).source(),
+            T::kernels::make_flash_attention(s, T::DType::bf16, ampere_plain).source());
+}
+
 }  // namespace
 
 namespace {

@@ -53,7 +53,12 @@ struct AttentionConfig {
   // Elsewhere it is always the cp.async schedule.
   enum class Schedule { ring_pingpong, ring, cp_async };
   Schedule schedule = Schedule::ring_pingpong;
-  std::string describe() const;  // "128x128 s2 t256 ring+pingpong"
+  // One block per SM looping over the (query block, head, batch) tiles, its K/V ring carried
+  // from tile to tile and O stored by TMA (JitOptions::persistent_rings for this kernel): the
+  // ring schedules only -- a cp.async config that asks for it is an error; ignored off sm_90a,
+  // where there are no rings.
+  bool persistent = false;
+  std::string describe() const;  // "128x128 s2 t256 ring+pingpong", " persistent" when it is
   bool operator==(const AttentionConfig&) const = default;
 };
 // "ring+pingpong", "ring", "cp.async"
