@@ -14,9 +14,9 @@
 #      attention with TMA-stored O (the same kernels as under gemm_from_passes), causal included
 #      since session 16 (the ring's position carried from tile to tile, serpentine rounds), then
 #      D = 256 (B 2, H 8, S 4096, causal and not) at the default;
-#   4. `tessel bench gemm` over issue 17's skinny shapes at the default, the split-K ones with
-#      and without TESSEL_ENABLE=programmatic_launch, 8x14336x4096 on 64x128 tiles, and M <= 16
-#      on one kernel of 16x32 tiles (no split);
+#   4. `tessel bench gemm` over issue 17's skinny shapes at the default (JSON beside the log),
+#      the split-K of before session 17 at M = 1 and 16, and split-K under
+#      TESSEL_ENABLE=programmatic_launch;
 #   5. the Python package: the pytest cases matching -k matmul, then `python -m tessel.bench
 #      overhead` (scripts/gpu-python.sh);
 #   6. ncu's launch, occupancy and warp-state sections on one staged softmax (65536x8191) and the
@@ -52,21 +52,21 @@ if want attention-passes; then
   step "bench attention D = 256 (bf16, f16)" 60 "$build/tessel" bench attention --dtype bf16,f16 \
     --cases 2x8x8x4096x4096x256,2x8x8x4096x4096x256:causal --json "$out/$(date -u +%F)-attention-d256-${TESSEL_RESULT_TAG:-h200}.json"
 fi
-# Issue 17's skinny GEMMs at the library's default (one wave of 64x64 tiles where it fills the SMs)
-# beside cuBLAS, and 8x14336x4096 on 64x128 tiles (112 independent CTAs) against its default.
+# Issue 17's skinny GEMMs at the library's default (since session 17: one wave of 16x32 tiles, no
+# split, where M <= 16 and N / 32 tiles nearly fill the SMs; one wave of 64x64 tiles where 64-column
+# tiles do; else split-K or 64x256 tiles) beside cuBLAS, then the split-K the default took before
+# session 17 at 1x4096x4096 (8 shares) and 16x4096x4096 (5), and split-K with and without
+# programmatic launch at 32x4096x14336.
 if want gemm; then
-  step "bench gemm skinny (default)" 90 "$build/tessel" bench gemm --repeats 20 --warmup 5 --dtype f16,bf16 \
-    --shapes 64x8192x8192,16x7680x4096,1x8192x4096,8x14336x4096
-  step "bench gemm split-K (TESSEL_ENABLE=programmatic_launch)" 60 env TESSEL_ENABLE=programmatic_launch \
-    "$build/tessel" bench gemm --repeats 20 --warmup 5 --dtype f16 --shapes 1x4096x4096,16x4096x4096,32x4096x14336
-  step "bench gemm split-K (default, beside it)" 60 "$build/tessel" bench gemm --repeats 20 --warmup 5 --dtype f16 \
-    --shapes 1x4096x4096,16x4096x4096,32x4096x14336
-  step "bench gemm 8x14336x4096 (64x128x64:6:128)" 45 "$build/tessel" bench gemm --repeats 20 --warmup 5 \
-    --dtype f16 --shapes 8x14336x4096 --config 64x128x64:6:128
-  # One kernel, no reduction: 16x32 tiles, 128 of them at N = 4096 (each CTA a 32-column panel of B
-  # over all of K, 8 stages of 128 in flight) against split-K's two launches (session 16's question).
-  step "bench gemm M <= 16 on 16x32x128:8:128 (unsplit)" 45 "$build/tessel" bench gemm --repeats 20 --warmup 5 \
-    --dtype f16 --shapes 1x4096x4096,16x4096x4096 --config 16x32x128:8:128
+  step "bench gemm skinny (default)" 120 "$build/tessel" bench gemm --repeats 20 --warmup 5 --dtype f16,bf16 \
+    --shapes 1x4096x4096,16x4096x4096,32x4096x14336,8x14336x4096,64x8192x8192,16x7680x4096,1x8192x4096 \
+    --json "$out/$(date -u +%F)-gemm-skinny-default-${TESSEL_RESULT_TAG:-h200}.json"
+  step "bench gemm 1x4096x4096 split-K 8 (the default before session 17)" 45 "$build/tessel" bench gemm --repeats 20 \
+    --warmup 5 --dtype f16,bf16 --shapes 1x4096x4096 --split-k 8
+  step "bench gemm 16x4096x4096 split-K 5 (the default before session 17)" 45 "$build/tessel" bench gemm --repeats 20 \
+    --warmup 5 --dtype f16,bf16 --shapes 16x4096x4096 --split-k 5
+  step "bench gemm split-K (TESSEL_ENABLE=programmatic_launch)" 45 env TESSEL_ENABLE=programmatic_launch \
+    "$build/tessel" bench gemm --repeats 20 --warmup 5 --dtype f16 --shapes 32x4096x14336
 fi
 want python && step "python (pytest -k matmul, bench overhead)" 90 env TESSEL_PYTEST_ARGS="-k matmul" TESSEL_PYTHON_BENCH=overhead \
   bash scripts/gpu-python.sh "$out"

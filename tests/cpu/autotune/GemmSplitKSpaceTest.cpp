@@ -3,6 +3,8 @@
 // split applies, so that entries stored before the knob still load.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <vector>
 
 #include "tessel/autotune/Autotune.hpp"
@@ -44,9 +46,15 @@ TEST(AutotuneGemmSplitK, SkinnyShapesOnHopperHaveSplitCandidates) {
     EXPECT_EQ(at::gemm_config(c, DType::f16).describe(), "16x256x64 s4 t128") << at::describe(c);
     EXPECT_EQ(at::get(c, "panel"), 0);
   }
-  // The one-kernel candidates are the grid's, as before.
+  // The one-kernel candidates are the grid's and the dispatcher's two one-wave tiles (16x32x128
+  // and 64x64x64, 8 stages).
   EXPECT_EQ(e.kept.size() - split_shares(s).size(),
-            at::gemm_space("sm_90a", DType::f16).enumerate(kH200).kept.size());
+            at::gemm_space("sm_90a", DType::f16).enumerate(kH200).kept.size() + 2);
+  for (const char* tile : {"16x32x128 s8 t128", "64x64x64 s8 t128"})
+    EXPECT_EQ(std::count_if(e.kept.begin(), e.kept.end(),
+                            [&](const at::Config& c) { return at::gemm_config(c, DType::f16).describe() == tile; }),
+              1)
+        << tile;
   EXPECT_EQ(at::describe(e.kept.back()),
             "block_K=64 block_M=16 block_N=256 num_stages=4 panel=0 split_k=16 threads=128");
 

@@ -406,27 +406,27 @@ TEST_F(Cli, DumpGemmSaysWhenTheLibrarySplitsK) {
   tessel::test::TempDir dir;
   const fs::path file = dir.path() / "split.json";
   const CliRun r =
-      run_tessel("dump gemm --m 1 --n 4096 --k 4096 --arch sm_90a --split-k auto --resources --json '" +
+      run_tessel("dump gemm --m 1 --n 2048 --k 8192 --arch sm_90a --split-k auto --resources --json '" +
                  file.string() + "'");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(
-      r.output.find("library:       kernels::Matmul runs 1x4096x4096 as split-K 8 (partial GEMM "
+      r.output.find("library:       kernels::Matmul runs 1x2048x8192 as split-K 16 (partial GEMM "
                     "16x256x64:4:128, then the reduction) instead: rows 16-byte aligned: nothing staged; "
-                    "split-K 8: 16 tiles of 16x256 x 8 shares of 8 K tiles"),
+                    "split-K 16: 8 tiles of 16x256 x 16 shares of 8 K tiles"),
       std::string::npos)
       << r.output;
   const nlohmann::json j = nlohmann::json::parse(std::ifstream(file));
-  EXPECT_EQ(j["library_split_k"]["splits"], 8);
+  EXPECT_EQ(j["library_split_k"]["splits"], 16);
   EXPECT_EQ(j["library_split_k"]["config"], "16x256x64:4:128");
-  EXPECT_EQ(j["library_split_k"]["workspace_bytes"], 4 * 8 * 4096);
+  EXPECT_EQ(j["library_split_k"]["workspace_bytes"], 4 * 16 * 2048);
   // The library's default is automatic: the same split without the flag.
-  const CliRun dflt = run_tessel("dump gemm --m 1 --n 4096 --k 4096 --arch sm_90a --resources --json '" +
+  const CliRun dflt = run_tessel("dump gemm --m 1 --n 2048 --k 8192 --arch sm_90a --resources --json '" +
                                  file.string() + "'");
   ASSERT_EQ(dflt.exit_code, 0) << dflt.output;
-  EXPECT_NE(dflt.output.find("as split-K 8 (partial GEMM 16x256x64:4:128"), std::string::npos) << dflt.output;
-  EXPECT_EQ(nlohmann::json::parse(std::ifstream(file))["library_split_k"]["splits"], 8);
+  EXPECT_NE(dflt.output.find("as split-K 16 (partial GEMM 16x256x64:4:128"), std::string::npos) << dflt.output;
+  EXPECT_EQ(nlohmann::json::parse(std::ifstream(file))["library_split_k"]["splits"], 16);
   // --split-k 1: off, no split line (the kernel's own 2-CTA split only), and the JSON says 1.
-  const CliRun off = run_tessel("dump gemm --m 1 --n 4096 --k 4096 --arch sm_90a --split-k 1 --resources --json '" +
+  const CliRun off = run_tessel("dump gemm --m 1 --n 2048 --k 8192 --arch sm_90a --split-k 1 --resources --json '" +
                                 file.string() + "'");
   ASSERT_EQ(off.exit_code, 0) << off.output;
   EXPECT_EQ(off.output.find("library:"), std::string::npos) << off.output;
@@ -716,7 +716,8 @@ TEST_F(Cli, TuneGemmTunesTheShapeTheLibraryRuns) {
 }
 
 // A skinny GEMM on Hopper: the space holds kernels::Matmul's split-K beside the one-kernel grid
-// (450 points: 435 one-kernel, 15 split), and the command says so before anything compiles.
+// (452 points: 435 of the grid, the dispatcher's two one-wave tiles, 15 split), and the command
+// says so before anything compiles.
 TEST_F(Cli, TuneGemmSearchesSplitKForSkinnyShapes) {
   if (tessel::gpu_available()) GTEST_SKIP() << "a GPU is present: the command would tune";
   const CliRun r = run_tessel("tune gemm --m 16 --n 4096 --k 4096");
@@ -725,7 +726,7 @@ TEST_F(Cli, TuneGemmSearchesSplitKForSkinnyShapes) {
                           "16x256x64:4:128 over 2 to 16 shares of K, then its reduction (15 candidates)\n"),
             std::string::npos)
       << r.output;
-  EXPECT_NE(r.output.find("tessel tune gemm 16x4096x4096 f16 on sm_90a: 450 candidates, "), std::string::npos)
+  EXPECT_NE(r.output.find("tessel tune gemm 16x4096x4096 f16 on sm_90a: 452 candidates, "), std::string::npos)
       << r.output;
   // A square shape has no split: the space of before.
   const CliRun square = run_tessel("tune gemm --m 4096 --n 4096 --k 4096");
@@ -740,7 +741,7 @@ TEST_F(Cli, TuneAttentionWithoutAGpuSaysSo) {
   const CliRun r = run_tessel("tune attention --heads 4 --kv-heads 1 --seqlen-q 1 --seqlen-k 8192 --causal");
   EXPECT_EQ(r.exit_code, 3) << r.output;
   EXPECT_NE(
-      r.output.find("tessel tune attention 2x4x1x1x8192x128 causal bshd f16 on sm_90a: 567 candidates, "),
+      r.output.find("tessel tune attention 2x4x1x1x8192x128 causal bshd f16 on sm_90a: 1134 candidates, "),
       std::string::npos)
       << r.output;
   EXPECT_NE(r.output.find("tessel tune attention needs a GPU to time candidates (--compile-only compiles the "
@@ -750,8 +751,9 @@ TEST_F(Cli, TuneAttentionWithoutAGpuSaysSo) {
 }
 
 TEST_F(Cli, TuneAttentionCompileOnlyListsEveryCandidate) {
-  // 64 keys: only 64-key blocks; 15 candidates (block_M 64: ring and cp.async; 128: the three
-  // schedules; 1-3 stages), each listed with its registers, spills and shared memory.
+  // 64 keys: only 64-key blocks; 24 candidates (block_M 64: ring, persistent ring and cp.async;
+  // 128: the three schedules and both rings persistent; 1-3 stages), each listed with its
+  // registers, spills and shared memory.
   const fs::path file =
       fs::temp_directory_path() / ("tessel-tune-attention-" + std::to_string(getpid()) + ".json");
   const CliRun r = run_tessel(
@@ -762,14 +764,15 @@ TEST_F(Cli, TuneAttentionCompileOnlyListsEveryCandidate) {
   EXPECT_EQ(r.exit_code, gpu ? 0 : 3) << r.output;
   if (!gpu) {
     EXPECT_NE(
-        r.output.find("tessel tune attention 1x2x2x100x64x64 causal bshd bf16 on sm_90a: 567 candidates, "
-                      "552 pruned (constraints, 232448 bytes of shared memory, 1024 threads), 15 left\n"),
+        r.output.find("tessel tune attention 1x2x2x100x64x64 causal bshd bf16 on sm_90a: 1134 candidates, "
+                      "1110 pruned (constraints, 232448 bytes of shared memory, 1024 threads), 24 left\n"),
         std::string::npos)
         << r.output;
   }
   EXPECT_NE(r.output.find("  128x64 s2 t256 ring+pingpong: "), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("  128x64 s2 t256 ring+pingpong persistent: "), std::string::npos) << r.output;
   EXPECT_NE(r.output.find(" registers, 0 bytes spilled, "), std::string::npos) << r.output;
-  EXPECT_NE(r.output.find("compiled 15 in "), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("compiled 24 in "), std::string::npos) << r.output;
   EXPECT_NE(r.output.find(" candidates/s; 0 failed, 0 spill\n"), std::string::npos) << r.output;
   std::ifstream in(file);
   ASSERT_TRUE(in.good()) << "no JSON written to " << file;
@@ -779,7 +782,7 @@ TEST_F(Cli, TuneAttentionCompileOnlyListsEveryCandidate) {
   EXPECT_EQ(j["tool"], "tessel tune attention --compile-only");
   EXPECT_EQ(j["seqlen_k"], 64);
   EXPECT_EQ(j["causal"], true);
-  ASSERT_EQ(j["table"].size(), 15u) << j.dump(2);
+  ASSERT_EQ(j["table"].size(), 24u) << j.dump(2);
   for (const auto& row : j["table"]) {
     EXPECT_EQ(row["config"]["block_N"], 64) << row.dump();
     EXPECT_GT(row["registers"].get<int>(), 0) << row.dump();
