@@ -434,7 +434,7 @@ TEST(MatmulSplitK, ProgrammaticLaunchOfThePair) {
     tessel::JitOptions o;
     o.arch = "sm_90a";
     o.programmatic_launch = on;
-    tessel::kernels::Matmul mm(1, 4096, 4096, tessel::DType::f16, tessel::kernels::MatmulStaging::automatic, o);
+    tessel::kernels::Matmul mm(1, 2048, 8192, tessel::DType::f16, tessel::kernels::MatmulStaging::automatic, o);
     ASSERT_TRUE(mm.plan().split()) << mm.plan().why;
     for (const tessel::JitKernel* k : {&mm.kernel(), &mm.reduce_kernel()}) {
       SCOPED_TRACE(std::string(on ? "on " : "off ") + k->info().kernel_name);
@@ -556,7 +556,7 @@ TEST(MatmulSplitK, SkinnyShapesCompileThePartialGemmAndTheReduction) {
   };
   // The plan's counts (MatmulPlan.SkinnyShapesSplitK); 8x14336x4096 and 64x8192x8192, which it
   // keeps unsplit, forced to 4.
-  for (const Want& w : {Want{1, 4096, 4096, 8}, Want{16, 4096, 4096, 5}, Want{32, 4096, 14336, 5},
+  for (const Want& w : {Want{1, 2048, 8192, 16}, Want{16, 3072, 4096, 8}, Want{32, 4096, 14336, 5},
                         Want{8, 14336, 4096, 4}, Want{64, 8192, 8192, 4}}) {
     for (tessel::DType t : {tessel::DType::f16, tessel::DType::bf16}) {
       SCOPED_TRACE(std::to_string(w.M) + "x" + std::to_string(w.N) + "x" + std::to_string(w.K) + " " +
@@ -589,13 +589,33 @@ TEST(MatmulSplitK, SkinnyShapesCompileThePartialGemmAndTheReduction) {
   }
 }
 
+// M <= 16 at N = 4096 (one nearly full wave of 16x32 tiles on 132 SMs): one kernel, unsplit --
+// cp.async into 8 stages of 128 K elements, mma.sync, no spills, in f16 and bf16.
+TEST(MatmulSplitK, OneWaveOf16x32TilesInsteadOfASplit) {
+  for (int M : {1, 16})
+    for (tessel::DType t : {tessel::DType::f16, tessel::DType::bf16}) {
+      SCOPED_TRACE(std::to_string(M) + "x4096x4096 " + std::string(tessel::dtype_name(t)));
+      tessel::JitOptions o;
+      o.arch = "sm_90a";
+      tessel::kernels::Matmul mm(M, 4096, 4096, t, tessel::kernels::MatmulStaging::automatic, o);
+      EXPECT_FALSE(mm.plan().split()) << mm.plan().why;
+      EXPECT_EQ(mm.config().describe(), "16x32x128 s8 t128");
+      const tessel::JitKernel& k = mm.kernel();
+      EXPECT_EQ(k.info().path, "mma.sync");
+      for (const char* needle : {"mma.sync.aligned.m16n8k16", "cp.async.cg.shared.global"})
+        EXPECT_NE(k.ptx().find(needle), std::string::npos) << needle;
+      EXPECT_EQ(k.info().dynamic_smem_bytes, tessel::kernels::matmul_smem_bytes(mm.config()));
+      EXPECT_EQ(k.resources().spill_store_bytes + k.resources().spill_load_bytes, 0) << k.compile_log();
+    }
+}
+
 // Forced and off: split_k = 1 keeps the sm_90a GEMM template (whose own split over 2-CTA
-// clusters takes this shape: 16 tiles, K = 4096); a forced count on sm_80 compiles
+// clusters takes this shape: 8 tiles, K = 8192); a forced count on sm_80 compiles
 // the same two programs; a staged shape splits the padded kernel.
 TEST(MatmulSplitK, ForcedOffAndStaged) {
   tessel::JitOptions o;
   o.arch = "sm_90a";
-  tessel::kernels::Matmul off(1, 4096, 4096, tessel::DType::f16, tessel::kernels::MatmulStaging::automatic, o,
+  tessel::kernels::Matmul off(1, 2048, 8192, tessel::DType::f16, tessel::kernels::MatmulStaging::automatic, o,
                               1);
   EXPECT_FALSE(off.plan().split());
   EXPECT_EQ(off.kernel().info().path,
