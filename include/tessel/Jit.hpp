@@ -118,9 +118,10 @@ struct JitOptions {
   // ring): persistent (persist_tiles: min(tiles, SMs) blocks loop over the tiles, a causal or
   // data-dependent ring's position carried from tile to tile) and their wgmma accumulator tiles
   // stored through TMA where the staging tile fits (plan_tma_stores) -- what gemm_from_passes
-  // does to them, without the tutorial GEMM leaving its template. Opt-in until the H200 has run
-  // the default tests under it (measured: non-causal attention at D = 128 1.03-1.10x).
-  // TESSEL_ENABLE=persistent_rings does the same.
+  // does to them, without the tutorial GEMM leaving its template. Off by default for every ring
+  // kernel; kernels::flash_attention asks for it per config (AttentionConfig::persistent, the
+  // default for non-causal rings at D <= 128: 1.04-1.10x on the H200). TESSEL_ENABLE=
+  // persistent_rings does the same for every kernel.
   bool persistent_rings = false;
   // Generic sm_90a kernels whose work is one TMA ring loop per output tile (one wave of tiles
   // too) run persistently: min(tiles, SMs) blocks each loop over their tiles, the producer

@@ -147,6 +147,15 @@ AttentionConfig default_attention_config(const AttentionShape& s, DType, bool ca
     c.schedule = AttentionConfig::Schedule::cp_async;
   else
     c.schedule = causal ? AttentionConfig::Schedule::ring : AttentionConfig::Schedule::ring_pingpong;
+  // Non-causal rings persistent (one block per SM over the tiles, O stored by TMA): bf16, the
+  // issue's D = 128 cases and GQA, persistent / default in the same process -- H200 (session 14,
+  // bench/results/2026-12-05-attention-d128-{default,passes}-s14-h200.json) 1.10 / 1.05 / 1.04x
+  // at S = 1024 / 4096 / 16384, GQA 1.05x; H100 (session 16) 1.12 / 1.05 / 1.01x, GQA 1.06x.
+  // Causal rings stay one block per tile: their tiles differ in work, and the hardware's dynamic
+  // dispatch of the longest-first grid beat the static serpentine deal at S = 4096 and 16384
+  // (H100: 0.92x, 0.87x; docs/perf-notes.md, session 16). D = 256 (64 keys a block, no room for
+  // O's staging tile) has not been timed persistent: it stays one block per tile.
+  c.persistent = !causal && c.schedule != AttentionConfig::Schedule::cp_async && dp <= 128;
   return c;
 }
 

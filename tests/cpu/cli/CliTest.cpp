@@ -544,8 +544,10 @@ TEST_F(Cli, UnderTheHoodShowsThePassesLayoutsPipelineAndInstructions) {
         "persist_tiles               22  tiles tile_i", "plan_tma_stores             35  _staging, drain_tma_stores",
         "place_gemm_waits            49  gemm_wait(", "TMA map C_store_map: box [64, 64] of C, 128-byte swizzle",
         "mbarriers shared_0_full[5]: 1 arrival per phase", "persistent: as many blocks as SMs",
-        // What attention's default kernel did not get, and why.
-        "not taken: persistent tiles: opt-in until measured (JitOptions::persistent_rings"})
+        // Attention's default kernel (non-causal) is persistent since session 17, O stored by TMA.
+        "path: sm90 wgmma block gemm (generic kernel), TMA + mbarrier ring, warp-specialized, persistent, "
+        "ping-pong, TMA-store epilogue",
+        "persist_tiles               90  tiles tile_i", "TMA map O_store_map: box [1, 64, 1, 64] of O"})
     EXPECT_NE(r.output.find(text), std::string::npos) << "'" << text << "' missing from:\n" << r.output;
 }
 
@@ -559,10 +561,13 @@ TEST_F(Cli, AttentionSectionRunsOnTheInterpreter) {
   if (run_tessel("info").output.find("GPU:            none") == std::string::npos) return;
   const CliRun c = run_tessel("tutorial --section 5");
   EXPECT_EQ(c.exit_code, 0) << c.output;
-  EXPECT_NE(
-      c.output.find(
-          "path: sm90 wgmma block gemm (generic kernel), TMA + mbarrier ring, warp-specialized, ping-pong"),
-      std::string::npos)
+  // Non-causal: persistent (session 17's default); causal: one block per tile, no turns.
+  EXPECT_NE(c.output.find("path: sm90 wgmma block gemm (generic kernel), TMA + mbarrier ring, warp-specialized, "
+                          "persistent, ping-pong, TMA-store epilogue"),
+            std::string::npos)
+      << c.output;
+  EXPECT_NE(c.output.find("path: sm90 wgmma block gemm (generic kernel), TMA + mbarrier ring, warp-specialized\n"),
+            std::string::npos)
       << c.output;
   EXPECT_NE(c.output.find("B2 H16/16 Sq4096 Sk4096 D128 causal bf16"), std::string::npos) << c.output;
   EXPECT_NE(c.output.find("emitted: wgmma"), std::string::npos) << c.output;
