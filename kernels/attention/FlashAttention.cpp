@@ -147,6 +147,20 @@ AttentionConfig default_attention_config(const AttentionShape& s, DType, bool ca
     c.schedule = AttentionConfig::Schedule::cp_async;
   else
     c.schedule = causal ? AttentionConfig::Schedule::ring : AttentionConfig::Schedule::ring_pingpong;
+  // D <= 64 with long loops: 192 query rows on three consumer warpgroups over the TMA ring
+  // (FlashAttention 3's tile there). H200, session 17, bf16, same process as cuDNN
+  // (bench/results/2026-12-05-attention-d64-*-s17-h200.json), 192x128 s2 t384 ring against the
+  // cp.async 128x128 kernel, by the keys a query row sees on average: 4096 (S = 4096 not causal)
+  // 1.12x, 8192 (S = 16384 causal) 1.09x, 16384 1.13x; 2048 (S = 4096 causal) 0.97x, 1024 0.91x,
+  // 512 0.77x -- the 192-row tile's longer prologue and epilogue pay only over long loops.
+  const double visible = s.batch > 0 && s.heads > 0 && s.seqlen_q > 0 && s.dim > 0
+                             ? attention_flops(s, causal) / (4.0 * double(s.batch) * double(s.heads) *
+                                                              double(s.seqlen_q) * double(s.dim))
+                             : 0.0;
+  if (dp <= 64 && has_ring_schedules(arch) && s.seqlen_q > 128 && visible >= 4096) {
+    c.block_M = 192, c.threads = 384, c.block_N = 128, c.num_stages = 2;
+    c.schedule = AttentionConfig::Schedule::ring;
+  }
   // Non-causal rings persistent (one block per SM over the tiles, O stored by TMA): bf16, the
   // issue's D = 128 cases and GQA, persistent / default in the same process -- H200 (session 14,
   // bench/results/2026-12-05-attention-d128-{default,passes}-s14-h200.json) 1.10 / 1.05 / 1.04x
@@ -155,7 +169,9 @@ AttentionConfig default_attention_config(const AttentionShape& s, DType, bool ca
   // dispatch of the longest-first grid beat the static serpentine deal at S = 4096 and 16384
   // (H100: 0.92x, 0.87x; docs/perf-notes.md, session 16). D = 256 (64 keys a block, no room for
   // O's staging tile) has not been timed persistent: it stays one block per tile.
-  c.persistent = !causal && c.schedule != AttentionConfig::Schedule::cp_async && dp <= 128;
+  // D <= 64's 192-row ring: within 2 % either way persistent (H200, session 17): one block per
+  // tile.
+  c.persistent = !causal && c.schedule != AttentionConfig::Schedule::cp_async && dp > 64 && dp <= 128;
   return c;
 }
 

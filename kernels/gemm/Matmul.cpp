@@ -30,15 +30,7 @@ MatmulConfig default_matmul_config(long long M, long long N, long long K, DType 
     c.block_K = 64;
     c.use_swizzle = true;
     c.panel_size = 16;
-    if (M <= 16 && 10 * tiles(16, 32) >= 9 * sm_count && tiles(16, 32) <= sm_count) {
-      // Decode-like (M <= 16), and 32-column tiles make one nearly full wave (N ~ 4096 on 132
-      // SMs): one kernel, one CTA per 16x32 tile streaming its own panel of B through 8 stages
-      // of 128, no split and no reduction. H100 (bench/results/2026-12-05-gemm-skinny-16x32-
-      // s16-h100.json, `--config 16x32x128:8:128`): 1x4096x4096 0.93x cuBLAS, 16x4096x4096
-      // 1.13x, against split-K's 0.88x / 0.95x (two launches); at N = 14336 (448 tiles, 3.4
-      // waves) it loses to the 64x256 tiles, so only here. (H200: docs/perf-notes.md, session 17.)
-      c.block_M = 16, c.block_N = 32, c.block_K = 128, c.num_stages = 8, c.threads = 128, c.use_swizzle = false;
-    } else if (M <= 64 && 10 * tiles(64, 64) >= 9 * sm_count && tiles(64, 64) <= sm_count) {
+    if (M <= 64 && 10 * tiles(64, 64) >= 9 * sm_count && tiles(64, 64) <= sm_count) {
       // Skinny, and 64-column tiles make one nearly full wave (N ~ 8192 on 132 SMs): one CTA
       // per 64x64 tile streams its own panel of B through 8 stages. H200 (bench/results/
       // 2026-12-04-gemm-issue17-s12-h200.json, `--config 64x64x64:8:128`): 64x8192x8192 0.98x

@@ -353,12 +353,19 @@ class AttentionBench {
 };
 
 void print_table(const std::vector<TableRow>& table) {
-  std::cout << "\n  " << left("case BxHxHKVxSQxSKxD", 30) << left("dtype", 6) << left("config", 16)
+  // Columns as wide as their longest entry and a space (a causal case of 16384 keys, a
+  // persistent config).
+  int case_w = 30, config_w = 16;
+  for (const TableRow& r : table) {
+    case_w = std::max(case_w, static_cast<int>(r.text.size()) + 1);
+    config_w = std::max(config_w, static_cast<int>(r.config.size()) + 1);
+  }
+  std::cout << "\n  " << left("case BxHxHKVxSQxSKxD", case_w) << left("dtype", 6) << left("config", config_w)
             << right("Tessel ms", 10) << right("TFLOP/s", 9) << right("cuDNN ms", 10) << right("TFLOP/s", 9)
             << right("T/cuDNN", 9) << "  " << left("err T O/LSE", 18) << left("err cuDNN", 18)
             << left("T vs cuDNN", 18) << "\n";
   for (const TableRow& r : table)
-    std::cout << "  " << left(r.text, 30) << left(r.dtype, 6) << left(r.config, 16) << right(r.tessel_ms, 10)
+    std::cout << "  " << left(r.text, case_w) << left(r.dtype, 6) << left(r.config, config_w) << right(r.tessel_ms, 10)
               << right(r.tessel_tflops, 9) << right(r.cudnn_ms, 10) << right(r.cudnn_tflops, 9)
               << right(r.ratio, 9) << "  " << left(r.err_t, 18) << left(r.err_c, 18) << left(r.err_tc, 18)
               << r.status << "\n";

@@ -373,3 +373,34 @@ TEST(AutotuneAttentionSpace, SharedMemoryCountsWhatTheJitOptionsBuild) {
   tessel::test::ScopedEnv env("TESSEL_ENABLE", "gemm_from_passes");
   EXPECT_EQ(at::attention_space("sm_90a", s, DType::bf16, false).why_not(persistent, limits), why);
 }
+
+// The built-in choice (session 17, measured on the H200): D <= 64 takes 192 query rows on the
+// ring where a query row sees 4096 keys or more on average, else the cp.async 128-row kernel;
+// D = 128's rings are persistent when not causal; nothing of either off sm_90a; each choice is a
+// point the space keeps.
+TEST(AutotuneAttentionSpace, DefaultConfigByLoopLengthAndCausality) {
+  struct Want {
+    std::int64_t Sq, Sk, D;
+    bool causal;
+    const char* config;
+  };
+  for (const Want& w : {Want{1024, 1024, 64, false, "128x128 s2 t256 cp.async"},
+                        Want{4096, 4096, 64, true, "128x128 s2 t256 cp.async"},
+                        Want{4096, 4096, 64, false, "192x128 s2 t384 ring"},
+                        Want{16384, 16384, 64, true, "192x128 s2 t384 ring"},
+                        Want{128, 8192, 64, false, "128x128 s2 t256 cp.async"},  // 128 rows: no 192-row tile
+                        Want{1, 8192, 64, true, "128x128 s2 t256 cp.async"},
+                        Want{4096, 4096, 128, false, "128x128 s2 t256 ring+pingpong persistent"},
+                        Want{4096, 4096, 128, true, "128x128 s2 t256 ring"},
+                        Want{4096, 4096, 256, false, "128x64 s2 t256 ring+pingpong"}}) {
+    const AttentionShape s = shape(2, 8, 8, w.Sq, w.Sk, w.D);
+    const AttentionConfig c = tessel::kernels::default_attention_config(s, DType::bf16, w.causal, "sm_90a");
+    SCOPED_TRACE(s.describe() + (w.causal ? " causal" : ""));
+    EXPECT_EQ(c.describe(), w.config);
+    EXPECT_EQ(at::attention_space("sm_90a", s, DType::bf16, w.causal).why_not(at::attention_point(c)), std::nullopt);
+    const AttentionConfig ampere = tessel::kernels::default_attention_config(s, DType::bf16, w.causal, "sm_80");
+    EXPECT_EQ(ampere.schedule, Schedule::cp_async);
+    EXPECT_FALSE(ampere.persistent);
+    EXPECT_EQ(ampere.block_M, 128);
+  }
+}

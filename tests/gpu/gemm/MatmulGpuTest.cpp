@@ -665,8 +665,7 @@ TEST_P(MatmulSplitKShapes, MatchesFloat64) {
 std::vector<SplitKCase> split_k_cases() {
   // Issue 17's skinny shapes, automatic (MatmulPlan.SkinnyShapesSplitK says why these counts;
   // 8x14336x4096 and 64x8192x8192 stay one kernel), and those two forced to 4; one-wave shapes.
-  // M <= 16 at N = 4096 is one wave of 16x32 tiles, unsplit, since session 17.
-  std::vector<SplitKCase> out{{1, 4096, 4096, 0, 1},  {16, 4096, 4096, 0, 1}, {1, 2048, 8192, 0, 16},
+  std::vector<SplitKCase> out{{1, 4096, 4096, 0, 8},  {16, 4096, 4096, 0, 5}, {1, 2048, 8192, 0, 16},
                               {16, 3072, 4096, 0, 8}, {13, 4000, 1000, 0, 1}, {32, 4096, 14336, 0, 5},
                               {8, 14336, 4096, 0, 1}, {8, 14336, 4096, 4, 4}, {64, 8192, 8192, 0, 1},
                               {64, 8192, 8192, 4, 4},

@@ -251,6 +251,23 @@ TEST(FlashAttentionGpuSmall, PersistentFromThePasses) {
   }
 }
 
+// The library's own choices for long loops (session 17): D = 64 on 192 query rows over the ring
+// where a query row sees 4096 keys or more on average (not causal at Sk >= 4096, causal at
+// Sk >= 8192), D = 128 non-causal persistent; tails in both lengths, GQA, Sq != Sk.
+TEST(FlashAttentionGpuSmall, DefaultConfigsOfLongLoops) {
+  TESSEL_REQUIRE_GPU();
+  if (T::current_device().arch() != "sm_90a") GTEST_SKIP() << "SKIPPED: not an sm_90a GPU";
+  for (const Case& c : {Case{1, 2, 1, 4200, 4200, 64, false}, Case{1, 2, 2, 8300, 8300, 64, true},
+                        Case{2, 2, 1, 700, 5000, 64, false}, Case{1, 3, 1, 1100, 4500, 128, false}}) {
+    T::kernels::AttentionShape s;
+    s.batch = c.B, s.heads = c.H, s.kv_heads = c.Hkv, s.seqlen_q = c.Sq, s.seqlen_k = c.Sk, s.dim = c.D;
+    const auto d = T::kernels::default_attention_config(s, DType::bf16, c.causal, "sm_90a");
+    EXPECT_EQ(d.block_M, c.D == 64 ? 192 : 128) << d.describe();
+    EXPECT_EQ(d.persistent, c.D == 128) << d.describe();
+    check(c, DType::bf16);
+  }
+}
+
 // AttentionConfig::persistent (the config's own switch, the tuning space's knob): the default
 // jit options, persistence asked by the config alone, 2 and 7 blocks (TESSEL_MAX_PERSISTENT_CTAS's
 // option) and the GPU's own count; causal and not, tails, GQA, both ring schedules.
