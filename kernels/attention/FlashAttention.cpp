@@ -147,7 +147,7 @@ AttentionConfig default_attention_config(const AttentionShape& s, DType, bool ca
     c.schedule = AttentionConfig::Schedule::cp_async;
   else
     c.schedule = causal ? AttentionConfig::Schedule::ring : AttentionConfig::Schedule::ring_pingpong;
-  // D <= 64 with long loops: 192 query rows on three consumer warpgroups over the TMA ring
+  // D = 64 with long loops: 192 query rows on three consumer warpgroups over the TMA ring
   // (FlashAttention 3's tile there). H200, session 17, bf16, same process as cuDNN
   // (bench/results/2026-12-05-attention-d64-*-s17-h200.json), 192x128 s2 t384 ring against the
   // cp.async 128x128 kernel, by the keys a query row sees on average: 4096 (S = 4096 not causal)
@@ -157,7 +157,9 @@ AttentionConfig default_attention_config(const AttentionShape& s, DType, bool ca
                              ? attention_flops(s, causal) / (4.0 * double(s.batch) * double(s.heads) *
                                                               double(s.seqlen_q) * double(s.dim))
                              : 0.0;
-  if (dp <= 64 && has_ring_schedules(arch) && s.seqlen_q > 128 && visible >= 4096) {
+  // Padded D = 64 only: narrower heads (D <= 48) get no TMA ring (their rows take no 128-byte
+  // swizzle), and the cp.async kernel on 192 rows is unmeasured.
+  if (dp == 64 && has_ring_schedules(arch) && s.seqlen_q > 128 && visible >= 4096) {
     c.block_M = 192, c.threads = 384, c.block_N = 128, c.num_stages = 2;
     c.schedule = AttentionConfig::Schedule::ring;
   }
@@ -169,9 +171,10 @@ AttentionConfig default_attention_config(const AttentionShape& s, DType, bool ca
   // dispatch of the longest-first grid beat the static serpentine deal at S = 4096 and 16384
   // (H100: 0.92x, 0.87x; docs/perf-notes.md, session 16). D = 256 (64 keys a block, no room for
   // O's staging tile) has not been timed persistent: it stays one block per tile.
-  // D <= 64's 192-row ring: within 2 % either way persistent (H200, session 17): one block per
-  // tile.
-  c.persistent = !causal && c.schedule != AttentionConfig::Schedule::cp_async && dp > 64 && dp <= 128;
+  // D = 64's 192-row ring: within 2 % either way persistent (H200, session 17): one block per
+  // tile. Padded D = 80-112 gets no TMA ring (no 128-byte swizzle of V's rows): nothing to make
+  // persistent.
+  c.persistent = !causal && c.schedule != AttentionConfig::Schedule::cp_async && dp == 128;
   return c;
 }
 
