@@ -31,6 +31,10 @@ kernels::AttentionConfig parse_attention_config(const std::string& text) {
     c.schedule = kernels::AttentionConfig::Schedule::cp_async;
   else if (!schedule.empty())
     throw bad();
+  if (c.persistent && c.schedule == kernels::AttentionConfig::Schedule::cp_async)
+    throw std::invalid_argument("--config: '" + text +
+                                "' is persistent on the cp.async schedule; ':persistent' takes a ring schedule "
+                                "(pingpong or ring)");
   return c;
 }
 

@@ -8,7 +8,7 @@
 
 namespace tessel::cli {
 
-inline constexpr const char* kAttentionConfigForm = "BMxBN:STAGES:THREADS[:pingpong|ring|cpasync]";
+inline constexpr const char* kAttentionConfigForm = "BMxBN:STAGES:THREADS[:pingpong|ring|cpasync][:persistent]";
 
 // "128x128:2:256:ring" -> config (no schedule: pingpong). Throws std::invalid_argument naming the
 // text and the form.

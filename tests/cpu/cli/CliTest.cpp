@@ -165,7 +165,18 @@ TEST_F(Cli, DumpAttentionShowsTheLibraryKernel) {
   EXPECT_NE(r.output.find("H must be a multiple of H_kv"), std::string::npos) << r.output;
   r = run_tessel("dump attention --config 128x128:2");
   EXPECT_EQ(r.exit_code, 2) << r.output;
-  EXPECT_NE(r.output.find("BMxBN:STAGES:THREADS[:pingpong|ring|cpasync]"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("BMxBN:STAGES:THREADS[:pingpong|ring|cpasync][:persistent]"), std::string::npos)
+      << r.output;
+  // ':persistent' asks for the persistent ring; on cp.async it is a flag error.
+  r = run_tessel("dump attention --resources --config 128x64:2:256:persistent --arch sm_90a");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("config 128x64:2:256:pingpong:persistent (--config)"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find(", persistent, ping-pong"), std::string::npos) << r.output;
+  r = run_tessel("dump attention --config 128x64:2:256:cpasync:persistent");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("is persistent on the cp.async schedule; ':persistent' takes a ring schedule"),
+            std::string::npos)
+      << r.output;
   r = run_tessel("dump attention --layout bsdh");
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find("--layout must be bshd or bhsd"), std::string::npos) << r.output;
