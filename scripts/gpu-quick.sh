@@ -15,7 +15,7 @@
 #      since session 16 (the ring's position carried from tile to tile, serpentine rounds), then
 #      D = 256 (B 2, H 8, S 4096, causal and not) at the default;
 #   4. `tessel bench gemm` over issue 17's skinny shapes at the default (JSON beside the log),
-#      the split-K of before session 17 at M = 1 and 16, and split-K under
+#      the one-wave 16x32 tile at M = 1 and 16, and split-K under
 #      TESSEL_ENABLE=programmatic_launch;
 #   5. the Python package: the pytest cases matching -k matmul, then `python -m tessel.bench
 #      overhead` (scripts/gpu-python.sh);
@@ -52,19 +52,16 @@ if want attention-passes; then
   step "bench attention D = 256 (bf16, f16)" 60 "$build/tessel" bench attention --dtype bf16,f16 \
     --cases 2x8x8x4096x4096x256,2x8x8x4096x4096x256:causal --json "$out/$(date -u +%F)-attention-d256-${TESSEL_RESULT_TAG:-h200}.json"
 fi
-# Issue 17's skinny GEMMs at the library's default (since session 17: one wave of 16x32 tiles, no
-# split, where M <= 16 and N / 32 tiles nearly fill the SMs; one wave of 64x64 tiles where 64-column
-# tiles do; else split-K or 64x256 tiles) beside cuBLAS, then the split-K the default took before
-# session 17 at 1x4096x4096 (8 shares) and 16x4096x4096 (5), and split-K with and without
-# programmatic launch at 32x4096x14336.
+# Issue 17's skinny GEMMs at the library's default (one wave of 64x64 tiles where 64-column tiles
+# nearly fill the SMs; else split-K or 64x256 tiles) beside cuBLAS, then the one-wave 16x32 tile
+# (a tuning candidate; session 17 made it the default at M <= 16 and reverted it on the H200's
+# figures) at M = 1 and 16, and split-K under programmatic launch at 32x4096x14336.
 if want gemm; then
   step "bench gemm skinny (default)" 120 "$build/tessel" bench gemm --repeats 20 --warmup 5 --dtype f16,bf16 \
     --shapes 1x4096x4096,16x4096x4096,32x4096x14336,8x14336x4096,64x8192x8192,16x7680x4096,1x8192x4096 \
     --json "$out/$(date -u +%F)-gemm-skinny-default-${TESSEL_RESULT_TAG:-h200}.json"
-  step "bench gemm 1x4096x4096 split-K 8 (the default before session 17)" 45 "$build/tessel" bench gemm --repeats 20 \
-    --warmup 5 --dtype f16,bf16 --shapes 1x4096x4096 --split-k 8
-  step "bench gemm 16x4096x4096 split-K 5 (the default before session 17)" 45 "$build/tessel" bench gemm --repeats 20 \
-    --warmup 5 --dtype f16,bf16 --shapes 16x4096x4096 --split-k 5
+  step "bench gemm M <= 16 on 16x32x128:8:128 (unsplit)" 45 "$build/tessel" bench gemm --repeats 20 --warmup 5 \
+    --dtype f16,bf16 --shapes 1x4096x4096,16x4096x4096 --config 16x32x128:8:128
   step "bench gemm split-K (TESSEL_ENABLE=programmatic_launch)" 45 env TESSEL_ENABLE=programmatic_launch \
     "$build/tessel" bench gemm --repeats 20 --warmup 5 --dtype f16 --shapes 32x4096x14336
 fi

@@ -120,7 +120,7 @@ struct JitOptions {
   // stored through TMA where the staging tile fits (plan_tma_stores) -- what gemm_from_passes
   // does to them, without the tutorial GEMM leaving its template. Off by default for every ring
   // kernel; kernels::flash_attention asks for it per config (AttentionConfig::persistent, the
-  // default for non-causal rings at D <= 128: 1.04-1.10x on the H200). TESSEL_ENABLE=
+  // default for non-causal rings at D = 128: 1.06-1.14x on the H200). TESSEL_ENABLE=
   // persistent_rings does the same for every kernel.
   bool persistent_rings = false;
   // Generic sm_90a kernels whose work is one TMA ring loop per output tile (one wave of tiles

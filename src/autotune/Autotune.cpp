@@ -331,11 +331,11 @@ Space gemm_space(const std::string& arch, DType dtype, long long M, long long N,
   Space s = gemm_space(arch, dtype);
   const std::vector<int> shares = kernels::split_k_candidates(M, N, K, dtype, arch);
   if (!shares.empty()) {
-    // Skinny 16-bit shapes on sm_90 (where split-K is a candidate): default_matmul_config's
-    // one-wave tiles too (off the grid: 16 and 32 rows and columns, 8 stages) -- 16x32x128
-    // where M <= 16, 64x64x64 where M <= 64 -- so that the tuner times the unsplit kernels the
-    // dispatcher may pick beside the splits. Elsewhere the space (and its cache key) is the
-    // generic one.
+    // Skinny 16-bit shapes on sm_90 (where split-K is a candidate): one-wave unsplit tiles too
+    // (off the grid: 16 and 32 rows and columns, 8 stages) -- 16x32x128 where M <= 16 (not the
+    // dispatcher's: on the H200 it lost to split-K at 1x4096x4096, session 17), and
+    // default_matmul_config's 64x64x64 where M <= 64 -- timed beside the splits. Elsewhere the
+    // space (and its cache key) is the generic one.
     if (M <= 16)
       s.point({{"block_M", 16}, {"block_N", 32}, {"block_K", 128}, {"num_stages", 8}, {"threads", 128}, {"panel", 0}});
     s.point({{"block_M", 64}, {"block_N", 64}, {"block_K", 64}, {"num_stages", 8}, {"threads", 128}, {"panel", 0}});

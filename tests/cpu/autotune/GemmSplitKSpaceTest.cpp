@@ -46,7 +46,7 @@ TEST(AutotuneGemmSplitK, SkinnyShapesOnHopperHaveSplitCandidates) {
     EXPECT_EQ(at::gemm_config(c, DType::f16).describe(), "16x256x64 s4 t128") << at::describe(c);
     EXPECT_EQ(at::get(c, "panel"), 0);
   }
-  // The one-kernel candidates are the grid's and the dispatcher's two one-wave tiles (16x32x128
+  // The one-kernel candidates are the grid's and two one-wave tiles (16x32x128
   // and 64x64x64, 8 stages).
   EXPECT_EQ(e.kept.size() - split_shares(s).size(),
             at::gemm_space("sm_90a", DType::f16).enumerate(kH200).kept.size() + 2);

@@ -732,7 +732,7 @@ TEST_F(Cli, TuneGemmTunesTheShapeTheLibraryRuns) {
 }
 
 // A skinny GEMM on Hopper: the space holds kernels::Matmul's split-K beside the one-kernel grid
-// (452 points: 435 of the grid, the dispatcher's two one-wave tiles, 15 split), and the command
+// (452 points: 435 of the grid, two one-wave tiles, 15 split), and the command
 // says so before anything compiles.
 TEST_F(Cli, TuneGemmSearchesSplitKForSkinnyShapes) {
   if (tessel::gpu_available()) GTEST_SKIP() << "a GPU is present: the command would tune";
