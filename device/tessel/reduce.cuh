@@ -414,6 +414,64 @@ __device__ inline void store_row_vector_whole(T* g, bool present, const S* src) 
   }
 }
 
+// Windowed row vectors: the copies of a row region whose column start may be negative (a tile
+// that starts at the aligned word at or before its row's first element, so that every vector of
+// the row is one aligned 16-byte word). Only elements [lo, hi) of the vector are the row's
+// (lo > 0 at a row's head, hi < Vec at its tail; hi <= lo: none); the rest are `pad` on the way
+// in and left alone on the way out. `g` is 16-byte aligned when the caller proved the tile's
+// start aligned (Word = true); it then reads the whole word in one load and selects, which
+// the caller allows only when the word lies inside the tensor for every lane of the warp.
+template <class T, int Vec, class D = float, bool Word = true>
+__device__ inline void load_row_window(const T* g, int lo, int hi, float pad, D* dst) {
+  constexpr int kBytes = Vec * static_cast<int>(sizeof(T));
+  const T pad_value = from_float<T>(pad);
+  union {
+    typename reduce_detail::VectorWord<kBytes>::type word;
+    T elems[Vec];
+  } pack;
+  if constexpr (Word) {
+    static_assert(kBytes == 16 || kBytes == 8 || kBytes == 4, "load_row_window: 4, 8 or 16 bytes");
+    pack.word = reduce_detail::load_if<kBytes>(g, lo < hi && lo < Vec && hi > 0);
+#pragma unroll
+    for (int v = 0; v < Vec; ++v) pack.elems[v] = v >= lo && v < hi ? pack.elems[v] : pad_value;
+  } else {
+#pragma unroll
+    for (int v = 0; v < Vec; ++v) pack.elems[v] = v >= lo && v < hi ? g[v] : pad_value;
+  }
+  if constexpr (is_same<D, T>::value && (kBytes == 16 || kBytes == 8 || kBytes == 4)) {
+    *reinterpret_cast<typename reduce_detail::VectorWord<kBytes>::type*>(dst) = pack.word;
+  } else {
+#pragma unroll
+    for (int v = 0; v < Vec; ++v) dst[v] = reduce_detail::as_fragment<D>(pack.elems[v]);
+  }
+}
+
+// The store side: the whole vector in one store when all of it is the row's and `g` is aligned,
+// else element by element over [lo, hi).
+template <class T, int Vec, class S = float>
+__device__ inline void store_row_window(T* g, int lo, int hi, const S* src) {
+  constexpr int kBytes = Vec * static_cast<int>(sizeof(T));
+  union {
+    typename reduce_detail::VectorWord<kBytes>::type word;
+    T elems[Vec];
+  } pack;
+  if constexpr (is_same<S, T>::value && (kBytes == 16 || kBytes == 8 || kBytes == 4)) {
+    pack.word = *reinterpret_cast<const typename reduce_detail::VectorWord<kBytes>::type*>(src);
+  } else {
+#pragma unroll
+    for (int v = 0; v < Vec; ++v) pack.elems[v] = from_float<T>(static_cast<float>(src[v]));
+  }
+  if constexpr (kBytes == 16 || kBytes == 8 || kBytes == 4) {
+    if (lo <= 0 && hi >= Vec && (reinterpret_cast<unsigned long long>(g) % kBytes) == 0) {
+      *reinterpret_cast<typename reduce_detail::VectorWord<kBytes>::type*>(g) = pack.word;
+      return;
+    }
+  }
+#pragma unroll
+  for (int v = 0; v < Vec; ++v)
+    if (v >= lo && v < hi) g[v] = pack.elems[v];
+}
+
 // The row copies into and out of a register array with a shared tail (split_regs.cuh): vectors
 // in the register part take the functions above; vectors in the tail move between global
 // memory and their slot whole, by cp.async on the way in (no registers in between; the caller

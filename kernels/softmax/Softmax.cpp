@@ -52,6 +52,15 @@ long long next_pow2(long long x) {
   return p;
 }
 
+// Whether the rows variant reads each row through a window that starts at the aligned word at
+// or before it (softmax_program): one row per block (the window's shift is the block's), rows
+// whose starts are not all 16-byte aligned, and a tile with room for the shift.
+bool row_window(const SoftmaxConfig& c, long long /*M*/, long long N, long long BN, DType dtype) {
+  const long long vec = 16 / dtype_bytes(dtype);
+  return c.variant == SoftmaxVariant::Rows && c.rows_per_block == 1 && c.shared_vectors == 0 && N % vec != 0 &&
+         BN >= N + vec - 1;
+}
+
 // exp(x - m) as exp2(x * log2 e - m * log2 e): one FFMA per element (m * log2 e is the row's,
 // computed once) and the fast exp2 unit. The (x - m) * log2 e form costs an FADD and an FMUL:
 // 93.6 % against 89.6 % of copy at N = 16384 (bench/results/2026-12-03-softmax-s5-harness-h200.txt).
@@ -185,10 +194,17 @@ SoftmaxConfig default_softmax_config(long long /*M*/, long long N, DType dtype) 
     // Measured (bench/results/2026-12-02-softmax-s2-run2-h200.json, f16): N = 5000 on 128 lanes
     // x 5 vectors 99.5 % of copy against 86.1 % on 256 lanes x 3 (143 of 768 vectors padding);
     // N = 4096 on 128 x 4 98-99 %; N = 16384 on 512 x 4 89 %, 256 x 8 83-91 %.
+    // One row a block whose start is not 16-byte aligned: lanes for the row's window, which
+    // starts at the aligned word at or before the row (softmax_program) and so covers up to
+    // vec - 1 more columns; rows that share a block stay at their own columns.
+    long long cols = N;
+    if (N % vec != 0 && lanes >= 128)
+      if (long long window_lanes = rows_lanes(N + vec - 1, vec); window_lanes >= 128)
+        lanes = window_lanes, cols = N + vec - 1;
     c.variant = SoftmaxVariant::Rows;
     c.threads = static_cast<int>(std::max<long long>(128, lanes));
     c.rows_per_block = static_cast<int>(c.threads / lanes);
-    c.block_N = static_cast<int>(round_up(N, lanes * vec));
+    c.block_N = static_cast<int>(round_up(cols, lanes * vec));
   } else {
     // Rows too long for registers: two passes over global memory (the second read mostly from
     // L2), the next chunk's loads in flight during the current chunk's reductions. Measured at
@@ -294,13 +310,19 @@ PrimFunc softmax_program(long long M, long long N, DType dtype, const SoftmaxCon
         auto x = T::alloc_fragment({R, BN}, T::f32);
         auto row_max = T::alloc_fragment({R}, T::f32);
         auto row_sum = T::alloc_fragment({R}, T::f32);
-        T::copy_padded(X(bx * R, 0), x, -T::infinity(T::f32));
+        // One row a block whose start is not a multiple of 16 bytes (N % vec != 0): the tile
+        // starts at the aligned word at or before the row's first element, so that every vector
+        // is one aligned word in and out; the columns before the row's start and past its end
+        // are padding (-inf in, not stored), which softmax does not see. Needs a tile at least
+        // vec - 1 columns wider than the row.
+        const Expr col0 = row_window(c, M, N, BN, dtype) ? -((T::cast(T::i64, bx) * N) % vec) : Expr(0);
+        T::copy_padded(X(bx * R, col0), x, -T::infinity(T::f32));
         T::reduce_max(x, row_max, 1);
         T::Parallel(R, BN, [&](T::Var i, T::Var j) { x(i, j) = exp_minus(x(i, j), row_max(i)); });
         T::reduce_sum(x, row_sum, 1);
         T::Parallel(R, [&](T::Var i) { row_sum(i) = 1.0f / row_sum(i); });
         T::Parallel(R, BN, [&](T::Var i, T::Var j) { x(i, j) = x(i, j) * row_sum(i); });
-        T::copy(x, Y(bx * R, 0));
+        T::copy(x, Y(bx * R, col0));
       });
     });
     return f;
@@ -319,13 +341,17 @@ PrimFunc softmax_program(long long M, long long N, DType dtype, const SoftmaxCon
       auto s = T::alloc_fragment({1}, T::f32);
       auto chunk_max = T::alloc_fragment({1}, T::f32);
       auto chunk_sum = T::alloc_fragment({1}, T::f32);
-      const Expr chunks = T::ceildiv(Expr(N), BN);
+      // Rows whose starts are not all 16-byte aligned go in chunks from the aligned word at or
+      // before the row's start (see the rows variant): every vector one aligned word in and out.
+      const bool window = N % vec != 0;
+      const Expr col0 = window ? -((T::cast(T::i64, bx) * N) % vec) : Expr(0);
+      const Expr chunks = T::ceildiv(Expr(window ? N + vec - 1 : N), BN);
       T::fill(m, -T::infinity(T::f32));
       T::clear(s);
-      T::copy_padded(X(bx, 0), raw, -T::infinity(dtype));
+      T::copy_padded(X(bx, col0), raw, -T::infinity(dtype));
       T::Serial(chunks, [&](T::Var k) {
         T::Parallel(1, BN, [&](T::Var i, T::Var j) { x(i, j) = T::cast(T::f32, raw(i, j)); });
-        T::copy_padded(X(bx, ((k + 1) % chunks) * BN), raw, -T::infinity(dtype));
+        T::copy_padded(X(bx, col0 + ((k + 1) % chunks) * BN), raw, -T::infinity(dtype));
         T::reduce_max(x, chunk_max, 1);
         T::Parallel(1, [&](T::Var i) { chunk_max(i) = max_nan(chunk_max(i), m(i)); });
         T::Parallel(1, BN, [&](T::Var i, T::Var j) { x(i, j) = exp_minus(x(i, j), chunk_max(i)); });
@@ -341,8 +367,8 @@ PrimFunc softmax_program(long long M, long long N, DType dtype, const SoftmaxCon
       T::Serial(chunks, [&](T::Var k) {
         T::Parallel(
             1, BN, [&](T::Var i, T::Var j) { x(i, j) = exp_minus(T::cast(T::f32, raw(i, j)), m(i)) * s(i); });
-        T::copy_padded(X(bx, (k + 1) * BN), raw, -T::infinity(dtype));
-        T::copy(x, Y(bx, k * BN));
+        T::copy_padded(X(bx, col0 + (k + 1) * BN), raw, -T::infinity(dtype));
+        T::copy(x, Y(bx, col0 + k * BN));
       });
     });
   });

@@ -383,6 +383,91 @@ class CopyLowering {
     return make_if(make_call("tessel::warp_all", {fits}, DType::boolean), realigned, masked, w);
   }
 
+  // A row copy whose column start may be negative: the region's columns before 0 are padded on
+  // the way in and left alone on the way out, as past the row's end (the interpreter's
+  // semantics). A tile that starts at the aligned word at or before its row's start (column
+  // start -(row offset % vec), so that the offset is provably a multiple of vec) moves every
+  // vector as one aligned word: whole words in, with the row's head and tail elements selected
+  // in registers (element by element only in a warp with a word past the tensor's ends); whole
+  // words out, element-wise stores only in the warps that hold a row's head or tail. Not
+  // provably aligned: element by element.
+  Stmt window_copy(const CopyStmt* op, const FragmentLayout& l, const GlobalMatrix& m, const Region& f,
+                   const Buffer& regs, const Var& grp, const Expr& first, const std::vector<Expr>& coords,
+                   const Expr& hi, const Expr& offset) {
+    auto w = op->where;
+    const bool load = op->dst.buffer->scope == Scope::Fragment;
+    const Buffer& t = (load ? op->src : op->dst).buffer;
+    if (ctx_.register_tails.count(regs->id))
+      TESSEL_USER_ERROR("copy", w,
+                        "the region " << to_string(load ? op->src : op->dst) << " of " << t->name
+                                      << " may start before column 0, and fragment " << f.buffer->name
+                                      << " keeps part of its registers in shared memory; a copy into a "
+                                         "fragment with a shared tail starts at a column >= 0");
+    const int groups = l.per_thread / l.vec;
+    const int vec = l.vec;
+    const int vector_bytes = vec * dtype_bytes(t->dtype);
+    Expr lo = sub(make_int(0), add(m.col_start, coords[1]));
+    // Aligned for every vector, block and iteration (the only way to whole-word moves).
+    Expr aligned, whole, fits;
+    std::int64_t extent = 1;
+    bool static_extent = true;
+    for (const Expr& d : t->shape) {
+      const auto n = as_const_int(d);
+      if (!n) static_extent = false;
+      else extent *= *n;
+    }
+    for (int gi = 0; gi < groups; ++gi) {
+      std::vector<std::pair<Var, Expr>> at{{grp, make_int(gi)}};
+      Expr o = substitute(offset, at), vlo = substitute(lo, at), vhi = substitute(hi, at);
+      Expr a = make_binary(BinaryOp::EQ, make_binary(BinaryOp::Mod, o, i64(make_int(vec))), i64(make_int(0)));
+      aligned = aligned.defined() ? make_binary(BinaryOp::And, aligned, a) : a;
+      Expr absent = make_binary(BinaryOp::Or, make_binary(BinaryOp::LE, vhi, make_int(0)),
+                                make_binary(BinaryOp::GE, vlo, make_int(vec)));
+      Expr full = make_binary(BinaryOp::And, make_binary(BinaryOp::LE, vlo, make_int(0)),
+                              make_binary(BinaryOp::GE, vhi, make_int(vec)));
+      Expr wk = make_binary(BinaryOp::Or, absent, full);
+      whole = whole.defined() ? make_binary(BinaryOp::And, whole, wk) : wk;
+      if (static_extent) {
+        Expr inside = make_binary(BinaryOp::And, make_binary(BinaryOp::GE, o, i64(make_int(0))),
+                                  make_binary(BinaryOp::LE, add(o, i64(make_int(vec))), i64(make_int(extent))));
+        Expr fk = make_binary(BinaryOp::Or, absent, inside);
+        fits = fits.defined() ? make_binary(BinaryOp::And, fits, fk) : fk;
+      }
+    }
+    ranges_.set(grp, {0, groups - 1});
+    const bool words = (vector_bytes == 16 || vector_bytes == 8 || vector_bytes == 4) &&
+                       prove_by_cases(aligned, ranges_) == std::optional<bool>(true);
+    const bool always_fits = words && fits.defined() && prove_by_cases(fits, ranges_) == std::optional<bool>(true);
+    ranges_.erase(grp);
+    std::vector<std::string> targs{dtype_cuda(t->dtype), std::to_string(vec), dtype_cuda(f.buffer->dtype)};
+    auto loop = [&](Stmt call) { return make_for(grp, make_int(0), make_int(groups), ForKind::Unrolled, 0, call, w); };
+    if (load) {
+      Expr pad = op->pad.defined() ? make_cast(DType::f32, op->pad) : make_float(0.0);
+      auto call = [&](bool word) {
+        std::vector<std::string> a = targs;
+        a.push_back(word ? "true" : "false");
+        return loop(make_device_call(
+            "tessel::load_row_window", a,
+            {{Expr(), t, offset}, {lo, Buffer(), Expr()}, {hi, Buffer(), Expr()}, {pad, Buffer(), Expr()},
+             {Expr(), regs, first}},
+            w));
+      };
+      if (!words || !fits.defined()) return call(false);
+      if (always_fits) return call(true);
+      return make_if(make_call("tessel::warp_all", {fits}, DType::boolean), call(true), call(false), w);
+    }
+    Stmt masked = loop(make_device_call("tessel::store_row_window", targs,
+                                        {{Expr(), t, offset}, {lo, Buffer(), Expr()}, {hi, Buffer(), Expr()},
+                                         {Expr(), regs, first}},
+                                        w));
+    if (!words) return masked;
+    Expr present = make_binary(BinaryOp::And, make_binary(BinaryOp::GT, hi, make_int(0)),
+                               make_binary(BinaryOp::LT, lo, make_int(vec)));
+    Stmt fast = loop(make_device_call("tessel::store_row_vector_whole", targs,
+                                      {{Expr(), t, offset}, {present, Buffer(), Expr()}, {Expr(), regs, first}}, w));
+    return make_if(make_call("tessel::warp_all", {whole}, DType::boolean), fast, masked, w);
+  }
+
   Stmt row_vector_copy_body(const CopyStmt* op, const FragmentLayout& l) {
     auto w = op->where;
     bool load = op->dst.buffer->scope == Scope::Fragment;
@@ -399,6 +484,8 @@ class CopyLowering {
       const GlobalMatrix m = *global_matrix(g);
       valid = make_select(lt(coords[0], m.rows_valid), sub(m.cols_valid, coords[1]), make_int(0));
       offset = add(m.offset, add(mul(i64(coords[0]), i64(m.ld)), i64(coords[1])));
+      if (prove_by_cases(make_binary(BinaryOp::GE, m.col_start, make_int(0)), ranges_) != std::optional<bool>(true))
+        return window_copy(op, l, m, f, regs, grp, first, coords, valid, offset);
       if (load) {
         if (Stmt realigned = realigned_load(op, l, m, regs, grp, first, valid, offset); realigned.defined())
           return realigned;

@@ -1,6 +1,8 @@
 #include "passes/IntBounds.hpp"
 
 #include <algorithm>
+#include <cstdint>
+#include <string>
 #include <vector>
 
 namespace tessel::passes {
@@ -28,16 +30,122 @@ std::optional<IntRange> multiply(IntRange a, IntRange b) {
 
 }  // namespace
 
-std::int64_t known_divisor(const Expr& e) {
-  if (auto c = as_const_int(e)) return *c == 0 ? (std::int64_t(1) << 30) : (*c & -*c);
+namespace {
+
+constexpr std::int64_t kDivisorCap = std::int64_t(1) << 30;
+
+std::int64_t low_bit(std::int64_t c) {
+  if (c == 0) return kDivisorCap;
+  const std::int64_t b = c & -c;
+  return std::min(b < 0 ? kDivisorCap : b, kDivisorCap);
+}
+
+// One term of a sum: coefficient times an expression no sum or constant factor is left in (an
+// atom), or a bare constant (atom undefined), or a multiple of a known power of two whose value
+// is unknown (atom undefined, `multiple_of` set).
+struct LinearTerm {
+  std::int64_t coef = 0;
+  Expr atom;
+  std::int64_t multiple_of = 0;
+};
+
+// Structural key of an atom, casts between integer types looked through (the index arithmetic
+// casts to i64 in some places and not others).
+std::string atom_key(const Expr& e) {
+  if (auto c = as_const_int(e)) return std::to_string(*c);
+  if (const auto* v = e.as<VarNode>()) return "v" + std::to_string(reinterpret_cast<std::uintptr_t>(v));
+  if (const auto* c = e.as<Cast>(); c && is_integer(c->value.dtype()) && is_integer(e.dtype()))
+    return atom_key(c->value);
+  if (const auto* b = e.as<Binary>())
+    return "(" + std::to_string(static_cast<int>(b->op)) + " " + atom_key(b->a) + " " + atom_key(b->b) + ")";
+  if (const auto* u = e.as<Unary>()) return "(u" + std::to_string(static_cast<int>(u->op)) + " " + atom_key(u->a) + ")";
+  return "n" + std::to_string(reinterpret_cast<std::uintptr_t>(e.get()));
+}
+
+std::int64_t atom_divisor(const Expr& e);
+
+// e * k as terms: sums, differences, negations and constant factors expanded; x % c (c > 0 a
+// constant) as x minus an unknown multiple of c, so that x - x % c is known to be a multiple of
+// c (truncated or floored, x - x % c = c * (x / c) either way).
+void linear_terms(const Expr& e, std::int64_t k, std::vector<LinearTerm>& out) {
+  constexpr std::int64_t kCoefLimit = std::int64_t(1) << 40;
+  if (k == 0) return;
+  if (auto c = as_const_int(e)) {
+    if (*c > -kCoefLimit && *c < kCoefLimit && k > -kCoefLimit && k < kCoefLimit) {
+      out.push_back({k * *c, Expr(), 0});
+    } else {
+      out.push_back({0, Expr(), std::min(low_bit(k), kDivisorCap) * std::min(low_bit(*c), kDivisorCap)});
+    }
+    return;
+  }
+  if (const auto* cast = e.as<Cast>(); cast && is_integer(cast->value.dtype()) && is_integer(e.dtype()))
+    return linear_terms(cast->value, k, out);
+  if (const auto* u = e.as<Unary>(); u && u->op == UnaryOp::Neg) return linear_terms(u->a, -k, out);
   if (const auto* b = e.as<Binary>()) {
-    std::int64_t x = known_divisor(b->a), y = known_divisor(b->b);
-    if (b->op == BinaryOp::Mul) return std::min<std::int64_t>(x * y, std::int64_t(1) << 30);
-    if (b->op == BinaryOp::Add || b->op == BinaryOp::Sub) return std::min(x, y);
+    if (b->op == BinaryOp::Add || b->op == BinaryOp::Sub) {
+      linear_terms(b->a, k, out);
+      linear_terms(b->b, b->op == BinaryOp::Add ? k : -k, out);
+      return;
+    }
+    if (b->op == BinaryOp::Mul) {
+      auto ca = as_const_int(b->a), cb = as_const_int(b->b);
+      if (cb && *cb > -kCoefLimit && *cb < kCoefLimit && k > -kCoefLimit && k < kCoefLimit)
+        return linear_terms(b->a, k * *cb, out);
+      if (ca && *ca > -kCoefLimit && *ca < kCoefLimit && k > -kCoefLimit && k < kCoefLimit)
+        return linear_terms(b->b, k * *ca, out);
+    }
+    if (b->op == BinaryOp::Mod) {
+      if (auto c = as_const_int(b->b); c && *c > 0 && *c < kCoefLimit && k > -kCoefLimit && k < kCoefLimit) {
+        linear_terms(b->a, k, out);
+        out.push_back({0, Expr(), std::min(low_bit(k * *c), kDivisorCap)});
+        return;
+      }
+    }
+  }
+  out.push_back({k, e, 0});
+}
+
+// The divisor of an atom (no sum at its top): products, selects, casts.
+std::int64_t atom_divisor(const Expr& e) {
+  if (auto c = as_const_int(e)) return low_bit(*c);
+  if (const auto* b = e.as<Binary>()) {
+    if (b->op == BinaryOp::Mul) return std::min<std::int64_t>(known_divisor(b->a) * known_divisor(b->b), kDivisorCap);
+    if (b->op == BinaryOp::Add || b->op == BinaryOp::Sub) return std::min(known_divisor(b->a), known_divisor(b->b));
   }
   if (const auto* c = e.as<Cast>()) return known_divisor(c->value);
   if (const auto* s = e.as<Select>()) return std::min(known_divisor(s->true_value), known_divisor(s->false_value));
   return 1;
+}
+
+}  // namespace
+
+// The sum's terms with equal atoms combined (x - x cancels), then the smallest divisor of what
+// is left.
+std::int64_t known_divisor(const Expr& e) {
+  std::vector<LinearTerm> terms;
+  linear_terms(e, 1, terms);
+  std::vector<std::pair<std::string, LinearTerm>> atoms;
+  std::int64_t constant = 0, divisor = kDivisorCap;
+  for (const LinearTerm& t : terms) {
+    if (t.multiple_of) {
+      divisor = std::min(divisor, t.multiple_of);
+    } else if (!t.atom.defined()) {
+      constant += t.coef;
+    } else {
+      std::string key = atom_key(t.atom);
+      auto it = std::find_if(atoms.begin(), atoms.end(), [&](const auto& a) { return a.first == key; });
+      if (it == atoms.end()) {
+        atoms.emplace_back(std::move(key), t);
+      } else {
+        it->second.coef += t.coef;
+      }
+    }
+  }
+  divisor = std::min(divisor, low_bit(constant));
+  for (const auto& [key, t] : atoms)
+    if (t.coef != 0)
+      divisor = std::min(divisor, std::min<std::int64_t>(low_bit(t.coef) * atom_divisor(t.atom), kDivisorCap));
+  return divisor;
 }
 
 std::optional<IntRange> int_bounds(const Expr& e, const VarRanges& vars) {

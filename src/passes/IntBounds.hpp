@@ -48,7 +48,9 @@ std::optional<bool> prove(const ir::Expr& cond, const VarRanges& vars);
 // past the row's end".
 std::optional<bool> prove_by_cases(const ir::Expr& cond, const VarRanges& vars, int budget = 4096);
 
-// The largest power of two that provably divides e (variables count as arbitrary integers).
+// The largest power of two that provably divides e (variables count as arbitrary integers). Sums
+// are expanded into terms with constant coefficients and equal terms combined, and x % c (c a
+// positive constant) counts as x minus a multiple of c: x - x % 8 is a multiple of 8.
 std::int64_t known_divisor(const ir::Expr& e);
 
 }  // namespace tessel::passes

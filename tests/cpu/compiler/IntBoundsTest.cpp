@@ -92,3 +92,37 @@ TEST(IntBounds, CasesProveWhatHoldsPerIteration) {
 }
 
 }  // namespace
+
+namespace {
+
+using tessel::passes::i64;
+using tessel::passes::known_divisor;
+
+// Sums are expanded and equal terms combined, and x % c counts as x minus a multiple of c: a
+// row's offset minus its misalignment is a multiple of the vector (the start of a row window,
+// tests/support/RowWindowProgram.hpp), through the casts the index arithmetic puts in.
+TEST(KnownDivisor, OffsetMinusItsRemainder) {
+  Var bx("bx"), tx("tx");
+  Expr row = mul(i64(bx), make_int(8191, tessel::DType::i64));
+  EXPECT_EQ(known_divisor(row), 1);
+  EXPECT_GE(known_divisor(sub(row, bin(BinaryOp::Mod, row, make_int(8, tessel::DType::i64)))), 8);
+  // As the frontend writes it: row + -(row % 8), the remainder over an i32 product.
+  Expr narrow = mul(bx, make_int(8191));
+  Expr start = add(row, make_unary(UnaryOp::Neg, bin(BinaryOp::Mod, i64(narrow), make_int(8, tessel::DType::i64))));
+  EXPECT_GE(known_divisor(start), 8);
+  // ... plus a thread's vector: still a multiple of 8.
+  EXPECT_GE(known_divisor(add(start, i64(mul(tx, make_int(8))))), 8);
+  // ... plus one: not even.
+  EXPECT_EQ(known_divisor(add(start, make_int(1))), 1);
+  // A remainder by 4 leaves only 4; a remainder of another expression leaves nothing.
+  EXPECT_EQ(known_divisor(sub(row, bin(BinaryOp::Mod, row, make_int(4, tessel::DType::i64)))), 4);
+  EXPECT_EQ(known_divisor(sub(row, bin(BinaryOp::Mod, mul(i64(tx), make_int(8191, tessel::DType::i64)),
+                                       make_int(8, tessel::DType::i64)))),
+            1);
+  // What was known before stays known: products, constants, selects.
+  EXPECT_EQ(known_divisor(mul(bx, make_int(48))), 16);
+  EXPECT_EQ(known_divisor(add(mul(bx, make_int(64)), make_int(96))), 32);
+  EXPECT_EQ(known_divisor(make_int(0)), 1 << 30);
+}
+
+}  // namespace

@@ -32,6 +32,26 @@ TEST(SoftmaxInterpreter, DefaultConfigsAcrossWidths) {
       check(12, N, t, tessel::kernels::default_softmax_config(12, N, t));
 }
 
+// Rows that do not start 16-byte aligned, one a block: the tile starts at the aligned word at
+// or before each row (a negative column start, different per row), the head and tail padding;
+// the online variant's chunks likewise. The widths of issue 17 and a few around them.
+TEST(SoftmaxInterpreter, RowWindowsFromTheAlignedWordBefore) {
+  for (DType t : {DType::f16, DType::bf16, DType::f32})
+    for (long long N : {4099LL, 8191LL, 8193LL}) {
+      auto c = tessel::kernels::default_softmax_config(9, N, t);
+      if (t != DType::f32) {
+        EXPECT_GE(c.block_N, N + 16 / tessel::dtype_bytes(t) - 1) << c.describe();
+      }
+      check(9, N, t, c);
+    }
+  check(5, 50257, DType::f16, tessel::kernels::default_softmax_config(5, 50257, DType::f16));
+  SoftmaxConfig online;
+  online.variant = SoftmaxVariant::Online;
+  online.threads = 64;
+  online.block_N = 512;
+  for (long long N : {513LL, 1023LL, 1025LL, 1537LL}) check(7, N, DType::f16, online);
+}
+
 TEST(SoftmaxInterpreter, OneRowPerBlock) {
   SoftmaxConfig c;
   c.variant = SoftmaxVariant::Row;

@@ -57,6 +57,26 @@ TEST_P(SoftmaxStagedRows, SpanThroughSharedMemory) {
     o.arch = arch;
     auto k = tessel::kernels::make_softmax(65536, N, t, c, o);
     EXPECT_EQ(k.resources().spill_store_bytes + k.resources().spill_load_bytes, 0) << k.compile_log();
+    // One row a block (and the online variant's chunks): the tile starts at the aligned word at
+    // or before the row, so every vector is one aligned word -- 16-byte loads and stores, the
+    // row's head and tail selected in registers, no span, no realigned words, no cp.async.
+    const long long vec = 16 / tessel::dtype_bytes(t);
+    const bool windowed = N % vec != 0 && c.shared_vectors == 0 &&
+                          (c.variant == tessel::kernels::SoftmaxVariant::Online ||
+                           (c.rows_per_block == 1 && c.block_N >= N + vec - 1));
+    if (windowed) {
+      const std::string ty(tessel::dtype_cuda_name(t));
+      EXPECT_NE(k.source().find("tessel::load_row_window<" + ty + ", " + std::to_string(vec) + ", "), std::string::npos)
+          << k.source();
+      EXPECT_NE(k.source().find("tessel::store_row_vector_whole<"), std::string::npos);
+      EXPECT_NE(k.source().find("tessel::store_row_window<"), std::string::npos);
+      EXPECT_EQ(k.source().find("span"), std::string::npos);
+      EXPECT_EQ(k.source().find("realigned"), std::string::npos);
+      EXPECT_NE(k.ptx().find("ld.global.nc.v4"), std::string::npos) << "no 16-byte global loads";
+      EXPECT_NE(k.ptx().find("st.global.v4"), std::string::npos) << "no 16-byte global stores";
+      EXPECT_EQ(k.ptx().find("cp.async"), std::string::npos);
+      continue;
+    }
     // Whole rows per tile, no shared tail, and a span (the block's rows plus one vector) of at
     // most 48 KB.
     const long long span_bytes =

@@ -1,0 +1,73 @@
+// Row copies whose column start may be negative (src/ops/Copy.cpp, window_copy): the
+// interpreter's semantics (columns before 0 padded on the way in, left alone on the way out) and
+// what the lowering makes of the two windows of tests/support/RowWindowProgram.hpp.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "support/LoweringSupport.hpp"
+#include "support/RowWindowProgram.hpp"
+#include "tessel/interp/Interpreter.hpp"
+
+namespace {
+
+using tessel::DType;
+using tessel::interp::HostTensor;
+
+TEST(RowWindowInterpreter, PadsBeforeTheRowAndStoresOnlyItsColumns) {
+  std::mt19937_64 seeds(std::random_device{}());
+  for (DType t : {DType::f16, DType::bf16, DType::f32})
+    for (long long N : {1LL, 7LL, 1000LL, 1023LL, 4099LL})
+      for (bool aligned : {true, false}) {
+        SCOPED_TRACE(std::string(tessel::dtype_name(t)) + " N=" + std::to_string(N) +
+                     (aligned ? " aligned window" : " col0=-3"));
+        const long long M = 6;
+        auto f = tessel::test::row_window_program(M, N, t, aligned);
+        // Small integers: 2x - 1 is exact in every dtype.
+        HostTensor x = HostTensor::random(t, {M, N}, seeds(), -8, 8);
+        for (std::int64_t i = 0; i < x.numel(); ++i) x.set(i, std::round(x.get(i)));
+        HostTensor y(t, {M, N});
+        y.fill(std::nan(""));
+        tessel::interp::interpret(f.ir(), {&x, &y});
+        for (long long r = 0; r < M; ++r)
+          for (long long c = 0; c < N; ++c) {
+            const double got = y.get(r * N + c);
+            if (r == 0 || r == M - 1) {
+              ASSERT_TRUE(std::isnan(got)) << "row " << r << " (no block's) written at column " << c;
+            } else {
+              ASSERT_EQ(got, 2 * x.get(r * N + c) - 1) << "Y[" << r << ", " << c << "]";
+            }
+          }
+      }
+}
+
+// The window at the aligned word before each row: its start provably a multiple of the vector,
+// so whole words in (the row's head and tail selected in registers; element-wise only in a warp
+// with a word outside the tensor) and whole words out where a warp holds no row edge. The fixed
+// window at column -3 is not aligned: element by element both ways.
+TEST(RowWindowLowering, WholeWordsOnlyWhereTheStartIsProvablyAligned) {
+  for (DType t : {DType::f16, DType::f32}) {
+    const std::string ty = t == DType::f16 ? "tessel::half_t, 8" : "float, 4";
+    auto aligned = tessel::lower(tessel::test::row_window_program(64, 1023, t, true).ir(), tessel::test::sm90(), true);
+    const std::string a = aligned.stages.back().second;
+    EXPECT_NE(a.find("tessel::load_row_window<" + ty + ", float, true>"), std::string::npos) << a;
+    EXPECT_NE(a.find("tessel::load_row_window<" + ty + ", float, false>"), std::string::npos) << a;
+    EXPECT_NE(a.find("tessel::store_row_vector_whole<" + ty + ", float>"), std::string::npos) << a;
+    EXPECT_NE(a.find("tessel::store_row_window<" + ty + ", float>"), std::string::npos) << a;
+    EXPECT_NE(a.find("tessel::warp_all("), std::string::npos) << a;
+    auto fixed = tessel::lower(tessel::test::row_window_program(64, 1023, t, false).ir(), tessel::test::sm90(), true);
+    const std::string b = fixed.stages.back().second;
+    EXPECT_NE(b.find("tessel::load_row_window<" + ty + ", float, false>"), std::string::npos) << b;
+    EXPECT_EQ(b.find("load_row_window<" + ty + ", float, true>"), std::string::npos) << b;
+    EXPECT_EQ(b.find("store_row_vector_whole"), std::string::npos) << b;
+    EXPECT_NE(b.find("tessel::store_row_window<" + ty + ", float>"), std::string::npos) << b;
+    // Neither takes the unaligned rows' other paths (they assume a start at column >= 0).
+    for (const std::string& s : {a, b}) {
+      EXPECT_EQ(s.find("span"), std::string::npos);
+      EXPECT_EQ(s.find("realigned"), std::string::npos);
+    }
+  }
+}
+
+}  // namespace
