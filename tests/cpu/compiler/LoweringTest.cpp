@@ -449,13 +449,18 @@ TEST(Codegen, RowCopiesDropTheEdgePathOnlyWhenItCannotRun) {
   EXPECT_NE(staged.find("tessel::copy_span_to_shared<"), std::string::npos) << staged;
   EXPECT_NE(staged.find("tessel::copy_shared_span_to_global<"), std::string::npos) << staged;
   EXPECT_EQ(staged.find("if (tessel::warp_all("), std::string::npos) << staged;
-  // Spans up to 48 KB (24001 f16 + one vector: 48018 bytes) are staged; past it (30001 f16)
-  // the copy keeps the masked path.
-  EXPECT_NE(source(64, 24001, "rows:t1024:r1:bn24576").find("tessel::copy_span_to_shared<"),
+  // Spans up to 48 KB (two rows of 12001 f16 + one vector: 48020 bytes) are staged; past it
+  // (two rows of 15001) the copy keeps the masked path.
+  EXPECT_NE(source(64, 12001, "rows:t512:r2:bn12288").find("tessel::copy_span_to_shared<"),
             std::string::npos);
-  const std::string long_row = source(64, 30001, "rows:t1024:r1:bn32768");
+  const std::string long_row = source(64, 15001, "rows:t512:r2:bn16384");
   EXPECT_EQ(long_row.find("copy_span_to_shared"), std::string::npos) << long_row;
   EXPECT_NE(long_row.find(masked), std::string::npos) << long_row;
+  // One row a block with room for its window (the tile at least 7 columns wider than the row):
+  // the row goes through the window from the aligned word before it, never the span.
+  const std::string window = source(64, 24001, "rows:t1024:r1:bn24576");
+  EXPECT_NE(window.find("tessel::load_row_window<tessel::half_t, 8, float, true>"), std::string::npos) << window;
+  EXPECT_EQ(window.find("span"), std::string::npos) << window;
   // A fragment with a shared tail is not staged on either side (its shared memory is spoken for).
   const std::string tail = source(64, 8191, "rows:t256:r1:bn8192:s2");
   EXPECT_NE(tail.find("SplitRegs"), std::string::npos) << tail;
