@@ -146,6 +146,16 @@ Buffer alloc_local(std::vector<Expr> shape, DType dtype, Loc where = Loc::curren
 void copy(const RegionArg& src, const RegionArg& dst, Loc where = Loc::current());
 // A copy whose reads past a global tensor's edge give `pad` instead of zero.
 void copy_padded(const RegionArg& src, const RegionArg& dst, Expr pad, Loc where = Loc::current());
+// A copy between rows of a global tensor and a fragment, each row through a window that starts
+// at the aligned 16-byte word at or before the row's first element (that element's offset mod
+// 16 bytes is the row's shift s, 0 to 16 / element size - 1): the fragment's column j holds the
+// row's column c0 + j - s, where c0 is the region's start column; its first s columns and those
+// past the row's end are `pad` on the way in (zero unless given) and are not written on the way
+// out. Every 16-byte vector then moves as one aligned word, whatever the row length: for
+// programs that do not care which column an element sits in (a softmax, a row sum), with a tile
+// at least 16 / element size - 1 columns wider than the rows. Both sides of a row's round trip
+// shift alike when their row offsets agree mod 16 bytes (one tensor, or two of one shape).
+void copy_window(const RegionArg& src, const RegionArg& dst, Expr pad = Expr(), Loc where = Loc::current());
 // C += op(A) * op(B): C an f32 fragment [M, N]; B a shared tile, [K, N] ([N, K] when
 // transpose_B); A a shared tile, [M, K] ([K, M] when transpose_A), or a 16-bit fragment [M, K]
 // held in registers (no transpose), the form FlashAttention's P * V takes: a fragment computed

@@ -53,12 +53,11 @@ long long next_pow2(long long x) {
 }
 
 // Whether the rows variant reads each row through a window that starts at the aligned word at
-// or before it (softmax_program): one row per block (the window's shift is the block's), rows
-// whose starts are not all 16-byte aligned, and a tile with room for the shift.
+// or before it (softmax_program, copy_window): rows whose starts are not all 16-byte aligned, no
+// shared tail, and a tile with room for the shift.
 bool row_window(const SoftmaxConfig& c, long long /*M*/, long long N, long long BN, DType dtype) {
   const long long vec = 16 / dtype_bytes(dtype);
-  return c.variant == SoftmaxVariant::Rows && c.rows_per_block == 1 && c.shared_vectors == 0 && N % vec != 0 &&
-         BN >= N + vec - 1;
+  return c.variant == SoftmaxVariant::Rows && c.shared_vectors == 0 && N % vec != 0 && BN >= N + vec - 1;
 }
 
 // exp(x - m) as exp2(x * log2 e - m * log2 e): one FFMA per element (m * log2 e is the row's,
@@ -164,8 +163,10 @@ SoftmaxConfig default_softmax_config(long long /*M*/, long long N, DType dtype) 
     // Four vectors of a row per thread where the row is long enough (fewer shuffle steps per
     // element), at most a warp per row; enough rows that every thread has four 16-byte loads
     // in flight. infer_layouts makes the same choice of lanes for this tile.
+    // Rows that do not all start 16-byte aligned: a tile with room for each row's window
+    // (copy_window, up to vec - 1 more columns).
     long long lanes = std::min<long long>(32, next_pow2((N + 4 * vec - 1) / (4 * vec)));
-    long long bn = round_up(N, lanes * vec);
+    long long bn = round_up(N % vec ? N + vec - 1 : N, lanes * vec);
     long long chunks = bn / (lanes * vec);
     c.variant = SoftmaxVariant::Rows;
     c.threads = 256;
@@ -194,13 +195,11 @@ SoftmaxConfig default_softmax_config(long long /*M*/, long long N, DType dtype) 
     // Measured (bench/results/2026-12-02-softmax-s2-run2-h200.json, f16): N = 5000 on 128 lanes
     // x 5 vectors 99.5 % of copy against 86.1 % on 256 lanes x 3 (143 of 768 vectors padding);
     // N = 4096 on 128 x 4 98-99 %; N = 16384 on 512 x 4 89 %, 256 x 8 83-91 %.
-    // One row a block whose start is not 16-byte aligned: lanes for the row's window, which
-    // starts at the aligned word at or before the row (softmax_program) and so covers up to
-    // vec - 1 more columns; rows that share a block stay at their own columns.
+    // Rows that do not all start 16-byte aligned: lanes for a row's window, which starts at the
+    // aligned word at or before the row (copy_window) and so covers up to vec - 1 more columns.
     long long cols = N;
-    if (N % vec != 0 && lanes >= 128)
-      if (long long window_lanes = rows_lanes(N + vec - 1, vec); window_lanes >= 128)
-        lanes = window_lanes, cols = N + vec - 1;
+    if (N % vec != 0)
+      if (long long window_lanes = rows_lanes(N + vec - 1, vec)) lanes = window_lanes, cols = N + vec - 1;
     c.variant = SoftmaxVariant::Rows;
     c.threads = static_cast<int>(std::max<long long>(128, lanes));
     c.rows_per_block = static_cast<int>(c.threads / lanes);
@@ -310,19 +309,25 @@ PrimFunc softmax_program(long long M, long long N, DType dtype, const SoftmaxCon
         auto x = T::alloc_fragment({R, BN}, T::f32);
         auto row_max = T::alloc_fragment({R}, T::f32);
         auto row_sum = T::alloc_fragment({R}, T::f32);
-        // One row a block whose start is not a multiple of 16 bytes (N % vec != 0): the tile
-        // starts at the aligned word at or before the row's first element, so that every vector
-        // is one aligned word in and out; the columns before the row's start and past its end
-        // are padding (-inf in, not stored), which softmax does not see. Needs a tile at least
-        // vec - 1 columns wider than the row.
-        const Expr col0 = row_window(c, M, N, BN, dtype) ? -((T::cast(T::i64, bx) * N) % vec) : Expr(0);
-        T::copy_padded(X(bx * R, col0), x, -T::infinity(T::f32));
+        // Rows whose starts are not all multiples of 16 bytes (N % vec != 0): each row's tile
+        // starts at the aligned word at or before the row's first element (copy_window), so that
+        // every vector is one aligned word in and out; the columns before the row's start and
+        // past its end are padding (-inf in, not stored), which softmax does not see. Needs a
+        // tile at least vec - 1 columns wider than the row.
+        const bool window = row_window(c, M, N, BN, dtype);
+        if (window)
+          T::copy_window(X(bx * R, 0), x, -T::infinity(T::f32));
+        else
+          T::copy_padded(X(bx * R, 0), x, -T::infinity(T::f32));
         T::reduce_max(x, row_max, 1);
         T::Parallel(R, BN, [&](T::Var i, T::Var j) { x(i, j) = exp_minus(x(i, j), row_max(i)); });
         T::reduce_sum(x, row_sum, 1);
         T::Parallel(R, [&](T::Var i) { row_sum(i) = 1.0f / row_sum(i); });
         T::Parallel(R, BN, [&](T::Var i, T::Var j) { x(i, j) = x(i, j) * row_sum(i); });
-        T::copy(x, Y(bx * R, col0));
+        if (window)
+          T::copy_window(x, Y(bx * R, 0));
+        else
+          T::copy(x, Y(bx * R, 0));
       });
     });
     return f;

@@ -308,6 +308,11 @@ void copy(const RegionArg& src, const RegionArg& dst, Loc where) {
   emit(ir::make_copy(src.region(), dst.region(), Expr(), where), "copy", where);
 }
 
+void copy_window(const RegionArg& src, const RegionArg& dst, Expr pad, Loc where) {
+  require_kernel("copy_window", where);
+  emit(ir::make_copy(src.region(), dst.region(), pad, where, true), "copy", where);
+}
+
 void copy_padded(const RegionArg& src, const RegionArg& dst, Expr pad, Loc where) {
   require_kernel("copy", where);
   emit(ir::make_copy(src.region(), dst.region(), pad, where), "copy", where);

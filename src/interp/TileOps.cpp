@@ -102,6 +102,7 @@ std::vector<std::int64_t> take_extents(Machine& m, const std::vector<std::int64_
 struct CopySide {
   const RegionValue* r = nullptr;
   bool masked = false;          // a global tensor: out-of-range elements are skipped / padded
+  bool window = false;          // copy_window: each row shifted to start at an aligned 16-byte word
   std::vector<int> common_dim;  // per buffer dim: the common dim it follows, or -1 (extent 1)
   int last_dim = -1;            // the buffer dim following the innermost common dim, or -1
 
@@ -133,8 +134,16 @@ struct CopySide {
     if (masked && last_dim >= 0) {
       const std::int64_t s = r->starts[static_cast<size_t>(last_dim)],
                          size = st.shape[static_cast<size_t>(last_dim)];
-      *lo = std::clamp<std::int64_t>(-s, 0, n);
-      *hi = std::clamp<std::int64_t>(size - s, 0, n);
+      // copy_window: the row's start (at column s) moves back to the aligned word at or before
+      // it; the positions before it are padding, like the columns past the row's end.
+      std::int64_t shift = 0;
+      if (window) {
+        const std::int64_t vec = 16 / static_cast<std::int64_t>(dtype_bytes(st.dtype()));
+        shift = ((*offset % vec) + vec) % vec;
+        *offset -= shift;
+      }
+      *lo = std::clamp<std::int64_t>(shift + std::max<std::int64_t>(0, -s), 0, n);
+      *hi = std::clamp<std::int64_t>(size - s + shift, 0, n);
     }
     if (!masked) *ok = true;
   }
@@ -142,7 +151,7 @@ struct CopySide {
 };
 
 void run_copy(Machine& m, const RegionValue& s, const RegionValue& d, std::vector<std::int64_t> common,
-              const unsigned char* pad) {
+              const unsigned char* pad, bool window = false) {
   if (common.empty()) common.push_back(1);
   for (std::int64_t e : common)
     if (e == 0) return;
@@ -150,6 +159,7 @@ void run_copy(Machine& m, const RegionValue& s, const RegionValue& d, std::vecto
   CopySide src, dst;
   src.init(s, rank);
   dst.init(d, rank);
+  src.window = dst.window = window;
   const DType st = s.st->dtype(), dt = d.st->dtype();
   const auto elem = static_cast<std::int64_t>(dtype_bytes(dt));
   const std::int64_t n = common.back(), ss = src.stride(), ds = dst.stride();
@@ -345,7 +355,7 @@ void run_reduce(const Storage& s, Storage& d, ReduceOp op, bool clear, std::int6
 StmtFn compile_copy(const CopyStmt* op, Symbols& sym) {
   RegionFn src = compile_region(op->src, sym, "copy"), dst = compile_region(op->dst, sym, "copy");
   ValueFn pad = compile_value(op->pad, sym);
-  return [where = sym.where, src, dst, pad](Machine& m) {
+  return [where = sym.where, src, dst, pad, window = op->row_window](Machine& m) {
     m.where = where;
     RegionValue s = eval_region(m, src), d = eval_region(m, dst);
     if (!src.has_extents && !dst.has_extents)
@@ -367,7 +377,7 @@ StmtFn compile_copy(const CopyStmt* op, Symbols& sym) {
     if (d.st->scope() != Scope::Global) check_inside(m, d, "copy", "destination");
     unsigned char pad_bytes[8] = {};
     pad.to_bytes(m, d.st->dtype(), pad_bytes);
-    run_copy(m, s, d, common, pad_bytes);
+    run_copy(m, s, d, common, pad_bytes, window);
   };
 }
 

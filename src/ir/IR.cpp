@@ -450,9 +450,9 @@ Stmt make_kernel(std::vector<Expr> grid, int threads, std::vector<Var> block_var
                                                  std::move(body), w));
 }
 
-Stmt make_copy(Region src, Region dst, Expr pad, std::source_location w) {
+Stmt make_copy(Region src, Region dst, Expr pad, std::source_location w, bool row_window) {
   TESSEL_INTERNAL_CHECK(src.buffer.defined() && dst.buffer.defined(), "copy with an undefined buffer");
-  return Stmt(std::make_shared<const CopyStmt>(std::move(src), std::move(dst), std::move(pad), w));
+  return Stmt(std::make_shared<const CopyStmt>(std::move(src), std::move(dst), std::move(pad), w, row_window));
 }
 
 Region whole_region(const Buffer& b) {

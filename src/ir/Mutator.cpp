@@ -281,7 +281,7 @@ Stmt IRMutator::mutate_node(const CopyStmt* op, const Stmt& self) {
   Region s = mutate_region(op->src, &changed), d = mutate_region(op->dst, &changed);
   Expr pad = mutate(op->pad);
   if (!changed && pad.same_as(op->pad)) return self;
-  return make_copy(s, d, pad, op->where);
+  return make_copy(s, d, pad, op->where, op->row_window);
 }
 Stmt IRMutator::mutate_node(const GemmStmt* op, const Stmt& self) {
   bool changed = false;

@@ -154,6 +154,7 @@ class Printer {
     } else if (const auto* c = s.as<CopyStmt>()) {
       os << pad << "copy(" << region(c->src) << " -> " << region(c->dst);
       if (c->pad.defined()) os << ", pad=" << expr(c->pad);
+      if (c->row_window) os << ", window=aligned";
       os << ")\n";
     } else if (const auto* g = s.as<GemmStmt>()) {
       os << pad << (g->async ? "gemm_issue(" : "gemm(") << operand(g->A) << (g->trans_a ? "^T" : "") << ", "

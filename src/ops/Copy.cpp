@@ -186,6 +186,13 @@ class CopyLowering {
     if (l.kind == FragmentLayout::Kind::RowBlocked && row_vectors_fit() &&
         (frag->buffer->dtype == DType::f32 || frag->buffer->dtype == other.buffer->dtype) && l.vec > 1)
       return row_vector_copy(op, l);
+    if (op->row_window)
+      TESSEL_USER_ERROR("copy_window", w,
+                        "fragment " << frag->buffer->name << " (" << dtype_name(frag->buffer->dtype)
+                                    << ") cannot move in row vectors of "
+                                    << other.buffer->name << " (" << dtype_name(other.buffer->dtype)
+                                    << "); copy_window needs a fragment laid out in rows -- one that only "
+                                       "element-wise ops and row reductions use -- of f32 or the tensor's dtype");
     const Buffer& regs = ctx_.registers_of(frag->buffer);
     Var v("l");
     std::vector<Expr> coords = fragment_coordinates(l, v, ctx_.thread_index, ctx_.threads);
@@ -383,30 +390,30 @@ class CopyLowering {
     return make_if(make_call("tessel::warp_all", {fits}, DType::boolean), realigned, masked, w);
   }
 
-  // A row copy whose column start may be negative: the region's columns before 0 are padded on
-  // the way in and left alone on the way out, as past the row's end (the interpreter's
-  // semantics). A tile that starts at the aligned word at or before its row's start (column
-  // start -(row offset % vec), so that the offset is provably a multiple of vec) moves every
-  // vector as one aligned word: whole words in, with the row's head and tail elements selected
+  // A row copy whose column start may be negative, or a copy_window: vector positions before
+  // `lo` and at or past `hi` are padded on the way in and left alone on the way out, as past the
+  // row's end (the interpreter's semantics). A tile that starts at the aligned word at or before
+  // its row's start (copy_window, or a column start -(row offset % vec): the offset provably a
+  // multiple of vec) moves every vector as one aligned word: whole words in, with the row's head and tail elements selected
   // in registers (element by element only in a warp with a word past the tensor's ends); whole
   // words out, element-wise stores only in the warps that hold a row's head or tail. Not
   // provably aligned: element by element.
-  Stmt window_copy(const CopyStmt* op, const FragmentLayout& l, const GlobalMatrix& m, const Region& f,
-                   const Buffer& regs, const Var& grp, const Expr& first, const std::vector<Expr>& coords,
-                   const Expr& hi, const Expr& offset) {
+  Stmt window_copy(const CopyStmt* op, const FragmentLayout& l, const Region& f, const Buffer& regs,
+                   const Var& grp, const Expr& first, const Expr& lo, const Expr& hi, const Expr& offset) {
     auto w = op->where;
     const bool load = op->dst.buffer->scope == Scope::Fragment;
     const Buffer& t = (load ? op->src : op->dst).buffer;
     if (ctx_.register_tails.count(regs->id))
       TESSEL_USER_ERROR("copy", w,
                         "the region " << to_string(load ? op->src : op->dst) << " of " << t->name
-                                      << " may start before column 0, and fragment " << f.buffer->name
-                                      << " keeps part of its registers in shared memory; a copy into a "
-                                         "fragment with a shared tail starts at a column >= 0");
+                                      << " moves through a row window (copy_window, or a column start that "
+                                         "may be negative), and fragment "
+                                      << f.buffer->name
+                                      << " keeps part of its registers in shared memory; a fragment with a "
+                                         "shared tail moves in plain copies from a column >= 0");
     const int groups = l.per_thread / l.vec;
     const int vec = l.vec;
     const int vector_bytes = vec * dtype_bytes(t->dtype);
-    Expr lo = sub(make_int(0), add(m.col_start, coords[1]));
     // Aligned for every vector, block and iteration (the only way to whole-word moves).
     Expr aligned, whole, fits;
     std::int64_t extent = 1;
@@ -484,8 +491,25 @@ class CopyLowering {
       const GlobalMatrix m = *global_matrix(g);
       valid = make_select(lt(coords[0], m.rows_valid), sub(m.cols_valid, coords[1]), make_int(0));
       offset = add(m.offset, add(mul(i64(coords[0]), i64(m.ld)), i64(coords[1])));
-      if (prove_by_cases(make_binary(BinaryOp::GE, m.col_start, make_int(0)), ranges_) != std::optional<bool>(true))
-        return window_copy(op, l, m, f, regs, grp, first, coords, valid, offset);
+      const bool from_column_0 =
+          prove_by_cases(make_binary(BinaryOp::GE, m.col_start, make_int(0)), ranges_) == std::optional<bool>(true);
+      // Columns before 0 on the row: the region's own (lo = -column of the vector's first element).
+      Expr before = from_column_0 ? Expr() : sub(make_int(0), add(m.col_start, coords[1]));
+      if (op->row_window) {
+        // copy_window: each row from the aligned word at or before its start (at the region's
+        // column c0): shift s = the start's offset mod vec (floored where c0 may be negative),
+        // the first s positions and those past the row's end padding.
+        Expr row_start = add(m.offset, mul(i64(coords[0]), i64(m.ld)));
+        Expr v = i64(make_int(l.vec));
+        Expr shift = make_binary(BinaryOp::Mod, row_start, v);
+        if (!from_column_0) shift = make_binary(BinaryOp::Mod, add(shift, v), v);
+        Expr lo = sub(shift, i64(coords[1]));
+        if (!from_column_0)
+          lo = add(lo, make_binary(BinaryOp::Max, sub(make_int(0), m.col_start), make_int(0)));
+        Expr hi = make_select(lt(coords[0], m.rows_valid), add(sub(m.cols_valid, coords[1]), shift), make_int(0));
+        return window_copy(op, l, f, regs, grp, first, lo, hi, add(sub(row_start, shift), i64(coords[1])));
+      }
+      if (!from_column_0) return window_copy(op, l, f, regs, grp, first, before, valid, offset);
       if (load) {
         if (Stmt realigned = realigned_load(op, l, m, regs, grp, first, valid, offset); realigned.defined())
           return realigned;
@@ -653,7 +677,24 @@ class CopyOp final : public TileOp {
                                   << " but shared " << dst.buffer->name << " is "
                                   << dtype_name(dst.buffer->dtype)
                                   << "; a global->shared copy moves bytes, so the dtypes must match");
-    return make_copy(src, dst, c->pad, op->where);
+    if (c->row_window) {
+      const Region* g = src.buffer->scope == Scope::Global ? &src : dst.buffer->scope == Scope::Global ? &dst : nullptr;
+      const Region* fr = src.buffer->scope == Scope::Fragment ? &src : dst.buffer->scope == Scope::Fragment ? &dst : nullptr;
+      if (!g || !fr)
+        TESSEL_USER_ERROR("copy_window", op->where,
+                          "copies " << buffer_desc(src.buffer) << " to " << buffer_desc(dst.buffer)
+                                    << "; copy_window moves rows between a global tensor and a fragment");
+      const Region probe{g->buffer, g->starts, g->extents};
+      std::optional<passes::GlobalMatrix> m = passes::global_matrix(probe);
+      const int elem = dtype_bytes(g->buffer->dtype);
+      if (!m || !is_const_int(m->col_stride, 1) || 16 % elem != 0)
+        TESSEL_USER_ERROR("copy_window", op->where,
+                          "the region " << to_string(*g) << " of " << buffer_desc(g->buffer)
+                                        << " is not rows of contiguous elements of at most 16 bytes; copy_window "
+                                           "shifts each row to a 16-byte word, so it needs a 2-D region "
+                                           "whose innermost dimension has stride 1");
+    }
+    return make_copy(src, dst, c->pad, op->where, c->row_window);
   }
 };
 

@@ -56,7 +56,7 @@ class StageRewriter : public IRMutator {
     return it == staged_.end() ? r : at_stage(r, it->second, stage_);
   }
   Stmt mutate_node(const CopyStmt* op, const Stmt&) override {
-    return make_copy(restage(op->src), restage(op->dst), op->pad, op->where);
+    return make_copy(restage(op->src), restage(op->dst), op->pad, op->where, op->row_window);
   }
   Stmt mutate_node(const GemmStmt* op, const Stmt&) override {
     return make_gemm(restage(op->A), restage(op->B), restage(op->C), op->trans_a, op->trans_b, op->policy,

@@ -366,12 +366,18 @@ struct KernelStmt : StmtNode {
 
 // Tile op: dst = src, element by element, over regions of equal extents. Reads past a global
 // tensor's edge give `pad` (zero unless given); writes past it are dropped.
+// row_window: between a global tensor's rows and a fragment, each row shifted so that the tile
+// starts at the aligned 16-byte word at or before the row's first element: tile column j is
+// the tensor's column c0 + j - s, s = (the element offset of the row's start at c0) mod (16 /
+// element size); columns before c0 or past the row's end are `pad` on the way in and not
+// written on the way out (frontend: copy_window).
 struct CopyStmt : StmtNode {
   static constexpr NodeKind kKind = NodeKind::CopyStmt;
-  CopyStmt(Region s, Region d, Expr p, std::source_location w)
-      : StmtNode(kKind, w), src(std::move(s)), dst(std::move(d)), pad(std::move(p)) {}
+  CopyStmt(Region s, Region d, Expr p, std::source_location w, bool window = false)
+      : StmtNode(kKind, w), src(std::move(s)), dst(std::move(d)), pad(std::move(p)), row_window(window) {}
   const Region src, dst;
   const Expr pad;  // may be undefined (zero)
+  const bool row_window;
 };
 
 // How gemm spreads its warps over the block tile.
@@ -584,7 +590,7 @@ Stmt make_store(Buffer b, std::vector<Expr> indices, Expr value, std::source_loc
 Stmt make_decl(Buffer b, std::source_location w);
 Stmt make_kernel(std::vector<Expr> grid, int threads, std::vector<Var> block_vars, Stmt body,
                  std::source_location w);
-Stmt make_copy(Region src, Region dst, Expr pad, std::source_location w);
+Stmt make_copy(Region src, Region dst, Expr pad, std::source_location w, bool row_window = false);
 Stmt make_gemm(Region a, Region b, Region c, bool ta, bool tb, GemmWarpPolicy p, std::source_location w,
                bool async = false);
 // The region covering all of b.

@@ -108,6 +108,11 @@ TEST(GoldenCodegen, GemmChainsAndSoftmax) {
   auto sm = tessel::kernels::softmax_program(4096, 999, tessel::DType::f16,
                                              tessel::kernels::parse_softmax_config("rows:t256:r8:bn1024"));
   check_golden("softmax_4096x999_rows_t256_r8_f16.cu", tessel::codegen::generate_cuda(tessel::lower(sm.ir(), kSm90)));
+  // Rows without room for copy_window's shift (1020 + 7 > 1024): the shared span.
+  auto span = tessel::kernels::softmax_program(4096, 1020, tessel::DType::f16,
+                                               tessel::kernels::parse_softmax_config("rows:t256:r8:bn1024"));
+  check_golden("softmax_4096x1020_rows_t256_r8_span_f16.cu",
+               tessel::codegen::generate_cuda(tessel::lower(span.ir(), kSm90)));
   auto tail = tessel::kernels::softmax_program(4096, 65000, tessel::DType::f16,
                                                tessel::kernels::parse_softmax_config("rows:t512:r1:bn65536:s14"));
   check_golden("softmax_4096x65000_shared_tail_f16.cu", tessel::codegen::generate_cuda(tessel::lower(tail.ir(), kSm90)));

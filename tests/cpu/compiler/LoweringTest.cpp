@@ -443,35 +443,39 @@ TEST(Codegen, RowCopiesDropTheEdgePathOnlyWhenItCannotRun) {
   std::string few_rows = source(7, 1024, "rows:t256:r8:bn1024");
   EXPECT_EQ(few_rows.find(masked), std::string::npos) << few_rows;
   EXPECT_NE(few_rows.find(whole), std::string::npos) << few_rows;
-  // A ragged row (999: vectors cut by the row's end, rows that start unaligned) moves through a
-  // shared span by default; without row staging it keeps the masked path, chosen per warp.
-  std::string staged = source(64, 999, "rows:t256:r8:bn1024");
+  // A ragged row (1020: vectors cut by the row's end, rows that start unaligned) in a tile
+  // without room for copy_window's shift (1020 + 7 > 1024) moves through a shared span by
+  // default; without row staging it keeps the masked path, chosen per warp.
+  std::string staged = source(64, 1020, "rows:t256:r8:bn1024");
   EXPECT_NE(staged.find("tessel::copy_span_to_shared<"), std::string::npos) << staged;
   EXPECT_NE(staged.find("tessel::copy_shared_span_to_global<"), std::string::npos) << staged;
   EXPECT_EQ(staged.find("if (tessel::warp_all("), std::string::npos) << staged;
-  // Spans up to 48 KB (two rows of 12001 f16 + one vector: 48020 bytes) are staged; past it
-  // (two rows of 15001) the copy keeps the masked path.
-  EXPECT_NE(source(64, 12001, "rows:t512:r2:bn12288").find("tessel::copy_span_to_shared<"),
+  // Spans up to 48 KB (two rows of 12283 f16 + one vector: 49148 bytes) are staged; past it
+  // (two rows of 14331) the copy keeps the masked path.
+  EXPECT_NE(source(64, 12283, "rows:t512:r2:bn12288").find("tessel::copy_span_to_shared<"),
             std::string::npos);
-  const std::string long_row = source(64, 15001, "rows:t512:r2:bn16384");
+  const std::string long_row = source(64, 14331, "rows:t512:r2:bn14336");
   EXPECT_EQ(long_row.find("copy_span_to_shared"), std::string::npos) << long_row;
   EXPECT_NE(long_row.find(masked), std::string::npos) << long_row;
-  // One row a block with room for its window (the tile at least 7 columns wider than the row):
-  // the row goes through the window from the aligned word before it, never the span.
-  const std::string window = source(64, 24001, "rows:t1024:r1:bn24576");
-  EXPECT_NE(window.find("tessel::load_row_window<tessel::half_t, 8, float, true>"), std::string::npos) << window;
-  EXPECT_EQ(window.find("span"), std::string::npos) << window;
+  // Rows with room for their windows (the tile at least 7 columns wider than the row), one or
+  // several a block: each row goes through the window from the aligned word before it
+  // (copy_window), never the span.
+  for (const std::string& window : {source(64, 24001, "rows:t1024:r1:bn24576"), source(64, 999, "rows:t256:r8:bn1024")}) {
+    EXPECT_NE(window.find("tessel::load_row_window<tessel::half_t, 8, float, true>"), std::string::npos) << window;
+    EXPECT_NE(window.find("tessel::store_row_window<tessel::half_t, 8, float>"), std::string::npos) << window;
+    EXPECT_EQ(window.find("span"), std::string::npos) << window;
+  }
   // A fragment with a shared tail is not staged on either side (its shared memory is spoken for).
   const std::string tail = source(64, 8191, "rows:t256:r1:bn8192:s2");
   EXPECT_NE(tail.find("SplitRegs"), std::string::npos) << tail;
   EXPECT_EQ(tail.find("copy_span_to_shared"), std::string::npos) << tail;
   EXPECT_EQ(tail.find("copy_shared_span_to_global"), std::string::npos) << tail;
-  std::string ragged = source(64, 999, "rows:t256:r8:bn1024", false);
+  std::string ragged = source(64, 1020, "rows:t256:r8:bn1024", false);
   EXPECT_NE(ragged.find(masked), std::string::npos) << ragged;
   EXPECT_NE(ragged.find("if (tessel::warp_all("), std::string::npos) << ragged;
-  // Rows of 1024 bytes or more (999 f16: 1998) load by realigned global words by default, the
+  // Rows of 1024 bytes or more (1020 f16: 2040) load by realigned global words by default, the
   // choice per warp; stores still through the span. Short rows (127 f16) stay staged.
-  std::string direct = source(64, 999, "rows:t256:r8:bn1024", true, true);
+  std::string direct = source(64, 1020, "rows:t256:r8:bn1024", true, true);
   EXPECT_NE(direct.find("tessel::load_global_vector_realigned<"), std::string::npos) << direct;
   EXPECT_NE(direct.find("if (tessel::warp_all("), std::string::npos) << direct;
   EXPECT_EQ(direct.find("tessel::copy_span_to_shared<"), std::string::npos) << direct;

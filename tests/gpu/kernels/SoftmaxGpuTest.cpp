@@ -39,24 +39,26 @@ void check_softmax(long long N, DType t, const std::string& config = "", RowPath
   // The staged paths' own load side (long rows take realigned global loads by default).
   jo.disable_realigned_global_loads = path == RowPath::staged || path == RowPath::staged_loop ||
                                       path == RowPath::staged_realigned_reads || path == RowPath::unstaged;
-  auto k =
-      config.empty() && path == RowPath::any
-          ? tessel::kernels::make_softmax(M, N, t)
-          : tessel::kernels::make_softmax(M, N, t,
-                                          config.empty() ? tessel::kernels::default_softmax_config(M, N, t)
-                                                         : tessel::kernels::parse_softmax_config(config),
-                                          jo);
-  // One row a block (or the online variant) at a width whose rows do not all start 16-byte
-  // aligned: the rows go through windows from the aligned word before each (whole-word moves),
-  // whatever the row-staging options say.
-  const auto used = !config.empty()        ? tessel::kernels::parse_softmax_config(config)
-                    : path == RowPath::any ? tessel::kernels::choose_softmax_config(M, N, t).config
-                                           : tessel::kernels::default_softmax_config(M, N, t);
   const long long vec = 16 / tessel::dtype_bytes(t);
+  auto used = !config.empty()        ? tessel::kernels::parse_softmax_config(config)
+              : path == RowPath::any ? tessel::kernels::choose_softmax_config(M, N, t).config
+                                     : tessel::kernels::default_softmax_config(M, N, t);
+  if (config.empty() && path != RowPath::any && used.variant == tessel::kernels::SoftmaxVariant::Rows &&
+      used.shared_vectors == 0) {
+    // The row paths under test are those of a tile no wider than the rows need (the default
+    // leaves room for copy_window's shift where rows start unaligned): the same lanes, the
+    // narrowest tile.
+    const long long step = used.threads / used.rows_per_block * vec;
+    used.block_N = static_cast<int>((N + step - 1) / step * step);
+  }
+  auto k = config.empty() && path == RowPath::any ? tessel::kernels::make_softmax(M, N, t)
+                                                  : tessel::kernels::make_softmax(M, N, t, used, jo);
+  // The rows variant with room for a row's window (or the online variant) at a width whose rows
+  // do not all start 16-byte aligned: the rows go through windows from the aligned word before
+  // each (whole-word moves), whatever the row-staging options say.
   const bool windowed = N % vec != 0 && used.shared_vectors == 0 &&
                         (used.variant == tessel::kernels::SoftmaxVariant::Online ||
-                         (used.variant == tessel::kernels::SoftmaxVariant::Rows && used.rows_per_block == 1 &&
-                          used.block_N >= N + vec - 1));
+                         (used.variant == tessel::kernels::SoftmaxVariant::Rows && used.block_N >= N + vec - 1));
   if (windowed) {
     EXPECT_NE(k.source().find("tessel::load_row_window<"), std::string::npos) << used.describe();
     EXPECT_EQ(k.source().find("span"), std::string::npos) << used.describe();

@@ -57,13 +57,13 @@ TEST_P(SoftmaxStagedRows, SpanThroughSharedMemory) {
     o.arch = arch;
     auto k = tessel::kernels::make_softmax(65536, N, t, c, o);
     EXPECT_EQ(k.resources().spill_store_bytes + k.resources().spill_load_bytes, 0) << k.compile_log();
-    // One row a block (and the online variant's chunks): the tile starts at the aligned word at
-    // or before the row, so every vector is one aligned word -- 16-byte loads and stores, the
+    // Rows through copy_window (and the online variant's chunks): each row's tile starts at the
+    // aligned word at or before the row, so every vector is one aligned word -- 16-byte loads and stores, the
     // row's head and tail selected in registers, no span, no realigned words, no cp.async.
     const long long vec = 16 / tessel::dtype_bytes(t);
     const bool windowed = N % vec != 0 && c.shared_vectors == 0 &&
                           (c.variant == tessel::kernels::SoftmaxVariant::Online ||
-                           (c.rows_per_block == 1 && c.block_N >= N + vec - 1));
+                           c.block_N >= N + vec - 1);
     if (windowed) {
       const std::string ty(tessel::dtype_cuda_name(t));
       EXPECT_NE(k.source().find("tessel::load_row_window<" + ty + ", " + std::to_string(vec) + ", "), std::string::npos)
