@@ -2,7 +2,7 @@
 # One device call after session 18's change -- rows whose starts are not 16-byte aligned read and
 # written through windows from the aligned word before each row (src/ops/Copy.cpp window_copy;
 # the softmax's one-row blocks and online chunks) -- most valuable first: its gpu tests, issue
-# 17's odd widths beside the path it replaced (8191 with a tile no wider than the row), issue 4's
+# 17's odd widths beside the paths they replaced (tiles no wider than the rows), issue 4's
 # widths (unchanged code, a regression check); then session 17's open list: the attention
 # default, the D = 64 long-loop test, decode and causal candidates, the skinny GEMMs.
 #   scripts/gpu-s18.sh OUTDIR   (env: TESSEL_RESULT_TAG)
@@ -14,9 +14,13 @@ step "gpu tests (row windows, every softmax suite)" 150 "$build/tessel_tests_gpu
   --gtest_filter='RowWindows.*:*Softmax*'
 step "bench softmax 17 (default: row windows)" 70 "$build/tessel" bench softmax --repeats 10 \
   --shapes 4194304x127,4194304x129,524288x1023,65536x8191,32768x8193,10000x50257 --json "$out/$day-softmax-issue17-$tag.json"
-step "bench softmax 8191 unwindowed (a tile no wider than the row: realigned loads, span stores)" 25 \
-  "$build/tessel" bench softmax --repeats 10 --shapes 65536x8191 --config rows:t256:r1:bn8192 \
-  --json "$out/$day-softmax-8191-unwindowed-$tag.json"
+# The paths the windows replaced, in the same call: tiles without room for a row's shift.
+for sc in 4194304x127:rows:t256:r64:bn128 524288x1023:rows:t256:r8:bn1024 65536x8191:rows:t256:r1:bn8192; do
+  shape=${sc%%:*}
+  step "bench softmax $shape unwindowed (${sc#*:}: span or realigned loads)" 25 \
+    "$build/tessel" bench softmax --repeats 10 --shapes "$shape" --config "${sc#*:}" \
+    --json "$out/$day-softmax-$shape-unwindowed-$tag.json"
+done
 step "bench softmax issue 4 widths" 50 "$build/tessel" bench softmax --json "$out/$day-softmax-issue4-$tag.json"
 step "bench attention (bf16, default)" 75 "$build/tessel" bench attention --dtype bf16 --repeats 10 \
   --json "$out/$day-attention-default-$tag.json"
