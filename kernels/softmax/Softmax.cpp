@@ -164,9 +164,12 @@ SoftmaxConfig default_softmax_config(long long /*M*/, long long N, DType dtype) 
     // element), at most a warp per row; enough rows that every thread has four 16-byte loads
     // in flight. infer_layouts makes the same choice of lanes for this tile.
     // Rows that do not all start 16-byte aligned: a tile with room for each row's window
-    // (copy_window, up to vec - 1 more columns).
+    // (copy_window, up to vec - 1 more columns) unless that takes a thread past 8 vectors of a
+    // row (1023 f32: 9, which spills on sm_80; such rows keep the span).
     long long lanes = std::min<long long>(32, next_pow2((N + 4 * vec - 1) / (4 * vec)));
-    long long bn = round_up(N % vec ? N + vec - 1 : N, lanes * vec);
+    long long bn = round_up(N, lanes * vec);
+    if (const long long windowed = round_up(N + vec - 1, lanes * vec); N % vec && windowed / (lanes * vec) <= 8)
+      bn = windowed;
     long long chunks = bn / (lanes * vec);
     c.variant = SoftmaxVariant::Rows;
     c.threads = 256;
