@@ -544,4 +544,37 @@ __device__ inline void store_row_vector(T* g, int valid, SplitView<S, NR, NT, V,
   store_row_vector<T, Vec, S>(g, valid, tmp);
 }
 
+// The windowed row copies (load_row_window, store_row_window) into and out of a register array
+// with a shared tail: a whole vector bound for the tail goes by cp.async as above; a row's head
+// or tail vector (or any, element-wise: Word = false) through registers, its padding selected.
+template <class T, int Vec, class D = float, bool Word = true, int NR, int NT, int V, int Threads>
+__device__ inline void load_row_window(const T* g, int lo, int hi, float pad, SplitView<D, NR, NT, V, Threads> dst) {
+  if (dst.in_registers()) {
+    load_row_window<T, Vec, D, Word>(g, lo, hi, pad, dst.registers());
+    return;
+  }
+  static_assert(is_same<D, T>::value, "a fragment's shared tail keeps its elements as loaded");
+  constexpr int kBytes = Vec * static_cast<int>(sizeof(T));
+  static_assert(kBytes == 16, "a fragment's shared tail holds 16-byte vectors");
+  if constexpr (Word) {
+    if (lo <= 0 && hi >= Vec) {
+      cp_async_16(dst.slot(), g, true);
+      return;
+    }
+  }
+  __align__(16) D tmp[Vec];
+  load_row_window<T, Vec, D, Word>(g, lo, hi, pad, tmp);
+  *reinterpret_cast<uint4*>(dst.slot()) = *reinterpret_cast<const uint4*>(tmp);
+}
+template <class T, int Vec, class S = float, int NR, int NT, int V, int Threads>
+__device__ inline void store_row_window(T* g, int lo, int hi, SplitView<S, NR, NT, V, Threads> src) {
+  if (src.in_registers()) {
+    store_row_window<T, Vec, S>(g, lo, hi, src.registers());
+    return;
+  }
+  __align__(16) S tmp[Vec];
+  split_read_vector<S, Vec>(src, tmp);
+  store_row_window<T, Vec, S>(g, lo, hi, tmp);
+}
+
 }  // namespace tessel

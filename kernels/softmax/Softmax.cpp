@@ -53,11 +53,11 @@ long long next_pow2(long long x) {
 }
 
 // Whether the rows variant reads each row through a window that starts at the aligned word at
-// or before it (softmax_program, copy_window): rows whose starts are not all 16-byte aligned, no
-// shared tail, and a tile with room for the shift.
+// or before it (softmax_program, copy_window): rows whose starts are not all 16-byte aligned and
+// a tile with room for the shift.
 bool row_window(const SoftmaxConfig& c, long long /*M*/, long long N, long long BN, DType dtype) {
   const long long vec = 16 / dtype_bytes(dtype);
-  return c.variant == SoftmaxVariant::Rows && c.shared_vectors == 0 && N % vec != 0 && BN >= N + vec - 1;
+  return c.variant == SoftmaxVariant::Rows && N % vec != 0 && BN >= N + vec - 1;
 }
 
 // exp(x - m) as exp2(x * log2 e - m * log2 e): one FFMA per element (m * log2 e is the row's,
@@ -176,8 +176,9 @@ SoftmaxConfig default_softmax_config(long long /*M*/, long long N, DType dtype) 
     long long rows_per_pass = c.threads / lanes;
     c.rows_per_block = static_cast<int>(rows_per_pass * std::max<long long>(1, 4 / chunks));
     c.block_N = static_cast<int>(bn);
-  } else if (long long tail = split_row_tail(N, vec), lanes = rows_lanes(N, vec);
-             tail > 0 && N % (512 * vec) == 0 && (lanes == 0 || (lanes > 512 && dtype_bytes(dtype) == 2))) {
+  } else if (long long cols = N % vec ? N + vec - 1 : N, tail = split_row_tail(cols, vec), lanes = rows_lanes(cols, vec);
+             tail > 0 && (N % (512 * vec) == 0 || N % vec != 0) &&
+             (lanes == 0 || (lanes > 512 && dtype_bytes(dtype) == 2))) {
     // Rows that registers alone hold only in one block per SM (1024 lanes), or not at all: one
     // row per block of 512 threads, each thread's share as loaded, 2 vectors in registers and
     // the rest in shared memory, so that two blocks fit on an SM and one's loads overlap the
@@ -185,12 +186,14 @@ SoftmaxConfig default_softmax_config(long long /*M*/, long long N, DType dtype) 
     // 97.1 % of copy (online 64.6 %), 32768 98.1 % (1024 lanes in registers 78.6 %); at 20480 the
     // registers alone (512 lanes) stay ahead, 98.4 % against 94.8 %. (f32 rows that need 1024
     // lanes keep them: not measured against the shared tail yet.)
-    // Rows the tile divides only: with a ragged row the copies keep their masked path beside
-    // the fast one, and the two together spill at 64 registers (860 B at N = 65000).
+    // Rows the tile divides, or rows that start unaligned (a window from the aligned word
+    // before each, copy_window: whole words or the head and tail selected, no masked path): a
+    // ragged row of aligned starts keeps its masked path beside the fast one, and the two
+    // together spill at 64 registers (860 B at N = 65000).
     c.variant = SoftmaxVariant::Rows;
     c.threads = 512;
     c.rows_per_block = 1;
-    c.block_N = static_cast<int>(round_up(N, 512 * vec));
+    c.block_N = static_cast<int>(round_up(cols, 512 * vec));
     c.shared_vectors = static_cast<int>(tail);
   } else if (long long lanes = rows_lanes(N, vec)) {
     // One row over `lanes` threads, 3 to 8 16-byte vectors each (all a thread's loads in flight
@@ -291,7 +294,11 @@ PrimFunc softmax_program(long long M, long long N, DType dtype, const SoftmaxCon
         auto x = T::alloc_fragment({R, BN}, T::f32);
         auto row_max = T::alloc_fragment({R}, T::f32);
         auto row_sum = T::alloc_fragment({R}, T::f32);
-        T::copy_padded(X(bx * R, 0), raw, -T::infinity(dtype));
+        const bool window = row_window(c, M, N, BN, dtype);  // as in the variant below
+        if (window)
+          T::copy_window(X(bx * R, 0), raw, -T::infinity(dtype));
+        else
+          T::copy_padded(X(bx * R, 0), raw, -T::infinity(dtype));
         T::Parallel(R, BN, [&](T::Var i, T::Var j) { x(i, j) = T::cast(T::f32, raw(i, j)); });
         T::reduce_max(x, row_max, 1);
         T::Parallel(R, BN, [&](T::Var i, T::Var j) { x(i, j) = exp_minus(T::cast(T::f32, raw(i, j)), row_max(i)); });
@@ -300,7 +307,10 @@ PrimFunc softmax_program(long long M, long long N, DType dtype, const SoftmaxCon
         T::Parallel(R, BN, [&](T::Var i, T::Var j) {
           raw(i, j) = T::cast(dtype, exp_minus(T::cast(T::f32, raw(i, j)), row_max(i)) * row_sum(i));
         });
-        T::copy(raw, Y(bx * R, 0));
+        if (window)
+          T::copy_window(raw, Y(bx * R, 0));
+        else
+          T::copy(raw, Y(bx * R, 0));
       });
     });
     return f;

@@ -403,14 +403,6 @@ class CopyLowering {
     auto w = op->where;
     const bool load = op->dst.buffer->scope == Scope::Fragment;
     const Buffer& t = (load ? op->src : op->dst).buffer;
-    if (ctx_.register_tails.count(regs->id))
-      TESSEL_USER_ERROR("copy", w,
-                        "the region " << to_string(load ? op->src : op->dst) << " of " << t->name
-                                      << " moves through a row window (copy_window, or a column start that "
-                                         "may be negative), and fragment "
-                                      << f.buffer->name
-                                      << " keeps part of its registers in shared memory; a fragment with a "
-                                         "shared tail moves in plain copies from a column >= 0");
     const int groups = l.per_thread / l.vec;
     const int vec = l.vec;
     const int vector_bytes = vec * dtype_bytes(t->dtype);

@@ -56,7 +56,7 @@ void check_softmax(long long N, DType t, const std::string& config = "", RowPath
   // The rows variant with room for a row's window (or the online variant) at a width whose rows
   // do not all start 16-byte aligned: the rows go through windows from the aligned word before
   // each (whole-word moves), whatever the row-staging options say.
-  const bool windowed = N % vec != 0 && used.shared_vectors == 0 &&
+  const bool windowed = N % vec != 0 &&
                         (used.variant == tessel::kernels::SoftmaxVariant::Online ||
                          (used.variant == tessel::kernels::SoftmaxVariant::Rows && used.block_N >= N + vec - 1));
   if (windowed) {
@@ -199,7 +199,14 @@ INSTANTIATE_TEST_SUITE_P(Explicit, SoftmaxVariants,
                                            std::make_tuple("rows:t512:r1:bn65536:s14", 65536LL, DType::bf16),
                                            std::make_tuple("rows:t512:r1:bn65536:s14", 65000LL, DType::f16),
                                            std::make_tuple("rows:t512:r1:bn32768:s14", 32768LL, DType::f32),
-                                           std::make_tuple("rows:t256:r1:bn20480:s7", 20001LL, DType::f16)),
+                                           std::make_tuple("rows:t256:r1:bn20480:s7", 20001LL, DType::f16),
+                                           // Windows from the aligned word before each row with a
+                                           // shared tail (cp.async for whole vectors, the row's
+                                           // head and tail through registers).
+                                           std::make_tuple("rows:t512:r1:bn53248:s11", 50257LL, DType::bf16),
+                                           std::make_tuple("rows:t512:r1:bn40960:s8", 40001LL, DType::f16),
+                                           std::make_tuple("rows:t256:r8:bn1280", 1023LL, DType::bf16),
+                                           std::make_tuple("rows:t256:r64:bn160", 127LL, DType::f16)),
                          [](const auto& info) {
                            std::string name = std::get<0>(info.param) + "_N" +
                                               std::to_string(std::get<1>(info.param)) + "_" +

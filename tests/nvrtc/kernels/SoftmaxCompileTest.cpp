@@ -61,9 +61,8 @@ TEST_P(SoftmaxStagedRows, SpanThroughSharedMemory) {
     // aligned word at or before the row, so every vector is one aligned word -- 16-byte loads and stores, the
     // row's head and tail selected in registers, no span, no realigned words, no cp.async.
     const long long vec = 16 / tessel::dtype_bytes(t);
-    const bool windowed = N % vec != 0 && c.shared_vectors == 0 &&
-                          (c.variant == tessel::kernels::SoftmaxVariant::Online ||
-                           c.block_N >= N + vec - 1);
+    const bool windowed =
+        N % vec != 0 && (c.variant == tessel::kernels::SoftmaxVariant::Online || c.block_N >= N + vec - 1);
     if (windowed) {
       const std::string ty(tessel::dtype_cuda_name(t));
       EXPECT_NE(k.source().find("tessel::load_row_window<" + ty + ", " + std::to_string(vec) + ", "), std::string::npos)
@@ -74,7 +73,8 @@ TEST_P(SoftmaxStagedRows, SpanThroughSharedMemory) {
       EXPECT_EQ(k.source().find("realigned"), std::string::npos);
       EXPECT_NE(k.ptx().find("ld.global.nc.v4"), std::string::npos) << "no 16-byte global loads";
       EXPECT_NE(k.ptx().find("st.global.v4"), std::string::npos) << "no 16-byte global stores";
-      EXPECT_EQ(k.ptx().find("cp.async"), std::string::npos);
+      // A shared tail's whole vectors go by cp.async (50257 f16: 11 of 13 a thread's).
+      EXPECT_EQ(k.ptx().find("cp.async") != std::string::npos, c.shared_vectors > 0);
       continue;
     }
     // Whole rows per tile, no shared tail, and a span (the block's rows plus one vector) of at
