@@ -15,11 +15,12 @@ step "gpu tests (row windows, every softmax suite)" 150 "$build/tessel_tests_gpu
 step "bench softmax 17 (default: row windows)" 70 "$build/tessel" bench softmax --repeats 10 \
   --shapes 4194304x127,4194304x129,524288x1023,65536x8191,32768x8193,10000x50257 --json "$out/$day-softmax-issue17-$tag.json"
 # The paths the windows replaced, in the same call: tiles without room for a row's shift.
-for sc in 4194304x127:rows:t256:r64:bn128 524288x1023:rows:t256:r8:bn1024 65536x8191:rows:t256:r1:bn8192; do
+for sc in 4194304x127:rows:t256:r64:bn128 524288x1023:rows:t256:r8:bn1024 65536x8191:rows:t256:r1:bn8192 \
+  10000x50257:online:t256:bn4096; do
   shape=${sc%%:*}
-  step "bench softmax $shape unwindowed (${sc#*:}: span or realigned loads)" 25 \
+  step "bench softmax $shape ${sc#*:} (the path before the window; 50257: the online variant, windowed)" 25 \
     "$build/tessel" bench softmax --repeats 10 --shapes "$shape" --config "${sc#*:}" \
-    --json "$out/$day-softmax-$shape-unwindowed-$tag.json"
+    --json "$out/$day-softmax-$shape-${sc#*:}-$tag.json"
 done
 step "bench softmax issue 4 widths" 50 "$build/tessel" bench softmax --json "$out/$day-softmax-issue4-$tag.json"
 step "bench attention (bf16, default)" 75 "$build/tessel" bench attention --dtype bf16 --repeats 10 \
