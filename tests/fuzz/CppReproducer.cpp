@@ -171,7 +171,8 @@ void softmax(std::ostream& o, const FuzzCase& c) {
       << "});\n";
     o << "      auto x = T::alloc_fragment({BM, BN}, T::f32);\n";
     o << "      auto m = T::alloc_fragment({BM}, T::f32);\n      auto s = T::alloc_fragment({BM}, T::f32);\n";
-    o << "      T::copy_padded(X(bx * BM, 0), raw, -T::infinity(" << d << "));\n";
+    o << "      T::" << (c.window ? "copy_window" : "copy_padded") << "(X(bx * BM, 0), raw, -T::infinity(" << d
+      << "));\n";
     o << "      T::Parallel(BM, BN, [&](T::Var i, T::Var j) { x(i, j) = " << raw_x << "; });\n";
     o << "      T::reduce_max(x, m, 1);\n";
     o << "      T::Parallel(BM, BN, [&](T::Var i, T::Var j) { x(i, j) = T::exp(" << raw_x
@@ -180,7 +181,7 @@ void softmax(std::ostream& o, const FuzzCase& c) {
     o << "      T::Parallel(BM, [&](T::Var i) { s(i) = 1.0f / s(i); });\n";
     o << "      T::Parallel(BM, BN, [&](T::Var i, T::Var j) {\n";
     o << "        raw(i, j) = T::cast(" << d << ", T::exp(" << raw_x << " - m(i)) * s(i));\n      });\n";
-    o << "      T::copy(raw, Y(bx * BM, 0));\n";
+    o << "      T::" << (c.window ? "copy_window" : "copy") << "(raw, Y(bx * BM, 0));\n";
     o << "    });\n  });\n";
     return;
   }
@@ -189,12 +190,17 @@ void softmax(std::ostream& o, const FuzzCase& c) {
     o << "      auto x = T::alloc_fragment({BM, BN}, T::f32);\n";
     for (const char* v : {"m", "s", "cm", "cs"})
       o << "      auto " << v << " = T::alloc_fragment({BM}, T::f32);\n";
-    o << "      const Expr chunks = T::ceildiv(N, BN);\n";
+    const int vec = 16 / dtype_bytes(c.dtype);
+    o << "      const Expr col0 = "
+      << (c.window ? "-((T::cast(T::i64, bx * BM) * N) % " + std::to_string(vec) + ")" : std::string("Expr(0)"))
+      << ";\n";
+    o << "      const Expr chunks = T::ceildiv(N" << (c.window ? " + " + std::to_string(vec - 1) : std::string())
+      << ", BN);\n";
     o << "      T::fill(m, -T::infinity(T::f32));\n      T::clear(s);\n";
-    o << "      T::copy_padded(X(bx * BM, 0), raw, -T::infinity(" << d << "));\n";
+    o << "      T::copy_padded(X(bx * BM, col0), raw, -T::infinity(" << d << "));\n";
     o << "      T::Serial(chunks, [&](T::Var k) {\n";
     o << "        T::Parallel(BM, BN, [&](T::Var i, T::Var j) { x(i, j) = " << raw_x << "; });\n";
-    o << "        T::copy_padded(X(bx * BM, ((k + 1) % chunks) * BN), raw, -T::infinity(" << d << "));\n";
+    o << "        T::copy_padded(X(bx * BM, col0 + ((k + 1) % chunks) * BN), raw, -T::infinity(" << d << "));\n";
     o << "        T::reduce_max(x, cm, 1);\n";
     o << "        T::Parallel(BM, [&](T::Var i) { cm(i) = T::max(cm(i), m(i)); });\n";
     o << "        T::Parallel(BM, BN, [&](T::Var i, T::Var j) { x(i, j) = T::exp(x(i, j) - cm(i)); });\n";
@@ -206,8 +212,8 @@ void softmax(std::ostream& o, const FuzzCase& c) {
     o << "      T::Serial(chunks, [&](T::Var k) {\n";
     o << "        T::Parallel(BM, BN, [&](T::Var i, T::Var j) { x(i, j) = T::exp(" << raw_x
       << " - m(i)) * s(i); });\n";
-    o << "        T::copy_padded(X(bx * BM, (k + 1) * BN), raw, -T::infinity(" << d << "));\n";
-    o << "        T::copy(x, Y(bx * BM, k * BN));\n      });\n";
+    o << "        T::copy_padded(X(bx * BM, col0 + (k + 1) * BN), raw, -T::infinity(" << d << "));\n";
+    o << "        T::copy(x, Y(bx * BM, col0 + k * BN));\n      });\n";
     o << "    });\n  });\n";
     return;
   }
@@ -215,16 +221,21 @@ void softmax(std::ostream& o, const FuzzCase& c) {
   o << "      auto y = T::alloc_fragment({BM, BN}, " << dt(c.out_dtype) << ");\n";
   o << "      auto m = T::alloc_fragment({BM}, T::f32);\n";
   o << "      auto s = T::alloc_fragment({BM}, T::f32);\n";
-  o << "      T::copy(X(bx * BM, 0), x);\n";
-  o << "      T::Parallel(BM, BN, [&](T::Var i, T::Var j) {\n";
-  o << "        x(i, j) = T::select(j < N, x(i, j) * " << num(c.scale) << ", -T::infinity(T::f32));\n";
-  o << "      });\n";
+  if (c.window) {
+    o << "      T::copy_window(X(bx * BM, 0), x, -T::infinity(T::f32));\n";
+    o << "      T::Parallel(BM, BN, [&](T::Var i, T::Var j) { x(i, j) = x(i, j) * " << num(c.scale) << "; });\n";
+  } else {
+    o << "      T::copy(X(bx * BM, 0), x);\n";
+    o << "      T::Parallel(BM, BN, [&](T::Var i, T::Var j) {\n";
+    o << "        x(i, j) = T::select(j < N, x(i, j) * " << num(c.scale) << ", -T::infinity(T::f32));\n";
+    o << "      });\n";
+  }
   o << "      T::reduce_max(x, m, 1);\n";
   o << "      T::Parallel(BM, BN, [&](T::Var i, T::Var j) { x(i, j) = T::exp(x(i, j) - m(i)); });\n";
   o << "      T::reduce_sum(x, s, 1);\n";
   o << "      T::Parallel(BM, BN, [&](T::Var i, T::Var j) { y(i, j) = T::cast(" << dt(c.out_dtype)
     << ", x(i, j) / s(i)); });\n";
-  o << "      T::copy(y, Y(bx * BM, 0));\n";
+  o << "      T::" << (c.window ? "copy_window" : "copy") << "(y, Y(bx * BM, 0));\n";
   o << "    });\n  });\n";
 }
 

@@ -186,7 +186,7 @@ std::string FuzzCase::to_text() const {
   os << "frag_in_dtype " << frag_in_dtype << "\n";
   os << "reduce " << reduce_name(reduce) << "\nreduce_init " << reduce_init << "\ninit_value "
      << number_text(init_value) << "\n";
-  os << "variant " << variant << "\nshared_tail " << shared_tail << "\n";
+  os << "variant " << variant << "\nshared_tail " << shared_tail << "\nwindow " << window << "\n";
   os << "online " << online << "\ncausal " << causal << "\nscale " << number_text(scale) << "\n";
   os << "p_via_copy " << p_via_copy << "\nskip_masked " << skip_masked << "\nk_by_block " << k_by_block << "\n";
   os << "expr " << expr.to_text() << "\n";
@@ -216,7 +216,8 @@ std::string FuzzCase::summary() const {
          << expr2.to_text();
       break;
     case Family::Softmax:
-      os << " variant " << variant << (shared_tail ? " tail " + std::to_string(shared_tail) : "") << " scale "
+      os << " variant " << variant << (shared_tail ? " tail " + std::to_string(shared_tail) : "")
+         << (window ? " window" : "") << " scale "
          << number_text(scale);
       break;
     case Family::Attention:
@@ -320,7 +321,8 @@ FuzzCase parse_case(const std::string& text) {
           {"padded", &FuzzCase::padded},           {"frag_in_dtype", &FuzzCase::frag_in_dtype},
           {"reduce_init", &FuzzCase::reduce_init}, {"online", &FuzzCase::online},
           {"causal", &FuzzCase::causal},           {"p_via_copy", &FuzzCase::p_via_copy},
-          {"skip_masked", &FuzzCase::skip_masked}, {"k_by_block", &FuzzCase::k_by_block}};
+          {"skip_masked", &FuzzCase::skip_masked}, {"k_by_block", &FuzzCase::k_by_block},
+          {"window", &FuzzCase::window}};
       static const std::map<std::string, double FuzzCase::*> reals = {
           {"pad", &FuzzCase::pad}, {"init_value", &FuzzCase::init_value}, {"scale", &FuzzCase::scale}};
       if (auto i = ints.find(key); i != ints.end()) {

@@ -85,6 +85,10 @@ struct FuzzCase {
   // over BN-wide chunks of longer rows (running max and sum, the next chunk's load in flight).
   int variant = 0;
   int shared_tail = 0;
+  // Softmax: rows through windows from the aligned 16-byte word before each (copy_window in
+  // variants 0 and 1; in variant 2 the chunks start at the first row's shift, a column <= 0),
+  // the tile at least 16 / element size - 1 columns wider than the row.
+  bool window = false;
   // Attention: online softmax (FlashAttention's recurrence) or a plain chain (P = S * scale).
   bool online = true;
   bool causal = false;

@@ -239,7 +239,9 @@ FuzzCase softmax_case(Rng& r, FuzzCase c) {
   for (;;) {
     c.N = r.chance(0.3) ? r.range(1, 20) : r.range(1, 600);
     const int granule = vec * r.pick({1, 2, 4, 8, 32});
-    c.BN = (c.N + granule - 1) / granule * granule;
+    // Windows (copy_window) need vec - 1 more columns than the row.
+    c.window = r.chance(0.35);
+    c.BN = (c.N + (c.window ? vec - 1 : 0) + granule - 1) / granule * granule;
     if (c.variant == 2) c.BN = std::min(c.BN, granule * r.pick({1, 2, 4}));  // chunks of the row
     c.BM = r.pick({1, 2, 4, 8, 16});
     c.threads = r.pick({32, 64, 128, 256});

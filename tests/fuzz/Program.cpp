@@ -150,7 +150,10 @@ void softmax_raw_body(const FuzzCase& c, const Buffer& X, const Buffer& Y) {
     auto x = T::alloc_fragment({c.BM, c.BN}, T::f32);
     auto m = T::alloc_fragment({c.BM}, T::f32);
     auto s = T::alloc_fragment({c.BM}, T::f32);
-    T::copy_padded(X(bx * c.BM, 0), raw, -T::infinity(c.dtype));
+    if (c.window)
+      T::copy_window(X(bx * c.BM, 0), raw, -T::infinity(c.dtype));
+    else
+      T::copy_padded(X(bx * c.BM, 0), raw, -T::infinity(c.dtype));
     T::Parallel(c.BM, c.BN, [&](T::Var i, T::Var j) { x(i, j) = T::cast(T::f32, raw(i, j)) * c.scale; });
     T::reduce_max(x, m, 1);
     T::Parallel(c.BM, c.BN,
@@ -160,7 +163,10 @@ void softmax_raw_body(const FuzzCase& c, const Buffer& X, const Buffer& Y) {
     T::Parallel(c.BM, c.BN, [&](T::Var i, T::Var j) {
       raw(i, j) = T::cast(c.dtype, T::exp(T::cast(T::f32, raw(i, j)) * c.scale - m(i)) * s(i));
     });
-    T::copy(raw, Y(bx * c.BM, 0));
+    if (c.window)
+      T::copy_window(raw, Y(bx * c.BM, 0));
+    else
+      T::copy(raw, Y(bx * c.BM, 0));
   });
 }
 
@@ -174,13 +180,17 @@ void softmax_online_body(const FuzzCase& c, const Buffer& X, const Buffer& Y) {
     auto s = T::alloc_fragment({c.BM}, T::f32);
     auto cm = T::alloc_fragment({c.BM}, T::f32);
     auto cs = T::alloc_fragment({c.BM}, T::f32);
-    const Expr chunks = T::ceildiv(c.N, c.BN);
+    // Windowed: every row's chunks start at the block's first row's shift (a column <= 0; the
+    // other rows' starts are then not provably aligned: element by element).
+    const long long vec = 16 / dtype_bytes(c.dtype);
+    const Expr col0 = c.window ? -((T::cast(T::i64, bx * c.BM) * c.N) % vec) : Expr(0);
+    const Expr chunks = T::ceildiv(c.N + (c.window ? vec - 1 : 0), c.BN);
     T::fill(m, -T::infinity(T::f32));
     T::clear(s);
-    T::copy_padded(X(bx * c.BM, 0), raw, -T::infinity(c.dtype));
+    T::copy_padded(X(bx * c.BM, col0), raw, -T::infinity(c.dtype));
     T::Serial(chunks, [&](T::Var k) {
       T::Parallel(c.BM, c.BN, [&](T::Var i, T::Var j) { x(i, j) = T::cast(T::f32, raw(i, j)) * c.scale; });
-      T::copy_padded(X(bx * c.BM, ((k + 1) % chunks) * c.BN), raw, -T::infinity(c.dtype));
+      T::copy_padded(X(bx * c.BM, col0 + ((k + 1) % chunks) * c.BN), raw, -T::infinity(c.dtype));
       T::reduce_max(x, cm, 1);
       T::Parallel(c.BM, [&](T::Var i) { cm(i) = T::max(cm(i), m(i)); });
       T::Parallel(c.BM, c.BN, [&](T::Var i, T::Var j) { x(i, j) = T::exp(x(i, j) - cm(i)); });
@@ -195,8 +205,8 @@ void softmax_online_body(const FuzzCase& c, const Buffer& X, const Buffer& Y) {
       T::Parallel(c.BM, c.BN, [&](T::Var i, T::Var j) {
         x(i, j) = T::exp(T::cast(T::f32, raw(i, j)) * c.scale - m(i)) * s(i);
       });
-      T::copy_padded(X(bx * c.BM, (k + 1) * c.BN), raw, -T::infinity(c.dtype));
-      T::copy(x, Y(bx * c.BM, k * c.BN));
+      T::copy_padded(X(bx * c.BM, col0 + (k + 1) * c.BN), raw, -T::infinity(c.dtype));
+      T::copy(x, Y(bx * c.BM, col0 + k * c.BN));
     });
   });
 }
@@ -209,15 +219,24 @@ void softmax_body(const FuzzCase& c, const Buffer& X, const Buffer& Y) {
     auto y = T::alloc_fragment({c.BM, c.BN}, c.out_dtype);
     auto m = T::alloc_fragment({c.BM}, T::f32);
     auto s = T::alloc_fragment({c.BM}, T::f32);
-    T::copy(X(bx * c.BM, 0), x);
-    T::Parallel(c.BM, c.BN, [&](T::Var i, T::Var j) {
-      x(i, j) = T::select(j < c.N, x(i, j) * c.scale, -T::infinity(T::f32));
-    });
+    if (c.window) {
+      // Each row shifted to its aligned word: the padding is the window's (-inf), not a column test.
+      T::copy_window(X(bx * c.BM, 0), x, -T::infinity(T::f32));
+      T::Parallel(c.BM, c.BN, [&](T::Var i, T::Var j) { x(i, j) = x(i, j) * c.scale; });
+    } else {
+      T::copy(X(bx * c.BM, 0), x);
+      T::Parallel(c.BM, c.BN, [&](T::Var i, T::Var j) {
+        x(i, j) = T::select(j < c.N, x(i, j) * c.scale, -T::infinity(T::f32));
+      });
+    }
     T::reduce_max(x, m, 1);
     T::Parallel(c.BM, c.BN, [&](T::Var i, T::Var j) { x(i, j) = T::exp(x(i, j) - m(i)); });
     T::reduce_sum(x, s, 1);
     T::Parallel(c.BM, c.BN, [&](T::Var i, T::Var j) { y(i, j) = T::cast(c.out_dtype, x(i, j) / s(i)); });
-    T::copy(y, Y(bx * c.BM, 0));
+    if (c.window)
+      T::copy_window(y, Y(bx * c.BM, 0));
+    else
+      T::copy(y, Y(bx * c.BM, 0));
   });
 }
 
