@@ -23,6 +23,15 @@ class CopyLowering {
   Stmt lower(const CopyStmt* op) {
     const Region &src = op->src, &dst = op->dst;
     Scope ss = src.buffer->scope, ds = dst.buffer->scope;
+    // A global region that may start before index 0 in some dimension (X(bx - 1, 0), a column
+    // -3): the element-wise copy tests both edges; the tiled paths below test only the far one.
+    // Row copies of fragments handle it themselves (row_vector_copy_body).
+    if ((ss == Scope::Global && !starts_nonnegative(src)) || (ds == Scope::Global && !starts_nonnegative(dst))) {
+      const Region& frag = ss == Scope::Fragment ? src : dst;
+      if (frag.buffer->scope != Scope::Fragment ||
+          ctx_.fragment_layouts.at(frag.buffer->id).kind != FragmentLayout::Kind::RowBlocked)
+        return element_copy(op);
+    }
     if (ss == Scope::Global && ds == Scope::Shared && !op->pad.defined()) return global_to_shared(op);
     if (ss == Scope::Fragment && ds == Scope::Global) {
       const FragmentLayout& l = ctx_.fragment_layouts.at(src.buffer->id);
@@ -149,11 +158,42 @@ class CopyLowering {
     return out;
   }
 
+  // A start that can be negative: its range (block, thread and loop variables in theirs) is
+  // known and reaches below 0 (bx * 4 - 2, a constant -3, -(row % 8)). A start whose range is not
+  // known (a rasterized tile index) counts as >= 0, as it always has.
+  bool may_be_negative(const Expr& e) {
+    auto b = int_bounds(e, ranges_);
+    return b && b->lo < 0;
+  }
+  bool starts_nonnegative(const Region& r) {
+    for (const Expr& e : r.starts)
+      if (may_be_negative(e)) return false;
+    return true;
+  }
+
+  // in_bounds, and for the dimensions of `r` whose start may be negative, index >= 0 too.
+  Expr two_sided_bounds(const Region& r, const std::vector<Expr>& idx) {
+    Expr in = in_bounds(r.buffer, idx);
+    if (r.buffer->scope != Scope::Global) return in;
+    for (size_t d = 0; d < idx.size() && d < r.starts.size(); ++d) {
+      if (!may_be_negative(r.starts[d])) continue;
+      Expr c = make_binary(BinaryOp::GE, idx[d], make_int(0));
+      in = in.defined() ? make_binary(BinaryOp::And, in, c) : c;
+    }
+    return in;
+  }
+
   Expr read(const Region& src, const std::vector<Expr>& idx, const Expr& pad, DType to) {
     Expr v = make_load(src.buffer, idx);
-    Expr in = in_bounds(src.buffer, idx);
+    Expr in = two_sided_bounds(src, idx);
     if (in.defined()) v = make_select(in, v, pad.defined() ? pad : make_int(0));
     return make_cast(to, v);
+  }
+
+  Stmt bounded_store(const Region& dst, const std::vector<Expr>& idx, const Expr& value, std::source_location w) {
+    Stmt s = make_store(dst.buffer, idx, value, w);
+    Expr in = two_sided_bounds(dst, idx);
+    return in.defined() ? make_if(in, s, Stmt(), w) : s;
   }
 
   Stmt element_copy(const CopyStmt* op) {
@@ -167,7 +207,7 @@ class CopyLowering {
     if (!frag) {
       return over_region(lc_, dst, w, [&](const std::vector<Expr>& didx) {
         auto sidx = map_indices(dst, didx, src);
-        return guarded_store(dst.buffer, didx, read(src, sidx, op->pad, dst.buffer->dtype), w);
+        return bounded_store(dst, didx, read(src, sidx, op->pad, dst.buffer->dtype), w);
       });
     }
     if (!covers_whole_buffer(*frag))
@@ -199,7 +239,7 @@ class CopyLowering {
     Stmt body;
     if (frag == &src) {
       auto didx = map_indices(src, coords, dst);
-      body = guarded_store(dst.buffer, didx, make_cast(dst.buffer->dtype, make_load(regs, {v})), w);
+      body = bounded_store(dst, didx, make_cast(dst.buffer->dtype, make_load(regs, {v})), w);
     } else {
       auto sidx = map_indices(dst, coords, src);
       body = make_store(regs, {v}, read(src, sidx, op->pad, dst.buffer->dtype), w);
@@ -286,6 +326,8 @@ class CopyLowering {
         !is_const_int(m.col_start, 0) || l.shape[1] < *L || (one_row && l.shape[0] != 1))
       return Stmt();
     if (rows_provably_aligned(m, l.vec)) return Stmt();
+    // The run starts at the region's first row: not for a region that may start before row 0.
+    if (!starts_nonnegative(op->dst.buffer->scope == Scope::Fragment ? op->src : op->dst)) return Stmt();
     auto w = op->where;
     const std::int64_t R = l.shape[0], vec = l.vec;
     constexpr std::int64_t kMaxSpanBytes = 48 * 1024;
@@ -481,10 +523,17 @@ class CopyLowering {
     if (t->scope == Scope::Global) {
       // The fragment's rows and columns along the global region's matrix dimensions.
       const GlobalMatrix m = *global_matrix(g);
-      valid = make_select(lt(coords[0], m.rows_valid), sub(m.cols_valid, coords[1]), make_int(0));
+      // The region's rows inside the tensor: below its end, and at or past row 0 (and every other
+      // dimension's index >= 0) where a start may be negative.
+      Expr row_ok = lt(coords[0], m.rows_valid);
+      for (size_t d = 0; d + 1 < g.starts.size(); ++d) {
+        if (!may_be_negative(g.starts[d])) continue;
+        Expr index = static_cast<int>(d) == m.row_dim ? add(g.starts[d], coords[0]) : g.starts[d];
+        row_ok = make_binary(BinaryOp::And, row_ok, make_binary(BinaryOp::GE, index, make_int(0)));
+      }
+      valid = make_select(row_ok, sub(m.cols_valid, coords[1]), make_int(0));
       offset = add(m.offset, add(mul(i64(coords[0]), i64(m.ld)), i64(coords[1])));
-      const bool from_column_0 =
-          prove_by_cases(make_binary(BinaryOp::GE, m.col_start, make_int(0)), ranges_) == std::optional<bool>(true);
+      const bool from_column_0 = !may_be_negative(m.col_start);
       // Columns before 0 on the row: the region's own (lo = -column of the vector's first element).
       Expr before = from_column_0 ? Expr() : sub(make_int(0), add(m.col_start, coords[1]));
       if (op->row_window) {
@@ -498,7 +547,7 @@ class CopyLowering {
         Expr lo = sub(shift, i64(coords[1]));
         if (!from_column_0)
           lo = add(lo, make_binary(BinaryOp::Max, sub(make_int(0), m.col_start), make_int(0)));
-        Expr hi = make_select(lt(coords[0], m.rows_valid), add(sub(m.cols_valid, coords[1]), shift), make_int(0));
+        Expr hi = make_select(row_ok, add(sub(m.cols_valid, coords[1]), shift), make_int(0));
         return window_copy(op, l, f, regs, grp, first, lo, hi, add(sub(row_start, shift), i64(coords[1])));
       }
       if (!from_column_0) return window_copy(op, l, f, regs, grp, first, before, valid, offset);

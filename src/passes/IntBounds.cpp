@@ -167,6 +167,11 @@ std::optional<IntRange> int_bounds(const Expr& e, const VarRanges& vars) {
     if (!t || !f) return std::nullopt;
     return IntRange{std::min(t->lo, f->lo), std::max(t->hi, f->hi)};
   }
+  if (const auto* u = e.as<Unary>(); u && u->op == UnaryOp::Neg) {
+    auto r = int_bounds(u->a, vars);
+    if (!r) return std::nullopt;
+    return checked(-r->hi, -r->lo);
+  }
   const auto* b = e.as<Binary>();
   if (!b || is_comparison(b->op) || b->op == BinaryOp::And || b->op == BinaryOp::Or) return std::nullopt;
   auto x = int_bounds(b->a, vars), y = int_bounds(b->b, vars);

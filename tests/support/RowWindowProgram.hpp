@@ -36,4 +36,25 @@ inline PrimFunc row_window_program(long long M, long long N, DType t, bool align
   return f;
 }
 
+// Tiles that start before row 0 and column 0: block b covers rows [4b - 2, 4b + 2) and columns
+// [-3, 61) of X, through a shared tile (the global -> shared copy) and a fragment (the row copy
+// out), computing 2x - 1; every element of Y is some block's exactly once (N <= 61), and the
+// parts of the tiles outside the tensor are neither read nor written.
+inline PrimFunc shifted_tile_program(long long M, long long N, DType t) {
+  PrimFunc f("shifted_tiles");
+  auto X = f.tensor("X", {M, N}, t);
+  auto Y = f.tensor("Y", {M, N}, t);
+  f.body([&] {
+    Kernel(Expr((M + 2 + 3) / 4), 128, [&](Var bx) {
+      auto s = alloc_shared({4, 64}, t);
+      auto x = alloc_fragment({4, 64}, f32);
+      copy(X(bx * 4 - 2, -3), s);
+      copy(s, x);
+      Parallel(4, 64, [&](Var i, Var j) { x(i, j) = x(i, j) * 2.0f - 1.0f; });
+      copy(x, Y(bx * 4 - 2, -3));
+    });
+  });
+  return f;
+}
+
 }  // namespace tessel::test

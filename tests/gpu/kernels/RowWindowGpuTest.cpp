@@ -53,6 +53,32 @@ TEST_P(RowWindows, StoreExactlyTheRows) {
   }
 }
 
+// Tiles that start before row 0 and column 0 through shared memory and a fragment: every element
+// of Y is 2x - 1 exactly (a read before the tensor, or a store before it, fails or faults).
+TEST(NegativeStartsGpu, TilesBeforeRowAndColumnZero) {
+  TESSEL_REQUIRE_GPU();
+  std::mt19937_64 seeds(std::random_device{}());
+  for (DType t : {DType::f16, DType::bf16, DType::f32})
+    for (long long M : {1LL, 6LL, 13LL, 1001LL}) {
+      const long long N = 50;
+      SCOPED_TRACE(std::string(T::dtype_name(t)) + " M=" + std::to_string(M));
+      T::JitKernel k = T::jit(T::test::shifted_tile_program(M, N, t));
+      Tensor x = Tensor::empty({M, N}, t);
+      x.fill_random(seeds(), -8, 8);
+      std::vector<double> in = x.to_host_f64();
+      for (double& v : in) v = std::round(v);
+      std::vector<unsigned char> bytes(x.nbytes());
+      for (long long i = 0; i < M * N; ++i) T::store_host_element(in[i], t, bytes.data() + i * T::dtype_bytes(t));
+      x.copy_from_host(bytes.data());
+      Tensor y = Tensor::empty({M, N}, t);
+      y.fill(std::nan(""));
+      k.launch({x, y});
+      T::check_cu(T::driver().cuCtxSynchronize(), "cuCtxSynchronize");
+      const std::vector<double> out = y.to_host_f64();
+      for (long long i = 0; i < M * N; ++i) ASSERT_EQ(out[i], 2 * in[i] - 1) << "element " << i;
+    }
+}
+
 INSTANTIATE_TEST_SUITE_P(Widths, RowWindows,
                          ::testing::Combine(::testing::Values(1, 7, 9, 127, 1000, 1023, 4099, 8191),
                                             ::testing::Values(DType::f16, DType::bf16, DType::f32)),
