@@ -53,11 +53,14 @@ long long next_pow2(long long x) {
 }
 
 // Whether the rows variant reads each row through a window that starts at the aligned word at
-// or before it (softmax_program, copy_window): rows whose starts are not all 16-byte aligned and
-// a tile with room for the shift.
+// or before it (softmax_program, copy_window): rows whose starts are not all 16-byte aligned, a
+// tile with room for the shift, and a shared tail -- where it was measured to pay (H200, session
+// 18: 10000x50257 f16 66.3 % of copy against 35 % online). Rows held in registers alone keep the
+// span or realigned loads, which beat the window there (127 f16: 76.0 % against 27.5 %; 1023:
+// 78.9 % against 63.0 %; 8191: 77.0 % against 65.6 %; docs/perf-notes.md).
 bool row_window(const SoftmaxConfig& c, long long /*M*/, long long N, long long BN, DType dtype) {
   const long long vec = 16 / dtype_bytes(dtype);
-  return c.variant == SoftmaxVariant::Rows && N % vec != 0 && BN >= N + vec - 1;
+  return c.variant == SoftmaxVariant::Rows && c.shared_vectors > 0 && N % vec != 0 && BN >= N + vec - 1;
 }
 
 // exp(x - m) as exp2(x * log2 e - m * log2 e): one FFMA per element (m * log2 e is the row's,
@@ -163,13 +166,11 @@ SoftmaxConfig default_softmax_config(long long /*M*/, long long N, DType dtype) 
     // Four vectors of a row per thread where the row is long enough (fewer shuffle steps per
     // element), at most a warp per row; enough rows that every thread has four 16-byte loads
     // in flight. infer_layouts makes the same choice of lanes for this tile.
-    // Rows that do not all start 16-byte aligned: a tile with room for each row's window
-    // (copy_window, up to vec - 1 more columns) unless that takes a thread past 8 vectors of a
-    // row (1023 f32: 9, which spills on sm_80; such rows keep the span).
+    // Rows that do not all start 16-byte aligned keep a tile no wider than the row needs (the
+    // span or realigned loads): windows (copy_window) measured slower here, H200 session 18 --
+    // 127 f16 27.5 % of copy against 76.0 %, 1023 63.0 % against 78.9 % (docs/perf-notes.md).
     long long lanes = std::min<long long>(32, next_pow2((N + 4 * vec - 1) / (4 * vec)));
     long long bn = round_up(N, lanes * vec);
-    if (const long long windowed = round_up(N + vec - 1, lanes * vec); N % vec && windowed / (lanes * vec) <= 8)
-      bn = windowed;
     long long chunks = bn / (lanes * vec);
     c.variant = SoftmaxVariant::Rows;
     c.threads = 256;
@@ -201,11 +202,10 @@ SoftmaxConfig default_softmax_config(long long /*M*/, long long N, DType dtype) 
     // Measured (bench/results/2026-12-02-softmax-s2-run2-h200.json, f16): N = 5000 on 128 lanes
     // x 5 vectors 99.5 % of copy against 86.1 % on 256 lanes x 3 (143 of 768 vectors padding);
     // N = 4096 on 128 x 4 98-99 %; N = 16384 on 512 x 4 89 %, 256 x 8 83-91 %.
-    // Rows that do not all start 16-byte aligned: lanes for a row's window, which starts at the
-    // aligned word at or before the row (copy_window) and so covers up to vec - 1 more columns.
-    long long cols = N;
-    if (N % vec != 0)
-      if (long long window_lanes = rows_lanes(N + vec - 1, vec)) lanes = window_lanes, cols = N + vec - 1;
+    // Rows that do not all start 16-byte aligned keep a tile no wider than the row needs
+    // (realigned loads, the span's stores): windows measured slower on these register-only rows
+    // (H200 session 18: 8191 f16 65.6 % of copy against 77.0 %; 8193 66.3 % against 67 %).
+    const long long cols = N;
     c.variant = SoftmaxVariant::Rows;
     c.threads = static_cast<int>(std::max<long long>(128, lanes));
     c.rows_per_block = static_cast<int>(c.threads / lanes);

@@ -48,7 +48,7 @@ void check_softmax(long long N, DType t, const std::string& config = "", RowPath
     // The row paths under test are those of a tile no wider than the rows need (the default
     // leaves room for copy_window's shift where rows start unaligned): the same lanes, the
     // narrowest tile.
-    const long long step = used.threads / used.rows_per_block * vec;
+    const long long step = std::max(1, used.threads / used.rows_per_block) * vec;  // lanes a row x vec
     used.block_N = static_cast<int>((N + step - 1) / step * step);
   }
   auto k = config.empty() && path == RowPath::any ? tessel::kernels::make_softmax(M, N, t)
@@ -58,7 +58,8 @@ void check_softmax(long long N, DType t, const std::string& config = "", RowPath
   // each (whole-word moves), whatever the row-staging options say.
   const bool windowed = N % vec != 0 &&
                         (used.variant == tessel::kernels::SoftmaxVariant::Online ||
-                         (used.variant == tessel::kernels::SoftmaxVariant::Rows && used.block_N >= N + vec - 1));
+                          (used.variant == tessel::kernels::SoftmaxVariant::Rows && used.shared_vectors > 0 &&
+                          used.block_N >= N + vec - 1));
   if (windowed) {
     EXPECT_NE(k.source().find("tessel::load_row_window<"), std::string::npos) << used.describe();
     EXPECT_EQ(k.source().find("span"), std::string::npos) << used.describe();
