@@ -113,6 +113,11 @@ constexpr int kMinTunedTilesPerShare = kMinTilesPerShare / 2;
 constexpr double kDramBytesPerUs = 4.1e6, kRateScale = 6.09e6, kHalfCtas = 38.4;
 // The reduction: its launch behind the partial GEMM and a DRAM round trip.
 constexpr double kReduceUs = 2;
+// A grid whose tiles split their K loop over 2-CTA clusters (the sm_90a template) streams B at
+// this fraction of the rate above: 8x14336x4096 on the H200 ran 36.4 us on 112 such CTAs (3.2
+// TB/s) where the fit says 28.7 us (3.9 TB/s), and split-K 2 ran 33.1 us in the same process
+// (bench/results/2026-12-05-gemm-skinny-default-s18-h200.json and the log beside it).
+constexpr double kClusterSplitRate = 0.79;
 // An operand this small is read from DRAM once however many tiles re-read it (a quarter of the
 // H200's 50 MB L2, leaving room for the streamed operand's lines in flight).
 constexpr double kL2ResidentBytes = 12.0 * 1024 * 1024;
@@ -203,7 +208,8 @@ void plan_split_k(MatmulPlan& p, DType dtype, const std::string& arch, int split
     const double a_reads = a_bytes <= kL2ResidentBytes ? 1.0 : static_cast<double>(ceil_div(p.kernel_N, block_N));
     return a_bytes * a_reads + e * static_cast<double>(p.kernel_K * p.kernel_N);
   };
-  p.estimate_unsplit_us = stream_us(operand_bytes(whole.block_N), whole_ctas, sm_count);
+  p.estimate_unsplit_us =
+      stream_us(operand_bytes(whole.block_N), whole_ctas, sm_count) / (cluster_split ? kClusterSplitRate : 1.0);
   // Split s ways: the longest share sets the time; the partials are written and read back.
   const auto split_us = [&](long long s) {
     const double longest = static_cast<double>(ceil_div(k_tiles, s) * s) / static_cast<double>(k_tiles);

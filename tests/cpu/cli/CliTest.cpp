@@ -138,7 +138,9 @@ TEST_F(Cli, DumpAttentionShowsTheLibraryKernel) {
   for (const char* text : {"func flash_attention(Q: f16[2, 100, 8, 64], K: f16[2, 300, 2, 64]",
                            "kernel grid(1, 8, 2) threads(256)", "fast_exp2("})
     EXPECT_NE(r.output.find(text), std::string::npos) << "'" << text << "' missing from:\n" << r.output;
-  r = run_tessel("dump attention --resources --dim 128 --causal --dtype bf16 --arch sm_90a");
+  // 4096 keys, causal: one block per tile by default (causal rings are persistent only over short
+  // loops -- 1024 keys: the next check).
+  r = run_tessel("dump attention --resources --seqlen-q 4096 --seqlen-k 4096 --dim 128 --causal --dtype bf16 --arch sm_90a");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   for (const char* text : {"config 128x128:2:256:ring (built-in)", "registers:", "spills:        0 B stored",
                            "TMA + mbarrier ring, warp-specialized", "cp.async.bulk.tensor mbarrier setmaxnreg",
@@ -147,10 +149,16 @@ TEST_F(Cli, DumpAttentionShowsTheLibraryKernel) {
     EXPECT_NE(r.output.find(text), std::string::npos) << "'" << text << "' missing from:\n" << r.output;
   // What the kernel did not get, and why: persistence once opted in is there; a ring whose widest
   // gemm leaves no room under the producer's launch keeps its loads in the consumers' threads.
-  r = run_tessel_env("TESSEL_ENABLE=persistent_rings", "dump attention --resources --dim 128 --causal --dtype bf16 --arch sm_90a");
+  r = run_tessel_env("TESSEL_ENABLE=persistent_rings",
+                     "dump attention --resources --seqlen-q 4096 --seqlen-k 4096 --dim 128 --causal --dtype bf16 --arch sm_90a");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find(", persistent, TMA-store epilogue\n"), std::string::npos) << r.output;
   EXPECT_EQ(r.output.find("declined:      persistent"), std::string::npos) << r.output;
+  // 1024 keys, causal: persistent by default (its own config switch).
+  r = run_tessel("dump attention --resources --seqlen-q 1024 --seqlen-k 1024 --dim 128 --causal --dtype bf16 --arch sm_90a");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("config 128x128:2:256:ring:persistent (built-in)"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find(", persistent, TMA-store epilogue\n"), std::string::npos) << r.output;
   r = run_tessel("dump attention --resources --seqlen-q 4096 --dim 64 --config 192x256:3:384:ring --arch sm_90a");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("declined:      warp specialization: a wgmma accumulator of 128 registers per thread"),

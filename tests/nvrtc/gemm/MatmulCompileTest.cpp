@@ -554,8 +554,8 @@ TEST(MatmulSplitK, SkinnyShapesCompileThePartialGemmAndTheReduction) {
   struct Want {
     int M, N, K, split;
   };
-  // The plan's counts (MatmulPlan.SkinnyShapesSplitK); 8x14336x4096 and 64x8192x8192, which it
-  // keeps unsplit, forced to 4.
+  // The plan's counts (MatmulPlan.SkinnyShapesSplitK); 8x14336x4096 (split 2 by the plan) and
+  // 64x8192x8192 (unsplit) forced to 4.
   for (const Want& w : {Want{1, 2048, 8192, 16}, Want{16, 3072, 4096, 8}, Want{32, 4096, 14336, 5},
                         Want{8, 14336, 4096, 4}, Want{64, 8192, 8192, 4}}) {
     for (tessel::DType t : {tessel::DType::f16, tessel::DType::bf16}) {
