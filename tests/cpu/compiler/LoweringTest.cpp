@@ -462,8 +462,10 @@ TEST(Codegen, RowCopiesDropTheEdgePathOnlyWhenItCannotRun) {
   // never the span; rows in registers alone keep the span even with room.
   EXPECT_NE(source(64, 999, "rows:t256:r8:bn1024").find("tessel::copy_span_to_shared<"), std::string::npos);
   for (const std::string& window : {source(64, 24001, "rows:t512:r1:bn28672:s5"), source(64, 50257, "rows:t512:r1:bn53248:s11")}) {
-    EXPECT_NE(window.find("tessel::load_row_window<tessel::half_t, 8, float, true>"), std::string::npos) << window;
-    EXPECT_NE(window.find("tessel::store_row_window<tessel::half_t, 8, float>"), std::string::npos) << window;
+    // The rows kept as loaded (f16 registers and slots).
+    EXPECT_NE(window.find("tessel::load_row_window<tessel::half_t, 8, tessel::half_t, true>"), std::string::npos)
+        << window;
+    EXPECT_NE(window.find("tessel::store_row_window<tessel::half_t, 8, tessel::half_t>"), std::string::npos) << window;
     EXPECT_EQ(window.find("span"), std::string::npos) << window;
   }
   // A fragment with a shared tail is not staged on either side (its shared memory is spoken for).
