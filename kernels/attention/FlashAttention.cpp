@@ -175,12 +175,13 @@ AttentionConfig default_attention_config(const AttentionShape& s, DType, bool ca
   // average) persistent ran 1.10x the one-block-per-tile kernel on the H200 (session 18, 0.368
   // against 0.399 ms at 32x16x1024x1024x128, same call as cuDNN: 0.81x against 0.74x;
   // bench/results/2026-12-05-attention-causal1024-persistent-s18-h200.json) and 1.06x on the
-  // H100 (session 16): persistent up to 1024 keys a row on average, where the tiles' work
-  // differs least in absolute terms.
+  // H100 (session 16; 1.07x in session 18): persistent up to 768 keys a row on average, where the
+  // tiles' work differs least in absolute terms. At S = 2048 (1024 keys a row) it was even on
+  // the H100 (1.185 against 1.170 ms, session 18): one block per tile there.
   // D = 64's 192-row ring: within 2 % either way persistent (H200, session 17): one block per
   // tile. Padded D = 80-112 gets no TMA ring (no 128-byte swizzle of V's rows): nothing to make
   // persistent.
-  c.persistent = (!causal || (visible > 0 && visible <= 1024)) && c.schedule != AttentionConfig::Schedule::cp_async &&
+  c.persistent = (!causal || (visible > 0 && visible <= 768)) && c.schedule != AttentionConfig::Schedule::cp_async &&
                  dp == 128;
   return c;
 }

@@ -114,10 +114,13 @@ constexpr double kDramBytesPerUs = 4.1e6, kRateScale = 6.09e6, kHalfCtas = 38.4;
 // The reduction: its launch behind the partial GEMM and a DRAM round trip.
 constexpr double kReduceUs = 2;
 // A grid whose tiles split their K loop over 2-CTA clusters (the sm_90a template) streams B at
-// this fraction of the rate above: 8x14336x4096 on the H200 ran 36.4 us on 112 such CTAs (3.2
-// TB/s) where the fit says 28.7 us (3.9 TB/s), and split-K 2 ran 33.1 us in the same process
-// (bench/results/2026-12-05-gemm-skinny-default-s18-h200.json and the log beside it).
+// this fraction of the rate above where M <= 16: 8x14336x4096 on the H200 ran 36.4 us on 112
+// such CTAs (3.2 TB/s) where the fit says 28.7 us (3.9 TB/s), and split-K 2 ran 33.1 us in the
+// same process (bench/results/2026-12-05-gemm-skinny-default-s18-h200.json and the log beside
+// it); on an H100 split-K 2 beat it by 4 % at M = 8 and 3 % at M = 16 but lost by 3.5 % at
+// M = 64, whose split tiles are 64 rows (2026-12-05-gemm-14336-*-s18c-h100.json).
 constexpr double kClusterSplitRate = 0.79;
+constexpr long long kClusterSplitRateMaxM = 16;
 // An operand this small is read from DRAM once however many tiles re-read it (a quarter of the
 // H200's 50 MB L2, leaving room for the streamed operand's lines in flight).
 constexpr double kL2ResidentBytes = 12.0 * 1024 * 1024;
@@ -209,7 +212,8 @@ void plan_split_k(MatmulPlan& p, DType dtype, const std::string& arch, int split
     return a_bytes * a_reads + e * static_cast<double>(p.kernel_K * p.kernel_N);
   };
   p.estimate_unsplit_us =
-      stream_us(operand_bytes(whole.block_N), whole_ctas, sm_count) / (cluster_split ? kClusterSplitRate : 1.0);
+      stream_us(operand_bytes(whole.block_N), whole_ctas, sm_count) /
+      (cluster_split && p.M <= kClusterSplitRateMaxM ? kClusterSplitRate : 1.0);
   // Split s ways: the longest share sets the time; the partials are written and read back.
   const auto split_us = [&](long long s) {
     const double longest = static_cast<double>(ceil_div(k_tiles, s) * s) / static_cast<double>(k_tiles);

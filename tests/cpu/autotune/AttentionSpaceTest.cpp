@@ -392,9 +392,9 @@ TEST(AutotuneAttentionSpace, DefaultConfigByLoopLengthAndCausality) {
                         Want{1, 8192, 64, true, "128x128 s2 t256 cp.async"},
                         Want{4096, 4096, 128, false, "128x128 s2 t256 ring+pingpong persistent"},
                         Want{4096, 4096, 128, true, "128x128 s2 t256 ring"},
-                        // Causal over short loops (<= 1024 keys a row on average): persistent.
+                        // Causal over short loops (<= 768 keys a row on average): persistent.
                         Want{1024, 1024, 128, true, "128x128 s2 t256 ring persistent"},
-                        Want{2048, 2048, 128, true, "128x128 s2 t256 ring persistent"},
+                        Want{2048, 2048, 128, true, "128x128 s2 t256 ring"},
                         Want{128, 8192, 128, true, "128x128 s2 t256 ring"},  // 8128 keys a row
                         Want{4096, 4096, 256, false, "128x64 s2 t256 ring+pingpong"},
                         Want{4096, 4096, 56, false, "192x128 s2 t384 ring"},  // padded to 64

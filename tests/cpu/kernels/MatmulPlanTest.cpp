@@ -110,7 +110,8 @@ TEST(MatmulPlan, SkinnyShapesSplitK) {
   for (const Want& w :
        {Want{1, 4096, 4096, 8, "16x256x64 s4 t128"}, Want{16, 4096, 4096, 5, "16x256x64 s4 t128"},
         Want{32, 4096, 14336, 5, "32x256x64 s4 t128"}, Want{8, 14336, 4096, 2, "16x256x64 s4 t128"},
-        Want{64, 8192, 8192, 1, ""}}) {
+        Want{64, 8192, 8192, 1, ""}, Want{16, 14336, 4096, 2, "16x256x64 s4 t128"},
+        Want{64, 14336, 4096, 1, ""}}) {  // M = 64: split lost on the H100 (s18)
     for (DType t : {DType::f16, DType::bf16}) {
       SCOPED_TRACE(std::to_string(w.M) + "x" + std::to_string(w.N) + "x" + std::to_string(w.K));
       const auto p = plan_matmul(w.M, w.N, w.K, t, "sm_90a");

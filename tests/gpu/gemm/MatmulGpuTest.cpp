@@ -664,10 +664,11 @@ TEST_P(MatmulSplitKShapes, MatchesFloat64) {
 
 std::vector<SplitKCase> split_k_cases() {
   // Issue 17's skinny shapes, automatic (MatmulPlan.SkinnyShapesSplitK says why these counts;
-  // 8x14336x4096 and 64x8192x8192 stay one kernel), and those two forced to 4; one-wave shapes.
+  // 8x14336x4096 splits in 2, 64x8192x8192 stays one kernel), and those two forced to 4; one-wave
+  // shapes.
   std::vector<SplitKCase> out{{1, 4096, 4096, 0, 8},  {16, 4096, 4096, 0, 5}, {1, 2048, 8192, 0, 16},
                               {16, 3072, 4096, 0, 8}, {13, 4000, 1000, 0, 1}, {32, 4096, 14336, 0, 5},
-                              {8, 14336, 4096, 0, 1}, {8, 14336, 4096, 4, 4}, {64, 8192, 8192, 0, 1},
+                              {8, 14336, 4096, 0, 2}, {8, 14336, 4096, 4, 4}, {64, 8192, 8192, 0, 1},
                               {64, 8192, 8192, 4, 4},
                               // One wave of 64x64 tiles (the default for M <= 64 where N / 64 fills
                               // 90-100 % of the SMs), M below the tile and not a multiple of 8.
