@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# One device call after session 18's change -- rows whose starts are not 16-byte aligned read and
-# written through windows from the aligned word before each row (src/ops/Copy.cpp window_copy;
-# the softmax's one-row blocks and online chunks) -- most valuable first: its gpu tests, issue
+# The device call of session 18 (it measured row windows as the softmax default everywhere; since
+# then they are the default only for rows with a shared tail and the online chunks -- docs/
+# perf-notes.md "Session 18") -- rows whose starts are not 16-byte aligned read and
+# written through windows from the aligned word before each row (src/ops/Copy.cpp window_copy),
+# most valuable first: its gpu tests, issue
 # 17's odd widths beside the paths they replaced (tiles no wider than the rows), issue 4's
 # widths (unchanged code, a regression check); then session 17's open list: the attention
 # default, the D = 64 long-loop test, decode and causal candidates, the skinny GEMMs.

@@ -26,7 +26,10 @@ struct SoftmaxConfig {
   // shared memory (FragmentStorage::shared_tail), the rest in registers, both as loaded (16-bit
   // inputs two to a register); exp is evaluated again for the output. For rows too long for
   // registers alone: a 64 K f16 row over 512 threads holds 6 vectors in registers and 10 in
-  // shared memory, two blocks per SM, each element read once.
+  // shared memory, two blocks per SM, each element read once. Rows that do not start 16-byte
+  // aligned move through windows from the aligned word before each (copy_window) when the tile
+  // has vec - 1 columns of room (50257 f16: rows:t512:r1:bn53248:s11); the Online variant's chunks
+  // of such rows start at that word too.
   int shared_vectors = 0;
   // "rows:t256:r8:bn1024", "rows:t512:r1:bn65536:s10": what parse_softmax_config reads back.
   std::string describe() const;
@@ -37,7 +40,9 @@ struct SoftmaxConfig {
 SoftmaxConfig parse_softmax_config(const std::string& text);
 
 // The config the dispatcher picks for an M x N softmax of `dtype` (a tuned entry takes its
-// place: choose_softmax_config): Rows for rows that fit in registers, Online beyond. (Row, the
+// place: choose_softmax_config): Rows for rows that fit in registers (with a shared tail where
+// two such blocks fit an SM: 64 K f16, and rows that start unaligned such as 50257), Online
+// beyond. (Row, the
 // row staged in shared memory, is for the autotuner and explicit configs: measured slower.)
 SoftmaxConfig default_softmax_config(long long M, long long N, DType dtype);
 
