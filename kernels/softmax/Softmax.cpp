@@ -60,7 +60,7 @@ long long next_pow2(long long x) {
 // 78.9 % against 63.0 %; 8191: 77.0 % against 65.6 %; docs/perf-notes.md).
 bool row_window(const SoftmaxConfig& c, long long /*M*/, long long N, long long BN, DType dtype) {
   const long long vec = 16 / dtype_bytes(dtype);
-  return c.variant == SoftmaxVariant::Rows && c.shared_vectors > 0 && N % vec != 0 && BN >= N + vec - 1;
+  return c.variant == SoftmaxVariant::Rows && c.window && N % vec != 0 && BN >= N + vec - 1;
 }
 
 // exp(x - m) as exp2(x * log2 e - m * log2 e): one FFMA per element (m * log2 e is the row's,
@@ -94,13 +94,14 @@ std::string SoftmaxConfig::describe() const {
   if (variant == SoftmaxVariant::Rows) s += ":r" + std::to_string(rows_per_block);
   if (block_N) s += ":bn" + std::to_string(block_N);
   if (shared_vectors) s += ":s" + std::to_string(shared_vectors);
+  if (window) s += ":w";
   return s;
 }
 
 SoftmaxConfig parse_softmax_config(const std::string& text) {
   auto bad = [&](const std::string& why) {
     return std::invalid_argument("softmax config '" + text + "': " + why +
-                                 " (expected VARIANT:tTHREADS[:rROWS][:bnBLOCK_N][:sVECTORS], VARIANT one of rows, "
+                                 " (expected VARIANT:tTHREADS[:rROWS][:bnBLOCK_N][:sVECTORS][:w], VARIANT one of rows, "
                                  "row, online; e.g. rows:t256:r8:bn1024 or rows:t512:r1:bn65536:s10)");
   };
   std::vector<std::string> parts;
@@ -128,6 +129,11 @@ SoftmaxConfig parse_softmax_config(const std::string& text) {
   bool have_threads = false;
   for (size_t i = 1; i < parts.size(); ++i) {
     const std::string& p = parts[i];
+    if (p == "w") {
+      if (c.variant != SoftmaxVariant::Rows) throw bad("w (row windows) applies to the rows variant only");
+      c.window = true;
+      continue;
+    }
     size_t digits = p.find_first_of("0123456789");
     if (digits == std::string::npos || digits == 0) throw bad("field '" + p + "' has no prefix or no number");
     const std::string key = p.substr(0, digits);
@@ -196,6 +202,7 @@ SoftmaxConfig default_softmax_config(long long /*M*/, long long N, DType dtype) 
     c.rows_per_block = 1;
     c.block_N = static_cast<int>(round_up(cols, 512 * vec));
     c.shared_vectors = static_cast<int>(tail);
+    c.window = N % vec != 0;
   } else if (long long lanes = rows_lanes(N, vec)) {
     // One row over `lanes` threads, 3 to 8 16-byte vectors each (all a thread's loads in flight
     // at once, registers low enough for several blocks per SM), the fewest padded vectors first.
@@ -233,6 +240,13 @@ PrimFunc softmax_program(long long M, long long N, DType dtype, const SoftmaxCon
                                 " is narrower than the row (N = " + std::to_string(N) +
                                 "); the rows variant needs block_N >= N (or no bn field), or use the row or "
                                 "online variant for rows this long");
+  // Row windows shift a row by up to vec - 1 columns: the tile needs that much room.
+  if (const long long vec_w = 16 / dtype_bytes(dtype); c.window && N % vec_w != 0 && BN < N + vec_w - 1)
+    throw std::invalid_argument("softmax config '" + c.describe() + "': block_N = " + std::to_string(BN) +
+                                " leaves no room for row windows (w) at N = " + std::to_string(N) +
+                                "; they need block_N >= N + " + std::to_string(vec_w - 1) + " = " +
+                                std::to_string(N + vec_w - 1) + " for " + std::string(dtype_name(dtype)) +
+                                " (or drop w)");
   T::PrimFunc f("softmax");
   auto X = f.tensor("X", {Expr(M), Expr(N)}, dtype);
   auto Y = f.tensor("Y", {Expr(M), Expr(N)}, dtype);

@@ -39,7 +39,8 @@ Config softmax_point(const kernels::SoftmaxConfig& c) {
           {"threads", c.threads},
           {"rows_per_block", c.variant == kernels::SoftmaxVariant::Rows ? c.rows_per_block : 1},
           {"block_N", c.block_N},
-          {"shared_vectors", c.variant == kernels::SoftmaxVariant::Rows ? c.shared_vectors : 0}};
+          {"shared_vectors", c.variant == kernels::SoftmaxVariant::Rows ? c.shared_vectors : 0},
+          {"window", c.variant == kernels::SoftmaxVariant::Rows && c.window ? 1 : 0}};
 }
 
 kernels::SoftmaxConfig softmax_config(const Config& c) {
@@ -53,6 +54,7 @@ kernels::SoftmaxConfig softmax_config(const Config& c) {
       s.variant == kernels::SoftmaxVariant::Rows ? get(c, "rows_per_block", s.rows_per_block) : 1;
   s.block_N = get(c, "block_N", s.block_N);
   s.shared_vectors = s.variant == kernels::SoftmaxVariant::Rows ? get(c, "shared_vectors", 0) : 0;
+  s.window = s.variant == kernels::SoftmaxVariant::Rows && get(c, "window", 0) != 0;
   return s;
 }
 
@@ -60,13 +62,15 @@ Space softmax_space(const std::string& arch, long long M, long long N, DType dty
   const long long vec = vector_elements(dtype);
   const long long row = round_up(N, vec);  // the row in whole vectors
   Space s("softmax " + arch + " N=" + std::to_string(N) + " " + std::string(dtype_name(dtype)));
-  auto point = [&](kernels::SoftmaxVariant v, int threads, int rows, long long block_N, int shared_vectors = 0) {
+  auto point = [&](kernels::SoftmaxVariant v, int threads, int rows, long long block_N, int shared_vectors = 0,
+                   bool window = false) {
     kernels::SoftmaxConfig c;
     c.variant = v;
     c.threads = threads;
     c.rows_per_block = rows;
     c.block_N = static_cast<int>(block_N);
     c.shared_vectors = shared_vectors;
+    c.window = window;
     s.point(softmax_point(c));
   };
   // Rows: a few lanes per row (a power of two, no more lanes than the row has vectors, at most a
@@ -76,13 +80,16 @@ Space softmax_space(const std::string& arch, long long M, long long N, DType dty
       for (long long lanes = 1; lanes <= 32 && lanes * vec <= row; lanes *= 2)
         point(kernels::SoftmaxVariant::Rows, threads, rows, round_up(N, lanes * vec));
   // Rows with a shared tail: one row per block, 2 to 6 of each thread's vectors in registers and
-  // the rest in shared memory (rows longer than the registers hold).
+  // the rest in shared memory (rows longer than the registers hold); rows that start unaligned
+  // through windows (w, room for the shift), as the dispatcher does.
+  const bool unaligned = N % vec != 0;
+  const long long cols = unaligned ? N + vec - 1 : N;
   for (int threads : {256, 512, 1024}) {
-    const long long vectors = (N + threads * vec - 1) / (threads * vec);
+    const long long vectors = (cols + threads * vec - 1) / (threads * vec);
     for (long long in_registers = 2; in_registers <= 6; in_registers += 2)
       if (vectors > in_registers)
-        point(kernels::SoftmaxVariant::Rows, threads, 1, round_up(N, threads * vec),
-              static_cast<int>(vectors - in_registers));
+        point(kernels::SoftmaxVariant::Rows, threads, 1, round_up(cols, threads * vec),
+              static_cast<int>(vectors - in_registers), unaligned);
   }
   // Row: one row per block, staged whole in shared memory, then in register chunks of block_N:
   // one chunk where that pads the row by less than half, and chunks of one to four vectors per

@@ -218,7 +218,7 @@ Command add_bench_softmax_command(CLI::App& bench) {
       ->check(integer_in(0, kMaxRepeats));
   app->add_option("--config", o->configs,
                   "Softmax configs to run on every shape instead of the dispatcher's, comma-separated: "
-                  "VARIANT:tTHREADS[:rROWS][:bnBLOCK_N][:sVECTORS], e.g. rows:t512:r1:bn16384")
+                  "VARIANT:tTHREADS[:rROWS][:bnBLOCK_N][:sVECTORS][:w], e.g. rows:t512:r1:bn16384")
       ->delimiter(',')
       ->type_name("CONFIG");
   app->add_option("--seed", o->seed, "Seed of the random inputs")->capture_default_str()->check(seed());

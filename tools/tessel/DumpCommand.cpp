@@ -409,7 +409,7 @@ Command add_dump_command(CLI::App& root) {
   softmax->add_option("--dtype", o->dtype, "f16, bf16 or f32")->capture_default_str();
   softmax
       ->add_option("--config", o->config,
-                   "VARIANT:tTHREADS[:rROWS][:bnBLOCK_N][:sVECTORS], e.g. rows:t256:r8:bn1024 (default: the "
+                   "VARIANT:tTHREADS[:rROWS][:bnBLOCK_N][:sVECTORS][:w], e.g. rows:t256:r8:bn1024 (default: the "
                    "dispatcher's)")
       ->type_name("CONFIG");
   add_level_flags(softmax, *o);

@@ -458,10 +458,10 @@ TEST(Codegen, RowCopiesDropTheEdgePathOnlyWhenItCannotRun) {
   EXPECT_EQ(long_row.find("copy_span_to_shared"), std::string::npos) << long_row;
   EXPECT_NE(long_row.find(masked), std::string::npos) << long_row;
   // Rows with a shared tail and room for their windows (the tile at least 7 columns wider than
-  // the row): each row goes through the window from the aligned word before it (copy_window),
-  // never the span; rows in registers alone keep the span even with room.
+  // the row) and w: each row goes through the window from the aligned word before it
+  // (copy_window), never the span; without w, rows keep the span even with room.
   EXPECT_NE(source(64, 999, "rows:t256:r8:bn1024").find("tessel::copy_span_to_shared<"), std::string::npos);
-  for (const std::string& window : {source(64, 24001, "rows:t512:r1:bn28672:s5"), source(64, 50257, "rows:t512:r1:bn53248:s11")}) {
+  for (const std::string& window : {source(64, 24001, "rows:t512:r1:bn28672:s5:w"), source(64, 50257, "rows:t512:r1:bn53248:s11:w")}) {
     // The rows kept as loaded (f16 registers and slots).
     EXPECT_NE(window.find("tessel::load_row_window<tessel::half_t, 8, tessel::half_t, true>"), std::string::npos)
         << window;

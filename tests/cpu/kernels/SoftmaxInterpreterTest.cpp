@@ -39,7 +39,7 @@ TEST(SoftmaxInterpreter, RowWindowsFromTheAlignedWordBefore) {
   for (DType t : {DType::f16, DType::bf16, DType::f32})
     for (long long N : {4099LL, 8191LL, 8193LL}) {
       check(9, N, t, tessel::kernels::default_softmax_config(9, N, t));
-      check(9, N, t, tessel::kernels::parse_softmax_config("rows:t128:r1:bn" + std::to_string((N + 1000 + 1023) / 1024 * 1024) + ":s2"));
+      check(9, N, t, tessel::kernels::parse_softmax_config("rows:t128:r1:bn" + std::to_string((N + 1000 + 1023) / 1024 * 1024) + ":s2:w"));
     }
   check(5, 50257, DType::f16, tessel::kernels::default_softmax_config(5, 50257, DType::f16));
   SoftmaxConfig online;
@@ -90,6 +90,42 @@ TEST(SoftmaxConfigErrors, RowsTileNarrowerThanTheRow) {
     EXPECT_NE(std::string(e.what()).find("block_N = 20480 is narrower than the row (N = 32768)"), std::string::npos)
         << e.what();
   }
+}
+
+}  // namespace
+
+namespace {
+
+// The w flag (row windows): read back as written, only on the rows variant, and a tile without
+// room for the shift is an error naming the width it needs.
+TEST(SoftmaxConfigErrors, RowWindowsFlag) {
+  const auto c = tessel::kernels::parse_softmax_config("rows:t512:r1:bn53248:s11:w");
+  EXPECT_TRUE(c.window);
+  EXPECT_EQ(c.describe(), "rows:t512:r1:bn53248:s11:w");
+  EXPECT_FALSE(tessel::kernels::parse_softmax_config("rows:t512:r1:bn53248:s11").window);
+  EXPECT_TRUE(tessel::kernels::default_softmax_config(10000, 50257, DType::f16).window);
+  EXPECT_FALSE(tessel::kernels::default_softmax_config(10000, 8191, DType::f16).window);
+  try {
+    tessel::kernels::parse_softmax_config("online:t256:bn4096:w");
+    FAIL() << "no error";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("w (row windows) applies to the rows variant only"), std::string::npos)
+        << e.what();
+  }
+  try {
+    tessel::kernels::softmax_program(64, 8191, DType::f16, tessel::kernels::parse_softmax_config("rows:t256:r1:bn8192:w"));
+    FAIL() << "no error";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("block_N = 8192 leaves no room for row windows (w) at N = 8191; they need "
+                                         "block_N >= N + 7 = 8198 for f16"),
+              std::string::npos)
+        << e.what();
+  }
+  // Rows that start aligned: w changes nothing (and needs no room).
+  EXPECT_EQ(tessel::kernels::softmax_program(64, 8192, DType::f16, tessel::kernels::parse_softmax_config("rows:t256:r1:bn8192:w"))
+                .script(),
+            tessel::kernels::softmax_program(64, 8192, DType::f16, tessel::kernels::parse_softmax_config("rows:t256:r1:bn8192"))
+                .script());
 }
 
 }  // namespace

@@ -58,7 +58,7 @@ void check_softmax(long long N, DType t, const std::string& config = "", RowPath
   // each (whole-word moves), whatever the row-staging options say.
   const bool windowed = N % vec != 0 &&
                         (used.variant == tessel::kernels::SoftmaxVariant::Online ||
-                          (used.variant == tessel::kernels::SoftmaxVariant::Rows && used.shared_vectors > 0 &&
+                          (used.variant == tessel::kernels::SoftmaxVariant::Rows && used.window &&
                           used.block_N >= N + vec - 1));
   if (windowed) {
     EXPECT_NE(k.source().find("tessel::load_row_window<"), std::string::npos) << used.describe();
@@ -204,10 +204,11 @@ INSTANTIATE_TEST_SUITE_P(Explicit, SoftmaxVariants,
                                            // Windows from the aligned word before each row with a
                                            // shared tail (cp.async for whole vectors, the row's
                                            // head and tail through registers).
-                                           std::make_tuple("rows:t512:r1:bn53248:s11", 50257LL, DType::bf16),
-                                           std::make_tuple("rows:t512:r1:bn40960:s8", 40001LL, DType::f16),
-                                           std::make_tuple("rows:t256:r8:bn1280", 1023LL, DType::bf16),
-                                           std::make_tuple("rows:t256:r64:bn160", 127LL, DType::f16)),
+                                           std::make_tuple("rows:t512:r1:bn53248:s11:w", 50257LL, DType::bf16),
+                                           std::make_tuple("rows:t512:r1:bn40960:s8:w", 40001LL, DType::f16),
+                                           std::make_tuple("rows:t256:r8:bn1280:w", 1023LL, DType::bf16),
+                                           std::make_tuple("rows:t256:r64:bn160:w", 127LL, DType::f16),
+                                           std::make_tuple("rows:t256:r1:bn10240:w", 8191LL, DType::f32)),
                          [](const auto& info) {
                            std::string name = std::get<0>(info.param) + "_N" +
                                               std::to_string(std::get<1>(info.param)) + "_" +

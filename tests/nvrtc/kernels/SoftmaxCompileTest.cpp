@@ -62,8 +62,7 @@ TEST_P(SoftmaxStagedRows, SpanThroughSharedMemory) {
     // row's head and tail selected in registers, no span, no realigned words, no cp.async.
     const long long vec = 16 / tessel::dtype_bytes(t);
     const bool windowed =
-        N % vec != 0 && (c.variant == tessel::kernels::SoftmaxVariant::Online ||
-                         (c.shared_vectors > 0 && c.block_N >= N + vec - 1));
+        N % vec != 0 && (c.variant == tessel::kernels::SoftmaxVariant::Online || (c.window && c.block_N >= N + vec - 1));
     if (windowed) {
       const std::string ty(tessel::dtype_cuda_name(t));
       EXPECT_NE(k.source().find("tessel::load_row_window<" + ty + ", " + std::to_string(vec) + ", "), std::string::npos)

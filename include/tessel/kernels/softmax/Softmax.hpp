@@ -26,16 +26,21 @@ struct SoftmaxConfig {
   // shared memory (FragmentStorage::shared_tail), the rest in registers, both as loaded (16-bit
   // inputs two to a register); exp is evaluated again for the output. For rows too long for
   // registers alone: a 64 K f16 row over 512 threads holds 6 vectors in registers and 10 in
-  // shared memory, two blocks per SM, each element read once. Rows that do not start 16-byte
-  // aligned move through windows from the aligned word before each (copy_window) when the tile
-  // has vec - 1 columns of room (50257 f16: rows:t512:r1:bn53248:s11); the Online variant's chunks
-  // of such rows start at that word too.
+  // shared memory, two blocks per SM, each element read once.
   int shared_vectors = 0;
-  // "rows:t256:r8:bn1024", "rows:t512:r1:bn65536:s10": what parse_softmax_config reads back.
+  // Rows only ("w"): rows that do not start 16-byte aligned move through windows from the
+  // aligned word before each (copy_window: every vector one aligned word), which needs block_N
+  // >= N + 16 / element size - 1. The default for such rows with a shared tail (50257 f16:
+  // rows:t512:r1:bn53248:s11:w); measured slower than the span and realigned loads for rows in
+  // registers alone (docs/perf-notes.md, session 18). The Online variant's chunks of such rows
+  // always start at that word.
+  bool window = false;
+  // "rows:t256:r8:bn1024", "rows:t512:r1:bn65536:s10", "rows:t512:r1:bn53248:s11:w": what
+  // parse_softmax_config reads back.
   std::string describe() const;
 };
 
-// Reads VARIANT:tTHREADS[:rROWS][:bnBLOCK_N][:sVECTORS] (colons or spaces); throws std::invalid_argument
+// Reads VARIANT:tTHREADS[:rROWS][:bnBLOCK_N][:sVECTORS][:w] (colons or spaces); throws std::invalid_argument
 // naming the field and the accepted form.
 SoftmaxConfig parse_softmax_config(const std::string& text);
 
