@@ -424,25 +424,24 @@ __device__ inline void store_row_vector_whole(T* g, bool present, const S* src) 
 template <class T, int Vec, class D = float, bool Word = true>
 __device__ inline void load_row_window(const T* g, int lo, int hi, float pad, D* dst) {
   constexpr int kBytes = Vec * static_cast<int>(sizeof(T));
+  constexpr bool kWord = kBytes == 16 || kBytes == 8 || kBytes == 4;
+  typedef typename reduce_detail::VectorWord<kWord ? kBytes : 4>::type Word_t;
   const T pad_value = from_float<T>(pad);
-  union {
-    typename reduce_detail::VectorWord<kBytes>::type word;
-    T elems[Vec];
-  } pack;
+  __align__(16) T elems[Vec];
   if constexpr (Word) {
-    static_assert(kBytes == 16 || kBytes == 8 || kBytes == 4, "load_row_window: 4, 8 or 16 bytes");
-    pack.word = reduce_detail::load_if<kBytes>(g, lo < hi && lo < Vec && hi > 0);
+    static_assert(kWord, "load_row_window: whole words of 4, 8 or 16 bytes");
+    *reinterpret_cast<Word_t*>(elems) = reduce_detail::load_if<kBytes>(g, lo < hi && lo < Vec && hi > 0);
 #pragma unroll
-    for (int v = 0; v < Vec; ++v) pack.elems[v] = v >= lo && v < hi ? pack.elems[v] : pad_value;
+    for (int v = 0; v < Vec; ++v) elems[v] = v >= lo && v < hi ? elems[v] : pad_value;
   } else {
 #pragma unroll
-    for (int v = 0; v < Vec; ++v) pack.elems[v] = v >= lo && v < hi ? g[v] : pad_value;
+    for (int v = 0; v < Vec; ++v) elems[v] = v >= lo && v < hi ? g[v] : pad_value;
   }
-  if constexpr (is_same<D, T>::value && (kBytes == 16 || kBytes == 8 || kBytes == 4)) {
-    *reinterpret_cast<typename reduce_detail::VectorWord<kBytes>::type*>(dst) = pack.word;
+  if constexpr (is_same<D, T>::value && kWord) {
+    *reinterpret_cast<Word_t*>(dst) = *reinterpret_cast<const Word_t*>(elems);  // kept packed
   } else {
 #pragma unroll
-    for (int v = 0; v < Vec; ++v) dst[v] = reduce_detail::as_fragment<D>(pack.elems[v]);
+    for (int v = 0; v < Vec; ++v) dst[v] = reduce_detail::as_fragment<D>(elems[v]);
   }
 }
 
@@ -451,25 +450,24 @@ __device__ inline void load_row_window(const T* g, int lo, int hi, float pad, D*
 template <class T, int Vec, class S = float>
 __device__ inline void store_row_window(T* g, int lo, int hi, const S* src) {
   constexpr int kBytes = Vec * static_cast<int>(sizeof(T));
-  union {
-    typename reduce_detail::VectorWord<kBytes>::type word;
-    T elems[Vec];
-  } pack;
-  if constexpr (is_same<S, T>::value && (kBytes == 16 || kBytes == 8 || kBytes == 4)) {
-    pack.word = *reinterpret_cast<const typename reduce_detail::VectorWord<kBytes>::type*>(src);
+  constexpr bool kWord = kBytes == 16 || kBytes == 8 || kBytes == 4;
+  typedef typename reduce_detail::VectorWord<kWord ? kBytes : 4>::type Word_t;
+  __align__(16) T elems[Vec];
+  if constexpr (is_same<S, T>::value && kWord) {
+    *reinterpret_cast<Word_t*>(elems) = *reinterpret_cast<const Word_t*>(src);
   } else {
 #pragma unroll
-    for (int v = 0; v < Vec; ++v) pack.elems[v] = from_float<T>(static_cast<float>(src[v]));
+    for (int v = 0; v < Vec; ++v) elems[v] = from_float<T>(static_cast<float>(src[v]));
   }
-  if constexpr (kBytes == 16 || kBytes == 8 || kBytes == 4) {
+  if constexpr (kWord) {
     if (lo <= 0 && hi >= Vec && (reinterpret_cast<unsigned long long>(g) % kBytes) == 0) {
-      *reinterpret_cast<typename reduce_detail::VectorWord<kBytes>::type*>(g) = pack.word;
+      *reinterpret_cast<Word_t*>(g) = *reinterpret_cast<const Word_t*>(elems);
       return;
     }
   }
 #pragma unroll
   for (int v = 0; v < Vec; ++v)
-    if (v >= lo && v < hi) g[v] = pack.elems[v];
+    if (v >= lo && v < hi) g[v] = elems[v];
 }
 
 // The row copies into and out of a register array with a shared tail (split_regs.cuh): vectors

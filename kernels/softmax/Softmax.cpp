@@ -58,7 +58,7 @@ long long next_pow2(long long x) {
 // 18: 10000x50257 f16 66.3 % of copy against 35 % online). Rows held in registers alone keep the
 // span or realigned loads, which beat the window there (127 f16: 76.0 % against 27.5 %; 1023:
 // 78.9 % against 63.0 %; 8191: 77.0 % against 65.6 %; docs/perf-notes.md).
-bool row_window(const SoftmaxConfig& c, long long /*M*/, long long N, long long BN, DType dtype) {
+bool row_window(const SoftmaxConfig& c, long long N, long long BN, DType dtype) {
   const long long vec = 16 / dtype_bytes(dtype);
   return c.variant == SoftmaxVariant::Rows && c.window && N % vec != 0 && BN >= N + vec - 1;
 }
@@ -212,11 +212,10 @@ SoftmaxConfig default_softmax_config(long long /*M*/, long long N, DType dtype) 
     // Rows that do not all start 16-byte aligned keep a tile no wider than the row needs
     // (realigned loads, the span's stores): windows measured slower on these register-only rows
     // (H200 session 18: 8191 f16 65.6 % of copy against 77.0 %; 8193 66.3 % against 67 %).
-    const long long cols = N;
     c.variant = SoftmaxVariant::Rows;
     c.threads = static_cast<int>(std::max<long long>(128, lanes));
     c.rows_per_block = static_cast<int>(c.threads / lanes);
-    c.block_N = static_cast<int>(round_up(cols, lanes * vec));
+    c.block_N = static_cast<int>(round_up(N, lanes * vec));
   } else {
     // Rows too long for registers: two passes over global memory (the second read mostly from
     // L2), the next chunk's loads in flight during the current chunk's reductions. Measured at
@@ -308,7 +307,7 @@ PrimFunc softmax_program(long long M, long long N, DType dtype, const SoftmaxCon
         auto x = T::alloc_fragment({R, BN}, T::f32);
         auto row_max = T::alloc_fragment({R}, T::f32);
         auto row_sum = T::alloc_fragment({R}, T::f32);
-        const bool window = row_window(c, M, N, BN, dtype);  // as in the variant below
+        const bool window = row_window(c, N, BN, dtype);  // as in the variant below
         if (window)
           T::copy_window(X(bx * R, 0), raw, -T::infinity(dtype));
         else
@@ -336,12 +335,12 @@ PrimFunc softmax_program(long long M, long long N, DType dtype, const SoftmaxCon
         auto x = T::alloc_fragment({R, BN}, T::f32);
         auto row_max = T::alloc_fragment({R}, T::f32);
         auto row_sum = T::alloc_fragment({R}, T::f32);
-        // Rows whose starts are not all multiples of 16 bytes (N % vec != 0): each row's tile
-        // starts at the aligned word at or before the row's first element (copy_window), so that
-        // every vector is one aligned word in and out; the columns before the row's start and
-        // past its end are padding (-inf in, not stored), which softmax does not see. Needs a
-        // tile at least vec - 1 columns wider than the row.
-        const bool window = row_window(c, M, N, BN, dtype);
+        // With the config's w, rows whose starts are not all multiples of 16 bytes (N % vec != 0)
+        // go through windows: each row's tile starts at the aligned word at or before the row's
+        // first element (copy_window), so that every vector is one aligned word in and out; the
+        // columns before the row's start and past its end are padding (-inf in, not stored),
+        // which softmax does not see.
+        const bool window = row_window(c, N, BN, dtype);
         if (window)
           T::copy_window(X(bx * R, 0), x, -T::infinity(T::f32));
         else

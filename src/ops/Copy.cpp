@@ -158,42 +158,14 @@ class CopyLowering {
     return out;
   }
 
-  // A start that can be negative: its range (block, thread and loop variables in theirs) is
-  // known and reaches below 0 (bx * 4 - 2, a constant -3, -(row % 8)). A start whose range is not
-  // known (a rasterized tile index) counts as >= 0, as it always has.
-  bool may_be_negative(const Expr& e) {
-    auto b = int_bounds(e, ranges_);
-    return b && b->lo < 0;
-  }
-  bool starts_nonnegative(const Region& r) {
-    for (const Expr& e : r.starts)
-      if (may_be_negative(e)) return false;
-    return true;
-  }
-
-  // in_bounds, and for the dimensions of `r` whose start may be negative, index >= 0 too.
-  Expr two_sided_bounds(const Region& r, const std::vector<Expr>& idx) {
-    Expr in = in_bounds(r.buffer, idx);
-    if (r.buffer->scope != Scope::Global) return in;
-    for (size_t d = 0; d < idx.size() && d < r.starts.size(); ++d) {
-      if (!may_be_negative(r.starts[d])) continue;
-      Expr c = make_binary(BinaryOp::GE, idx[d], make_int(0));
-      in = in.defined() ? make_binary(BinaryOp::And, in, c) : c;
-    }
-    return in;
-  }
+  bool may_be_negative(const Expr& e) const { return ops::may_be_negative(e, ranges_); }
+  bool starts_nonnegative(const Region& r) const { return ops::starts_nonnegative(r, ranges_); }
 
   Expr read(const Region& src, const std::vector<Expr>& idx, const Expr& pad, DType to) {
     Expr v = make_load(src.buffer, idx);
-    Expr in = two_sided_bounds(src, idx);
+    Expr in = in_bounds(src, idx, ranges_);
     if (in.defined()) v = make_select(in, v, pad.defined() ? pad : make_int(0));
     return make_cast(to, v);
-  }
-
-  Stmt bounded_store(const Region& dst, const std::vector<Expr>& idx, const Expr& value, std::source_location w) {
-    Stmt s = make_store(dst.buffer, idx, value, w);
-    Expr in = two_sided_bounds(dst, idx);
-    return in.defined() ? make_if(in, s, Stmt(), w) : s;
   }
 
   Stmt element_copy(const CopyStmt* op) {
@@ -207,7 +179,7 @@ class CopyLowering {
     if (!frag) {
       return over_region(lc_, dst, w, [&](const std::vector<Expr>& didx) {
         auto sidx = map_indices(dst, didx, src);
-        return bounded_store(dst, didx, read(src, sidx, op->pad, dst.buffer->dtype), w);
+        return guarded_store(dst, didx, read(src, sidx, op->pad, dst.buffer->dtype), ranges_, w);
       });
     }
     if (!covers_whole_buffer(*frag))
@@ -239,7 +211,7 @@ class CopyLowering {
     Stmt body;
     if (frag == &src) {
       auto didx = map_indices(src, coords, dst);
-      body = bounded_store(dst, didx, make_cast(dst.buffer->dtype, make_load(regs, {v})), w);
+      body = guarded_store(dst, didx, make_cast(dst.buffer->dtype, make_load(regs, {v})), ranges_, w);
     } else {
       auto sidx = map_indices(dst, coords, src);
       body = make_store(regs, {v}, read(src, sidx, op->pad, dst.buffer->dtype), w);
@@ -436,10 +408,10 @@ class CopyLowering {
   // `lo` and at or past `hi` are padded on the way in and left alone on the way out, as past the
   // row's end (the interpreter's semantics). A tile that starts at the aligned word at or before
   // its row's start (copy_window, or a column start -(row offset % vec): the offset provably a
-  // multiple of vec) moves every vector as one aligned word: whole words in, with the row's head and tail elements selected
-  // in registers (element by element only in a warp with a word past the tensor's ends); whole
-  // words out, element-wise stores only in the warps that hold a row's head or tail. Not
-  // provably aligned: element by element.
+  // multiple of vec) moves every vector as one aligned word: whole words in, with the row's head
+  // and tail elements selected in registers (element by element only in a warp with a word that
+  // may lie outside the tensor); whole words out, element-wise stores only in the warps that
+  // hold a row's head or tail. Not provably aligned: element by element.
   Stmt window_copy(const CopyStmt* op, const FragmentLayout& l, const Region& f, const Buffer& regs,
                    const Var& grp, const Expr& first, const Expr& lo, const Expr& hi, const Expr& offset) {
     auto w = op->where;
@@ -725,8 +697,7 @@ class CopyOp final : public TileOp {
         TESSEL_USER_ERROR("copy_window", op->where,
                           "copies " << buffer_desc(src.buffer) << " to " << buffer_desc(dst.buffer)
                                     << "; copy_window moves rows between a global tensor and a fragment");
-      const Region probe{g->buffer, g->starts, g->extents};
-      std::optional<passes::GlobalMatrix> m = passes::global_matrix(probe);
+      std::optional<passes::GlobalMatrix> m = passes::global_matrix(*g);
       const int elem = dtype_bytes(g->buffer->dtype);
       if (!m || !is_const_int(m->col_stride, 1) || 16 % elem != 0)
         TESSEL_USER_ERROR("copy_window", op->where,

@@ -28,8 +28,8 @@ class FillOp final : public TileOp {
       return make_for(v, make_int(0), make_int(l.per_thread), ForKind::Unrolled, 0,
                       make_store(ctx_.registers_of(r.buffer), {v}, op->value, w), w);
     }
-    return over_region(lc, 
-        r, w, [&](const std::vector<Expr>& idx) { return guarded_store(r.buffer, idx, op->value, w); });
+    return over_region(
+        lc, r, w, [&](const std::vector<Expr>& idx) { return guarded_store(r, idx, op->value, lc.ranges, w); });
   }
 };
 

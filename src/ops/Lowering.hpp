@@ -54,21 +54,41 @@ inline bool covers_whole_buffer(const ir::Region& r) {
   return true;
 }
 
-inline ir::Expr in_bounds(const Buffer& b, const std::vector<Expr>& idx) {
+// A region start that can be negative: its range (block, thread and loop variables in theirs)
+// is known and reaches below 0 (bx * 4 - 2, a constant -3, -(row % 8)). A start whose range is
+// not known (a rasterized tile index) counts as >= 0, as it always has.
+inline bool may_be_negative(const Expr& start, const passes::VarRanges& ranges) {
+  auto b = passes::int_bounds(start, ranges);
+  return b && b->lo < 0;
+}
+inline bool starts_nonnegative(const ir::Region& r, const passes::VarRanges& ranges) {
+  for (const Expr& e : r.starts)
+    if (may_be_negative(e, ranges)) return false;
+  return true;
+}
+
+// Whether indices `idx` into region r's global buffer lie inside it: below each dimension's
+// extent, and >= 0 in the dimensions whose start may be negative (undefined: always; not a
+// global buffer, or provably inside).
+inline ir::Expr in_bounds(const ir::Region& r, const std::vector<Expr>& idx, const passes::VarRanges& ranges) {
+  const Buffer& b = r.buffer;
   if (b->scope != Scope::Global) return Expr();
   Expr cond;
   for (size_t d = 0; d < idx.size(); ++d) {
     Expr c = lt(idx[d], b->shape[d]);
-    if (is_const_int(c, 1)) continue;
-    cond = cond.defined() ? make_binary(BinaryOp::And, cond, c) : c;
+    if (!is_const_int(c, 1)) cond = cond.defined() ? make_binary(BinaryOp::And, cond, c) : c;
+    if (d < r.starts.size() && may_be_negative(r.starts[d], ranges)) {
+      Expr low = make_binary(BinaryOp::GE, idx[d], make_int(0));
+      cond = cond.defined() ? make_binary(BinaryOp::And, cond, low) : low;
+    }
   }
   return cond;
 }
-// dst[...] = value, dropped when a global index is past the tensor's edge.
-inline ir::Stmt guarded_store(const ir::Buffer& b, const std::vector<ir::Expr>& idx, const ir::Expr& value,
-                              std::source_location w) {
-  Stmt s = make_store(b, idx, value, w);
-  Expr in = in_bounds(b, idx);
+// dst[...] = value, dropped when a global index is outside the tensor.
+inline ir::Stmt guarded_store(const ir::Region& r, const std::vector<ir::Expr>& idx, const ir::Expr& value,
+                              const passes::VarRanges& ranges, std::source_location w) {
+  Stmt s = make_store(r.buffer, idx, value, w);
+  Expr in = in_bounds(r, idx, ranges);
   return in.defined() ? make_if(in, s, Stmt(), w) : s;
 }
 

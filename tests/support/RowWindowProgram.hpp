@@ -57,4 +57,15 @@ inline PrimFunc shifted_tile_program(long long M, long long N, DType t) {
   return f;
 }
 
+// A fill of global regions that start before row 0 and column 0: block b fills row b - 1,
+// columns [-3, 61), with 7 -- every element of Y (N <= 61) once, nothing outside it.
+inline PrimFunc shifted_fill_program(long long M, long long N, DType t) {
+  PrimFunc f("shifted_fill");
+  auto Y = f.tensor("Y", {M, N}, t);
+  f.body([&] {
+    Kernel(Expr(M + 1), 128, [&](Var bx) { fill(region(Y, {bx - 1, Expr(-3)}, {Expr(1), Expr(64)}), 7.0f); });
+  });
+  return f;
+}
+
 }  // namespace tessel::test

@@ -42,8 +42,8 @@ TEST(RowWindowInterpreter, PadsBeforeTheRowAndStoresOnlyItsColumns) {
       }
 }
 
-// Tiles that start before row 0 and column 0 (the interpreter: those parts neither read nor
-// written), and the lowering's two-sided edge tests where a start may be negative.
+// Tiles and fills that start before row 0 and column 0 (the interpreter: those parts neither
+// read nor written), and the lowering's two-sided edge tests where a start may be negative.
 TEST(NegativeStarts, TilesBeforeRowAndColumnZero) {
   std::mt19937_64 seeds(std::random_device{}());
   for (DType t : {DType::f16, DType::f32})
@@ -57,6 +57,18 @@ TEST(NegativeStarts, TilesBeforeRowAndColumnZero) {
       tessel::interp::interpret(f.ir(), {&x, &y});
       for (std::int64_t i = 0; i < x.numel(); ++i) ASSERT_EQ(y.get(i), 2 * x.get(i) - 1) << "element " << i;
     }
+  // A fill of such regions: only the tensor's elements written.
+  for (long long M : {1LL, 6LL}) {
+    HostTensor y(DType::f32, {M, 50});
+    y.fill(std::nan(""));
+    tessel::interp::interpret(tessel::test::shifted_fill_program(M, 50, DType::f32).ir(), {&y});
+    for (std::int64_t i = 0; i < y.numel(); ++i) ASSERT_EQ(y.get(i), 7.0) << "element " << i;
+  }
+  const std::string fill =
+      tessel::lower(tessel::test::shifted_fill_program(6, 50, DType::f32).ir(), tessel::test::sm90(), true)
+          .stages.back()
+          .second;
+  EXPECT_NE(fill.find(">= 0)"), std::string::npos) << fill;
   auto lowered = tessel::lower(tessel::test::shifted_tile_program(13, 50, DType::f16).ir(), tessel::test::sm90(), true);
   const std::string text = lowered.stages.back().second;
   // The global -> shared copy element by element with both edges tested, not the tiled

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdint>
 #include <random>
 #include <vector>
 
@@ -19,6 +20,24 @@ namespace T = tessel;
 using T::DType;
 using T::Tensor;
 
+// An M x N input of small integers (2x - 1 exact in every dtype) on the device, its values on the
+// host, and Y [M, N] poisoned with NaN; runs k on (X, Y) and returns Y's values.
+std::vector<double> run_on_integers(const T::JitKernel& k, long long M, long long N, DType t, std::uint64_t seed,
+                                    std::vector<double>* in) {
+  Tensor x = Tensor::empty({M, N}, t);
+  x.fill_random(seed, -8, 8);
+  *in = x.to_host_f64();
+  for (double& v : *in) v = std::round(v);
+  std::vector<unsigned char> bytes(x.nbytes());
+  for (long long i = 0; i < M * N; ++i) T::store_host_element((*in)[i], t, bytes.data() + i * T::dtype_bytes(t));
+  x.copy_from_host(bytes.data());
+  Tensor y = Tensor::empty({M, N}, t);
+  y.fill(std::nan(""));
+  k.launch({x, y});
+  T::check_cu(T::driver().cuCtxSynchronize(), "cuCtxSynchronize");
+  return y.to_host_f64();
+}
+
 class RowWindows : public ::testing::TestWithParam<std::tuple<long long, DType>> {};
 
 TEST_P(RowWindows, StoreExactlyTheRows) {
@@ -28,19 +47,9 @@ TEST_P(RowWindows, StoreExactlyTheRows) {
   for (bool aligned : {true, false}) {
     SCOPED_TRACE(aligned ? "aligned window" : "col0 = -3");
     const long long M = std::max<long long>(5, std::min<long long>(257, (1LL << 21) / N));
-    T::JitKernel k = T::jit(T::test::row_window_program(M, N, t, aligned));
-    Tensor x = Tensor::empty({M, N}, t);
-    x.fill_random(seeds(), -8, 8);
-    std::vector<double> in = x.to_host_f64();
-    for (double& v : in) v = std::round(v);
-    std::vector<unsigned char> bytes(x.nbytes());
-    for (long long i = 0; i < M * N; ++i) T::store_host_element(in[i], t, bytes.data() + i * T::dtype_bytes(t));
-    x.copy_from_host(bytes.data());
-    Tensor y = Tensor::empty({M, N}, t);
-    y.fill(std::nan(""));
-    k.launch({x, y});
-    T::check_cu(T::driver().cuCtxSynchronize(), "cuCtxSynchronize");
-    const std::vector<double> out = y.to_host_f64();
+    std::vector<double> in;
+    const std::vector<double> out =
+        run_on_integers(T::jit(T::test::row_window_program(M, N, t, aligned)), M, N, t, seeds(), &in);
     for (long long r = 0; r < M; ++r)
       for (long long c = 0; c < N; ++c) {
         const double got = out[r * N + c];
@@ -54,7 +63,8 @@ TEST_P(RowWindows, StoreExactlyTheRows) {
 }
 
 // Tiles that start before row 0 and column 0 through shared memory and a fragment: every element
-// of Y is 2x - 1 exactly (a read before the tensor, or a store before it, fails or faults).
+// of Y is 2x - 1 exactly (a read before the tensor, or a store before it, fails or faults); and
+// fills of such regions.
 TEST(NegativeStartsGpu, TilesBeforeRowAndColumnZero) {
   TESSEL_REQUIRE_GPU();
   std::mt19937_64 seeds(std::random_device{}());
@@ -62,20 +72,16 @@ TEST(NegativeStartsGpu, TilesBeforeRowAndColumnZero) {
     for (long long M : {1LL, 6LL, 13LL, 1001LL}) {
       const long long N = 50;
       SCOPED_TRACE(std::string(T::dtype_name(t)) + " M=" + std::to_string(M));
-      T::JitKernel k = T::jit(T::test::shifted_tile_program(M, N, t));
-      Tensor x = Tensor::empty({M, N}, t);
-      x.fill_random(seeds(), -8, 8);
-      std::vector<double> in = x.to_host_f64();
-      for (double& v : in) v = std::round(v);
-      std::vector<unsigned char> bytes(x.nbytes());
-      for (long long i = 0; i < M * N; ++i) T::store_host_element(in[i], t, bytes.data() + i * T::dtype_bytes(t));
-      x.copy_from_host(bytes.data());
+      std::vector<double> in;
+      const std::vector<double> out =
+          run_on_integers(T::jit(T::test::shifted_tile_program(M, N, t)), M, N, t, seeds(), &in);
+      for (long long i = 0; i < M * N; ++i) ASSERT_EQ(out[i], 2 * in[i] - 1) << "element " << i;
+      // A fill of regions that start before row and column 0: 7 everywhere, nothing outside.
       Tensor y = Tensor::empty({M, N}, t);
       y.fill(std::nan(""));
-      k.launch({x, y});
+      T::jit(T::test::shifted_fill_program(M, N, t)).launch({y});
       T::check_cu(T::driver().cuCtxSynchronize(), "cuCtxSynchronize");
-      const std::vector<double> out = y.to_host_f64();
-      for (long long i = 0; i < M * N; ++i) ASSERT_EQ(out[i], 2 * in[i] - 1) << "element " << i;
+      for (double v : y.to_host_f64()) ASSERT_EQ(v, 7.0);
     }
 }
 

@@ -26,6 +26,8 @@ TEST(RowWindowCompile, WindowsAndNegativeStartsCompile) {
       }
       auto s = tessel::jit(tessel::test::shifted_tile_program(13, 50, t), o);
       EXPECT_EQ(s.resources().spill_store_bytes + s.resources().spill_load_bytes, 0) << s.compile_log();
+      auto fill = tessel::jit(tessel::test::shifted_fill_program(13, 50, t), o);
+      EXPECT_EQ(fill.resources().spill_store_bytes + fill.resources().spill_load_bytes, 0) << fill.compile_log();
     }
 }
 
