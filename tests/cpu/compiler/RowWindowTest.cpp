@@ -107,4 +107,23 @@ TEST(RowWindowLowering, WholeWordsOnlyWhereTheStartIsProvablyAligned) {
   }
 }
 
+// copy_window moves rows between a global tensor and a fragment: other pairs are an error naming
+// the op and what it takes.
+TEST(RowWindowErrors, OnlyGlobalRowsAndAFragment) {
+  namespace T = tessel;
+  T::PrimFunc f("bad_window");
+  auto X = f.tensor("X", {64, 100}, DType::f16);
+  auto Y = f.tensor("Y", {64, 100}, DType::f16);
+  f.body([&] {
+    T::Kernel(T::Expr(64), 128, [&](T::Var bx) {
+      auto s = T::alloc_shared({1, 128}, DType::f16);
+      T::copy_window(X(bx, 0), s);
+      T::copy(s, Y(bx, 0));
+    });
+  });
+  const std::string e = tessel::test::compile_error_of([&] { tessel::lower(f.ir(), tessel::test::sm90()); });
+  EXPECT_NE(e.find("copy_window"), std::string::npos) << e;
+  EXPECT_NE(e.find("; copy_window moves rows between a global tensor and a fragment"), std::string::npos) << e;
+}
+
 }  // namespace
