@@ -28,6 +28,10 @@ const PassEntry kPasses[] = {
     // First: every later pass assumes a well-formed program with region extents filled in,
     // and the author's mistakes must be reported before anything is rewritten.
     {"verify_program", passes::verify_program},
+    // Branches that the ranges of block indices and loops decide go next, so that every later
+    // pass sees the program as it runs: an `if` that never runs must not count as a branch in
+    // a loop that rotate_async_gemms would overlap, nor as work in any plan.
+    {"fold_proven_branches", passes::fold_proven_branches},
     // On sm_90a a whole tutorial-shaped GEMM kernel becomes the warp-specialized TMA + wgmma
     // kernel; it must see the tile ops as the author wrote them, before layouts are chosen
     // for the mma.sync path.

@@ -9,6 +9,7 @@
 namespace tessel::passes {
 
 ir::Stmt verify_program(const ir::Stmt& body, PassContext& ctx);
+ir::Stmt fold_proven_branches(const ir::Stmt& body, PassContext& ctx);
 ir::Stmt select_hopper_gemm(const ir::Stmt& body, PassContext& ctx);
 ir::Stmt verify_hopper_pipeline(const ir::Stmt& body, PassContext& ctx);
 ir::Stmt infer_layouts(const ir::Stmt& body, PassContext& ctx);

@@ -42,7 +42,7 @@ using namespace ir;
 
 namespace {
 
-constexpr int kRegisterHeadroom = 80;
+constexpr int kRegisterHeadroom = 24;
 
 bool is_full_wait(const Stmt& s) {
   const auto* m = s.as<MbarrierStmt>();
