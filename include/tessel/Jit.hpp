@@ -145,6 +145,13 @@ struct JitOptions {
   // clusters, at least one), so that each CTA loops over many tiles: for tests and debugging.
   // (The Hopper GEMM's grid is capped at launch; persist_tiles' loop takes it at compile time.)
   int max_persistent_ctas = 0;
+  // Blocks per SM that ptxas fits the kernel's registers to (__launch_bounds__'s second
+  // argument): 2 for a 256-thread kernel caps its registers at 128, so that two blocks share an
+  // SM. Capped at the blocks the kernel's shared memory and threads allow; 0 (default): no
+  // request (a kernel with shared-memory fragment tails asks for 2 itself). Warp-specialized
+  // kernels (setmaxnreg budgets) ignore it. kernels::flash_attention sets 2 for its cp.async
+  // schedule at D <= 64 (two CTAs an SM).
+  int min_blocks_per_sm = 0;
 };
 
 // What the lowered kernel does, for tools and tests: the launch shape and the features used.

@@ -344,6 +344,20 @@ JitKernel make_flash_attention(const AttentionShape& s, DType dtype, const Atten
   jo.out_idx = {3, 4};
   jo.disable_async_pipeline = jo.disable_async_pipeline || c.schedule == AttentionConfig::Schedule::cp_async;
   jo.disable_pingpong = jo.disable_pingpong || c.schedule != AttentionConfig::Schedule::ring_pingpong;
+  // The cp.async schedule at D <= 64 runs two 256-thread CTAs an SM (83 KB of shared memory
+  // each): only under 128 registers. ptxas is told so rather than trusted to land there (it
+  // moved from 126 to 129 registers when fold_proven_branches dropped a branch: one CTA an SM,
+  // 0.56x cuDNN instead of 0.82x at 32x32x1024^2, H100, session 19).
+  // (Only for blocks of up to 256 threads: at 384 the cap would be 85 registers, too few for a
+  // wgmma of 192x128.)
+  if (c.schedule == AttentionConfig::Schedule::cp_async && s.dim <= 64 && c.threads <= 256 && jo.min_blocks_per_sm == 0)
+    jo.min_blocks_per_sm = 2;
+  // Three consumer warpgroups on the plain ring (192 query rows): P V of block j - 1 runs on the
+  // tensor cores while the softmax of block j runs (rotate_async_gemms, FA3's intra-warpgroup
+  // overlap), where the registers allow it. Measured (H100, session 19, bf16, cuDNN in the same
+  // process): D = 64 S = 4096 0.86x against 0.84x, S = 16384 0.92x against 0.88x, causal 16384
+  // unchanged; on the 128-row ring at D = 128 it lost (0.80x against 0.84x), so only here.
+  if (c.schedule == AttentionConfig::Schedule::ring && c.block_M == 192) jo.rotate_gemm_loops = true;
   return jit(attention_program(s, dtype, o.causal, o.scale, c), jo);
 }
 

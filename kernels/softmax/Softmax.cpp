@@ -20,20 +20,28 @@ long long round_up(long long x, long long m) {
 // Threads per row for the Rows variant beyond N = 1024: a power of two up to 1024 giving each
 // thread 3 to 8 vectors, scored by padding (vectors past N), distance from four vectors, and
 // more than 8 warps (cross-warp reductions); 0 when no such split exists (rows too long).
+// Where every power of two pads the row by more than a tenth (8193 f16: 1025 vectors on 256
+// lanes x 5 = 1280 slots), any whole number of warps is a candidate too (352 lanes x 3 = 1056):
+// the odd-width kernels are bound by instruction issue (ncu, session 19: 0.68-0.80 warps issued
+// per scheduler cycle against 0.30 for the aligned 8192), and padded slots cost instructions.
 long long rows_lanes(long long N, long long vec) {
   const long long vectors = (N + vec - 1) / vec;
   long long best = 0;
-  double best_score = 1e9;
-  for (long long lanes = 32; lanes <= 1024; lanes *= 2) {
+  double best_score = 1e9, best_padding = 1e9;
+  auto consider = [&](long long lanes) {
     const long long v = (vectors + lanes - 1) / lanes;
     // The row's floats plus ~24 registers of addressing and reductions within the register file
     // share of a thread of a `lanes`-thread block (64 K registers per SM, at most 255 each).
     const long long regs = std::min<long long>(255, 65536 / std::max<long long>(128, lanes));
-    if (v < 3 || v > 8 || v * vec + 24 > regs) continue;
-    const double score = static_cast<double>(lanes * v - vectors) / static_cast<double>(vectors) +
-                         0.02 * static_cast<double>(v > 4 ? v - 4 : 4 - v) + (lanes > 256 ? 0.03 : 0.0);
-    if (score < best_score) best_score = score, best = lanes;
-  }
+    if (v < 3 || v > 8 || v * vec + 24 > regs) return;
+    const double padding = static_cast<double>(lanes * v - vectors) / static_cast<double>(vectors);
+    const double score = padding + 0.02 * static_cast<double>(v > 4 ? v - 4 : 4 - v) + (lanes > 256 ? 0.03 : 0.0);
+    if (score < best_score) best_score = score, best = lanes, best_padding = padding;
+  };
+  for (long long lanes = 32; lanes <= 1024; lanes *= 2) consider(lanes);
+  if (best_padding > 0.1)
+    for (long long lanes = 160; lanes <= 1024; lanes += 32)  // a whole block a row: more than 128
+      if (lanes & (lanes - 1)) consider(lanes);
   return best;
 }
 // Vectors per thread kept in shared memory when one row is spread over 512 threads with 2 of

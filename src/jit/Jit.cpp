@@ -213,7 +213,8 @@ passes::PassContext::Switches jit_switches(const JitOptions& options) {
       options.gemm_from_passes || env_on("gemm_from_passes"),
       !options.disable_persistent_tiles && !env_off("persistent_tiles"),
       options.max_persistent_ctas > 0 ? options.max_persistent_ctas : max_persistent_ctas_from_env(),
-      options.persistent_rings || env_on("persistent_rings")};
+      options.persistent_rings || env_on("persistent_rings"),
+      std::max(0, options.min_blocks_per_sm)};
 }
 
 std::string switches_text(const passes::PassContext::Switches& s) {
@@ -240,6 +241,7 @@ std::string switches_text(const passes::PassContext::Switches& s) {
   flag("persistent_tiles", s.allow_persistent_tiles);
   flag("persistent_rings", s.persistent_rings);
   out += " max_persistent_ctas=" + std::to_string(s.max_persistent_ctas);
+  out += " min_blocks_per_sm=" + std::to_string(s.min_blocks_per_sm);
   return out;
 }
 
@@ -347,6 +349,18 @@ JitKernel jit(const PrimFunc& f, const JitOptions& options, std::source_location
   try {
     impl->compiled = compile_cached(source, name, copts);
   } catch (const NvrtcError& e) {
+    // The author's occupancy request can leave ptxas too few registers for an instruction (a
+    // wgmma's accumulators): that is the request's error, not the compiler's.
+    const std::string what = e.what();
+    if (ctx.abi.min_blocks_per_sm > 1 && options.min_blocks_per_sm > 1 &&
+        what.find("Insufficient registers") != std::string::npos)
+      TESSEL_USER_ERROR("JitOptions::min_blocks_per_sm", kernel_where,
+                        "min_blocks_per_sm = " << options.min_blocks_per_sm << " caps " << prog.name << "'s "
+                                               << ctx.abi.threads << "-thread blocks at "
+                                               << 65536 / (ctx.abi.min_blocks_per_sm *
+                                                           ctx.abi.threads)
+                                               << " registers per thread, too few for its instructions (ptxas: "
+                                               << "Insufficient registers); ask for fewer blocks per SM or leave it 0");
     throw_internal_error("the CUDA generated for " + prog.name + " does not compile:\n" + e.what() +
                          "\n--- generated source ---\n" + source);
   }

@@ -194,6 +194,7 @@ struct PassContext {
     bool allow_persistent_tiles = true;
     int max_persistent_ctas = 0;
     bool persistent_rings = false;
+    int min_blocks_per_sm = 0;
   };
   bool allow_tma = true, allow_wgmma = true, allow_warp_specialization = true;
   bool allow_split_k = true;
@@ -243,6 +244,9 @@ struct PassContext {
   // opt-in until measured (JitOptions::persistent_rings); gemm_from_passes implies it.
   bool persistent_rings = false;
   bool ring_epilogues() const { return gemm_from_passes || persistent_rings; }
+  // JitOptions::min_blocks_per_sm: the blocks per SM the author asks ptxas to fit registers to
+  // (plan_shared_memory caps it at what shared memory and threads allow).
+  int requested_min_blocks_per_sm = 0;
 
   // Set by select_hopper_gemm.
   HopperPlan hopper;

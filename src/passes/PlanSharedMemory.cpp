@@ -6,7 +6,9 @@
 //             kernel that needs more than the target allows, naming each buffer's share.
 //   Requires: plan_pipelines (stages are part of the buffers' shapes).
 //   Ensures:  ctx.smem_offsets has every shared buffer; ctx.smem_bytes <= ctx.target.smem_cap;
-//             ctx.min_blocks_per_sm set when fragments keep tails in shared memory.
+//             ctx.min_blocks_per_sm set when fragments keep tails in shared memory, or to
+//             JitOptions::min_blocks_per_sm capped at the blocks per SM the kernel's shared
+//             memory and threads allow.
 #include <algorithm>
 #include <sstream>
 
@@ -58,15 +60,20 @@ Stmt plan_shared_memory(const Stmt& body, PassContext& ctx) {
                           second->name << " does not directly follow " << first->name
                                        << " in shared memory, but the epilogue stages through both");
   }
+  // Each SM has the per-block cap plus 1 KB of shared memory, and each block reserves 1 KB
+  // (sm_80 and sm_90); at most 2048 threads per SM.
+  const std::int64_t per_sm = static_cast<std::int64_t>(ctx.target.smem_cap) + 1024;
+  const std::int64_t by_smem = per_sm / (offset + 1024), by_threads = ctx.threads > 0 ? 2048 / ctx.threads : 1;
   if (!ctx.register_tails.empty() && ctx.threads > 0) {
-    // Each SM has the per-block cap plus 1 KB of shared memory, and each block reserves 1 KB
-    // (sm_80 and sm_90); at most 2048 threads per SM.
-    const std::int64_t per_sm = static_cast<std::int64_t>(ctx.target.smem_cap) + 1024;
-    const std::int64_t by_smem = per_sm / (offset + 1024), by_threads = 2048 / ctx.threads;
     // Two blocks are what overlapping one block's loads with the other's math needs; asking
     // for more would squeeze the registers into spills.
     ctx.min_blocks_per_sm = static_cast<int>(std::min({by_smem, by_threads, std::int64_t(2)}));
   }
+  // The author's request (JitOptions::min_blocks_per_sm), as far as the kernel can have them.
+  if (ctx.requested_min_blocks_per_sm > 0)
+    ctx.min_blocks_per_sm = std::max<int>(
+        ctx.min_blocks_per_sm,
+        static_cast<int>(std::min({by_smem, by_threads, std::int64_t(ctx.requested_min_blocks_per_sm)})));
   if (offset > ctx.target.smem_cap)
     TESSEL_USER_ERROR("Kernel", c.kernel_where,
                       "the kernel needs " << offset << " bytes of shared memory (" << parts.str() << ") but "

@@ -46,21 +46,36 @@ TEST_P(FlashAttentionCompile, NoSpillsAndTheMeantInstructions) {
 // softmax runs while the other's gemms do (the scale folded into the exponents took it to 130-142,
 // one CTA an SM: the program keeps the scale-first form there); D = 128 (ring, setmaxnreg 240)
 // within its 168.
+// The cp.async kernels ask ptxas for two blocks an SM (__launch_bounds__(256, 2)): left to
+// itself it took 129 registers for the non-causal S = 1024 kernel once fold_proven_branches had
+// dropped its never-taken mask branch (0.56x cuDNN on an H100 against 0.82x, session 19); capped,
+// it keeps 8 bytes a thread in local memory. The 192-row ring (D = 64, long loops) issues P V of
+// the previous block behind S (rotate_async_gemms): its source waits with one group pending.
 TEST(FlashAttentionCompileOccupancy, DefaultKernelsKeepTheirRegisters) {
-  for (bool causal : {false, true})
-    for (std::int64_t D : {64, 128}) {
-      T::kernels::AttentionShape s;
-      s.batch = 8, s.heads = 2048 / D, s.kv_heads = s.heads, s.seqlen_q = s.seqlen_k = 4096, s.dim = D;
-      T::kernels::AttentionOptions o;
-      o.causal = causal;
-      o.jit.arch = "sm_90a";
-      for (T::DType t : {T::DType::f16, T::DType::bf16}) {
-        auto k = T::kernels::make_flash_attention(s, t, o);
-        SCOPED_TRACE("D" + std::to_string(D) + (causal ? " causal " : " ") + std::string(T::dtype_name(t)));
-        EXPECT_LE(k.resources().registers, D <= 64 ? 128 : 168) << k.compile_log();
-        EXPECT_EQ(k.resources().spill_store_bytes + k.resources().spill_load_bytes, 0);
+  for (std::int64_t S : {1024, 4096})
+    for (bool causal : {false, true})
+      for (std::int64_t D : {64, 128}) {
+        T::kernels::AttentionShape s;
+        s.batch = 2 * 16384 / S, s.heads = 2048 / D, s.kv_heads = s.heads, s.seqlen_q = s.seqlen_k = S, s.dim = D;
+        T::kernels::AttentionOptions o;
+        o.causal = causal;
+        o.jit.arch = "sm_90a";
+        const auto config = T::kernels::choose_attention_config(s, T::DType::bf16, causal, "sm_90a").config;
+        for (T::DType t : {T::DType::f16, T::DType::bf16}) {
+          auto k = T::kernels::make_flash_attention(s, t, o);
+          SCOPED_TRACE("S" + std::to_string(S) + " D" + std::to_string(D) + (causal ? " causal " : " ") +
+                       std::string(T::dtype_name(t)) + " " + config.describe());
+          EXPECT_LE(k.resources().registers, D <= 64 ? 128 : 168) << k.compile_log();
+          const bool cp_async = config.schedule == T::kernels::AttentionConfig::Schedule::cp_async;
+          EXPECT_LE(k.resources().spill_store_bytes + k.resources().spill_load_bytes, cp_async ? 16 : 0);
+          if (cp_async) {
+            EXPECT_NE(k.source().find("__launch_bounds__(256, 2)"), std::string::npos);
+          }
+          if (config.block_M == 192) {
+            EXPECT_NE(k.source().find("tessel::wgmma_wait<1>();"), std::string::npos) << "not rotated";
+          }
+        }
       }
-    }
 }
 
 INSTANTIATE_TEST_SUITE_P(HeadDims, FlashAttentionCompile,
@@ -227,6 +242,37 @@ TEST(FlashAttentionCompileThreeWarpgroups, RegisterBudgetsAndNoSpills) {
           EXPECT_EQ(k.info().threads, 384);
         }
       }
+}
+
+}  // namespace
+
+namespace {
+
+// JitOptions::min_blocks_per_sm: __launch_bounds__'s second argument, capped at what shared
+// memory allows; a request that leaves ptxas too few registers is the author's error, named.
+TEST(MinBlocksPerSm, CappedBySharedMemoryAndRefusedWhenRegistersRunOut) {
+  T::kernels::AttentionShape s;
+  s.batch = 1, s.heads = 2, s.kv_heads = 2, s.seqlen_q = s.seqlen_k = 1000, s.dim = 64;
+  T::kernels::AttentionOptions o;
+  o.jit.arch = "sm_90a";
+  // 128x128 cp.async at D = 64: 83 KB of shared memory, two blocks fit (the library asks for
+  // them itself); four asked for, two given.
+  o.config = T::kernels::AttentionConfig{128, 128, 256, 2, T::kernels::AttentionConfig::Schedule::cp_async, false};
+  o.jit.min_blocks_per_sm = 4;
+  auto k = T::kernels::make_flash_attention(s, T::DType::f16, o);
+  EXPECT_NE(k.source().find("__launch_bounds__(256, 2)"), std::string::npos);
+  // 192x128 on 384 threads, two blocks asked for: 85 registers a thread, too few for its wgmma.
+  o.config = T::kernels::AttentionConfig{192, 128, 384, 2, T::kernels::AttentionConfig::Schedule::cp_async, false};
+  o.jit.min_blocks_per_sm = 2;
+  try {
+    (void)T::kernels::make_flash_attention(s, T::DType::f16, o);
+    ADD_FAILURE() << "expected a CompileError";
+  } catch (const T::CompileError& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("min_blocks_per_sm = 2 caps flash_attention's 384-thread blocks at 85 registers"),
+              std::string::npos)
+        << m;
+  }
 }
 
 }  // namespace
