@@ -159,9 +159,15 @@ AttentionConfig default_attention_config(const AttentionShape& s, DType, bool ca
                              : 0.0;
   // Padded D = 64 only: narrower heads (D <= 48) get no TMA ring (their rows take no 128-byte
   // swizzle), and the cp.async kernel on 192 rows is unmeasured.
+  // Not causal, the tile takes 160 keys a step in one stage, persistent -- the tuner's pick on an
+  // H100 (session 19, same call as cuDNN): 2x32x16384^2 0.95x cuDNN against 0.91x for 192x128 s2
+  // (rotated), 8x32x4096^2 0.89x against 0.87x. Each step's gemms are 25 % longer against the
+  // same per-step bookkeeping (waits, row max and sum, rescale), in 64 KB of shared memory either
+  // way; one stage is not rotated (rotate_async_gemms needs two).
   if (dp == 64 && has_ring_schedules(arch) && s.seqlen_q > 128 && visible >= 4096) {
     c.block_M = 192, c.threads = 384, c.block_N = 128, c.num_stages = 2;
     c.schedule = AttentionConfig::Schedule::ring;
+    if (!causal) c.block_N = 160, c.num_stages = 1;
   }
   // Non-causal rings persistent (one block per SM over the tiles, O stored by TMA): bf16, the
   // issue's D = 128 cases and GQA, persistent / default in the same process -- H200 (session 14,
@@ -178,11 +184,11 @@ AttentionConfig default_attention_config(const AttentionShape& s, DType, bool ca
   // H100 (session 16; 1.07x in session 18): persistent up to 768 keys a row on average, where the
   // tiles' work differs least in absolute terms. At S = 2048 (1024 keys a row) it was even on
   // the H100 (1.185 against 1.170 ms, session 18): one block per tile there.
-  // D = 64's 192-row ring: within 2 % either way persistent (H200, session 17): one block per
-  // tile. Padded D = 80-112 gets no TMA ring (no 128-byte swizzle of V's rows): nothing to make
-  // persistent.
+  // D = 64's 192-row ring: within 2 % either way persistent on 128 keys a step (H200, session
+  // 17); on 160 keys in one stage (not causal) persistent is the tuner's pick (above). Padded
+  // D = 80-112 gets no TMA ring (no 128-byte swizzle of V's rows): nothing to make persistent.
   c.persistent = (!causal || (visible > 0 && visible <= 768)) && c.schedule != AttentionConfig::Schedule::cp_async &&
-                 dp == 128;
+                 (dp == 128 || (dp == 64 && c.block_M == 192 && !causal));
   return c;
 }
 
@@ -350,7 +356,9 @@ JitKernel make_flash_attention(const AttentionShape& s, DType dtype, const Atten
   // 0.56x cuDNN instead of 0.82x at 32x32x1024^2, H100, session 19).
   // (Only for blocks of up to 256 threads: at 384 the cap would be 85 registers, too few for a
   // wgmma of 192x128.)
-  if (c.schedule == AttentionConfig::Schedule::cp_async && s.dim <= 64 && c.threads <= 256 && jo.min_blocks_per_sm == 0)
+  // Padded D = 64 only: at D = 40 (48 padded) the cap spills 36 bytes a thread, unmeasured.
+  if (c.schedule == AttentionConfig::Schedule::cp_async && padded_dim(s.dim) == 64 && c.threads <= 256 &&
+      jo.min_blocks_per_sm == 0)
     jo.min_blocks_per_sm = 2;
   // Three consumer warpgroups on the plain ring (192 query rows): P V of block j - 1 runs on the
   // tensor cores while the softmax of block j runs (rotate_async_gemms, FA3's intra-warpgroup

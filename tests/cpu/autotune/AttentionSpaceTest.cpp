@@ -386,7 +386,7 @@ TEST(AutotuneAttentionSpace, DefaultConfigByLoopLengthAndCausality) {
   };
   for (const Want& w : {Want{1024, 1024, 64, false, "128x128 s2 t256 cp.async"},
                         Want{4096, 4096, 64, true, "128x128 s2 t256 cp.async"},
-                        Want{4096, 4096, 64, false, "192x128 s2 t384 ring"},
+                        Want{4096, 4096, 64, false, "192x160 s1 t384 ring persistent"},
                         Want{16384, 16384, 64, true, "192x128 s2 t384 ring"},
                         Want{128, 8192, 64, false, "128x128 s2 t256 cp.async"},  // 128 rows: no 192-row tile
                         Want{1, 8192, 64, true, "128x128 s2 t256 cp.async"},
@@ -397,7 +397,7 @@ TEST(AutotuneAttentionSpace, DefaultConfigByLoopLengthAndCausality) {
                         Want{2048, 2048, 128, true, "128x128 s2 t256 ring"},
                         Want{128, 8192, 128, true, "128x128 s2 t256 ring"},  // 8128 keys a row
                         Want{4096, 4096, 256, false, "128x64 s2 t256 ring+pingpong"},
-                        Want{4096, 4096, 56, false, "192x128 s2 t384 ring"},  // padded to 64
+                        Want{4096, 4096, 56, false, "192x160 s1 t384 ring persistent"},  // padded to 64
                         Want{4096, 4096, 40, false, "128x128 s2 t256 cp.async"},  // no ring below 64
                         Want{4096, 4096, 96, false, "128x128 s2 t256 ring+pingpong"}}) {  // no ring: not persistent
     const AttentionShape s = shape(2, 8, 8, w.Sq, w.Sk, w.D);

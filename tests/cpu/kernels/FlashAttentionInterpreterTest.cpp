@@ -94,16 +94,20 @@ TEST(FlashAttentionInterpreter, DefaultConfigTiles) {
         T::kernels::default_attention_config(s, DType::f16, true, "sm_90a"));
 }
 
-// The default for D = 64 over long loops (session 17): 192 query rows on three consumer
-// warpgroups, the ring's program (scale folded into the exponents); tails in both lengths, a
-// partial last query block of 8 rows, causal and not, GQA.
+// The defaults for D = 64 over long loops (sessions 17 and 19): 192 query rows on three consumer
+// warpgroups, the ring's program (scale folded into the exponents), 128 keys a step when causal
+// and 160 when not; tails in both lengths, a partial last query block of 8 rows, causal and not,
+// GQA.
 TEST(FlashAttentionInterpreter, OneHundredNinetyTwoRowTiles) {
   AttentionShape s;
-  s.batch = 1, s.heads = 2, s.kv_heads = 1, s.seqlen_q = s.seqlen_k = 4096, s.dim = 64;
-  const AttentionConfig c = T::kernels::default_attention_config(s, DType::bf16, false, "sm_90a");
-  ASSERT_EQ(c.describe(), "192x128 s2 t384 ring");
-  check({1, 2, 1, 200, 300, 64, false}, DType::bf16, c);
-  check({1, 2, 2, 200, 260, 64, true}, DType::f16, c);
+  s.batch = 1, s.heads = 2, s.kv_heads = 1, s.dim = 64;
+  for (bool causal : {false, true}) {
+    s.seqlen_q = s.seqlen_k = causal ? 16384 : 4096;  // 4096 keys a row on average or more
+    const AttentionConfig c = T::kernels::default_attention_config(s, DType::bf16, causal, "sm_90a");
+    ASSERT_EQ(c.describe(), causal ? "192x128 s2 t384 ring" : "192x160 s1 t384 ring persistent");
+    check({1, 2, 1, 200, 300, 64, false}, DType::bf16, c);
+    check({1, 2, 2, 200, 260, 64, true}, DType::f16, c);
+  }
 }
 
 // The scale folded into the exponents (positive scales: the max over raw scores) and not (a

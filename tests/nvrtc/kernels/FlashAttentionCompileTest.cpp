@@ -50,7 +50,8 @@ TEST_P(FlashAttentionCompile, NoSpillsAndTheMeantInstructions) {
 // itself it took 129 registers for the non-causal S = 1024 kernel once fold_proven_branches had
 // dropped its never-taken mask branch (0.56x cuDNN on an H100 against 0.82x, session 19); capped,
 // it keeps 8 bytes a thread in local memory. The 192-row ring (D = 64, long loops) issues P V of
-// the previous block behind S (rotate_async_gemms): its source waits with one group pending.
+// the previous block behind S (rotate_async_gemms) where its ring has two stages: its source
+// waits with one group pending.
 TEST(FlashAttentionCompileOccupancy, DefaultKernelsKeepTheirRegisters) {
   for (std::int64_t S : {1024, 4096})
     for (bool causal : {false, true})
@@ -71,7 +72,7 @@ TEST(FlashAttentionCompileOccupancy, DefaultKernelsKeepTheirRegisters) {
           if (cp_async) {
             EXPECT_NE(k.source().find("__launch_bounds__(256, 2)"), std::string::npos);
           }
-          if (config.block_M == 192) {
+          if (config.block_M == 192 && config.num_stages >= 2) {
             EXPECT_NE(k.source().find("tessel::wgmma_wait<1>();"), std::string::npos) << "not rotated";
           }
         }
