@@ -9,15 +9,15 @@ source "$(dirname "$0")/gpu-steps.sh" gpu-s19c "${1:-}"
 tag=${TESSEL_RESULT_TAG:-s19c-h200}
 day=$(date -u +%F)
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv >>"$log" 2>&1
-step "gpu tests (softmax, attention defaults)" 110 "$build/tessel_tests_gpu" --gtest_brief=1 \
+step "gpu tests (softmax, attention defaults)" 100 "$build/tessel_tests_gpu" --gtest_brief=1 \
   --gtest_filter='*Softmax*:FlashAttentionGpuSmall.DefaultConfigsOfLongLoops:FlashAttentionGpuSmall.AsyncGemmSchedules'
-step "bench softmax 17 (default)" 90 "$build/tessel" bench softmax --repeats 10 \
+step "bench softmax 17 (default)" 80 "$build/tessel" bench softmax --repeats 10 \
   --shapes 4194304x127,4194304x129,524288x1023,65536x8191,32768x8193,10000x50257 --json "$out/$day-softmax-issue17-$tag.json"
-step "bench attention (bf16, default)" 60 "$build/tessel" bench attention --dtype bf16 --repeats 10 \
+step "bench attention (bf16, default)" 55 "$build/tessel" bench attention --dtype bf16 --repeats 10 \
   --json "$out/$day-attention-default-$tag.json"
-step "bench attention D64 192x160:2:384:ring:persistent (rotated)" 25 "$build/tessel" bench attention --dtype bf16 \
+step "bench attention D64 192x160:2:384:ring:persistent (rotated)" 20 "$build/tessel" bench attention --dtype bf16 \
   --repeats 10 --config 192x160:2:384:ring:persistent --cases 8x32x32x4096x4096x64,2x32x32x16384x16384x64 \
   --json "$out/$day-attention-d64-192x160-2-384-ring-persistent-$tag.json"
-step "bench softmax issue 4 widths" 60 "$build/tessel" bench softmax --json "$out/$day-softmax-issue4-$tag.json"
+step "bench softmax issue 4 widths" 45 "$build/tessel" bench softmax --json "$out/$day-softmax-issue4-$tag.json"
 grep "^### " "$log"
 exit $status

@@ -79,6 +79,18 @@ Space softmax_space(const std::string& arch, long long M, long long N, DType dty
     for (int rows = 2; rows <= 1024; rows *= 2)
       for (long long lanes = 1; lanes <= 32 && lanes * vec <= row; lanes *= 2)
         point(kernels::SoftmaxVariant::Rows, threads, rows, round_up(N, lanes * vec));
+  // One row over a whole block of warps that is not a power of two (3 to 8 vectors a thread),
+  // where every power of two pads the row by more than a tenth (8193 f16: 352 lanes x 3 against
+  // 256 x 5), as the dispatcher's rule.
+  double pow2_padding = 1e9;
+  for (long long threads = 32; threads <= 1024; threads *= 2)
+    if (const long long v = (row / vec + threads - 1) / threads; v >= 3 && v <= 8)
+      pow2_padding = std::min(pow2_padding, static_cast<double>(threads * v * vec - row) / static_cast<double>(row));
+  for (int threads = 160; threads <= 1024 && pow2_padding > 0.1; threads += 32) {
+    if ((threads & (threads - 1)) == 0) continue;
+    const long long v = (row / vec + threads - 1) / threads;
+    if (v >= 3 && v <= 8) point(kernels::SoftmaxVariant::Rows, threads, 1, round_up(N, threads * vec));
+  }
   // Rows with a shared tail: one row per block, 2 to 6 of each thread's vectors in registers and
   // the rest in shared memory (rows longer than the registers hold); rows that start unaligned
   // through windows (w, room for the shift), as the dispatcher does.
@@ -121,7 +133,8 @@ Space softmax_space(const std::string& arch, long long M, long long N, DType dty
     return elements <= kMaxSoftmaxValuesPerThread * threads && elements / vec <= kMaxSoftmaxVectorsPerBlock;
   });
   // The compiler's layout rule (InferLayouts' row-blocked tiles: whole vectors per lane, a power
-  // of two of lanes per row, the rows dividing evenly over the block) decides; asking it by
+  // of two of lanes per row or one row over all of a block of warps, the rows dividing evenly
+  // over the block) decides; asking it by
   // lowering the program (no NVRTC, about a millisecond) keeps this in step with the rule. The
   // shared-memory cap is lifted here so that shared memory is pruned below, by the GPU's limit,
   // with its own reason.

@@ -251,9 +251,10 @@ TEST(FlashAttentionGpuSmall, PersistentFromThePasses) {
   }
 }
 
-// The library's own choices for long loops (session 17): D = 64 on 192 query rows over the ring
-// where a query row sees 4096 keys or more on average (not causal at Sk >= 4096, causal at
-// Sk >= 8192), D = 128 non-causal persistent; tails in both lengths, GQA, Sq != Sk.
+// The library's own choices for long loops (sessions 17 and 19): D = 64 on 192 query rows over
+// the ring where a query row sees 4096 keys or more on average (not causal at Sk >= 4096: 160
+// keys a step, one stage, persistent; causal at Sk >= 8192: 128 keys, two stages, rotated), D = 128
+// non-causal persistent; tails in both lengths, GQA, Sq != Sk.
 TEST(FlashAttentionGpuSmall, DefaultConfigsOfLongLoops) {
   TESSEL_REQUIRE_GPU();
   if (T::current_device().arch() != "sm_90a") GTEST_SKIP() << "SKIPPED: not an sm_90a GPU";
@@ -263,7 +264,8 @@ TEST(FlashAttentionGpuSmall, DefaultConfigsOfLongLoops) {
     s.batch = c.B, s.heads = c.H, s.kv_heads = c.Hkv, s.seqlen_q = c.Sq, s.seqlen_k = c.Sk, s.dim = c.D;
     const auto d = T::kernels::default_attention_config(s, DType::bf16, c.causal, "sm_90a");
     EXPECT_EQ(d.block_M, c.D == 64 ? 192 : 128) << d.describe();
-    EXPECT_EQ(d.persistent, c.D == 128) << d.describe();
+    EXPECT_EQ(d.persistent, !c.causal) << d.describe();
+    EXPECT_EQ(d.block_N, c.D == 64 && !c.causal ? 160 : 128) << d.describe();
     check(c, DType::bf16);
   }
 }
