@@ -15,11 +15,14 @@
 //             at the branches' join (measured on the H200: the guarded form ran 7-35 % slower
 //             than no rotation at all).
 //             Not applied where the work between the gemms branches (ptxas retires an in-flight
-//             wgmma at a branch's join, so nothing would overlap: attention's mask branches
-//             today -- splitting the loop into unmasked and masked iterations is what would let
-//             it rotate), nor where two consumer warpgroups will take turns (schedule_warpgroups),
-//             which measured faster than the rotation on the H200.
-//             Opt-in (JitOptions::rotate_gemm_loops): measured on the H200 it has not paid yet.
+//             wgmma at a branch's join, so nothing would overlap): a loop whose top-level ifs all
+//             turn true at one iteration (attention's mask) is split there first and each part
+//             rotated; ifs that never or always run are gone already (fold_proven_branches). Nor
+//             where two consumer warpgroups will take turns (schedule_warpgroups), which
+//             measured faster than the rotation on the H200.
+//             Opt-in (JitOptions::rotate_gemm_loops); kernels::flash_attention turns it on for its
+//             192-row tiles on a two-stage ring (three consumer warpgroups): +2-4 % on an H100,
+//             session 19; on the 128-row D = 128 ring it lost 1-5 %.
 //   Requires: plan_pipelines (the ring's waits, releases and staged tiles; ctx.mbarriers names
 //             the tile each `empty` array releases), specialize_warps (the loop is the consumers').
 //             Applies on sm_90a with ctx.allow_async_gemm.
