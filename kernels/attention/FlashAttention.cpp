@@ -74,7 +74,8 @@ bool has_ring_schedules(const std::string& arch) {
 
 std::string AttentionConfig::describe() const {
   return std::to_string(block_M) + "x" + std::to_string(block_N) + " s" + std::to_string(num_stages) + " t" +
-         std::to_string(threads) + " " + schedule_name(schedule) + (persistent ? " persistent" : "");
+         std::to_string(threads) + " " + schedule_name(schedule) + (persistent ? " persistent" : "") +
+         (kv_interleave ? " kv-interleaved" : "");
 }
 
 void check_attention(const AttentionShape& s, DType dtype) {
@@ -250,7 +251,7 @@ PrimFunc attention_program(const AttentionShape& s, DType dtype, bool causal, fl
   f.body([&] {
     T::Kernel(
         T::ceildiv(Expr(static_cast<int>(SQ)), BM), Expr(static_cast<int>(H)), Expr(static_cast<int>(B)),
-        c.threads, [&](T::Var bx, T::Var h, T::Var b) {
+        c.threads, [&](T::Var bx, T::Var hy, T::Var b) {
           auto Q_shared = T::alloc_shared({BM, DP}, dtype);
           auto K_shared = T::alloc_shared({BN, DP}, dtype);
           auto V_shared = T::alloc_shared({BN, DP}, dtype);
@@ -270,7 +271,13 @@ PrimFunc attention_program(const AttentionShape& s, DType dtype, bool causal, fl
           // its shortest work, not its longest (FlashAttention 2's order).
           const Expr q_block = causal ? T::ceildiv(Expr(static_cast<int>(SQ)), BM) - 1 - bx : Expr(bx);
           const Expr q0 = q_block * BM;
-          const Expr hk = h / group;
+          // The query head of blockIdx.y, and its K/V head. Interleaved (GQA, config
+          // kv_interleave): consecutive y take consecutive K/V heads, so that the blocks running
+          // at once read H_kv-fold fewer copies of one K/V head's tiles each -- a hypothesis
+          // about L2 (docs/perf-notes.md, session 19), opt-in until measured.
+          const bool interleave = c.kv_interleave && HKV < H;
+          const Expr h = interleave ? (hy % static_cast<int>(HKV)) * group + hy / static_cast<int>(HKV) : Expr(hy);
+          const Expr hk = interleave ? hy % static_cast<int>(HKV) : h / group;
           const Expr sq = static_cast<int>(SQ), sk = static_cast<int>(SK);
           T::copy(T::region(Q, {b, q0, h, 0}, {1, BM, 1, DP}), Q_shared);
           T::clear(O_acc);

@@ -10,13 +10,20 @@ kernels::AttentionConfig parse_attention_config(const std::string& text) {
   int used = 0;
   const auto bad = [&] {
     return std::invalid_argument("--config: '" + text + "' is not " + kAttentionConfigForm +
-                                 " with positive numbers, e.g. 128x128:2:256, 128x128:2:256:ring or 128x128:2:256:pingpong:persistent");
+                                 " with positive numbers, e.g. 128x128:2:256, 128x128:2:256:ring, 128x128:2:256:pingpong:persistent or "
+                                 "128x128:2:256:ring:interleave");
   };
   if (std::sscanf(text.c_str(), "%dx%d:%d:%d%n", &c.block_M, &c.block_N, &c.num_stages, &c.threads, &used) !=
           4 ||
       c.block_M < 1 || c.block_N < 1 || c.num_stages < 1 || c.threads < 1)
     throw bad();
   std::string schedule = text.substr(static_cast<size_t>(used));
+  const std::string interleave = ":interleave";
+  if (schedule.size() >= interleave.size() &&
+      schedule.compare(schedule.size() - interleave.size(), interleave.size(), interleave) == 0) {
+    c.kv_interleave = true;
+    schedule.resize(schedule.size() - interleave.size());
+  }
   const std::string persistent = ":persistent";
   if (schedule.size() >= persistent.size() &&
       schedule.compare(schedule.size() - persistent.size(), persistent.size(), persistent) == 0) {
@@ -43,7 +50,8 @@ std::string format_attention_config(const kernels::AttentionConfig& c) {
                          : c.schedule == kernels::AttentionConfig::Schedule::ring      ? "ring"
                                                                                        : "cpasync";
   return std::to_string(c.block_M) + "x" + std::to_string(c.block_N) + ":" + std::to_string(c.num_stages) + ":" +
-         std::to_string(c.threads) + ":" + schedule + (c.persistent ? ":persistent" : "");
+         std::to_string(c.threads) + ":" + schedule + (c.persistent ? ":persistent" : "") +
+         (c.kv_interleave ? ":interleave" : "");
 }
 
 }  // namespace tessel::cli

@@ -1,5 +1,5 @@
 // Attention configs as the command line spells them (`tessel bench attention --config`, `tessel
-// dump attention --config`): "BMxBN:STAGES:THREADS[:pingpong|ring|cpasync][:persistent]".
+// dump attention --config`): "BMxBN:STAGES:THREADS[:pingpong|ring|cpasync][:persistent][:interleave]".
 #pragma once
 
 #include <string>
@@ -8,7 +8,7 @@
 
 namespace tessel::cli {
 
-inline constexpr const char* kAttentionConfigForm = "BMxBN:STAGES:THREADS[:pingpong|ring|cpasync][:persistent]";
+inline constexpr const char* kAttentionConfigForm = "BMxBN:STAGES:THREADS[:pingpong|ring|cpasync][:persistent][:interleave]";
 
 // "128x128:2:256:ring" -> config (no schedule: pingpong). Throws std::invalid_argument naming the
 // text and the form.

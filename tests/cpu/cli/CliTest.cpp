@@ -180,6 +180,14 @@ TEST_F(Cli, DumpAttentionShowsTheLibraryKernel) {
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("config 128x64:2:256:pingpong:persistent (--config)"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find(", persistent, ping-pong"), std::string::npos) << r.output;
+  // ':interleave' (after ':persistent'): GQA's heads K/V head by K/V head across blockIdx.y.
+  r = run_tessel("dump attention --resources --heads 8 --kv-heads 2 --config 128x128:2:256:ring:persistent:interleave "
+                 "--arch sm_90a");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("config 128x128:2:256:ring:persistent:interleave (--config)"), std::string::npos)
+      << r.output;
+  r = run_tessel("dump attention --config 128x128:2:256:ring:interleave:persistent");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
   r = run_tessel("dump attention --config 128x64:2:256:cpasync:persistent");
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find("is persistent on the cp.async schedule; ':persistent' takes a ring schedule"),

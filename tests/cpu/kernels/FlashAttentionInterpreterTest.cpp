@@ -77,6 +77,17 @@ TEST(FlashAttentionInterpreter, GroupedAndMultiQuery) {
   check({2, 3, 1, 9, 66, 32, false}, DType::bf16, kSmall);
 }
 
+// AttentionConfig::kv_interleave: blockIdx.y walks the query heads K/V head by K/V head; every
+// head's O and LSE are still its own (GQA 6 over 2 and 3, MQA, and MHA where it changes nothing).
+TEST(FlashAttentionInterpreter, KvInterleavedHeads) {
+  AttentionConfig c = kSmall;
+  c.kv_interleave = true;
+  check({1, 6, 2, 40, 70, 16, true}, DType::f16, c);
+  check({2, 6, 3, 33, 65, 32, false}, DType::bf16, c);
+  check({1, 4, 1, 20, 30, 16, false}, DType::f16, c);
+  check({1, 2, 2, 20, 30, 16, true}, DType::bf16, c);
+}
+
 TEST(FlashAttentionInterpreter, HeadDimNotAMultipleOf16) {
   check({1, 2, 1, 20, 70, 24, true}, DType::f16, kSmall);
   check({1, 1, 1, 65, 65, 40, false}, DType::bf16, kSmall);

@@ -270,6 +270,21 @@ TEST(FlashAttentionGpuSmall, DefaultConfigsOfLongLoops) {
   }
 }
 
+// AttentionConfig::kv_interleave (opt-in, session 19): GQA's query heads taken K/V head by K/V
+// head across blockIdx.y -- on the ring, causal and not, persistent, MQA, and MHA (no change).
+TEST(FlashAttentionGpuSmall, KvInterleavedHeads) {
+  TESSEL_REQUIRE_GPU();
+  if (T::current_device().arch() != "sm_90a") GTEST_SKIP() << "SKIPPED: not an sm_90a GPU";
+  using Schedule = T::kernels::AttentionConfig::Schedule;
+  const T::JitOptions jo;
+  const T::kernels::AttentionConfig ring{128, 128, 256, 2, Schedule::ring, false, true};
+  const T::kernels::AttentionConfig persistent{128, 128, 256, 2, Schedule::ring_pingpong, true, true};
+  check({2, 8, 2, 300, 1000, 128, true}, DType::bf16, jo, ring);
+  check({1, 6, 3, 333, 333, 64, false}, DType::f16, jo, ring);
+  check({2, 8, 1, 257, 700, 128, false}, DType::bf16, jo, persistent);
+  check({1, 4, 4, 200, 200, 128, true}, DType::f16, jo, ring);
+}
+
 // AttentionConfig::persistent (the config's own switch, the tuning space's knob): the default
 // jit options, persistence asked by the config alone, 2 and 7 blocks (TESSEL_MAX_PERSISTENT_CTAS's
 // option) and the GPU's own count; causal and not, tails, GQA, both ring schedules.

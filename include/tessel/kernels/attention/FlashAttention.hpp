@@ -58,6 +58,12 @@ struct AttentionConfig {
   // ring schedules only -- a cp.async config that asks for it is an error; ignored off sm_90a,
   // where there are no rings.
   bool persistent = false;
+  // GQA: blockIdx.y walks the query heads K/V head by K/V head -- y = 0, 1, 2, ... take query
+  // heads 0, group, 2 group, ... (one of each K/V head) -- instead of head by head, so that the
+  // blocks in flight at once share each K/V head's tiles among fewer of them. Opt-in, not yet
+  // measured (the hypothesis behind it: GQA causal 0.82x cuDNN against 0.91x for the same kernel
+  // and work without GQA, session 19); no effect without GQA.
+  bool kv_interleave = false;
   std::string describe() const;  // "128x128 s2 t256 ring+pingpong", " persistent" when it is
   bool operator==(const AttentionConfig&) const = default;
 };
