@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# What session 19 left for the H200 (docs/perf-notes.md "Session 19: what the next device session
+# runs"), in two device calls of under ten minutes each:
+#   TESSEL_S20_STEPS=bench (default): issue 17's softmax widths and issue 4's at the default (129
+#     on 4 lanes x 5 vectors, 8193 on 11 warps: timed only on H100s), the attention cases at the
+#     default (D = 64 192x160 s1 persistent, the cp.async register cap), GQA causal with and
+#     without kv_interleave, the skinny GEMMs;
+#   TESSEL_S20_STEPS=tests: the gpu suites of the new defaults and the two that ran out of their
+#     limits on the H100 (split-K, past 2^31 elements), each with a limit of its own.
+#   scripts/gpu-s20.sh OUTDIR   (env: TESSEL_RESULT_TAG, TESSEL_S20_STEPS)
+set -uo pipefail
+source "$(dirname "$0")/gpu-steps.sh" gpu-s20 "${1:-}"
+tag=${TESSEL_RESULT_TAG:-s20-h200}
+day=$(date -u +%F)
+steps=${TESSEL_S20_STEPS:-bench}
+nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv >>"$log" 2>&1
+if [[ $steps == bench ]]; then
+  step "bench softmax 17 (default)" 90 "$build/tessel" bench softmax --repeats 10 \
+    --shapes 4194304x127,4194304x129,524288x1023,65536x8191,32768x8193,10000x50257 \
+    --json "$out/$day-softmax-issue17-$tag.json"
+  for sc in 4194304x129:rows:t256:r32:bn192 32768x8193:rows:t256:r1:bn10240; do
+    shape=${sc%%:*} cfg=${sc#*:}
+    step "bench softmax $shape $cfg (the default before session 19)" 20 "$build/tessel" bench softmax \
+      --repeats 10 --shapes "$shape" --config "$cfg" --json "$out/$day-softmax-$shape-${cfg//:/-}-$tag.json"
+  done
+  step "bench softmax issue 4 widths" 50 "$build/tessel" bench softmax --json "$out/$day-softmax-issue4-$tag.json"
+  step "bench attention (bf16, default)" 60 "$build/tessel" bench attention --dtype bf16 --repeats 10 \
+    --json "$out/$day-attention-default-$tag.json"
+  step "bench attention D64 192x128 s2 ring (the default before session 19)" 20 "$build/tessel" bench attention \
+    --dtype bf16 --repeats 10 --config 192x128:2:384:ring --cases 8x32x32x4096x4096x64,2x32x32x16384x16384x64 \
+    --json "$out/$day-attention-d64-192x128-$tag.json"
+  for cfg in 128x128:2:256:ring 128x128:2:256:ring:interleave; do
+    step "bench attention GQA causal $cfg" 15 "$build/tessel" bench attention --dtype bf16 --repeats 10 \
+      --config "$cfg" --cases 4x32x8x4096x4096x128:causal --json "$out/$day-attention-gqa-causal-${cfg//:/-}-$tag.json"
+  done
+  step "bench gemm skinny (default)" 40 "$build/tessel" bench gemm --repeats 20 --warmup 5 --dtype f16,bf16 \
+    --shapes 1x4096x4096,16x4096x4096,32x4096x14336,8x14336x4096,16x14336x4096,64x8192x8192 \
+    --json "$out/$day-gemm-skinny-default-$tag.json"
+else
+  step "gpu tests (attention small, softmax widths)" 150 "$build/tessel_tests_gpu" --gtest_brief=1 \
+    --gtest_filter='FlashAttentionGpuSmall.*:IssueWidths/*'
+  step "gpu tests (split-K)" 150 "$build/tessel_tests_gpu" --gtest_filter='*MatmulSplitK*'
+  step "gpu tests (past 2^31 elements)" 200 "$build/tessel_tests_gpu" --gtest_filter='LargeTensorGpu.*'
+fi
+grep "^### " "$log"
+exit $status
