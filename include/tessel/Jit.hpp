@@ -150,7 +150,8 @@ struct JitOptions {
   // SM. Capped at the blocks the kernel's shared memory and threads allow; 0 (default): no
   // request (a kernel with shared-memory fragment tails asks for 2 itself). Warp-specialized
   // kernels (setmaxnreg budgets) ignore it. kernels::flash_attention sets 2 for its cp.async
-  // schedule at D <= 64 (two CTAs an SM).
+  // schedule at (padded) D = 64 on blocks of up to 256 threads (two CTAs an SM). A request that
+  // leaves ptxas too few registers for an instruction is a CompileError naming this option.
   int min_blocks_per_sm = 0;
 };
 

@@ -173,6 +173,10 @@ SoftmaxConfig parse_softmax_config(const std::string& text) {
   return c;
 }
 
+long long softmax_row_lanes(long long N, DType dtype) {
+  return rows_lanes(N, 16 / dtype_bytes(dtype));
+}
+
 SoftmaxConfig default_softmax_config(long long /*M*/, long long N, DType dtype) {
   const long long vec = 16 / dtype_bytes(dtype);
   SoftmaxConfig c;

@@ -80,13 +80,11 @@ Space softmax_space(const std::string& arch, long long M, long long N, DType dty
       for (long long lanes = 1; lanes <= 32 && lanes * vec <= row; lanes *= 2)
         point(kernels::SoftmaxVariant::Rows, threads, rows, round_up(N, lanes * vec));
   // One row over a whole block of warps that is not a power of two (3 to 8 vectors a thread),
-  // where every power of two pads the row by more than a tenth (8193 f16: 352 lanes x 3 against
-  // 256 x 5), as the dispatcher's rule.
-  double pow2_padding = 1e9;
-  for (long long threads = 32; threads <= 1024; threads *= 2)
-    if (const long long v = (row / vec + threads - 1) / threads; v >= 3 && v <= 8)
-      pow2_padding = std::min(pow2_padding, static_cast<double>(threads * v * vec - row) / static_cast<double>(row));
-  for (int threads = 160; threads <= 1024 && pow2_padding > 0.1; threads += 32) {
+  // where the dispatcher's rule takes one because every power of two pads the row by more than a
+  // tenth (8193 f16: 352 lanes x 3 against 256 x 5): its neighbours too.
+  const long long lanes = kernels::softmax_row_lanes(N, dtype);
+  const bool uneven_warps = lanes > 0 && (lanes & (lanes - 1)) != 0;
+  for (int threads = 160; threads <= 1024 && uneven_warps; threads += 32) {
     if ((threads & (threads - 1)) == 0) continue;
     const long long v = (row / vec + threads - 1) / threads;
     if (v >= 3 && v <= 8) point(kernels::SoftmaxVariant::Rows, threads, 1, round_up(N, threads * vec));

@@ -251,26 +251,15 @@ class LayoutInference : public IRVisitor {
 
  private:
   // Rows over threads: as many lanes per row as the columns allow (whole vectors, a power of
-  // two dividing the block), the remaining threads on further rows. A block whose warps are not
-  // a power of two (11 warps: 352 threads) takes each row over all of its threads, one row a
-  // pass, when every thread gets whole vectors of it: a row of 1025 vectors sits on 352 lanes x
-  // 3 vectors (3 % padding) where powers of two give 256 x 5 (20 %).
+  // two dividing the block), the remaining threads on further rows. Where that leaves rows that
+  // do not divide evenly -- a block whose warps are not a power of two (11 warps: 352 threads) --
+  // each row goes over all of the block's threads, one row a pass, when every thread gets whole
+  // vectors of it: a row of 1025 vectors sits on 352 lanes x 3 vectors (3 % padding) where
+  // powers of two give 256 x 5 (20 %).
   std::optional<FragmentLayout> row_blocked(const std::vector<std::int64_t>& shape) const {
     std::int64_t R = shape[0], C = shape[1];
     int vec = lc_.vec;
     while (vec > 1 && C % vec) vec /= 2;
-    const std::int64_t threads = ctx_.threads;
-    if (threads % 32 == 0 && (threads & (threads - 1)) != 0 && C % (threads * vec) == 0) {
-      FragmentLayout f;
-      f.kind = FragmentLayout::Kind::RowBlocked;
-      f.shape = shape;
-      f.vec = vec;
-      f.lanes = static_cast<int>(threads);
-      f.rows_per_pass = 1;
-      f.chunks = static_cast<int>(C / (threads * vec));
-      f.per_thread = static_cast<int>(R) * f.chunks * vec;
-      return f;
-    }
     std::int64_t max_lanes = 1;
     while (max_lanes * 2 <= ctx_.threads && C % (max_lanes * 2 * vec) == 0) max_lanes *= 2;
     // Up to four vectors of a row per thread before the row spreads over more lanes (fewer
@@ -281,7 +270,11 @@ class LayoutInference : public IRVisitor {
     std::int64_t lanes = std::min<std::int64_t>(std::min<std::int64_t>(max_lanes, 32), target);
     while (lanes < max_lanes && R % (ctx_.threads / lanes)) lanes *= 2;
     std::int64_t rows_per_pass = ctx_.threads / lanes;
-    if (ctx_.threads % lanes || R % rows_per_pass) return std::nullopt;
+    if (ctx_.threads % lanes || R % rows_per_pass) {
+      const std::int64_t threads = ctx_.threads;
+      if (threads % 32 != 0 || C % (threads * vec) != 0) return std::nullopt;
+      lanes = threads, rows_per_pass = 1;
+    }
     FragmentLayout f;
     f.kind = FragmentLayout::Kind::RowBlocked;
     f.shape = shape;

@@ -50,6 +50,10 @@ SoftmaxConfig parse_softmax_config(const std::string& text);
 // beyond. (Row, the
 // row staged in shared memory, is for the autotuner and explicit configs: measured slower.)
 SoftmaxConfig default_softmax_config(long long M, long long N, DType dtype);
+// The threads the dispatcher spreads one row of N elements over when registers hold it (3 to 8
+// 16-byte vectors a thread): a power of two, or any whole number of warps where every power of
+// two pads the row by more than a tenth (8193 f16: 352); 0 when no such split exists.
+long long softmax_row_lanes(long long N, DType dtype);
 
 PrimFunc softmax_program(long long M, long long N, DType dtype, const SoftmaxConfig& c);
 JitKernel make_softmax(long long M, long long N, DType dtype, const SoftmaxConfig& c,
