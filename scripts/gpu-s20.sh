@@ -5,6 +5,8 @@
 #     on 4 lanes x 5 vectors, 8193 on 11 warps: timed only on H100s), the attention cases at the
 #     default (D = 64 192x160 s1 persistent, the cp.async register cap), GQA causal with and
 #     without kv_interleave, the skinny GEMMs;
+#   TESSEL_S20_STEPS=tune: the tuner on the cases furthest below cuDNN / cuBLAS, then those cases
+#     benched with the winners (this run's cache);
 #   TESSEL_S20_STEPS=tests: the gpu suites of the new defaults and the two that ran out of their
 #     limits on the H100 (split-K, past 2^31 elements), each with a limit of its own.
 #   scripts/gpu-s20.sh OUTDIR   (env: TESSEL_RESULT_TAG, TESSEL_S20_STEPS)
@@ -36,6 +38,27 @@ if [[ $steps == bench ]]; then
   step "bench gemm skinny (default)" 40 "$build/tessel" bench gemm --repeats 20 --warmup 5 --dtype f16,bf16 \
     --shapes 1x4096x4096,16x4096x4096,32x4096x14336,8x14336x4096,16x14336x4096,64x8192x8192 \
     --json "$out/$day-gemm-skinny-default-$tag.json"
+elif [[ $steps == tune ]]; then
+  # The tuner on the H200 for the cases furthest below their baselines (session 20's first call),
+  # winners cached in this run's fresh cache; then the same cases benched (the tuned entries used,
+  # baseline in the same process).
+  for c in "32 16 16 1024 128 --causal" "32 32 32 1024 64" "32 32 32 1024 64 --causal" \
+           "4 32 8 4096 128 --causal" "8 16 16 4096 128 --causal"; do
+    read -r b h hk sq d causal <<<"$c"
+    step "tune attention ${b}x${h}x${hk}x${sq} D$d ${causal:-}" 75 "$build/tessel" tune attention --batch "$b" \
+      --heads "$h" --kv-heads "$hk" --seqlen-q "$sq" --dim "$d" ${causal:-} --dtype bf16 --repeats 10 \
+      --json "$out/$day-tune-attention-${b}x${h}x${hk}x${sq}x$d${causal:+-causal}-$tag.json"
+  done
+  for g in 16x4096x4096:bf16 32x4096x14336:bf16 16x14336x4096:f16; do
+    IFS=x read -r m n k <<<"${g%%:*}"
+    step "tune gemm ${g}" 45 "$build/tessel" tune gemm --m "$m" --n "$n" --k "$k" --dtype "${g#*:}" \
+      --json "$out/$day-tune-gemm-${g%%:*}-${g#*:}-$tag.json"
+  done
+  step "bench attention (the tuned cases)" 40 "$build/tessel" bench attention --dtype bf16 --repeats 10 \
+    --cases 32x16x16x1024x1024x128:causal,32x32x32x1024x1024x64,32x32x32x1024x1024x64:causal,4x32x8x4096x4096x128:causal,8x16x16x4096x4096x128:causal \
+    --json "$out/$day-attention-tuned-$tag.json"
+  step "bench gemm (the tuned shapes)" 25 "$build/tessel" bench gemm --repeats 20 --warmup 5 --dtype f16,bf16 \
+    --shapes 16x4096x4096,32x4096x14336,16x14336x4096 --json "$out/$day-gemm-tuned-$tag.json"
 else
   step "gpu tests (attention small, softmax widths)" 150 "$build/tessel_tests_gpu" --gtest_brief=1 \
     --gtest_filter='FlashAttentionGpuSmall.*:IssueWidths/*'

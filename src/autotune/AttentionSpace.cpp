@@ -111,7 +111,8 @@ Config attention_point(const kernels::AttentionConfig& c) {
           {"threads", c.threads},
           {"num_stages", c.num_stages},
           {"schedule", static_cast<int>(c.schedule)},
-          {"persistent", c.persistent ? 1 : 0}};
+          {"persistent", c.persistent ? 1 : 0},
+          {"kv_interleave", c.kv_interleave ? 1 : 0}};
 }
 
 kernels::AttentionConfig attention_config(const Config& c) {
@@ -123,6 +124,7 @@ kernels::AttentionConfig attention_config(const Config& c) {
   const int schedule = get(c, "schedule", static_cast<int>(a.schedule));
   a.schedule = schedule == 0 ? Schedule::ring_pingpong : schedule == 1 ? Schedule::ring : Schedule::cp_async;
   a.persistent = get(c, "persistent", 0) != 0;
+  a.kv_interleave = get(c, "kv_interleave", 0) != 0;
   return a;
 }
 
@@ -143,7 +145,10 @@ Space attention_space(const std::string& arch, const kernels::AttentionShape& sh
                                      static_cast<int>(Schedule::ring), static_cast<int>(Schedule::cp_async)}
                   : std::vector<int>{static_cast<int>(Schedule::cp_async)})
       // One block per SM over the tiles (the ring schedules only).
-      .knob("persistent", rings ? std::vector<int>{0, 1} : std::vector<int>{0});
+      .knob("persistent", rings ? std::vector<int>{0, 1} : std::vector<int>{0})
+      // GQA only: the query heads walked K/V head by K/V head across blockIdx.y (with one query
+      // head a K/V head the two orders are the same kernel).
+      .knob("kv_interleave", shape.kv_heads < shape.heads ? std::vector<int>{0, 1} : std::vector<int>{0});
   // The dispatcher's own choice, whatever the grid above holds.
   s.point(attention_point(kernels::default_attention_config(shape, dtype, causal, arch)));
 

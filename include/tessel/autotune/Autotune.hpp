@@ -340,11 +340,12 @@ Config softmax_point(const kernels::SoftmaxConfig& c);
 KeyParts softmax_key_parts(long long M, long long N, DType dtype, const DeviceKey& device);
 
 // ---- attention --------------------------------------------------------------------------------
-// Knobs: block_M {64, 128} with threads {128, 256} (a consumer warpgroup per 64 query rows, so
+// Knobs: block_M {64, 128, 192} with threads {128, 256, 384} (a consumer warpgroup per 64 query rows, so
 // threads = 2 * block_M); block_N, the multiples of 32 from 64 to 256 (the N tiles wgmma takes,
 // InferLayouts' wgmma_applies; 32 too off sm_90a, where mma.sync takes any multiple of 8);
 // num_stages {1, 2, 3}; schedule, kernels::AttentionConfig::Schedule's index (0 ring+pingpong,
-// 1 ring, 2 cp.async; off sm_90a only cp.async, the one schedule there); and
+// 1 ring, 2 cp.async; off sm_90a only cp.async, the one schedule there); persistent {0, 1}
+// (ring schedules); kv_interleave {0, 1} for GQA (H_kv < H; {0} otherwise); and
 // default_attention_config's choice. Constraints, cheap ones first: threads = 2 * block_M;
 // ring+pingpong only with two consumer warpgroups (with one it is the ring); block_N no longer
 // than the keys need (Sk rounded up to 64); the compiler accepts the program

@@ -160,11 +160,31 @@ TEST(AutotuneAttentionSpace, ConversionsRoundTrip) {
       EXPECT_EQ(at::attention_config(at::attention_point(a)), a);
     }
   EXPECT_EQ(at::describe(at::attention_point({128, 128, 256, 2, Schedule::ring})),
-            "block_M=128 block_N=128 num_stages=2 persistent=0 schedule=1 threads=256");
+            "block_M=128 block_N=128 kv_interleave=0 num_stages=2 persistent=0 schedule=1 threads=256");
   EXPECT_EQ(at::attention_config(at::attention_point({128, 128, 256, 2, Schedule::ring, true})).describe(),
             "128x128 s2 t256 ring persistent");
   const auto e = at::attention_space("sm_90a", shape(1, 2, 1, 256, 512, 64), DType::f16, true).enumerate();
   for (const auto& c : e.kept) EXPECT_EQ(at::attention_point(at::attention_config(c)), c) << at::describe(c);
+  AttentionConfig interleaved{128, 128, 256, 2, Schedule::ring};
+  interleaved.kv_interleave = true;
+  EXPECT_EQ(at::attention_config(at::attention_point(interleaved)), interleaved);
+}
+
+TEST(AutotuneAttentionSpace, GqaAlsoTriesTheInterleavedHeadOrder) {
+  // kv_interleave is searched only where K/V heads are shared (H_kv < H); both orders of a
+  // config are kept, and each candidate's lowering is the interleaved program's own.
+  auto interleaved_kept = [](const AttentionShape& s) {
+    const auto e = at::attention_space("sm_90a", s, DType::bf16, true).enumerate();
+    int on = 0, off = 0;
+    for (const auto& c : e.kept) (at::get(c, "kv_interleave") ? on : off) += 1;
+    return std::pair{on, off};
+  };
+  const auto [gqa_on, gqa_off] = interleaved_kept(shape(1, 8, 2, 256, 256, 128));
+  EXPECT_GT(gqa_on, 0);
+  EXPECT_EQ(gqa_on, gqa_off);
+  const auto [mha_on, mha_off] = interleaved_kept(shape(1, 8, 8, 256, 256, 128));
+  EXPECT_EQ(mha_on, 0);
+  EXPECT_GT(mha_off, 0);
 }
 
 TEST(AutotuneAttentionSpace, WhyNotNamesWhatIsWrongWithAConfig) {
@@ -271,21 +291,38 @@ TEST(AutotuneAttentionSpace, InvalidEntriesAreRemovedWithANote) {
   const std::string note =
       "tessel: note: tuning cache entry " + entry(dir.path(), s, DType::f16, false).string() + " holds ";
   EXPECT_CONTAINS(rejected(at::attention_point({64, 128, 256, 2, Schedule::cp_async})),
-                  note + "block_M=64 block_N=128 num_stages=2 persistent=0 schedule=2 threads=256, which is pruned from " +
+                  note + "block_M=64 block_N=128 kv_interleave=0 num_stages=2 persistent=0 schedule=2 threads=256, which is pruned from " +
                       in + " by " + kWarpgroups + "; removed\n");
   EXPECT_CONTAINS(rejected(at::attention_point({64, 64, 128, 2, Schedule::ring_pingpong})),
                   "which is pruned from " + in + " by " + kPingpong);
   EXPECT_CONTAINS(
-      rejected({{"block_M", 128}, {"block_N", 7}, {"num_stages", -3}, {"persistent", 0}, {"schedule", 0}, {"threads", 256}}),
+      rejected({{"block_M", 128}, {"block_N", 7}, {"kv_interleave", 0}, {"num_stages", -3}, {"persistent", 0},
+                {"schedule", 0}, {"threads", 256}}),
       "which is not a point of " + in);
   // An entry tuned before persistence was a knob: stale, removed (the space it was the best of
   // was smaller).
-  EXPECT_CONTAINS(
-      rejected({{"block_M", 128}, {"block_N", 128}, {"num_stages", 2}, {"schedule", 0}, {"threads", 256}}),
-      "which lacks the knob persistent of " + in);
+  EXPECT_CONTAINS(rejected({{"block_M", 128},
+                            {"block_N", 128},
+                            {"kv_interleave", 0},
+                            {"num_stages", 2},
+                            {"schedule", 0},
+                            {"threads", 256}}),
+                  "which lacks the knob persistent of " + in);
+  // So is one tuned before kv_interleave was a knob.
+  EXPECT_CONTAINS(rejected({{"block_M", 128},
+                            {"block_N", 128},
+                            {"num_stages", 2},
+                            {"persistent", 0},
+                            {"schedule", 0},
+                            {"threads", 256}}),
+                  "which lacks the knob kv_interleave of " + in);
+  // Interleaving is a GQA knob: with one query head a K/V head it is not a point of the space.
+  at::Config interleaved = at::attention_point({128, 128, 256, 2, Schedule::ring});
+  interleaved["kv_interleave"] = 1;
+  EXPECT_CONTAINS(rejected(interleaved), "which is not a point of " + in);
   EXPECT_CONTAINS(rejected(at::attention_point({128, 128, 256, 2, Schedule::cp_async, true})),
                   "which is pruned from " + in + " by " + kPersistentRings);
-  EXPECT_CONTAINS(rejected({{"block_M", 128}, {"block_N", 128}, {"threads", 256}}),
+  EXPECT_CONTAINS(rejected({{"block_M", 128}, {"block_N", 128}, {"kv_interleave", 0}, {"threads", 256}}),
                   "which lacks the knob num_stages of " + in);
   EXPECT_CONTAINS(rejected(at::attention_point({128, 256, 256, 3, Schedule::ring}), {48 * 1024, 1024}),
                   "which is pruned from " + in + " by shared memory ");
