@@ -7,6 +7,8 @@
 #     without kv_interleave, the skinny GEMMs;
 #   TESSEL_S20_STEPS=tune: the tuner on the cases furthest below cuDNN / cuBLAS, then those cases
 #     benched with the winners (this run's cache);
+#   TESSEL_S20_STEPS=verify: the H100 tuner's winners on every case of their class, the defaults
+#     that follow them (f16 and bf16), two skinny GEMM tiles, the attention gpu tests;
 #   TESSEL_S20_STEPS=tests: the gpu suites of the new defaults and the two that ran out of their
 #     limits on the H100 (split-K, past 2^31 elements), each with a limit of its own.
 #   scripts/gpu-s20.sh OUTDIR   (env: TESSEL_RESULT_TAG, TESSEL_S20_STEPS)
@@ -59,6 +61,26 @@ elif [[ $steps == tune ]]; then
     --json "$out/$day-attention-tuned-$tag.json"
   step "bench gemm (the tuned shapes)" 25 "$build/tessel" bench gemm --repeats 20 --warmup 5 --dtype f16,bf16 \
     --shapes 16x4096x4096,32x4096x14336,16x14336x4096 --json "$out/$day-gemm-tuned-$tag.json"
+elif [[ $steps == verify ]]; then
+  # The tuner's winners of the H100 call, on every case of their class, and the new defaults.
+  d128=32x16x16x1024x1024x128,8x16x16x4096x4096x128,2x16x16x16384x16384x128
+  d64=32x32x32x1024x1024x64,8x32x32x4096x4096x64,2x32x32x16384x16384x64
+  causal() { local o= c; for c in ${1//,/ }; do o+="${o:+,}$c,$c:causal"; done; echo "$o"; }
+  step "bench attention D128 + GQA 128x256:1:256:pingpong:persistent" 45 "$build/tessel" bench attention \
+    --dtype bf16 --repeats 10 --config 128x256:1:256:pingpong:persistent \
+    --cases "$(causal $d128),4x32x8x4096x4096x128,4x32x8x4096x4096x128:causal" \
+    --json "$out/$day-attention-d128-128x256-s1-pp-persistent-$tag.json"
+  step "bench attention D64 64x128:1:128:ring" 35 "$build/tessel" bench attention --dtype bf16 --repeats 10 \
+    --config 64x128:1:128:ring --cases "$(causal $d64)" --json "$out/$day-attention-d64-64x128-s1-ring-$tag.json"
+  step "bench attention (default, f16 and bf16)" 100 "$build/tessel" bench attention --dtype f16,bf16 --repeats 10 \
+    --json "$out/$day-attention-default-$tag.json"
+  skinny=1x4096x4096,16x4096x4096,8x14336x4096,16x14336x4096,32x4096x14336
+  for cfg in 16x32x128:8:128 64x128x64:4:256; do
+    step "bench gemm skinny $cfg" 30 "$build/tessel" bench gemm --repeats 20 --warmup 5 --dtype f16,bf16 \
+      --shapes "$skinny" --config "$cfg" --json "$out/$day-gemm-skinny-${cfg//:/-}-$tag.json"
+  done
+  step "gpu tests (attention)" 200 "$build/tessel_tests_gpu" --gtest_brief=1 \
+    --gtest_filter='FlashAttentionGpuSmall.*:HeadDims/FlashAttentionGpu.*'
 else
   step "gpu tests (attention small, softmax widths)" 150 "$build/tessel_tests_gpu" --gtest_brief=1 \
     --gtest_filter='FlashAttentionGpuSmall.*:IssueWidths/*'

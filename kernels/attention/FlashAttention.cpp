@@ -190,6 +190,27 @@ AttentionConfig default_attention_config(const AttentionShape& s, DType, bool ca
   // D = 80-112 gets no TMA ring (no 128-byte swizzle of V's rows): nothing to make persistent.
   c.persistent = (!causal || (visible > 0 && visible <= 768)) && c.schedule != AttentionConfig::Schedule::cp_async &&
                  (dp == 128 || (dp == 64 && c.block_M == 192 && !causal));
+  // Session 20, the tuner on an H100 (bench/results/2026-12-05-tune-attention-*-s20b-h200.json:
+  // asked for the H200, ran on an H100), each winner benched beside cuDNN in the same process
+  // there, and checked on the H200 in the next call (docs/perf-notes.md, session 20):
+  // - D = 128 causal with more than one query block: the two warpgroups take turns again, one
+  //   block per SM over the tiles; over long loops 256 keys a step in one stage (GQA 4x32x8x4096
+  //   0.82 -> 1.01x cuDNN, 8x16x4096 0.91 -> 1.01x), over short ones (<= 768 keys a row) 128 keys
+  //   in two stages (32x16x1024 0.80 -> 0.92x).
+  // - D = 64 over short loops (<= 1024 keys a row on average, more than 64 query rows): one
+  //   consumer warpgroup of 64 rows on the ring, 128 keys a step, one stage (32x32x1024 0.81 ->
+  //   0.94x, causal 0.87 -> 0.97x): four times the CTAs of the 128-row cp.async kernel, each with
+  //   a producer warp, so the short loops' prologues and epilogues overlap across CTAs.
+  if (has_ring_schedules(arch) && dp == 128 && causal && s.seqlen_q > c.block_M) {
+    c.schedule = AttentionConfig::Schedule::ring_pingpong;
+    c.persistent = true;
+    if (visible > 768) c.block_N = 256, c.num_stages = 1;
+  }
+  if (has_ring_schedules(arch) && dp == 64 && s.seqlen_q > 64 && visible > 0 && visible <= 1024) {
+    c.block_M = 64, c.threads = 128, c.block_N = 128, c.num_stages = 1;
+    c.schedule = AttentionConfig::Schedule::ring;
+    c.persistent = false;
+  }
   return c;
 }
 

@@ -411,28 +411,34 @@ TEST(AutotuneAttentionSpace, SharedMemoryCountsWhatTheJitOptionsBuild) {
   EXPECT_EQ(at::attention_space("sm_90a", s, DType::bf16, false).why_not(persistent, limits), why);
 }
 
-// The built-in choice (session 17, measured on the H200): D = 64 takes 192 query rows on the
-// ring where a query row sees 4096 keys or more on average, else the cp.async 128-row kernel;
-// D = 128's rings are persistent when not causal; nothing of either off sm_90a; each choice is a
-// point the space keeps.
+// The built-in choice (sessions 17-20): D = 64 takes 192 query rows on the ring where a query row
+// sees 4096 keys or more on average, 64 rows on the ring up to 1024, else the cp.async 128-row
+// kernel; D = 128's rings are persistent, ping-pong causal or not (one stage of 256 keys over
+// long causal loops); nothing of either off sm_90a; each choice is a point the space keeps.
 TEST(AutotuneAttentionSpace, DefaultConfigByLoopLengthAndCausality) {
   struct Want {
     std::int64_t Sq, Sk, D;
     bool causal;
     const char* config;
   };
-  for (const Want& w : {Want{1024, 1024, 64, false, "128x128 s2 t256 cp.async"},
+  for (const Want& w : {// D = 64 over short loops (<= 1024 keys a row): 64 rows, one warpgroup, the ring.
+                        Want{1024, 1024, 64, false, "64x128 s1 t128 ring"},
+                        Want{1024, 1024, 64, true, "64x128 s1 t128 ring"},
+                        Want{2048, 2048, 64, true, "64x128 s1 t128 ring"},
+                        Want{64, 1024, 64, false, "128x128 s2 t256 cp.async"},  // one block of 64 rows
+                        Want{2048, 2048, 64, false, "128x128 s2 t256 cp.async"},
                         Want{4096, 4096, 64, true, "128x128 s2 t256 cp.async"},
                         Want{4096, 4096, 64, false, "192x160 s1 t384 ring persistent"},
                         Want{16384, 16384, 64, true, "192x128 s2 t384 ring"},
                         Want{128, 8192, 64, false, "128x128 s2 t256 cp.async"},  // 128 rows: no 192-row tile
                         Want{1, 8192, 64, true, "128x128 s2 t256 cp.async"},
                         Want{4096, 4096, 128, false, "128x128 s2 t256 ring+pingpong persistent"},
-                        Want{4096, 4096, 128, true, "128x128 s2 t256 ring"},
-                        // Causal over short loops (<= 768 keys a row on average): persistent.
-                        Want{1024, 1024, 128, true, "128x128 s2 t256 ring persistent"},
-                        Want{2048, 2048, 128, true, "128x128 s2 t256 ring"},
-                        Want{128, 8192, 128, true, "128x128 s2 t256 ring"},  // 8128 keys a row
+                        // D = 128 causal: ping-pong, persistent; 256 keys a step in one stage
+                        // past 768 keys a row on average; one query block (decode) as before.
+                        Want{4096, 4096, 128, true, "128x256 s1 t256 ring+pingpong persistent"},
+                        Want{1024, 1024, 128, true, "128x128 s2 t256 ring+pingpong persistent"},
+                        Want{2048, 2048, 128, true, "128x256 s1 t256 ring+pingpong persistent"},
+                        Want{128, 8192, 128, true, "128x128 s2 t256 ring"},  // one query block
                         Want{4096, 4096, 256, false, "128x64 s2 t256 ring+pingpong"},
                         Want{4096, 4096, 56, false, "192x160 s1 t384 ring persistent"},  // padded to 64
                         Want{4096, 4096, 40, false, "128x128 s2 t256 cp.async"},  // no ring below 64

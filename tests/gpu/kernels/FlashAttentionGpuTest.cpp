@@ -270,6 +270,36 @@ TEST(FlashAttentionGpuSmall, DefaultConfigsOfLongLoops) {
   }
 }
 
+// Session 20's defaults: D = 64 over short loops (<= 1024 keys a row on average) on 64-row ring
+// tiles of one consumer warpgroup; D = 128 causal with ping-pong, persistent, one stage of 256
+// keys past 768 keys a row (two of 128 up to it). Tails in both lengths, GQA and MQA, Sq != Sk
+// both ways (rows that see no key included), both dtypes.
+TEST(FlashAttentionGpuSmall, DefaultConfigsOfShortLoopsAndCausal) {
+  TESSEL_REQUIRE_GPU();
+  if (T::current_device().arch() != "sm_90a") GTEST_SKIP() << "SKIPPED: not an sm_90a GPU";
+  using Schedule = T::kernels::AttentionConfig::Schedule;
+  struct Want {
+    Case c;
+    DType t;
+    const char* config;
+  };
+  for (const Want& w : {Want{{2, 4, 2, 1000, 1000, 64, false}, DType::bf16, "64x128 s1 t128 ring"},
+                        Want{{1, 3, 1, 777, 900, 64, true}, DType::f16, "64x128 s1 t128 ring"},
+                        Want{{1, 2, 2, 1300, 1100, 64, true}, DType::bf16, "64x128 s1 t128 ring"},
+                        Want{{2, 4, 2, 1500, 1500, 128, true}, DType::bf16, "128x128 s2 t256 ring+pingpong persistent"},
+                        Want{{1, 4, 1, 3000, 3300, 128, true}, DType::f16, "128x256 s1 t256 ring+pingpong persistent"},
+                        Want{{1, 2, 2, 2100, 1800, 128, true}, DType::bf16, "128x256 s1 t256 ring+pingpong persistent"},
+                        Want{{2, 3, 3, 2049, 2049, 128, true}, DType::bf16, "128x256 s1 t256 ring+pingpong persistent"}}) {
+    T::kernels::AttentionShape s;
+    s.batch = w.c.B, s.heads = w.c.H, s.kv_heads = w.c.Hkv, s.seqlen_q = w.c.Sq, s.seqlen_k = w.c.Sk, s.dim = w.c.D;
+    const auto d = T::kernels::choose_attention_config(s, w.t, w.c.causal, "sm_90a").config;
+    SCOPED_TRACE(s.describe() + (w.c.causal ? " causal" : ""));
+    EXPECT_EQ(d.describe(), w.config);
+    EXPECT_NE(d.schedule, Schedule::cp_async);
+    check(w.c, w.t);
+  }
+}
+
 // AttentionConfig::kv_interleave (opt-in, session 19): GQA's query heads taken K/V head by K/V
 // head across blockIdx.y -- on the ring, causal and not, persistent, MQA, and MHA (no change).
 TEST(FlashAttentionGpuSmall, KvInterleavedHeads) {
