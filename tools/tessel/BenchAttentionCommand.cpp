@@ -526,7 +526,7 @@ Command add_bench_attention_command(CLI::App& bench) {
                       ", e.g. 128x128:2:256 (the schedule: a TMA ring with or without the warpgroups taking "
                       "turns, or cp.async; default pingpong; ':persistent': one block per SM looping over the "
                       "tiles, ring schedules only; ':interleave': GQA's query heads taken K/V head by K/V head across "
-                      "blockIdx.y, opt-in until measured)")
+                      "blockIdx.y, opt-in, a knob of tune attention)")
       ->type_name("CONFIG");
   app->add_option("--layout", o->layout, "Storage of Q, K and V: bshd ([B, S, H, D]) or bhsd ([B, H, S, D])")
       ->capture_default_str();
