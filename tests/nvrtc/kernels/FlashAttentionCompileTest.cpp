@@ -106,11 +106,13 @@ TEST_P(FlashAttentionAsyncGemms, OverlapTheSoftmaxWithTheSecondGemm) {
   o.jit.arch = "sm_90a";
   o.jit.disable_async_gemm = !async;
   o.jit.rotate_gemm_loops = true;  // opt-in: split at the mask and rotated without turns
-  T::kernels::AttentionConfig c = T::kernels::default_attention_config(s, T::DType::bf16, false, "sm_90a");
-  c.schedule = pingpong ? T::kernels::AttentionConfig::Schedule::ring_pingpong : T::kernels::AttentionConfig::Schedule::ring;
-  // One block per tile: rotate_async_gemms does not rotate the persistent ring (its tile loop
-  // around the ring loop), the default for non-causal configs since session 17.
-  c.persistent = false;
+  // 128 x 128 tiles on two stages (the defaults at this shape are the persistent ring at D = 128
+  // and, since session 20, one stage of 64-row tiles at D = 64), one block per tile:
+  // rotate_async_gemms rotates neither the persistent ring (its tile loop around the ring loop)
+  // nor a one-stage ring.
+  T::kernels::AttentionConfig c{128, 128, 256, 2,
+                                pingpong ? T::kernels::AttentionConfig::Schedule::ring_pingpong
+                                         : T::kernels::AttentionConfig::Schedule::ring};
   o.config = c;
   for (bool causal : {false, true}) {
     o.causal = causal;
