@@ -136,13 +136,20 @@ TEST_F(Cli, DumpAttentionShowsTheLibraryKernel) {
   CliRun r = run_tessel("dump attention --ir --batch 2 --heads 8 --kv-heads 2 --seqlen-q 100 --seqlen-k 300 --dim 64");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   for (const char* text : {"func flash_attention(Q: f16[2, 100, 8, 64], K: f16[2, 300, 2, 64]",
-                           "kernel grid(1, 8, 2) threads(256)", "fast_exp2("})
+                           "kernel grid(2, 8, 2) threads(128)", "fast_exp2("})
     EXPECT_NE(r.output.find(text), std::string::npos) << "'" << text << "' missing from:\n" << r.output;
-  // 4096 keys, causal: one block per tile by default (causal rings are persistent only over short
-  // loops -- 1024 keys: the next check).
+  // 4096 keys, causal: the warpgroups take turns, persistent, 256 keys a step (session 20).
   r = run_tessel("dump attention --resources --seqlen-q 4096 --seqlen-k 4096 --dim 128 --causal --dtype bf16 --arch sm_90a");
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  for (const char* text : {"config 128x128:2:256:ring (built-in)", "registers:", "spills:        0 B stored",
+  for (const char* text : {"config 128x256:1:256:pingpong:persistent (built-in)", "spills:        0 B stored",
+                           ", persistent, ping-pong, TMA-store epilogue\n"})
+    EXPECT_NE(r.output.find(text), std::string::npos) << "'" << text << "' missing from:\n" << r.output;
+  EXPECT_EQ(r.output.find("declined:      persistent"), std::string::npos) << r.output;
+  // A config without persistence says why it has none.
+  r = run_tessel("dump attention --resources --seqlen-q 4096 --seqlen-k 4096 --dim 128 --causal --dtype bf16 "
+                 "--config 128x128:2:256:ring --arch sm_90a");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  for (const char* text : {"config 128x128:2:256:ring (--config)", "registers:", "spills:        0 B stored",
                            "TMA + mbarrier ring, warp-specialized", "cp.async.bulk.tensor mbarrier setmaxnreg",
                            "declined:      persistent tiles: opt-in until measured (JitOptions::persistent_rings, "
                            "TESSEL_ENABLE=persistent_rings; gemm_from_passes implies it)\n"})
@@ -150,15 +157,16 @@ TEST_F(Cli, DumpAttentionShowsTheLibraryKernel) {
   // What the kernel did not get, and why: persistence once opted in is there; a ring whose widest
   // gemm leaves no room under the producer's launch keeps its loads in the consumers' threads.
   r = run_tessel_env("TESSEL_ENABLE=persistent_rings",
-                     "dump attention --resources --seqlen-q 4096 --seqlen-k 4096 --dim 128 --causal --dtype bf16 --arch sm_90a");
+                     "dump attention --resources --seqlen-q 4096 --seqlen-k 4096 --dim 128 --causal --dtype bf16 "
+                     "--config 128x128:2:256:ring --arch sm_90a");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find(", persistent, TMA-store epilogue\n"), std::string::npos) << r.output;
   EXPECT_EQ(r.output.find("declined:      persistent"), std::string::npos) << r.output;
-  // 1024 keys, causal: persistent by default (its own config switch).
+  // 1024 keys, causal: persistent by default (its own config switch), 128 keys in two stages.
   r = run_tessel("dump attention --resources --seqlen-q 1024 --seqlen-k 1024 --dim 128 --causal --dtype bf16 --arch sm_90a");
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_NE(r.output.find("config 128x128:2:256:ring:persistent (built-in)"), std::string::npos) << r.output;
-  EXPECT_NE(r.output.find(", persistent, TMA-store epilogue\n"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("config 128x128:2:256:pingpong:persistent (built-in)"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find(", persistent, ping-pong, TMA-store epilogue\n"), std::string::npos) << r.output;
   r = run_tessel("dump attention --resources --seqlen-q 4096 --dim 64 --config 192x256:3:384:ring --arch sm_90a");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("declined:      warp specialization: a wgmma accumulator of 128 registers per thread"),
@@ -588,14 +596,14 @@ TEST_F(Cli, AttentionSectionRunsOnTheInterpreter) {
   if (run_tessel("info").output.find("GPU:            none") == std::string::npos) return;
   const CliRun c = run_tessel("tutorial --section 5");
   EXPECT_EQ(c.exit_code, 0) << c.output;
-  // Non-causal: persistent (session 17's default); causal: one block per tile, no turns.
-  EXPECT_NE(c.output.find("path: sm90 wgmma block gemm (generic kernel), TMA + mbarrier ring, warp-specialized, "
-                          "persistent, ping-pong, TMA-store epilogue"),
-            std::string::npos)
-      << c.output;
-  EXPECT_NE(c.output.find("path: sm90 wgmma block gemm (generic kernel), TMA + mbarrier ring, warp-specialized\n"),
-            std::string::npos)
-      << c.output;
+  // Non-causal (session 17's default) and causal (session 20's): persistent, the warpgroups
+  // taking turns.
+  const std::string persistent_pingpong =
+      "path: sm90 wgmma block gemm (generic kernel), TMA + mbarrier ring, warp-specialized, persistent, ping-pong, "
+      "TMA-store epilogue\n";
+  const auto first = c.output.find(persistent_pingpong);
+  ASSERT_NE(first, std::string::npos) << c.output;
+  EXPECT_NE(c.output.find(persistent_pingpong, first + 1), std::string::npos) << c.output;
   EXPECT_NE(c.output.find("B2 H16/16 Sq4096 Sk4096 D128 causal bf16"), std::string::npos) << c.output;
   EXPECT_NE(c.output.find("emitted: wgmma"), std::string::npos) << c.output;
   EXPECT_NE(c.output.find("timing needs a GPU"), std::string::npos) << c.output;
@@ -773,7 +781,7 @@ TEST_F(Cli, TuneAttentionWithoutAGpuSaysSo) {
   const CliRun r = run_tessel("tune attention --heads 4 --kv-heads 1 --seqlen-q 1 --seqlen-k 8192 --causal");
   EXPECT_EQ(r.exit_code, 3) << r.output;
   EXPECT_NE(
-      r.output.find("tessel tune attention 2x4x1x1x8192x128 causal bshd f16 on sm_90a: 1134 candidates, "),
+      r.output.find("tessel tune attention 2x4x1x1x8192x128 causal bshd f16 on sm_90a: 2268 candidates, "),
       std::string::npos)
       << r.output;
   EXPECT_NE(r.output.find("tessel tune attention needs a GPU to time candidates (--compile-only compiles the "
