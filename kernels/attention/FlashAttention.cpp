@@ -165,10 +165,10 @@ AttentionConfig default_attention_config(const AttentionShape& s, DType, bool ca
   // (rotated), 8x32x4096^2 0.89x against 0.87x. Each step's gemms are 25 % longer against the
   // same per-step bookkeeping (waits, row max and sum, rescale), in 64 KB of shared memory either
   // way; one stage is not rotated (rotate_async_gemms needs two).
-  if (dp == 64 && has_ring_schedules(arch) && s.seqlen_q > 128 && visible >= 4096) {
-    c.block_M = 192, c.threads = 384, c.block_N = 128, c.num_stages = 2;
+  // Causal loops left this tile in session 20 for 64-row tiles (below).
+  if (dp == 64 && has_ring_schedules(arch) && !causal && s.seqlen_q > 128 && visible >= 4096) {
+    c.block_M = 192, c.threads = 384, c.block_N = 160, c.num_stages = 1;
     c.schedule = AttentionConfig::Schedule::ring;
-    if (!causal) c.block_N = 160, c.num_stages = 1;
   }
   // Non-causal rings persistent (one block per SM over the tiles, O stored by TMA): bf16, the
   // issue's D = 128 cases and GQA, persistent / default in the same process -- H200 (session 14,
@@ -197,16 +197,21 @@ AttentionConfig default_attention_config(const AttentionShape& s, DType, bool ca
   //   block per SM over the tiles; over long loops 256 keys a step in one stage (GQA 4x32x8x4096
   //   0.82 -> 1.01x cuDNN, 8x16x4096 0.91 -> 1.01x), over short ones (<= 768 keys a row) 128 keys
   //   in two stages (32x16x1024 0.80 -> 0.92x).
-  // - D = 64 over short loops (<= 1024 keys a row on average, more than 64 query rows): one
-  //   consumer warpgroup of 64 rows on the ring, 128 keys a step, one stage (32x32x1024 0.81 ->
-  //   0.94x, causal 0.87 -> 0.97x): four times the CTAs of the 128-row cp.async kernel, each with
-  //   a producer warp, so the short loops' prologues and epilogues overlap across CTAs.
+  // - D = 64 with more than 64 query rows, causal at every length and not causal below 4096 keys
+  //   a row on average: one consumer warpgroup of 64 rows on the ring, 128 keys a step, one stage
+  //   (32x32x1024 0.81 -> 0.94x, causal 0.87 -> 0.97x): four times the CTAs of the 128-row
+  //   cp.async kernel, each with a producer warp, so short loops' prologues and epilogues overlap
+  //   across CTAs, and causal tiles of unequal length balance in smaller pieces. Benched on every
+  //   D = 64 case in a second H100 call (same process as cuDNN and as the defaults before it):
+  //   causal 4096 1.01x (cp.async 0.90x), causal 16384 1.04x (192x128 s2 rotated 0.98x); not
+  //   causal 4096 0.90x, 16384 0.91x against 0.89 / 0.94x for 192x160 s1 persistent, which keeps
+  //   the long non-causal loops.
   if (has_ring_schedules(arch) && dp == 128 && causal && s.seqlen_q > c.block_M) {
     c.schedule = AttentionConfig::Schedule::ring_pingpong;
     c.persistent = true;
     if (visible > 768) c.block_N = 256, c.num_stages = 1;
   }
-  if (has_ring_schedules(arch) && dp == 64 && s.seqlen_q > 64 && visible > 0 && visible <= 1024) {
+  if (has_ring_schedules(arch) && dp == 64 && s.seqlen_q > 64 && visible > 0 && c.block_M != 192) {
     c.block_M = 64, c.threads = 128, c.block_N = 128, c.num_stages = 1;
     c.schedule = AttentionConfig::Schedule::ring;
     c.persistent = false;

@@ -412,8 +412,8 @@ TEST(AutotuneAttentionSpace, SharedMemoryCountsWhatTheJitOptionsBuild) {
 }
 
 // The built-in choice (sessions 17-20): D = 64 takes 192 query rows on the ring where a query row
-// sees 4096 keys or more on average, 64 rows on the ring up to 1024, else the cp.async 128-row
-// kernel; D = 128's rings are persistent, ping-pong causal or not (one stage of 256 keys over
+// sees 4096 keys or more on average and the mask is off, else 64 rows on the ring (more than 64
+// query rows) or the cp.async 128-row kernel (decode); D = 128's rings are persistent, ping-pong causal or not (one stage of 256 keys over
 // long causal loops); nothing of either off sm_90a; each choice is a point the space keeps.
 TEST(AutotuneAttentionSpace, DefaultConfigByLoopLengthAndCausality) {
   struct Want {
@@ -426,11 +426,11 @@ TEST(AutotuneAttentionSpace, DefaultConfigByLoopLengthAndCausality) {
                         Want{1024, 1024, 64, true, "64x128 s1 t128 ring"},
                         Want{2048, 2048, 64, true, "64x128 s1 t128 ring"},
                         Want{64, 1024, 64, false, "128x128 s2 t256 cp.async"},  // one block of 64 rows
-                        Want{2048, 2048, 64, false, "128x128 s2 t256 cp.async"},
-                        Want{4096, 4096, 64, true, "128x128 s2 t256 cp.async"},
+                        Want{2048, 2048, 64, false, "64x128 s1 t128 ring"},
+                        Want{4096, 4096, 64, true, "64x128 s1 t128 ring"},
                         Want{4096, 4096, 64, false, "192x160 s1 t384 ring persistent"},
-                        Want{16384, 16384, 64, true, "192x128 s2 t384 ring"},
-                        Want{128, 8192, 64, false, "128x128 s2 t256 cp.async"},  // 128 rows: no 192-row tile
+                        Want{16384, 16384, 64, true, "64x128 s1 t128 ring"},
+                        Want{128, 8192, 64, false, "64x128 s1 t128 ring"},  // 128 rows: no 192-row tile
                         Want{1, 8192, 64, true, "128x128 s2 t256 cp.async"},
                         Want{4096, 4096, 128, false, "128x128 s2 t256 ring+pingpong persistent"},
                         // D = 128 causal: ping-pong, persistent; 256 keys a step in one stage

@@ -252,9 +252,9 @@ TEST(FlashAttentionGpuSmall, PersistentFromThePasses) {
 }
 
 // The library's own choices for long loops (sessions 17 and 19): D = 64 on 192 query rows over
-// the ring where a query row sees 4096 keys or more on average (not causal at Sk >= 4096: 160
-// keys a step, one stage, persistent; causal at Sk >= 8192: 128 keys, two stages, rotated), D = 128
-// non-causal persistent; tails in both lengths, GQA, Sq != Sk.
+// the ring where a query row sees 4096 keys or more on average, not causal (160 keys a step, one
+// stage, persistent; causal loops take 64-row tiles since session 20), D = 128 non-causal
+// persistent; tails in both lengths, GQA, Sq != Sk.
 TEST(FlashAttentionGpuSmall, DefaultConfigsOfLongLoops) {
   TESSEL_REQUIRE_GPU();
   if (T::current_device().arch() != "sm_90a") GTEST_SKIP() << "SKIPPED: not an sm_90a GPU";
@@ -263,15 +263,15 @@ TEST(FlashAttentionGpuSmall, DefaultConfigsOfLongLoops) {
     T::kernels::AttentionShape s;
     s.batch = c.B, s.heads = c.H, s.kv_heads = c.Hkv, s.seqlen_q = c.Sq, s.seqlen_k = c.Sk, s.dim = c.D;
     const auto d = T::kernels::default_attention_config(s, DType::bf16, c.causal, "sm_90a");
-    EXPECT_EQ(d.block_M, c.D == 64 ? 192 : 128) << d.describe();
-    EXPECT_EQ(d.persistent, !c.causal) << d.describe();
-    EXPECT_EQ(d.block_N, c.D == 64 && !c.causal ? 160 : 128) << d.describe();
+    EXPECT_EQ(d.describe(), c.D == 128  ? "128x128 s2 t256 ring+pingpong persistent"
+                            : c.causal ? "64x128 s1 t128 ring"
+                                       : "192x160 s1 t384 ring persistent");
     check(c, DType::bf16);
   }
 }
 
-// Session 20's defaults: D = 64 over short loops (<= 1024 keys a row on average) on 64-row ring
-// tiles of one consumer warpgroup; D = 128 causal with ping-pong, persistent, one stage of 256
+// Session 20's defaults: D = 64 with more than 64 query rows, causal or below 4096 keys a row on
+// average, on 64-row ring tiles of one consumer warpgroup; D = 128 causal with ping-pong, persistent, one stage of 256
 // keys past 768 keys a row (two of 128 up to it). Tails in both lengths, GQA and MQA, Sq != Sk
 // both ways (rows that see no key included), both dtypes.
 TEST(FlashAttentionGpuSmall, DefaultConfigsOfShortLoopsAndCausal) {
@@ -286,6 +286,8 @@ TEST(FlashAttentionGpuSmall, DefaultConfigsOfShortLoopsAndCausal) {
   for (const Want& w : {Want{{2, 4, 2, 1000, 1000, 64, false}, DType::bf16, "64x128 s1 t128 ring"},
                         Want{{1, 3, 1, 777, 900, 64, true}, DType::f16, "64x128 s1 t128 ring"},
                         Want{{1, 2, 2, 1300, 1100, 64, true}, DType::bf16, "64x128 s1 t128 ring"},
+                        Want{{1, 2, 1, 4500, 4700, 64, true}, DType::f16, "64x128 s1 t128 ring"},
+                        Want{{1, 2, 2, 100, 3000, 64, false}, DType::bf16, "64x128 s1 t128 ring"},
                         Want{{2, 4, 2, 1500, 1500, 128, true}, DType::bf16, "128x128 s2 t256 ring+pingpong persistent"},
                         Want{{1, 4, 1, 3000, 3300, 128, true}, DType::f16, "128x256 s1 t256 ring+pingpong persistent"},
                         Want{{1, 2, 2, 2100, 1800, 128, true}, DType::bf16, "128x256 s1 t256 ring+pingpong persistent"},
