@@ -37,6 +37,18 @@ MatmulConfig default_matmul_config(long long M, long long N, long long K, DType 
       // cuBLAS against 0.85x for the 64x256 tiles over 2-CTA clusters (64 CTAs); with more
       // tiles than SMs it loses (8x14336x4096, 224 tiles: 0.60x), so only here.
       c.block_M = 64, c.block_N = 64, c.num_stages = 8, c.threads = 128, c.use_swizzle = false;
+    } else if (M <= 16 && dtype_bytes(dtype) == 2 && K >= 2048 && 10 * tiles(16, 32) >= 9 * sm_count &&
+               tiles(16, 32) <= 2 * sm_count) {
+      // GEMV-like (M <= 16) over a long K, where 32-column panels make one wave of CTAs (N ~ 4096
+      // to 8192 on 132 SMs, two CTAs an SM in 96 KB of shared memory each): each CTA streams its
+      // panel of B through an 8-stage cp.async ring of 128-deep K steps, mma.sync on 16 rows, no
+      // split and so no reduction kernel behind it. The tuner's pick on an H100 (session 20,
+      // bench/results/2026-12-05-tune-gemm-16x4096x4096-bf16-s20b-h100.json) and, forced on the
+      // skinny shapes beside cuBLAS (2026-12-05-gemm-skinny-16x32x128-8-128-s20c-h100.json):
+      // 16x4096x4096 1.11-1.12x cuBLAS against 0.91-0.94x for split-K 5 (session 19, H100),
+      // 1x4096x4096 0.93x against 0.88-0.90x; at N = 14336 (448 CTAs) it lost to split-K 2.
+      c.block_M = 16, c.block_N = 32, c.block_K = 128, c.num_stages = 8, c.threads = 128;
+      c.use_swizzle = false;
     } else if (M <= 64) {
       c.block_M = 64, c.block_N = 256, c.num_stages = 4, c.threads = 128;
     } else if (tiles(128, 256) >= 2 * sm_count) {

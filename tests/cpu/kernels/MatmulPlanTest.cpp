@@ -108,7 +108,7 @@ TEST(MatmulPlan, SkinnyShapesSplitK) {
     const char* config;
   };
   for (const Want& w :
-       {Want{1, 4096, 4096, 8, "16x256x64 s4 t128"}, Want{16, 4096, 4096, 5, "16x256x64 s4 t128"},
+       {Want{1, 4096, 4096, 1, ""}, Want{16, 4096, 4096, 1, ""},  // one wave of 16x32 tiles (session 20)
         Want{32, 4096, 14336, 5, "32x256x64 s4 t128"}, Want{8, 14336, 4096, 2, "16x256x64 s4 t128"},
         Want{64, 8192, 8192, 1, ""}, Want{16, 14336, 4096, 2, "16x256x64 s4 t128"},
         Want{64, 14336, 4096, 1, ""}}) {  // M = 64: split lost on the H100 (s18)
@@ -134,12 +134,14 @@ TEST(MatmulPlan, SkinnyShapesSplitK) {
     }
   }
   const auto decode = plan_matmul(1, 4096, 4096, DType::f16, "sm_90a");
-  EXPECT_NE(decode.why.find(
-                "rows 16-byte aligned: nothing staged; split-K 8: 16 tiles of 16x256 x 8 shares of 8 K "
-                "tiles = 128 CTAs on 132 SMs (model: 10.2 us, against 15.3 us for 32 CTAs of 64x256 tiles "
-                "over 2-CTA clusters); f32 workspace 131072 B"),
+  EXPECT_NE(decode.why.find("rows 16-byte aligned: nothing staged; not split: 128 CTAs (128 tiles of 16x32) stream "
+                            "it in 8.19 us, split-K 8 in 10.2 us (model)"),
             std::string::npos)
       << decode.why;
+  // Forced, the split still runs its own 16-row tiles.
+  const auto forced = plan_matmul(1, 4096, 4096, DType::f16, "sm_90a", MatmulStaging::automatic, 8);
+  EXPECT_EQ(forced.split_k, 8);
+  EXPECT_EQ(forced.split_config.describe(), "16x256x64 s4 t128");
   const auto wide = plan_matmul(8, 14336, 4096, DType::f16, "sm_90a");
   EXPECT_NE(
       wide.why.find("split-K 2: 56 tiles of 16x256 x 2 shares of 32 K tiles = 112 CTAs on 132 SMs (model: "
@@ -184,11 +186,12 @@ TEST(MatmulPlan, SplitKOnlyWhereTheModelSaysSo) {
   EXPECT_EQ(staged.split_k, 4);
   EXPECT_EQ(staged.workspace_bytes, 4LL * 4 * 7 * 4096);
   // Another GPU's SM count changes the choice: on 64 SMs 1x4096x4096's 64x64 tiles are one full
-  // wave (one kernel), on the H200's 132 half of one (split 8); 1x2048x8192 splits 8 ways on 64.
+  // wave (one kernel), on the H200's 132 half of one (16x32 tiles there); 1x1024x8192 (32 tiles of
+  // 16x32, half of 64 SMs) splits.
   const auto small_gpu = plan_matmul(1, 4096, 4096, DType::f16, "sm_90a", MatmulStaging::automatic, 0, 64);
   EXPECT_EQ(small_gpu.split_k, 1);
   EXPECT_NE(small_gpu.why.find("not split: 64 CTAs (64 tiles of 64x64)"), std::string::npos) << small_gpu.why;
-  EXPECT_EQ(plan_matmul(1, 2048, 8192, DType::f16, "sm_90a", MatmulStaging::automatic, 0, 64).split_k, 8);
+  EXPECT_GE(plan_matmul(1, 1024, 8192, DType::f16, "sm_90a", MatmulStaging::automatic, 0, 64).split_k, 2);
 }
 
 // M <= 64 whose 64-column tiles make one nearly full wave (90-100 % of the SMs) run one CTA per
@@ -203,11 +206,46 @@ TEST(MatmulPlan, OneWaveOf64x64TilesForSkinnyShapes) {
   EXPECT_EQ(config(16, 7680, 4096), "64x64x64 s8 t128");   // 120 tiles: 91 %
   EXPECT_EQ(config(64, 7552, 4096), "64x256x64 s4 t128 swz");  // 118 tiles: 89 %
   EXPECT_EQ(config(8, 14336, 4096), "64x256x64 s4 t128 swz");  // 224 tiles
-  EXPECT_EQ(config(1, 4096, 4096), "64x256x64 s4 t128 swz");
+  EXPECT_EQ(config(1, 4096, 4096), "16x32x128 s8 t128");  // M <= 16: the next test's rule
   EXPECT_EQ(config(65, 8192, 8192), "128x64x64 s8 t256 swz");  // M > 64: not this rule
   const auto p = plan_matmul(64, 8192, 8192, DType::f16, "sm_90a");
   EXPECT_EQ(p.split_k, 1);
   EXPECT_NE(p.why.find("not split: 128 CTAs (128 tiles of 64x64) stream it in 33 us"), std::string::npos) << p.why;
+}
+
+// M <= 16 over a long K (>= 2048), 16-bit, where 32-column panels make one wave (90 % of the SMs
+// to two CTAs on each): one CTA per 16x32 tile streams its panel of B through 8 stages of 128-deep
+// K steps on mma.sync, unsplit (H100, session 20: 16x4096x4096 1.11-1.12x cuBLAS against 0.91-0.94x
+// for split-K 5). The 64x64 one-wave rule comes first; other shapes keep the 64x256 tiles.
+TEST(MatmulPlan, OneWaveOf16x32TilesForGemvShapes) {
+  auto config = [](long long M, long long N, long long K, DType t = DType::f16, int sms = 132) {
+    return tessel::kernels::default_matmul_config(M, N, K, t, "sm_90a", sms).describe();
+  };
+  EXPECT_EQ(config(1, 4096, 4096), "16x32x128 s8 t128");
+  EXPECT_EQ(config(16, 4096, 4096, DType::bf16), "16x32x128 s8 t128");
+  EXPECT_EQ(config(16, 3808, 4096), "16x32x128 s8 t128");        // 119 tiles: 90 %
+  EXPECT_EQ(config(16, 3776, 4096), "64x256x64 s4 t128 swz");    // 118 tiles: 89 %
+  EXPECT_EQ(config(8, 7552, 4096), "16x32x128 s8 t128");         // 236 tiles: two a SM
+  EXPECT_EQ(config(8, 8480, 4096), "64x256x64 s4 t128 swz");     // 265 tiles (and 133 of 64x64)
+  EXPECT_EQ(config(16, 8192, 4096), "64x64x64 s8 t128");         // the 64x64 wave first
+  EXPECT_EQ(config(17, 4096, 4096), "64x256x64 s4 t128 swz");    // M > 16
+  EXPECT_EQ(config(16, 4096, 1024), "64x256x64 s4 t128 swz");    // K < 2048
+  EXPECT_EQ(config(16, 4096, 4096, DType::f32), "64x256x64 s4 t128 swz");
+  EXPECT_EQ(config(16, 4096, 4096, DType::f16, 64), "64x64x64 s8 t128");  // 64 SMs: 64x64 tiles fill them
+  // kernels::Matmul runs it unsplit: the model's stream of 128 CTAs beats every split.
+  const auto p = plan_matmul(16, 4096, 4096, DType::bf16, "sm_90a");
+  EXPECT_FALSE(p.split());
+  EXPECT_NE(p.why.find("not split: 128 CTAs (128 tiles of 16x32)"), std::string::npos) << p.why;
+  // Tails (the gpu tier runs these): N past the last 32-column panel, K past the last 128-deep
+  // step. (Unaligned skinny rows run the direct kernel, not staged: the staging model's call.)
+  for (const auto& [m, n, k] : {std::tuple{16, 4064, 2048}, std::tuple{16, 4000, 3000}, std::tuple{9, 3968, 4104}}) {
+    const auto q = plan_matmul(m, n, k, DType::f16, "sm_90a");
+    SCOPED_TRACE(q.why);
+    EXPECT_FALSE(q.split());
+    EXPECT_FALSE(q.staged());
+    EXPECT_EQ(tessel::kernels::default_matmul_config(m, n, k, DType::f16, "sm_90a", 132).describe(),
+              "16x32x128 s8 t128");
+  }
 }
 
 TEST(MatmulPlan, IllegalSplitKIsNamed) {

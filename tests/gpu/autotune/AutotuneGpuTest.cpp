@@ -274,7 +274,7 @@ TEST(AutotuneGpu, MatmulTakesTheTunedSplit) {
   const std::vector<double> reference =
       tessel::test::reference_gemm(a.to_host_f64(), b.to_host_f64(), M, N, K);
 
-  // A split of 3 (the model picks 5 on the H200).
+  // A split of 3 (the model runs one kernel of 16x32 tiles on the H200).
   plant(key, {{"block_K", 64},
               {"block_M", 16},
               {"block_N", 256},

@@ -664,15 +664,19 @@ TEST_P(MatmulSplitKShapes, MatchesFloat64) {
 
 std::vector<SplitKCase> split_k_cases() {
   // Issue 17's skinny shapes, automatic (MatmulPlan.SkinnyShapesSplitK says why these counts;
-  // 8x14336x4096 splits in 2, 64x8192x8192 stays one kernel), and those two forced to 4; one-wave
-  // shapes.
-  std::vector<SplitKCase> out{{1, 4096, 4096, 0, 8},  {16, 4096, 4096, 0, 5}, {1, 2048, 8192, 0, 16},
+  // 8x14336x4096 splits in 2, 64x8192x8192 stays one kernel, 1 / 16 x 4096 x 4096 one wave of
+  // 16x32 tiles since session 20), and those forced to split; one-wave shapes.
+  std::vector<SplitKCase> out{{1, 4096, 4096, 0, 1},  {16, 4096, 4096, 0, 1}, {1, 4096, 4096, 8, 8},
+                              {16, 4096, 4096, 5, 5}, {1, 2048, 8192, 0, 16},
                               {16, 3072, 4096, 0, 8}, {13, 4000, 1000, 0, 1}, {32, 4096, 14336, 0, 5},
                               {8, 14336, 4096, 0, 2}, {8, 14336, 4096, 4, 4}, {64, 8192, 8192, 0, 1},
                               {64, 8192, 8192, 4, 4},
                               // One wave of 64x64 tiles (the default for M <= 64 where N / 64 fills
                               // 90-100 % of the SMs), M below the tile and not a multiple of 8.
-                              {16, 7680, 4096, 0, 1}, {1, 8192, 4096, 0, 1}, {13, 8000, 1000, 0, 1}};
+                              {16, 7680, 4096, 0, 1}, {1, 8192, 4096, 0, 1}, {13, 8000, 1000, 0, 1},
+                              // One wave of 16x32 tiles (M <= 16): a partial last panel, K past the
+                              // last 128-deep step (MatmulPlan.OneWaveOf16x32TilesForGemvShapes).
+                              {16, 4064, 2048, 0, 1}, {16, 4000, 3000, 0, 1}, {9, 3968, 4104, 0, 1}};
   // Small ragged shapes, forced: 3 shares where the (staged) K has 3 or more tiles of 64.
   for (int m : {1, 7, 65})
     for (int n : {9, 63, 1023})
