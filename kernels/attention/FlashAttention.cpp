@@ -129,93 +129,79 @@ void check_attention(const AttentionShape& s, DType dtype) {
 
 AttentionConfig default_attention_config(const AttentionShape& s, DType, bool causal,
                                          const std::string& arch) {
-  AttentionConfig c;
+  // Every choice below was timed beside cuDNN in the same process; docs/perf-notes.md has the
+  // figures under the session named (bench/results/ the JSON).
+  using Schedule = AttentionConfig::Schedule;
   const std::int64_t dp = padded_dim(s.dim);
-  // 128 query rows over two warpgroups (64 each: one m64 wgmma per warpgroup on sm_90a); the
-  // key block shrinks as D grows so that S, P and O fit the registers together (and, on GPUs
-  // with less shared memory than Hopper's 227 KB, so that Q and two stages of K and V fit).
+  // The keys a query row sees on average, the mask counted: how long a tile's loop runs.
+  const double visible = s.batch > 0 && s.heads > 0 && s.seqlen_q > 0 && s.dim > 0
+                             ? attention_flops(s, causal) / (4.0 * double(s.batch) * double(s.heads) *
+                                                              double(s.seqlen_q) * double(s.dim))
+                             : 0.0;
+  // The base: 128 query rows over two warpgroups (one m64 wgmma each on sm_90a), two stages of
+  // K and V; the key block shrinks as D grows so that S, P and O fit the registers together (and,
+  // with less shared memory than Hopper's 227 KB, so that Q and the stages fit); cp.async copies
+  // -- the one schedule off sm_90a, and at padded D <= 48 on it (no TMA ring: their rows take no
+  // 128-byte swizzle).
+  AttentionConfig c;
   c.block_M = 128;
   c.threads = 256;
   const bool hopper_smem = arch.rfind("sm_90", 0) == 0 || arch.rfind("sm_100", 0) == 0;
   c.block_N = dp <= 128 ? 128 : hopper_smem ? 64 : 32;
   c.num_stages = 2;
-  // The schedule measured fastest on the H200 (bf16, 4096 keys, bench/results/
-  // 2026-12-04-attention-s8-*: TFLOP/s ring+pingpong / ring / cp.async): at D = 64 the cp.async
-  // schedule (343 / 323 / 393; causal 213 / 285 / 354); at D = 128 the ring, with ping-pong
-  // when not causal (534 / 497 / 414) and without when causal (343 / 418 / 359: the
-  // warpgroups' turns cost more than they overlap when CTAs run few, unequal loops).
-  if (dp <= 64 || !has_ring_schedules(arch))
-    c.schedule = AttentionConfig::Schedule::cp_async;
-  else
-    c.schedule = causal ? AttentionConfig::Schedule::ring : AttentionConfig::Schedule::ring_pingpong;
-  // D = 64 with long loops: 192 query rows on three consumer warpgroups over the TMA ring
-  // (FlashAttention 3's tile there). H200, session 17, bf16, same process as cuDNN
-  // (bench/results/2026-12-05-attention-d64-*-s17-h200.json), 192x128 s2 t384 ring against the
-  // cp.async 128x128 kernel, by the keys a query row sees on average: 4096 (S = 4096 not causal)
-  // 1.12x, 8192 (S = 16384 causal) 1.09x, 16384 1.13x; 2048 (S = 4096 causal) 0.97x, 1024 0.91x,
-  // 512 0.77x -- the 192-row tile's longer prologue and epilogue pay only over long loops.
-  const double visible = s.batch > 0 && s.heads > 0 && s.seqlen_q > 0 && s.dim > 0
-                             ? attention_flops(s, causal) / (4.0 * double(s.batch) * double(s.heads) *
-                                                              double(s.seqlen_q) * double(s.dim))
-                             : 0.0;
-  // Padded D = 64 only: narrower heads (D <= 48) get no TMA ring (their rows take no 128-byte
-  // swizzle), and the cp.async kernel on 192 rows is unmeasured.
-  // Not causal, the tile takes 160 keys a step in one stage, persistent -- the tuner's pick on an
-  // H100 (session 19, same call as cuDNN): 2x32x16384^2 0.95x cuDNN against 0.91x for 192x128 s2
-  // (rotated), 8x32x4096^2 0.89x against 0.87x. Each step's gemms are 25 % longer against the
-  // same per-step bookkeeping (waits, row max and sum, rescale), in 64 KB of shared memory either
-  // way; one stage is not rotated (rotate_async_gemms needs two).
-  // Causal loops left this tile in session 20 for 64-row tiles (below).
-  if (dp == 64 && has_ring_schedules(arch) && !causal && s.seqlen_q > 128 && visible >= 4096) {
-    c.block_M = 192, c.threads = 384, c.block_N = 160, c.num_stages = 1;
-    c.schedule = AttentionConfig::Schedule::ring;
+  c.schedule = Schedule::cp_async;
+  if (!has_ring_schedules(arch) || dp < 64) return c;
+
+  if (dp == 64) {
+    // One 128-row block of queries (decode-like) or no visible key: the base.
+    if (s.seqlen_q <= 64 || visible <= 0) return c;
+    if (!causal && s.seqlen_q > 128 && visible >= 4096) {
+      // Long non-causal loops: 192 query rows on three consumer warpgroups over the TMA ring
+      // (FlashAttention 3's tile), 160 keys a step in one stage, persistent -- sessions 17 and 19
+      // (192x128 two-stage 1.12-1.13x the cp.async kernel on the H200; 160 keys in one stage the
+      // tuner's pick, 0.89 / 0.94x cuDNN at S = 4096 / 16384 there in session 20).
+      c.block_M = 192, c.threads = 384, c.block_N = 160, c.num_stages = 1;
+      c.schedule = Schedule::ring;
+      c.persistent = true;
+      return c;
+    }
+    // Causal at every length, and shorter non-causal loops: one consumer warpgroup of 64 rows on
+    // the ring, 128 keys a step in one stage -- session 20, the tuner's pick on an H100 (same
+    // process as cuDNN: 1024 0.81 -> 0.94x, causal 1024 0.87 -> 0.97x, causal 4096 0.90 -> 1.01x,
+    // causal 16384 0.98 -> 1.04x): four times the CTAs of the 128-row tile, each with a producer
+    // warp, so short loops' prologues and epilogues overlap across CTAs and the mask's unequal
+    // tiles balance in smaller pieces.
+    c.block_M = 64, c.threads = 128, c.block_N = 128, c.num_stages = 1;
+    c.schedule = Schedule::ring;
+    return c;
   }
-  // Non-causal rings persistent (one block per SM over the tiles, O stored by TMA): bf16, the
-  // issue's D = 128 cases and GQA, persistent / default in the same process -- H200 (session 14,
-  // bench/results/2026-12-05-attention-d128-{default,passes}-s14-h200.json) 1.10 / 1.05 / 1.04x
-  // at S = 1024 / 4096 / 16384, GQA 1.05x; H100 (session 16) 1.12 / 1.05 / 1.01x, GQA 1.06x.
-  // Causal rings stay one block per tile: their tiles differ in work, and the hardware's dynamic
-  // dispatch of the longest-first grid beat the static serpentine deal at S = 4096 and 16384
-  // (H100: 0.92x, 0.87x; docs/perf-notes.md, session 16). D = 256 (64 keys a block, no room for
-  // O's staging tile) has not been timed persistent: it stays one block per tile.
-  // Causal rings over short loops are the exception: at S = 1024 (512 keys a query row sees on
-  // average) persistent ran 1.10x the one-block-per-tile kernel on the H200 (session 18, 0.368
-  // against 0.399 ms at 32x16x1024x1024x128, same call as cuDNN: 0.81x against 0.74x;
-  // bench/results/2026-12-05-attention-causal1024-persistent-s18-h200.json) and 1.06x on the
-  // H100 (session 16; 1.07x in session 18): persistent up to 768 keys a row on average, where the
-  // tiles' work differs least in absolute terms. At S = 2048 (1024 keys a row) it was even on
-  // the H100 (1.185 against 1.170 ms, session 18): one block per tile there.
-  // D = 64's 192-row ring: within 2 % either way persistent on 128 keys a step (H200, session
-  // 17); on 160 keys in one stage (not causal) persistent is the tuner's pick (above). Padded
-  // D = 80-112 gets no TMA ring (no 128-byte swizzle of V's rows): nothing to make persistent.
-  c.persistent = (!causal || (visible > 0 && visible <= 768)) && c.schedule != AttentionConfig::Schedule::cp_async &&
-                 (dp == 128 || (dp == 64 && c.block_M == 192 && !causal));
-  // Session 20, the tuner on an H100 (bench/results/2026-12-05-tune-attention-*-s20b-h200.json:
-  // asked for the H200, ran on an H100), each winner benched beside cuDNN in the same process
-  // there, and checked on the H200 in the next call (docs/perf-notes.md, session 20):
-  // - D = 128 causal with more than one query block: the two warpgroups take turns again, one
-  //   block per SM over the tiles; over long loops 256 keys a step in one stage (GQA 4x32x8x4096
-  //   0.82 -> 1.01x cuDNN, 8x16x4096 0.91 -> 1.01x), over short ones (<= 768 keys a row) 128 keys
-  //   in two stages (32x16x1024 0.80 -> 0.92x).
-  // - D = 64 with more than 64 query rows, causal at every length and not causal below 4096 keys
-  //   a row on average: one consumer warpgroup of 64 rows on the ring, 128 keys a step, one stage
-  //   (32x32x1024 0.81 -> 0.94x, causal 0.87 -> 0.97x): four times the CTAs of the 128-row
-  //   cp.async kernel, each with a producer warp, so short loops' prologues and epilogues overlap
-  //   across CTAs, and causal tiles of unequal length balance in smaller pieces. Benched on every
-  //   D = 64 case in a second H100 call (same process as cuDNN and as the defaults before it):
-  //   causal 4096 1.01x (cp.async 0.90x), causal 16384 1.04x (192x128 s2 rotated 0.98x); not
-  //   causal 4096 0.90x, 16384 0.91x against 0.89 / 0.94x for 192x160 s1 persistent, which keeps
-  //   the long non-causal loops.
-  if (has_ring_schedules(arch) && dp == 128 && causal && s.seqlen_q > c.block_M) {
-    c.schedule = AttentionConfig::Schedule::ring_pingpong;
+
+  // Wider heads on the TMA ring (padded D = 80-112 has none -- no 128-byte swizzle of V's rows --
+  // so that request compiles as the cp.async kernel).
+  if (!causal) {
+    // The two warpgroups take turns (ping-pong: session 8, 534 against 497 TFLOP/s without on the
+    // H200), persistent at D = 128 (one block per SM over the tiles, O stored by TMA: 1.04-1.10x
+    // on the H200, session 14). D = 256's tiles leave no room for O's staging tile: not persistent.
+    c.schedule = Schedule::ring_pingpong;
+    c.persistent = dp == 128;
+    return c;
+  }
+  if (dp == 128 && s.seqlen_q > c.block_M) {
+    // Causal, more than one query block: turns and persistence again, and over long loops (more
+    // than 768 keys a row) 256 keys a step in one stage -- session 20, the tuner's pick on an
+    // H100 (same process as cuDNN: S = 1024 0.80 -> 0.92x, 4096 0.91 -> 1.00x, 16384 0.98 ->
+    // 1.05x, GQA 0.82 -> 1.01x). Not causal the 256-key tile lost (0.79-0.85x): it pays only
+    // where the mask leaves the loops short.
+    c.schedule = Schedule::ring_pingpong;
     c.persistent = true;
     if (visible > 768) c.block_N = 256, c.num_stages = 1;
+    return c;
   }
-  if (has_ring_schedules(arch) && dp == 64 && s.seqlen_q > 64 && visible > 0 && c.block_M != 192) {
-    c.block_M = 64, c.threads = 128, c.block_N = 128, c.num_stages = 1;
-    c.schedule = AttentionConfig::Schedule::ring;
-    c.persistent = false;
-  }
+  // Causal otherwise (one query block at D = 128, or other widths): the ring without turns, which
+  // cost more than they overlap when CTAs run few, unequal loops (session 8); persistent at
+  // D = 128 over short loops (<= 768 keys a row: 1.06-1.10x, sessions 16 and 18).
+  c.schedule = Schedule::ring;
+  c.persistent = dp == 128 && visible > 0 && visible <= 768;
   return c;
 }
 

@@ -302,6 +302,19 @@ TEST(FlashAttentionGpuSmall, DefaultConfigsOfShortLoopsAndCausal) {
   }
 }
 
+// Head dimensions between the fast ones (any multiple of 8 up to 256 is legal): each pads to the
+// next tile width (56 -> 64, 120 -> 128) and takes that width's default -- the TMA ring where the
+// padded width has one (the columns past D zero-filled by the copy), cp.async elsewhere. Causal
+// and not, tails in both lengths, GQA.
+TEST(FlashAttentionGpuSmall, DefaultConfigsOfPaddedHeadDims) {
+  TESSEL_REQUIRE_GPU();
+  for (std::int64_t D : {8, 40, 56, 72, 120, 136, 200, 248})
+    for (bool causal : {false, true}) {
+      check({1, 4, 2, 333, 1100, D, causal}, D % 16 == 8 ? DType::bf16 : DType::f16);
+      check({2, 2, 1, 1500, 1300, D, causal}, DType::bf16);
+    }
+}
+
 // AttentionConfig::kv_interleave (opt-in, session 19): GQA's query heads taken K/V head by K/V
 // head across blockIdx.y -- on the ring, causal and not, persistent, MQA, and MHA (no change).
 TEST(FlashAttentionGpuSmall, KvInterleavedHeads) {

@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# What session 20 leaves for the H200 (docs/perf-notes.md "Session 20: what the next device session
+# runs"), in two device calls of under ten minutes each:
+#   TESSEL_S21_STEPS=bench (default): the attention defaults of session 20 (timed only on H100s)
+#     beside session 19's choices for the same cases, each in one process with cuDNN; the skinny
+#     GEMMs at the default (M <= 16 at N ~ 4096 on one wave of 16x32 tiles) beside split-K forced
+#     to the model's old counts; issue 17's softmax widths;
+#   TESSEL_S21_STEPS=tests: the attention gpu suites (the new defaults' tails, padded head dims,
+#     every D and dtype) and split-K / skinny GEMMs, each with a limit of its own.
+#   scripts/gpu-s21.sh OUTDIR   (env: TESSEL_RESULT_TAG, TESSEL_S21_STEPS)
+set -uo pipefail
+source "$(dirname "$0")/gpu-steps.sh" gpu-s21 "${1:-}"
+tag=${TESSEL_RESULT_TAG:-s21-h200}
+day=$(date -u +%F)
+steps=${TESSEL_S21_STEPS:-bench}
+nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv >>"$log" 2>&1
+if [[ $steps == bench ]]; then
+  step "bench attention (default, f16 and bf16)" 110 "$build/tessel" bench attention --dtype f16,bf16 --repeats 10 \
+    --json "$out/$day-attention-default-$tag.json"
+  # Session 19's choices for the cases whose default moved, in their own processes beside cuDNN.
+  for cc in "128x128:2:256:ring:persistent 32x16x16x1024x1024x128:causal" \
+            "128x128:2:256:ring 8x16x16x4096x4096x128:causal,2x16x16x16384x16384x128:causal,4x32x8x4096x4096x128:causal" \
+            "128x128:2:256:cpasync 32x32x32x1024x1024x64,32x32x32x1024x1024x64:causal,8x32x32x4096x4096x64:causal" \
+            "192x128:2:384:ring 2x32x32x16384x16384x64:causal"; do
+    read -r cfg cases <<<"$cc"
+    step "bench attention $cfg (session 19's choice)" 40 "$build/tessel" bench attention --dtype bf16 --repeats 10 \
+      --config "$cfg" --cases "$cases" --json "$out/$day-attention-s19-choice-${cfg//:/-}-$tag.json"
+  done
+  step "bench gemm skinny (default)" 40 "$build/tessel" bench gemm --repeats 20 --warmup 5 --dtype f16,bf16 \
+    --shapes 1x4096x4096,16x4096x4096,32x4096x14336,8x14336x4096,16x14336x4096,64x8192x8192 \
+    --json "$out/$day-gemm-skinny-default-$tag.json"
+  for sk in 1x4096x4096:8 16x4096x4096:5; do
+    step "bench gemm ${sk%%:*} split-K ${sk#*:} (session 19's choice)" 20 "$build/tessel" bench gemm --repeats 20 \
+      --warmup 5 --dtype f16,bf16 --shapes "${sk%%:*}" --split-k "${sk#*:}" \
+      --json "$out/$day-gemm-${sk%%:*}-split${sk#*:}-$tag.json"
+  done
+  step "bench softmax 17 (default)" 90 "$build/tessel" bench softmax --repeats 10 \
+    --shapes 4194304x127,4194304x129,524288x1023,65536x8191,32768x8193,10000x50257 \
+    --json "$out/$day-softmax-issue17-$tag.json"
+else
+  step "gpu tests (attention, session 20's defaults)" 180 "$build/tessel_tests_gpu" --gtest_brief=1 \
+    --gtest_filter='FlashAttentionGpuSmall.DefaultConfigs*:FlashAttentionGpuSmall.KvInterleavedHeads'
+  step "gpu tests (attention, every D)" 240 "$build/tessel_tests_gpu" --gtest_brief=1 \
+    --gtest_filter='HeadDims/FlashAttentionGpu.*'
+  step "gpu tests (split-K and skinny)" 140 "$build/tessel_tests_gpu" --gtest_brief=1 --gtest_filter='*MatmulSplitK*'
+fi
+grep "^### " "$log"
+exit $status
