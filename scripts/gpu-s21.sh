@@ -40,8 +40,10 @@ if [[ $steps == bench ]]; then
 else
   step "gpu tests (attention, session 20's defaults)" 180 "$build/tessel_tests_gpu" --gtest_brief=1 \
     --gtest_filter='FlashAttentionGpuSmall.DefaultConfigs*:FlashAttentionGpuSmall.KvInterleavedHeads'
-  step "gpu tests (attention, every D)" 240 "$build/tessel_tests_gpu" --gtest_brief=1 \
+  step "gpu tests (attention, every D)" 150 "$build/tessel_tests_gpu" --gtest_brief=1 \
     --gtest_filter='HeadDims/FlashAttentionGpu.*'
+  step "gpu tests (softmax: the 32-bit span copies)" 120 "$build/tessel_tests_gpu" --gtest_brief=1 \
+    --gtest_filter='*Softmax*:IssueWidths/*:RowWindows*:NegativeStartsGpu*'
   step "gpu tests (split-K and skinny)" 140 "$build/tessel_tests_gpu" --gtest_brief=1 --gtest_filter='*MatmulSplitK*'
 fi
 grep "^### " "$log"

@@ -241,59 +241,83 @@ __device__ inline void copy_shared_to_global(T* gmem, const T* smem, long long l
 // aligned on both sides. Every thread of the block (Threads of them) takes part; the block
 // barriers before and after order the scratch tile against its other readers and writers.
 namespace copy_detail {
+// The elements before `g`'s first 16-byte boundary, at most `count` (fewer than 16 / sizeof(T)).
 template <class T>
-__device__ inline long long span_head(const T* g, long long count) {
-  const unsigned long long mis = reinterpret_cast<unsigned long long>(g) % 16;
-  const long long head = mis ? static_cast<long long>((16 - mis) / sizeof(T)) : 0;
+__device__ inline int span_head(const T* g, int count) {
+  const unsigned mis = static_cast<unsigned>(reinterpret_cast<unsigned long long>(g) % 16);
+  const int head = mis ? static_cast<int>((16 - mis) / sizeof(T)) : 0;
   return head < count ? head : count;
+}
+
+// dst[i] = src[i] for i in [0, n), n shorter than one 16-byte chunk (16 / sizeof(T) elements):
+// one pass of the block's threads when there are at least that many.
+template <class T, int Threads, class D, class S>
+__device__ inline void copy_short_run(D* dst, const S* src, int n) {
+  constexpr int kVec = 16 / sizeof(T);
+  const int tid = threadIdx.x;
+  if constexpr (Threads >= kVec) {
+    if (tid < n) dst[tid] = src[tid];
+  } else {
+    for (int i = tid; i < n; i += Threads) dst[i] = src[i];
+  }
 }
 }  // namespace copy_detail
 
+// The span is a shared scratch tile's (at most 48 KB: Copy.cpp's kMaxSpanBytes), so its counts and
+// indices are 32-bit; the head and the tail, each shorter than one 16-byte chunk, take one pass
+// of the block's threads.
 // Async (the compiler's default; JitOptions::disable_async_span_copy turns it off; sm_80 and
 // later): the chunks go by cp.async, every one in flight before a single wait, the head and tail
 // elements loaded meanwhile.
 template <class T, int Threads, bool Async = false>
-__device__ inline void copy_span_to_shared(T* smem, const T* gmem, long long count) {
+__device__ inline void copy_span_to_shared(T* smem, const T* gmem, long long span_count) {
   static_assert(16 % sizeof(T) == 0, "copy_span_to_shared: the element size must divide 16 bytes");
-  constexpr long long kVec = 16 / sizeof(T);
+  constexpr int kVec = 16 / sizeof(T);
   block_sync();
-  const long long head = copy_detail::span_head(gmem, count);
-  const long long chunks = (count - head) / kVec, tail = head + chunks * kVec;
+  const int count = static_cast<int>(span_count);
+  const int head = copy_detail::span_head(gmem, count);
+  const int chunks = (count - head) / kVec, tail = head + chunks * kVec;
   const int tid = threadIdx.x;
   const uint4* src = reinterpret_cast<const uint4*>(gmem + head);
   uint4* dst = reinterpret_cast<uint4*>(smem + head);
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
   if constexpr (Async) {
-    for (long long i = tid; i < chunks; i += Threads) cp_async_16(dst + i, src + i, true);
+    for (int i = tid; i < chunks; i += Threads) cp_async_16(dst + i, src + i, true);
     cp_async_commit();
-    for (long long i = tid; i < head; i += Threads) smem[i] = gmem[i];
-    for (long long i = tail + tid; i < count; i += Threads) smem[i] = gmem[i];
+    copy_detail::copy_short_run<T, Threads>(smem, gmem, head);
+    copy_detail::copy_short_run<T, Threads>(smem + tail, gmem + tail, count - tail);
     cp_async_wait_all();
     block_sync();
     return;
   }
 #endif
-  for (long long i = tid; i < head; i += Threads) smem[i] = gmem[i];
+  // The load-then-store loop (JitOptions::disable_async_span_copy) as it was before the span's
+  // counts went 32-bit: with them ptxas spills it (8 bytes, 129 f32 columns on 256 threads).
+  {
+    const long long head64 = head, chunks64 = chunks, tail64 = tail;
+    for (long long i = tid; i < head64; i += Threads) smem[i] = gmem[i];
 #pragma unroll 4
-  for (long long i = tid; i < chunks; i += Threads) dst[i] = __ldg(src + i);
-  for (long long i = tail + tid; i < count; i += Threads) smem[i] = gmem[i];
+    for (long long i = tid; i < chunks64; i += Threads) dst[i] = __ldg(src + i);
+    for (long long i = tail64 + tid; i < span_count; i += Threads) smem[i] = gmem[i];
+  }
   block_sync();
 }
 
 template <class T, int Threads>
-__device__ inline void copy_shared_span_to_global(T* gmem, const T* smem, long long count) {
+__device__ inline void copy_shared_span_to_global(T* gmem, const T* smem, long long span_count) {
   static_assert(16 % sizeof(T) == 0, "copy_shared_span_to_global: the element size must divide 16 bytes");
-  constexpr long long kVec = 16 / sizeof(T);
+  constexpr int kVec = 16 / sizeof(T);
   block_sync();
-  const long long head = copy_detail::span_head(gmem, count);
-  const long long chunks = (count - head) / kVec, tail = head + chunks * kVec;
+  const int count = static_cast<int>(span_count);
+  const int head = copy_detail::span_head(gmem, count);
+  const int chunks = (count - head) / kVec, tail = head + chunks * kVec;
   const int tid = threadIdx.x;
-  for (long long i = tid; i < head; i += Threads) gmem[i] = smem[i];
+  copy_detail::copy_short_run<T, Threads>(gmem, smem, head);
   const uint4* src = reinterpret_cast<const uint4*>(smem + head);
   uint4* dst = reinterpret_cast<uint4*>(gmem + head);
 #pragma unroll 4
-  for (long long i = tid; i < chunks; i += Threads) dst[i] = src[i];
-  for (long long i = tail + tid; i < count; i += Threads) gmem[i] = smem[i];
+  for (int i = tid; i < chunks; i += Threads) dst[i] = src[i];
+  copy_detail::copy_short_run<T, Threads>(gmem + tail, smem + tail, count - tail);
   block_sync();
 }
 
