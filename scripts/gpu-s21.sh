@@ -39,7 +39,7 @@ if [[ $steps == bench ]]; then
     --json "$out/$day-softmax-issue17-$tag.json"
 else
   step "gpu tests (attention, session 20's defaults)" 180 "$build/tessel_tests_gpu" --gtest_brief=1 \
-    --gtest_filter='FlashAttentionGpuSmall.DefaultConfigs*:FlashAttentionGpuSmall.KvInterleavedHeads'
+    --gtest_filter='FlashAttentionGpuSmall.DefaultConfigs*:FlashAttentionGpuSmall.SessionTwentyTilesSmall:FlashAttentionGpuSmall.KvInterleavedHeads'
   step "gpu tests (attention, every D)" 150 "$build/tessel_tests_gpu" --gtest_brief=1 \
     --gtest_filter='HeadDims/FlashAttentionGpu.*'
   step "gpu tests (softmax: the 32-bit span copies)" 120 "$build/tessel_tests_gpu" --gtest_brief=1 \

@@ -302,6 +302,23 @@ TEST(FlashAttentionGpuSmall, DefaultConfigsOfShortLoopsAndCausal) {
   }
 }
 
+// Session 20's tiles on small instances, for compute-sanitizer (scripts/gpu-check.sh's
+// sanitizers step): 64 rows on one consumer warpgroup and a producer warp, one stage; the
+// warpgroups taking turns, persistent, on 256 keys in one stage and on 128 in two -- causal with
+// Sq > Sk, so that tiles whose rows see no key (a ring loop of no steps) sit between full ones.
+TEST(FlashAttentionGpuSmall, SessionTwentyTilesSmall) {
+  TESSEL_REQUIRE_GPU();
+  if (T::current_device().arch() != "sm_90a") GTEST_SKIP() << "SKIPPED: not an sm_90a GPU";
+  using Schedule = T::kernels::AttentionConfig::Schedule;
+  const T::JitOptions jo;
+  for (bool causal : {false, true})
+    check({1, 2, 1, 200, 300, 64, causal}, DType::bf16, jo, T::kernels::AttentionConfig{64, 128, 128, 1, Schedule::ring});
+  check({1, 2, 2, 700, 300, 128, true}, DType::f16, jo,
+        T::kernels::AttentionConfig{128, 256, 256, 1, Schedule::ring_pingpong, true});
+  check({1, 2, 1, 500, 330, 128, true}, DType::bf16, jo,
+        T::kernels::AttentionConfig{128, 128, 256, 2, Schedule::ring_pingpong, true});
+}
+
 // Head dimensions between the fast ones (any multiple of 8 up to 256 is legal): each pads to the
 // next tile width (56 -> 64, 120 -> 128) and takes that width's default -- the TMA ring where the
 // padded width has one (the columns past D zero-filled by the copy), cp.async elsewhere. Causal
