@@ -151,7 +151,8 @@ struct JitOptions {
   // request (a kernel with shared-memory fragment tails asks for 2 itself). Warp-specialized
   // kernels (setmaxnreg budgets) ignore it. kernels::flash_attention sets 2 for its cp.async
   // schedule at (padded) D = 64 on blocks of up to 256 threads (two CTAs an SM). A request that
-  // leaves ptxas too few registers for an instruction is a CompileError naming this option.
+  // leaves ptxas too few registers for an instruction is a CompileError naming this option;
+  // legal: 0 to 32 (else a CompileError at the jit call).
   int min_blocks_per_sm = 0;
 };
 

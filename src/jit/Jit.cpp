@@ -291,6 +291,11 @@ JitKernel jit(const PrimFunc& f, const JitOptions& options, std::source_location
                           << "; legal: 0 (the GPU's opt-in cap, else the target's) or "
                              "1 to "
                           << kMaxSmemCapBytes << " bytes (no GPU has more than 228 KB per block)");
+  if (options.min_blocks_per_sm < 0 || options.min_blocks_per_sm > 32)
+    TESSEL_USER_ERROR("jit", where,
+                      "JitOptions::min_blocks_per_sm is "
+                          << options.min_blocks_per_sm
+                          << "; legal: 0 (no request) or 1 to 32 blocks per SM (no GPU runs more)");
   passes::Target target{arch, sm_of(arch), smem_cap_for(arch, options),
                         gpu_available() && current_device().arch() == arch ? current_device().sm_count : 0};
   const passes::PassContext::Switches switches = jit_switches(options);

@@ -152,6 +152,14 @@ TEST(Misuse, JitOptionsOutOfRangeAtTheJitCall) {
       std::string::npos)
       << jit_error(o);
   o.compile_time_limit_s = 0;
+  for (int blocks : {-1, 33}) {
+    o.min_blocks_per_sm = blocks;
+    EXPECT_NE(jit_error(o).find(line(jit_line) + "error in jit: JitOptions::min_blocks_per_sm is " +
+                                std::to_string(blocks) + "; legal: 0 (no request) or 1 to 32 blocks per SM"),
+              std::string::npos)
+        << jit_error(o);
+  }
+  o.min_blocks_per_sm = 0;
   o.out_idx = {2, -1};
   EXPECT_NE(
       jit_error(o).find(line(jit_line) +
