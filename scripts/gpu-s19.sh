@@ -7,10 +7,7 @@
 # intra-warpgroup overlap (rotate_gemm_loops) on the D = 64 and D = 128 rings.
 #   scripts/gpu-s19.sh OUTDIR   (env: TESSEL_RESULT_TAG)
 set -uo pipefail
-source "$(dirname "$0")/gpu-steps.sh" gpu-s19 "${1:-}"
-tag=${TESSEL_RESULT_TAG:-s19-h200}
-day=$(date -u +%F)
-nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv >>"$log" 2>&1
+source "$(dirname "$0")/gpu-steps.sh" gpu-s19 "${1:-}" s19-h200
 step "gpu tests (H100-only suites of s18)" 130 "$build/tessel_tests_gpu" --gtest_brief=1 \
   --gtest_filter='RowWindows.*:NegativeStartsGpu.*:*Softmax*:LargeTensorGpu.*:*MatmulSplitK*:FlashAttentionGpuSmall.PersistentConfig'
 step "bench attention (bf16, default)" 80 "$build/tessel" bench attention --dtype bf16 --repeats 10 \

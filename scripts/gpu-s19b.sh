@@ -6,10 +6,7 @@
 # beside 8 x 3 -- the tuner's D = 64 candidates, and the skinny GEMMs.
 #   scripts/gpu-s19b.sh OUTDIR   (env: TESSEL_RESULT_TAG)
 set -uo pipefail
-source "$(dirname "$0")/gpu-steps.sh" gpu-s19b "${1:-}"
-tag=${TESSEL_RESULT_TAG:-s19b-h200}
-day=$(date -u +%F)
-nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv >>"$log" 2>&1
+source "$(dirname "$0")/gpu-steps.sh" gpu-s19b "${1:-}" s19b-h200
 step "gpu tests (windows, negative starts, softmax, attention defaults)" 110 "$build/tessel_tests_gpu" \
   --gtest_filter='RowWindows.*:NegativeStartsGpu.*:*Softmax*:FlashAttentionGpuSmall.PersistentConfig:FlashAttentionGpuSmall.DefaultConfigsOfLongLoops:FlashAttentionGpuSmall.AsyncGemmSchedules'
 step "bench attention (bf16, default)" 60 "$build/tessel" bench attention --dtype bf16 --repeats 10 \

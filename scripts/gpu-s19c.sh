@@ -5,10 +5,7 @@
 # and 192x160 on a two-stage ring (rotated) beside the one-stage default.
 #   scripts/gpu-s19c.sh OUTDIR   (env: TESSEL_RESULT_TAG)
 set -uo pipefail
-source "$(dirname "$0")/gpu-steps.sh" gpu-s19c "${1:-}"
-tag=${TESSEL_RESULT_TAG:-s19c-h200}
-day=$(date -u +%F)
-nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv >>"$log" 2>&1
+source "$(dirname "$0")/gpu-steps.sh" gpu-s19c "${1:-}" s19c-h200
 step "gpu tests (softmax, attention defaults)" 100 "$build/tessel_tests_gpu" --gtest_brief=1 \
   --gtest_filter='*Softmax*:FlashAttentionGpuSmall.DefaultConfigsOfLongLoops:FlashAttentionGpuSmall.AsyncGemmSchedules'
 step "bench softmax 17 (default)" 80 "$build/tessel" bench softmax --repeats 10 \

@@ -13,11 +13,8 @@
 #     limits on the H100 (split-K, past 2^31 elements), each with a limit of its own.
 #   scripts/gpu-s20.sh OUTDIR   (env: TESSEL_RESULT_TAG, TESSEL_S20_STEPS)
 set -uo pipefail
-source "$(dirname "$0")/gpu-steps.sh" gpu-s20 "${1:-}"
-tag=${TESSEL_RESULT_TAG:-s20-h200}
-day=$(date -u +%F)
+source "$(dirname "$0")/gpu-steps.sh" gpu-s20 "${1:-}" s20-h200
 steps=${TESSEL_S20_STEPS:-bench}
-nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv >>"$log" 2>&1
 if [[ $steps == bench ]]; then
   step "bench softmax 17 (default)" 90 "$build/tessel" bench softmax --repeats 10 \
     --shapes 4194304x127,4194304x129,524288x1023,65536x8191,32768x8193,10000x50257 \

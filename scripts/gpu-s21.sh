@@ -9,11 +9,8 @@
 #     every D and dtype) and split-K / skinny GEMMs, each with a limit of its own.
 #   scripts/gpu-s21.sh OUTDIR   (env: TESSEL_RESULT_TAG, TESSEL_S21_STEPS)
 set -uo pipefail
-source "$(dirname "$0")/gpu-steps.sh" gpu-s21 "${1:-}"
-tag=${TESSEL_RESULT_TAG:-s21-h200}
-day=$(date -u +%F)
+source "$(dirname "$0")/gpu-steps.sh" gpu-s21 "${1:-}" s21-h200
 steps=${TESSEL_S21_STEPS:-bench}
-nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv >>"$log" 2>&1
 if [[ $steps == bench ]]; then
   step "bench attention (default, f16 and bf16)" 110 "$build/tessel" bench attention --dtype f16,bf16 --repeats 10 \
     --json "$out/$day-attention-default-$tag.json"
