@@ -171,10 +171,10 @@ fi
 # the TMA-store (stmatrix) epilogue, the GEMM from the generic passes (persistent on few blocks,
 # its staging tile reused tile after tile), wgmma with A from registers (the device function, and the
 # compiler's WarpgroupGemm in the gemm chain and the plain register-A gemm) — when the tool is installed
-# session 20's attention tiles and the 16x32 GEMV tiles (small shapes: their references are computed on
+# session 20's attention tiles, the 16x32 GEMV tiles and the flat-rows softmax (its reductions' barriers) (small shapes: their references are computed on
 # the CPU, so no cuBLAS kernel is checked).
 if want sanitizers && command -v compute-sanitizer >/dev/null; then
-  filter='Multicast/MulticastShapes.MatchesReference/300x*_f16_off0:Hopper/HopperShapes.MatchesReference/300x200x1000*_f16_off0:Wgmma/WgmmaShapes.*/rs_f16_n128*:Shapes/GemmChain.*/200x300xd64_64x64t128_f16:Shapes/GemmChain.*/256x256xd128_128x64t256_bf16_copy:Shapes/RegisterAGemm.*/100x72x40_64x64x16t128_f16:Shapes/Attention.*/200x300xd64_64x64_f16:FlashAttentionGpuSmall.RingsAndRoles:FromPasses/GemmFromPassesShapes.MatchesReference/300x200x1000*_f16:GemmFromPassesPersistent.*:FlashAttentionGpuSmall.PersistentFromThePasses:FlashAttentionGpuSmall.SessionTwentyTilesSmall:SkinnyAndRagged/MatmulSplitKShapes.MatchesFloat64/16x4064x2048_splitauto_f16'
+  filter='Multicast/MulticastShapes.MatchesReference/300x*_f16_off0:Hopper/HopperShapes.MatchesReference/300x200x1000*_f16_off0:Wgmma/WgmmaShapes.*/rs_f16_n128*:Shapes/GemmChain.*/200x300xd64_64x64t128_f16:Shapes/GemmChain.*/256x256xd128_128x64t256_bf16_copy:Shapes/RegisterAGemm.*/100x72x40_64x64x16t128_f16:Shapes/Attention.*/200x300xd64_64x64_f16:FlashAttentionGpuSmall.RingsAndRoles:FromPasses/GemmFromPassesShapes.MatchesReference/300x200x1000*_f16:GemmFromPassesPersistent.*:FlashAttentionGpuSmall.PersistentFromThePasses:FlashAttentionGpuSmall.SessionTwentyTilesSmall:FlatRows/SoftmaxVariants.MatchesFloat64/rows_t256_r64_bn127_N127_f16:FlatRows/SoftmaxVariants.MatchesFloat64/rows_t256_r224_bn9_N9_f16:SkinnyAndRagged/MatmulSplitKShapes.MatchesFloat64/16x4064x2048_splitauto_f16'
   for tool in racecheck synccheck; do
     run_step "$tool" 240 compute-sanitizer --tool "$tool" --error-exitcode 9 "$build/tessel_tests_gpu" --gtest_filter="$filter"
   done

@@ -4,7 +4,7 @@
 #   TESSEL_S21_STEPS=bench (default): the attention defaults of session 20 (timed only on H100s)
 #     beside session 19's choices for the same cases, each in one process with cuDNN; the skinny
 #     GEMMs at the default (M <= 16 at N ~ 4096 on one wave of 16x32 tiles) beside split-K forced
-#     to the model's old counts; issue 17's softmax widths;
+#     to the model's old counts; issue 17's softmax widths, and at 127 / 129 / 1023 the flat-rows tiles beside the default's;
 #   TESSEL_S21_STEPS=tests: the attention gpu suites (the new defaults' tails, padded head dims,
 #     every D and dtype) and split-K / skinny GEMMs, each with a limit of its own.
 #   scripts/gpu-s21.sh OUTDIR   (env: TESSEL_RESULT_TAG, TESSEL_S21_STEPS)
@@ -34,6 +34,14 @@ if [[ $steps == bench ]]; then
   step "bench softmax 17 (default)" 90 "$build/tessel" bench softmax --repeats 10 \
     --shapes 4194304x127,4194304x129,524288x1023,65536x8191,32768x8193,10000x50257 \
     --json "$out/$day-softmax-issue17-$tag.json"
+  # Session 21: tiles exactly as wide as the odd rows (the flat-rows layout) beside the default's
+  # tile, in one process with cuDNN and the copy.
+  for sc in 4194304x127:rows:t256:r64:bn128,rows:t256:r64:bn127 \
+            4194304x129:rows:t256:r64:bn160,rows:t256:r64:bn129,rows:t128:r32:bn129 \
+            524288x1023:rows:t256:r8:bn1024,rows:t256:r8:bn1023; do
+    step "bench softmax ${sc%%:*} flat rows beside the default" 40 "$build/tessel" bench softmax --repeats 10 \
+      --shapes "${sc%%:*}" --config "${sc#*:}" --json "$out/$day-softmax-flat-${sc%%:*}-$tag.json"
+  done
 else
   step "gpu tests (attention, session 20's defaults)" 180 "$build/tessel_tests_gpu" --gtest_brief=1 \
     --gtest_filter='FlashAttentionGpuSmall.DefaultConfigs*:FlashAttentionGpuSmall.SessionTwentyTilesSmall:FlashAttentionGpuSmall.KvInterleavedHeads'

@@ -122,14 +122,8 @@ std::string layouts_text(const ir::Stmt& body, const passes::PassContext& ctx) {
   for (const ir::Buffer& b : decls.buffers) {
     if (auto f = ctx.fragment_layouts.find(b->id); f != ctx.fragment_layouts.end()) {
       const auto& l = f->second;
-      out += "// layout " + b->name + ": " +
-             (l.kind == passes::FragmentLayout::Kind::GemmAccumulator
-                  ? "gemm accumulator, warps " + std::to_string(l.warps_m) + "x" + std::to_string(l.warps_n) +
-                        (l.wgmma ? " (wgmma)" : "")
-              : l.kind == passes::FragmentLayout::Kind::AccumulatorRows
-                  ? "rows of a gemm tile, warps " + std::to_string(l.warps_m) + "x1"
-                  : std::string("strided over threads")) +
-             ", " + std::to_string(l.per_thread) + " registers per thread\n";
+      out += "// layout " + b->name + ": " + l.describe() + ", " + std::to_string(l.per_thread) +
+             " registers per thread\n";
     } else if (auto s = ctx.shared_layouts.find(b->id); s != ctx.shared_layouts.end()) {
       out += "// layout " + b->name + ": " + s->second.describe() + "\n";
     }

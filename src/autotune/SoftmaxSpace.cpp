@@ -2,6 +2,7 @@
 // that make sense for one row length, every point a program the compiler accepts.
 #include <algorithm>
 #include <limits>
+#include <numeric>
 #include <optional>
 
 #include "Lower.hpp"
@@ -88,6 +89,18 @@ Space softmax_space(const std::string& arch, long long M, long long N, DType dty
     if ((threads & (threads - 1)) == 0) continue;
     const long long v = (row / vec + threads - 1) / threads;
     if (v >= 3 && v <= 8) point(kernels::SoftmaxVariant::Rows, threads, 1, round_up(N, threads * vec));
+  }
+  // Rows that are not whole vectors in a tile exactly as wide as the row (block_N = N): the
+  // compiler holds them as the flat run they are in memory (infer_layouts' flat-rows layout),
+  // each thread 2 to 8 consecutive aligned vectors of it; the rows a block takes keep its run a
+  // whole number of vectors.
+  if (N % vec != 0 && N > vec) {
+    const long long step = vec / std::gcd(N, vec);  // rows whose run is whole vectors
+    for (int threads : {128, 256, 512})
+      for (long long words = 2; words <= 8; ++words) {
+        const long long rows = words * threads * vec / N / step * step;
+        if (rows >= step && rows <= 1024) point(kernels::SoftmaxVariant::Rows, threads, static_cast<int>(rows), N);
+      }
   }
   // Rows with a shared tail: one row per block, 2 to 6 of each thread's vectors in registers and
   // the rest in shared memory (rows longer than the registers hold); rows that start unaligned

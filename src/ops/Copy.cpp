@@ -195,6 +195,8 @@ class CopyLowering {
       std::optional<GlobalMatrix> m = global_matrix(other);
       return m && is_const_int(m->col_stride, 1);
     };
+    if (l.kind == FragmentLayout::Kind::FlatRows && !op->row_window)
+      if (Stmt flat = flat_copy(op, l, *frag, other); flat.defined()) return flat;
     if (l.kind == FragmentLayout::Kind::RowBlocked && row_vectors_fit() &&
         (frag->buffer->dtype == DType::f32 || frag->buffer->dtype == other.buffer->dtype) && l.vec > 1)
       return row_vector_copy(op, l);
@@ -219,6 +221,65 @@ class CopyLowering {
     if (Expr valid = fragment_register_valid(l, v, ctx_.thread_index, ctx_.threads); valid.defined())
       body = make_if(valid, body, Stmt(), w);
     return make_for(v, make_int(0), make_int(l.per_thread), ForKind::Unrolled, 0, body, w);
+  }
+
+  // A flat-rows fragment and the whole rows of a row-major tensor it covers (column 0, rows the
+  // tile's width apart, contiguous), whose run starts at a multiple of the vector (tensors are
+  // 16-byte aligned, checked at launch): each thread's words are aligned vectors of the run
+  // (load_row_vector_whole / store_row_vector_whole), or wholly past its end. A block whose run
+  // ends inside a word (its last rows past the tensor's end, rows * cols not a multiple of the
+  // vector) takes the element-wise masked form instead (load_row_vector / store_row_vector) -- a
+  // test of the block's run, the same in every thread. Undefined for any other copy (the
+  // element-wise copy below then moves it).
+  Stmt flat_copy(const CopyStmt* op, const FragmentLayout& l, const Region& frag, const Region& other) {
+    if (other.buffer->scope != Scope::Global || !starts_nonnegative(other)) return Stmt();
+    const Buffer& t = other.buffer;
+    const std::optional<GlobalMatrix> m = global_matrix(other);
+    const std::int64_t R = l.shape[0], C = l.shape[1], vec = l.vec;
+    const int bytes = static_cast<int>(vec) * dtype_bytes(t->dtype);
+    if (!m || m->row_dim < 0 || !is_const_int(m->col_stride, 1) || !is_const_int(m->col_start, 0) ||
+        !is_const_int(m->ld, C) || !is_const_int(t->shape[static_cast<size_t>(m->col_dim)], C) ||
+        known_divisor(m->offset) % vec != 0 || (bytes != 16 && bytes != 8 && bytes != 4) ||
+        (frag.buffer->dtype != DType::f32 && frag.buffer->dtype != t->dtype))
+      return Stmt();
+    auto w = op->where;
+    const bool load = op->dst.buffer->scope == Scope::Fragment;
+    const Buffer& regs = ctx_.registers_of(frag.buffer);
+    Var grp("g");
+    // The word's first element in the run, and the run's elements in the tensor.
+    Expr at = mul(add(mul(ctx_.thread_index, make_int(l.chunks)), grp), make_int(vec));
+    Expr run = mul(make_binary(BinaryOp::Max, make_binary(BinaryOp::Min, m->rows_valid, make_int(R)), make_int(0)),
+                   make_int(C));
+    Expr offset = add(m->offset, i64(at));
+    Expr first = mul(grp, make_int(vec));
+    Expr present = lt(at, run);
+    std::vector<std::string> targs{dtype_cuda(t->dtype), std::to_string(vec), dtype_cuda(frag.buffer->dtype)};
+    auto loop = [&](Stmt call) {
+      return make_for(grp, make_int(0), make_int(l.chunks), ForKind::Unrolled, 0, call, w);
+    };
+    Stmt whole, masked;
+    if (load) {
+      Expr pad = op->pad.defined() ? make_cast(DType::f32, op->pad) : make_float(0.0);
+      whole = loop(make_device_call(
+          "tessel::load_row_vector_whole", targs,
+          {{Expr(), t, offset}, {present, Buffer(), Expr()}, {pad, Buffer(), Expr()}, {Expr(), regs, first}}, w));
+      masked = loop(make_device_call(
+          "tessel::load_row_vector", targs,
+          {{Expr(), t, offset}, {sub(run, at), Buffer(), Expr()}, {pad, Buffer(), Expr()}, {Expr(), regs, first}},
+          w));
+    } else {
+      whole = loop(make_device_call("tessel::store_row_vector_whole", targs,
+                                    {{Expr(), t, offset}, {present, Buffer(), Expr()}, {Expr(), regs, first}}, w));
+      masked = loop(make_device_call("tessel::store_row_vector", targs,
+                                     {{Expr(), t, offset}, {sub(run, at), Buffer(), Expr()}, {Expr(), regs, first}},
+                                     w));
+    }
+    // Whole words for every block when rows past the tensor's end come in multiples that keep the
+    // run whole (C * (rows % R) % vec == 0 for every row count -- C * 1 is not, so only when the
+    // rows provably never run out mid-tile); otherwise the block's own test.
+    Expr ends_whole = make_binary(BinaryOp::EQ, make_binary(BinaryOp::Mod, run, make_int(vec)), make_int(0));
+    if (prove_by_cases(ends_whole, ranges_) == std::optional<bool>(true)) return whole;
+    return make_if(ends_whole, whole, masked, w);
   }
 
   // Between two fragments of one layout (infer_layouts gives a copy's destination its source's

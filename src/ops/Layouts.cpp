@@ -16,7 +16,13 @@ std::optional<FragmentLayout> row_layout_of(const FragmentLayout& l) {
   switch (l.kind) {
     case FragmentLayout::Kind::RowOf:
     case FragmentLayout::Kind::AccumulatorRows:
+    case FragmentLayout::Kind::FlatRowOf:
       return l;
+    case FragmentLayout::Kind::FlatRows:
+      r.kind = FragmentLayout::Kind::FlatRowOf;
+      r.shape = {l.shape[0]};
+      r.per_thread = 2;
+      return r;
     case FragmentLayout::Kind::RowBlocked:
       r.kind = FragmentLayout::Kind::RowOf;
       r.shape = {l.shape[0]};

@@ -77,6 +77,7 @@ class ReductionLowering {
     const Buffer& in = ctx_.registers_of(op->src);
     const Buffer& out = ctx_.registers_of(op->dst);
     if (src.kind == FragmentLayout::Kind::GemmAccumulator) return gemm_tile_rows(op, src, in, out);
+    if (src.kind == FragmentLayout::Kind::FlatRows) return flat_rows(op, src, in, out);
     TESSEL_INTERNAL_CHECK(src.kind == FragmentLayout::Kind::RowBlocked, "reduce source is not row-blocked");
     const int per_row = src.chunks * src.vec;
     const int row_slots = static_cast<int>(src.shape[0] / src.rows_per_pass);
@@ -136,6 +137,36 @@ class ReductionLowering {
     return make_seq(stmts, w);
   }
 
+  // A flat-rows tile along its rows (tessel::reduce_flat_rows, reduce.cuh): each thread's run's
+  // two parts combined in registers, the parts through shared memory to the rows' lanes and the
+  // rows' results back to every thread that holds a part of them (three block barriers).
+  Stmt flat_rows(const ReduceStmt* op, const FragmentLayout& src, const Buffer& in, const Buffer& out) {
+    auto w = op->where;
+    const FragmentLayout& dst = ctx_.fragment_layouts.at(op->dst->id);
+    TESSEL_INTERNAL_CHECK(dst.kind == FragmentLayout::Kind::FlatRowOf && dst.chunks == src.chunks,
+                          "reduce of a flat-rows tile into " << op->dst->name << " without its row layout");
+    const std::string opname = op_type(op->op);
+    const std::int64_t floats = 2 * std::int64_t(ctx_.threads) + src.shape[0];
+    std::vector<Stmt> stmts;
+    Buffer scratch = Buffer::make(op->dst->name + "_scratch", {make_int(floats)}, DType::f32, Scope::Shared, w);
+    ctx_.shared_layouts[scratch->id] = SharedLayout::row_major(1, floats);
+    stmts.push_back(make_decl(scratch, w));
+    Buffer partial =
+        Buffer::make(op->dst->name + "_partial", {make_int(dst.per_thread)}, DType::f32, Scope::Local, w);
+    stmts.push_back(make_decl(partial, w));
+    stmts.push_back(make_device_call(
+        "tessel::reduce_flat_rows",
+        {opname, std::to_string(src.chunks * src.vec), std::to_string(ctx_.threads), std::to_string(src.shape[0]),
+         std::to_string(src.shape[1])},
+        {{Expr(), in, Expr()}, {Expr(), partial, Expr()}, {Expr(), scratch, Expr()}}, w));
+    Var r("r");
+    Expr value = make_load(partial, {r});
+    if (!op->clear) value = make_call(opname + "::combine", {make_load(out, {r}), value}, DType::f32);
+    stmts.push_back(make_for(r, make_int(0), make_int(dst.per_thread), ForKind::Unrolled, 0,
+                             make_store(out, {r}, value, w), w));
+    return make_seq(stmts, w);
+  }
+
   PassContext& ctx_;
 };
 
@@ -165,6 +196,20 @@ class ReduceTileOp final : public TileOp {
       reduce_gemm_tile(ctx_, r, src);
       return;
     }
+    if (src.kind == FragmentLayout::Kind::FlatRows && r->dim == 1) {
+      if (r->dst.ndim() != 1 || r->dst.const_shape()[0] != src.shape[0])
+        TESSEL_USER_ERROR(reduce_name(r), r->where,
+                          "the result " << r->dst->name << " must be a 1-D fragment of " << src.shape[0]
+                                        << " elements (one per row of " << r->src->name << ")");
+      const FragmentLayout d = *row_layout_of(src);
+      auto old = ctx_.fragment_layouts.find(r->dst->id);
+      if (old != ctx_.fragment_layouts.end() && !same_fragment_layout(old->second, d))
+        TESSEL_USER_ERROR(reduce_name(r), r->where,
+                          r->dst->name << " receives reductions of tiles laid out differently; reduce tiles "
+                                       << "of one shape into it");
+      ctx_.fragment_layouts[r->dst->id] = d;
+      return;
+    }
     if (src.kind != FragmentLayout::Kind::RowBlocked || r->dim != 1)
       TESSEL_USER_ERROR(reduce_name(r), r->where,
                         "cannot lay out "
@@ -172,7 +217,8 @@ class ReduceTileOp final : public TileOp {
                             << "dim " << r->dim << " with " << ctx_.threads << " threads; this version "
                             << "reduces 2-D tiles along dim 1 whose columns are a multiple of " << lc.vec
                             << " (one 16-byte vector) and whose rows divide evenly over the "
-                            << "threads");
+                            << "threads, or whose rows x columns are a multiple of " << lc.vec
+                            << " with more than " << lc.vec << " columns and at most 8 vectors a thread");
     if (r->dst.ndim() != 1 || r->dst.const_shape()[0] != src.shape[0])
       TESSEL_USER_ERROR(reduce_name(r), r->where,
                         "the result " << r->dst->name << " must be a 1-D fragment of " << src.shape[0]

@@ -33,6 +33,12 @@ std::vector<Expr> fragment_coordinates(const FragmentLayout& f, const Expr& l, c
       return {add(mul(l, make_int(f.rows_per_pass)), div(tx, f.lanes))};
     case FragmentLayout::Kind::AccumulatorRows:
       return {make_call(f.gemm.device_type() + "::row_of_register", {l}, DType::i32)};
+    case FragmentLayout::Kind::FlatRows: {
+      Expr flat = add(mul(tx, make_int(std::int64_t(f.chunks) * f.vec)), l);
+      return {div(flat, f.shape[1]), mod(flat, f.shape[1])};
+    }
+    case FragmentLayout::Kind::FlatRowOf:
+      return {add(div(mul(tx, make_int(std::int64_t(f.chunks) * f.vec)), f.row_length), l)};
     case FragmentLayout::Kind::Strided: {
       Expr flat = add(mul(l, make_int(threads)), tx);
       std::vector<Expr> coords(f.shape.size());
@@ -50,6 +56,14 @@ std::vector<Expr> fragment_coordinates(const FragmentLayout& f, const Expr& l, c
 }
 
 Expr fragment_register_valid(const FragmentLayout& f, const Expr& l, const Expr& tx, int threads) {
+  if (f.kind == FragmentLayout::Kind::FlatRows) {
+    // Whole words (infer_layouts takes rows * cols a multiple of vec): a test of the word.
+    const std::int64_t words = f.shape[0] * f.shape[1] / f.vec;
+    if (std::int64_t(f.chunks) * threads == words) return Expr();
+    return make_binary(BinaryOp::LT, add(mul(tx, make_int(f.chunks)), div(l, f.vec)), make_int(words));
+  }
+  if (f.kind == FragmentLayout::Kind::FlatRowOf)
+    return make_binary(BinaryOp::LT, fragment_coordinates(f, l, tx, threads)[0], make_int(f.shape[0]));
   if (f.kind != FragmentLayout::Kind::Strided) return Expr();
   std::int64_t numel = 1;
   for (auto s : f.shape) numel *= s;
@@ -61,6 +75,8 @@ bool same_fragment_layout(const FragmentLayout& a, const FragmentLayout& b) {
   if (a.kind != b.kind || a.shape != b.shape) return false;
   if (a.kind == FragmentLayout::Kind::GemmAccumulator || a.kind == FragmentLayout::Kind::AccumulatorRows)
     return a.warps_m == b.warps_m && a.warps_n == b.warps_n;
+  if (a.kind == FragmentLayout::Kind::FlatRows || a.kind == FragmentLayout::Kind::FlatRowOf)
+    return a.vec == b.vec && a.chunks == b.chunks && a.row_length == b.row_length;
   return a.vec == b.vec && a.lanes == b.lanes && a.rows_per_pass == b.rows_per_pass;
 }
 

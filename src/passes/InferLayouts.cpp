@@ -162,6 +162,33 @@ class MainLoopGemmScan : public IRVisitor {
   int depth_ = 0;
 };
 
+// The fragments a FlatRows layout cannot serve: gemm operands and accumulators, either side of a
+// fragment-to-fragment copy, a fragment copied to or from anything but a global tensor or
+// through copy_window, a fragment with a shared tail, and the source of a reduction along any
+// dimension but 1 (flat_rows in LayoutInference adds the Parallel nests' constraint).
+class FlatUseScan : public IRVisitor {
+ public:
+  std::set<int> barred;
+
+ protected:
+  void visit_node(const DeclBuffer* op) override {
+    if (op->buffer->scope == Scope::Fragment && op->buffer->shared_tail > 0) barred.insert(op->buffer->id);
+    IRVisitor::visit_node(op);
+  }
+  void visit_node(const GemmStmt* op) override {
+    for (const Buffer& b : {op->A.buffer, op->B.buffer, op->C.buffer}) barred.insert(b->id);
+  }
+  void visit_node(const CopyStmt* op) override {
+    const Buffer &s = op->src.buffer, &d = op->dst.buffer;
+    const bool global = s->scope == Scope::Global || d->scope == Scope::Global;
+    for (const Buffer& b : {s, d})
+      if (b->scope == Scope::Fragment && (!global || op->row_window)) barred.insert(b->id);
+  }
+  void visit_node(const ReduceStmt* op) override {
+    if (op->dim != 1) barred.insert(op->src->id);
+  }
+};
+
 class LayoutInference : public IRVisitor {
  public:
   LayoutInference(PassContext& ctx, std::set<int> row_operand_tiles,
@@ -213,10 +240,16 @@ class LayoutInference : public IRVisitor {
         }
       }
     }
-    // Strict: gemm accumulators (done). Common: 2-D tiles get the row-blocked layout.
+    // Strict: gemm accumulators (done). Common: 2-D tiles whose rows are not whole vectors get
+    // the flat-rows layout where every use allows it, the others the row-blocked layout.
+    const std::set<int> flat = flat_rows_tiles();
     for (const Buffer& b : decls_) {
-      if (b->scope == Scope::Fragment && !ctx_.fragment_layouts.count(b->id) && b.ndim() == 2)
-        if (auto l = row_blocked(b.const_shape())) ctx_.fragment_layouts[b->id] = *l;
+      if (b->scope == Scope::Fragment && !ctx_.fragment_layouts.count(b->id) && b.ndim() == 2) {
+        if (flat.count(b->id))
+          ctx_.fragment_layouts[b->id] = *flat_rows(b.const_shape());
+        else if (auto l = row_blocked(b.const_shape()))
+          ctx_.fragment_layouts[b->id] = *l;
+      }
       if (b->scope == Scope::Shared && !ctx_.shared_layouts.count(b->id))
         ops::set_shared_layout(ctx_, b, false);
     }
@@ -286,9 +319,62 @@ class LayoutInference : public IRVisitor {
     return f;
   }
 
+  // Rows that are not whole 16-byte vectors of the global dtype (127 f16 columns) but whose
+  // rows * cols elements are, as the contiguous run they are in a row-major tensor (FlatRows):
+  // every word of it aligned, each thread a run of consecutive words that holds parts of at most
+  // two rows (a run no longer than cols + 1), at most 8 words a thread (the register budget of
+  // the row-blocked tiles' four 16-byte vectors, twice). The row-blocked layout cannot take such
+  // a tile at all (a row of 127 on 8-element vectors).
+  std::optional<FragmentLayout> flat_rows(const std::vector<std::int64_t>& shape) const {
+    const std::int64_t R = shape[0], C = shape[1], vec = lc_.vec;
+    if (vec < 2 || vec > 16 || C % vec == 0 || C <= vec || (R * C) % vec != 0) return std::nullopt;
+    const std::int64_t words = R * C / vec, per_thread = (words + ctx_.threads - 1) / ctx_.threads;
+    if (per_thread > 8 || per_thread * vec > C + 1) return std::nullopt;
+    FragmentLayout f;
+    f.kind = FragmentLayout::Kind::FlatRows;
+    f.shape = shape;
+    f.vec = static_cast<int>(vec);
+    f.chunks = static_cast<int>(per_thread);
+    f.row_length = C;
+    f.per_thread = static_cast<int>(per_thread * vec);
+    return f;
+  }
+
+  // The fragments that take the flat-rows layout: 2-D, without a layout yet, of a shape
+  // flat_rows takes, used only as FlatUseScan allows, and in Parallel nests only beside 2-D
+  // fragments that take it too (one layout a nest) -- until nothing changes.
+  std::set<int> flat_rows_tiles() const {
+    std::set<int> out;
+    for (const Buffer& b : decls_)
+      if (b->scope == Scope::Fragment && b.ndim() == 2 && !ctx_.fragment_layouts.count(b->id) &&
+          !flat_barred_.count(b->id) && flat_rows(b.const_shape()))
+        out.insert(b->id);
+    for (bool changed = true; changed;) {
+      changed = false;
+      for (const auto& group : links_) {
+        std::vector<std::int64_t> shape;
+        bool mixed = false, any = false;
+        for (const Buffer& b : group) {
+          if (b.ndim() != 2) continue;
+          if (out.count(b->id)) any = true;
+          else mixed = true;
+          if (!shape.empty() && shape != b.const_shape()) mixed = true;
+          shape = b.const_shape();
+        }
+        if (!any || !mixed) continue;
+        for (const Buffer& b : group) changed = out.erase(b->id) > 0 || changed;
+      }
+    }
+    return out;
+  }
+
+ public:
+  void bar_flat(std::set<int> barred) { flat_barred_ = std::move(barred); }
+
   std::vector<const ReduceStmt*> reduces_;
 
  private:
+  std::set<int> flat_barred_;
   PassContext& ctx_;
   std::set<int> row_operand_tiles_;
   std::set<const GemmStmt*> main_loop_gemms_;
@@ -305,6 +391,9 @@ Stmt infer_layouts(const Stmt& body, PassContext& ctx) {
   MainLoopGemmScan main_loops(ctx);
   main_loops.visit(body);
   LayoutInference inference(ctx, scan.closure(), main_loops.gemms, scan.links());
+  FlatUseScan flat;
+  flat.visit(body);
+  inference.bar_flat(std::move(flat.barred));
   inference.visit(body);
   inference.finish();
   return body;

@@ -33,6 +33,28 @@ std::string SharedLayout::describe() const {
   return "";
 }
 
+std::string FragmentLayout::describe() const {
+  auto n = [](std::int64_t v) { return std::to_string(v); };
+  switch (kind) {
+    case Kind::GemmAccumulator:
+      return "gemm accumulator, warps " + n(warps_m) + "x" + n(warps_n) + (wgmma ? " (wgmma)" : "");
+    case Kind::AccumulatorRows:
+      return "rows of a gemm tile, warps " + n(warps_m) + "x1";
+    case Kind::RowBlocked:
+      return "rows over " + n(lanes) + " lanes, " + n(chunks) + "x" + n(vec) + " elements a lane, " +
+             n(rows_per_pass) + " rows a pass";
+    case Kind::RowOf:
+      return "row vector over " + n(lanes) + " lanes";
+    case Kind::FlatRows:
+      return "flat rows, a run of " + n(chunks) + " words of " + n(vec) + " a thread";
+    case Kind::FlatRowOf:
+      return "row vector beside flat rows, the 2 rows of a thread's run";
+    case Kind::Strided:
+      return "strided over threads";
+  }
+  return "?";
+}
+
 std::string GemmEngine::device_type() const {
   auto n = [](std::int64_t v) { return std::to_string(v); };
   if (kind == Kind::AccumulatorLayout)

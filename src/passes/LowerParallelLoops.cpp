@@ -28,6 +28,9 @@ namespace {
 struct RegisterMap {
   std::vector<Var> vars;
   Expr reg;
+  // A row vector beside a flat-rows tile: the element is in register `reg` where `first` holds
+  // (the element is in its word's first row), else in `other`; read only.
+  Expr first, other;
 };
 
 // Rewrites fragment(i, j) -> registers[reg] inside one nest, checking the indices.
@@ -55,11 +58,21 @@ class RegisterAccess : public IRMutator {
   }
   Expr mutate_node(const BufferLoad* op, const Expr& self) override {
     if (op->buffer->scope != Scope::Fragment) return IRMutator::mutate_node(op, self);
-    return make_load(ctx_.registers_of(op->buffer), {check(op->buffer, op->indices).reg});
+    const RegisterMap& m = check(op->buffer, op->indices);
+    const Buffer& regs = ctx_.registers_of(op->buffer);
+    if (m.first.defined())
+      return make_select(m.first, make_load(regs, {m.reg}), make_load(regs, {m.other}));
+    return make_load(regs, {m.reg});
   }
   Stmt mutate_node(const BufferStore* op, const Stmt& self) override {
     if (op->buffer->scope != Scope::Fragment) return IRMutator::mutate_node(op, self);
-    Expr reg = check(op->buffer, op->indices).reg;
+    const RegisterMap& m = check(op->buffer, op->indices);
+    if (m.first.defined())
+      TESSEL_USER_ERROR("Parallel", where_,
+                        "stores to row vector " << op->buffer->name << " inside a nest over a tile laid out as "
+                                                << "flat rows, where each row's value sits in every word "
+                                                << "of the row; compute the row vector in a nest of its own");
+    Expr reg = m.reg;
     return make_store(ctx_.registers_of(op->buffer), {reg}, mutate(op->value), op->where);
   }
 
@@ -82,6 +95,23 @@ Stmt bind_coordinates(const std::vector<Var>& vars, const std::vector<std::int64
   }
   for (int d = static_cast<int>(vars.size()) - 1; d >= 0; --d) body = make_let(vars[d], coords[d], body, w);
   return body;
+}
+
+// Whether `s` reads and writes nothing but registers and locals (no global or shared memory).
+bool registers_only(const Stmt& s) {
+  struct Scan : IRVisitor {
+    bool memory = false;
+    void visit_node(const BufferLoad* op) override {
+      memory = memory || op->buffer->scope == Scope::Global || op->buffer->scope == Scope::Shared;
+      IRVisitor::visit_node(op);
+    }
+    void visit_node(const BufferStore* op) override {
+      memory = memory || op->buffer->scope == Scope::Global || op->buffer->scope == Scope::Shared;
+      IRVisitor::visit_node(op);
+    }
+  } scan;
+  scan.visit(s);
+  return !scan.memory;
 }
 
 class ParallelLowering : public IRMutator {
@@ -152,6 +182,16 @@ class ParallelLowering : public IRMutator {
                  bl.rows_per_pass == layout.rows_per_pass) {
         Expr reg = make_binary(BinaryOp::Div, l, make_int(std::int64_t(layout.chunks) * layout.vec));
         maps[b->id] = RegisterMap{{vars[0]}, reg};
+      } else if (layout.kind == FragmentLayout::Kind::FlatRows && bl.kind == FragmentLayout::Kind::FlatRowOf &&
+                 bl.shape[0] == layout.shape[0] && bl.vec == layout.vec && bl.chunks == layout.chunks &&
+                 bl.row_length == layout.row_length) {
+        // Register l is element l of the thread's run, whose first row's value is row register 0
+        // and second's 1: the first while l is inside the run's head (flat_word_head: cols - f0 %
+        // cols elements, f0 the run's first element; one value per thread, hoisted).
+        const std::int64_t run = std::int64_t(layout.chunks) * layout.vec, cols = layout.row_length;
+        Expr f0 = make_binary(BinaryOp::Mul, ctx_.thread_index, make_int(run));
+        Expr head = make_binary(BinaryOp::Sub, make_int(cols), make_binary(BinaryOp::Mod, f0, make_int(cols)));
+        maps[b->id] = RegisterMap{{vars[0]}, make_int(0), make_binary(BinaryOp::LT, l, head), make_int(1)};
       } else {
         if (layout.kind == FragmentLayout::Kind::GemmAccumulator && bl.kind == layout.kind)
           TESSEL_USER_ERROR("Parallel", w,
@@ -171,7 +211,12 @@ class ParallelLowering : public IRMutator {
     std::vector<Expr> coords = fragment_coordinates(layout, l, ctx_.thread_index, threads);
     for (int d = static_cast<int>(vars.size()) - 1; d >= 0; --d)
       inner = make_let(vars[d], coords[d], inner, w);
-    if (Expr valid = fragment_register_valid(layout, l, ctx_.thread_index, threads); valid.defined())
+    // A flat-rows tile's registers past its run hold padding that no copy stores and no
+    // reduction reads: a nest that touches only registers runs on them unguarded (the test was an
+    // instruction or two per element).
+    const bool flat = layout.kind == FragmentLayout::Kind::FlatRows || layout.kind == FragmentLayout::Kind::FlatRowOf;
+    if (Expr valid = fragment_register_valid(layout, l, ctx_.thread_index, threads);
+        valid.defined() && !(flat && registers_only(inner)))
       inner = make_if(valid, inner, Stmt(), w);
     return make_for(l, make_int(0), make_int(layout.per_thread), ForKind::Unrolled, 0, inner, w);
   }

@@ -112,6 +112,20 @@ struct FragmentLayout {
     // over the 4 lanes of a quad. A tile register i sits in row register
     //   (i / 4 / mma_n) * 2 + (i % 4) / 2,   mma_n = the tile's columns per warp / 8.
     AccumulatorRows,
+    // A [rows, cols] tile whose rows are not whole vectors (127 f16 columns) but whose rows*cols
+    // elements are (rows * cols a multiple of vec), held as the contiguous run those rows are in
+    // a row-major tensor: thread t holds the `chunks` consecutive `vec`-element words from word
+    // t * chunks on. Register l of thread t holds the flat element
+    //   f = t * chunks * vec + l,   row = f / cols, col = f % cols;
+    // words past rows * cols / vec hold nothing. A thread's run holds parts of at most two rows
+    // (chunks * vec <= cols + 1): its first `cols - f0 % cols` elements are one row's (f0 its
+    // first element).
+    FlatRows,
+    // A [rows] vector beside a FlatRows tile (a reduction's result): two registers per thread,
+    // the rows of its run's first and last elements -- register s of thread t holds row
+    // t * chunks * vec / cols + s -- each row replicated in every thread it touches. Slots past
+    // the last row hold nothing.
+    FlatRowOf,
   };
   Kind kind = Kind::Strided;
   std::vector<std::int64_t> shape;
@@ -121,7 +135,11 @@ struct FragmentLayout {
   GemmEngine gemm;
   int warps_m = 0, warps_n = 0;
   bool wgmma = false;  // GemmAccumulator of a gemm lowered to tessel::WarpgroupGemm
-  int vec = 1, lanes = 1, rows_per_pass = 1, chunks = 1;  // RowBlocked and RowOf
+  int vec = 1, lanes = 1, rows_per_pass = 1, chunks = 1;  // RowBlocked and RowOf; FlatRows: vec, chunks = words
+  std::int64_t row_length = 0;  // FlatRows and FlatRowOf: the tile's columns
+
+  // What infer_layouts chose, in words (TESSEL_DUMP's layout lines): "gemm accumulator, warps 2x2".
+  std::string describe() const;
 };
 
 // A tensor the kernel reads through TMA: the host encodes its tensor map before each launch and

@@ -221,6 +221,30 @@ INSTANTIATE_TEST_SUITE_P(Explicit, SoftmaxVariants,
                            return name;
                          });
 
+// Tiles exactly as wide as an odd row: the flat-rows layout (the block's rows as the run they are
+// in memory, whole 16-byte words, reduce_flat_rows). M = 300 rows leaves every case a ragged
+// last block whose run ends inside a word (the masked words); 9 columns put several rows in a
+// thread's run.
+INSTANTIATE_TEST_SUITE_P(FlatRows, SoftmaxVariants,
+                         ::testing::Values(std::make_tuple("rows:t256:r64:bn127", 127LL, DType::f16),
+                                           std::make_tuple("rows:t256:r64:bn127", 127LL, DType::bf16),
+                                           std::make_tuple("rows:t256:r32:bn127", 127LL, DType::f32),
+                                           std::make_tuple("rows:t256:r64:bn129", 129LL, DType::f16),
+                                           std::make_tuple("rows:t128:r32:bn129", 129LL, DType::bf16),
+                                           std::make_tuple("rows:t256:r8:bn1023", 1023LL, DType::f16),
+                                           std::make_tuple("rows:t256:r4:bn1023", 1023LL, DType::f32),
+                                           std::make_tuple("rows:t256:r8:bn1025", 1025LL, DType::bf16),
+                                           std::make_tuple("rows:t256:r224:bn9", 9LL, DType::f16),
+                                           std::make_tuple("rows:t512:r240:bn17", 17LL, DType::bf16)),
+                         [](const auto& info) {
+                           std::string name = std::get<0>(info.param) + "_N" +
+                                              std::to_string(std::get<1>(info.param)) + "_" +
+                                              std::string(tessel::dtype_name(std::get<2>(info.param)));
+                           for (char& ch : name)
+                             if (ch == ':') ch = '_';
+                           return name;
+                         });
+
 TEST(SoftmaxNaN, PropagatesThroughTheRow) {
   TESSEL_REQUIRE_GPU();
   for (long long N : {256LL, 4097LL, 100003LL, 32768LL}) {

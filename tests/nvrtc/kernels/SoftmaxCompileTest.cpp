@@ -198,3 +198,37 @@ TEST(SoftmaxCompileErrors, ReductionThatCannotBeLaidOut) {
 }
 
 }  // namespace
+
+namespace {
+
+// Tiles exactly as wide as an odd row (infer_layouts' flat-rows layout): 16-byte loads and stores
+// of the block's run, the rows' reductions through reduce_flat_rows, no spills and nothing in
+// local memory, on both architectures, with and without a ragged last block.
+TEST(SoftmaxFlatRowsCompile, WholeWordsNoSpillsNoLocalMemory) {
+  struct Case {
+    long long N;
+    tessel::DType t;
+    const char* config;
+  };
+  for (const std::string arch : {"sm_80", "sm_90a"})
+    for (const Case& c : {Case{127, tessel::DType::f16, "rows:t256:r64:bn127"},
+                          Case{129, tessel::DType::f16, "rows:t256:r64:bn129"},
+                          Case{1023, tessel::DType::bf16, "rows:t256:r8:bn1023"},
+                          Case{1025, tessel::DType::f16, "rows:t256:r8:bn1025"},
+                          Case{127, tessel::DType::f32, "rows:t256:r32:bn127"},
+                          Case{9, tessel::DType::bf16, "rows:t256:r224:bn9"}})
+      for (long long M : {65536LL, 65537LL}) {
+        SCOPED_TRACE(arch + " " + std::to_string(M) + "x" + std::to_string(c.N) + " " + c.config);
+        tessel::JitOptions o;
+        o.arch = arch;
+        auto k = tessel::kernels::make_softmax(M, c.N, c.t, tessel::kernels::parse_softmax_config(c.config), o);
+        EXPECT_NE(k.source().find("tessel::reduce_flat_rows<"), std::string::npos);
+        EXPECT_EQ(k.resources().spill_store_bytes, 0) << k.compile_log();
+        EXPECT_EQ(k.resources().spill_load_bytes, 0) << k.compile_log();
+        EXPECT_EQ(k.ptx().find(".local"), std::string::npos) << "local memory";
+        EXPECT_NE(k.ptx().find("ld.global.nc.v4"), std::string::npos) << "no 16-byte loads";
+        EXPECT_NE(k.ptx().find("st.global.v4"), std::string::npos) << "no 16-byte stores";
+      }
+}
+
+}  // namespace
