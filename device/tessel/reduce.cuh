@@ -77,58 +77,6 @@ __device__ inline float reduce_warps(float v, float* scratch) {
   return r;
 }
 
-// Row reductions of a flat-rows tile (infer_layouts' FlatRows layout: a [Rows, Cols] tile held
-// as the contiguous run of Rows * Cols elements it is in memory, each thread the `Run`
-// consecutive elements x[0..Run) from element t * Run on). A thread's run holds the end of one
-// row and the start of the next where a row boundary falls inside it (Run <= Cols + 1: never
-// more than two rows). Each run's two parts are combined in registers and written to `scratch`;
-// a group of lanes per row combines the row's parts (flat_rows.cuh says which) and writes the
-// row's result; out[0] and out[1] receive the results of the rows of the run's first and last
-// elements (the last row's again past it). `scratch` holds 2 * Threads + Rows floats. All
-// threads call it: three block barriers, the last before the scratch is reused.
-template <class Op, int Run, int Threads, int Rows, int Cols>
-__device__ inline void reduce_flat_rows(const float* x, float* out, float* scratch) {
-  static_assert(Run <= Cols + 1 && Threads % 32 == 0, "reduce_flat_rows: a run holds parts of at most two rows");
-  constexpr int kRuns = (Rows * Cols + Run - 1) / Run;
-  constexpr int kLanes = flat_row_lanes(Rows, Threads), kGroups = Threads / kLanes;
-  float* part = scratch;
-  float* result = scratch + 2 * Threads;
-  const int t = static_cast<int>(threadIdx.x);
-  {
-    const int head = flat_word_head(t, Run, Cols);
-    float a = Op::identity(), b = Op::identity();
-#pragma unroll
-    for (int e = 0; e < Run; ++e) {
-      const bool first = e < head;
-      a = Op::combine(a, first ? x[e] : Op::identity());
-      b = Op::combine(b, first ? Op::identity() : x[e]);
-    }
-    if (kRuns >= Threads || t < kRuns) {
-      part[2 * t] = a;
-      part[2 * t + 1] = b;
-    }
-  }
-  block_sync();
-  const int lane = t % kLanes;
-#pragma unroll 1
-  for (int r0 = 0; r0 < Rows; r0 += kGroups) {  // the same trip count in every thread: shuffles below
-    const int r = r0 + t / kLanes;
-    float v = Op::identity();
-    if (r < Rows) {
-      const int last = flat_row_last_word(r, Run, Cols);
-      for (int w = flat_row_first_word(r, Run, Cols) + lane; w <= last; w += kLanes)
-        v = Op::combine(v, part[flat_row_part(r, w, Run, Cols)]);
-    }
-    v = reduce_lanes<Op, kLanes>(v);
-    if (r < Rows && lane == 0) result[r] = v;
-  }
-  block_sync();
-  const int row = t * Run / Cols;
-  out[0] = result[row < Rows ? row : Rows - 1];
-  out[1] = result[row + 1 < Rows ? row + 1 : Rows - 1];
-  block_sync();  // the scratch may be reused by the next reduction
-}
-
 // In-place forms over register arrays, for generated code: out[0] = Op over src[0..N), as a
 // pairwise tree (depth log2 N instead of a chain of N - 1 dependent combines; the order is
 // fixed, so results are reproducible).
@@ -304,6 +252,65 @@ __device__ inline void store_if(void* g, bool present, typename VectorWord<Bytes
 // (fuzz cases softmax-174597453747897 and tile-101809284207773 on the H200).
 __device__ inline bool warp_all(bool p) { return __all_sync(__activemask(), p); }
 
+// Row reductions of a flat-rows tile (infer_layouts' FlatRows layout: a [Rows, Cols] tile held
+// as the contiguous run of Rows * Cols elements it is in memory, each thread the `Run`
+// consecutive elements x[0..Run) from element t * Run on). A thread's run holds the end of one
+// row and the start of the next where a row boundary falls inside it (Run <= Cols + 1: never
+// more than two rows). Each run's two parts are combined in registers and written to `scratch`;
+// a group of lanes per row combines the row's parts (flat_rows.cuh says which) and writes the
+// row's result; out[0] and out[1] receive the results of the rows of the run's first and last
+// elements (the last row's again past it). Where a warp's runs are shorter than a row, a warp
+// whose runs each lie in one row combines them without the per-element selects (decided per warp). `scratch` holds 2 * Threads + Rows floats.
+// All threads call it: three block barriers, the last before the scratch is reused.
+template <class Op, int Run, int Threads, int Rows, int Cols>
+__device__ inline void reduce_flat_rows(const float* x, float* out, float* scratch) {
+  static_assert(Run <= Cols + 1 && Threads % 32 == 0, "reduce_flat_rows: a run holds parts of at most two rows");
+  constexpr int kRuns = (Rows * Cols + Run - 1) / Run;
+  constexpr int kLanes = flat_row_lanes(Rows, Threads), kGroups = Threads / kLanes;
+  float* part = scratch;
+  float* result = scratch + 2 * Threads;
+  const int t = static_cast<int>(threadIdx.x);
+  {
+    const int head = flat_word_head(t, Run, Cols);
+    float a = Op::identity(), b = Op::identity();
+    // Every run of the warp in one row: no selects. Only where a warp's runs are shorter than a
+    // row (most warps then hold no row boundary); shorter rows put one in every warp.
+    if (32 * Run < Cols && warp_all(head >= Run)) {
+      a = reduce_registers_tree<Op, Run>(x);
+    } else {
+#pragma unroll
+      for (int e = 0; e < Run; ++e) {
+        const bool first = e < head;
+        a = Op::combine(a, first ? x[e] : Op::identity());
+        b = Op::combine(b, first ? Op::identity() : x[e]);
+      }
+    }
+    if (kRuns >= Threads || t < kRuns) {
+      part[2 * t] = a;
+      part[2 * t + 1] = b;
+    }
+  }
+  block_sync();
+  const int lane = t % kLanes;
+#pragma unroll 1
+  for (int r0 = 0; r0 < Rows; r0 += kGroups) {  // the same trip count in every thread: shuffles below
+    const int r = r0 + t / kLanes;
+    float v = Op::identity();
+    if (r < Rows) {
+      const int last = flat_row_last_word(r, Run, Cols);
+      for (int w = flat_row_first_word(r, Run, Cols) + lane; w <= last; w += kLanes)
+        v = Op::combine(v, part[flat_row_part(r, w, Run, Cols)]);
+    }
+    v = reduce_lanes<Op, kLanes>(v);
+    if (r < Rows && lane == 0) result[r] = v;
+  }
+  block_sync();
+  const int row = t * Run / Cols;
+  out[0] = result[row < Rows ? row : Rows - 1];
+  out[1] = result[row + 1 < Rows ? row + 1 : Rows - 1];
+  block_sync();  // the scratch may be reused by the next reduction
+}
+
 // A vector that is either whole and aligned (`present`) or wholly past the end of its row (its
 // elements are `pad`). The caller tested this for every vector of the copy, uniformly, so that a
 // thread's loads sit in one basic block, predicated, with nothing between them: ptxas issues
@@ -339,6 +346,27 @@ __device__ inline void load_row_vector_whole(const T* g, bool present, float pad
   } else {
 #pragma unroll
     for (int v = 0; v < Vec; ++v) dst[v] = present ? reduce_detail::as_fragment<D>(pack.elems[v]) : pad_value;
+  }
+}
+
+// A vector that is whole and aligned (`present`) or absent, where nothing reads an absent
+// vector's values (a flat-rows tile's words past its block's run): zeros, with no padding value
+// selected element by element.
+template <class T, int Vec, class D = float>
+__device__ inline void load_vector_or_zeros(const T* g, bool present, D* dst) {
+  constexpr int kBytes = Vec * static_cast<int>(sizeof(T));
+  static_assert(kBytes == 16 || kBytes == 8 || kBytes == 4, "load_vector_or_zeros: 4, 8 or 16 bytes");
+  typedef typename reduce_detail::VectorWord<kBytes>::type Word;
+  union {
+    Word word;
+    T elems[Vec];
+  } pack;
+  pack.word = reduce_detail::load_if<kBytes>(g, present);
+  if constexpr (is_same<D, T>::value) {
+    *reinterpret_cast<Word*>(dst) = pack.word;
+  } else {
+#pragma unroll
+    for (int v = 0; v < Vec; ++v) dst[v] = reduce_detail::as_fragment<D>(pack.elems[v]);
   }
 }
 

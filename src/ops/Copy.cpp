@@ -226,7 +226,7 @@ class CopyLowering {
   // A flat-rows fragment and the whole rows of a row-major tensor it covers (column 0, rows the
   // tile's width apart, contiguous), whose run starts at a multiple of the vector (tensors are
   // 16-byte aligned, checked at launch): each thread's words are aligned vectors of the run
-  // (load_row_vector_whole / store_row_vector_whole), or wholly past its end. A block whose run
+  // (load_vector_or_zeros / store_row_vector_whole), or wholly past its end. A block whose run
   // ends inside a word (its last rows past the tensor's end, rows * cols not a multiple of the
   // vector) takes the element-wise masked form instead (load_row_vector / store_row_vector) -- a
   // test of the block's run, the same in every thread. Undefined for any other copy (the
@@ -260,9 +260,10 @@ class CopyLowering {
     Stmt whole, masked;
     if (load) {
       Expr pad = op->pad.defined() ? make_cast(DType::f32, op->pad) : make_float(0.0);
-      whole = loop(make_device_call(
-          "tessel::load_row_vector_whole", targs,
-          {{Expr(), t, offset}, {present, Buffer(), Expr()}, {pad, Buffer(), Expr()}, {Expr(), regs, first}}, w));
+      // Words past the run hold zeros: nothing reads them (no copy stores them, no reduction
+      // combines them), so there is no padding to select element by element.
+      whole = loop(make_device_call("tessel::load_vector_or_zeros", targs,
+                                    {{Expr(), t, offset}, {present, Buffer(), Expr()}, {Expr(), regs, first}}, w));
       masked = loop(make_device_call(
           "tessel::load_row_vector", targs,
           {{Expr(), t, offset}, {sub(run, at), Buffer(), Expr()}, {pad, Buffer(), Expr()}, {Expr(), regs, first}},

@@ -33,13 +33,57 @@ struct RegisterMap {
   Expr first, other;
 };
 
-// Rewrites fragment(i, j) -> registers[reg] inside one nest, checking the indices.
+// Rewrites fragment(i, j) -> registers[reg] inside one nest, checking the indices. A row vector
+// beside a flat-rows tile (a map with `first`) reads select(first, its register 0, register 1);
+// a largest subexpression that reads nothing but such row vectors and constants (m(i) * log2 e)
+// becomes one select between its value on each register, so that both are computed once per
+// thread, not once per element. Under `first_only`, those maps read register 0 alone (a warp
+// whose runs all lie in one row).
 class RegisterAccess : public IRMutator {
  public:
-  RegisterAccess(PassContext& ctx, const std::map<int, RegisterMap>& maps, std::source_location w)
-      : ctx_(ctx), maps_(maps), where_(w) {}
+  RegisterAccess(PassContext& ctx, const std::map<int, RegisterMap>& maps, std::source_location w,
+                 bool first_only = false)
+      : ctx_(ctx), maps_(maps), where_(w), first_only_(first_only) {}
+
+  using IRMutator::mutate;
+  Expr mutate(const Expr& e) override {
+    if (!first_only_ && !e.as<BufferLoad>() && row_only(e)) {
+      Expr first;
+      for (const auto& [id, m] : maps_)
+        if (m.first.defined()) first = m.first;
+      return make_select(first, RegisterAccess(ctx_, maps_, where_, true).mutate(e),
+                         RegisterAccess(ctx_, second_maps(), where_, true).mutate(e));
+    }
+    return IRMutator::mutate(e);
+  }
 
  protected:
+  // Whether e reads at least one row vector of a flat-rows tile and otherwise only constants.
+  bool row_only(const Expr& e) const {
+    struct Scan : IRVisitor {
+      const std::map<int, RegisterMap>& maps;
+      explicit Scan(const std::map<int, RegisterMap>& m) : maps(m) {}
+      bool rows = false, other = false;
+      void visit_node(const BufferLoad* op) override {
+        auto it = maps.find(op->buffer->id);
+        if (op->buffer->scope == Scope::Fragment && it != maps.end() && it->second.first.defined())
+          rows = true;  // its index is the nest's row variable: checked when rewritten
+        else
+          other = true;
+      }
+      void visit_node(const VarNode*) override { other = true; }
+    } scan(maps_);
+    scan.visit(e);
+    return scan.rows && !scan.other;
+  }
+  // The maps with each row vector's second register in place of its first.
+  std::map<int, RegisterMap> second_maps() const {
+    std::map<int, RegisterMap> out = maps_;
+    for (auto& [id, m] : out)
+      if (m.first.defined()) m.reg = m.other;
+    return out;
+  }
+
   const RegisterMap& check(const Buffer& b, const std::vector<Expr>& idx) {
     const RegisterMap& m = maps_.at(b->id);
     bool ok = idx.size() == m.vars.size();
@@ -60,7 +104,7 @@ class RegisterAccess : public IRMutator {
     if (op->buffer->scope != Scope::Fragment) return IRMutator::mutate_node(op, self);
     const RegisterMap& m = check(op->buffer, op->indices);
     const Buffer& regs = ctx_.registers_of(op->buffer);
-    if (m.first.defined())
+    if (m.first.defined() && !first_only_)
       return make_select(m.first, make_load(regs, {m.reg}), make_load(regs, {m.other}));
     return make_load(regs, {m.reg});
   }
@@ -78,8 +122,9 @@ class RegisterAccess : public IRMutator {
 
  private:
   PassContext& ctx_;
-  const std::map<int, RegisterMap>& maps_;
+  const std::map<int, RegisterMap> maps_;
   std::source_location where_;
+  bool first_only_;
 };
 
 // Binds vars to the coordinates of flat row-major index f over `shape`.
@@ -209,16 +254,36 @@ class ParallelLowering : public IRMutator {
     }
     Stmt inner = RegisterAccess(ctx_, maps, w).mutate(body);
     std::vector<Expr> coords = fragment_coordinates(layout, l, ctx_.thread_index, threads);
-    for (int d = static_cast<int>(vars.size()) - 1; d >= 0; --d)
+    // Beside a flat-rows tile's row vectors, where a warp's 32 runs are shorter than a row (so
+    // that most warps hold no row boundary): a warp whose threads' runs each lie in one row takes
+    // a copy of the nest that reads their first registers alone, without the per-element select
+    // (decided per warp, tessel::warp_all, as the row copies decide). Shorter rows put a boundary
+    // in every warp, and the copy would only cost code.
+    Stmt uniform;
+    Expr one_row;
+    for (const auto& [id, m] : maps)
+      if (m.first.defined() && 32 * std::int64_t(layout.per_thread) < layout.row_length) {
+        uniform = RegisterAccess(ctx_, maps, w, true).mutate(body);
+        const auto* lt = m.first.as<Binary>();
+        one_row = make_binary(BinaryOp::GE, lt->b, make_int(layout.per_thread));  // head >= the run
+      }
+    for (int d = static_cast<int>(vars.size()) - 1; d >= 0; --d) {
       inner = make_let(vars[d], coords[d], inner, w);
+      if (uniform.defined()) uniform = make_let(vars[d], coords[d], uniform, w);
+    }
     // A flat-rows tile's registers past its run hold padding that no copy stores and no
     // reduction reads: a nest that touches only registers runs on them unguarded (the test was an
     // instruction or two per element).
     const bool flat = layout.kind == FragmentLayout::Kind::FlatRows || layout.kind == FragmentLayout::Kind::FlatRowOf;
     if (Expr valid = fragment_register_valid(layout, l, ctx_.thread_index, threads);
-        valid.defined() && !(flat && registers_only(inner)))
+        valid.defined() && !(flat && registers_only(inner))) {
       inner = make_if(valid, inner, Stmt(), w);
-    return make_for(l, make_int(0), make_int(layout.per_thread), ForKind::Unrolled, 0, inner, w);
+      if (uniform.defined()) uniform = make_if(valid, uniform, Stmt(), w);
+    }
+    Stmt loop = make_for(l, make_int(0), make_int(layout.per_thread), ForKind::Unrolled, 0, inner, w);
+    if (!uniform.defined()) return loop;
+    return make_if(make_call("tessel::warp_all", {one_row}, DType::boolean),
+                   make_for(l, make_int(0), make_int(layout.per_thread), ForKind::Unrolled, 0, uniform, w), loop, w);
   }
 
  private:

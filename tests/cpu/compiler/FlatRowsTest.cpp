@@ -45,15 +45,28 @@ TEST(FlatRowsLayout, OddWidthTilesAsWideAsTheRowTakeIt) {
   EXPECT_NE(src.find("tessel::reduce_flat_rows<tessel::ReduceMaxOp, 32, 256, 64, 127>"), std::string::npos) << src;
   EXPECT_NE(src.find("tessel::reduce_flat_rows<tessel::ReduceSumOp, 32, 256, 64, 127>"), std::string::npos) << src;
   // Whole aligned words in and out (4096 rows: every block's run is whole), no span, no masked
-  // path, and no per-element guard in the element-wise nests (they touch only registers).
-  EXPECT_NE(src.find("tessel::load_row_vector_whole<tessel::half_t, 8, float>"), std::string::npos) << src;
+  // path, and no test at all in the element-wise nests: no per-element guard (they touch only
+  // registers), no warp-uniform form (a warp's 32 runs of 32 cover 8 rows of 127: a row
+  // boundary in every warp).
+  EXPECT_NE(src.find("tessel::load_vector_or_zeros<tessel::half_t, 8, float>"), std::string::npos) << src;
   EXPECT_NE(src.find("tessel::store_row_vector_whole<tessel::half_t, 8, float>"), std::string::npos) << src;
   EXPECT_EQ(src.find("span"), std::string::npos) << src;
   EXPECT_EQ(src.find("tessel::load_row_vector<"), std::string::npos) << src;
   EXPECT_EQ(src.find("if ("), std::string::npos) << src;
-  // The row vector beside the tile: the run's first row while the register is in the run's head.
-  EXPECT_NE(src.find("((l < (127 - ((tx * 32) % 127))) ? fragment_1[0] : fragment_1[1])"), std::string::npos)
+  // The row vector beside the tile: the run's first row while the register is in the run's head,
+  // a whole row-only subexpression selected at once (m * log2 e computed per thread, not per
+  // element).
+  EXPECT_NE(src.find("((l < (127 - ((tx * 32) % 127))) ? (fragment_1[0] * 1.4426950216293335f) : (fragment_1[1] * "
+                     "1.4426950216293335f))"),
+            std::string::npos)
       << src;
+  // Rows longer than a warp's runs (8 x 2051 f16 over 512 threads, runs of 40): most warps hold
+  // no row boundary, and those take a copy of each nest that reads the first register alone.
+  const std::string wide = source_of(64, 2051, DType::f16, "rows:t512:r8:bn2051");
+  EXPECT_NE(wide.find("if (tessel::warp_all(((2051 - ((tx * 40) % 2051)) >= 40)))"), std::string::npos) << wide;
+  EXPECT_NE(wide.find("exp2f(((fragment_0[l] * 1.4426950216293335f) - (fragment_1[0] * 1.4426950216293335f)))"),
+            std::string::npos)
+      << wide;
 }
 
 TEST(FlatRowsLayout, ARaggedLastBlockTakesTheMaskedWordsAtItsRunsEnd) {

@@ -224,7 +224,7 @@ INSTANTIATE_TEST_SUITE_P(Explicit, SoftmaxVariants,
 // Tiles exactly as wide as an odd row: the flat-rows layout (the block's rows as the run they are
 // in memory, whole 16-byte words, reduce_flat_rows). M = 300 rows leaves every case a ragged
 // last block whose run ends inside a word (the masked words); 9 columns put several rows in a
-// thread's run.
+// thread's run; 2051 columns leave most warps without a row boundary.
 INSTANTIATE_TEST_SUITE_P(FlatRows, SoftmaxVariants,
                          ::testing::Values(std::make_tuple("rows:t256:r64:bn127", 127LL, DType::f16),
                                            std::make_tuple("rows:t256:r64:bn127", 127LL, DType::bf16),
@@ -235,7 +235,11 @@ INSTANTIATE_TEST_SUITE_P(FlatRows, SoftmaxVariants,
                                            std::make_tuple("rows:t256:r4:bn1023", 1023LL, DType::f32),
                                            std::make_tuple("rows:t256:r8:bn1025", 1025LL, DType::bf16),
                                            std::make_tuple("rows:t256:r224:bn9", 9LL, DType::f16),
-                                           std::make_tuple("rows:t512:r240:bn17", 17LL, DType::bf16)),
+                                           std::make_tuple("rows:t512:r240:bn17", 17LL, DType::bf16),
+                                           // Rows longer than a warp's runs: most warps take the
+                                           // nests' and the reduction's forms without selects.
+                                           std::make_tuple("rows:t512:r8:bn2051", 2051LL, DType::f16),
+                                           std::make_tuple("rows:t512:r8:bn2051", 2051LL, DType::f32)),
                          [](const auto& info) {
                            std::string name = std::get<0>(info.param) + "_N" +
                                               std::to_string(std::get<1>(info.param)) + "_" +
