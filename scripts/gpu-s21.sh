@@ -37,7 +37,7 @@ if [[ $steps == bench ]]; then
   # Session 21: tiles exactly as wide as the odd rows (the flat-rows layout) beside the default's
   # tile, in one process with cuDNN and the copy.
   for sc in 4194304x127:rows:t256:r64:bn128,rows:t256:r64:bn127 \
-            4194304x129:rows:t256:r64:bn160,rows:t256:r64:bn129,rows:t128:r32:bn129 \
+            4194304x129:rows:t256:r64:bn160,rows:t256:r64:bn129 \
             524288x1023:rows:t256:r8:bn1024,rows:t256:r8:bn1023; do
     step "bench softmax ${sc%%:*} flat rows beside the default" 40 "$build/tessel" bench softmax --repeats 10 \
       --shapes "${sc%%:*}" --config "${sc#*:}" --json "$out/$day-softmax-flat-${sc%%:*}-$tag.json"

@@ -6,8 +6,11 @@
 //             flat over threads (element f goes to thread f % threads).
 //   Requires: infer_layouts. Fragments inside a nest are indexed by the nest's variables in
 //             order (checked: anything else would need data from another thread).
+//             Row vectors beside a flat-rows tile are read as a select between a thread's two
+//             registers (where a warp's runs are shorter than a row, a warp with no row
+//             boundary takes a copy of the nest without it).
 //   Ensures:  no ForStmt of kind Parallel remains; fragment accesses inside former nests are
-//             accesses to ctx.registers_of(fragment) with one index.
+//             accesses to ctx.registers_of(fragment) with one index (or a select of two).
 #include <functional>
 #include <map>
 

@@ -6,9 +6,11 @@
 //             barriers). The result lands in every lane of the row (the RowOf layout), combined
 //             with the old value when clear is false. A gemm tile (warps splitting M only) is
 //             reduced by AccumulatorLayout::reduce_rows into an AccumulatorRows vector: each
-//             thread's registers of a row, then the row's quad of lanes.
-//   Requires: infer_layouts (src is RowBlocked and dst RowOf, or src GemmAccumulator and dst
-//             AccumulatorRows; checked there with the author's
+//             thread's registers of a row, then the row's quad of lanes. A flat-rows tile goes
+//             through tessel::reduce_flat_rows into a FlatRowOf vector (each thread's run's two
+//             row parts, a group of lanes per row over shared memory, the rows' results back).
+//   Requires: infer_layouts (src is RowBlocked and dst RowOf, src GemmAccumulator and dst
+//             AccumulatorRows, or src FlatRows and dst FlatRowOf; checked there with the author's
 //             line). Reductions run in uniform control flow: every thread reaches them.
 //   Ensures:  no ReduceStmt remains; any scratch tile is declared (plan_shared_memory places it).
 #include "ops/Lowering.hpp"
