@@ -236,7 +236,23 @@ FuzzCase softmax_case(Rng& r, FuzzCase c) {
   c.out_dtype = c.dtype;
   const int vec = 16 / dtype_bytes(c.dtype);
   c.variant = r.pick({0, 0, 1, 2});
+  // A fifth of the whole-row shapes: a tile exactly as wide as rows that are not whole vectors
+  // (infer_layouts' flat-rows layout): BM rows whose run is whole vectors, each thread a run of
+  // at most 8 of them and at most N + 1 elements.
+  const bool flat = c.variant != 2 && r.chance(0.2);
   for (;;) {
+    if (flat) {
+      c.N = r.chance(0.3) ? r.range(vec + 1, 40) : r.range(vec + 1, 600);
+      c.window = false;
+      c.BN = c.N;
+      c.BM = r.pick({4, 8, 16, 32, 64});
+      c.threads = r.pick({32, 64, 128, 256});
+      const int words = c.BM * c.N / vec, per_thread = (words + c.threads - 1) / c.threads;
+      if (c.N % vec == 0 || (c.BM * c.N) % vec || per_thread > 8 || per_thread * vec > c.N + 1 ||
+          c.BM * c.BN * 2 / c.threads > kValuesPerThread)
+        continue;
+      break;
+    }
     c.N = r.chance(0.3) ? r.range(1, 20) : r.range(1, 600);
     const int granule = vec * r.pick({1, 2, 4, 8, 32});
     // Windows (copy_window) need vec - 1 more columns than the row.
@@ -251,7 +267,7 @@ FuzzCase softmax_case(Rng& r, FuzzCase c) {
   }
   // The rows-as-loaded variant may keep up to every vector a thread holds in shared memory.
   const int vectors = c.BM * c.BN / (c.threads * vec);
-  if (c.variant == 1 && vectors >= 1 && r.chance(0.6)) c.shared_tail = r.range(1, vectors);
+  if (c.variant == 1 && !flat && vectors >= 1 && r.chance(0.6)) c.shared_tail = r.range(1, vectors);
   c.M = size_for(r, c.BM, 200);
   c.scale = r.pick({1.0, 0.5, 2.0, 0.125});
   return c;
