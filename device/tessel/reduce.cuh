@@ -143,9 +143,26 @@ __device__ inline D as_fragment(T x) {
 }
 }  // namespace reduce_detail
 
+__device__ inline bool warp_all(bool p);
+
+// Whether a vector moves whole: per thread from global memory (the callers choose between
+// whole-vector and masked copies per warp already); in shared memory per warp (`PerWarp`: a
+// staged span's rows, one of eight of them aligned in a warp at 127 f16 columns), so that a warp
+// issues the element path alone rather than both paths one after the other -- the results are
+// the same either way.
+template <bool PerThread>
+__device__ inline bool whole_vector(bool whole) {
+  if constexpr (PerThread) {
+    return whole;
+  } else {
+    return warp_all(whole);
+  }
+}
+
 // Loads Vec elements g[0..Vec) into dst[0..Vec) as D (float, or T itself); elements at or past
 // `valid` are `pad`. One 16-byte (or 8/4-byte) load when all Vec are valid and the address is
-// aligned. This is the edge path; whole, aligned vectors take load_row_vector_whole.
+// aligned (in shared memory, Global = false: when it is so for the whole warp). This is the
+// edge path; whole, aligned vectors take load_row_vector_whole.
 template <class T, int Vec, class D = float, bool Global = true>
 __device__ inline void load_row_vector(const T* g, int valid, float pad, D* dst) {
   constexpr int kBytes = Vec * static_cast<int>(sizeof(T));
@@ -157,7 +174,7 @@ __device__ inline void load_row_vector(const T* g, int valid, float pad, D* dst)
       Word word;
       T elems[Vec];
     } pack;
-    if (valid >= Vec && (reinterpret_cast<unsigned long long>(g) % kBytes) == 0) {
+    if (whole_vector<Global>(valid >= Vec && (reinterpret_cast<unsigned long long>(g) % kBytes) == 0)) {
       if constexpr (Global) {
         pack.word = __ldg(reinterpret_cast<const Word*>(g));
       } else {
@@ -173,7 +190,7 @@ __device__ inline void load_row_vector(const T* g, int valid, float pad, D* dst)
   }
   if constexpr (kBytes == 16 || kBytes == 8 || kBytes == 4) {
     typedef typename reduce_detail::VectorWord<kBytes>::type Word;
-    if (valid >= Vec && (reinterpret_cast<unsigned long long>(g) % kBytes) == 0) {
+    if (whole_vector<Global>(valid >= Vec && (reinterpret_cast<unsigned long long>(g) % kBytes) == 0)) {
       union {
         Word word;
         T elems[Vec];
@@ -429,8 +446,9 @@ __device__ inline void load_global_vector_realigned(const T* g, int valid, float
 }
 
 // Stores src[0..Vec) (float, or T itself) converted to T into g[0..Vec), dropping elements at or
-// past `valid`.
-template <class T, int Vec, class S = float>
+// past `valid`. One vector store when all Vec are valid and the address aligned -- with PerWarp
+// (a staged span in shared memory) when that holds for the whole warp (see whole_vector).
+template <class T, int Vec, class S = float, bool PerWarp = false>
 __device__ inline void store_row_vector(T* g, int valid, const S* src) {
   auto as_element = [](S x) -> T {
     if constexpr (is_same<S, T>::value) {
@@ -448,7 +466,7 @@ __device__ inline void store_row_vector(T* g, int valid, const S* src) {
       T elems[Vec];
     } pack;
     pack.word = *reinterpret_cast<const Word*>(src);
-    if (valid >= Vec && (reinterpret_cast<unsigned long long>(g) % kBytes) == 0) {
+    if (whole_vector<!PerWarp>(valid >= Vec && (reinterpret_cast<unsigned long long>(g) % kBytes) == 0)) {
       *reinterpret_cast<Word*>(g) = pack.word;
       return;
     }
@@ -459,7 +477,7 @@ __device__ inline void store_row_vector(T* g, int valid, const S* src) {
   }
   if constexpr (kBytes == 16 || kBytes == 8 || kBytes == 4) {
     typedef typename reduce_detail::VectorWord<kBytes>::type Word;
-    if (valid >= Vec && (reinterpret_cast<unsigned long long>(g) % kBytes) == 0) {
+    if (whole_vector<!PerWarp>(valid >= Vec && (reinterpret_cast<unsigned long long>(g) % kBytes) == 0)) {
       union {
         Word word;
         T elems[Vec];

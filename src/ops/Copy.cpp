@@ -398,8 +398,10 @@ class CopyLowering {
           w);
       out.push_back(make_for(grp, make_int(0), make_int(groups), ForKind::Unrolled, 0, call, w));
     } else {
+      std::vector<std::string> store_targs = vec_targs;
+      store_targs.push_back("true");  // whole vectors chosen per warp (store_row_vector's PerWarp)
       Stmt call =
-          make_device_call("tessel::store_row_vector", vec_targs,
+          make_device_call("tessel::store_row_vector", store_targs,
                            {{Expr(), scratch, at}, {valid, Buffer(), Expr()}, {Expr(), regs, first}}, w);
       out.push_back(make_for(grp, make_int(0), make_int(groups), ForKind::Unrolled, 0, call, w));
       out.push_back(

@@ -233,12 +233,13 @@ TEST_F(Cli, DumpSassDisassemblesTheCubin) {
 
 // Odd-width softmax rows staged through a shared span (127 and 129 f16 columns): the span copies
 // count and index in 32 bits and move the head and tail (each shorter than a 16-byte chunk) in
-// one pass of the threads. Their 64-bit loops had cost 1664 / 1800 SASS instructions a kernel;
-// the odd widths are bound by instruction issue (ncu, session 19).
+// one pass of the threads. Their 64-bit loops had cost 1664 / 1800 SASS instructions a kernel
+// (1008 / 1176 after); a warp that reads or writes the span element by element for any lane does
+// so for all (976 / 1144). The odd widths are bound by instruction issue (ncu, session 19).
 TEST_F(Cli, StagedOddWidthSoftmaxStaysLean) {
   const std::string nvdisasm = TESSEL_TEST_NVDISASM;
   if (nvdisasm.empty()) GTEST_SKIP() << "SKIPPED: no nvdisasm (scripts/setup.sh fetches one into build/_deps)";
-  for (const auto& [n, most] : {std::pair{127, 1100}, std::pair{129, 1250}}) {
+  for (const auto& [n, most] : {std::pair{127, 1000}, std::pair{129, 1170}}) {
     const CliRun r = run_tessel_env("TESSEL_NVDISASM=" + nvdisasm, "dump softmax --m 4194304 --n " +
                                                                        std::to_string(n) + " --sass --arch sm_90a");
     ASSERT_EQ(r.exit_code, 0) << r.output.substr(0, 2000);

@@ -63,7 +63,7 @@ extern "C" __global__ void __launch_bounds__(256) softmax_kernel(tessel::half_t*
   tessel::half_t* Y_span = reinterpret_cast<tessel::half_t*>(tessel_smem + 0);  // f16[8000], tessel::RowMajorLayout<1, 8000>
   #pragma unroll
   for (int g_1 = 0; g_1 < 4; ++g_1) {
-    tessel::store_row_vector<tessel::half_t, 8, float>(Y_span + (((((long long)((bx * 8))) * 999LL) % 8LL) + ((((long long)(((((g_1 * 8) / 32) * 8) + (tx / 32)))) * 999LL) + ((long long)((((((((g_1 * 8) / 8) % 4) * 32) + (tx % 32)) * 8) + ((g_1 * 8) % 8)))))), ((((((g_1 * 8) / 32) * 8) + (tx / 32)) < (4096 - (bx * 8))) ? (999 - (((((((g_1 * 8) / 8) % 4) * 32) + (tx % 32)) * 8) + ((g_1 * 8) % 8))) : 0), fragment_0 + (g_1 * 8));
+    tessel::store_row_vector<tessel::half_t, 8, float, true>(Y_span + (((((long long)((bx * 8))) * 999LL) % 8LL) + ((((long long)(((((g_1 * 8) / 32) * 8) + (tx / 32)))) * 999LL) + ((long long)((((((((g_1 * 8) / 8) % 4) * 32) + (tx % 32)) * 8) + ((g_1 * 8) % 8)))))), ((((((g_1 * 8) / 32) * 8) + (tx / 32)) < (4096 - (bx * 8))) ? (999 - (((((((g_1 * 8) / 8) % 4) * 32) + (tx % 32)) * 8) + ((g_1 * 8) % 8))) : 0), fragment_0 + (g_1 * 8));
   }
   tessel::copy_shared_span_to_global<tessel::half_t, 256>(Y + (((long long)((bx * 8))) * 999LL), Y_span + ((((long long)((bx * 8))) * 999LL) % 8LL), (((long long)(max(min((4096 - (bx * 8)), 8), 0))) * 999LL));
 }
