@@ -205,6 +205,15 @@ __device__ inline void load_row_vector(const T* g, int valid, float pad, D* dst)
       return;
     }
   }
+  if constexpr (!Global) {
+    // A warp whose vectors are all inside their rows, unaligned (a staged span's rows): element
+    // by element with no test of each element against the row's end.
+    if (warp_all(valid >= Vec)) {
+#pragma unroll
+      for (int v = 0; v < Vec; ++v) dst[v] = reduce_detail::as_fragment<D>(g[v]);
+      return;
+    }
+  }
   const D pad_value = reduce_detail::as_fragment<D>(from_float<T>(pad));
 #pragma unroll
   for (int v = 0; v < Vec; ++v) dst[v] = v < valid ? reduce_detail::as_fragment<D>(g[v]) : pad_value;
@@ -485,6 +494,13 @@ __device__ inline void store_row_vector(T* g, int valid, const S* src) {
 #pragma unroll
       for (int v = 0; v < Vec; ++v) pack.elems[v] = as_element(src[v]);
       *reinterpret_cast<Word*>(g) = pack.word;
+      return;
+    }
+  }
+  if constexpr (PerWarp) {
+    if (warp_all(valid >= Vec)) {  // every vector of the warp inside its row: no test per element
+#pragma unroll
+      for (int v = 0; v < Vec; ++v) g[v] = as_element(src[v]);
       return;
     }
   }

@@ -234,12 +234,15 @@ TEST_F(Cli, DumpSassDisassemblesTheCubin) {
 // Odd-width softmax rows staged through a shared span (127 and 129 f16 columns): the span copies
 // count and index in 32 bits and move the head and tail (each shorter than a 16-byte chunk) in
 // one pass of the threads. Their 64-bit loops had cost 1664 / 1800 SASS instructions a kernel
-// (1008 / 1176 after); a warp that reads or writes the span element by element for any lane does
-// so for all (976 / 1144). The odd widths are bound by instruction issue (ncu, session 19).
+// (1008 / 1176 after). Since session 21 each vector has three forms chosen per warp -- whole,
+// element by element inside the row, element by element tested against the row's end -- and a
+// warp runs one of them: the static count (1144 / 1352) is no longer what a warp issues, but a
+// return of 64-bit loops would still show. The odd widths are bound by instruction issue (ncu,
+// session 19).
 TEST_F(Cli, StagedOddWidthSoftmaxStaysLean) {
   const std::string nvdisasm = TESSEL_TEST_NVDISASM;
   if (nvdisasm.empty()) GTEST_SKIP() << "SKIPPED: no nvdisasm (scripts/setup.sh fetches one into build/_deps)";
-  for (const auto& [n, most] : {std::pair{127, 1000}, std::pair{129, 1170}}) {
+  for (const auto& [n, most] : {std::pair{127, 1200}, std::pair{129, 1400}}) {
     const CliRun r = run_tessel_env("TESSEL_NVDISASM=" + nvdisasm, "dump softmax --m 4194304 --n " +
                                                                        std::to_string(n) + " --sass --arch sm_90a");
     ASSERT_EQ(r.exit_code, 0) << r.output.substr(0, 2000);

@@ -142,7 +142,11 @@ TEST_P(SoftmaxStagedRows, SpanThroughSharedMemory) {
       tessel::JitOptions a = st;
       a.disable_async_span_copy = true;
       auto loop = tessel::kernels::make_softmax(65536, N, t, c, a);
-      EXPECT_EQ(loop.source().find(", true>("), std::string::npos) << loop.source();
+      EXPECT_EQ(loop.source().find("copy_span_to_shared<" + std::string(tessel::dtype_cuda_name(t)) + ", " +
+                                   std::to_string(c.threads) + ", true>("),
+                std::string::npos)
+          << loop.source();
+      EXPECT_NE(loop.source().find("copy_span_to_shared<"), std::string::npos) << loop.source();
       EXPECT_NE(loop.ptx().find("ld.global.nc.v4"), std::string::npos) << "no 16-byte loads";
       EXPECT_EQ(loop.ptx().find("cp.async"), std::string::npos);
       EXPECT_EQ(loop.resources().spill_store_bytes + loop.resources().spill_load_bytes, 0);
