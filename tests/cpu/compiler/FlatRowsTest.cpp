@@ -64,7 +64,7 @@ TEST(FlatRowsLayout, OddWidthTilesAsWideAsTheRowTakeIt) {
   // no row boundary, and those take a copy of each nest that reads the first register alone.
   const std::string wide = source_of(64, 2051, DType::f16, "rows:t512:r8:bn2051");
   EXPECT_NE(wide.find("if (tessel::warp_all(((2051 - ((tx * 40) % 2051)) >= 40)))"), std::string::npos) << wide;
-  EXPECT_NE(wide.find("exp2f(((fragment_0[l] * 1.4426950216293335f) - (fragment_1[0] * 1.4426950216293335f)))"),
+  EXPECT_NE(wide.find("tessel::fast_exp2(((fragment_0[l] * 1.4426950216293335f) - (fragment_1[0] * 1.4426950216293335f)))"),
             std::string::npos)
       << wide;
 }

@@ -230,8 +230,8 @@ TEST(SoftmaxFlatRowsCompile, WholeWordsNoSpillsNoLocalMemory) {
         auto k = tessel::kernels::make_softmax(M, c.N, c.t, tessel::kernels::parse_softmax_config(c.config), o);
         EXPECT_NE(k.source().find("tessel::reduce_flat_rows<"), std::string::npos);
         // sm_80's ptxas keeps a few registers in local memory around the reciprocals' slow-path
-        // calls (1 / row sum, two a thread) in some of these tiles: at most 16 bytes there.
-        const long long allowed = arch == "sm_80" ? 16 : 0;
+        // calls (1 / row sum, two a thread) in some of these tiles: at most 32 bytes there.
+        const long long allowed = arch == "sm_80" ? 32 : 0;
         EXPECT_LE(k.resources().spill_store_bytes, allowed) << k.compile_log();
         EXPECT_LE(k.resources().spill_load_bytes, allowed) << k.compile_log();
         EXPECT_EQ(k.ptx().find(".local"), std::string::npos) << "local memory";

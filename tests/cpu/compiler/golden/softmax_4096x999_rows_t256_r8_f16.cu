@@ -32,7 +32,7 @@ extern "C" __global__ void __launch_bounds__(256) softmax_kernel(tessel::half_t*
       const int i = (((l / 32) * 8) + (tx / 32));
       {
         const int j = ((((((l / 8) % 4) * 32) + (tx % 32)) * 8) + (l % 8));
-        fragment_0[l] = exp2f(((fragment_0[l] * 1.4426950216293335f) - (fragment_1[(l / 32)] * 1.4426950216293335f)));
+        fragment_0[l] = tessel::fast_exp2(((fragment_0[l] * 1.4426950216293335f) - (fragment_1[(l / 32)] * 1.4426950216293335f)));
       }
     }
   }
