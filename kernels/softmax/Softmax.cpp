@@ -78,10 +78,10 @@ bool row_window(const SoftmaxConfig& c, long long N, long long BN, DType dtype) 
 // 2^-126 subnormal; those flush to 0 (as FlashAttention's probabilities do): 2^-126 of a row's
 // largest entry, below every output dtype's resolution of the result (f16's smallest step is
 // 2^-24; the row's sum is at least 1). The odd widths are bound by instruction issue (ncu,
-// session 19): three instructions of ~30 an element. The rows with a shared tail keep exp2:
-// that kernel runs at 64 registers a thread (two blocks of 512 an SM) and its rows are
-// memory-bound (97 % of copy at 64 K, aligned), and with fast_exp2 ptxas's schedule spills 8 bytes
-// there (f16).
+// session 19): three instructions of ~30 an element. Aligned rows with a shared tail keep exp2:
+// that kernel runs at 64 registers a thread (two blocks of 512 an SM), is memory-bound (97 % of
+// copy at 64 K), and with fast_exp2 ptxas's schedule spilled 8 bytes there (f16); its windowed
+// form (unaligned rows, 50257) takes fast_exp2 with no spill (f16, bf16).
 Expr exp_minus(Expr x, Expr m, bool fast = true) {
   const Expr e = x * float(kLog2e) - m * float(kLog2e);
   return fast ? T::fast_exp2(e) : T::exp2(e);
@@ -344,11 +344,11 @@ PrimFunc softmax_program(long long M, long long N, DType dtype, const SoftmaxCon
           T::copy_padded(X(bx * R, 0), raw, -T::infinity(dtype));
         T::Parallel(R, BN, [&](T::Var i, T::Var j) { x(i, j) = T::cast(T::f32, raw(i, j)); });
         T::reduce_max(x, row_max, 1);
-        T::Parallel(R, BN, [&](T::Var i, T::Var j) { x(i, j) = exp_minus(T::cast(T::f32, raw(i, j)), row_max(i), false); });
+        T::Parallel(R, BN, [&](T::Var i, T::Var j) { x(i, j) = exp_minus(T::cast(T::f32, raw(i, j)), row_max(i), window); });
         T::reduce_sum(x, row_sum, 1);
         T::Parallel(R, [&](T::Var i) { row_sum(i) = 1.0f / row_sum(i); });
         T::Parallel(R, BN, [&](T::Var i, T::Var j) {
-          raw(i, j) = T::cast(dtype, exp_minus(T::cast(T::f32, raw(i, j)), row_max(i), false) * row_sum(i));
+          raw(i, j) = T::cast(dtype, exp_minus(T::cast(T::f32, raw(i, j)), row_max(i), window) * row_sum(i));
         });
         if (window)
           T::copy_window(raw, Y(bx * R, 0));

@@ -47,7 +47,7 @@ void show_program() {
                "  rows too long for the registers (64 K f16) keep each row as loaded, the last vectors of\n"
                "  each thread's share in shared memory: alloc_fragment({1, BN}, f16, FragmentStorage{14}).\n"
                "  fast_exp2 is one MUFU.EX2 (results below 2^-126 of the row's largest entry are 0); the\n"
-               "  shared-tail form keeps exp2.\n";
+               "  shared-tail form keeps exp2 where its rows are aligned.\n";
 }
 
 }  // namespace
