@@ -40,14 +40,9 @@ const char* reduce_name(const ReduceStmt* r) {
   return "reduce";
 }
 
-// reduce_max/min/sum of a gemm tile along its rows: the result is an AccumulatorRows vector.
-void reduce_gemm_tile(PassContext& ctx_, const ReduceStmt* r, const FragmentLayout& src) {
-  if (r->dim != 1 || src.warps_n != 1)
-    TESSEL_USER_ERROR(reduce_name(r), r->where,
-                      "reduces the gemm tile " << r->src->name << " " << shape_text(src.shape) << " over dim "
-                                               << r->dim << " with its warps split " << src.warps_m << "x"
-                                               << src.warps_n << " (M x N); a gemm tile reduces along dim 1, "
-                                               << "with its warps splitting M only (gemm policy FullRow)");
+// The result of a reduction along the rows of `src`: a 1-D fragment of its rows, laid out along
+// them (row_layout_of), the same layout for every reduction into it.
+void place_result(PassContext& ctx_, const ReduceStmt* r, const FragmentLayout& src) {
   if (r->dst.ndim() != 1 || r->dst.const_shape()[0] != src.shape[0])
     TESSEL_USER_ERROR(reduce_name(r), r->where,
                       "the result " << r->dst->name << " must be a 1-D fragment of " << src.shape[0]
@@ -57,8 +52,19 @@ void reduce_gemm_tile(PassContext& ctx_, const ReduceStmt* r, const FragmentLayo
   if (old != ctx_.fragment_layouts.end() && !same_fragment_layout(old->second, d))
     TESSEL_USER_ERROR(reduce_name(r), r->where,
                       r->dst->name << " receives reductions of tiles laid out differently; reduce tiles "
-                                   << "of one shape and warp split into it");
+                                   << "of one shape (and, for gemm tiles, one warp split) into it");
   ctx_.fragment_layouts[r->dst->id] = d;
+}
+
+// reduce_max/min/sum of a gemm tile along its rows: the result is an AccumulatorRows vector.
+void reduce_gemm_tile(PassContext& ctx_, const ReduceStmt* r, const FragmentLayout& src) {
+  if (r->dim != 1 || src.warps_n != 1)
+    TESSEL_USER_ERROR(reduce_name(r), r->where,
+                      "reduces the gemm tile " << r->src->name << " " << shape_text(src.shape) << " over dim "
+                                               << r->dim << " with its warps split " << src.warps_m << "x"
+                                               << src.warps_n << " (M x N); a gemm tile reduces along dim 1, "
+                                               << "with its warps splitting M only (gemm policy FullRow)");
+  place_result(ctx_, r, src);
 }
 
 // The lowering of one reduction (see lower()).
@@ -197,17 +203,7 @@ class ReduceTileOp final : public TileOp {
       return;
     }
     if (src.kind == FragmentLayout::Kind::FlatRows && r->dim == 1) {
-      if (r->dst.ndim() != 1 || r->dst.const_shape()[0] != src.shape[0])
-        TESSEL_USER_ERROR(reduce_name(r), r->where,
-                          "the result " << r->dst->name << " must be a 1-D fragment of " << src.shape[0]
-                                        << " elements (one per row of " << r->src->name << ")");
-      const FragmentLayout d = *row_layout_of(src);
-      auto old = ctx_.fragment_layouts.find(r->dst->id);
-      if (old != ctx_.fragment_layouts.end() && !same_fragment_layout(old->second, d))
-        TESSEL_USER_ERROR(reduce_name(r), r->where,
-                          r->dst->name << " receives reductions of tiles laid out differently; reduce tiles "
-                                       << "of one shape into it");
-      ctx_.fragment_layouts[r->dst->id] = d;
+      place_result(ctx_, r, src);
       return;
     }
     if (src.kind != FragmentLayout::Kind::RowBlocked || r->dim != 1)
@@ -219,21 +215,7 @@ class ReduceTileOp final : public TileOp {
                             << " (one 16-byte vector) and whose rows divide evenly over the "
                             << "threads, or whose rows x columns are a multiple of " << lc.vec
                             << " with more than " << lc.vec << " columns and at most 8 vectors a thread");
-    if (r->dst.ndim() != 1 || r->dst.const_shape()[0] != src.shape[0])
-      TESSEL_USER_ERROR(reduce_name(r), r->where,
-                        "the result " << r->dst->name << " must be a 1-D fragment of " << src.shape[0]
-                                      << " elements (one per row of " << r->src->name << ")");
-    FragmentLayout d = src;
-    d.kind = FragmentLayout::Kind::RowOf;
-    d.shape = {src.shape[0]};
-    d.per_thread = static_cast<int>(src.shape[0] / src.rows_per_pass);
-    auto old = ctx_.fragment_layouts.find(r->dst->id);
-    if (old != ctx_.fragment_layouts.end() && old->second.kind == FragmentLayout::Kind::RowOf &&
-        (old->second.lanes != d.lanes || old->second.rows_per_pass != d.rows_per_pass))
-      TESSEL_USER_ERROR(reduce_name(r), r->where,
-                        r->dst->name << " receives reductions of tiles laid out "
-                                     << "differently; reduce tiles of one shape into it");
-    ctx_.fragment_layouts[r->dst->id] = d;
+    place_result(ctx_, r, src);
   }
   // Called by lower_reductions, which runs before lower_tile_ops while fragments still exist.
   Stmt lower(const Stmt& s, LowerContext& lc) const override {

@@ -115,6 +115,29 @@ TEST(FlatRowsLayout, ARowVectorWrittenInsideTheTilesNestIsAnError) {
       << msg;
 }
 
+// One row vector fed by reductions of tiles laid out differently (flat rows and row-blocked
+// rows) cannot hold both layouts: an error naming it.
+TEST(FlatRowsLayout, ReductionsOfDifferentlyLaidOutTilesIntoOneVectorAreAnError) {
+  T::PrimFunc f("two_layouts");
+  auto X = f.tensor("X", {64, 127}, T::f16);
+  auto Z = f.tensor("Z", {64, 128}, T::f16);
+  auto Y = f.tensor("Y", {64}, T::f32);
+  f.body([&] {
+    T::Kernel(1, 256, [&](T::Var) {
+      auto x = T::alloc_fragment({64, 127}, T::f32);
+      auto z = T::alloc_fragment({64, 128}, T::f32);
+      auto m = T::alloc_fragment({64}, T::f32);
+      T::copy(X(0, 0), x);
+      T::copy(Z(0, 0), z);
+      T::reduce_max(x, m, 1);
+      T::reduce_max(z, m, 1, false);
+      T::copy(m, Y(0));
+    });
+  });
+  const std::string msg = compile_error_of([&] { tessel::lower(f.ir(), sm90()); });
+  EXPECT_NE(msg.find("fragment_2 receives reductions of tiles laid out differently"), std::string::npos) << msg;
+}
+
 // The programs above on the interpreter against float64 (the same IR the flat layout lowers:
 // the layout changes where elements live, not what the program computes).
 TEST(FlatRowsLayout, TheInterpreterRunsTheSamePrograms) {
