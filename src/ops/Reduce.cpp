@@ -135,11 +135,7 @@ class ReductionLowering {
     std::vector<Stmt> stmts{make_decl(partial, w),
                             make_device_call(layout + "::template reduce_rows", {opname},
                                              {{Expr(), in, Expr()}, {Expr(), partial, Expr()}}, w)};
-    Var r("r");
-    Expr value = make_load(partial, {r});
-    if (!op->clear) value = make_call(opname + "::combine", {make_load(out, {r}), value}, DType::f32);
-    stmts.push_back(make_for(r, make_int(0), make_int(dst.per_thread), ForKind::Unrolled, 0,
-                             make_store(out, {r}, value, w), w));
+    stmts.push_back(write_back(op, partial, out, dst.per_thread));
     return make_seq(stmts, w);
   }
 
@@ -165,12 +161,18 @@ class ReductionLowering {
         {opname, std::to_string(src.chunks * src.vec), std::to_string(ctx_.threads), std::to_string(src.shape[0]),
          std::to_string(src.shape[1])},
         {{Expr(), in, Expr()}, {Expr(), partial, Expr()}, {Expr(), scratch, Expr()}}, w));
+    stmts.push_back(write_back(op, partial, out, dst.per_thread));
+    return make_seq(stmts, w);
+  }
+
+  // out[r] = partial[r] for each of a thread's `count` row registers, combined with out's old
+  // value when the reduction does not clear it.
+  Stmt write_back(const ReduceStmt* op, const Buffer& partial, const Buffer& out, int count) {
     Var r("r");
     Expr value = make_load(partial, {r});
-    if (!op->clear) value = make_call(opname + "::combine", {make_load(out, {r}), value}, DType::f32);
-    stmts.push_back(make_for(r, make_int(0), make_int(dst.per_thread), ForKind::Unrolled, 0,
-                             make_store(out, {r}, value, w), w));
-    return make_seq(stmts, w);
+    if (!op->clear) value = make_call(std::string(op_type(op->op)) + "::combine", {make_load(out, {r}), value}, DType::f32);
+    return make_for(r, make_int(0), make_int(count), ForKind::Unrolled, 0, make_store(out, {r}, value, op->where),
+                    op->where);
   }
 
   PassContext& ctx_;

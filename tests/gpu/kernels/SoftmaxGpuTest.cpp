@@ -181,6 +181,15 @@ INSTANTIATE_TEST_SUITE_P(OddWidths, SoftmaxStagedRows,
 // widths that are not multiples of the chunk, and rows that are not 16-byte aligned.
 class SoftmaxVariants : public ::testing::TestWithParam<std::tuple<std::string, long long, DType>> {};
 
+// "rows_t256_r64_bn127_N127_f16": a (config, width, dtype) case's name.
+std::string config_width_and_dtype(const ::testing::TestParamInfo<std::tuple<std::string, long long, DType>>& info) {
+  std::string name = std::get<0>(info.param) + "_N" + std::to_string(std::get<1>(info.param)) + "_" +
+                     std::string(tessel::dtype_name(std::get<2>(info.param)));
+  for (char& ch : name)
+    if (ch == ':') ch = '_';
+  return name;
+}
+
 TEST_P(SoftmaxVariants, MatchesFloat64) {
   TESSEL_REQUIRE_GPU();
   auto [config, N, t] = GetParam();
@@ -212,14 +221,7 @@ INSTANTIATE_TEST_SUITE_P(Explicit, SoftmaxVariants,
                                            std::make_tuple("rows:t256:r8:bn1280:w", 1023LL, DType::bf16),
                                            std::make_tuple("rows:t256:r64:bn160:w", 127LL, DType::f16),
                                            std::make_tuple("rows:t256:r1:bn10240:w", 8191LL, DType::f32)),
-                         [](const auto& info) {
-                           std::string name = std::get<0>(info.param) + "_N" +
-                                              std::to_string(std::get<1>(info.param)) + "_" +
-                                              std::string(tessel::dtype_name(std::get<2>(info.param)));
-                           for (char& ch : name)
-                             if (ch == ':') ch = '_';
-                           return name;
-                         });
+                         config_width_and_dtype);
 
 // Tiles exactly as wide as an odd row: the flat-rows layout (the block's rows as the run they are
 // in memory, whole 16-byte words, reduce_flat_rows). M = 300 rows leaves every case a ragged
@@ -240,14 +242,7 @@ INSTANTIATE_TEST_SUITE_P(FlatRows, SoftmaxVariants,
                                            // nests' and the reduction's forms without selects.
                                            std::make_tuple("rows:t512:r8:bn2051", 2051LL, DType::f16),
                                            std::make_tuple("rows:t512:r8:bn2051", 2051LL, DType::f32)),
-                         [](const auto& info) {
-                           std::string name = std::get<0>(info.param) + "_N" +
-                                              std::to_string(std::get<1>(info.param)) + "_" +
-                                              std::string(tessel::dtype_name(std::get<2>(info.param)));
-                           for (char& ch : name)
-                             if (ch == ':') ch = '_';
-                           return name;
-                         });
+                         config_width_and_dtype);
 
 TEST(SoftmaxNaN, PropagatesThroughTheRow) {
   TESSEL_REQUIRE_GPU();
