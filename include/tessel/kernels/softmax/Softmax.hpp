@@ -1,6 +1,8 @@
 // Softmax over the last dimension of a 2-D tensor (batch dimensions flattened by the caller),
 // written in Tessel: each element read once and written once (rows that fit in registers), math
-// in f32, PyTorch's semantics for -inf and NaN.
+// in f32, PyTorch's semantics for -inf and NaN. Exponentials by the hardware's ex2 (fast_exp2):
+// an output below 2^-126 times its row's largest (an entry more than ~87 below the row's maximum)
+// is 0, not subnormal -- except for aligned rows with a shared tail (64 K), which keep exp2.
 #pragma once
 
 #include <string>
