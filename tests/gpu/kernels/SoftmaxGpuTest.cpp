@@ -244,6 +244,28 @@ INSTANTIATE_TEST_SUITE_P(FlatRows, SoftmaxVariants,
                                            std::make_tuple("rows:t512:r8:bn2051", 2051LL, DType::f32)),
                          config_width_and_dtype);
 
+// Flat-rows tiles on fewer rows than a block takes: one row (its run ends inside a word), 7, 65
+// (one whole block and one row), each against float64 with the output poisoned.
+TEST(SoftmaxFlatRows, FewerRowsThanABlock) {
+  TESSEL_REQUIRE_GPU();
+  for (long long M : {1LL, 7LL, 65LL})
+    for (DType t : {DType::f16, DType::f32}) {
+      const char* config = t == DType::f32 ? "rows:t256:r32:bn127" : "rows:t256:r64:bn127";
+      SCOPED_TRACE(std::to_string(M) + " rows, " + config);
+      auto k = tessel::kernels::make_softmax(M, 127, t, tessel::kernels::parse_softmax_config(config));
+      ASSERT_NE(k.source().find("tessel::reduce_flat_rows<"), std::string::npos);
+      Tensor x = Tensor::empty({M, 127}, t);
+      x.fill_random(std::random_device{}(), -8, 8);
+      Tensor y = Tensor::empty({M, 127}, t);
+      y.fill(std::nan(""));
+      k.launch({x, y});
+      tessel::check_cu(tessel::driver().cuCtxSynchronize(), "cuCtxSynchronize");
+      const std::vector<double> out = y.to_host_f64(), ref = tessel::test::reference_softmax(x.to_host_f64(), M, 127);
+      const double err = tessel::test::rel_error(out, ref);
+      EXPECT_LE(err, t == DType::f32 ? 1e-3 : 1e-2) << "relative error " << err;
+    }
+}
+
 TEST(SoftmaxNaN, PropagatesThroughTheRow) {
   TESSEL_REQUIRE_GPU();
   for (long long N : {256LL, 4097LL, 100003LL, 32768LL}) {
