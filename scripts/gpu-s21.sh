@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# What session 20 leaves for the H200 (docs/perf-notes.md "Session 20: what the next device session
-# runs"), in two device calls of under ten minutes each:
+# What sessions 20 and 21 leave for the H200 (docs/perf-notes.md "Session 20: what the next device
+# session runs" and "Session 21: what the next device session runs"), in two device calls of under
+# ten minutes each:
 #   TESSEL_S21_STEPS=bench (default): the attention defaults of session 20 (timed only on H100s)
 #     beside session 19's choices for the same cases, each in one process with cuDNN; the skinny
 #     GEMMs at the default (M <= 16 at N ~ 4096 on one wave of 16x32 tiles) beside split-K forced
