@@ -32,7 +32,7 @@ struct RegisterMap {
   std::vector<Var> vars;
   Expr reg;
   // A row vector beside a flat-rows tile: the element is in register `reg` where `first` holds
-  // (the element is in its word's first row), else in `other`; read only.
+  // (the element is in its run's first row), else in `other`; read only.
   Expr first, other;
 };
 
