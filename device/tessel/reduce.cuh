@@ -451,7 +451,14 @@ __device__ inline void load_global_vector_realigned(const T* g, int valid, float
   const uint4* w = reinterpret_cast<const uint4*>(g - sh / sizeof(T));
   const bool present = valid > 0;
   const uint4 lo = reduce_detail::load_if<16>(w, present), hi = reduce_detail::load_if<16>(w + 1, present);
-  reduce_detail::unpack_vector<T, Vec>(reduce_detail::realign16(lo, hi, sh), valid, pad, dst);
+  const uint4 word = reduce_detail::realign16(lo, hi, sh);
+  // A warp whose vectors all lie inside their rows (all but the one holding a row's end): no test
+  // of each element against the row's end, no padding selected (decided per warp).
+  if (warp_all(valid >= Vec)) {
+    reduce_detail::unpack_vector<T, Vec>(word, Vec, pad, dst);
+    return;
+  }
+  reduce_detail::unpack_vector<T, Vec>(word, valid, pad, dst);
 }
 
 // Stores src[0..Vec) (float, or T itself) converted to T into g[0..Vec), dropping elements at or
