@@ -131,11 +131,30 @@ TEST(AutotuneSoftmaxSpace, LayoutConstraintPrunesTilesTheCompilerRejects) {
   for (const auto& c : e.kept) EXPECT_NE(at::get(c, "block_N"), 1000) << at::describe(c);
 }
 
+// Rows that are not whole vectors: tiles exactly as wide as the row (the flat-rows layout) are
+// among the kept candidates, each with rows x columns a whole number of vectors.
+TEST(AutotuneSoftmaxSpace, OddWidthsAlsoTryFlatRowsTiles) {
+  for (auto [N, t] : {std::pair{127LL, DType::f16}, std::pair{129LL, DType::f16}, std::pair{1023LL, DType::bf16},
+                      std::pair{127LL, DType::f32}}) {
+    SCOPED_TRACE("N=" + std::to_string(N) + " " + std::string(tessel::dtype_name(t)));
+    const auto e = at::softmax_space("sm_90a", 4096, N, t).enumerate({.smem_per_block = 232448, .threads_per_block = 1024});
+    int flat = 0;
+    for (const auto& c : e.kept) {
+      const auto s = at::softmax_config(c);
+      if (s.variant != SoftmaxVariant::Rows || s.block_N != N) continue;
+      ++flat;
+      EXPECT_EQ(s.rows_per_block * N % (16 / tessel::dtype_bytes(t)), 0) << s.describe();
+    }
+    EXPECT_GE(flat, 3);
+  }
+}
+
 TEST(AutotuneSoftmaxSpace, EveryKeptPointIsRightOnTheInterpreter) {
   std::mt19937_64 seeds(7);
   // M = 5: blocks of many rows run past the last row (padded loads, masked stores).
   for (auto [N, t] :
-       {std::pair{7LL, DType::f32}, std::pair{1000LL, DType::f16}, std::pair{3000LL, DType::bf16}}) {
+       {std::pair{7LL, DType::f32}, std::pair{1000LL, DType::f16}, std::pair{3000LL, DType::bf16},
+        std::pair{127LL, DType::f16}}) {
     const long long M = 5;
     const auto e =
         at::softmax_space("sm_90a", M, N, t).enumerate({.smem_per_block = 0, .threads_per_block = 1024});
