@@ -216,7 +216,8 @@ class ReduceTileOp final : public TileOp {
                             << "reduces 2-D tiles along dim 1 whose columns are a multiple of " << lc.vec
                             << " (one 16-byte vector) and whose rows divide evenly over the "
                             << "threads, or whose rows x columns are a multiple of " << lc.vec
-                            << " with more than " << lc.vec << " columns and at most 8 vectors a thread");
+                            << " with more than " << lc.vec << " columns and at most 8 vectors a thread"
+                            << ", each thread's run no longer than the row plus one");
     place_result(ctx_, r, src);
   }
   // Called by lower_reductions, which runs before lower_tile_ops while fragments still exist.

@@ -236,13 +236,12 @@ TEST_F(Cli, DumpSassDisassemblesTheCubin) {
 // one pass of the threads. Their 64-bit loops had cost 1664 / 1800 SASS instructions a kernel
 // (1008 / 1176 after). Since session 21 each vector has three forms chosen per warp -- whole,
 // element by element inside the row, element by element tested against the row's end -- and a
-// warp runs one of them: the static count (1144 / 1352) is no longer what a warp issues, but a
-// return of 64-bit loops would still show. The odd widths are bound by instruction issue (ncu,
-// session 19).
+// warp runs one of them; with fast_exp2 the static count is 1048 / 1232, still under the pins
+// session 20 set. The odd widths are bound by instruction issue (ncu, session 19).
 TEST_F(Cli, StagedOddWidthSoftmaxStaysLean) {
   const std::string nvdisasm = TESSEL_TEST_NVDISASM;
   if (nvdisasm.empty()) GTEST_SKIP() << "SKIPPED: no nvdisasm (scripts/setup.sh fetches one into build/_deps)";
-  for (const auto& [n, most] : {std::pair{127, 1200}, std::pair{129, 1400}}) {
+  for (const auto& [n, most] : {std::pair{127, 1100}, std::pair{129, 1250}}) {
     const CliRun r = run_tessel_env("TESSEL_NVDISASM=" + nvdisasm, "dump softmax --m 4194304 --n " +
                                                                        std::to_string(n) + " --sass --arch sm_90a");
     ASSERT_EQ(r.exit_code, 0) << r.output.substr(0, 2000);
