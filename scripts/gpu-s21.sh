@@ -6,9 +6,10 @@
 #     beside session 19's choices for the same cases, each in one process with cuDNN; the skinny
 #     GEMMs at the default (M <= 16 at N ~ 4096 on one wave of 16x32 tiles) beside split-K forced
 #     to the model's old counts; issue 17's softmax widths, and at 127 / 129 / 1023 the flat-rows tiles beside the default's;
+#   TESSEL_S21_STEPS=softmax: every softmax gpu suite (the per-warp span forms, the flat-rows
+#     tiles) and 400 fuzzed softmax programs on the GPU;
 #   TESSEL_S21_STEPS=tests: the attention gpu suites (the new defaults' tails, padded head dims,
-#     every D and dtype), every softmax suite (the flat-rows tiles' among them), split-K / skinny
-#     GEMMs, and 400 fuzzed softmax programs on the GPU, each with a limit of its own.
+#     every D and dtype) and split-K / skinny GEMMs, each with a limit of its own.
 #   scripts/gpu-s21.sh OUTDIR   (env: TESSEL_RESULT_TAG, TESSEL_S21_STEPS)
 set -uo pipefail
 source "$(dirname "$0")/gpu-steps.sh" gpu-s21 "${1:-}" s21-h200
@@ -44,17 +45,18 @@ if [[ $steps == bench ]]; then
     step "bench softmax ${sc%%:*} flat rows beside the default" 40 "$build/tessel" bench softmax --repeats 10 \
       --shapes "${sc%%:*}" --config "${sc#*:}" --json "$out/$day-softmax-flat-${sc%%:*}-$tag.json"
   done
+elif [[ $steps == softmax ]]; then
+  step "gpu tests (softmax: span forms, flat rows)" 200 "$build/tessel_tests_gpu" --gtest_brief=1 \
+    --gtest_filter='*Softmax*:IssueWidths/*:RowWindows*:NegativeStartsGpu*:*FlatRows*'
+  # Session 21: softmax programs with flat-rows tiles among them (a fifth of the whole-row ones).
+  step "fuzz softmax on the GPU" 150 env TESSEL_CACHE=0 "$build/tessel_fuzz" --gpu --arch none --family softmax \
+    --count 400 --seed 20261221 --out "$out/fuzz-softmax"
 else
   step "gpu tests (attention, session 20's defaults)" 180 "$build/tessel_tests_gpu" --gtest_brief=1 \
     --gtest_filter='FlashAttentionGpuSmall.DefaultConfigs*:FlashAttentionGpuSmall.SessionTwentyTilesSmall:FlashAttentionGpuSmall.KvInterleavedHeads'
   step "gpu tests (attention, every D)" 150 "$build/tessel_tests_gpu" --gtest_brief=1 \
     --gtest_filter='HeadDims/FlashAttentionGpu.*'
-  step "gpu tests (softmax: the 32-bit span copies)" 120 "$build/tessel_tests_gpu" --gtest_brief=1 \
-    --gtest_filter='*Softmax*:IssueWidths/*:RowWindows*:NegativeStartsGpu*'
   step "gpu tests (split-K and skinny)" 140 "$build/tessel_tests_gpu" --gtest_brief=1 --gtest_filter='*MatmulSplitK*'
-  # Session 21: softmax programs with flat-rows tiles among them (a fifth of the whole-row ones).
-  step "fuzz softmax on the GPU" 120 env TESSEL_CACHE=0 "$build/tessel_fuzz" --gpu --arch none --family softmax \
-    --count 400 --seed 20261221 --out "$out/fuzz-softmax"
 fi
 grep "^### " "$log"
 exit $status
