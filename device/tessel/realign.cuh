@@ -1,4 +1,4 @@
-// The byte shift of the realigned loads (load_global_vector_realigned and
+// The byte shift of the realigned loads (unpack_global_words_realigned and
 // load_shared_vector_realigned in reduce.cuh): the 16 bytes at an even offset of two aligned
 // 16-byte words. Plain integer logic, compiled for the device and, by
 // tests/cpu/runtime/RealignWordsTest.cpp, for the host, where it is checked byte by byte.

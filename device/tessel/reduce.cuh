@@ -438,22 +438,35 @@ __device__ inline void load_shared_vector_realigned(const T* s, int valid, float
   reduce_detail::unpack_vector<T, Vec>(word, valid, pad, dst);
 }
 
-// The same from global memory (read-only, through the non-coherent path): the two aligned
-// 16-byte words that cover g[0..Vec), loaded predicated on valid > 0 (no branch, so a thread's
-// vectors stay in one basic block and all in flight together), shifted into place. The caller
-// proved both words inside the tensor for every thread of the warp (the tensor is 16-byte
-// aligned; its end need not be) and takes the element-wise path otherwise. A word is shared
-// with the neighbouring vector, so DRAM traffic is the copy's; L1 requests double.
-template <class T, int Vec, class D = float>
-__device__ inline void load_global_vector_realigned(const T* g, int valid, float pad, D* dst) {
-  static_assert(Vec * sizeof(T) == 16, "load_global_vector_realigned: 16-byte vectors");
+// The same from global memory (read-only, through the non-coherent path), in two phases so that
+// a thread's vectors are all in flight together: load_global_words_realigned issues the two
+// aligned 16-byte words that cover g[0..Vec) into words[0..8) (predicated on valid > 0: no
+// branch, so the generated loop over a thread's vectors is one basic block of loads), and
+// unpack_global_words_realigned, called after every load was issued, shifts them into place and
+// unpacks them. The caller proved both words inside the tensor for every thread of the warp (the
+// tensor is 16-byte aligned; its end need not be) and takes the element-wise path otherwise. A
+// word is shared with the neighbouring vector, so DRAM traffic is the copy's; L1 requests double.
+template <class T, int Vec>
+__device__ inline void load_global_words_realigned(const T* g, int valid, int* words) {
+  static_assert(Vec * sizeof(T) == 16, "load_global_words_realigned: 16-byte vectors");
   const unsigned sh = static_cast<unsigned>(reinterpret_cast<unsigned long long>(g) & 15ull);  // bytes
   const uint4* w = reinterpret_cast<const uint4*>(g - sh / sizeof(T));
   const bool present = valid > 0;
-  const uint4 lo = reduce_detail::load_if<16>(w, present), hi = reduce_detail::load_if<16>(w + 1, present);
-  const uint4 word = reduce_detail::realign16(lo, hi, sh);
-  // A warp whose vectors all lie inside their rows (all but the one holding a row's end): no test
-  // of each element against the row's end, no padding selected (decided per warp).
+  uint4* out = reinterpret_cast<uint4*>(words);  // the caller's array is 16-byte aligned
+  out[0] = reduce_detail::load_if<16>(w, present);
+  out[1] = reduce_detail::load_if<16>(w + 1, present);
+}
+
+// dst[0..Vec) from the words load_global_words_realigned read for the same g and valid: elements
+// at or past `valid` are `pad`. A warp whose vectors all lie inside their rows (all but the one
+// holding a row's end) unpacks without testing each element against the row's end (decided per
+// warp; the branch comes after every load of the thread was issued).
+template <class T, int Vec, class D = float>
+__device__ inline void unpack_global_words_realigned(const T* g, int valid, float pad, const int* words, D* dst) {
+  static_assert(Vec * sizeof(T) == 16, "unpack_global_words_realigned: 16-byte vectors");
+  const unsigned sh = static_cast<unsigned>(reinterpret_cast<unsigned long long>(g) & 15ull);  // bytes
+  const uint4* in = reinterpret_cast<const uint4*>(words);
+  const uint4 word = reduce_detail::realign16(in[0], in[1], sh);
   if (warp_all(valid >= Vec)) {
     reduce_detail::unpack_vector<T, Vec>(word, Vec, pad, dst);
     return;

@@ -418,10 +418,11 @@ class CopyLowering {
   // columns of f16), rows of 1024 bytes or more (any length under JitOptions::
   // realigned_global_loads; none under disable_realigned_global_loads), reads each 16-byte
   // vector as the two aligned global words that cover it, shifted into place in registers
-  // (tessel::load_global_vector_realigned): no scratch tile and no block barrier, a thread's
-  // vectors in flight together as on the aligned path. A warp in which some thread's second word
-  // would pass the tensor's end takes the element-wise path instead (decided per warp, like the
-  // vector path's choice). Undefined when the copy is not such a load.
+  // (tessel::load_global_words_realigned, then tessel::unpack_global_words_realigned): no scratch
+  // tile and no block barrier, a thread's vectors in flight together as on the aligned path. A
+  // warp in which some thread's second word would pass the tensor's end takes the element-wise
+  // path instead (decided per warp, like the vector path's choice). Undefined when the copy is
+  // not such a load.
   Stmt realigned_load(const CopyStmt* op, const FragmentLayout& l, const GlobalMatrix& m, const Buffer& regs,
                       const Var& grp, const Expr& first, const Expr& valid, const Expr& offset) {
     const Buffer& t = op->src.buffer;
@@ -461,8 +462,29 @@ class CopyLowering {
     Expr pad = op->pad.defined() ? make_cast(DType::f32, op->pad) : make_float(0.0);
     const std::vector<DeviceCallArg> args{
         {Expr(), t, offset}, {valid, Buffer(), Expr()}, {pad, Buffer(), Expr()}, {Expr(), regs, first}};
-    Stmt realigned = make_for(grp, make_int(0), make_int(groups), ForKind::Unrolled, 0,
-                              make_device_call("tessel::load_global_vector_realigned", targs, args, w), w);
+    // Two loops: every load of the thread first (one basic block, all in flight), then the
+    // shifts and unpacks, whose per-warp branch would otherwise stand between one vector's
+    // loads and the next's (in the sm_90a SASS of 1023 f16, one loop: each vector's loads were
+    // issued only after the previous vector's unpack, so after its loads returned).
+    Buffer words = Buffer::make(regs->name + "_words", {make_int(8 * groups)}, DType::i32, Scope::Local, w);
+    const Expr at_words = make_binary(BinaryOp::Mul, grp, make_int(8));
+    const std::vector<std::string> word_targs{dtype_cuda(t->dtype), std::to_string(l.vec)};
+    Stmt realigned = make_seq(
+        {make_decl(words, w),
+         make_for(grp, make_int(0), make_int(groups), ForKind::Unrolled, 0,
+                  make_device_call("tessel::load_global_words_realigned", word_targs,
+                                   {{Expr(), t, offset}, {valid, Buffer(), Expr()}, {Expr(), words, at_words}}, w),
+                  w),
+         make_for(grp, make_int(0), make_int(groups), ForKind::Unrolled, 0,
+                  make_device_call("tessel::unpack_global_words_realigned", targs,
+                                   {{Expr(), t, offset},
+                                    {valid, Buffer(), Expr()},
+                                    {pad, Buffer(), Expr()},
+                                    {Expr(), words, at_words},
+                                    {Expr(), regs, first}},
+                                   w),
+                  w)},
+        w);
     Stmt masked = make_for(grp, make_int(0), make_int(groups), ForKind::Unrolled, 0,
                            make_device_call("tessel::load_row_vector", targs, args, w), w);
     return make_if(make_call("tessel::warp_all", {fits}, DType::boolean), realigned, masked, w);

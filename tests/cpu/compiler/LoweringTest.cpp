@@ -479,12 +479,12 @@ TEST(Codegen, RowCopiesDropTheEdgePathOnlyWhenItCannotRun) {
   // Rows of 1024 bytes or more (1020 f16: 2040) load by realigned global words by default, the
   // choice per warp; stores still through the span. Short rows (127 f16) stay staged.
   std::string direct = source(64, 1020, "rows:t256:r8:bn1024", true, true);
-  EXPECT_NE(direct.find("tessel::load_global_vector_realigned<"), std::string::npos) << direct;
+  EXPECT_NE(direct.find("tessel::load_global_words_realigned<"), std::string::npos) << direct;
   EXPECT_NE(direct.find("if (tessel::warp_all("), std::string::npos) << direct;
   EXPECT_EQ(direct.find("tessel::copy_span_to_shared<"), std::string::npos) << direct;
   EXPECT_NE(direct.find("tessel::copy_shared_span_to_global<"), std::string::npos) << direct;
   std::string short_staged = source(4096, 127, "rows:t256:r64:bn128", true, true);
-  EXPECT_EQ(short_staged.find("load_global_vector_realigned"), std::string::npos) << short_staged;
+  EXPECT_EQ(short_staged.find("load_global_words_realigned"), std::string::npos) << short_staged;
   EXPECT_NE(short_staged.find("tessel::copy_span_to_shared<"), std::string::npos) << short_staged;
 }
 

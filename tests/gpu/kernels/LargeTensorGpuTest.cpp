@@ -147,7 +147,7 @@ TEST(LargeTensorGpu, SoftmaxUnalignedRowsPast2To31Elements) {
   std::string why;
   if (!enough_memory(2 * M * N * 2, &why)) GTEST_SKIP() << "SKIPPED: " << why;
   T::JitKernel k = T::kernels::make_softmax(M, N, DType::f16);
-  EXPECT_NE(k.source().find("load_global_vector_realigned"), std::string::npos) << "not the realigned loads";
+  EXPECT_NE(k.source().find("load_global_words_realigned"), std::string::npos) << "not the realigned loads";
   Tensor x = Tensor::empty({M, N}, DType::f16), y = Tensor::empty({M, N}, DType::f16);
   x.fill(0.5);
   y.fill(std::nan(""));

@@ -69,7 +69,7 @@ void check_softmax(long long N, DType t, const std::string& config = "", RowPath
     const bool staged = path != RowPath::unstaged && !direct;
     EXPECT_EQ(k.source().find("copy_span_to_shared") != std::string::npos, staged)
         << (staged ? "not staged" : "staged though disabled");
-    EXPECT_EQ(k.source().find("load_global_vector_realigned") != std::string::npos, direct);
+    EXPECT_EQ(k.source().find("load_global_words_realigned") != std::string::npos, direct);
     // The span's chunks by cp.async (the default) or by the load-then-store loop.
     EXPECT_EQ(k.source().find(std::to_string(k.info().threads) + ", true>(") != std::string::npos,
               path == RowPath::staged || path == RowPath::staged_realigned_reads);

@@ -93,9 +93,19 @@ TEST_P(SoftmaxStagedRows, SpanThroughSharedMemory) {
         << k.source();
     EXPECT_EQ(k.source().find("tessel::copy_shared_span_to_global<") != std::string::npos, whole_rows);
     if (long_rows && c.shared_vectors == 0) {
-      EXPECT_NE(k.source().find("tessel::load_global_vector_realigned<"), std::string::npos) << k.source();
+      EXPECT_NE(k.source().find("tessel::load_global_words_realigned<"), std::string::npos) << k.source();
       EXPECT_NE(k.ptx().find("ld.global.nc.v4"), std::string::npos) << "no 16-byte global loads";
       EXPECT_EQ(k.ptx().find("cp.async"), std::string::npos);
+      // Every 16-byte load of a thread's vectors (two words each) issued before the first branch
+      // that follows them: no vector's loads wait behind another's unpack.
+      const std::string& ptx = k.ptx();
+      const std::size_t first = ptx.find("ld.global.nc.v4");
+      const std::size_t branch = ptx.find(" bra", first);
+      int in_flight = 0;
+      for (std::size_t at = first; at != std::string::npos && at < branch; at = ptx.find("ld.global.nc.v4", at + 1))
+        ++in_flight;
+      const long long vectors = c.rows_per_block * c.block_N / c.threads / vec;
+      EXPECT_EQ(in_flight, 2 * vectors) << ptx;
     }
     // The staged load side (the default for short rows; JitOptions::disable_realigned_global_loads
     // for long ones).
@@ -104,7 +114,7 @@ TEST_P(SoftmaxStagedRows, SpanThroughSharedMemory) {
     auto staged = tessel::kernels::make_softmax(65536, N, t, c, st);
     EXPECT_EQ(staged.source().find("tessel::copy_span_to_shared<") != std::string::npos, whole_rows)
         << staged.source();
-    EXPECT_EQ(staged.source().find("load_global_vector_realigned"), std::string::npos);
+    EXPECT_EQ(staged.source().find("load_global_words_realigned"), std::string::npos);
     if (whole_rows) {
       // The span's chunks by cp.async, all in flight before one wait.
       EXPECT_NE(staged.source().find("tessel::copy_span_to_shared<" + std::string(tessel::dtype_cuda_name(t)) +
@@ -131,7 +141,7 @@ TEST_P(SoftmaxStagedRows, SpanThroughSharedMemory) {
       tessel::JitOptions gl = o;
       gl.realigned_global_loads = true;
       auto direct = tessel::kernels::make_softmax(65536, N, t, c, gl);
-      EXPECT_NE(direct.source().find("tessel::load_global_vector_realigned<"), std::string::npos) << direct.source();
+      EXPECT_NE(direct.source().find("tessel::load_global_words_realigned<"), std::string::npos) << direct.source();
       EXPECT_NE(direct.source().find("tessel::warp_all("), std::string::npos);
       EXPECT_EQ(direct.source().find("tessel::copy_span_to_shared<"), std::string::npos);
       EXPECT_NE(direct.source().find("tessel::copy_shared_span_to_global<"), std::string::npos);
@@ -171,7 +181,7 @@ TEST(SoftmaxRealignedLoads, DeclineAFragmentWithASharedTail) {
   o.realigned_global_loads = true;
   auto k = tessel::kernels::make_softmax(64, 20001, tessel::DType::f16,
                                          tessel::kernels::parse_softmax_config("rows:t256:r1:bn20480:s7"), o);
-  EXPECT_EQ(k.source().find("load_global_vector_realigned"), std::string::npos) << k.source();
+  EXPECT_EQ(k.source().find("load_global_words_realigned"), std::string::npos) << k.source();
   EXPECT_EQ(k.resources().spill_store_bytes + k.resources().spill_load_bytes, 0);
 }
 

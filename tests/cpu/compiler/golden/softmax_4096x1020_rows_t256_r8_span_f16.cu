@@ -9,9 +9,14 @@ extern "C" __global__ void __launch_bounds__(256) softmax_kernel(tessel::half_t*
   __align__(16) float fragment_1[1];
   __align__(16) float fragment_2[1];
   if (tessel::warp_all(((((((((tx / 32) < (4096 - (bx * 8))) ? (1020 - ((tx % 32) * 8)) : 0) <= 0) || (((((((long long)((bx * 8))) * 1020LL) + ((((long long)((tx / 32))) * 1020LL) + ((long long)(((tx % 32) * 8))))) - (((((long long)((bx * 8))) * 1020LL) + ((((long long)((tx / 32))) * 1020LL) + ((long long)(((tx % 32) * 8))))) % 8LL)) + 16LL) <= 4177920LL)) && (((((tx / 32) < (4096 - (bx * 8))) ? (1020 - ((32 + (tx % 32)) * 8)) : 0) <= 0) || (((((((long long)((bx * 8))) * 1020LL) + ((((long long)((tx / 32))) * 1020LL) + ((long long)(((32 + (tx % 32)) * 8))))) - (((((long long)((bx * 8))) * 1020LL) + ((((long long)((tx / 32))) * 1020LL) + ((long long)(((32 + (tx % 32)) * 8))))) % 8LL)) + 16LL) <= 4177920LL))) && (((((tx / 32) < (4096 - (bx * 8))) ? (1020 - ((64 + (tx % 32)) * 8)) : 0) <= 0) || (((((((long long)((bx * 8))) * 1020LL) + ((((long long)((tx / 32))) * 1020LL) + ((long long)(((64 + (tx % 32)) * 8))))) - (((((long long)((bx * 8))) * 1020LL) + ((((long long)((tx / 32))) * 1020LL) + ((long long)(((64 + (tx % 32)) * 8))))) % 8LL)) + 16LL) <= 4177920LL))) && (((((tx / 32) < (4096 - (bx * 8))) ? (1020 - ((96 + (tx % 32)) * 8)) : 0) <= 0) || (((((((long long)((bx * 8))) * 1020LL) + ((((long long)((tx / 32))) * 1020LL) + ((long long)(((96 + (tx % 32)) * 8))))) - (((((long long)((bx * 8))) * 1020LL) + ((((long long)((tx / 32))) * 1020LL) + ((long long)(((96 + (tx % 32)) * 8))))) % 8LL)) + 16LL) <= 4177920LL))))) {
+    __align__(16) int fragment_0_words[32];
     #pragma unroll
     for (int g = 0; g < 4; ++g) {
-      tessel::load_global_vector_realigned<tessel::half_t, 8, float>(X + ((((long long)((bx * 8))) * 1020LL) + ((((long long)(((((g * 8) / 32) * 8) + (tx / 32)))) * 1020LL) + ((long long)((((((((g * 8) / 8) % 4) * 32) + (tx % 32)) * 8) + ((g * 8) % 8)))))), ((((((g * 8) / 32) * 8) + (tx / 32)) < (4096 - (bx * 8))) ? (1020 - (((((((g * 8) / 8) % 4) * 32) + (tx % 32)) * 8) + ((g * 8) % 8))) : 0), -tessel::infinity_f32(), fragment_0 + (g * 8));
+      tessel::load_global_words_realigned<tessel::half_t, 8>(X + ((((long long)((bx * 8))) * 1020LL) + ((((long long)(((((g * 8) / 32) * 8) + (tx / 32)))) * 1020LL) + ((long long)((((((((g * 8) / 8) % 4) * 32) + (tx % 32)) * 8) + ((g * 8) % 8)))))), ((((((g * 8) / 32) * 8) + (tx / 32)) < (4096 - (bx * 8))) ? (1020 - (((((((g * 8) / 8) % 4) * 32) + (tx % 32)) * 8) + ((g * 8) % 8))) : 0), fragment_0_words + (g * 8));
+    }
+    #pragma unroll
+    for (int g = 0; g < 4; ++g) {
+      tessel::unpack_global_words_realigned<tessel::half_t, 8, float>(X + ((((long long)((bx * 8))) * 1020LL) + ((((long long)(((((g * 8) / 32) * 8) + (tx / 32)))) * 1020LL) + ((long long)((((((((g * 8) / 8) % 4) * 32) + (tx % 32)) * 8) + ((g * 8) % 8)))))), ((((((g * 8) / 32) * 8) + (tx / 32)) < (4096 - (bx * 8))) ? (1020 - (((((((g * 8) / 8) % 4) * 32) + (tx % 32)) * 8) + ((g * 8) % 8))) : 0), -tessel::infinity_f32(), fragment_0_words + (g * 8), fragment_0 + (g * 8));
     }
   } else {
     #pragma unroll
