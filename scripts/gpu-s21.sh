@@ -2,12 +2,14 @@
 # What sessions 20 and 21 leave for the H200 (docs/perf-notes.md "Session 20: what the next device
 # session runs" and "Session 21: what the next device session runs"), in two device calls of under
 # ten minutes each:
+#   TESSEL_S21_STEPS=softmax: every softmax gpu suite (the per-warp span forms, the flat-rows
+#     tiles), 400 fuzzed softmax programs on the GPU, then issue 17's softmax widths, and at
+#     127 / 129 / 1023 the flat-rows tiles beside the default's (one process each, with cuDNN and
+#     the copy);
 #   TESSEL_S21_STEPS=bench (default): the attention defaults of session 20 (timed only on H100s)
 #     beside session 19's choices for the same cases, each in one process with cuDNN; the skinny
 #     GEMMs at the default (M <= 16 at N ~ 4096 on one wave of 16x32 tiles) beside split-K forced
-#     to the model's old counts; issue 17's softmax widths, and at 127 / 129 / 1023 the flat-rows tiles beside the default's;
-#   TESSEL_S21_STEPS=softmax: every softmax gpu suite (the per-warp span forms, the flat-rows
-#     tiles) and 400 fuzzed softmax programs on the GPU;
+#     to the model's old counts;
 #   TESSEL_S21_STEPS=tests: the attention gpu suites (the new defaults' tails, padded head dims,
 #     every D and dtype) and split-K / skinny GEMMs, each with a limit of its own.
 #   scripts/gpu-s21.sh OUTDIR   (env: TESSEL_RESULT_TAG, TESSEL_S21_STEPS)
@@ -34,9 +36,16 @@ if [[ $steps == bench ]]; then
       --warmup 5 --dtype f16,bf16 --shapes "${sk%%:*}" --split-k "${sk#*:}" \
       --json "$out/$day-gemm-${sk%%:*}-split${sk#*:}-$tag.json"
   done
+elif [[ $steps == softmax ]]; then
+  step "gpu tests (softmax: span forms, flat rows)" 200 "$build/tessel_tests_gpu" --gtest_brief=1 \
+    --gtest_filter='*Softmax*:IssueWidths/*:RowWindows*:NegativeStartsGpu*:*FlatRows*'
+  # Session 21: softmax programs with flat-rows tiles among them (a fifth of the whole-row ones).
+  step "fuzz softmax on the GPU" 150 env TESSEL_CACHE=0 "$build/tessel_fuzz" --gpu --arch none --family softmax \
+    --count 400 --seed 20261221 --out "$out/fuzz-softmax"
   step "bench softmax 17 (default)" 90 "$build/tessel" bench softmax --repeats 10 \
     --shapes 4194304x127,4194304x129,524288x1023,65536x8191,32768x8193,10000x50257 \
     --json "$out/$day-softmax-issue17-$tag.json"
+  step "bench softmax issue 4 widths" 60 "$build/tessel" bench softmax --json "$out/$day-softmax-issue4-$tag.json"
   # Session 21: tiles exactly as wide as the odd rows (the flat-rows layout) beside the default's
   # tile, in one process with cuDNN and the copy.
   for sc in 4194304x127:rows:t256:r64:bn128,rows:t256:r64:bn127 \
@@ -45,12 +54,6 @@ if [[ $steps == bench ]]; then
     step "bench softmax ${sc%%:*} flat rows beside the default" 40 "$build/tessel" bench softmax --repeats 10 \
       --shapes "${sc%%:*}" --config "${sc#*:}" --json "$out/$day-softmax-flat-${sc%%:*}-$tag.json"
   done
-elif [[ $steps == softmax ]]; then
-  step "gpu tests (softmax: span forms, flat rows)" 200 "$build/tessel_tests_gpu" --gtest_brief=1 \
-    --gtest_filter='*Softmax*:IssueWidths/*:RowWindows*:NegativeStartsGpu*:*FlatRows*'
-  # Session 21: softmax programs with flat-rows tiles among them (a fifth of the whole-row ones).
-  step "fuzz softmax on the GPU" 150 env TESSEL_CACHE=0 "$build/tessel_fuzz" --gpu --arch none --family softmax \
-    --count 400 --seed 20261221 --out "$out/fuzz-softmax"
 else
   step "gpu tests (attention, session 20's defaults)" 180 "$build/tessel_tests_gpu" --gtest_brief=1 \
     --gtest_filter='FlashAttentionGpuSmall.DefaultConfigs*:FlashAttentionGpuSmall.SessionTwentyTilesSmall:FlashAttentionGpuSmall.KvInterleavedHeads'
