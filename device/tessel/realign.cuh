@@ -43,4 +43,27 @@ TESSEL_HOST_DEVICE inline void realign_words(const unsigned (&x)[8], unsigned sh
   for (int k = 0; k < 4; ++k) out[k] = funnel_shift_right(r[k], r[k + 1], bits);
 }
 
+// The same bytes by a branch on the whole-word shift (sh / 4) instead of the select network:
+// each branch moves fixed registers, so a thread pays only the funnel shifts -- when the warp's
+// threads share the shift (a long row's vectors: one row a warp), the branch costs a compare
+// and a jump where the selects cost fifteen instructions; threads of one warp with different
+// shifts run their branches one after another (still correct).
+TESSEL_HOST_DEVICE inline void realign_words_branched(const unsigned (&x)[8], unsigned sh, unsigned (&out)[4]) {
+  const unsigned bits = (sh & 3u) * 8u;  // 0 or 16 bits past the whole words
+  switch (sh >> 2) {
+    case 0:
+      for (int k = 0; k < 4; ++k) out[k] = funnel_shift_right(x[k], x[k + 1], bits);
+      break;
+    case 1:
+      for (int k = 0; k < 4; ++k) out[k] = funnel_shift_right(x[k + 1], x[k + 2], bits);
+      break;
+    case 2:
+      for (int k = 0; k < 4; ++k) out[k] = funnel_shift_right(x[k + 2], x[k + 3], bits);
+      break;
+    default:
+      for (int k = 0; k < 4; ++k) out[k] = funnel_shift_right(x[k + 3], x[k + 4], bits);
+      break;
+  }
+}
+
 }  // namespace tessel

@@ -457,16 +457,22 @@ __device__ inline void load_global_words_realigned(const T* g, int valid, int* w
   out[1] = reduce_detail::load_if<16>(w + 1, present);
 }
 
-// dst[0..Vec) from the words load_global_words_realigned read for the same g and valid: elements
-// at or past `valid` are `pad`. A warp whose vectors all lie inside their rows (all but the one
-// holding a row's end) unpacks without testing each element against the row's end (decided per
-// warp; the branch comes after every load of the thread was issued).
+// dst[0..Vec) from the words load_global_words_realigned read for the same valid: elements at
+// or past `valid` are `pad`. `g` gives the shift only: the vector's own address, or any address
+// a multiple of 16 bytes away (the generated code passes a thread's first vector's when it
+// proved its vectors so placed, so the shift is computed once a thread). A warp whose vectors
+// all lie inside their rows (all but the one holding a row's end) unpacks without testing each
+// element against the row's end (decided per warp; the branch comes after every load of the
+// thread was issued).
 template <class T, int Vec, class D = float>
 __device__ inline void unpack_global_words_realigned(const T* g, int valid, float pad, const int* words, D* dst) {
   static_assert(Vec * sizeof(T) == 16, "unpack_global_words_realigned: 16-byte vectors");
   const unsigned sh = static_cast<unsigned>(reinterpret_cast<unsigned long long>(g) & 15ull);  // bytes
-  const uint4* in = reinterpret_cast<const uint4*>(words);
-  const uint4 word = reduce_detail::realign16(in[0], in[1], sh);
+  const unsigned* in = reinterpret_cast<const unsigned*>(words);
+  const unsigned x[8] = {in[0], in[1], in[2], in[3], in[4], in[5], in[6], in[7]};
+  unsigned r[4];
+  realign_words_branched(x, sh, r);  // one row a warp: the shift is the warp's (realign.cuh)
+  const uint4 word{r[0], r[1], r[2], r[3]};
   if (warp_all(valid >= Vec)) {
     reduce_detail::unpack_vector<T, Vec>(word, Vec, pad, dst);
     return;

@@ -466,6 +466,15 @@ class CopyLowering {
     // shifts and unpacks, whose per-warp branch would otherwise stand between one vector's
     // loads and the next's (in the sm_90a SASS of 1023 f16, one loop: each vector's loads were
     // issued only after the previous vector's unpack, so after its loads returned).
+    // The shift each vector's words are realigned by, read off the address handed to the
+    // unpack: the first vector's when every vector of the thread is a multiple of vec elements
+    // away from it (a long row's vectors), so that the shift and its branch are computed once a
+    // thread rather than once a vector.
+    const Expr first_offset = substitute(offset, {{grp, make_int(0)}});
+    bool one_shift = true;
+    for (int gi = 1; gi < groups; ++gi)
+      if (known_divisor(sub(substitute(offset, {{grp, make_int(gi)}}), first_offset)) % l.vec != 0) one_shift = false;
+    const Expr shift_at = one_shift ? first_offset : offset;
     Buffer words = Buffer::make(regs->name + "_words", {make_int(8 * groups)}, DType::i32, Scope::Local, w);
     const Expr at_words = make_binary(BinaryOp::Mul, grp, make_int(8));
     const std::vector<std::string> word_targs{dtype_cuda(t->dtype), std::to_string(l.vec)};
@@ -477,7 +486,7 @@ class CopyLowering {
                   w),
          make_for(grp, make_int(0), make_int(groups), ForKind::Unrolled, 0,
                   make_device_call("tessel::unpack_global_words_realigned", targs,
-                                   {{Expr(), t, offset},
+                                   {{Expr(), t, shift_at},
                                     {valid, Buffer(), Expr()},
                                     {pad, Buffer(), Expr()},
                                     {Expr(), words, at_words},

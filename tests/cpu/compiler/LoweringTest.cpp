@@ -483,6 +483,33 @@ TEST(Codegen, RowCopiesDropTheEdgePathOnlyWhenItCannotRun) {
   EXPECT_NE(direct.find("if (tessel::warp_all("), std::string::npos) << direct;
   EXPECT_EQ(direct.find("tessel::copy_span_to_shared<"), std::string::npos) << direct;
   EXPECT_NE(direct.find("tessel::copy_shared_span_to_global<"), std::string::npos) << direct;
+  // Every load of the thread before any unpack; the unpacks read their shift off the first
+  // vector's address (a thread's four vectors lie 256 columns apart in one row), not each
+  // vector's.
+  const auto first_argument = [](const std::string& src, const std::string& call) {
+    std::size_t at = src.find(call);
+    if (at == std::string::npos) return std::string();
+    at = src.find('(', at) + 1;
+    int depth = 0;
+    std::size_t end = at;
+    for (; end < src.size(); ++end) {
+      if (src[end] == '(') ++depth;
+      if (src[end] == ')') --depth;
+      if (depth == 0 && src[end] == ',') break;
+    }
+    return src.substr(at, end - at);
+  };
+  EXPECT_LT(direct.rfind("tessel::load_global_words_realigned<"), direct.find("tessel::unpack_global_words_realigned<"))
+      << direct;
+  const std::string shift_at = first_argument(direct, "tessel::unpack_global_words_realigned<");
+  EXPECT_FALSE(shift_at.empty()) << direct;
+  EXPECT_EQ(shift_at.find("g *"), std::string::npos) << shift_at;
+  EXPECT_NE(first_argument(direct, "tessel::load_global_words_realigned<").find("g *"), std::string::npos);
+  // One row a pass of 32 lanes: a thread's second four vectors are a row (1023 columns, not a
+  // multiple of 8) further on, so each vector reads its own shift.
+  std::string two_rows = source(64, 1023, "rows:t32:r2:bn1024", true, true);
+  EXPECT_NE(first_argument(two_rows, "tessel::unpack_global_words_realigned<").find("g *"), std::string::npos)
+      << two_rows;
   std::string short_staged = source(4096, 127, "rows:t256:r64:bn128", true, true);
   EXPECT_EQ(short_staged.find("load_global_words_realigned"), std::string::npos) << short_staged;
   EXPECT_NE(short_staged.find("tessel::copy_span_to_shared<"), std::string::npos) << short_staged;

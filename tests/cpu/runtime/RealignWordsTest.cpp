@@ -1,5 +1,5 @@
-// realign_words (device/tessel/realign.cuh), the shift of the realigned loads, on the host: the
-// 16 bytes at every even offset of 32 random bytes, byte by byte.
+// realign_words and realign_words_branched (device/tessel/realign.cuh), the shifts of the
+// realigned loads, on the host: the 16 bytes at every even offset of 32 random bytes, byte by byte.
 #include <gtest/gtest.h>
 
 #include <random>
@@ -21,6 +21,11 @@ TEST(RealignWords, ShiftsByEveryEvenOffset) {
       tessel::realign_words(x, sh, w);
       for (int b = 0; b < 16; ++b)
         ASSERT_EQ((w[b / 4] >> (8 * (b % 4))) & 0xff, bytes[sh + b]) << "sh " << sh << " byte " << b;
+      // The branched form (the realigned global loads'): the same bytes.
+      unsigned v[4] = {0u, 0u, 0u, 0u};
+      tessel::realign_words_branched(x, sh, v);
+      for (int b = 0; b < 16; ++b)
+        ASSERT_EQ((v[b / 4] >> (8 * (b % 4))) & 0xff, bytes[sh + b]) << "branched, sh " << sh << " byte " << b;
     }
   }
 }

@@ -16,7 +16,7 @@ extern "C" __global__ void __launch_bounds__(256) softmax_kernel(tessel::half_t*
     }
     #pragma unroll
     for (int g = 0; g < 4; ++g) {
-      tessel::unpack_global_words_realigned<tessel::half_t, 8, float>(X + ((((long long)((bx * 8))) * 1020LL) + ((((long long)(((((g * 8) / 32) * 8) + (tx / 32)))) * 1020LL) + ((long long)((((((((g * 8) / 8) % 4) * 32) + (tx % 32)) * 8) + ((g * 8) % 8)))))), ((((((g * 8) / 32) * 8) + (tx / 32)) < (4096 - (bx * 8))) ? (1020 - (((((((g * 8) / 8) % 4) * 32) + (tx % 32)) * 8) + ((g * 8) % 8))) : 0), -tessel::infinity_f32(), fragment_0_words + (g * 8), fragment_0 + (g * 8));
+      tessel::unpack_global_words_realigned<tessel::half_t, 8, float>(X + ((((long long)((bx * 8))) * 1020LL) + ((((long long)((tx / 32))) * 1020LL) + ((long long)(((tx % 32) * 8))))), ((((((g * 8) / 32) * 8) + (tx / 32)) < (4096 - (bx * 8))) ? (1020 - (((((((g * 8) / 8) % 4) * 32) + (tx % 32)) * 8) + ((g * 8) % 8))) : 0), -tessel::infinity_f32(), fragment_0_words + (g * 8), fragment_0 + (g * 8));
     }
   } else {
     #pragma unroll
