@@ -241,7 +241,7 @@ INSTANTIATE_TEST_SUITE_P(FlatRows, SoftmaxVariants,
                                            // Rows longer than a warp's runs: most warps take the
                                            // nests' and the reduction's forms without selects.
                                            std::make_tuple("rows:t512:r8:bn2051", 2051LL, DType::f16),
-                                           std::make_tuple("rows:t512:r8:bn2051", 2051LL, DType::f32)),
+                                           std::make_tuple("rows:t1024:r8:bn2051", 2051LL, DType::f32)),
                          config_width_and_dtype);
 
 // Flat-rows tiles on fewer rows than a block takes: one row (its run ends inside a word), 7, 65
