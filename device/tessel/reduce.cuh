@@ -161,9 +161,11 @@ __device__ inline bool whole_vector(bool whole) {
 
 // Loads Vec elements g[0..Vec) into dst[0..Vec) as D (float, or T itself); elements at or past
 // `valid` are `pad`. One 16-byte (or 8/4-byte) load when all Vec are valid and the address is
-// aligned (in shared memory, Global = false: when it is so for the whole warp). This is the
+// aligned (in shared memory, Global = false: when it is so for the whole warp; WarpMayBeWhole =
+// false when the compiler proved it never is -- a warp over two or more rows of a span whose
+// row length is not a multiple of Vec -- and the whole form is not compiled at all). This is the
 // edge path; whole, aligned vectors take load_row_vector_whole.
-template <class T, int Vec, class D = float, bool Global = true>
+template <class T, int Vec, class D = float, bool Global = true, bool WarpMayBeWhole = true>
 __device__ inline void load_row_vector(const T* g, int valid, float pad, D* dst) {
   constexpr int kBytes = Vec * static_cast<int>(sizeof(T));
   if constexpr (is_same<D, T>::value && (kBytes == 16 || kBytes == 8 || kBytes == 4)) {
@@ -174,7 +176,8 @@ __device__ inline void load_row_vector(const T* g, int valid, float pad, D* dst)
       Word word;
       T elems[Vec];
     } pack;
-    if (whole_vector<Global>(valid >= Vec && (reinterpret_cast<unsigned long long>(g) % kBytes) == 0)) {
+    if ((Global || WarpMayBeWhole) &&
+        whole_vector<Global>(valid >= Vec && (reinterpret_cast<unsigned long long>(g) % kBytes) == 0)) {
       if constexpr (Global) {
         pack.word = __ldg(reinterpret_cast<const Word*>(g));
       } else {
@@ -188,7 +191,7 @@ __device__ inline void load_row_vector(const T* g, int valid, float pad, D* dst)
     *reinterpret_cast<Word*>(dst) = pack.word;
     return;
   }
-  if constexpr (kBytes == 16 || kBytes == 8 || kBytes == 4) {
+  if constexpr ((kBytes == 16 || kBytes == 8 || kBytes == 4) && (Global || WarpMayBeWhole)) {
     typedef typename reduce_detail::VectorWord<kBytes>::type Word;
     if (whole_vector<Global>(valid >= Vec && (reinterpret_cast<unsigned long long>(g) % kBytes) == 0)) {
       union {
@@ -482,8 +485,9 @@ __device__ inline void unpack_global_words_realigned(const T* g, int valid, floa
 
 // Stores src[0..Vec) (float, or T itself) converted to T into g[0..Vec), dropping elements at or
 // past `valid`. One vector store when all Vec are valid and the address aligned -- with PerWarp
-// (a staged span in shared memory) when that holds for the whole warp (see whole_vector).
-template <class T, int Vec, class S = float, bool PerWarp = false>
+// (a staged span in shared memory) when that holds for the whole warp (see whole_vector), and
+// not compiled at all with WarpMayBeWhole = false (as in load_row_vector).
+template <class T, int Vec, class S = float, bool PerWarp = false, bool WarpMayBeWhole = true>
 __device__ inline void store_row_vector(T* g, int valid, const S* src) {
   auto as_element = [](S x) -> T {
     if constexpr (is_same<S, T>::value) {
@@ -501,7 +505,8 @@ __device__ inline void store_row_vector(T* g, int valid, const S* src) {
       T elems[Vec];
     } pack;
     pack.word = *reinterpret_cast<const Word*>(src);
-    if (whole_vector<!PerWarp>(valid >= Vec && (reinterpret_cast<unsigned long long>(g) % kBytes) == 0)) {
+    if ((!PerWarp || WarpMayBeWhole) &&
+        whole_vector<!PerWarp>(valid >= Vec && (reinterpret_cast<unsigned long long>(g) % kBytes) == 0)) {
       *reinterpret_cast<Word*>(g) = pack.word;
       return;
     }
@@ -510,7 +515,7 @@ __device__ inline void store_row_vector(T* g, int valid, const S* src) {
       if (v < valid) g[v] = pack.elems[v];
     return;
   }
-  if constexpr (kBytes == 16 || kBytes == 8 || kBytes == 4) {
+  if constexpr ((kBytes == 16 || kBytes == 8 || kBytes == 4) && (!PerWarp || WarpMayBeWhole)) {
     typedef typename reduce_detail::VectorWord<kBytes>::type Word;
     if (whole_vector<!PerWarp>(valid >= Vec && (reinterpret_cast<unsigned long long>(g) % kBytes) == 0)) {
       union {

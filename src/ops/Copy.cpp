@@ -385,13 +385,22 @@ class CopyLowering {
     std::vector<std::string> vec_targs{dtype_cuda(t->dtype), std::to_string(vec),
                                        dtype_cuda(f.buffer->dtype)};
     const int groups = l.per_thread / l.vec;
+    // A warp over two or more consecutive rows of the span, rows whose length is not a multiple
+    // of vec: two neighbouring rows' starts are L elements apart, so they are never both
+    // aligned, and no vector position is whole and aligned for the whole warp -- the per-warp
+    // whole form is dead code (and, at 129 f16, 11 registers), so it is not compiled.
+    const bool warp_never_whole =
+        l.kind == FragmentLayout::Kind::RowBlocked && l.lanes < 32 && *L % vec != 0;
     std::vector<Stmt> out{make_decl(scratch, w)};
     if (load) {
       out.push_back(
           make_device_call("tessel::copy_span_to_shared", load_targs,
                            {{Expr(), scratch, shift}, {Expr(), t, m.offset}, {count, Buffer(), Expr()}}, w));
       Expr pad = op->pad.defined() ? make_cast(DType::f32, op->pad) : make_float(0.0);
-      if (!realigned) vec_targs.push_back("false");  // shared memory: plain loads
+      if (!realigned) {
+        vec_targs.push_back("false");  // shared memory: plain loads
+        if (warp_never_whole) vec_targs.push_back("false");  // load_row_vector's WarpMayBeWhole
+      }
       Stmt call = make_device_call(
           realigned ? "tessel::load_shared_vector_realigned" : "tessel::load_row_vector", vec_targs,
           {{Expr(), scratch, at}, {valid, Buffer(), Expr()}, {pad, Buffer(), Expr()}, {Expr(), regs, first}},
@@ -400,6 +409,7 @@ class CopyLowering {
     } else {
       std::vector<std::string> store_targs = vec_targs;
       store_targs.push_back("true");  // whole vectors chosen per warp (store_row_vector's PerWarp)
+      if (warp_never_whole) store_targs.push_back("false");  // ... and never all whole (WarpMayBeWhole)
       Stmt call =
           make_device_call("tessel::store_row_vector", store_targs,
                            {{Expr(), scratch, at}, {valid, Buffer(), Expr()}, {Expr(), regs, first}}, w);

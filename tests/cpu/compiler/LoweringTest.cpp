@@ -510,6 +510,20 @@ TEST(Codegen, RowCopiesDropTheEdgePathOnlyWhenItCannotRun) {
   std::string two_rows = source(64, 1023, "rows:t32:r2:bn1024", true, true);
   EXPECT_NE(first_argument(two_rows, "tessel::unpack_global_words_realigned<").find("g *"), std::string::npos)
       << two_rows;
+  // Staged short rows, eight rows a warp at 127 / 129 columns: two neighbouring rows never
+  // start both aligned, so the span's per-warp whole-vector form is not compiled (the fifth
+  // template argument, WarpMayBeWhole); a warp inside one row (8191 staged, 256 lanes a row)
+  // keeps it.
+  for (long long n : {127LL, 129LL}) {
+    const std::string staged = source(4096, n, n == 127 ? "rows:t256:r64:bn128" : "rows:t256:r64:bn160");
+    EXPECT_NE(staged.find("tessel::load_row_vector<tessel::half_t, 8, float, false, false>("), std::string::npos)
+        << staged;
+    EXPECT_NE(staged.find("tessel::store_row_vector<tessel::half_t, 8, float, true, false>("), std::string::npos)
+        << staged;
+  }
+  const std::string one_row_a_warp = source(64, 8191, "rows:t256:r1:bn8192");
+  EXPECT_NE(one_row_a_warp.find("tessel::store_row_vector<tessel::half_t, 8, float, true>("), std::string::npos)
+      << one_row_a_warp;
   std::string short_staged = source(4096, 127, "rows:t256:r64:bn128", true, true);
   EXPECT_EQ(short_staged.find("load_global_words_realigned"), std::string::npos) << short_staged;
   EXPECT_NE(short_staged.find("tessel::copy_span_to_shared<"), std::string::npos) << short_staged;

@@ -215,6 +215,24 @@ TEST(SoftmaxCompileErrors, ReductionThatCannotBeLaidOut) {
 
 namespace {
 
+// The default staged tiles at 127 and 129 columns (eight rows a warp) fit four blocks of 256
+// threads an SM on sm_90a: at most 64 registers (session 21's per-warp whole-vector form of the
+// span took 129 to 80; the compiler now proves it dead there and leaves it out).
+TEST(SoftmaxStagedRowsCompile, ShortOddRowsFitFourBlocksAnSm) {
+  for (long long N : {127LL, 129LL})
+    for (tessel::DType t : {tessel::DType::f16, tessel::DType::bf16}) {
+      auto c = tessel::kernels::default_softmax_config(4194304, N, t);
+      SCOPED_TRACE(std::to_string(N) + " " + c.describe());
+      tessel::JitOptions o;
+      o.arch = "sm_90a";
+      auto k = tessel::kernels::make_softmax(4194304, N, t, c, o);
+      ASSERT_EQ(c.threads, 256);
+      EXPECT_NE(k.source().find("tessel::copy_span_to_shared<"), std::string::npos);
+      EXPECT_LE(k.resources().registers, 64) << k.compile_log();
+      EXPECT_EQ(k.resources().spill_store_bytes + k.resources().spill_load_bytes, 0);
+    }
+}
+
 // Tiles exactly as wide as an odd row (infer_layouts' flat-rows layout): 16-byte loads and stores
 // of the block's run, the rows' reductions through reduce_flat_rows, no spills on sm_90a, no
 // local arrays in the PTX, on both architectures, with and without a ragged last block.
