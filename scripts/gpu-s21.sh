@@ -12,10 +12,11 @@
 #     to the model's old counts;
 #   TESSEL_S21_STEPS=tests: the attention gpu suites (the new defaults' tails, padded head dims,
 #     every D and dtype) and split-K / skinny GEMMs, each with a limit of its own.
+#   TESSEL_S21_STEPS="softmax bench" (a list): those sets in that order, in one call.
 #   scripts/gpu-s21.sh OUTDIR   (env: TESSEL_RESULT_TAG, TESSEL_S21_STEPS)
 set -uo pipefail
 source "$(dirname "$0")/gpu-steps.sh" gpu-s21 "${1:-}" s21-h200
-steps=${TESSEL_S21_STEPS:-bench}
+for steps in ${TESSEL_S21_STEPS:-bench}; do
 if [[ $steps == bench ]]; then
   step "bench attention (default, f16 and bf16)" 110 "$build/tessel" bench attention --dtype f16,bf16 --repeats 10 \
     --json "$out/$day-attention-default-$tag.json"
@@ -54,12 +55,16 @@ elif [[ $steps == softmax ]]; then
     step "bench softmax ${sc%%:*} flat rows beside the default" 40 "$build/tessel" bench softmax --repeats 10 \
       --shapes "${sc%%:*}" --config "${sc#*:}" --json "$out/$day-softmax-flat-${sc%%:*}-$tag.json"
   done
-else
+elif [[ $steps == tests ]]; then
   step "gpu tests (attention, session 20's defaults)" 180 "$build/tessel_tests_gpu" --gtest_brief=1 \
     --gtest_filter='FlashAttentionGpuSmall.DefaultConfigs*:FlashAttentionGpuSmall.SessionTwentyTilesSmall:FlashAttentionGpuSmall.KvInterleavedHeads'
   step "gpu tests (attention, every D)" 150 "$build/tessel_tests_gpu" --gtest_brief=1 \
     --gtest_filter='HeadDims/FlashAttentionGpu.*'
   step "gpu tests (split-K and skinny)" 140 "$build/tessel_tests_gpu" --gtest_brief=1 --gtest_filter='*MatmulSplitK*'
+else
+  echo "gpu-s21.sh: unknown step set '$steps' in TESSEL_S21_STEPS (legal: bench, softmax, tests)" | tee -a "$log"
+  status=1
 fi
+done
 grep "^### " "$log"
 exit $status
