@@ -12,6 +12,8 @@
 #     to the model's old counts;
 #   TESSEL_S21_STEPS=tests: the attention gpu suites (the new defaults' tails, padded head dims,
 #     every D and dtype) and split-K / skinny GEMMs, each with a limit of its own.
+#   TESSEL_S21_STEPS=tune (session 23): `tessel tune softmax` at issue 17's widths (f16), then the
+#     widths benched again with the run's tuning cache (the winners) beside cuDNN and the copy;
 #   TESSEL_S21_STEPS="softmax bench" (a list): those sets in that order, in one call.
 #   scripts/gpu-s21.sh OUTDIR   (env: TESSEL_RESULT_TAG, TESSEL_S21_STEPS)
 set -uo pipefail
@@ -61,8 +63,16 @@ elif [[ $steps == tests ]]; then
   step "gpu tests (attention, every D)" 150 "$build/tessel_tests_gpu" --gtest_brief=1 \
     --gtest_filter='HeadDims/FlashAttentionGpu.*'
   step "gpu tests (split-K and skinny)" 140 "$build/tessel_tests_gpu" --gtest_brief=1 --gtest_filter='*MatmulSplitK*'
+elif [[ $steps == tune ]]; then
+  for s in 4194304x127 4194304x129 524288x1023 65536x8191 32768x8193 10000x50257; do
+    step "tune softmax $s f16" 60 "$build/tessel" tune softmax --m "${s%x*}" --n "${s#*x}" --dtype f16 --repeats 10 \
+      --json "$out/$day-tune-softmax-$s-f16-$tag.json"
+  done
+  step "bench softmax 17 (tuned)" 90 "$build/tessel" bench softmax --repeats 10 \
+    --shapes 4194304x127,4194304x129,524288x1023,65536x8191,32768x8193,10000x50257 \
+    --json "$out/$day-softmax-issue17-tuned-$tag.json"
 else
-  echo "gpu-s21.sh: unknown step set '$steps' in TESSEL_S21_STEPS (legal: bench, softmax, tests)" | tee -a "$log"
+  echo "gpu-s21.sh: unknown step set '$steps' in TESSEL_S21_STEPS (legal: bench, softmax, tests, tune)" | tee -a "$log"
   status=1
 fi
 done
