@@ -14,6 +14,8 @@
 #     every D and dtype) and split-K / skinny GEMMs, each with a limit of its own.
 #   TESSEL_S21_STEPS=tune (session 23): `tessel tune softmax` at issue 17's widths (f16), then the
 #     widths benched again with the run's tuning cache (the winners) beside cuDNN and the copy;
+#   TESSEL_S21_STEPS=ncu (session 23): ncu's issue, memory and warp-state sections on the windowed
+#     50257, the 11-warp 8193 and the realigned 8191 beside the aligned 65536 (clocks left alone);
 #   TESSEL_S21_STEPS="softmax bench" (a list): those sets in that order, in one call.
 #   scripts/gpu-s21.sh OUTDIR   (env: TESSEL_RESULT_TAG, TESSEL_S21_STEPS)
 set -uo pipefail
@@ -63,6 +65,17 @@ elif [[ $steps == tests ]]; then
   step "gpu tests (attention, every D)" 150 "$build/tessel_tests_gpu" --gtest_brief=1 \
     --gtest_filter='HeadDims/FlashAttentionGpu.*'
   step "gpu tests (split-K and skinny)" 140 "$build/tessel_tests_gpu" --gtest_brief=1 --gtest_filter='*MatmulSplitK*'
+elif [[ $steps == ncu ]]; then
+  if command -v ncu >/dev/null; then
+    for shape in 10000x50257 4096x65536 32768x8193 65536x8191; do
+      step "ncu softmax $shape" 40 ncu --clock-control none -k regex:softmax_kernel -c 1 --section SpeedOfLight \
+        --section LaunchStats --section Occupancy --section WarpStateStats --section MemoryWorkloadAnalysis \
+        --section SchedulerStats --section ComputeWorkloadAnalysis "$build/tessel" bench softmax --repeats 1 \
+        --warmup 0 --shapes "$shape"
+    done
+  else
+    echo "gpu-s21.sh: no ncu on this machine; the ncu steps are left out" | tee -a "$log"
+  fi
 elif [[ $steps == tune ]]; then
   for s in 4194304x127 4194304x129 524288x1023 65536x8191 32768x8193 10000x50257; do
     step "tune softmax $s f16" 60 "$build/tessel" tune softmax --m "${s%x*}" --n "${s#*x}" --dtype f16 --repeats 10 \
@@ -72,7 +85,7 @@ elif [[ $steps == tune ]]; then
     --shapes 4194304x127,4194304x129,524288x1023,65536x8191,32768x8193,10000x50257 \
     --json "$out/$day-softmax-issue17-tuned-$tag.json"
 else
-  echo "gpu-s21.sh: unknown step set '$steps' in TESSEL_S21_STEPS (legal: bench, softmax, tests, tune)" | tee -a "$log"
+  echo "gpu-s21.sh: unknown step set '$steps' in TESSEL_S21_STEPS (legal: bench, softmax, ncu, tests, tune)" | tee -a "$log"
   status=1
 fi
 done
