@@ -51,6 +51,12 @@ elif [[ $steps == softmax ]]; then
     --shapes 4194304x127,4194304x129,524288x1023,65536x8191,32768x8193,10000x50257 \
     --json "$out/$day-softmax-issue17-$tag.json"
   step "bench softmax issue 4 widths" 60 "$build/tessel" bench softmax --json "$out/$day-softmax-issue4-$tag.json"
+  # Session 23: windows (every vector an aligned word, the row's head and tail selected) on the
+  # 11-warp tile beside the default's realigned loads and span stores.
+  for sc in 65536x8191:rows:t256:r1:bn8192,rows:t352:r1:bn8448:w 32768x8193:rows:t352:r1:bn8448,rows:t352:r1:bn8448:w; do
+    step "bench softmax ${sc%%:*} windows on 11 warps beside the default" 40 "$build/tessel" bench softmax --repeats 10 \
+      --shapes "${sc%%:*}" --config "${sc#*:}" --json "$out/$day-softmax-window11-${sc%%:*}-$tag.json"
+  done
   # Session 21: tiles exactly as wide as the odd rows (the flat-rows layout) beside the default's
   # tile, in one process with cuDNN and the copy.
   for sc in 4194304x127:rows:t256:r64:bn128,rows:t256:r64:bn127 \
