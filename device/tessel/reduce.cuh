@@ -591,6 +591,47 @@ __device__ inline void load_row_window(const T* g, int lo, int hi, float pad, D*
   }
 }
 
+// The windowed load of a register array in two loops, as the realigned loads: every aligned word
+// of the thread first (load_global_words_window: one predicated load a vector, no branch, so the
+// generated loop over a thread's vectors is one basic block of loads, all in flight together),
+// then each vector unpacked (unpack_row_window) -- as it is in a warp whose vectors all lie
+// wholly inside their rows (every warp but the ones holding a row's head or tail: decided per
+// warp, after every load was issued), else with the head's and tail's padding selected element
+// by element. `words` holds Vec * sizeof(T) bytes a vector (4, 8 or 16), 4-byte aligned and
+// aligned to the word for 8- and 16-byte vectors (the caller's array is 16-byte aligned). The
+// caller proved `g` aligned and, in the warp, inside the tensor wherever the vector has an
+// element of the row (lo < hi, lo < Vec, hi > 0): nothing is read otherwise.
+template <class T, int Vec>
+__device__ inline void load_global_words_window(const T* g, int lo, int hi, int* words) {
+  constexpr int kBytes = Vec * static_cast<int>(sizeof(T));
+  static_assert(kBytes == 16 || kBytes == 8 || kBytes == 4, "load_global_words_window: words of 4, 8 or 16 bytes");
+  typedef typename reduce_detail::VectorWord<kBytes>::type Word;
+  *reinterpret_cast<Word*>(words) = reduce_detail::load_if<kBytes>(g, lo < hi && lo < Vec && hi > 0);
+}
+template <class T, int Vec, class D = float>
+__device__ inline void unpack_row_window(int lo, int hi, float pad, const int* words, D* dst) {
+  constexpr int kBytes = Vec * static_cast<int>(sizeof(T));
+  static_assert(kBytes == 16 || kBytes == 8 || kBytes == 4, "unpack_row_window: words of 4, 8 or 16 bytes");
+  typedef typename reduce_detail::VectorWord<kBytes>::type Word;
+  union {
+    Word word;
+    T elems[Vec];
+  } in;
+  in.word = *reinterpret_cast<const Word*>(words);
+  if (warp_all(lo <= 0 && hi >= Vec)) {
+    if constexpr (is_same<D, T>::value) {
+      *reinterpret_cast<Word*>(dst) = in.word;  // kept packed
+    } else {
+#pragma unroll
+      for (int v = 0; v < Vec; ++v) dst[v] = reduce_detail::as_fragment<D>(in.elems[v]);
+    }
+    return;
+  }
+  const T pad_value = from_float<T>(pad);
+#pragma unroll
+  for (int v = 0; v < Vec; ++v) dst[v] = reduce_detail::as_fragment<D>(v >= lo && v < hi ? in.elems[v] : pad_value);
+}
+
 // The store side: the whole vector in one store when all of it is the row's and `g` is aligned,
 // else element by element over [lo, hi).
 template <class T, int Vec, class S = float>

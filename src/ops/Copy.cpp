@@ -571,8 +571,37 @@ class CopyLowering {
             w));
       };
       if (!words || !fits.defined()) return call(false);
-      if (always_fits) return call(true);
-      return make_if(make_call("tessel::warp_all", {fits}, DType::boolean), call(true), call(false), w);
+      // A register array (no shared tail): two loops, every word of the thread loaded before the
+      // first unpack (tessel::load_global_words_window, unpack_row_window). With one loop the
+      // head's and tail's selects stood between a vector's load and the next one's (sm_90a,
+      // 65536x8191 f16 on 11 warps: 8 SEL and up to 16 ISETP a vector, in every warp); the
+      // unpack now selects only in a warp holding a row's head or tail, decided per warp after
+      // the loads. A shared tail keeps load_row_window: its whole vectors go by cp.async.
+      Stmt word_path = call(true);
+      if (!ctx_.register_tails.count(regs->id)) {
+        const int ints = vector_bytes / 4;
+        Buffer held = Buffer::make(regs->name + "_words", {make_int(ints * groups)}, DType::i32, Scope::Local, w);
+        const Expr at_words = make_binary(BinaryOp::Mul, grp, make_int(ints));
+        const std::vector<std::string> word_targs{dtype_cuda(t->dtype), std::to_string(vec)};
+        word_path = make_seq(
+            {make_decl(held, w),
+             loop(make_device_call("tessel::load_global_words_window", word_targs,
+                                   {{Expr(), t, offset},
+                                    {lo, Buffer(), Expr()},
+                                    {hi, Buffer(), Expr()},
+                                    {Expr(), held, at_words}},
+                                   w)),
+             loop(make_device_call("tessel::unpack_row_window", targs,
+                                   {{lo, Buffer(), Expr()},
+                                    {hi, Buffer(), Expr()},
+                                    {pad, Buffer(), Expr()},
+                                    {Expr(), held, at_words},
+                                    {Expr(), regs, first}},
+                                   w))},
+            w);
+      }
+      if (always_fits) return word_path;
+      return make_if(make_call("tessel::warp_all", {fits}, DType::boolean), word_path, call(false), w);
     }
     Stmt masked = loop(make_device_call("tessel::store_row_window", targs,
                                         {{Expr(), t, offset}, {lo, Buffer(), Expr()}, {hi, Buffer(), Expr()},

@@ -78,15 +78,22 @@ TEST(NegativeStarts, TilesBeforeRowAndColumnZero) {
 }
 
 // The window at the aligned word before each row: its start provably a multiple of the vector,
-// so whole words in (the row's head and tail selected in registers; element-wise only in a warp
-// with a word that may lie outside the tensor: none here) and whole words out where a warp holds no row edge. The fixed
+// so whole words in (all of a thread's loads first, then the row's head and tail selected in
+// registers; element-wise only in a warp with a word that may lie outside the tensor: none here) and whole words out where a warp holds no row edge. The fixed
 // window at column -3 is not aligned: element by element both ways.
 TEST(RowWindowLowering, WholeWordsOnlyWhereTheStartIsProvablyAligned) {
   for (DType t : {DType::f16, DType::f32}) {
     const std::string ty = t == DType::f16 ? "tessel::half_t, 8" : "float, 4";
     auto aligned = tessel::lower(tessel::test::row_window_program(64, 1023, t, true).ir(), tessel::test::sm90(), true);
     const std::string a = aligned.stages.back().second;
-    EXPECT_NE(a.find("tessel::load_row_window<" + ty + ", float, true>"), std::string::npos) << a;
+    // A register array: the words of every vector first (one predicated load each), then the
+    // unpacks, which select the head's and tail's padding only in a warp that holds one.
+    const std::string words = "tessel::load_global_words_window<" + ty + ">";
+    const std::string unpack = "tessel::unpack_row_window<" + ty + ", float>";
+    ASSERT_NE(a.find(words), std::string::npos) << a;
+    ASSERT_NE(a.find(unpack), std::string::npos) << a;
+    EXPECT_LT(a.rfind(words), a.find(unpack)) << a;
+    EXPECT_EQ(a.find("tessel::load_row_window<" + ty + ", float, true>"), std::string::npos) << a;
     // No warp's word can pass the tensor's ends here (rows 0 and M - 1 are no block's): the
     // element-wise load is proven dead and left out.
     EXPECT_EQ(a.find("tessel::load_row_window<" + ty + ", float, false>"), std::string::npos) << a;

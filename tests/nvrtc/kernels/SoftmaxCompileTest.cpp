@@ -69,8 +69,31 @@ TEST_P(SoftmaxStagedRows, SpanThroughSharedMemory) {
         N % vec != 0 && (c.variant == tessel::kernels::SoftmaxVariant::Online || (c.window && c.block_N >= N + vec - 1));
     if (windowed) {
       const std::string ty(tessel::dtype_cuda_name(t));
-      EXPECT_NE(k.source().find("tessel::load_row_window<" + ty + ", " + std::to_string(vec) + ", "), std::string::npos)
-          << k.source();
+      if (c.shared_vectors > 0) {
+        EXPECT_NE(k.source().find("tessel::load_row_window<" + ty + ", " + std::to_string(vec) + ", "), std::string::npos)
+            << k.source();
+      } else {
+        // A register array: every word of the thread loaded before the first unpack, and every
+        // 16-byte load of them issued before the first branch that follows them in the PTX (the
+        // online variant: each chunk's, a chunk read once a pass).
+        const std::string words = "tessel::load_global_words_window<" + ty + ", " + std::to_string(vec) + ">";
+        const std::string unpack = "tessel::unpack_row_window<" + ty + ", " + std::to_string(vec) + ", ";
+        ASSERT_NE(k.source().find(words), std::string::npos) << k.source();
+        const bool online = c.variant == tessel::kernels::SoftmaxVariant::Online;
+        if (!online) {
+          EXPECT_LT(k.source().rfind(words), k.source().find(unpack)) << k.source();
+        }
+        EXPECT_LT(k.source().find(words), k.source().find(unpack)) << k.source();
+        EXPECT_EQ(k.source().find("load_row_window<" + ty + ", " + std::to_string(vec) + ", float, true>"),
+                  std::string::npos);
+        const std::string& ptx = k.ptx();
+        const std::size_t first = ptx.find("ld.global.nc.v4");
+        const std::size_t branch = ptx.find(" bra", first);
+        int in_flight = 0;
+        for (std::size_t at = first; at != std::string::npos && at < branch; at = ptx.find("ld.global.nc.v4", at + 1))
+          ++in_flight;
+        EXPECT_EQ(in_flight, (online ? 1 : c.rows_per_block) * c.block_N / c.threads / vec) << ptx;
+      }
       EXPECT_NE(k.source().find("tessel::store_row_vector_whole<"), std::string::npos);
       EXPECT_NE(k.source().find("tessel::store_row_window<"), std::string::npos);
       EXPECT_EQ(k.source().find("span"), std::string::npos);
