@@ -16,6 +16,9 @@
 #     widths benched again with the run's tuning cache (the winners) beside cuDNN and the copy;
 #   TESSEL_S21_STEPS=ncu (session 23): ncu's issue, memory and warp-state sections on the windowed
 #     50257, the 11-warp 8193 and the realigned 8191 beside the aligned 65536 (clocks left alone);
+#   TESSEL_S21_STEPS=first (session 23): one call's worth, most valuable first: issue 17's softmax
+#     widths and windows on 11 warps, the softmax gpu suites and fuzz, the attention and skinny
+#     GEMM defaults, issue 4's widths;
 #   TESSEL_S21_STEPS="softmax bench" (a list): those sets in that order, in one call.
 #   scripts/gpu-s21.sh OUTDIR   (env: TESSEL_RESULT_TAG, TESSEL_S21_STEPS)
 set -uo pipefail
@@ -71,6 +74,27 @@ elif [[ $steps == tests ]]; then
   step "gpu tests (attention, every D)" 150 "$build/tessel_tests_gpu" --gtest_brief=1 \
     --gtest_filter='HeadDims/FlashAttentionGpu.*'
   step "gpu tests (split-K and skinny)" 140 "$build/tessel_tests_gpu" --gtest_brief=1 --gtest_filter='*MatmulSplitK*'
+elif [[ $steps == first ]]; then
+  # Session 23: the H200 came rarely; one call's worth, most valuable first (issue 17's softmax
+  # bar, then correctness of the softmax changes never run on a GPU, then the attention and
+  # skinny-GEMM defaults), so that a call cut short still returns the figures that matter.
+  step "bench softmax 17 (default)" 90 "$build/tessel" bench softmax --repeats 10 \
+    --shapes 4194304x127,4194304x129,524288x1023,65536x8191,32768x8193,10000x50257 \
+    --json "$out/$day-softmax-issue17-$tag.json"
+  for sc in 65536x8191:rows:t256:r1:bn8192,rows:t352:r1:bn8448:w 32768x8193:rows:t352:r1:bn8448,rows:t352:r1:bn8448:w; do
+    step "bench softmax ${sc%%:*} windows on 11 warps beside the default" 40 "$build/tessel" bench softmax --repeats 10 \
+      --shapes "${sc%%:*}" --config "${sc#*:}" --json "$out/$day-softmax-window11-${sc%%:*}-$tag.json"
+  done
+  step "gpu tests (softmax)" 150 "$build/tessel_tests_gpu" --gtest_brief=1 \
+    --gtest_filter='*Softmax*:IssueWidths/*:RowWindows*:NegativeStartsGpu*:*FlatRows*:-Shapes/Attention.*'
+  step "fuzz softmax on the GPU" 90 env TESSEL_CACHE=0 "$build/tessel_fuzz" --gpu --arch none --family softmax \
+    --count 400 --seed 20261223 --out "$out/fuzz-softmax"
+  step "bench attention (default, f16 and bf16)" 110 "$build/tessel" bench attention --dtype f16,bf16 --repeats 10 \
+    --json "$out/$day-attention-default-$tag.json"
+  step "bench gemm skinny (default)" 40 "$build/tessel" bench gemm --repeats 20 --warmup 5 --dtype f16,bf16 \
+    --shapes 1x4096x4096,16x4096x4096,32x4096x14336,8x14336x4096,16x14336x4096,64x8192x8192 \
+    --json "$out/$day-gemm-skinny-default-$tag.json"
+  step "bench softmax issue 4 widths" 60 "$build/tessel" bench softmax --json "$out/$day-softmax-issue4-$tag.json"
 elif [[ $steps == ncu ]]; then
   if command -v ncu >/dev/null; then
     for shape in 10000x50257 4096x65536 32768x8193 65536x8191; do
@@ -91,7 +115,7 @@ elif [[ $steps == tune ]]; then
     --shapes 4194304x127,4194304x129,524288x1023,65536x8191,32768x8193,10000x50257 \
     --json "$out/$day-softmax-issue17-tuned-$tag.json"
 else
-  echo "gpu-s21.sh: unknown step set '$steps' in TESSEL_S21_STEPS (legal: bench, softmax, ncu, tests, tune)" | tee -a "$log"
+  echo "gpu-s21.sh: unknown step set '$steps' in TESSEL_S21_STEPS (legal: first, bench, softmax, ncu, tests, tune)" | tee -a "$log"
   status=1
 fi
 done
