@@ -239,13 +239,28 @@ SoftmaxConfig default_softmax_config(long long /*M*/, long long N, DType dtype) 
     // Measured (bench/results/2026-12-02-softmax-s2-run2-h200.json, f16): N = 5000 on 128 lanes
     // x 5 vectors 99.5 % of copy against 86.1 % on 256 lanes x 3 (143 of 768 vectors padding);
     // N = 4096 on 128 x 4 98-99 %; N = 16384 on 512 x 4 89 %, 256 x 8 83-91 %.
-    // Rows that do not all start 16-byte aligned keep a tile no wider than the row needs
-    // (realigned loads, the span's stores): windows measured slower on these register-only rows
-    // (H200 session 18: 8191 f16 65.6 % of copy against 77.0 %; 8193 66.3 % against 67 %).
     c.variant = SoftmaxVariant::Rows;
     c.threads = static_cast<int>(std::max<long long>(128, lanes));
     c.rows_per_block = static_cast<int>(c.threads / lanes);
     c.block_N = static_cast<int>(round_up(N, lanes * vec));
+    // Rows that do not all start 16-byte aligned: through windows from the aligned word before
+    // each row (copy_window: every vector one aligned word in and out, no span, no block
+    // barrier before the store) on the lanes the windowed row needs, one row a block of at least
+    // 128 lanes (the class measured; shorter rows keep the realigned loads), where that pads at
+    // most 5 % more than the realigned loads' tile. Measured (H100, session 23, same process): 8191 f16
+    // on 352 lanes x 3 99.3 % of copy against 98.4 % for 256 x 4 realigned; 8193 99.5 % against
+    // 95.8 % (352 x 3 both). Session 18's windows lost on the H200 (8191: 65.6 % against 77.0 %)
+    // on a tile that padded 25 % (256 x 5) and selected every element of the row's edges in
+    // every warp; both are gone (docs/perf-notes.md, sessions 18 and 23).
+    if (const long long cols = N + vec - 1, lanes_w = N % vec ? rows_lanes(cols, vec) : 0; lanes_w > 0) {
+      const long long bn = round_up(cols, lanes_w * vec);
+      if (lanes_w >= 128 && static_cast<double>(bn) <= 1.05 * static_cast<double>(c.block_N)) {
+        c.threads = static_cast<int>(std::max<long long>(128, lanes_w));
+        c.rows_per_block = static_cast<int>(c.threads / lanes_w);
+        c.block_N = static_cast<int>(bn);
+        c.window = true;
+      }
+    }
   } else {
     // Rows too long for registers: two passes over global memory (the second read mostly from
     // L2), the next chunk's loads in flight during the current chunk's reductions. Measured at

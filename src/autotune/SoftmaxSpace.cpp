@@ -90,6 +90,22 @@ Space softmax_space(const std::string& arch, long long M, long long N, DType dty
     const long long v = (row / vec + threads - 1) / threads;
     if (v >= 3 && v <= 8) point(kernels::SoftmaxVariant::Rows, threads, 1, round_up(N, threads * vec));
   }
+  // Rows that start unaligned through windows (w) on the lanes the windowed row needs (N + vec
+  // - 1 columns), the dispatcher's choice where it pads at most 5 % more than the realigned
+  // tile, and the neighbouring blocks of warps that are not a power of two.
+  if (N % vec != 0) {
+    const long long cols = N + vec - 1, vectors = (cols + vec - 1) / vec;
+    const long long lanes_w = kernels::softmax_row_lanes(cols, dtype);
+    if (lanes_w > 0 && lanes_w < 128) {
+      point(kernels::SoftmaxVariant::Rows, 128, static_cast<int>(128 / lanes_w), round_up(cols, lanes_w * vec), 0,
+            true);
+    } else if (lanes_w > 0) {
+      for (int threads = 128; threads <= 1024; threads += 32) {
+        const long long v = (vectors + threads - 1) / threads;
+        if (v >= 3 && v <= 8) point(kernels::SoftmaxVariant::Rows, threads, 1, round_up(cols, threads * vec), 0, true);
+      }
+    }
+  }
   // Rows that are not whole vectors in a tile exactly as wide as the row (block_N = N): the
   // compiler holds them as the flat run they are in memory (infer_layouts' flat-rows layout),
   // each thread 2 to 8 consecutive aligned vectors of it; the rows a block takes keep its run a
