@@ -11,6 +11,17 @@ std::string width_and_arch(const ::testing::TestParamInfo<std::tuple<long long, 
   return "N" + std::to_string(std::get<0>(info.param)) + "_" + std::get<1>(info.param);
 }
 
+// The 16-byte global loads from the first one up to the first branch after it: the loads a
+// thread has in flight together before any of them is used.
+long long loads_before_first_branch(const std::string& ptx) {
+  const std::size_t first = ptx.find("ld.global.nc.v4");
+  const std::size_t branch = ptx.find(" bra", first);
+  long long in_flight = 0;
+  for (std::size_t at = first; at != std::string::npos && at < branch; at = ptx.find("ld.global.nc.v4", at + 1))
+    ++in_flight;
+  return in_flight;
+}
+
 class SoftmaxCompile : public ::testing::TestWithParam<std::tuple<long long, std::string>> {};
 
 TEST_P(SoftmaxCompile, NoSpillsAndVectorAccesses) {
@@ -86,13 +97,8 @@ TEST_P(SoftmaxStagedRows, SpanThroughSharedMemory) {
         EXPECT_LT(k.source().find(words), k.source().find(unpack)) << k.source();
         EXPECT_EQ(k.source().find("load_row_window<" + ty + ", " + std::to_string(vec) + ", float, true>"),
                   std::string::npos);
-        const std::string& ptx = k.ptx();
-        const std::size_t first = ptx.find("ld.global.nc.v4");
-        const std::size_t branch = ptx.find(" bra", first);
-        int in_flight = 0;
-        for (std::size_t at = first; at != std::string::npos && at < branch; at = ptx.find("ld.global.nc.v4", at + 1))
-          ++in_flight;
-        EXPECT_EQ(in_flight, (online ? 1 : c.rows_per_block) * c.block_N / c.threads / vec) << ptx;
+        EXPECT_EQ(loads_before_first_branch(k.ptx()), (online ? 1 : c.rows_per_block) * c.block_N / c.threads / vec)
+            << k.ptx();
       }
       EXPECT_NE(k.source().find("tessel::store_row_vector_whole<"), std::string::npos);
       EXPECT_NE(k.source().find("tessel::store_row_window<"), std::string::npos);
@@ -121,14 +127,8 @@ TEST_P(SoftmaxStagedRows, SpanThroughSharedMemory) {
       EXPECT_EQ(k.ptx().find("cp.async"), std::string::npos);
       // Every 16-byte load of a thread's vectors (two words each) issued before the first branch
       // that follows them: no vector's loads wait behind another's unpack.
-      const std::string& ptx = k.ptx();
-      const std::size_t first = ptx.find("ld.global.nc.v4");
-      const std::size_t branch = ptx.find(" bra", first);
-      int in_flight = 0;
-      for (std::size_t at = first; at != std::string::npos && at < branch; at = ptx.find("ld.global.nc.v4", at + 1))
-        ++in_flight;
       const long long vectors = c.rows_per_block * c.block_N / c.threads / vec;
-      EXPECT_EQ(in_flight, 2 * vectors) << ptx;
+      EXPECT_EQ(loads_before_first_branch(k.ptx()), 2 * vectors) << k.ptx();
     }
     // The staged load side (the default for short rows; JitOptions::disable_realigned_global_loads
     // for long ones).
