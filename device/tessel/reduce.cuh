@@ -604,7 +604,8 @@ __device__ inline void load_row_window(const T* g, int lo, int hi, float pad, D*
 template <class T, int Vec>
 __device__ inline void load_global_words_window(const T* g, int lo, int hi, int* words) {
   constexpr int kBytes = Vec * static_cast<int>(sizeof(T));
-  static_assert(kBytes == 16 || kBytes == 8 || kBytes == 4, "load_global_words_window: words of 4, 8 or 16 bytes");
+  static_assert(kBytes == 16 || kBytes == 8 || kBytes == 4,
+                "load_global_words_window: words of 4, 8 or 16 bytes");
   typedef typename reduce_detail::VectorWord<kBytes>::type Word;
   *reinterpret_cast<Word*>(words) = reduce_detail::load_if<kBytes>(g, lo < hi && lo < Vec && hi > 0);
 }
@@ -629,7 +630,8 @@ __device__ inline void unpack_row_window(int lo, int hi, float pad, const int* w
   }
   const T pad_value = from_float<T>(pad);
 #pragma unroll
-  for (int v = 0; v < Vec; ++v) dst[v] = reduce_detail::as_fragment<D>(v >= lo && v < hi ? in.elems[v] : pad_value);
+  for (int v = 0; v < Vec; ++v)
+    dst[v] = reduce_detail::as_fragment<D>(v >= lo && v < hi ? in.elems[v] : pad_value);
 }
 
 // The store side: the whole vector in one store when all of it is the row's and `g` is aligned,

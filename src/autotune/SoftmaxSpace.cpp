@@ -97,12 +97,13 @@ Space softmax_space(const std::string& arch, long long M, long long N, DType dty
     const long long cols = N + vec - 1, vectors = (cols + vec - 1) / vec;
     const long long lanes_w = kernels::softmax_row_lanes(cols, dtype);
     if (lanes_w > 0 && lanes_w < 128) {
-      point(kernels::SoftmaxVariant::Rows, 128, static_cast<int>(128 / lanes_w), round_up(cols, lanes_w * vec), 0,
-            true);
+      point(kernels::SoftmaxVariant::Rows, 128, static_cast<int>(128 / lanes_w),
+            round_up(cols, lanes_w * vec), 0, true);
     } else if (lanes_w > 0) {
       for (int threads = 128; threads <= 1024; threads += 32) {
         const long long v = (vectors + threads - 1) / threads;
-        if (v >= 3 && v <= 8) point(kernels::SoftmaxVariant::Rows, threads, 1, round_up(cols, threads * vec), 0, true);
+        if (v >= 3 && v <= 8)
+          point(kernels::SoftmaxVariant::Rows, threads, 1, round_up(cols, threads * vec), 0, true);
       }
     }
   }

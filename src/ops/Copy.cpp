@@ -580,25 +580,25 @@ class CopyLowering {
       Stmt word_path = call(true);
       if (!ctx_.register_tails.count(regs->id)) {
         const int ints = vector_bytes / 4;
-        Buffer held = Buffer::make(regs->name + "_words", {make_int(ints * groups)}, DType::i32, Scope::Local, w);
+        Buffer held =
+            Buffer::make(regs->name + "_words", {make_int(ints * groups)}, DType::i32, Scope::Local, w);
         const Expr at_words = make_binary(BinaryOp::Mul, grp, make_int(ints));
         const std::vector<std::string> word_targs{dtype_cuda(t->dtype), std::to_string(vec)};
-        word_path = make_seq(
-            {make_decl(held, w),
-             loop(make_device_call("tessel::load_global_words_window", word_targs,
-                                   {{Expr(), t, offset},
-                                    {lo, Buffer(), Expr()},
-                                    {hi, Buffer(), Expr()},
-                                    {Expr(), held, at_words}},
-                                   w)),
-             loop(make_device_call("tessel::unpack_row_window", targs,
-                                   {{lo, Buffer(), Expr()},
-                                    {hi, Buffer(), Expr()},
-                                    {pad, Buffer(), Expr()},
-                                    {Expr(), held, at_words},
-                                    {Expr(), regs, first}},
-                                   w))},
-            w);
+        word_path = make_seq({make_decl(held, w),
+                              loop(make_device_call("tessel::load_global_words_window", word_targs,
+                                                    {{Expr(), t, offset},
+                                                     {lo, Buffer(), Expr()},
+                                                     {hi, Buffer(), Expr()},
+                                                     {Expr(), held, at_words}},
+                                                    w)),
+                              loop(make_device_call("tessel::unpack_row_window", targs,
+                                                    {{lo, Buffer(), Expr()},
+                                                     {hi, Buffer(), Expr()},
+                                                     {pad, Buffer(), Expr()},
+                                                     {Expr(), held, at_words},
+                                                     {Expr(), regs, first}},
+                                                    w))},
+                             w);
       }
       if (always_fits) return word_path;
       return make_if(make_call("tessel::warp_all", {fits}, DType::boolean), word_path, call(false), w);

@@ -72,7 +72,8 @@ TEST(RowLayout, OneRowOverABlockOfElevenWarps) {
   // 8193 f16: 1025 vectors on 352 lanes x 3 (powers of two: 256 x 5), through windows (the
   // windowed row, 8200 columns, needs the same 1025).
   T::kernels::SoftmaxConfig c = T::kernels::parse_softmax_config("rows:t352:r1:bn8448");
-  EXPECT_EQ(T::kernels::default_softmax_config(32768, 8193, T::DType::f16).describe(), "rows:t352:r1:bn8448:w");
+  EXPECT_EQ(T::kernels::default_softmax_config(32768, 8193, T::DType::f16).describe(),
+            "rows:t352:r1:bn8448:w");
   auto f = T::kernels::softmax_program(32768, 8193, T::DType::f16, c);
   auto l = T::lower(f.ir(), sm90(), {}, false);
   const std::string src = T::codegen::generate_cuda(l);

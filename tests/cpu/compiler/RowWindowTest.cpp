@@ -79,8 +79,9 @@ TEST(NegativeStarts, TilesBeforeRowAndColumnZero) {
 
 // The window at the aligned word before each row: its start provably a multiple of the vector,
 // so whole words in (all of a thread's loads first, then the row's head and tail selected in
-// registers; element-wise only in a warp with a word that may lie outside the tensor: none here) and whole words out where a warp holds no row edge. The fixed
-// window at column -3 is not aligned: element by element both ways.
+// registers; element-wise only in a warp with a word that may lie outside the tensor: none here) and whole
+// words out where a warp holds no row edge. The fixed window at column -3 is not aligned: element by element
+// both ways.
 TEST(RowWindowLowering, WholeWordsOnlyWhereTheStartIsProvablyAligned) {
   for (DType t : {DType::f16, DType::f32}) {
     const std::string ty = t == DType::f16 ? "tessel::half_t, 8" : "float, 4";

@@ -108,9 +108,12 @@ TEST(SoftmaxConfigErrors, RowWindowsFlag) {
   // of 8191 f16 on 352 x 3, 3 % more than the realigned 256 x 4); where that pads more than 5 %
   // beyond the realigned tile (4095 f16: 4102 columns against an exact 128 x 4) or the rows are
   // short enough to share a block (1025 f16, four rows of 32 lanes), the realigned loads stay.
-  EXPECT_EQ(tessel::kernels::default_softmax_config(10000, 8191, DType::f16).describe(), "rows:t352:r1:bn8448:w");
-  EXPECT_EQ(tessel::kernels::default_softmax_config(10000, 4095, DType::f16).describe(), "rows:t128:r1:bn4096");
-  EXPECT_EQ(tessel::kernels::default_softmax_config(10000, 1025, DType::f16).describe(), "rows:t128:r4:bn1280");
+  EXPECT_EQ(tessel::kernels::default_softmax_config(10000, 8191, DType::f16).describe(),
+            "rows:t352:r1:bn8448:w");
+  EXPECT_EQ(tessel::kernels::default_softmax_config(10000, 4095, DType::f16).describe(),
+            "rows:t128:r1:bn4096");
+  EXPECT_EQ(tessel::kernels::default_softmax_config(10000, 1025, DType::f16).describe(),
+            "rows:t128:r4:bn1280");
   EXPECT_FALSE(tessel::kernels::default_softmax_config(10000, 8192, DType::f16).window);
   try {
     tessel::kernels::parse_softmax_config("online:t256:bn4096:w");

@@ -216,7 +216,8 @@ INSTANTIATE_TEST_SUITE_P(Explicit, SoftmaxVariants,
                                            // Windows from the aligned word before each row with a
                                            // shared tail (cp.async for whole vectors, the row's
                                            // head and tail through registers).
-                                           std::make_tuple("rows:t512:r1:bn53248:s11:w", 50257LL, DType::bf16),
+                                           std::make_tuple("rows:t512:r1:bn53248:s11:w", 50257LL,
+                                                           DType::bf16),
                                            std::make_tuple("rows:t512:r1:bn40960:s8:w", 40001LL, DType::f16),
                                            std::make_tuple("rows:t256:r8:bn1280:w", 1023LL, DType::bf16),
                                            std::make_tuple("rows:t256:r64:bn160:w", 127LL, DType::f16),

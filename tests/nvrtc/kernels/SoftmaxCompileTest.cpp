@@ -17,7 +17,8 @@ long long loads_before_first_branch(const std::string& ptx) {
   const std::size_t first = ptx.find("ld.global.nc.v4");
   const std::size_t branch = ptx.find(" bra", first);
   long long in_flight = 0;
-  for (std::size_t at = first; at != std::string::npos && at < branch; at = ptx.find("ld.global.nc.v4", at + 1))
+  for (std::size_t at = first; at != std::string::npos && at < branch;
+       at = ptx.find("ld.global.nc.v4", at + 1))
     ++in_flight;
   return in_flight;
 }
@@ -81,7 +82,8 @@ TEST_P(SoftmaxStagedRows, SpanThroughSharedMemory) {
     if (windowed) {
       const std::string ty(tessel::dtype_cuda_name(t));
       if (c.shared_vectors > 0) {
-        EXPECT_NE(k.source().find("tessel::load_row_window<" + ty + ", " + std::to_string(vec) + ", "), std::string::npos)
+        EXPECT_NE(k.source().find("tessel::load_row_window<" + ty + ", " + std::to_string(vec) + ", "),
+                  std::string::npos)
             << k.source();
       } else {
         // A register array: every word of the thread loaded before the first unpack, and every
@@ -97,7 +99,8 @@ TEST_P(SoftmaxStagedRows, SpanThroughSharedMemory) {
         EXPECT_LT(k.source().find(words), k.source().find(unpack)) << k.source();
         EXPECT_EQ(k.source().find("load_row_window<" + ty + ", " + std::to_string(vec) + ", float, true>"),
                   std::string::npos);
-        EXPECT_EQ(loads_before_first_branch(k.ptx()), (online ? 1 : c.rows_per_block) * c.block_N / c.threads / vec)
+        EXPECT_EQ(loads_before_first_branch(k.ptx()),
+                  (online ? 1 : c.rows_per_block) * c.block_N / c.threads / vec)
             << k.ptx();
       }
       EXPECT_NE(k.source().find("tessel::store_row_vector_whole<"), std::string::npos);
