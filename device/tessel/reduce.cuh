@@ -378,6 +378,25 @@ __device__ inline void load_row_vector_whole(const T* g, bool present, float pad
   }
 }
 
+namespace reduce_detail {
+// A loaded word's Vec elements into dst: the word itself where the fragment keeps the loaded
+// type (kept packed), else each element converted.
+template <class T, int Vec, class D, class Word>
+__device__ inline void word_to_fragment(const Word& word, D* dst) {
+  if constexpr (is_same<D, T>::value) {
+    *reinterpret_cast<Word*>(dst) = word;
+  } else {
+    union {
+      Word word;
+      T elems[Vec];
+    } pack;
+    pack.word = word;
+#pragma unroll
+    for (int v = 0; v < Vec; ++v) dst[v] = as_fragment<D>(pack.elems[v]);
+  }
+}
+}  // namespace reduce_detail
+
 // A vector that is whole and aligned (`present`) or absent, where nothing reads an absent
 // vector's values (a flat-rows tile's words past its block's run): zeros, with no padding value
 // selected element by element.
@@ -385,18 +404,7 @@ template <class T, int Vec, class D = float>
 __device__ inline void load_vector_or_zeros(const T* g, bool present, D* dst) {
   constexpr int kBytes = Vec * static_cast<int>(sizeof(T));
   static_assert(kBytes == 16 || kBytes == 8 || kBytes == 4, "load_vector_or_zeros: 4, 8 or 16 bytes");
-  typedef typename reduce_detail::VectorWord<kBytes>::type Word;
-  union {
-    Word word;
-    T elems[Vec];
-  } pack;
-  pack.word = reduce_detail::load_if<kBytes>(g, present);
-  if constexpr (is_same<D, T>::value) {
-    *reinterpret_cast<Word*>(dst) = pack.word;
-  } else {
-#pragma unroll
-    for (int v = 0; v < Vec; ++v) dst[v] = reduce_detail::as_fragment<D>(pack.elems[v]);
-  }
+  reduce_detail::word_to_fragment<T, Vec>(reduce_detail::load_if<kBytes>(g, present), dst);
 }
 
 namespace reduce_detail {
@@ -620,12 +628,7 @@ __device__ inline void unpack_row_window(int lo, int hi, float pad, const int* w
   } in;
   in.word = *reinterpret_cast<const Word*>(words);
   if (warp_all(lo <= 0 && hi >= Vec)) {
-    if constexpr (is_same<D, T>::value) {
-      *reinterpret_cast<Word*>(dst) = in.word;  // kept packed
-    } else {
-#pragma unroll
-      for (int v = 0; v < Vec; ++v) dst[v] = reduce_detail::as_fragment<D>(in.elems[v]);
-    }
+    reduce_detail::word_to_fragment<T, Vec>(in.word, dst);
     return;
   }
   const T pad_value = from_float<T>(pad);
