@@ -18,7 +18,8 @@
 #     50257, the 11-warp 8193 and the realigned 8191 beside the aligned 65536 (clocks left alone);
 #   TESSEL_S21_STEPS=first (session 23): one call's worth, most valuable first: issue 17's softmax
 #     widths and windows on 11 warps, the softmax gpu suites and fuzz, the attention and skinny
-#     GEMM defaults, issue 4's widths;
+#     GEMM defaults, (session 24) the skinny GEMMs on one accumulator chain and the chains' gpu
+#     tests, issue 4's widths;
 #   TESSEL_S21_STEPS="softmax bench" (a list): those sets in that order, in one call.
 #   scripts/gpu-s21.sh OUTDIR   (env: TESSEL_RESULT_TAG, TESSEL_S21_STEPS)
 set -uo pipefail
@@ -94,6 +95,13 @@ elif [[ $steps == first ]]; then
   step "bench gemm skinny (default)" 40 "$build/tessel" bench gemm --repeats 20 --warmup 5 --dtype f16,bf16 \
     --shapes 1x4096x4096,16x4096x4096,32x4096x14336,8x14336x4096,16x14336x4096,64x8192x8192 \
     --json "$out/$day-gemm-skinny-default-$tag.json"
+  # Session 24: the 16x32 tiles' accumulator chains (the default above) against one chain, and
+  # their correctness (M below the tile, N and K tails, chains on and off).
+  step "bench gemm skinny (one accumulator chain)" 30 env TESSEL_DISABLE=gemm_chains "$build/tessel" bench gemm \
+    --repeats 20 --warmup 5 --dtype f16,bf16 --shapes 1x4096x4096,16x4096x4096 \
+    --json "$out/$day-gemm-skinny-one-chain-$tag.json"
+  step "gpu tests (accumulator chains)" 60 "$build/tessel_tests_gpu" --gtest_brief=1 \
+    --gtest_filter='*AccumulatorChains*:SkinnyAndRagged/MatmulSplitKShapes.*1x4096x4096*:SkinnyAndRagged/MatmulSplitKShapes.*16x4000x3000*:SkinnyAndRagged/MatmulSplitKShapes.*9x3968x4104*'
   step "bench softmax issue 4 widths" 60 "$build/tessel" bench softmax --json "$out/$day-softmax-issue4-$tag.json"
 elif [[ $steps == ncu ]]; then
   if command -v ncu >/dev/null; then

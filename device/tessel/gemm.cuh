@@ -38,8 +38,13 @@ struct TileCoord {
   int col;
 };
 
+// KChains (run() only): how many independent accumulator chains one run() spreads its k steps
+// over (k step kk adds into chain kk % KChains; chain 0 is acc, the others start at zero and are
+// added into acc at the end). A warp whose tile is one or two m16n8 blocks has nothing but the
+// previous k step's mma to wait for, so with one chain its mmas run back to back at the tensor
+// core's latency; the compiler (infer_layouts, src/ops/Gemm.cpp) asks for more chains then.
 template <class TIn, int BM, int BN, int BK, int WarpsM, int WarpsN, bool TransA, bool TransB, class LayoutA,
-          class LayoutB>
+          class LayoutB, int KChains = 1>
 struct BlockGemm : AccumulatorLayout<BM, BN, WarpsM, WarpsN> {
   using Acc = AccumulatorLayout<BM, BN, WarpsM, WarpsN>;
   static_assert(is_mma_16bit<TIn>::value, "BlockGemm: TIn must be half_t or bfloat16_t");
@@ -61,6 +66,8 @@ struct BlockGemm : AccumulatorLayout<BM, BN, WarpsM, WarpsN> {
   using Acc::warp_m;
   using Acc::warp_n;
   static constexpr int kKSteps = BK / 16;
+  static_assert(KChains >= 1 && KChains <= kKSteps,
+                "BlockGemm: KChains must be between 1 and the K tile's k steps (BK / 16)");
 
   // ---- ldmatrix addressing ----------------------------------------------------------------
   // The tile coordinate whose address `lane` gives to ldmatrix (thread t addresses row t % 8
@@ -217,6 +224,8 @@ struct BlockGemm : AccumulatorLayout<BM, BN, WarpsM, WarpsN> {
   // warp-collective); the caller barriers so that the tiles are complete.
   // The fragments of k step kk + 1 are loaded before the mmas of step kk so that shared
   // memory latency overlaps tensor-core work within the warp.
+  // With KChains > 1 every k step's fragments are loaded first (the warp tile is small: a few
+  // registers a step), then the mmas of the chains interleave.
   static constexpr bool kRunXor = kKSteps >= 4;
   __device__ static void run(const TIn* sA, const TIn* sB, float (&acc)[kAccPerThread]) {
     const int lane = threadIdx.x % 32;
@@ -224,12 +233,40 @@ struct BlockGemm : AccumulatorLayout<BM, BN, WarpsM, WarpsN> {
     const int wn = warp_n();
     const unsigned a_base = smem_address(sA);
     const unsigned b_base = smem_address(sB);
-    Fragments frag[2];
-    load_fragments<kRunXor>(frag[0], a_base, b_base, 0, lane, wm, wn);
+    if constexpr (KChains == 1) {
+      Fragments frag[2];
+      load_fragments<kRunXor>(frag[0], a_base, b_base, 0, lane, wm, wn);
 #pragma unroll
-    for (int kk = 0; kk < kKSteps; ++kk) {
-      if (kk + 1 < kKSteps) load_fragments<kRunXor>(frag[(kk + 1) % 2], a_base, b_base, kk + 1, lane, wm, wn);
-      mma_all(frag[kk % 2], acc);
+      for (int kk = 0; kk < kKSteps; ++kk) {
+        if (kk + 1 < kKSteps)
+          load_fragments<kRunXor>(frag[(kk + 1) % 2], a_base, b_base, kk + 1, lane, wm, wn);
+        mma_all(frag[kk % 2], acc);
+      }
+    } else {
+      Fragments frag[kKSteps];
+#pragma unroll
+      for (int kk = 0; kk < kKSteps; ++kk)
+        load_fragments<kRunXor>(frag[kk], a_base, b_base, kk, lane, wm, wn);
+      float part[KChains - 1][kAccPerThread];
+#pragma unroll
+      for (int c = 0; c < KChains - 1; ++c)
+#pragma unroll
+        for (int i = 0; i < kAccPerThread; ++i) part[c][i] = 0.0f;
+#pragma unroll
+      for (int kk = 0; kk < kKSteps; ++kk) {
+        if (kk % KChains == 0) {
+          mma_all(frag[kk], acc);
+        } else {
+          mma_all(frag[kk], part[kk % KChains - 1]);
+        }
+      }
+#pragma unroll
+      for (int i = 0; i < kAccPerThread; ++i) {
+        float sum = part[0][i];
+#pragma unroll
+        for (int c = 1; c < KChains - 1; ++c) sum += part[c][i];
+        acc[i] += sum;
+      }
     }
   }
 

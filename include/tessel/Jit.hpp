@@ -63,6 +63,11 @@ struct JitOptions {
   // iteration's first (rotate_async_gemms). True waits right after every gemm
   // (TESSEL_DISABLE=async_gemm does the same).
   bool disable_async_gemm = false;
+  // mma.sync gemms whose warp tile is one or two m16n8 blocks (skinny GEMMs: 16x32 tiles on four
+  // warps) spread each K tile's k steps over independent accumulator chains, summed at the end,
+  // so a warp's mmas do not wait for each other (infer_layouts; BlockGemm's KChains). True keeps
+  // one chain (TESSEL_DISABLE=gemm_chains does the same).
+  bool disable_gemm_chains = false;
   // Ring loops rotated so that a loop's last gemm is issued behind the next iteration's first
   // (rotate_async_gemms; attention's loop split where its mask turns on). Off by default: on the
   // H200 it measured between -3.5 % and +2.5 % on attention's causal ring (docs/perf-notes.md,

@@ -60,6 +60,22 @@ std::pair<int, int> partition_warps(std::int64_t BM, std::int64_t BN, int warps,
   return best;
 }
 
+// The independent accumulator chains a BlockGemm run() spreads a K tile's k steps over
+// (device/tessel/gemm.cuh, KChains). A warp tile of one m16n8 block (two) issues one (two) mma a
+// k step, each waiting for the previous step's result, so the warp runs at the mma's latency,
+// not its rate: four chains (two) keep about four mmas in flight. Only where every k step's
+// fragments fit in registers at once (run() loads them all first, 4 registers of A per m16 and 2
+// of B per n8 a step, at most 128) and the A operand comes from shared memory (run_rs keeps one
+// chain).
+int accumulator_chains(std::int64_t warp_m, std::int64_t warp_n, std::int64_t BK, bool a_in_registers) {
+  const std::int64_t blocks = (warp_m / kMmaM) * (warp_n / kMmaN);
+  const std::int64_t k_steps = BK / kMmaK;
+  if (a_in_registers || blocks > 2 || k_steps < 2) return 1;
+  const std::int64_t fragment_regs = k_steps * (4 * (warp_m / kMmaM) + 2 * (warp_n / kMmaN));
+  if (fragment_regs > 128) return 1;
+  return static_cast<int>(std::min<std::int64_t>(k_steps, blocks == 1 ? 4 : 2));
+}
+
 // Whether this gemm lowers to tessel::WarpgroupGemm (device/tessel/warpgroup_gemm.cuh):
 // sm_90a with the Hopper features allowed, whole warpgroups, the warps stacked along M 16 rows each (one
 // m64 wgmma per warpgroup), an N the wgmma shapes cover, and shared operands that can take
@@ -190,6 +206,7 @@ class GemmOp final : public TileOp {
       e.warpgroups = ctx_.threads / 128;
     } else {
       e.warps_m = wm, e.warps_n = wn;
+      if (ctx_.allow_gemm_chains) e.k_chains = accumulator_chains(BM / wm, BN / wn, BK, a_in_registers);
     }
     e.trans_a = op->trans_a, e.trans_b = op->trans_b;
     e.a = a_in_registers ? SharedLayout::row_major(BM, BK) : ctx_.shared_layouts.at(A->id);

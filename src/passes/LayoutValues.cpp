@@ -64,7 +64,9 @@ std::string GemmEngine::device_type() const {
   const std::string operands = std::string(trans_a ? "true" : "false") + ", " + (trans_b ? "true" : "false") +
                                ", " + a.device_type() + ", " + b.device_type() + ">";
   if (kind == Kind::WarpgroupGemm) return "tessel::WarpgroupGemm<" + dims + n(warpgroups) + ", " + operands;
-  return "tessel::BlockGemm<" + dims + n(warps_m) + ", " + n(warps_n) + ", " + operands;
+  std::string block = "tessel::BlockGemm<" + dims + n(warps_m) + ", " + n(warps_n) + ", " + operands;
+  if (k_chains > 1) block.insert(block.size() - 1, ", " + n(k_chains));
+  return block;
 }
 
 }  // namespace tessel::passes

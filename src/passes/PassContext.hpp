@@ -76,6 +76,9 @@ struct GemmEngine {
   int warpgroups = 0;
   bool trans_a = false, trans_b = false;
   SharedLayout a, b;
+  // BlockGemm: the independent accumulator chains its run() spreads a K tile's k steps over
+  // (BlockGemm's KChains; printed only when more than one).
+  int k_chains = 1;
 
   // The plain register layout of a rows x cols tile over warps_m x warps_n warps.
   static GemmEngine accumulator(std::int64_t rows, std::int64_t cols, int warps_m, int warps_n) {
@@ -201,6 +204,7 @@ struct PassContext {
     bool allow_register_spills = false;  // check_register_budget off
     bool allow_pingpong = true;
     bool allow_async_gemm = true;
+    bool allow_gemm_chains = true;
     bool allow_loop_rotation = false;
     bool allow_row_staging = true;
     bool async_span_copy = true;
@@ -227,6 +231,9 @@ struct PassContext {
   // rotate_async_gemms and place_gemm_waits: wgmma gemms issued asynchronously, their waits
   // placed at the first use; off: each waits right after it is issued.
   bool allow_async_gemm = true;
+  // infer_layouts: an mma.sync gemm of one or two m16n8 blocks a warp spreads its k steps over
+  // independent accumulator chains (GemmEngine::k_chains; JitOptions::disable_gemm_chains).
+  bool allow_gemm_chains = true;
   // rotate_async_gemms (opt-in: JitOptions::rotate_gemm_loops).
   bool allow_loop_rotation = false;
   // Row copies whose rows start unaligned move through shared memory as one contiguous span

@@ -175,6 +175,38 @@ TEST(Codegen, EpilogueChunksOnlyOnAlignedRows) {
   EXPECT_NE(even.find(">, true>"), std::string::npos) << even;
 }
 
+// A warp tile of one or two m16n8 blocks (skinny GEMMs) spreads each K tile's k steps over
+// independent accumulator chains (BlockGemm's last template argument); bigger warp tiles, a K
+// tile of one k step and the switch keep one chain (no argument printed).
+TEST(Codegen, SmallWarpTilesTakeAccumulatorChains) {
+  auto gemm_type = [](int bm, int bn, int bk, int threads, const T::passes::PassContext::Switches& s) {
+    tessel::kernels::MatmulConfig cfg;
+    cfg.block_M = bm, cfg.block_N = bn, cfg.block_K = bk, cfg.threads = threads, cfg.num_stages = 4;
+    auto f = tessel::kernels::matmul_program(16, 4096, 4096, cfg);
+    const std::string src = tessel::codegen::generate_cuda(tessel::lower(f.ir(), sm80(), s, false));
+    const auto at = src.find("tessel::BlockGemm<");
+    EXPECT_NE(at, std::string::npos) << src;
+    const auto end = src.find("::run(", at);
+    EXPECT_NE(end, std::string::npos) << src;
+    return at == std::string::npos || end == std::string::npos ? std::string() : src.substr(at, end - at);
+  };
+  const T::passes::PassContext::Switches on;
+  T::passes::PassContext::Switches off;
+  off.allow_gemm_chains = false;
+  // 16x32 on 4 warps: one m16n8 block a warp, 8 k steps -> 4 chains.
+  EXPECT_EQ(gemm_type(16, 32, 128, 128, on),
+            "tessel::BlockGemm<tessel::half_t, 16, 32, 128, 1, 4, false, false, tessel::SwizzledLayout<16, "
+            "128, 2>, "
+            "tessel::SwizzledLayout<128, 32, 2>, 4>");
+  // 16x64 on 4 warps: two blocks a warp -> 2 chains; with 2 k steps, still 2.
+  EXPECT_NE(gemm_type(16, 64, 128, 128, on).find(", 2>"), std::string::npos);
+  EXPECT_NE(gemm_type(16, 64, 32, 128, on).find(", 2>"), std::string::npos);
+  // One k step: nothing to spread. Four blocks a warp (16x128): enough mmas in flight already.
+  for (const std::string& t : {gemm_type(16, 32, 16, 128, on), gemm_type(16, 128, 64, 128, on),
+                               gemm_type(64, 64, 64, 128, on), gemm_type(16, 32, 128, 128, off)})
+    EXPECT_EQ(t.substr(t.size() - 3), "2>>") << t;
+}
+
 TEST(Codegen, ParallelEpilogueFollowsTheAccumulatorLayout) {
   T::PrimFunc f("relu_gemm");
   auto A = f.tensor("A", {128, 64}, T::f16);

@@ -130,6 +130,32 @@ INSTANTIATE_TEST_SUITE_P(
                        ::testing::Values(DType::f16)),
     ShapeName());
 
+// Warp tiles of one or two m16n8 blocks (skinny configs) spread a K tile's k steps over
+// independent accumulator chains (BlockGemm's KChains, chosen by infer_layouts): with the chains
+// and without (JitOptions::disable_gemm_chains), M below the tile, N and K tails (the last K tile
+// zero-filled, so the chains that see it add zeros), against float64, reruns bit-identical.
+class AccumulatorChains : public ::testing::TestWithParam<std::tuple<Case, DType, bool>> {};
+
+TEST_P(AccumulatorChains, MatchReference) {
+  TESSEL_REQUIRE_GPU();
+  tessel::JitOptions o;
+  o.disable_gemm_chains = std::get<2>(GetParam());
+  run_case(std::get<0>(GetParam()), std::get<1>(GetParam()), o);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    SkinnyTiles, AccumulatorChains,
+    ::testing::Combine(::testing::Values(Case{1, 4096, 4096, knob(16, 32, 128, 8, 128, false)},
+                                         Case{7, 1000, 1000, knob(16, 32, 128, 8, 128, false)},
+                                         Case{16, 4000, 65, knob(16, 32, 128, 4, 128, false)},
+                                         Case{9, 1023, 1025, knob(16, 64, 64, 4, 128, false)},
+                                         Case{33, 520, 4104, knob(16, 64, 32, 3, 128, false)}),
+                       ::testing::Values(DType::f16, DType::bf16), ::testing::Bool()),
+    [](const ::testing::TestParamInfo<std::tuple<Case, DType, bool>>& info) {
+      return case_name(std::get<0>(info.param), std::get<1>(info.param)) +
+             (std::get<2>(info.param) ? "_one_chain" : "_chains");
+    });
+
 // The sm_90a path (TMA + wgmma, warp-specialized, persistent) where the tile allows it, and the
 // same configs with each feature turned off (the mma.sync fallback).
 MatmulConfig hopper(int bm, int bn, int st, int thr, int panel) {
