@@ -17,6 +17,12 @@
 
 namespace tessel {
 
+// What the compiler proved about a tile copy's bounds (copy_global_to_shared's Extent):
+// nothing (the interior and the edge path, picked at each call), or that no call's tile lies
+// wholly inside the tensor (an M smaller than the tile: every block's A tile is cut short) --
+// then the edge path is the only code and is unrolled.
+enum class TileExtent { Runtime = 0, Edge = 1 };
+
 namespace copy_detail {
 
 __host__ __device__ constexpr int ceil_div(int a, int b) {
@@ -38,7 +44,8 @@ __host__ __device__ constexpr bool chunkable() {
 // cp.async of Bytes-byte chunks (4, 8 or 16). Needs ld * sizeof(T) % Bytes == 0 and
 // Bytes-aligned gmem and smem. A chunk cut by cols_valid copies its valid part and
 // zero-fills the rest (src-size), so any cols_valid works.
-template <class T, int Rows, int Cols, class Layout, int Threads, int Bytes>
+template <class T, int Rows, int Cols, class Layout, int Threads, int Bytes,
+          TileExtent Extent = TileExtent::Runtime>
 __device__ inline void copy_chunks(T* smem, const T* gmem, long long ld, int rows_valid, int cols_valid) {
   static_assert(chunkable<T, Cols, Bytes>(), "copy_chunks: a row must be whole chunks");
   constexpr int kElemsPerChunk = Bytes / sizeof(T);
@@ -65,9 +72,9 @@ __device__ inline void copy_chunks(T* smem, const T* gmem, long long ld, int row
         return Layout::offset(r0 + k * kRowStep, c);
       }
     };
-    if (rows_valid >= Rows && cols_valid >= Cols) {
-      // Interior tile (uniform across the block): no per-chunk predicate or pointer
-      // select, which is most of the copy's instructions in a GEMM main loop.
+    auto interior = [&] {
+    // Interior tile (uniform across the block): no per-chunk predicate or pointer
+    // select, which is most of the copy's instructions in a GEMM main loop.
 #pragma unroll
       for (int k = 0; k < kIters; ++k) {
         if constexpr (Rows % kRowStep != 0) {
@@ -75,6 +82,22 @@ __device__ inline void copy_chunks(T* smem, const T* gmem, long long ld, int row
         }
         cp_async_n<Bytes>(smem + smem_offset(k), src0 + k * kRowStep * ld, Bytes);
       }
+    };
+    auto edge_chunk = [&](int k, int col_bytes) {
+      const int r = r0 + k * kRowStep;
+      if constexpr (Rows % kRowStep != 0) {
+        if (r >= Rows) return;
+      }
+      const bool in = col_bytes > 0 && r < rows_valid;
+      cp_async_n<Bytes>(smem + smem_offset(k), in ? src0 + k * kRowStep * ld : gmem, in ? col_bytes : 0);
+    };
+    if constexpr (Extent == TileExtent::Edge) {
+      // Every call is an edge tile: no branch for ptxas to if-convert, so the loop unrolls.
+      const int col_bytes = src_bytes(c);
+#pragma unroll
+      for (int k = 0; k < kIters; ++k) edge_chunk(k, col_bytes);
+    } else if (rows_valid >= Rows && cols_valid >= Cols) {
+      interior();
     } else {
       // Edge tile: a loop that stays a loop (unrolled by half at most). Fully unrolled,
       // ptxas if-converts the interior/edge branch inside a GEMM main loop and every tile
@@ -83,14 +106,7 @@ __device__ inline void copy_chunks(T* smem, const T* gmem, long long ld, int row
       constexpr int kEdgeUnroll = kIters >= 4 ? kIters / 2 : 1;
       const int col_bytes = src_bytes(c);
 #pragma unroll kEdgeUnroll
-      for (int k = 0; k < kIters; ++k) {
-        const int r = r0 + k * kRowStep;
-        if constexpr (Rows % kRowStep != 0) {
-          if (r >= Rows) break;
-        }
-        const bool in = col_bytes > 0 && r < rows_valid;
-        cp_async_n<Bytes>(smem + smem_offset(k), in ? src0 + k * kRowStep * ld : gmem, in ? col_bytes : 0);
-      }
+      for (int k = 0; k < kIters; ++k) edge_chunk(k, col_bytes);
     }
   } else {
     constexpr int kChunks = Rows * kChunksPerRow;
@@ -102,7 +118,8 @@ __device__ inline void copy_chunks(T* smem, const T* gmem, long long ld, int row
       if (kChunks % Threads == 0 || i < kChunks)
         cp_async_n<Bytes>(smem + Layout::offset(r, c), n > 0 ? gmem + r * ld + c : gmem, n);
     };
-    if (rows_valid >= Rows && cols_valid >= Cols) {
+    // A proven edge has one path, unrolled; at run time the edge path stays a loop.
+    if (Extent == TileExtent::Edge || (rows_valid >= Rows && cols_valid >= Cols)) {
 #pragma unroll
       for (int k = 0; k < ceil_div(kChunks, Threads); ++k) one(k);
     } else {
@@ -136,7 +153,10 @@ __device__ inline bool chunks_fit(const T* smem, const T* gmem, long long ld) {
 //   ld of 16-bit elements, say), element loads and shared stores, which are synchronous for
 //   the calling thread. (An 8-byte path was 10-20% faster for ld % 8 == 4 but made the
 //   pipelined 128x128x32 kernel spill under NVRTC.)
-template <class T, int Rows, int Cols, class Layout, int Threads, bool Vectorized>
+// Extent: what the compiler proved about every call's bounds (TileExtent above); Runtime
+// tests them at each call.
+template <class T, int Rows, int Cols, class Layout, int Threads, bool Vectorized,
+          TileExtent Extent = TileExtent::Runtime>
 __device__ inline void copy_global_to_shared(T* smem, const T* gmem, long long ld, int rows_valid,
                                              int cols_valid) {
   static_assert(Layout::kRows == Rows && Layout::kCols == Cols,
@@ -148,16 +168,19 @@ __device__ inline void copy_global_to_shared(T* smem, const T* gmem, long long l
     static_assert(copy_detail::chunkable<T, Cols, 16>(),
                   "copy_global_to_shared<Vectorized>: a tile row must be a whole number of "
                   "16-byte chunks");
-    copy_detail::copy_chunks<T, Rows, Cols, Layout, Threads, 16>(smem, gmem, ld, rows_valid, cols_valid);
+    copy_detail::copy_chunks<T, Rows, Cols, Layout, Threads, 16, Extent>(smem, gmem, ld, rows_valid,
+                                                                         cols_valid);
   } else {
     if (copy_detail::chunks_fit<T, Cols, 16>(smem, gmem, ld)) {
       if constexpr (copy_detail::chunkable<T, Cols, 16>())
-        copy_detail::copy_chunks<T, Rows, Cols, Layout, Threads, 16>(smem, gmem, ld, rows_valid, cols_valid);
+        copy_detail::copy_chunks<T, Rows, Cols, Layout, Threads, 16, Extent>(smem, gmem, ld, rows_valid,
+                                                                             cols_valid);
       return;
     }
     if (copy_detail::chunks_fit<T, Cols, 4>(smem, gmem, ld)) {
       if constexpr (copy_detail::chunkable<T, Cols, 4>())
-        copy_detail::copy_chunks<T, Rows, Cols, Layout, Threads, 4>(smem, gmem, ld, rows_valid, cols_valid);
+        copy_detail::copy_chunks<T, Rows, Cols, Layout, Threads, 4, Extent>(smem, gmem, ld, rows_valid,
+                                                                            cols_valid);
       return;
     }
     const int tid = threadIdx.x;

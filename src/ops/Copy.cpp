@@ -66,6 +66,12 @@ class CopyLowering {
     std::vector<std::string> targs{dtype_cuda(g->dtype),         std::to_string(rows),
                                    std::to_string(cols),         layout.device_type(),
                                    std::to_string(ctx_.threads), vectorized ? "true" : "false"};
+    // A tile cut short at every call (an M below the tile, one block row: the skinny GEMMs' A)
+    // keeps only the edge path, unrolled (TileExtent::Edge, device/tessel/copy.cuh).
+    Expr edge = make_binary(BinaryOp::Or, make_binary(BinaryOp::LT, m->rows_valid, make_int(rows)),
+                            make_binary(BinaryOp::LT, m->cols_valid, make_int(cols)));
+    if (prove_by_cases(edge, ranges_) == std::optional<bool>(true))
+      targs.push_back("tessel::TileExtent::Edge");
     std::vector<DeviceCallArg> args{{Expr(), dst.buffer, linear_offset(dst)},
                                     {Expr(), g, m->offset},
                                     {i64(m->ld), Buffer(), Expr()},

@@ -207,6 +207,32 @@ TEST(Codegen, SmallWarpTilesTakeAccumulatorChains) {
     EXPECT_EQ(t.substr(t.size() - 3), "2>>") << t;
 }
 
+// A tile copy that no block can ever take whole (M below the tile, one block row: the skinny
+// GEMMs' A) keeps only the edge path (TileExtent::Edge); a tile some block takes whole keeps
+// both, decided at run time.
+TEST(Codegen, CopiesProvablyAtTheEdgeKeepOnlyTheEdgePath) {
+  auto copies = [](int m) {
+    tessel::kernels::MatmulConfig cfg;
+    cfg.block_M = 16, cfg.block_N = 32, cfg.block_K = 128, cfg.threads = 128, cfg.num_stages = 8;
+    const std::string src = tessel::codegen::generate_cuda(
+        tessel::lower(tessel::kernels::matmul_program(m, 4096, 4096, cfg).ir(), sm80()));
+    std::vector<std::string> out;
+    for (auto at = src.find("tessel::copy_global_to_shared<"); at != std::string::npos;
+         at = src.find("tessel::copy_global_to_shared<", at + 1))
+      out.push_back(src.substr(at, src.find("(", at) - at));
+    return out;
+  };
+  for (int m : {1, 9, 16}) {
+    const std::vector<std::string> c = copies(m);
+    ASSERT_EQ(c.size(), 4u);  // A and B, in the prologue and in the loop
+    for (const std::string& call : c) {
+      const bool a_tile = call.find("<tessel::half_t, 16, 128,") != std::string::npos;
+      EXPECT_EQ(call.find("tessel::TileExtent::Edge") != std::string::npos, a_tile && m < 16)
+          << m << ": " << call;
+    }
+  }
+}
+
 TEST(Codegen, ParallelEpilogueFollowsTheAccumulatorLayout) {
   T::PrimFunc f("relu_gemm");
   auto A = f.tensor("A", {128, 64}, T::f16);
