@@ -100,6 +100,9 @@ elif [[ $steps == first ]]; then
   step "bench gemm skinny (one accumulator chain)" 30 env TESSEL_DISABLE=gemm_chains "$build/tessel" bench gemm \
     --repeats 20 --warmup 5 --dtype f16,bf16 --shapes 1x4096x4096,16x4096x4096 \
     --json "$out/$day-gemm-skinny-one-chain-$tag.json"
+  step "bench gemm skinny 16x32x256:4:128 (half the K tiles, 4 chains of 4)" 30 "$build/tessel" bench gemm \
+    --repeats 20 --warmup 5 --dtype f16,bf16 --shapes 1x4096x4096,16x4096x4096 --config 16x32x256:4:128 \
+    --json "$out/$day-gemm-skinny-16x32x256-$tag.json"
   step "gpu tests (accumulator chains)" 60 "$build/tessel_tests_gpu" --gtest_brief=1 \
     --gtest_filter='*AccumulatorChains*:SkinnyAndRagged/MatmulSplitKShapes.*1x4096x4096*:SkinnyAndRagged/MatmulSplitKShapes.*16x4000x3000*:SkinnyAndRagged/MatmulSplitKShapes.*9x3968x4104*'
   step "bench softmax issue 4 widths" 60 "$build/tessel" bench softmax --json "$out/$day-softmax-issue4-$tag.json"

@@ -11,10 +11,7 @@ extern "C" __global__ void __launch_bounds__(32) fuzz_tile_kernel(tessel::bfloat
   __align__(16) float fragment_1[32];
   tessel::bfloat16_t* shared_2 = reinterpret_cast<tessel::bfloat16_t*>(tessel_smem + 0);  // bf16[64, 16], tessel::RowMajorLayout<64, 16>
   __syncthreads();
-  tessel::copy_global_to_shared<tessel::bfloat16_t, 64, 16, tessel::RowMajorLayout<64, 16>, 32, false,
-                                tessel::TileExtent::Edge>(
-      shared_2, X + ((((long long)((by * 64))) * 4LL) + ((long long)((bx * 16)))), 4LL, (17 - (by * 64)),
-      (4 - (bx * 16)));
+  tessel::copy_global_to_shared<tessel::bfloat16_t, 64, 16, tessel::RowMajorLayout<64, 16>, 32, false, tessel::TileExtent::Edge>(shared_2, X + ((((long long)((by * 64))) * 4LL) + ((long long)((bx * 16)))), 4LL, (17 - (by * 64)), (4 - (bx * 16)));
   tessel::cp_async_commit();
   tessel::cp_async_wait<0>();
   __syncthreads();
@@ -148,10 +145,7 @@ extern "C" __global__ void __launch_bounds__(64) fuzz_tile_kernel(tessel::bfloat
   __align__(16) tessel::half_t fragment_1[8];
   tessel::bfloat16_t* shared_2 = reinterpret_cast<tessel::bfloat16_t*>(tessel_smem + 0);  // bf16[64, 8], tessel::RowMajorLayout<64, 8>
   __syncthreads();
-  tessel::copy_global_to_shared<tessel::bfloat16_t, 64, 8, tessel::RowMajorLayout<64, 8>, 64, false,
-                                tessel::TileExtent::Edge>(
-      shared_2, X + ((((long long)(((by * 64) + 10))) * 8LL) + ((long long)(((bx * 8) + 3)))), 8LL,
-      (128 - ((by * 64) + 10)), (8 - ((bx * 8) + 3)));
+  tessel::copy_global_to_shared<tessel::bfloat16_t, 64, 8, tessel::RowMajorLayout<64, 8>, 64, false, tessel::TileExtent::Edge>(shared_2, X + ((((long long)(((by * 64) + 10))) * 8LL) + ((long long)(((bx * 8) + 3)))), 8LL, (128 - ((by * 64) + 10)), (8 - ((bx * 8) + 3)));
   tessel::cp_async_commit();
   tessel::cp_async_wait<0>();
   __syncthreads();
@@ -291,14 +285,8 @@ extern "C" __global__ void __launch_bounds__(64) fuzz_gemm_kernel(tessel::bfloat
   }
   for (int ko = 0; ko < 1; ++ko) {
     __syncthreads();
-    tessel::copy_global_to_shared<tessel::bfloat16_t, 32, 64, tessel::SwizzledLayout<32, 64, 2>, 64, false,
-                                  tessel::TileExtent::Edge>(
-        shared_0, A + ((((long long)((ko * 32))) * 9LL) + ((long long)((by * 64)))), 9LL, (16 - (ko * 32)),
-        (9 - (by * 64)));
-    tessel::copy_global_to_shared<tessel::bfloat16_t, 32, 24, tessel::RowMajorLayout<32, 24>, 64, true,
-                                  tessel::TileExtent::Edge>(
-        shared_1, B + ((((long long)((ko * 32))) * 40LL) + ((long long)((bx * 24)))), 40LL, (16 - (ko * 32)),
-        (40 - (bx * 24)));
+    tessel::copy_global_to_shared<tessel::bfloat16_t, 32, 64, tessel::SwizzledLayout<32, 64, 2>, 64, false, tessel::TileExtent::Edge>(shared_0, A + ((((long long)((ko * 32))) * 9LL) + ((long long)((by * 64)))), 9LL, (16 - (ko * 32)), (9 - (by * 64)));
+    tessel::copy_global_to_shared<tessel::bfloat16_t, 32, 24, tessel::RowMajorLayout<32, 24>, 64, true, tessel::TileExtent::Edge>(shared_1, B + ((((long long)((ko * 32))) * 40LL) + ((long long)((bx * 24)))), 40LL, (16 - (ko * 32)), (40 - (bx * 24)));
     tessel::cp_async_commit();
     tessel::cp_async_wait<0>();
     __syncthreads();
@@ -330,10 +318,7 @@ extern "C" __global__ void __launch_bounds__(64) fuzz_tile_kernel(tessel::half_t
   __align__(16) tessel::half_t fragment_1[8];
   tessel::half_t* shared_2 = reinterpret_cast<tessel::half_t*>(tessel_smem + 0);  // f16[64, 8], tessel::RowMajorLayout<64, 8>
   __syncthreads();
-  tessel::copy_global_to_shared<tessel::half_t, 64, 8, tessel::RowMajorLayout<64, 8>, 64, false,
-                                tessel::TileExtent::Edge>(
-      shared_2, X + ((((long long)(((by * 64) + 10))) * 8LL) + ((long long)(((bx * 8) + 3)))), 8LL,
-      (128 - ((by * 64) + 10)), (8 - ((bx * 8) + 3)));
+  tessel::copy_global_to_shared<tessel::half_t, 64, 8, tessel::RowMajorLayout<64, 8>, 64, false, tessel::TileExtent::Edge>(shared_2, X + ((((long long)(((by * 64) + 10))) * 8LL) + ((long long)(((bx * 8) + 3)))), 8LL, (128 - ((by * 64) + 10)), (8 - ((bx * 8) + 3)));
   tessel::cp_async_commit();
   tessel::cp_async_wait<0>();
   __syncthreads();
@@ -416,11 +401,7 @@ extern "C" __global__ void __launch_bounds__(128) fuzz_gemm_kernel(tessel::bfloa
   #pragma unroll
   for (int s = 0; s < 3; ++s) {
     if ((s < 3)) {
-      tessel::copy_global_to_shared<tessel::bfloat16_t, 64, 64, tessel::SwizzledLayout<64, 64, 2>, 128, true,
-                                    tessel::TileExtent::Edge>(
-          shared_0 + ((((long long)((s % 4))) * 64LL) * 64LL),
-          A + ((((long long)((by * 64))) * 144LL) + ((long long)((s * 64)))), 144LL, (2 - (by * 64)),
-          (144 - (s * 64)));
+      tessel::copy_global_to_shared<tessel::bfloat16_t, 64, 64, tessel::SwizzledLayout<64, 64, 2>, 128, true, tessel::TileExtent::Edge>(shared_0 + ((((long long)((s % 4))) * 64LL) * 64LL), A + ((((long long)((by * 64))) * 144LL) + ((long long)((s * 64)))), 144LL, (2 - (by * 64)), (144 - (s * 64)));
       tessel::copy_global_to_shared<tessel::bfloat16_t, 64, 64, tessel::SwizzledLayout<64, 64, 2>, 128, true>(shared_1 + ((((long long)((s % 4))) * 64LL) * 64LL), B + ((((long long)((s * 64))) * 72LL) + ((long long)((bx * 64)))), 72LL, (144 - (s * 64)), (72 - (bx * 64)));
     }
     tessel::cp_async_commit();
@@ -429,16 +410,8 @@ extern "C" __global__ void __launch_bounds__(128) fuzz_gemm_kernel(tessel::bfloa
     tessel::cp_async_wait<2>();
     __syncthreads();
     if (((ko + 3) < 3)) {
-      tessel::copy_global_to_shared<tessel::bfloat16_t, 64, 64, tessel::SwizzledLayout<64, 64, 2>, 128, true,
-                                    tessel::TileExtent::Edge>(
-          shared_0 + ((((long long)(((ko + 3) % 4))) * 64LL) * 64LL),
-          A + ((((long long)((by * 64))) * 144LL) + ((long long)(((ko + 3) * 64)))), 144LL, (2 - (by * 64)),
-          (144 - ((ko + 3) * 64)));
-      tessel::copy_global_to_shared<tessel::bfloat16_t, 64, 64, tessel::SwizzledLayout<64, 64, 2>, 128, true,
-                                    tessel::TileExtent::Edge>(
-          shared_1 + ((((long long)(((ko + 3) % 4))) * 64LL) * 64LL),
-          B + ((((long long)(((ko + 3) * 64))) * 72LL) + ((long long)((bx * 64)))), 72LL,
-          (144 - ((ko + 3) * 64)), (72 - (bx * 64)));
+      tessel::copy_global_to_shared<tessel::bfloat16_t, 64, 64, tessel::SwizzledLayout<64, 64, 2>, 128, true, tessel::TileExtent::Edge>(shared_0 + ((((long long)(((ko + 3) % 4))) * 64LL) * 64LL), A + ((((long long)((by * 64))) * 144LL) + ((long long)(((ko + 3) * 64)))), 144LL, (2 - (by * 64)), (144 - ((ko + 3) * 64)));
+      tessel::copy_global_to_shared<tessel::bfloat16_t, 64, 64, tessel::SwizzledLayout<64, 64, 2>, 128, true, tessel::TileExtent::Edge>(shared_1 + ((((long long)(((ko + 3) % 4))) * 64LL) * 64LL), B + ((((long long)(((ko + 3) * 64))) * 72LL) + ((long long)((bx * 64)))), 72LL, (144 - ((ko + 3) * 64)), (72 - (bx * 64)));
     }
     tessel::cp_async_commit();
     tessel::BlockGemm<tessel::bfloat16_t, 64, 64, 64, 2, 2, false, false, tessel::SwizzledLayout<64, 64, 2>, tessel::SwizzledLayout<64, 64, 2>>::run(shared_0 + ((((long long)((ko % 4))) * 64LL) * 64LL), shared_1 + ((((long long)((ko % 4))) * 64LL) * 64LL), fragment_2);
