@@ -37,6 +37,15 @@ if [[ $steps == bench ]]; then
     step "bench attention $cfg (session 19's choice)" 40 "$build/tessel" bench attention --dtype bf16 --repeats 10 \
       --config "$cfg" --cases "$cases" --json "$out/$day-attention-s19-choice-${cfg//:/-}-$tag.json"
   done
+  # Session 24: FlashAttention 3's key block at D = 128 without a mask (176 keys, wgmma m64n176)
+  # beside the default's 128, each in one process with cuDNN, and its correctness.
+  for cfg in 128x176:2:256:pingpong:persistent 128x176:2:256:ring:persistent; do
+    step "bench attention D=128 non-causal $cfg" 40 "$build/tessel" bench attention --dtype bf16 --repeats 10 \
+      --config "$cfg" --cases 32x16x16x1024x1024x128,8x16x16x4096x4096x128,2x16x16x16384x16384x128,4x32x8x4096x4096x128 \
+      --json "$out/$day-attention-bn176-${cfg//:/-}-$tag.json"
+  done
+  step "gpu tests (attention key blocks of 16s)" 40 "$build/tessel_tests_gpu" --gtest_brief=1 \
+    --gtest_filter='FlashAttentionGpuSmall.KeyBlocksOfSixteens'
   step "bench gemm skinny (default)" 40 "$build/tessel" bench gemm --repeats 20 --warmup 5 --dtype f16,bf16 \
     --shapes 1x4096x4096,16x4096x4096,32x4096x14336,8x14336x4096,16x14336x4096,64x8192x8192 \
     --json "$out/$day-gemm-skinny-default-$tag.json"

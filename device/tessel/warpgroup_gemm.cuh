@@ -49,8 +49,8 @@ struct WarpgroupGemm : AccumulatorLayout<BM, BN, 4 * Warpgroups, 1> {
   static_assert(is_mma_16bit<TIn>::value, "WarpgroupGemm: TIn must be half_t or bfloat16_t");
   static_assert(Warpgroups >= 1 && BM == 64 * Warpgroups,
                 "WarpgroupGemm: BM must be 64 rows per warpgroup (one m64 wgmma each)");
-  static_assert(BN >= 64 && BN <= 256 && BN % 32 == 0,
-                "WarpgroupGemm: BN must be a multiple of 32 in 64..256 (the wgmma shapes of wgmma.cuh)");
+  static_assert(BN >= 64 && BN <= 256 && BN % 16 == 0,
+                "WarpgroupGemm: BN must be a multiple of 16 in 64..256 (the wgmma shapes of wgmma.cuh)");
   static_assert(BK % 16 == 0, "WarpgroupGemm: BK must be a multiple of 16 (the wgmma k step)");
   static_assert(LayoutB::kRows == (TransB ? BN : BK) && LayoutB::kCols == (TransB ? BK : BN),
                 "WarpgroupGemm: LayoutB must describe the B tile, [BK][BN] or [BN][BK] if TransB");

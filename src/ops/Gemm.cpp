@@ -88,7 +88,7 @@ bool wgmma_applies(const PassContext& ctx_, const std::set<const GemmStmt*>& mai
   if (ctx_.threads % 128 != 0) return false;
   if (op->policy == GemmWarpPolicy::FullCol && ctx_.threads > 32) return false;
   if (main_loop_gemms.count(op)) return false;
-  if (BM != 16 * (ctx_.threads / 32) || BN < 64 || BN > 256 || BN % 32) return false;
+  if (BM != 16 * (ctx_.threads / 32) || BN < 64 || BN > 256 || BN % 16) return false;
   for (const Buffer* s : {&op->A.buffer, &op->B.buffer}) {
     if ((*s)->scope != Scope::Shared) continue;
     const bool k_major = s == &op->A.buffer ? !op->trans_a : op->trans_b;

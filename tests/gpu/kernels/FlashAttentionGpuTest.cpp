@@ -319,6 +319,23 @@ TEST(FlashAttentionGpuSmall, SessionTwentyTilesSmall) {
         T::kernels::AttentionConfig{128, 128, 256, 2, Schedule::ring_pingpong, true});
 }
 
+// Key blocks that are multiples of 16 but not of 32 (wgmma m64n176 / n144 / n80): FlashAttention
+// 3's 128x176 at D = 128 with and without turns, persistent, Sk not a multiple of 176 (the last
+// block masked); a causal 128x80 ring with Sq != Sk and GQA; against float64, reruns bit-identical.
+TEST(FlashAttentionGpuSmall, KeyBlocksOfSixteens) {
+  TESSEL_REQUIRE_GPU();
+  if (T::current_device().arch() != "sm_90a") GTEST_SKIP() << "SKIPPED: not an sm_90a GPU";
+  using Schedule = T::kernels::AttentionConfig::Schedule;
+  const T::JitOptions jo;
+  check({2, 4, 4, 1000, 1000, 128, false}, DType::bf16, jo,
+        T::kernels::AttentionConfig{128, 176, 256, 2, Schedule::ring_pingpong, true});
+  check({1, 4, 2, 700, 1234, 128, false}, DType::f16, jo,
+        T::kernels::AttentionConfig{128, 176, 256, 2, Schedule::ring, true});
+  check({1, 2, 2, 300, 500, 128, false}, DType::bf16, jo,
+        T::kernels::AttentionConfig{128, 144, 256, 2, Schedule::ring_pingpong, true});
+  check({1, 4, 1, 333, 900, 128, true}, DType::bf16, jo, T::kernels::AttentionConfig{128, 80, 256, 2, Schedule::ring});
+}
+
 // Head dimensions between the fast ones (any multiple of 8 up to 256 is legal): each pads to the
 // next tile width (56 -> 64, 120 -> 128) and takes that width's default -- the TMA ring where the
 // padded width has one (the columns past D zero-filled by the copy), cp.async elsewhere. Causal

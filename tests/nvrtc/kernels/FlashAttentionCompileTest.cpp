@@ -251,6 +251,39 @@ TEST(FlashAttentionCompileThreeWarpgroups, RegisterBudgetsAndNoSpills) {
 
 namespace {
 
+// Key blocks of any multiple of 16 from 64 to 256 take wgmma (wgmma.cuh's shapes; 176 is
+// FlashAttention 3's choice at D = 128 without a mask): 128x176 and 128x144 at D = 128 on the
+// ring, with and without turns, and a causal 128x80 with K and V tails, compile to m64n176 /
+// m64n144 / m64n80 wgmma with no spills; the key block's tail past Sk is masked as with any other.
+TEST(FlashAttentionCompileKeyBlocks, MultiplesOf16TakeWgmma) {
+  using Schedule = T::kernels::AttentionConfig::Schedule;
+  struct Case {
+    int bn;
+    Schedule schedule;
+    bool causal;
+    std::int64_t seqlen;
+  };
+  for (const Case& c : {Case{176, Schedule::ring_pingpong, false, 4096}, Case{176, Schedule::ring, false, 1000},
+                        Case{144, Schedule::ring_pingpong, false, 4096}, Case{80, Schedule::ring, true, 1000}}) {
+    T::kernels::AttentionShape s;
+    s.batch = 2, s.heads = 16, s.kv_heads = 16, s.seqlen_q = s.seqlen_k = c.seqlen, s.dim = 128;
+    T::kernels::AttentionOptions o;
+    o.causal = c.causal;
+    o.jit.arch = "sm_90a";
+    o.config = T::kernels::AttentionConfig{128, c.bn, 256, 2, c.schedule, !c.causal};
+    auto k = T::kernels::make_flash_attention(s, T::DType::bf16, o);
+    SCOPED_TRACE(o.config->describe());
+    EXPECT_EQ(k.resources().spill_store_bytes + k.resources().spill_load_bytes, 0) << k.compile_log();
+    EXPECT_NE(k.info().path.find("TMA + mbarrier ring"), std::string::npos) << k.info().path;
+    EXPECT_NE(k.ptx().find("wgmma.mma_async.sync.aligned.m64n" + std::to_string(c.bn) + "k16.f32.bf16.bf16"),
+              std::string::npos);
+  }
+}
+
+}  // namespace
+
+namespace {
+
 // JitOptions::min_blocks_per_sm: __launch_bounds__'s second argument, capped at what shared
 // memory allows; a request that leaves ptxas too few registers is the author's error, named.
 TEST(MinBlocksPerSm, CappedBySharedMemoryAndRefusedWhenRegistersRunOut) {
