@@ -20,6 +20,8 @@
 #     widths and windows on 11 warps, the softmax gpu suites and fuzz, the attention and skinny
 #     GEMM defaults, (session 24) the skinny GEMMs on one accumulator chain and the chains' gpu
 #     tests, issue 4's widths;
+#   TESSEL_S21_STEPS=h200 (session 24): the bars' figures alone (softmax 17, attention defaults and
+#     128x176, skinny GEMMs, issue 4's widths), then the softmax gpu suites, for a short call;
 #   TESSEL_S21_STEPS="softmax bench" (a list): those sets in that order, in one call.
 #   scripts/gpu-s21.sh OUTDIR   (env: TESSEL_RESULT_TAG, TESSEL_S21_STEPS)
 set -uo pipefail
@@ -115,6 +117,25 @@ elif [[ $steps == first ]]; then
   step "gpu tests (accumulator chains)" 60 "$build/tessel_tests_gpu" --gtest_brief=1 \
     --gtest_filter='*AccumulatorChains*:SkinnyAndRagged/MatmulSplitKShapes.*1x4096x4096*:SkinnyAndRagged/MatmulSplitKShapes.*16x4000x3000*:SkinnyAndRagged/MatmulSplitKShapes.*9x3968x4104*'
   step "bench softmax issue 4 widths" 60 "$build/tessel" bench softmax --json "$out/$day-softmax-issue4-$tag.json"
+elif [[ $steps == h200 ]]; then
+  # Session 24: the bars' figures only, for a call of about four minutes on the H200: issue 17's
+  # softmax widths, the attention defaults (issue 15's cases) and the 176-key tile beside them,
+  # the skinny GEMMs, issue 4's widths; then the softmax gpu suites while time lasts.
+  step "bench softmax 17 (default)" 90 "$build/tessel" bench softmax --repeats 10 \
+    --shapes 4194304x127,4194304x129,524288x1023,65536x8191,32768x8193,10000x50257 \
+    --json "$out/$day-softmax-issue17-$tag.json"
+  step "bench attention (default, f16 and bf16)" 110 "$build/tessel" bench attention --dtype f16,bf16 --repeats 10 \
+    --json "$out/$day-attention-default-$tag.json"
+  step "bench attention D=128 non-causal 128x176:2:256:pingpong:persistent" 40 "$build/tessel" bench attention \
+    --dtype bf16 --repeats 10 --config 128x176:2:256:pingpong:persistent \
+    --cases 32x16x16x1024x1024x128,8x16x16x4096x4096x128,2x16x16x16384x16384x128,4x32x8x4096x4096x128 \
+    --json "$out/$day-attention-bn176-pingpong-$tag.json"
+  step "bench gemm skinny (default)" 40 "$build/tessel" bench gemm --repeats 20 --warmup 5 --dtype f16,bf16 \
+    --shapes 1x4096x4096,16x4096x4096,32x4096x14336,8x14336x4096,16x14336x4096,64x8192x8192 \
+    --json "$out/$day-gemm-skinny-default-$tag.json"
+  step "bench softmax issue 4 widths" 60 "$build/tessel" bench softmax --json "$out/$day-softmax-issue4-$tag.json"
+  step "gpu tests (softmax)" 150 "$build/tessel_tests_gpu" --gtest_brief=1 \
+    --gtest_filter='*Softmax*:IssueWidths/*:RowWindows*:NegativeStartsGpu*:*FlatRows*:-Shapes/Attention.*'
 elif [[ $steps == ncu ]]; then
   if command -v ncu >/dev/null; then
     for shape in 10000x50257 4096x65536 32768x8193 65536x8191; do
@@ -135,7 +156,7 @@ elif [[ $steps == tune ]]; then
     --shapes 4194304x127,4194304x129,524288x1023,65536x8191,32768x8193,10000x50257 \
     --json "$out/$day-softmax-issue17-tuned-$tag.json"
 else
-  echo "gpu-s21.sh: unknown step set '$steps' in TESSEL_S21_STEPS (legal: first, bench, softmax, ncu, tests, tune)" | tee -a "$log"
+  echo "gpu-s21.sh: unknown step set '$steps' in TESSEL_S21_STEPS (legal: first, h200, bench, softmax, ncu, tests, tune)" | tee -a "$log"
   status=1
 fi
 done
