@@ -72,9 +72,21 @@ __device__ inline void copy_chunks(T* smem, const T* gmem, long long ld, int row
         return Layout::offset(r0 + k * kRowStep, c);
       }
     };
-    auto interior = [&] {
-    // Interior tile (uniform across the block): no per-chunk predicate or pointer
-    // select, which is most of the copy's instructions in a GEMM main loop.
+    if constexpr (Extent == TileExtent::Edge) {
+      // Every call is an edge tile: no branch for ptxas to if-convert, so the loop unrolls.
+      const int col_bytes = src_bytes(c);
+#pragma unroll
+      for (int k = 0; k < kIters; ++k) {
+        const int r = r0 + k * kRowStep;
+        if constexpr (Rows % kRowStep != 0) {
+          if (r >= Rows) break;
+        }
+        const bool in = col_bytes > 0 && r < rows_valid;
+        cp_async_n<Bytes>(smem + smem_offset(k), in ? src0 + k * kRowStep * ld : gmem, in ? col_bytes : 0);
+      }
+    } else if (rows_valid >= Rows && cols_valid >= Cols) {
+      // Interior tile (uniform across the block): no per-chunk predicate or pointer
+      // select, which is most of the copy's instructions in a GEMM main loop.
 #pragma unroll
       for (int k = 0; k < kIters; ++k) {
         if constexpr (Rows % kRowStep != 0) {
@@ -82,22 +94,6 @@ __device__ inline void copy_chunks(T* smem, const T* gmem, long long ld, int row
         }
         cp_async_n<Bytes>(smem + smem_offset(k), src0 + k * kRowStep * ld, Bytes);
       }
-    };
-    auto edge_chunk = [&](int k, int col_bytes) {
-      const int r = r0 + k * kRowStep;
-      if constexpr (Rows % kRowStep != 0) {
-        if (r >= Rows) return;
-      }
-      const bool in = col_bytes > 0 && r < rows_valid;
-      cp_async_n<Bytes>(smem + smem_offset(k), in ? src0 + k * kRowStep * ld : gmem, in ? col_bytes : 0);
-    };
-    if constexpr (Extent == TileExtent::Edge) {
-      // Every call is an edge tile: no branch for ptxas to if-convert, so the loop unrolls.
-      const int col_bytes = src_bytes(c);
-#pragma unroll
-      for (int k = 0; k < kIters; ++k) edge_chunk(k, col_bytes);
-    } else if (rows_valid >= Rows && cols_valid >= Cols) {
-      interior();
     } else {
       // Edge tile: a loop that stays a loop (unrolled by half at most). Fully unrolled,
       // ptxas if-converts the interior/edge branch inside a GEMM main loop and every tile
@@ -106,7 +102,14 @@ __device__ inline void copy_chunks(T* smem, const T* gmem, long long ld, int row
       constexpr int kEdgeUnroll = kIters >= 4 ? kIters / 2 : 1;
       const int col_bytes = src_bytes(c);
 #pragma unroll kEdgeUnroll
-      for (int k = 0; k < kIters; ++k) edge_chunk(k, col_bytes);
+      for (int k = 0; k < kIters; ++k) {
+        const int r = r0 + k * kRowStep;
+        if constexpr (Rows % kRowStep != 0) {
+          if (r >= Rows) break;
+        }
+        const bool in = col_bytes > 0 && r < rows_valid;
+        cp_async_n<Bytes>(smem + smem_offset(k), in ? src0 + k * kRowStep * ld : gmem, in ? col_bytes : 0);
+      }
     }
   } else {
     constexpr int kChunks = Rows * kChunksPerRow;
