@@ -247,19 +247,10 @@ struct BlockGemm : AccumulatorLayout<BM, BN, WarpsM, WarpsN> {
 #pragma unroll
       for (int kk = 0; kk < kKSteps; ++kk)
         load_fragments<kRunXor>(frag[kk], a_base, b_base, kk, lane, wm, wn);
-      float part[KChains - 1][kAccPerThread];
+      float part[KChains - 1][kAccPerThread] = {};
 #pragma unroll
-      for (int c = 0; c < KChains - 1; ++c)
-#pragma unroll
-        for (int i = 0; i < kAccPerThread; ++i) part[c][i] = 0.0f;
-#pragma unroll
-      for (int kk = 0; kk < kKSteps; ++kk) {
-        if (kk % KChains == 0) {
-          mma_all(frag[kk], acc);
-        } else {
-          mma_all(frag[kk], part[kk % KChains - 1]);
-        }
-      }
+      for (int kk = 0; kk < kKSteps; ++kk)
+        mma_all(frag[kk], kk % KChains == 0 ? acc : part[kk % KChains - 1]);
 #pragma unroll
       for (int i = 0; i < kAccPerThread; ++i) {
         float sum = part[0][i];
