@@ -22,6 +22,8 @@
 #     tests, issue 4's widths;
 #   TESSEL_S21_STEPS=h200 (session 24): the bars' figures alone (softmax 17, attention defaults and
 #     128x176, skinny GEMMs, issue 4's widths), then the softmax gpu suites, for a short call;
+#   TESSEL_S21_STEPS=s24: the 176-key and 192x128 attention tiles beside the defaults, their gpu
+#     tests and the skinny GEMMs', the skinny GEMMs;
 #   TESSEL_S21_STEPS="softmax bench" (a list): those sets in that order, in one call.
 #   scripts/gpu-s21.sh OUTDIR   (env: TESSEL_RESULT_TAG, TESSEL_S21_STEPS)
 set -uo pipefail
@@ -136,6 +138,28 @@ elif [[ $steps == h200 ]]; then
   step "bench softmax issue 4 widths" 60 "$build/tessel" bench softmax --json "$out/$day-softmax-issue4-$tag.json"
   step "gpu tests (softmax)" 150 "$build/tessel_tests_gpu" --gtest_brief=1 \
     --gtest_filter='*Softmax*:IssueWidths/*:RowWindows*:NegativeStartsGpu*:*FlatRows*:-Shapes/Attention.*'
+elif [[ $steps == s24 ]]; then
+  # Session 24, a short call: the 176-key tile beside the default on the non-causal D = 128 cases
+  # (each its own process with cuDNN), 192x128 s2 rotated beside the default at D = 64, the new
+  # tiles' and the skinny GEMMs' gpu tests, the skinny GEMMs.
+  d128=32x16x16x1024x1024x128,8x16x16x4096x4096x128,2x16x16x16384x16384x128,4x32x8x4096x4096x128
+  step "bench attention D=128 non-causal (default)" 40 "$build/tessel" bench attention --dtype bf16 --repeats 10 \
+    --cases "$d128" --json "$out/$day-attention-d128nc-default-$tag.json"
+  for cfg in 128x176:2:256:pingpong:persistent 128x176:2:256:ring:persistent; do
+    step "bench attention D=128 non-causal $cfg" 40 "$build/tessel" bench attention --dtype bf16 --repeats 10 \
+      --config "$cfg" --cases "$d128" --json "$out/$day-attention-d128nc-${cfg//:/-}-$tag.json"
+  done
+  d64=8x32x32x4096x4096x64,2x32x32x16384x16384x64
+  step "bench attention D=64 non-causal (default)" 30 "$build/tessel" bench attention --dtype bf16 --repeats 10 \
+    --cases "$d64" --json "$out/$day-attention-d64nc-default-$tag.json"
+  step "bench attention D=64 non-causal 192x128:2:384:ring:persistent" 30 "$build/tessel" bench attention \
+    --dtype bf16 --repeats 10 --config 192x128:2:384:ring:persistent --cases "$d64" \
+    --json "$out/$day-attention-d64nc-192x128-s2-$tag.json"
+  step "gpu tests (key blocks of 16s, chains, skinny split-K)" 90 "$build/tessel_tests_gpu" --gtest_brief=1 \
+    --gtest_filter='FlashAttentionGpuSmall.KeyBlocksOfSixteens:*AccumulatorChains*:SkinnyAndRagged/MatmulSplitKShapes.*'
+  step "bench gemm skinny (default)" 40 "$build/tessel" bench gemm --repeats 20 --warmup 5 --dtype f16,bf16 \
+    --shapes 1x4096x4096,16x4096x4096,32x4096x14336,8x14336x4096,16x14336x4096,64x8192x8192 \
+    --json "$out/$day-gemm-skinny-default-$tag.json"
 elif [[ $steps == ncu ]]; then
   if command -v ncu >/dev/null; then
     for shape in 10000x50257 4096x65536 32768x8193 65536x8191; do
@@ -156,7 +180,7 @@ elif [[ $steps == tune ]]; then
     --shapes 4194304x127,4194304x129,524288x1023,65536x8191,32768x8193,10000x50257 \
     --json "$out/$day-softmax-issue17-tuned-$tag.json"
 else
-  echo "gpu-s21.sh: unknown step set '$steps' in TESSEL_S21_STEPS (legal: first, h200, bench, softmax, ncu, tests, tune)" | tee -a "$log"
+  echo "gpu-s21.sh: unknown step set '$steps' in TESSEL_S21_STEPS (legal: first, h200, s24, bench, softmax, ncu, tests, tune)" | tee -a "$log"
   status=1
 fi
 done
