@@ -135,6 +135,9 @@ elif [[ $steps == h200 ]]; then
   step "bench gemm skinny (default)" 40 "$build/tessel" bench gemm --repeats 20 --warmup 5 --dtype f16,bf16 \
     --shapes 1x4096x4096,16x4096x4096,32x4096x14336,8x14336x4096,16x14336x4096,64x8192x8192 \
     --json "$out/$day-gemm-skinny-default-$tag.json"
+  step "bench gemm skinny split-K (programmatic launch)" 30 env TESSEL_ENABLE=programmatic_launch "$build/tessel" \
+    bench gemm --repeats 20 --warmup 5 --dtype f16,bf16 --shapes 32x4096x14336,8x14336x4096,16x14336x4096 \
+    --json "$out/$day-gemm-skinny-pdl-$tag.json"
   step "bench softmax issue 4 widths" 60 "$build/tessel" bench softmax --json "$out/$day-softmax-issue4-$tag.json"
   step "gpu tests (softmax)" 150 "$build/tessel_tests_gpu" --gtest_brief=1 \
     --gtest_filter='*Softmax*:IssueWidths/*:RowWindows*:NegativeStartsGpu*:*FlatRows*:-Shapes/Attention.*'
@@ -160,6 +163,15 @@ elif [[ $steps == s24 ]]; then
   step "bench gemm skinny (default)" 40 "$build/tessel" bench gemm --repeats 20 --warmup 5 --dtype f16,bf16 \
     --shapes 1x4096x4096,16x4096x4096,32x4096x14336,8x14336x4096,16x14336x4096,64x8192x8192 \
     --json "$out/$day-gemm-skinny-default-$tag.json"
+  # The tutorial GEMM from the passes beside the template (issue 15) on issue 5's shapes, f16.
+  step "bench gemm 5 --compare-passes (f16)" 60 "$build/tessel" bench gemm --compare-passes --repeats 20 --warmup 5 \
+    --shapes 2048x2048x2048,4096x4096x4096,8192x8192x8192,8192x28672x8192,16384x4096x1024,128x8192x8192,1024x1024x1024 \
+    --dtype f16 --json "$out/$day-gemm-compare-passes-$tag.json"
+  # Programmatic dependent launch of the split-K pairs (never timed before): the reduction's CTAs
+  # resident while the partial GEMM drains.
+  step "bench gemm skinny split-K (programmatic launch)" 30 env TESSEL_ENABLE=programmatic_launch "$build/tessel" \
+    bench gemm --repeats 20 --warmup 5 --dtype f16,bf16 --shapes 32x4096x14336,8x14336x4096,16x14336x4096 \
+    --json "$out/$day-gemm-skinny-pdl-$tag.json"
 elif [[ $steps == ncu ]]; then
   if command -v ncu >/dev/null; then
     for shape in 10000x50257 4096x65536 32768x8193 65536x8191; do
