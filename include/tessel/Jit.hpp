@@ -105,11 +105,14 @@ struct JitOptions {
   // kernel on its stream finishes; it waits at entry, before any memory access, until that kernel
   // has completed and its writes are visible (griddepcontrol.wait), and lets the next such
   // kernel start once all of its own CTAs have started (griddepcontrol.launch_dependents). The
-  // results are those of plain stream order; what it saves is the gap between two kernels (a
-  // split-K GEMM's partial kernel and its reduction: kernels::Matmul passes the options to both).
-  // Off by default: written in session 15 without a GPU, not yet run (docs/perf-notes.md).
-  // TESSEL_ENABLE=programmatic_launch does the same.
+  // results are those of plain stream order; what it saves is the gap between two kernels.
+  // Off by default for a kernel of its own; kernels::Matmul turns it on for a split-K GEMM's pair
+  // (the partial kernel and its reduction: 1.1-1.3 us off each ~45 us pair on an H100, session
+  // 24, docs/perf-notes.md). TESSEL_ENABLE=programmatic_launch does the same for every kernel;
+  // disable_programmatic_launch (TESSEL_DISABLE=programmatic_launch) turns it off everywhere,
+  // the split-K pairs included.
   bool programmatic_launch = false;
+  bool disable_programmatic_launch = false;
   // The tutorial GEMM (and any kernel shaped like it) compiled by the generic sm_90a passes --
   // TMA loads into an mbarrier ring, a producer warpgroup, wgmma issued asynchronously with
   // placed waits -- instead of the hand-written warp-specialized kernel select_hopper_gemm

@@ -193,6 +193,10 @@ Matmul::Matmul(int M, int N, int K, DType dtype, MatmulStaging staging, const Ji
     m.choice = {m.plan.split_config, m.plan.split_tuned};
     JitOptions o = options;
     o.out_idx.clear();
+    // The reduction's CTAs wait, resident, while the partial GEMM drains (programmatic dependent
+    // launch, sm_90+): 1.1-1.3 us off each ~45 us pair on an H100 (docs/perf-notes.md, session
+    // 24). JitOptions::disable_programmatic_launch keeps plain stream order.
+    o.programmatic_launch = true;
     m.kernel = jit(matmul_split_k_program(M, kn, kk, m.plan.split_k, m.plan.split_config), o);
     m.reduce = jit(matmul_split_k_reduce_program(M, kn, m.plan.split_k, dtype, m.plan.split_reduce), o);
     return;

@@ -180,10 +180,11 @@ int max_persistent_ctas_from_env() {
 passes::PassContext::Switches jit_switches(const JitOptions& options) {
   // TESSEL_DISABLE=tma,wgmma,warp_specialization turns the same switches off from outside a
   // program (the CLI's benchmarks, a user bisecting a wrong result).
-  const std::set<std::string> disabled = features_named(
-      "TESSEL_DISABLE", {"tma", "wgmma", "warp_specialization", "split_k", "tma_store", "multicast",
-                         "async_pipeline", "pingpong", "async_gemm", "gemm_chains", "row_staging",
-                         "async_span_copy", "persistent_tiles", "realigned_global_loads"});
+  const std::set<std::string> disabled =
+      features_named("TESSEL_DISABLE", {"tma", "wgmma", "warp_specialization", "split_k", "tma_store",
+                                        "multicast", "async_pipeline", "pingpong", "async_gemm",
+                                        "gemm_chains", "row_staging", "async_span_copy", "persistent_tiles",
+                                        "realigned_global_loads", "programmatic_launch"});
   auto env_off = [&](const char* name) { return disabled.count(name) != 0; };
   // TESSEL_ENABLE turns opt-in features on from outside (benchmarks of a feature not on by default).
   const std::set<std::string> enabled =
@@ -210,7 +211,8 @@ passes::PassContext::Switches jit_switches(const JitOptions& options) {
       options.realigned_span_reads || env_on("realigned_span_reads"),
       options.realigned_global_loads || env_on("realigned_global_loads"),
       !options.disable_realigned_global_loads && !env_off("realigned_global_loads"),
-      options.programmatic_launch || env_on("programmatic_launch"),
+      (options.programmatic_launch || env_on("programmatic_launch")) &&
+          !options.disable_programmatic_launch && !env_off("programmatic_launch"),
       options.gemm_from_passes || env_on("gemm_from_passes"),
       !options.disable_persistent_tiles && !env_off("persistent_tiles"),
       options.max_persistent_ctas > 0 ? options.max_persistent_ctas : max_persistent_ctas_from_env(),

@@ -411,28 +411,27 @@ TEST(AutotuneAttentionSpace, DefaultConfigByLoopLengthAndCausality) {
     bool causal;
     const char* config;
   };
-  for (const Want& w : {// D = 64 over short loops (<= 1024 keys a row): 64 rows, one warpgroup, the ring.
-                        Want{1024, 1024, 64, false, "64x128 s1 t128 ring"},
-                        Want{1024, 1024, 64, true, "64x128 s1 t128 ring"},
-                        Want{2048, 2048, 64, true, "64x128 s1 t128 ring"},
-                        Want{64, 1024, 64, false, "128x128 s2 t256 cp.async"},  // one block of 64 rows
-                        Want{2048, 2048, 64, false, "64x128 s1 t128 ring"},
-                        Want{4096, 4096, 64, true, "64x128 s1 t128 ring"},
-                        Want{4096, 4096, 64, false, "192x160 s1 t384 ring persistent"},
-                        Want{16384, 16384, 64, true, "64x128 s1 t128 ring"},
-                        Want{128, 8192, 64, false, "64x128 s1 t128 ring"},  // 128 rows: no 192-row tile
-                        Want{1, 8192, 64, true, "128x128 s2 t256 cp.async"},
-                        Want{4096, 4096, 128, false, "128x128 s2 t256 ring+pingpong persistent"},
-                        // D = 128 causal: ping-pong, persistent; 256 keys a step in one stage
-                        // past 768 keys a row on average; one query block (decode) as before.
-                        Want{4096, 4096, 128, true, "128x256 s1 t256 ring+pingpong persistent"},
-                        Want{1024, 1024, 128, true, "128x128 s2 t256 ring+pingpong persistent"},
-                        Want{2048, 2048, 128, true, "128x256 s1 t256 ring+pingpong persistent"},
-                        Want{128, 8192, 128, true, "128x128 s2 t256 ring"},  // one query block
-                        Want{4096, 4096, 256, false, "128x64 s2 t256 ring+pingpong"},
-                        Want{4096, 4096, 56, false, "192x160 s1 t384 ring persistent"},  // padded to 64
-                        Want{4096, 4096, 40, false, "128x128 s2 t256 cp.async"},  // no ring below 64
-                        Want{4096, 4096, 96, false, "128x128 s2 t256 ring+pingpong"}}) {  // no ring: not persistent
+  for (const Want& w :
+       {// D = 64 over short loops (<= 1024 keys a row): 64 rows, one warpgroup, the ring.
+        Want{1024, 1024, 64, false, "64x128 s1 t128 ring"}, Want{1024, 1024, 64, true, "64x128 s1 t128 ring"},
+        Want{2048, 2048, 64, true, "64x128 s1 t128 ring"},
+        Want{64, 1024, 64, false, "128x128 s2 t256 cp.async"},  // one block of 64 rows
+        Want{2048, 2048, 64, false, "64x128 s1 t128 ring"}, Want{4096, 4096, 64, true, "64x128 s1 t128 ring"},
+        Want{4096, 4096, 64, false, "192x128 s2 t384 ring persistent"},
+        Want{16384, 16384, 64, true, "64x128 s1 t128 ring"},
+        Want{128, 8192, 64, false, "64x128 s1 t128 ring"},  // 128 rows: no 192-row tile
+        Want{1, 8192, 64, true, "128x128 s2 t256 cp.async"},
+        Want{4096, 4096, 128, false, "128x128 s2 t256 ring+pingpong persistent"},
+        // D = 128 causal: ping-pong, persistent; 256 keys a step in one stage
+        // past 768 keys a row on average; one query block (decode) as before.
+        Want{4096, 4096, 128, true, "128x256 s1 t256 ring+pingpong persistent"},
+        Want{1024, 1024, 128, true, "128x128 s2 t256 ring+pingpong persistent"},
+        Want{2048, 2048, 128, true, "128x256 s1 t256 ring+pingpong persistent"},
+        Want{128, 8192, 128, true, "128x128 s2 t256 ring"},  // one query block
+        Want{4096, 4096, 256, false, "128x64 s2 t256 ring+pingpong"},
+        Want{4096, 4096, 56, false, "192x128 s2 t384 ring persistent"},   // padded to 64
+        Want{4096, 4096, 40, false, "128x128 s2 t256 cp.async"},          // no ring below 64
+        Want{4096, 4096, 96, false, "128x128 s2 t256 ring+pingpong"}}) {  // no ring: not persistent
     const AttentionShape s = shape(2, 8, 8, w.Sq, w.Sk, w.D);
     const AttentionConfig c = tessel::kernels::default_attention_config(s, DType::bf16, w.causal, "sm_90a");
     SCOPED_TRACE(s.describe() + (w.causal ? " causal" : ""));

@@ -105,9 +105,9 @@ TEST(FlashAttentionInterpreter, DefaultConfigTiles) {
         T::kernels::default_attention_config(s, DType::f16, true, "sm_90a"));
 }
 
-// The defaults for D = 64 (sessions 17-20): over long non-causal loops 192 query rows on three
-// consumer warpgroups, 160 keys a step; causal at any length (and shorter loops) 64 rows on one
-// warpgroup, 128 keys a step; both the ring's program (scale folded into the exponents). Tails in
+// The defaults for D = 64 (sessions 17-24): over long non-causal loops 192 query rows on three
+// consumer warpgroups, 128 keys a step in two stages, persistent; causal at any length (and shorter loops) 64
+// rows on one warpgroup, 128 keys a step; both the ring's program (scale folded into the exponents). Tails in
 // both lengths, a partial last query block, causal and not, GQA.
 TEST(FlashAttentionInterpreter, DefaultTilesAtD64) {
   AttentionShape s;
@@ -115,7 +115,7 @@ TEST(FlashAttentionInterpreter, DefaultTilesAtD64) {
   for (bool causal : {false, true}) {
     s.seqlen_q = s.seqlen_k = causal ? 16384 : 4096;  // 4096 keys a row on average or more
     const AttentionConfig c = T::kernels::default_attention_config(s, DType::bf16, causal, "sm_90a");
-    ASSERT_EQ(c.describe(), causal ? "64x128 s1 t128 ring" : "192x160 s1 t384 ring persistent");
+    ASSERT_EQ(c.describe(), causal ? "64x128 s1 t128 ring" : "192x128 s2 t384 ring persistent");
     check({1, 2, 1, 200, 300, 64, false}, DType::bf16, c);
     check({1, 2, 2, 200, 260, 64, true}, DType::f16, c);
     check({1, 2, 1, 71, 130, 64, true}, DType::bf16, c);

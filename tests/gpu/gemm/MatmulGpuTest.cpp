@@ -641,7 +641,8 @@ struct SplitKCase {
   int split_k;       // as Matmul takes it: 0 automatic
   int expect_split;  // what the plan must choose
   bool from_passes = false;
-  bool programmatic = false;  // JitOptions::programmatic_launch: the pair launched as PDL dependents
+  bool plain_order = false;  // JitOptions::disable_programmatic_launch: the pair in plain stream order
+                             // (by default Matmul launches it as programmatic dependents)
 };
 
 class MatmulSplitKShapes : public ::testing::TestWithParam<std::tuple<SplitKCase, DType>> {};
@@ -653,7 +654,7 @@ TEST_P(MatmulSplitKShapes, MatchesFloat64) {
     GTEST_SKIP() << "SKIPPED: not an sm_90a GPU";
   tessel::JitOptions o;
   o.gemm_from_passes = c.from_passes;
-  o.programmatic_launch = c.programmatic;
+  o.disable_programmatic_launch = c.plain_order;
   tessel::kernels::Matmul mm(c.M, c.N, c.K, dtype, tessel::kernels::MatmulStaging::automatic, o, c.split_k);
   SCOPED_TRACE(mm.describe() + ": " + mm.plan().why + "; " + mm.kernel().info().path);
   ASSERT_EQ(mm.plan().split_k, c.expect_split) << mm.plan().why;
@@ -714,8 +715,8 @@ std::vector<SplitKCase> split_k_cases() {
   // The partial GEMM from the generic passes: 64-row tiles on the ring, a ragged M.
   out.push_back({64, 4096, 4096, 5, 5, true});
   out.push_back({61, 1000, 3000, 3, 3, true});
-  // Programmatic dependent launch of the pair (the reduction may start while the partial GEMM
-  // finishes; it waits at entry): the same results, staged or not, three rounds in a row.
+  // The pair in plain stream order (not as programmatic dependents, Matmul's default since session
+  // 24): the same results, staged or not, three rounds in a row.
   out.push_back({1, 2048, 8192, 0, 16, false, true});
   out.push_back({7, 1023, 1025, 3, 3, false, true});
   return out;
@@ -726,7 +727,7 @@ std::string split_k_name(const ::testing::TestParamInfo<std::tuple<SplitKCase, D
   return std::to_string(c.M) + "x" + std::to_string(c.N) + "x" + std::to_string(c.K) + "_split" +
          (c.split_k == 0 ? std::string("auto") : std::to_string(c.split_k)) + "_" +
          std::string(tessel::dtype_name(std::get<1>(info.param))) + (c.from_passes ? "_passes" : "") +
-         (c.programmatic ? "_pdl" : "");
+         (c.plain_order ? "_plain" : "");
 }
 
 INSTANTIATE_TEST_SUITE_P(SkinnyAndRagged, MatmulSplitKShapes,

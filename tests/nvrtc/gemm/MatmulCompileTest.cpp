@@ -427,14 +427,15 @@ TEST(HopperPath, IssueShapesDefaultConfigs) {
   }
 }
 
-// JitOptions::programmatic_launch on a split-K Matmul: both kernels wait at entry for the grid
-// before them and let the next one start (griddepcontrol in their PTX), so the reduction may
-// launch while the partial GEMM finishes; without it, neither has griddepcontrol.
+// A split-K Matmul launches its pair as programmatic dependents by default: both kernels wait at
+// entry for the grid before them and let the next one start (griddepcontrol in their PTX), so the
+// reduction may launch while the partial GEMM finishes; with JitOptions::
+// disable_programmatic_launch neither has griddepcontrol.
 TEST(MatmulSplitK, ProgrammaticLaunchOfThePair) {
   for (bool on : {false, true}) {
     tessel::JitOptions o;
     o.arch = "sm_90a";
-    o.programmatic_launch = on;
+    o.disable_programmatic_launch = !on;
     tessel::kernels::Matmul mm(1, 2048, 8192, tessel::DType::f16, tessel::kernels::MatmulStaging::automatic, o);
     ASSERT_TRUE(mm.plan().split()) << mm.plan().why;
     for (const tessel::JitKernel* k : {&mm.kernel(), &mm.reduce_kernel()}) {
