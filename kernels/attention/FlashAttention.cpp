@@ -157,13 +157,19 @@ AttentionConfig default_attention_config(const AttentionShape& s, DType, bool ca
     if (s.seqlen_q <= 64 || visible <= 0) return c;
     if (!causal && s.seqlen_q > 128 && visible >= 4096) {
       // Long non-causal loops: 192 query rows on three consumer warpgroups over the TMA ring
-      // (FlashAttention 3's tile), 128 keys a step in two stages -- so that O += P V of block j - 1
-      // is issued behind S = Q K^T of block j (rotate_async_gemms) -- persistent. Sessions 17-24:
-      // 192x128 two-stage 1.12-1.13x the cp.async kernel on the H200; 160 keys in one stage (not
-      // rotated; the tuner's pick of session 19) 0.89 / 0.94x cuDNN at S = 4096 / 16384 there in
-      // session 20; on an H100 in session 24, each beside cuDNN, 192x128 s2 persistent 0.931 / 0.967x
-      // against 192x160 s1's 0.897 / 0.949x.
-      c.block_M = 192, c.threads = 384, c.block_N = 128, c.num_stages = 2;
+      // (FlashAttention 3's tile), persistent. Where 128 divides Sk, 128 keys a step in two stages
+      // -- so that O += P V of block j - 1 is issued behind S = Q K^T of block j
+      // (rotate_async_gemms): on an H100 in session 24, each beside cuDNN, 0.931 / 0.967x at S =
+      // 4096 / 16384 against 0.897 / 0.949x for 160 keys in one stage. With a key tail the rotated
+      // loop is split where the mask turns on and both parts rotate, which spills at the three
+      // warpgroups' 160 registers (20-36 B, Sk = 4097 / 5000): there 160 keys in one stage, not
+      // rotated (the tuner's pick of session 19; 0.89 / 0.94x cuDNN on the H200 in session 20).
+      c.block_M = 192, c.threads = 384;
+      if (s.seqlen_k % 128 == 0) {
+        c.block_N = 128, c.num_stages = 2;
+      } else {
+        c.block_N = 160, c.num_stages = 1;
+      }
       c.schedule = Schedule::ring;
       c.persistent = true;
       return c;

@@ -418,6 +418,7 @@ TEST(AutotuneAttentionSpace, DefaultConfigByLoopLengthAndCausality) {
         Want{64, 1024, 64, false, "128x128 s2 t256 cp.async"},  // one block of 64 rows
         Want{2048, 2048, 64, false, "64x128 s1 t128 ring"}, Want{4096, 4096, 64, true, "64x128 s1 t128 ring"},
         Want{4096, 4096, 64, false, "192x128 s2 t384 ring persistent"},
+        Want{4096, 4097, 64, false, "192x160 s1 t384 ring persistent"},  // a key tail: no rotation
         Want{16384, 16384, 64, true, "64x128 s1 t128 ring"},
         Want{128, 8192, 64, false, "64x128 s1 t128 ring"},  // 128 rows: no 192-row tile
         Want{1, 8192, 64, true, "128x128 s2 t256 cp.async"},

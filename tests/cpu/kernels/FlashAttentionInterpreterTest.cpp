@@ -106,7 +106,8 @@ TEST(FlashAttentionInterpreter, DefaultConfigTiles) {
 }
 
 // The defaults for D = 64 (sessions 17-24): over long non-causal loops 192 query rows on three
-// consumer warpgroups, 128 keys a step in two stages, persistent; causal at any length (and shorter loops) 64
+// consumer warpgroups, persistent, 128 keys a step in two stages where 128 divides Sk (160 in one
+// otherwise); causal at any length (and shorter loops) 64
 // rows on one warpgroup, 128 keys a step; both the ring's program (scale folded into the exponents). Tails in
 // both lengths, a partial last query block, causal and not, GQA.
 TEST(FlashAttentionInterpreter, DefaultTilesAtD64) {

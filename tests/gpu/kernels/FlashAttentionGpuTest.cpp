@@ -253,19 +253,22 @@ TEST(FlashAttentionGpuSmall, PersistentFromThePasses) {
 
 // The library's own choices for long loops (sessions 17 and 19): D = 64 on 192 query rows over
 // the ring where a query row sees 4096 keys or more on average, not causal (128 keys a step, two
-// stages, the second gemm rotated, persistent -- since session 24; causal loops take 64-row tiles since
+// stages, the second gemm rotated, persistent where 128 divides Sk -- since session 24 -- else 160
+// keys in one stage; causal loops take 64-row tiles since
 // session 20), D = 128 non-causal persistent; tails in both lengths, GQA, Sq != Sk.
 TEST(FlashAttentionGpuSmall, DefaultConfigsOfLongLoops) {
   TESSEL_REQUIRE_GPU();
   if (T::current_device().arch() != "sm_90a") GTEST_SKIP() << "SKIPPED: not an sm_90a GPU";
   for (const Case& c : {Case{1, 2, 1, 4200, 4200, 64, false}, Case{1, 2, 2, 8300, 8300, 64, true},
-                        Case{2, 2, 1, 700, 5000, 64, false}, Case{1, 3, 1, 1100, 4500, 128, false}}) {
+                        Case{2, 2, 1, 700, 5000, 64, false}, Case{1, 3, 1, 1100, 4500, 128, false},
+                        Case{1, 2, 1, 1000, 4096, 64, false}}) {
     T::kernels::AttentionShape s;
     s.batch = c.B, s.heads = c.H, s.kv_heads = c.Hkv, s.seqlen_q = c.Sq, s.seqlen_k = c.Sk, s.dim = c.D;
     const auto d = T::kernels::default_attention_config(s, DType::bf16, c.causal, "sm_90a");
-    EXPECT_EQ(d.describe(), c.D == 128 ? "128x128 s2 t256 ring+pingpong persistent"
-                            : c.causal ? "64x128 s1 t128 ring"
-                                       : "192x128 s2 t384 ring persistent");
+    EXPECT_EQ(d.describe(), c.D == 128        ? "128x128 s2 t256 ring+pingpong persistent"
+                            : c.causal        ? "64x128 s1 t128 ring"
+                            : c.Sk % 128 == 0 ? "192x128 s2 t384 ring persistent"
+                                              : "192x160 s1 t384 ring persistent");
     check(c, DType::bf16);
   }
 }
