@@ -24,6 +24,8 @@
 #     128x176, skinny GEMMs, issue 4's widths), then the softmax gpu suites, for a short call;
 #   TESSEL_S21_STEPS=s24: the 176-key and 192x128 attention tiles beside the defaults, their gpu
 #     tests and the skinny GEMMs', the skinny GEMMs;
+#   TESSEL_S21_STEPS=uniform: JitOptions::uniform_roles beside the default (the passes' GEMM
+#     against the template on issue 5's shapes, attention's default cases), its gpu tests;
 #   TESSEL_S21_STEPS="softmax bench" (a list): those sets in that order, in one call.
 #   scripts/gpu-s21.sh OUTDIR   (env: TESSEL_RESULT_TAG, TESSEL_S21_STEPS)
 set -uo pipefail
@@ -174,6 +176,20 @@ elif [[ $steps == s24 ]]; then
   step "bench gemm skinny split-K (programmatic launch)" 30 env TESSEL_ENABLE=programmatic_launch "$build/tessel" \
     bench gemm --repeats 20 --warmup 5 --dtype f16,bf16 --shapes 32x4096x14336,8x14336x4096,16x14336x4096 \
     --json "$out/$day-gemm-skinny-pdl-$tag.json"
+elif [[ $steps == uniform ]]; then
+  # Session 24: JitOptions::uniform_roles (roles and warpgroup indices broadcast from lane 0, the
+  # wgmma descriptors in uniform registers) beside the default, each process with its baseline:
+  # the passes' GEMM against the template on issue 5's shapes, then attention's default cases.
+  issue5=2048x2048x2048,4096x4096x4096,8192x8192x8192,8192x28672x8192,16384x4096x1024,128x8192x8192,1024x1024x1024
+  for e in none uniform_roles; do
+    step "bench gemm 5 --compare-passes (f16, TESSEL_ENABLE=$e)" 60 env TESSEL_ENABLE="${e/none/}" "$build/tessel" \
+      bench gemm --compare-passes --repeats 20 --warmup 5 --shapes "$issue5" --dtype f16 \
+      --json "$out/$day-gemm-compare-passes-$e-$tag.json"
+    step "bench attention bf16 (TESSEL_ENABLE=$e)" 70 env TESSEL_ENABLE="${e/none/}" "$build/tessel" bench attention \
+      --dtype bf16 --repeats 10 --json "$out/$day-attention-default-$e-$tag.json"
+  done
+  step "gpu tests (uniform roles)" 90 "$build/tessel_tests_gpu" --gtest_brief=1 \
+    --gtest_filter='FlashAttentionGpuSmall.SwitchesGiveTheSameResults:*GemmFromPassesShapes*'
 elif [[ $steps == ncu ]]; then
   if command -v ncu >/dev/null; then
     for shape in 10000x50257 4096x65536 32768x8193 65536x8191; do
@@ -194,7 +210,7 @@ elif [[ $steps == tune ]]; then
     --shapes 4194304x127,4194304x129,524288x1023,65536x8191,32768x8193,10000x50257 \
     --json "$out/$day-softmax-issue17-tuned-$tag.json"
 else
-  echo "gpu-s21.sh: unknown step set '$steps' in TESSEL_S21_STEPS (legal: first, h200, s24, bench, softmax, ncu, tests, tune)" | tee -a "$log"
+  echo "gpu-s21.sh: unknown step set '$steps' in TESSEL_S21_STEPS (legal: first, h200, s24, uniform, bench, softmax, ncu, tests, tune)" | tee -a "$log"
   status=1
 fi
 done

@@ -5,6 +5,14 @@
 
 namespace tessel {
 
+// v as lane 0 of the calling warp holds it: the same value in every lane, and one ptxas knows to
+// be warp-uniform (it may then keep what is computed from it in uniform registers). Every lane
+// of the warp must call it. Warp-specialized kernels test their roles with it
+// (JitOptions::uniform_roles).
+__device__ __forceinline__ int warp_uniform(int v) {
+  return __shfl_sync(0xffffffffu, v, 0);
+}
+
 // Remaps the launch-order block index (bx, by) of a grid_x x grid_y grid to the tile
 // (out_x, out_y) it computes, so that blocks running at the same time share operand tiles
 // in L2. The grid's columns are cut into panels of `panel` columns (the last one may be

@@ -113,6 +113,12 @@ struct JitOptions {
   // the split-K pairs included.
   bool programmatic_launch = false;
   bool disable_programmatic_launch = false;
+  // Warp-specialized sm_90a kernels test their roles (producer or consumer) and index their
+  // consumer warpgroups through values broadcast from lane 0 (warp-uniform to ptxas), so that
+  // the wgmma descriptors built from them stay in uniform registers: in the passes' 1024^3 GEMM
+  // 29 -> 4 R2UR, in attention's D = 128 kernel 20 -> 5 (session 24, read from SASS). Off by
+  // default until timed (docs/perf-notes.md); TESSEL_ENABLE=uniform_roles does the same.
+  bool uniform_roles = false;
   // The tutorial GEMM (and any kernel shaped like it) compiled by the generic sm_90a passes --
   // TMA loads into an mbarrier ring, a producer warpgroup, wgmma issued asynchronously with
   // placed waits -- instead of the hand-written warp-specialized kernel select_hopper_gemm

@@ -187,10 +187,9 @@ passes::PassContext::Switches jit_switches(const JitOptions& options) {
                                         "realigned_global_loads", "programmatic_launch"});
   auto env_off = [&](const char* name) { return disabled.count(name) != 0; };
   // TESSEL_ENABLE turns opt-in features on from outside (benchmarks of a feature not on by default).
-  const std::set<std::string> enabled =
-      features_named("TESSEL_ENABLE", {"rotate_gemm_loops", "realigned_span_reads", "realigned_global_loads",
-                                         "programmatic_launch", "gemm_from_passes",
-                                         "persistent_rings"});
+  const std::set<std::string> enabled = features_named(
+      "TESSEL_ENABLE", {"rotate_gemm_loops", "realigned_span_reads", "realigned_global_loads",
+                        "programmatic_launch", "uniform_roles", "gemm_from_passes", "persistent_rings"});
   auto env_on = [&](const char* name) { return enabled.count(name) != 0; };
   return passes::PassContext::Switches{
       !options.disable_tma && !env_off("tma"),
@@ -213,6 +212,7 @@ passes::PassContext::Switches jit_switches(const JitOptions& options) {
       !options.disable_realigned_global_loads && !env_off("realigned_global_loads"),
       (options.programmatic_launch || env_on("programmatic_launch")) &&
           !options.disable_programmatic_launch && !env_off("programmatic_launch"),
+      options.uniform_roles || env_on("uniform_roles"),
       options.gemm_from_passes || env_on("gemm_from_passes"),
       !options.disable_persistent_tiles && !env_off("persistent_tiles"),
       options.max_persistent_ctas > 0 ? options.max_persistent_ctas : max_persistent_ctas_from_env(),
@@ -241,6 +241,7 @@ std::string switches_text(const passes::PassContext::Switches& s) {
   flag("realigned_global_loads", s.realigned_global_loads);
   flag("allow_realigned_global_loads", s.allow_realigned_global_loads);
   flag("programmatic_launch", s.programmatic_launch);
+  flag("uniform_roles", s.uniform_roles);
   flag("gemm_from_passes", s.gemm_from_passes);
   flag("persistent_tiles", s.allow_persistent_tiles);
   flag("persistent_rings", s.persistent_rings);

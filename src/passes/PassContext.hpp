@@ -212,6 +212,7 @@ struct PassContext {
     bool realigned_global_loads = false;
     bool allow_realigned_global_loads = true;
     bool programmatic_launch = false;
+    bool uniform_roles = false;
     bool gemm_from_passes = false;
     bool allow_persistent_tiles = true;
     int max_persistent_ctas = 0;
@@ -254,6 +255,9 @@ struct PassContext {
   // The kernel waits at entry for the previous grid and lets the next start early (Hopper's
   // programmatic dependent launch; JitOptions::programmatic_launch; plan_kernel_abi).
   bool programmatic_launch = false;
+  // Warp-specialized kernels' role tests and warpgroup indices broadcast from lane 0
+  // (JitOptions::uniform_roles; plan_kernel_abi).
+  bool uniform_roles = false;
   // The tutorial GEMM's kernel from the generic passes (TMA ring, warp roles, asynchronous
   // wgmma with placed waits) instead of select_hopper_gemm's template (opt-in, unmeasured:
   // JitOptions::gemm_from_passes): select_hopper_gemm declines, and a Pipelined loop's sole gemm
@@ -429,6 +433,10 @@ struct PassContext {
     // the next start (griddepcontrol.launch_dependents); the JIT launches it with the
     // programmatic-stream-serialization attribute.
     bool programmatic_launch = false;
+    // JitOptions::uniform_roles in a warp-specialized kernel: the role test compares a warp index
+    // broadcast from lane 0 (tessel::warp_uniform), and TESSEL_UNIFORM_WARPGROUP makes
+    // WarpgroupGemm's warpgroup index the same kind of value.
+    bool uniform_roles = false;
   };
   KernelAbi abi;
 };

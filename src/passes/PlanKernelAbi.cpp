@@ -67,6 +67,8 @@ Stmt plan_kernel_abi(const Stmt& body, PassContext& ctx) {
   abi.prefetch_tensor_maps = !hopper.selected && !ctx.tma_params.empty();
   // griddepcontrol is sm_90's; the Hopper GEMM template prints its own preamble (not here).
   abi.programmatic_launch = ctx.programmatic_launch && ctx.target.sm >= 90 && !hopper.selected;
+  // Only a generic warp-specialized kernel has role tests to print (the template has its own).
+  abi.uniform_roles = ctx.uniform_roles && abi.consumer_threads > 0 && !hopper.selected;
   return body;
 }
 

@@ -210,6 +210,30 @@ TEST(Codegen, SmallWarpTilesTakeAccumulatorChains) {
 // A tile copy that no block can ever take whole (M below the tile, one block row: the skinny
 // GEMMs' A) keeps only the edge path (TileExtent::Edge); a tile some block takes whole keeps
 // both, decided at run time.
+// JitOptions::uniform_roles: a warp-specialized kernel tests its role on the warp index broadcast
+// from lane 0 and defines TESSEL_UNIFORM_WARPGROUP (WarpgroupGemm's warpgroup index the same
+// way); without it, the plain thread-index test and no define; a kernel without roles is unchanged.
+TEST(Codegen, UniformRolesTestTheWarpIndexFromLaneZero) {
+  tessel::kernels::MatmulConfig cfg;
+  cfg.block_M = 128, cfg.block_N = 128, cfg.block_K = 64, cfg.threads = 256, cfg.num_stages = 3;
+  auto f = tessel::kernels::matmul_program(1024, 1024, 1024, cfg);
+  T::passes::PassContext::Switches s;
+  s.gemm_from_passes = true;
+  const std::string plain = tessel::codegen::generate_cuda(tessel::lower(f.ir(), sm90(), s, false));
+  s.uniform_roles = true;
+  const std::string uniform = tessel::codegen::generate_cuda(tessel::lower(f.ir(), sm90(), s, false));
+  EXPECT_NE(plain.find("if (threadIdx.x >= 256) {  // producer warp"), std::string::npos) << plain;
+  EXPECT_EQ(plain.find("TESSEL_UNIFORM_WARPGROUP"), std::string::npos);
+  EXPECT_NE(uniform.find("#define TESSEL_UNIFORM_WARPGROUP 1"), std::string::npos) << uniform;
+  EXPECT_NE(
+      uniform.find("if (tessel::warp_uniform(static_cast<int>(threadIdx.x / 32)) >= 8) {  // producer warp"),
+      std::string::npos)
+      << uniform;
+  const std::string sm80_plain = tessel::codegen::generate_cuda(tessel::lower(f.ir(), sm80(), s, false));
+  EXPECT_EQ(sm80_plain.find("warp_uniform"), std::string::npos);
+  EXPECT_EQ(sm80_plain.find("TESSEL_UNIFORM_WARPGROUP"), std::string::npos);
+}
+
 TEST(Codegen, CopiesProvablyAtTheEdgeKeepOnlyTheEdgePath) {
   auto copies = [](int m) {
     tessel::kernels::MatmulConfig cfg;

@@ -344,6 +344,9 @@ TEST_P(GemmFromPassesShapes, MatchesReference) {
   // the grid is one wave).
   EXPECT_EQ(k.info().persistent, ring) << k.info().path;
   run_case(c, dtype, o);
+  // The same with the roles and warpgroup indices broadcast from lane 0 (JitOptions::uniform_roles).
+  o.uniform_roles = true;
+  run_case(c, dtype, o);
 }
 
 // The persistent kernel with few blocks, each looping over many tiles (their ring phases run on

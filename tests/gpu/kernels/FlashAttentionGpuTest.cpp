@@ -187,11 +187,12 @@ TEST(FlashAttentionGpuSmall, RingsAndRoles) {
 // schedule (async_pipeline), the warpgroups unscheduled (pingpong), and mma.sync (wgmma).
 TEST(FlashAttentionGpuSmall, SwitchesGiveTheSameResults) {
   TESSEL_REQUIRE_GPU();
-  T::JitOptions no_pipeline, no_pingpong, no_wgmma;
+  T::JitOptions no_pipeline, no_pingpong, no_wgmma, uniform_roles;
   no_pipeline.disable_async_pipeline = true;
   no_pingpong.disable_pingpong = true;
   no_wgmma.disable_wgmma = true;
-  for (const T::JitOptions& jo : {no_pipeline, no_pingpong, no_wgmma}) {
+  uniform_roles.uniform_roles = true;  // roles and warpgroup indices broadcast from lane 0
+  for (const T::JitOptions& jo : {no_pipeline, no_pingpong, no_wgmma, uniform_roles}) {
     check({2, 4, 2, 200, 300, 64, true}, DType::f16, jo);
     check({1, 2, 1, 130, 1029, 128, false, true}, DType::bf16, jo);
   }

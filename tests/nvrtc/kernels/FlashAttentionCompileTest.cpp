@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "tessel/kernels/attention/FlashAttention.hpp"
+#include "tessel/kernels/gemm/Matmul.hpp"
 
 namespace {
 
@@ -278,6 +279,39 @@ TEST(FlashAttentionCompileKeyBlocks, MultiplesOf16TakeWgmma) {
     EXPECT_NE(k.ptx().find("wgmma.mma_async.sync.aligned.m64n" + std::to_string(c.bn) + "k16.f32.bf16.bf16"),
               std::string::npos);
   }
+}
+
+}  // namespace
+
+namespace {
+
+// JitOptions::uniform_roles on the default attention kernels (D = 64 and 128, causal and not, key
+// tails) and the tutorial GEMM from the passes: they compile without spills, their role test and
+// (at several consumer warpgroups) warpgroup index through shfl.sync from lane 0.
+TEST(UniformRoles, CompileWithoutSpills) {
+  T::JitOptions jo;
+  jo.arch = "sm_90a";
+  jo.uniform_roles = true;
+  for (std::int64_t D : {64, 128})
+    for (bool causal : {false, true}) {
+      T::kernels::AttentionShape s;
+      s.batch = 2, s.heads = 8, s.kv_heads = 2, s.seqlen_q = 1000, s.seqlen_k = 4097, s.dim = D;
+      T::kernels::AttentionOptions o;
+      o.causal = causal;
+      o.jit = jo;
+      auto k = T::kernels::make_flash_attention(s, T::DType::bf16, o);
+      SCOPED_TRACE("D" + std::to_string(D) + (causal ? " causal " : " ") + k.info().path);
+      EXPECT_NE(k.source().find("#define TESSEL_UNIFORM_WARPGROUP 1"), std::string::npos);
+      EXPECT_NE(k.ptx().find("shfl.sync.idx"), std::string::npos);
+      EXPECT_EQ(k.resources().spill_store_bytes + k.resources().spill_load_bytes, 0) << k.compile_log();
+    }
+  T::JitOptions g = jo;
+  g.gemm_from_passes = true;
+  T::kernels::MatmulConfig cfg;  // issue 5's 1024^3 tile: one consumer warpgroup and a producer warp
+  cfg.block_M = 64, cfg.block_N = 128, cfg.block_K = 64, cfg.num_stages = 6, cfg.threads = 128;
+  auto gemm = T::kernels::make_matmul(1024, 1024, 1024, cfg, g);
+  EXPECT_NE(gemm.source().find("tessel::warp_uniform("), std::string::npos) << gemm.source();
+  EXPECT_EQ(gemm.resources().spill_store_bytes + gemm.resources().spill_load_bytes, 0) << gemm.compile_log();
 }
 
 }  // namespace
