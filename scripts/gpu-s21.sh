@@ -20,8 +20,8 @@
 #     widths and windows on 11 warps, the softmax gpu suites and fuzz, the attention and skinny
 #     GEMM defaults, (session 24) the skinny GEMMs on one accumulator chain and the chains' gpu
 #     tests, issue 4's widths;
-#   TESSEL_S21_STEPS=h200 (session 24): the bars' figures alone (softmax 17, attention defaults and
-#     128x176, skinny GEMMs, issue 4's widths), then the softmax gpu suites, for a short call;
+#   TESSEL_S21_STEPS=h200 (sessions 24-25): the bars' figures alone (softmax 17, attention defaults,
+#     issue 17's GEMM table, issue 5's shapes, issue 4's widths), then the softmax gpu suites;
 #   TESSEL_S21_STEPS=s24: the 176-key and 192x128 attention tiles beside the defaults, their gpu
 #     tests and the skinny GEMMs', the skinny GEMMs;
 #   TESSEL_S21_STEPS=uniform: JitOptions::uniform_roles beside the default (the passes' GEMM
@@ -124,24 +124,20 @@ elif [[ $steps == first ]]; then
     --gtest_filter='*AccumulatorChains*:SkinnyAndRagged/MatmulSplitKShapes.*1x4096x4096*:SkinnyAndRagged/MatmulSplitKShapes.*16x4000x3000*:SkinnyAndRagged/MatmulSplitKShapes.*9x3968x4104*'
   step "bench softmax issue 4 widths" 60 "$build/tessel" bench softmax --json "$out/$day-softmax-issue4-$tag.json"
 elif [[ $steps == h200 ]]; then
-  # Session 24: the bars' figures only, for a call of about four minutes on the H200: issue 17's
-  # softmax widths, the attention defaults (issue 15's cases) and the 176-key tile beside them,
-  # the skinny GEMMs, issue 4's widths; then the softmax gpu suites while time lasts.
+  # Sessions 24-25: the bars' figures only, for one call of under ten minutes on the H200: issue
+  # 17's softmax widths, the attention defaults (issue 15's cases), issue 17's GEMM table and issue
+  # 5's shapes (f16 and bf16), issue 4's widths; then the softmax gpu suites while time lasts.
   step "bench softmax 17 (default)" 90 "$build/tessel" bench softmax --repeats 10 \
     --shapes 4194304x127,4194304x129,524288x1023,65536x8191,32768x8193,10000x50257 \
     --json "$out/$day-softmax-issue17-$tag.json"
   step "bench attention (default, f16 and bf16)" 110 "$build/tessel" bench attention --dtype f16,bf16 --repeats 10 \
     --json "$out/$day-attention-default-$tag.json"
-  step "bench attention D=128 non-causal 128x176:2:256:pingpong:persistent" 40 "$build/tessel" bench attention \
-    --dtype bf16 --repeats 10 --config 128x176:2:256:pingpong:persistent \
-    --cases 32x16x16x1024x1024x128,8x16x16x4096x4096x128,2x16x16x16384x16384x128,4x32x8x4096x4096x128 \
-    --json "$out/$day-attention-bn176-pingpong-$tag.json"
-  step "bench gemm skinny (default)" 40 "$build/tessel" bench gemm --repeats 20 --warmup 5 --dtype f16,bf16 \
-    --shapes 1x4096x4096,16x4096x4096,32x4096x14336,8x14336x4096,16x14336x4096,64x8192x8192 \
-    --json "$out/$day-gemm-skinny-default-$tag.json"
-  step "bench gemm skinny split-K (programmatic launch)" 30 env TESSEL_ENABLE=programmatic_launch "$build/tessel" \
-    bench gemm --repeats 20 --warmup 5 --dtype f16,bf16 --shapes 32x4096x14336,8x14336x4096,16x14336x4096 \
-    --json "$out/$day-gemm-skinny-pdl-$tag.json"
+  step "bench gemm 17" 110 "$build/tessel" bench gemm --repeats 20 --warmup 5 --dtype f16,bf16 \
+    --shapes 4095x4095x4095,2047x2047x2047,3072x3072x3073,12345x6789x1011,6144x6143x6144,8192x50257x4096,1x4096x4096,16x4096x4096,32x4096x14336,8x14336x4096,64x8192x8192,16x14336x4096 \
+    --json "$out/$day-gemm-issue17-$tag.json"
+  step "bench gemm 5" 90 "$build/tessel" bench gemm --repeats 20 --warmup 5 --dtype f16,bf16 \
+    --shapes 2048x2048x2048,4096x4096x4096,8192x8192x8192,8192x28672x8192,16384x4096x1024,128x8192x8192,1024x1024x1024 \
+    --json "$out/$day-gemm-issue5-$tag.json"
   step "bench softmax issue 4 widths" 60 "$build/tessel" bench softmax --json "$out/$day-softmax-issue4-$tag.json"
   step "gpu tests (softmax)" 150 "$build/tessel_tests_gpu" --gtest_brief=1 \
     --gtest_filter='*Softmax*:IssueWidths/*:RowWindows*:NegativeStartsGpu*:*FlatRows*:-Shapes/Attention.*'
