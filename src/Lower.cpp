@@ -211,6 +211,7 @@ LoweredFunc lower_to(const ir::PrimFuncNode& f, const passes::Target& target,
   out.ctx.allow_realigned_global_loads = s.allow_realigned_global_loads;
   out.ctx.programmatic_launch = s.programmatic_launch;
   out.ctx.uniform_roles = s.uniform_roles;
+  out.ctx.allow_uniform_roles = s.allow_uniform_roles;
   out.ctx.gemm_from_passes = s.gemm_from_passes;
   out.ctx.allow_persistent_tiles = s.allow_persistent_tiles;
   out.ctx.max_persistent_ctas = s.max_persistent_ctas;

@@ -88,16 +88,21 @@ struct WarpgroupGemm : AccumulatorLayout<BM, BN, 4 * Warpgroups, 1> {
       return mnmajor_desc<LayoutB>(b_base, 0, kk);
     }
   }
-  // This thread's warpgroup among the consumers. Under TESSEL_UNIFORM_WARPGROUP
-  // (JitOptions::uniform_roles) a constant at one warpgroup and a lane-0 broadcast otherwise, so
-  // that ptxas keeps the descriptors built from it in uniform registers (no R2UR before a wgmma).
-#ifdef TESSEL_UNIFORM_WARPGROUP
+  // This thread's warpgroup among the consumers: a constant at one warpgroup (only threads 0-127
+  // run it then), so that ptxas keeps the descriptors built from it in uniform registers (no R2UR
+  // before a wgmma); with several, the thread's index over 128, or under TESSEL_UNIFORM_WARPGROUP
+  // (JitOptions::uniform_roles) its lane-0 broadcast.
   __device__ static int warpgroup() {
-    return Warpgroups == 1 ? 0 : warp_uniform(static_cast<int>(threadIdx.x / 128));
-  }
+    if constexpr (Warpgroups == 1) {
+      return 0;
+    } else {
+#ifdef TESSEL_UNIFORM_WARPGROUP
+      return warp_uniform(static_cast<int>(threadIdx.x / 128));
 #else
-  __device__ static int warpgroup() { return static_cast<int>(threadIdx.x / 128); }
+      return static_cast<int>(threadIdx.x / 128);
 #endif
+    }
+  }
 
   // acc += A_tile * B_tile, both from shared memory: run_async, then its wait.
   __device__ static void run(const TIn* sA, const TIn* sB, float (&acc)[kAccPerThread]) {

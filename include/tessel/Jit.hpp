@@ -113,12 +113,17 @@ struct JitOptions {
   // the split-K pairs included.
   bool programmatic_launch = false;
   bool disable_programmatic_launch = false;
-  // Warp-specialized sm_90a kernels test their roles (producer or consumer) and index their
-  // consumer warpgroups through values broadcast from lane 0 (warp-uniform to ptxas), so that
-  // the wgmma descriptors built from them stay in uniform registers: in the passes' 1024^3 GEMM
-  // 29 -> 4 R2UR, in attention's D = 128 kernel 20 -> 5 (session 24, read from SASS). Off by
-  // default until timed (docs/perf-notes.md); TESSEL_ENABLE=uniform_roles does the same.
+  // Warp-specialized sm_90a kernels test their roles (producer or consumer) on the warp's index
+  // broadcast from lane 0 (warp-uniform to ptxas), so that the wgmma descriptors built inside
+  // the consumers' branch stay in uniform registers. By default where the consumers are one
+  // warpgroup (its index is then a constant): the passes' 1024^3 GEMM 29 -> 4 R2UR and 0.89 ->
+  // 0.99x the template's speed, attention's one-warpgroup kernels unchanged (H100, session 25,
+  // docs/perf-notes.md). uniform_roles (TESSEL_ENABLE=uniform_roles) extends it to kernels of
+  // several consumer warpgroups, whose warpgroup index then comes from a lane-0 broadcast too
+  // (attention's D = 128 kernel 20 -> 5 R2UR but 1-4 % slower, so not by default);
+  // disable_uniform_roles (TESSEL_DISABLE=uniform_roles) turns it off everywhere.
   bool uniform_roles = false;
+  bool disable_uniform_roles = false;
   // The tutorial GEMM (and any kernel shaped like it) compiled by the generic sm_90a passes --
   // TMA loads into an mbarrier ring, a producer warpgroup, wgmma issued asynchronously with
   // placed waits -- instead of the hand-written warp-specialized kernel select_hopper_gemm

@@ -184,7 +184,7 @@ passes::PassContext::Switches jit_switches(const JitOptions& options) {
       features_named("TESSEL_DISABLE", {"tma", "wgmma", "warp_specialization", "split_k", "tma_store",
                                         "multicast", "async_pipeline", "pingpong", "async_gemm",
                                         "gemm_chains", "row_staging", "async_span_copy", "persistent_tiles",
-                                        "realigned_global_loads", "programmatic_launch"});
+                                        "realigned_global_loads", "programmatic_launch", "uniform_roles"});
   auto env_off = [&](const char* name) { return disabled.count(name) != 0; };
   // TESSEL_ENABLE turns opt-in features on from outside (benchmarks of a feature not on by default).
   const std::set<std::string> enabled = features_named(
@@ -213,6 +213,7 @@ passes::PassContext::Switches jit_switches(const JitOptions& options) {
       (options.programmatic_launch || env_on("programmatic_launch")) &&
           !options.disable_programmatic_launch && !env_off("programmatic_launch"),
       options.uniform_roles || env_on("uniform_roles"),
+      !options.disable_uniform_roles && !env_off("uniform_roles"),
       options.gemm_from_passes || env_on("gemm_from_passes"),
       !options.disable_persistent_tiles && !env_off("persistent_tiles"),
       options.max_persistent_ctas > 0 ? options.max_persistent_ctas : max_persistent_ctas_from_env(),
@@ -242,6 +243,7 @@ std::string switches_text(const passes::PassContext::Switches& s) {
   flag("allow_realigned_global_loads", s.allow_realigned_global_loads);
   flag("programmatic_launch", s.programmatic_launch);
   flag("uniform_roles", s.uniform_roles);
+  flag("allow_uniform_roles", s.allow_uniform_roles);
   flag("gemm_from_passes", s.gemm_from_passes);
   flag("persistent_tiles", s.allow_persistent_tiles);
   flag("persistent_rings", s.persistent_rings);

@@ -213,6 +213,7 @@ struct PassContext {
     bool allow_realigned_global_loads = true;
     bool programmatic_launch = false;
     bool uniform_roles = false;
+    bool allow_uniform_roles = true;
     bool gemm_from_passes = false;
     bool allow_persistent_tiles = true;
     int max_persistent_ctas = 0;
@@ -255,9 +256,12 @@ struct PassContext {
   // The kernel waits at entry for the previous grid and lets the next start early (Hopper's
   // programmatic dependent launch; JitOptions::programmatic_launch; plan_kernel_abi).
   bool programmatic_launch = false;
-  // Warp-specialized kernels' role tests and warpgroup indices broadcast from lane 0
-  // (JitOptions::uniform_roles; plan_kernel_abi).
+  // Warp-specialized kernels' role tests (and, with several consumer warpgroups, their
+  // warpgroup indices) broadcast from lane 0: by default at one consumer warpgroup, everywhere
+  // under uniform_roles, nowhere without allow_uniform_roles (JitOptions::uniform_roles and
+  // disable_uniform_roles; plan_kernel_abi).
   bool uniform_roles = false;
+  bool allow_uniform_roles = true;
   // The tutorial GEMM's kernel from the generic passes (TMA ring, warp roles, asynchronous
   // wgmma with placed waits) instead of select_hopper_gemm's template (opt-in, unmeasured:
   // JitOptions::gemm_from_passes): select_hopper_gemm declines, and a Pipelined loop's sole gemm
@@ -433,10 +437,11 @@ struct PassContext {
     // the next start (griddepcontrol.launch_dependents); the JIT launches it with the
     // programmatic-stream-serialization attribute.
     bool programmatic_launch = false;
-    // JitOptions::uniform_roles in a warp-specialized kernel: the role test compares a warp index
-    // broadcast from lane 0 (tessel::warp_uniform), and TESSEL_UNIFORM_WARPGROUP makes
-    // WarpgroupGemm's warpgroup index the same kind of value.
+    // A warp-specialized kernel's role test compares a warp index broadcast from lane 0
+    // (tessel::warp_uniform); uniform_warpgroup (TESSEL_UNIFORM_WARPGROUP) makes WarpgroupGemm's
+    // warpgroup index the same kind of value where there are several (at one it is a constant).
     bool uniform_roles = false;
+    bool uniform_warpgroup = false;
   };
   KernelAbi abi;
 };

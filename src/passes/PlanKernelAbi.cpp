@@ -68,7 +68,16 @@ Stmt plan_kernel_abi(const Stmt& body, PassContext& ctx) {
   // griddepcontrol is sm_90's; the Hopper GEMM template prints its own preamble (not here).
   abi.programmatic_launch = ctx.programmatic_launch && ctx.target.sm >= 90 && !hopper.selected;
   // Only a generic warp-specialized kernel has role tests to print (the template has its own).
-  abi.uniform_roles = ctx.uniform_roles && abi.consumer_threads > 0 && !hopper.selected;
+  // A role test on a warp-uniform value lets ptxas keep what the consumers' branch builds (the
+  // wgmma descriptors) in uniform registers. At one consumer warpgroup that is all it takes
+  // (WarpgroupGemm's index is a constant): the passes' 1024^3 GEMM 0.89 -> 0.99x the template on
+  // an H100, attention's one-warpgroup kernels within noise (session 25). With several, the
+  // warpgroup index must be broadcast as well, and that measured 1-4 % slower in attention's
+  // two- and three-warpgroup kernels: only when asked for (uniform_roles).
+  const bool one_consumer_warpgroup = abi.consumer_threads > 0 && abi.consumer_threads <= 128;
+  abi.uniform_roles = ctx.allow_uniform_roles && abi.consumer_threads > 0 && !hopper.selected &&
+                      (ctx.uniform_roles || one_consumer_warpgroup);
+  abi.uniform_warpgroup = abi.uniform_roles && !one_consumer_warpgroup;
   return body;
 }
 

@@ -207,33 +207,53 @@ TEST(Codegen, SmallWarpTilesTakeAccumulatorChains) {
     EXPECT_EQ(t.substr(t.size() - 3), "2>>") << t;
 }
 
+// Warp-specialized kernels' role tests (plan_kernel_abi). At one consumer warpgroup, by default,
+// the role is tested on the warp index broadcast from lane 0 (no TESSEL_UNIFORM_WARPGROUP: the
+// warpgroup index is a constant there); at several, only under JitOptions::uniform_roles, which
+// also defines TESSEL_UNIFORM_WARPGROUP (WarpgroupGemm's index broadcast the same way);
+// disable_uniform_roles gives the plain thread-index test everywhere; sm_80 has no roles.
+TEST(Codegen, UniformRolesTestTheWarpIndexFromLaneZero) {
+  auto source = [](int block_M, int threads, bool uniform, bool allow, const T::passes::Target& target) {
+    tessel::kernels::MatmulConfig cfg;
+    cfg.block_M = block_M, cfg.block_N = 128, cfg.block_K = 64, cfg.threads = threads, cfg.num_stages = 3;
+    auto f = tessel::kernels::matmul_program(1024, 1024, 1024, cfg);
+    T::passes::PassContext::Switches s;
+    s.gemm_from_passes = true;
+    s.uniform_roles = uniform;
+    s.allow_uniform_roles = allow;
+    return tessel::codegen::generate_cuda(tessel::lower(f.ir(), target, s, false));
+  };
+  const std::string uniform_test_8 =
+      "if (tessel::warp_uniform(static_cast<int>(threadIdx.x / 32)) >= 8) {  // producer warp";
+  const std::string uniform_test_4 =
+      "if (tessel::warp_uniform(static_cast<int>(threadIdx.x / 32)) >= 4) {  // producer warp";
+  // Two consumer warpgroups: plain by default, broadcast (and the define) when asked for.
+  const std::string two = source(128, 256, false, true, sm90());
+  EXPECT_NE(two.find("if (threadIdx.x >= 256) {  // producer warp"), std::string::npos) << two;
+  EXPECT_EQ(two.find("warp_uniform"), std::string::npos) << two;
+  EXPECT_EQ(two.find("TESSEL_UNIFORM_WARPGROUP"), std::string::npos);
+  const std::string two_uniform = source(128, 256, true, true, sm90());
+  EXPECT_NE(two_uniform.find("#define TESSEL_UNIFORM_WARPGROUP 1"), std::string::npos) << two_uniform;
+  EXPECT_NE(two_uniform.find(uniform_test_8), std::string::npos) << two_uniform;
+  // One consumer warpgroup: the broadcast role test by default, no define.
+  const std::string one = source(64, 128, false, true, sm90());
+  EXPECT_NE(one.find(uniform_test_4), std::string::npos) << one;
+  EXPECT_EQ(one.find("TESSEL_UNIFORM_WARPGROUP"), std::string::npos);
+  // disable_uniform_roles wins over the default and over uniform_roles.
+  for (bool uniform : {false, true}) {
+    const std::string off = source(64, 128, uniform, false, sm90());
+    EXPECT_NE(off.find("if (threadIdx.x >= 128) {  // producer warp"), std::string::npos) << off;
+    EXPECT_EQ(off.find("warp_uniform"), std::string::npos) << off;
+    EXPECT_EQ(off.find("TESSEL_UNIFORM_WARPGROUP"), std::string::npos);
+  }
+  const std::string sm80_src = source(128, 256, true, true, sm80());
+  EXPECT_EQ(sm80_src.find("warp_uniform"), std::string::npos);
+  EXPECT_EQ(sm80_src.find("TESSEL_UNIFORM_WARPGROUP"), std::string::npos);
+}
+
 // A tile copy that no block can ever take whole (M below the tile, one block row: the skinny
 // GEMMs' A) keeps only the edge path (TileExtent::Edge); a tile some block takes whole keeps
 // both, decided at run time.
-// JitOptions::uniform_roles: a warp-specialized kernel tests its role on the warp index broadcast
-// from lane 0 and defines TESSEL_UNIFORM_WARPGROUP (WarpgroupGemm's warpgroup index the same
-// way); without it, the plain thread-index test and no define; a kernel without roles is unchanged.
-TEST(Codegen, UniformRolesTestTheWarpIndexFromLaneZero) {
-  tessel::kernels::MatmulConfig cfg;
-  cfg.block_M = 128, cfg.block_N = 128, cfg.block_K = 64, cfg.threads = 256, cfg.num_stages = 3;
-  auto f = tessel::kernels::matmul_program(1024, 1024, 1024, cfg);
-  T::passes::PassContext::Switches s;
-  s.gemm_from_passes = true;
-  const std::string plain = tessel::codegen::generate_cuda(tessel::lower(f.ir(), sm90(), s, false));
-  s.uniform_roles = true;
-  const std::string uniform = tessel::codegen::generate_cuda(tessel::lower(f.ir(), sm90(), s, false));
-  EXPECT_NE(plain.find("if (threadIdx.x >= 256) {  // producer warp"), std::string::npos) << plain;
-  EXPECT_EQ(plain.find("TESSEL_UNIFORM_WARPGROUP"), std::string::npos);
-  EXPECT_NE(uniform.find("#define TESSEL_UNIFORM_WARPGROUP 1"), std::string::npos) << uniform;
-  EXPECT_NE(
-      uniform.find("if (tessel::warp_uniform(static_cast<int>(threadIdx.x / 32)) >= 8) {  // producer warp"),
-      std::string::npos)
-      << uniform;
-  const std::string sm80_plain = tessel::codegen::generate_cuda(tessel::lower(f.ir(), sm80(), s, false));
-  EXPECT_EQ(sm80_plain.find("warp_uniform"), std::string::npos);
-  EXPECT_EQ(sm80_plain.find("TESSEL_UNIFORM_WARPGROUP"), std::string::npos);
-}
-
 TEST(Codegen, CopiesProvablyAtTheEdgeKeepOnlyTheEdgePath) {
   auto copies = [](int m) {
     tessel::kernels::MatmulConfig cfg;

@@ -102,11 +102,14 @@ TEST(RegisterGemm, ChainOnSm90LowersBothGemmsToWgmma) {
       << src;
   EXPECT_NE(src.find("#include <tessel/warpgroup_gemm.cuh>"), std::string::npos) << src;
   EXPECT_NE(src.find("tessel::align_shared_1024(tessel_smem_raw)"), std::string::npos) << src;
-  // K and V come by TMA into mbarrier rings, issued by a producer warp; the consumer
+  // K and V come by TMA into mbarrier rings, issued by a producer warp (its role tested on the
+  // warp index broadcast from lane 0, the default at one consumer warpgroup); the consumer
   // warpgroup synchronizes its own shared writes (the Q copy) with named barriers, each
   // preceded by the generic -> async proxy fence (wgmma reads Q through the async proxy).
   EXPECT_NE(src.find("tessel::tma_load_tile<2, 1, 64, 8192>"), std::string::npos) << src;
-  EXPECT_NE(src.find("if (threadIdx.x >= 128) {  // producer warp\n"), std::string::npos) << src;
+  EXPECT_NE(src.find("if (tessel::warp_uniform(static_cast<int>(threadIdx.x / 32)) >= 4) {  // producer warp\n"),
+            std::string::npos)
+      << src;
   size_t barriers = 0, fenced = 0;
   for (size_t p = src.find("tessel::named_barrier_sync(1, 128);"); p != std::string::npos;
        p = src.find("tessel::named_barrier_sync(1, 128);", p + 1)) {

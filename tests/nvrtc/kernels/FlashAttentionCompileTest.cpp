@@ -285,26 +285,43 @@ TEST(FlashAttentionCompileKeyBlocks, MultiplesOf16TakeWgmma) {
 
 namespace {
 
-// JitOptions::uniform_roles on the default attention kernels (D = 64 and 128, causal and not, key
-// tails) and the tutorial GEMM from the passes: they compile without spills, their role test and
-// (at several consumer warpgroups) warpgroup index through shfl.sync from lane 0.
+// Role tests on the warp index broadcast from lane 0, on the default attention kernels (D = 64 and
+// 128, causal and not, key tails) and the tutorial GEMM from the passes: they compile without
+// spills. By default only kernels of one consumer warpgroup test their role that way; under
+// JitOptions::uniform_roles every one does, and those of several also broadcast their warpgroup
+// index (TESSEL_UNIFORM_WARPGROUP).
 TEST(UniformRoles, CompileWithoutSpills) {
+  const std::string role_test = "if (tessel::warp_uniform(static_cast<int>(threadIdx.x / 32)) >= ";
+  int several = 0, one = 0;
+  for (bool uniform : {false, true})
+    for (std::int64_t D : {64, 128})
+      for (bool causal : {false, true}) {
+        T::kernels::AttentionShape s;
+        s.batch = 2, s.heads = 8, s.kv_heads = 2, s.seqlen_q = 1000, s.seqlen_k = 4097, s.dim = D;
+        T::kernels::AttentionOptions o;
+        o.causal = causal;
+        o.jit.arch = "sm_90a";
+        o.jit.uniform_roles = uniform;
+        auto k = T::kernels::make_flash_attention(s, T::DType::bf16, o);
+        const std::string& src = k.source();
+        const size_t at = src.find("#define TESSEL_CONSUMER_THREADS ");
+        ASSERT_NE(at, std::string::npos) << src;
+        const int consumers = std::stoi(src.substr(at + 31));
+        SCOPED_TRACE("D" + std::to_string(D) + (causal ? " causal " : " ") + (uniform ? "uniform_roles " : "") +
+                     std::to_string(consumers) + " consumer threads, " + k.info().path);
+        (consumers > 128 ? several : one) += 1;
+        const bool uniform_test = uniform || consumers <= 128;
+        EXPECT_EQ(src.find(role_test) != std::string::npos, uniform_test) << src;
+        EXPECT_EQ(src.find("#define TESSEL_UNIFORM_WARPGROUP 1") != std::string::npos, uniform && consumers > 128);
+        if (uniform_test) {
+          EXPECT_NE(k.ptx().find("shfl.sync.idx"), std::string::npos);
+        }
+        EXPECT_EQ(k.resources().spill_store_bytes + k.resources().spill_load_bytes, 0) << k.compile_log();
+      }
+  EXPECT_GT(several, 0);  // both kinds of kernel were among the defaults
+  EXPECT_GT(one, 0);
   T::JitOptions jo;
   jo.arch = "sm_90a";
-  jo.uniform_roles = true;
-  for (std::int64_t D : {64, 128})
-    for (bool causal : {false, true}) {
-      T::kernels::AttentionShape s;
-      s.batch = 2, s.heads = 8, s.kv_heads = 2, s.seqlen_q = 1000, s.seqlen_k = 4097, s.dim = D;
-      T::kernels::AttentionOptions o;
-      o.causal = causal;
-      o.jit = jo;
-      auto k = T::kernels::make_flash_attention(s, T::DType::bf16, o);
-      SCOPED_TRACE("D" + std::to_string(D) + (causal ? " causal " : " ") + k.info().path);
-      EXPECT_NE(k.source().find("#define TESSEL_UNIFORM_WARPGROUP 1"), std::string::npos);
-      EXPECT_NE(k.ptx().find("shfl.sync.idx"), std::string::npos);
-      EXPECT_EQ(k.resources().spill_store_bytes + k.resources().spill_load_bytes, 0) << k.compile_log();
-    }
   T::JitOptions g = jo;
   g.gemm_from_passes = true;
   T::kernels::MatmulConfig cfg;  // issue 5's 1024^3 tile: one consumer warpgroup and a producer warp

@@ -40,7 +40,7 @@ extern "C" __global__ void __launch_bounds__(160) gemm_chain_kernel(tessel::half
     tessel::mbarrier_init_fence();
   }
   __syncthreads();
-  if (threadIdx.x >= 128) {  // producer warp
+  if (tessel::warp_uniform(static_cast<int>(threadIdx.x / 32)) >= 4) {  // producer warp
     if (threadIdx.x == 128) {
       #pragma unroll
       for (int s = 0; s < 1; ++s) {
