@@ -24,6 +24,8 @@
 #     issue 17's GEMM table, issue 5's shapes, issue 4's widths), then the softmax gpu suites;
 #   TESSEL_S21_STEPS=s24: the 176-key and 192x128 attention tiles beside the defaults, their gpu
 #     tests and the skinny GEMMs', the skinny GEMMs;
+#   TESSEL_S21_STEPS=s25: the attention gpu suites and the passes' GEMM's, attention beside
+#     TESSEL_DISABLE=tile_loads, the passes' GEMM beside the template;
 #   TESSEL_S21_STEPS=uniform: JitOptions::uniform_roles beside the default (the passes' GEMM
 #     against the template on issue 5's shapes, attention's default cases), its gpu tests;
 #   TESSEL_S21_STEPS="softmax bench" (a list): those sets in that order, in one call.
@@ -186,6 +188,20 @@ elif [[ $steps == uniform ]]; then
   done
   step "gpu tests (uniform roles)" 90 "$build/tessel_tests_gpu" --gtest_brief=1 \
     --gtest_filter='FlashAttentionGpuSmall.SwitchesGiveTheSameResults:*GemmFromPassesShapes*'
+elif [[ $steps == s25 ]]; then
+  # Session 25: plan_tile_loads (Q by TMA from the producer into two slots in persistent
+  # attention) and uniform role tests at one consumer warpgroup, both new defaults: their gpu
+  # tests first, then attention beside TESSEL_DISABLE=tile_loads (each process with cuDNN) and
+  # the passes' GEMM beside the template.
+  step "gpu tests (attention, passes' GEMM)" 240 "$build/tessel_tests_gpu" --gtest_brief=1 \
+    --gtest_filter='FlashAttentionGpuSmall.*:HeadDims/FlashAttentionGpu.*:*GemmFromPassesShapes*'
+  for e in none tile_loads; do
+    step "bench attention bf16 (TESSEL_DISABLE=$e)" 70 env TESSEL_DISABLE="${e/none/}" "$build/tessel" bench attention \
+      --dtype bf16 --repeats 10 --json "$out/$day-attention-default-disable-$e-$tag.json"
+  done
+  step "bench gemm 5 --compare-passes (f16)" 60 "$build/tessel" bench gemm --compare-passes --repeats 20 --warmup 5 \
+    --shapes 2048x2048x2048,4096x4096x4096,8192x8192x8192,8192x28672x8192,16384x4096x1024,128x8192x8192,1024x1024x1024 \
+    --dtype f16 --json "$out/$day-gemm-compare-passes-$tag.json"
 elif [[ $steps == ncu ]]; then
   if command -v ncu >/dev/null; then
     for shape in 10000x50257 4096x65536 32768x8193 65536x8191; do
@@ -206,7 +222,7 @@ elif [[ $steps == tune ]]; then
     --shapes 4194304x127,4194304x129,524288x1023,65536x8191,32768x8193,10000x50257 \
     --json "$out/$day-softmax-issue17-tuned-$tag.json"
 else
-  echo "gpu-s21.sh: unknown step set '$steps' in TESSEL_S21_STEPS (legal: first, h200, s24, uniform, bench, softmax, ncu, tests, tune)" | tee -a "$log"
+  echo "gpu-s21.sh: unknown step set '$steps' in TESSEL_S21_STEPS (legal: first, h200, s24, s25, uniform, bench, softmax, ncu, tests, tune)" | tee -a "$log"
   status=1
 fi
 done

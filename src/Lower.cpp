@@ -67,6 +67,12 @@ const PassEntry kPasses[] = {
     // (its staging tile must fit beside them), and comes before specialize_warps, which moves
     // its kernel-end drain into the consumers with the rest of their work.
     {"plan_tma_stores", passes::plan_tma_stores},
+    // A persistent kernel's once-per-tile loads (attention's Q) become a two-slot TMA ring
+    // indexed by the tile: after plan_pipelines (the tile loop must hold a ring, whose barriers
+    // come first) and plan_tma_stores (the second slot must fit beside the staging tiles it
+    // declared); before insert_proxy_fences and specialize_warps, which then see the loads as
+    // producer work ordered by mbarriers rather than consumer writes behind block barriers.
+    {"plan_tile_loads", passes::plan_tile_loads},
     // Once every block barrier that hands over shared writes exists (the two passes above),
     // wgmma kernels fence each for the async proxy; before place_gemm_waits, which drains
     // in-flight gemms at barriers and passes the fence through.
@@ -214,6 +220,7 @@ LoweredFunc lower_to(const ir::PrimFuncNode& f, const passes::Target& target,
   out.ctx.allow_uniform_roles = s.allow_uniform_roles;
   out.ctx.gemm_from_passes = s.gemm_from_passes;
   out.ctx.allow_persistent_tiles = s.allow_persistent_tiles;
+  out.ctx.allow_tile_loads = s.allow_tile_loads;
   out.ctx.max_persistent_ctas = s.max_persistent_ctas;
   out.ctx.persistent_rings = s.persistent_rings;
   out.ctx.requested_min_blocks_per_sm = s.min_blocks_per_sm;

@@ -148,6 +148,11 @@ struct JitOptions {
   // persistent_rings or gemm_from_passes only, until measured). True launches one block per tile
   // (TESSEL_DISABLE=persistent_tiles does the same).
   bool disable_persistent_tiles = false;
+  // In a persistent kernel, a shared tile loaded once per tile before its ring loop (attention's
+  // Q) comes by TMA from the producer into two slots, the next tile's while this one computes,
+  // instead of by the consumers' cp.async and two block barriers at every tile's start
+  // (plan_tile_loads). True keeps the consumers' load (TESSEL_DISABLE=tile_loads does the same).
+  bool disable_tile_loads = false;
   // A kernel whose fragments and local arrays hold more than 510 values per thread (twice the
   // 255 registers a thread can have), in one buffer or in all, is a CompileError naming the
   // buffer: ptxas would spill most of it to local memory, slowly and at length. True compiles it

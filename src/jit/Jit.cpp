@@ -184,7 +184,7 @@ passes::PassContext::Switches jit_switches(const JitOptions& options) {
       features_named("TESSEL_DISABLE", {"tma", "wgmma", "warp_specialization", "split_k", "tma_store",
                                         "multicast", "async_pipeline", "pingpong", "async_gemm",
                                         "gemm_chains", "row_staging", "async_span_copy", "persistent_tiles",
-                                        "realigned_global_loads", "programmatic_launch", "uniform_roles"});
+                                        "realigned_global_loads", "programmatic_launch", "uniform_roles", "tile_loads"});
   auto env_off = [&](const char* name) { return disabled.count(name) != 0; };
   // TESSEL_ENABLE turns opt-in features on from outside (benchmarks of a feature not on by default).
   const std::set<std::string> enabled = features_named(
@@ -216,6 +216,7 @@ passes::PassContext::Switches jit_switches(const JitOptions& options) {
       !options.disable_uniform_roles && !env_off("uniform_roles"),
       options.gemm_from_passes || env_on("gemm_from_passes"),
       !options.disable_persistent_tiles && !env_off("persistent_tiles"),
+      !options.disable_tile_loads && !env_off("tile_loads"),
       options.max_persistent_ctas > 0 ? options.max_persistent_ctas : max_persistent_ctas_from_env(),
       options.persistent_rings || env_on("persistent_rings"),
       std::max(0, options.min_blocks_per_sm)};
@@ -246,6 +247,7 @@ std::string switches_text(const passes::PassContext::Switches& s) {
   flag("allow_uniform_roles", s.allow_uniform_roles);
   flag("gemm_from_passes", s.gemm_from_passes);
   flag("persistent_tiles", s.allow_persistent_tiles);
+  flag("tile_loads", s.allow_tile_loads);
   flag("persistent_rings", s.persistent_rings);
   out += " max_persistent_ctas=" + std::to_string(s.max_persistent_ctas);
   out += " min_blocks_per_sm=" + std::to_string(s.min_blocks_per_sm);

@@ -216,6 +216,7 @@ struct PassContext {
     bool allow_uniform_roles = true;
     bool gemm_from_passes = false;
     bool allow_persistent_tiles = true;
+    bool allow_tile_loads = true;
     int max_persistent_ctas = 0;
     bool persistent_rings = false;
     int min_blocks_per_sm = 0;
@@ -270,6 +271,9 @@ struct PassContext {
   // persist_tiles: ring kernels loop over their tiles in min(tiles, SMs)
   // blocks (JitOptions::disable_persistent_tiles turns it off).
   bool allow_persistent_tiles = true;
+  // plan_tile_loads: a persistent kernel's once-per-tile shared tiles by TMA into two slots
+  // (JitOptions::disable_tile_loads turns it off).
+  bool allow_tile_loads = true;
   // JitOptions::max_persistent_ctas: persist_tiles launches at most this many blocks (0: the SMs).
   int max_persistent_ctas = 0;
   // Generic ring kernels persistent with TMA-stored accumulator tiles (persist_tiles,

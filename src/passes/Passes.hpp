@@ -16,6 +16,10 @@ ir::Stmt infer_layouts(const ir::Stmt& body, PassContext& ctx);
 ir::Stmt plan_tma_copies(const ir::Stmt& body, PassContext& ctx);
 ir::Stmt persist_tiles(const ir::Stmt& body, PassContext& ctx);
 ir::Stmt plan_tma_stores(const ir::Stmt& body, PassContext& ctx);
+ir::Stmt plan_tile_loads(const ir::Stmt& body, PassContext& ctx);
+// The shared memory a kernel takes with `leading` bytes of tiles declared ahead of its buffers,
+// placed as plan_shared_memory places them, plus the slack that realigns them at run time.
+std::int64_t kernel_shared_bytes(const ir::Stmt& body, const PassContext& ctx, std::int64_t leading);
 // The TMA box (and swizzle) that loads copy `c`'s global tile into a shared tile laid out as
 // `dst`, or nullopt when no TMA load can (plan_tma_copies' rules; infer_layouts asks it ahead
 // of time, with the wgmma layout a tile would take). The result's map variable is unset.

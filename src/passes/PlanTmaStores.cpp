@@ -37,26 +37,6 @@ using namespace ir;
 
 namespace {
 
-// The shared memory the kernel takes with `leading` bytes of staging tiles (1024-byte multiples)
-// declared ahead of its buffers, placed as plan_shared_memory places them (in declaration order,
-// 1024-byte alignment for wgmma-layout tiles, 128 otherwise), plus the 1024 bytes of slack that
-// realign the array at run time.
-std::int64_t shared_bytes(const Stmt& body, const PassContext& ctx, std::int64_t leading) {
-  struct Decls : IRVisitor {
-    std::vector<Buffer> shared;
-    void visit_node(const DeclBuffer* op) override {
-      if (op->buffer->scope == Scope::Shared) shared.push_back(op->buffer);
-    }
-  } decls;
-  decls.visit(body);
-  std::int64_t offset = leading;
-  for (const Buffer& b : decls.shared) {
-    auto l = ctx.shared_layouts.find(b->id);
-    const std::int64_t align = l != ctx.shared_layouts.end() && l->second.wgmma() ? 1024 : 128;
-    offset = (offset + align - 1) / align * align + b.const_numel() * dtype_bytes(b->dtype);
-  }
-  return offset + 1024;
-}
 
 class StorePlanner : public IRVisitor {
  public:
@@ -113,6 +93,27 @@ class StorePlanner : public IRVisitor {
 
 }  // namespace
 
+// The shared memory the kernel takes with `leading` bytes of staging tiles (1024-byte multiples)
+// declared ahead of its buffers, placed as plan_shared_memory places them (in declaration order,
+// 1024-byte alignment for wgmma-layout tiles, 128 otherwise), plus the 1024 bytes of slack that
+// realign the array at run time.
+std::int64_t kernel_shared_bytes(const Stmt& body, const PassContext& ctx, std::int64_t leading) {
+  struct Decls : IRVisitor {
+    std::vector<Buffer> shared;
+    void visit_node(const DeclBuffer* op) override {
+      if (op->buffer->scope == Scope::Shared) shared.push_back(op->buffer);
+    }
+  } decls;
+  decls.visit(body);
+  std::int64_t offset = leading;
+  for (const Buffer& b : decls.shared) {
+    auto l = ctx.shared_layouts.find(b->id);
+    const std::int64_t align = l != ctx.shared_layouts.end() && l->second.wgmma() ? 1024 : 128;
+    offset = (offset + align - 1) / align * align + b.const_numel() * dtype_bytes(b->dtype);
+  }
+  return offset + 1024;
+}
+
 Stmt plan_tma_stores(const Stmt& body, PassContext& ctx) {
   // Opt-in (persistent_rings, or gemm_from_passes) until the H200 has run and timed it (docs/perf-notes.md,
   // session 13): kernels compiled without it keep the stores they were measured with.
@@ -130,7 +131,7 @@ Stmt plan_tma_stores(const Stmt& body, PassContext& ctx) {
   for (const CopyStmt* c : planner.candidates) {
     const auto shape = c->src.buffer.const_shape();
     const std::int64_t tile = shape[0] * shape[1] * 2;  // a multiple of 8 KB (64 x 64 x 2 bytes)
-    if (shared_bytes(body, ctx, staged + tile) > ctx.target.smem_cap) continue;
+    if (kernel_shared_bytes(body, ctx, staged + tile) > ctx.target.smem_cap) continue;
     staged += tile;
     const Buffer& g = c->dst.buffer;
     Buffer staging = Buffer::make(c->src.buffer->name + "_staging", {make_int(shape[0]), make_int(shape[1])},

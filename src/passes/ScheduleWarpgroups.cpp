@@ -19,7 +19,11 @@
 //             other's barrier lies its own wait, which needs the other's arrival, which the
 //             other makes only after waiting on the first -- so arrivals never run a turn ahead.
 //             The loop may sit inside a persistent kernel's tile loop (and the lets that bind its
-//             tile): the turns then start and end within each tile, the same protocol per tile.
+//             tile): the turns then start and end within each tile, the same protocol per tile,
+//             which needs the warpgroups to meet between tiles (else warpgroup 0 gives tile i + 1's
+//             first turn before warpgroup 1 took tile i's last, two arrivals in one generation):
+//             a tile body with no block barrier before the loop (its Q by TMA, plan_tile_loads)
+//             gets one at its top.
 //   Requires: specialize_warps (the consumer role); no block or named barrier inside the loop
 //             (insert_barriers names those later: the consumers' barrier 1).
 //   Ensures:  warpgroup 0 arrives on barrier 3 as often as warpgroup 1 waits on it, and
@@ -68,7 +72,9 @@ class PingPong : public IRMutator {
       return body.defined() ? make_let(l->var, l->value, body, l->where) : Stmt();
     }
     if (const auto* f = s.as<ForStmt>(); f && f->kind == ForKind::Tiles) {
+      ++tile_depth_;
       Stmt body = take_turns(f->body);
+      --tile_depth_;
       return body.defined() ? make_for(f->var, f->min, f->extent, ForKind::Tiles, 0, body, f->where) : Stmt();
     }
     std::vector<Stmt> body = flatten_seq(s);
@@ -94,6 +100,10 @@ class PingPong : public IRMutator {
       body[i] = make_seq({make_if(make_unary(UnaryOp::Not, wg0), sync(make_int(3), w), Stmt(), w), scheduled,
                           make_if(wg0, arrive(make_int(3), w), Stmt(), w)},
                          w);
+      // In a tile loop, the warpgroups meet before this tile's turns start (the header).
+      bool met = false;
+      for (size_t j = 0; j < i; ++j) met = met || body[j].as<BarrierStmt>() != nullptr;
+      if (tile_depth_ > 0 && !met) body.insert(body.begin(), make_barrier(w));
       return make_seq(body, w);
     }
     return Stmt();
@@ -150,6 +160,7 @@ class PingPong : public IRMutator {
   }
 
   const PassContext& ctx_;
+  int tile_depth_ = 0;  // tile loops around the statements take_turns is looking at
 };
 
 }  // namespace

@@ -21,6 +21,10 @@
 //             Local integers (a persistent ring's carried position) are evaluated as each agent
 //             writes them; a tile the window skips (below) skips its write too, so the agents
 //             model a block with fewer tiles, whose ring positions the machine's phases match.
+//             A read's use of its stage is the number of waits on the stage's `full` barrier
+//             the agent made so far (every read of a loaded stage follows the wait that published
+//             it; a wait followed by no read -- a tile whose ring loop runs no iteration still
+//             waits for the tile it loaded once, plan_tile_loads -- is a use all the same).
 //             Integers read from global memory (a trip count the program loads from a tensor)
 //             are checked at each of a few values (0, 1, 2, 3, 7 and one past what the model
 //             runs), every read taking the same one.
@@ -62,6 +66,7 @@ struct Event {
   std::int64_t value = 0;     // Wait: parity; ExpectTx / Tma: bytes; Named*: thread count
   int tile = -1, stage = -1;  // Tma (written) and Read: the ring tile and stage
   std::int64_t use = 0;       // Read: which iteration of its loop it is in (one use of the stage)
+  bool use_by_waits = false;  // Read: `use` counts the agent's waits on the stage's `full` barrier
   std::string what;           // for messages
 };
 
@@ -384,6 +389,7 @@ class Walker {
       // read of a loaded stage follows the wait that published it), else the loop iteration.
       auto w = waits_.find({tile, e.stage});
       e.use = w != waits_.end() ? w->second : *use_;
+      e.use_by_waits = w != waits_.end();
       e.what = "read of " + r->buffer->name + " stage " + std::to_string(e.stage);
       events.push_back(e);
     }
@@ -552,7 +558,12 @@ class Simulation {
         break;
       case EventKind::Read: {
         auto& [last, count] = ag.uses[{e.tile, e.stage}];
-        if (count == 0 || last != e.use) {
+        if (e.use_by_waits) {
+          // The use is the wait that published it: a wait with no read after it (a tile whose
+          // ring loop runs no iteration still waits for its Q) is a use too.
+          last = e.use;
+          count = static_cast<int>(e.use);
+        } else if (count == 0 || last != e.use) {
           last = e.use;
           ++count;
         }

@@ -453,7 +453,49 @@ TEST(HopperPipeline, AttentionIsPersistentWithItsTurnsInsideEachTile) {
   EXPECT_TRUE(lowered.ctx.pingpong);
   // O, a [1, 128, 1, 128] tile of [B, S, H, D], through the staging tile and 4-D TMA stores.
   ASSERT_EQ(lowered.ctx.tma_stores.size(), 1u);
-  EXPECT_EQ(lowered.ctx.tma_params.back().box, (std::vector<int>{1, 64, 1, 64}));
+  auto map_of = [&](const T::passes::PassContext& ctx, const std::string& name) {
+    for (const T::passes::TmaParam& p : ctx.tma_params)
+      if (p.var.name() == name) return p.box;
+    return std::vector<int>{};
+  };
+  EXPECT_EQ(map_of(lowered.ctx, "O_store_map"), (std::vector<int>{1, 64, 1, 64}));
+  // Then plan_tile_loads: Q comes by TMA from the producer into two slots (tile_i % 2), a
+  // [1, 128, 1, 64] box per 64-column panel; the consumers wait for it before the ring loop and
+  // release it after; no cp.async and no block barriers are left for it.
+  EXPECT_EQ(map_of(lowered.ctx, "Q_map"), (std::vector<int>{1, 128, 1, 64}));
+  const std::string tile_loads = stage_text(lowered, "plan_tile_loads");
+  EXPECT_TRUE(has(tile_loads, "shared shared_0: bf16[2, 128, 128]")) << tile_loads;
+  const size_t issue = tile_loads.find("mbarrier.wait(shared_0_empty[(tile_i % 2)], parity=(((tile_i / 2) + 1) % 2))"),
+               load = tile_loads.find("tma_load(Q[bz:+1, (bx * 128):+128, by:+1, 0:+128] -> shared_0[(tile_i % 2):+1, "
+                                      "0:+128, 0:+128], map=Q_map, complete_tx=shared_0_full[(tile_i % 2)])"),
+               wait = tile_loads.find("mbarrier.wait(shared_0_full[(tile_i % 2)], parity=((tile_i / 2) % 2))"),
+               ring = tile_loads.find("serial ko"),
+               q_release = tile_loads.find("mbarrier.warp_arrive(shared_0_empty[(tile_i % 2)])");
+  ASSERT_NE(issue, std::string::npos) << tile_loads;
+  EXPECT_LT(issue, load);
+  EXPECT_LT(load, wait);
+  EXPECT_LT(wait, ring);
+  EXPECT_LT(ring, q_release);
+  EXPECT_FALSE(has(tile_loads, "copy(Q[")) << tile_loads;
+  EXPECT_FALSE(has(tile_loads.substr(tile_loads.find("tiles tile_i")), "barrier()")) << tile_loads;
+  // The warpgroups' turns start and end within each tile, so they meet at the tile's top (a
+  // consumers' barrier) before warpgroup 1 waits for its first turn.
+  {
+    const std::string turns = stage_text(lowered, "schedule_warpgroups");
+    const size_t consumers = turns.find("tiles tile_i", turns.find("consumers:"));
+    const size_t meet = turns.find("barrier()", consumers), first_turn = turns.find("named_barrier_sync(3, 256)", consumers);
+    ASSERT_NE(meet, std::string::npos) << turns;
+    EXPECT_LT(meet, first_turn) << turns;
+  }
+  // JitOptions::disable_tile_loads: Q stays the consumers' copy, behind its barriers.
+  T::passes::PassContext::Switches no_tile_loads = passes;
+  no_tile_loads.allow_tile_loads = false;
+  const std::string kept = stage_text(
+      T::lower(T::kernels::attention_program(s, T::DType::bf16, false, 0.125f, {128, 128, 256, 2}).ir(), sm90(),
+               no_tile_loads, true),
+      "plan_tile_loads");
+  EXPECT_TRUE(has(kept, "copy(Q[bz:+1, (bx * 128):+128, by:+1, 0:+128] -> shared_0[0:+128, 0:+128])")) << kept;
+  EXPECT_FALSE(has(kept, "shared_0_full")) << kept;
   EXPECT_TRUE(has(stage_text(lowered, "lower_tile_ops"),
                   "float, 4, 0, 2>(&fragment_5, &fragment_5_staging, address_of(O_store_map), 0, by, (bx * 128), bz)"))
       << stage_text(lowered, "lower_tile_ops");

@@ -227,7 +227,8 @@ TEST(FlashAttentionGpuSmall, AsyncGemmSchedules) {
 }
 
 // Under gemm_from_passes, attention on the ring is persistent: few blocks (1, 3, 5) loop over
-// the (query block, head, batch) tiles, Q reloaded per tile behind the consumers' barrier, the
+// the (query block, head, batch) tiles, Q loaded per tile by the producer into two slots
+// (plan_tile_loads; and, once, by the consumers behind their barriers: disable_tile_loads), the
 // warpgroups' turns (ping-pong) inside each tile. Causal tiles see different numbers of key
 // blocks, so the ring's position is carried from tile to tile (ring_base): Sq > Sk (the first
 // query blocks see no key: tiles of no ring iteration, O = 0 and LSE = -inf), Sq < Sk, long rows,
@@ -250,6 +251,13 @@ TEST(FlashAttentionGpuSmall, PersistentFromThePasses) {
       check({1, 3, 1, 700, 2000, 64, true}, DType::f16, jo, T::kernels::AttentionConfig{128, 192, 256, 3, sc});
     }
   }
+  T::JitOptions consumers_load;
+  consumers_load.gemm_from_passes = true;
+  consumers_load.max_persistent_ctas = 3;
+  consumers_load.disable_tile_loads = true;
+  check({1, 3, 1, 333, 1000, 128, true}, DType::f16, consumers_load,
+        T::kernels::AttentionConfig{128, 128, 256, 2, Schedule::ring_pingpong});
+  check({2, 2, 1, 1000, 300, 64, true}, DType::bf16, consumers_load, T::kernels::AttentionConfig{128, 128, 256, 2, Schedule::ring});
 }
 
 // The library's own choices for long loops (sessions 17 and 19): D = 64 on 192 query rows over
