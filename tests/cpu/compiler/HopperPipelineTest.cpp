@@ -496,6 +496,15 @@ TEST(HopperPipeline, AttentionIsPersistentWithItsTurnsInsideEachTile) {
       "plan_tile_loads");
   EXPECT_TRUE(has(kept, "copy(Q[bz:+1, (bx * 128):+128, by:+1, 0:+128] -> shared_0[0:+128, 0:+128])")) << kept;
   EXPECT_FALSE(has(kept, "shared_0_full")) << kept;
+  // A ring loop of 64 key blocks or more a tile keeps the consumers' load too (measured slower).
+  T::kernels::AttentionShape long_rows = s;
+  long_rows.seqlen_q = long_rows.seqlen_k = 8192;  // 64 key blocks of 128
+  const std::string long_kept = stage_text(
+      T::lower(T::kernels::attention_program(long_rows, T::DType::bf16, false, 0.125f, {128, 128, 256, 2}).ir(),
+               sm90(), passes, true),
+      "plan_tile_loads");
+  EXPECT_TRUE(has(long_kept, "copy(Q[")) << long_kept;
+  EXPECT_FALSE(has(long_kept, "shared_0_full")) << long_kept;
   EXPECT_TRUE(has(stage_text(lowered, "lower_tile_ops"),
                   "float, 4, 0, 2>(&fragment_5, &fragment_5_staging, address_of(O_store_map), 0, by, (bx * 128), bz)"))
       << stage_text(lowered, "lower_tile_ops");
