@@ -193,8 +193,11 @@ elif [[ $steps == s25 ]]; then
   # attention) and uniform role tests at one consumer warpgroup, both new defaults: their gpu
   # tests first, then attention beside TESSEL_DISABLE=tile_loads (each process with cuDNN) and
   # the passes' GEMM beside the template.
-  step "gpu tests (attention, passes' GEMM)" 240 "$build/tessel_tests_gpu" --gtest_brief=1 \
-    --gtest_filter='FlashAttentionGpuSmall.*:HeadDims/FlashAttentionGpu.*:*GemmFromPassesShapes*'
+  # Six shards at once (NVRTC compiles dominate; one process ran past 240 s, six took 67 s).
+  step "gpu tests (attention, passes' GEMM; 6 shards)" 240 bash -c 'fail=0; for i in 0 1 2 3 4 5; do
+      GTEST_TOTAL_SHARDS=6 GTEST_SHARD_INDEX=$i "$0" --gtest_brief=1 \
+        --gtest_filter="FlashAttentionGpuSmall.*:HeadDims/FlashAttentionGpu.*:*GemmFromPassesShapes*" & done
+    for i in 0 1 2 3 4 5; do wait -n || fail=1; done; exit $fail' "$build/tessel_tests_gpu"
   for e in none tile_loads; do
     step "bench attention bf16 (TESSEL_DISABLE=$e)" 70 env TESSEL_DISABLE="${e/none/}" "$build/tessel" bench attention \
       --dtype bf16 --repeats 10 --json "$out/$day-attention-default-disable-$e-$tag.json"
