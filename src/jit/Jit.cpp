@@ -180,11 +180,11 @@ int max_persistent_ctas_from_env() {
 passes::PassContext::Switches jit_switches(const JitOptions& options) {
   // TESSEL_DISABLE=tma,wgmma,warp_specialization turns the same switches off from outside a
   // program (the CLI's benchmarks, a user bisecting a wrong result).
-  const std::set<std::string> disabled =
-      features_named("TESSEL_DISABLE", {"tma", "wgmma", "warp_specialization", "split_k", "tma_store",
-                                        "multicast", "async_pipeline", "pingpong", "async_gemm",
-                                        "gemm_chains", "row_staging", "async_span_copy", "persistent_tiles",
-                                        "realigned_global_loads", "programmatic_launch", "uniform_roles", "tile_loads"});
+  const std::set<std::string> disabled = features_named(
+      "TESSEL_DISABLE",
+      {"tma", "wgmma", "warp_specialization", "split_k", "tma_store", "multicast", "async_pipeline",
+       "pingpong", "async_gemm", "gemm_chains", "row_staging", "async_span_copy", "persistent_tiles",
+       "realigned_global_loads", "programmatic_launch", "uniform_roles", "tile_loads"});
   auto env_off = [&](const char* name) { return disabled.count(name) != 0; };
   // TESSEL_ENABLE turns opt-in features on from outside (benchmarks of a feature not on by default).
   const std::set<std::string> enabled = features_named(

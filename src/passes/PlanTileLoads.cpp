@@ -103,7 +103,7 @@ bool holds_ring(const Stmt& s) {
 class TileLoadPlanner : public IRMutator {
  public:
   TileLoadPlanner(PassContext& ctx, const Stmt& kernel) : ctx_(ctx), kernel_(kernel) {}
-  std::vector<Buffer> decls;                // the barrier arrays, for the kernel's top
+  std::vector<Buffer> decls;                       // the barrier arrays, for the kernel's top
   std::vector<std::pair<Buffer, Buffer>> slotted;  // old buffer -> its two-slot replacement
 
  protected:
@@ -129,8 +129,8 @@ class TileLoadPlanner : public IRMutator {
       const auto* copy = stmts[i + 1].as<CopyStmt>();
       const auto* drain = stmts[i + 3].as<AsyncWait>();
       const auto* after = stmts[i + 4].as<BarrierStmt>();
-      if (!before || before->id != 0 || !copy || !stmts[i + 2].as<AsyncCommit>() || !drain || drain->pending != 0 ||
-          !after || after->id != 0)
+      if (!before || before->id != 0 || !copy || !stmts[i + 2].as<AsyncCommit>() || !drain ||
+          drain->pending != 0 || !after || after->id != 0)
         continue;
       std::vector<Stmt> rest(stmts.begin() + static_cast<long>(i) + 5, stmts.end());
       std::optional<TmaParam> box = eligible(copy, rest);
@@ -144,10 +144,12 @@ class TileLoadPlanner : public IRMutator {
   // The TMA box of a copy this pass can take, else nullopt (the rules in the header).
   std::optional<TmaParam> eligible(const CopyStmt* c, const std::vector<Stmt>& rest) const {
     const Buffer& b = c->dst.buffer;
-    if (c->src.buffer->scope != Scope::Global || b->scope != Scope::Shared || c->pad.defined() || c->row_window)
+    if (c->src.buffer->scope != Scope::Global || b->scope != Scope::Shared || c->pad.defined() ||
+        c->row_window)
       return std::nullopt;
     for (size_t d = 0; d < c->dst.starts.size(); ++d)
-      if (!is_const_int(c->dst.starts[d], 0) || !(as_const_int(c->dst.extents[d]) == as_const_int(b->shape[d])))
+      if (!is_const_int(c->dst.starts[d], 0) ||
+          !(as_const_int(c->dst.extents[d]) == as_const_int(b->shape[d])))
         return std::nullopt;
     // The producer computes the tile's place from what it knows: the block and tile indices.
     for (const Expr& e : c->src.starts)
@@ -199,12 +201,12 @@ class TileLoadPlanner : public IRMutator {
     Region dst{slots, {slot}, {make_int(1)}};
     dst.starts.insert(dst.starts.end(), c->dst.starts.begin(), c->dst.starts.end());
     dst.extents.insert(dst.extents.end(), c->dst.extents.begin(), c->dst.extents.end());
-    Stmt issue = make_producer(
-        make_seq({make_mbarrier(MbarrierOp::Wait, empty, slot, empty_parity, w),
-                  make_mbarrier(MbarrierOp::ArriveExpectTx, full, slot, make_int(bytes), w),
-                  make_tma_load(c->src, dst, map_for(box), full, slot, w)},
-                 w),
-        w);
+    Stmt issue =
+        make_producer(make_seq({make_mbarrier(MbarrierOp::Wait, empty, slot, empty_parity, w),
+                                make_mbarrier(MbarrierOp::ArriveExpectTx, full, slot, make_int(bytes), w),
+                                make_tma_load(c->src, dst, map_for(box), full, slot, w)},
+                               w),
+                      w);
     std::vector<Stmt> out(stmts.begin(), stmts.begin() + static_cast<long>(at));
     out.push_back(issue);
     SlotRewriter rewrite(old, slots, slot);
@@ -234,7 +236,8 @@ class TileLoadPlanner : public IRMutator {
   // One map per (tensor, box, swizzle), shared with plan_tma_copies' loads.
   Var map_for(const TmaParam& want) {
     for (const TmaParam& t : ctx_.tma_params)
-      if (t.tensor.same_as(want.tensor) && t.box == want.box && t.swizzle_bytes == want.swizzle_bytes) return t.var;
+      if (t.tensor.same_as(want.tensor) && t.box == want.box && t.swizzle_bytes == want.swizzle_bytes)
+        return t.var;
     TmaParam p = want;
     p.var = Var(want.tensor->name + "_map");
     ctx_.tma_params.push_back(p);

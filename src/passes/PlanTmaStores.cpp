@@ -37,7 +37,6 @@ using namespace ir;
 
 namespace {
 
-
 class StorePlanner : public IRVisitor {
  public:
   explicit StorePlanner(PassContext& ctx) : ctx_(ctx) {}

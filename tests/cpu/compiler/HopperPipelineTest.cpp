@@ -465,10 +465,13 @@ TEST(HopperPipeline, AttentionIsPersistentWithItsTurnsInsideEachTile) {
   EXPECT_EQ(map_of(lowered.ctx, "Q_map"), (std::vector<int>{1, 128, 1, 64}));
   const std::string tile_loads = stage_text(lowered, "plan_tile_loads");
   EXPECT_TRUE(has(tile_loads, "shared shared_0: bf16[2, 128, 128]")) << tile_loads;
-  const size_t issue = tile_loads.find("mbarrier.wait(shared_0_empty[(tile_i % 2)], parity=(((tile_i / 2) + 1) % 2))"),
-               load = tile_loads.find("tma_load(Q[bz:+1, (bx * 128):+128, by:+1, 0:+128] -> shared_0[(tile_i % 2):+1, "
-                                      "0:+128, 0:+128], map=Q_map, complete_tx=shared_0_full[(tile_i % 2)])"),
-               wait = tile_loads.find("mbarrier.wait(shared_0_full[(tile_i % 2)], parity=((tile_i / 2) % 2))"),
+  const size_t issue = tile_loads.find(
+                   "mbarrier.wait(shared_0_empty[(tile_i % 2)], parity=(((tile_i / 2) + 1) % 2))"),
+               load = tile_loads.find(
+                   "tma_load(Q[bz:+1, (bx * 128):+128, by:+1, 0:+128] -> shared_0[(tile_i % 2):+1, "
+                   "0:+128, 0:+128], map=Q_map, complete_tx=shared_0_full[(tile_i % 2)])"),
+               wait =
+                   tile_loads.find("mbarrier.wait(shared_0_full[(tile_i % 2)], parity=((tile_i / 2) % 2))"),
                ring = tile_loads.find("serial ko"),
                q_release = tile_loads.find("mbarrier.warp_arrive(shared_0_empty[(tile_i % 2)])");
   ASSERT_NE(issue, std::string::npos) << tile_loads;
@@ -483,7 +486,8 @@ TEST(HopperPipeline, AttentionIsPersistentWithItsTurnsInsideEachTile) {
   {
     const std::string turns = stage_text(lowered, "schedule_warpgroups");
     const size_t consumers = turns.find("tiles tile_i", turns.find("consumers:"));
-    const size_t meet = turns.find("barrier()", consumers), first_turn = turns.find("named_barrier_sync(3, 256)", consumers);
+    const size_t meet = turns.find("barrier()", consumers),
+                 first_turn = turns.find("named_barrier_sync(3, 256)", consumers);
     ASSERT_NE(meet, std::string::npos) << turns;
     EXPECT_LT(meet, first_turn) << turns;
   }
@@ -491,17 +495,19 @@ TEST(HopperPipeline, AttentionIsPersistentWithItsTurnsInsideEachTile) {
   T::passes::PassContext::Switches no_tile_loads = passes;
   no_tile_loads.allow_tile_loads = false;
   const std::string kept = stage_text(
-      T::lower(T::kernels::attention_program(s, T::DType::bf16, false, 0.125f, {128, 128, 256, 2}).ir(), sm90(),
-               no_tile_loads, true),
+      T::lower(T::kernels::attention_program(s, T::DType::bf16, false, 0.125f, {128, 128, 256, 2}).ir(),
+               sm90(), no_tile_loads, true),
       "plan_tile_loads");
-  EXPECT_TRUE(has(kept, "copy(Q[bz:+1, (bx * 128):+128, by:+1, 0:+128] -> shared_0[0:+128, 0:+128])")) << kept;
+  EXPECT_TRUE(has(kept, "copy(Q[bz:+1, (bx * 128):+128, by:+1, 0:+128] -> shared_0[0:+128, 0:+128])"))
+      << kept;
   EXPECT_FALSE(has(kept, "shared_0_full")) << kept;
   // A ring loop of 64 key blocks or more a tile keeps the consumers' load too (measured slower).
   T::kernels::AttentionShape long_rows = s;
   long_rows.seqlen_q = long_rows.seqlen_k = 8192;  // 64 key blocks of 128
   const std::string long_kept = stage_text(
-      T::lower(T::kernels::attention_program(long_rows, T::DType::bf16, false, 0.125f, {128, 128, 256, 2}).ir(),
-               sm90(), passes, true),
+      T::lower(
+          T::kernels::attention_program(long_rows, T::DType::bf16, false, 0.125f, {128, 128, 256, 2}).ir(),
+          sm90(), passes, true),
       "plan_tile_loads");
   EXPECT_TRUE(has(long_kept, "copy(Q[")) << long_kept;
   EXPECT_FALSE(has(long_kept, "shared_0_full")) << long_kept;

@@ -107,8 +107,9 @@ TEST(RegisterGemm, ChainOnSm90LowersBothGemmsToWgmma) {
   // warpgroup synchronizes its own shared writes (the Q copy) with named barriers, each
   // preceded by the generic -> async proxy fence (wgmma reads Q through the async proxy).
   EXPECT_NE(src.find("tessel::tma_load_tile<2, 1, 64, 8192>"), std::string::npos) << src;
-  EXPECT_NE(src.find("if (tessel::warp_uniform(static_cast<int>(threadIdx.x / 32)) >= 4) {  // producer warp\n"),
-            std::string::npos)
+  EXPECT_NE(
+      src.find("if (tessel::warp_uniform(static_cast<int>(threadIdx.x / 32)) >= 4) {  // producer warp\n"),
+      std::string::npos)
       << src;
   size_t barriers = 0, fenced = 0;
   for (size_t p = src.find("tessel::named_barrier_sync(1, 128);"); p != std::string::npos;

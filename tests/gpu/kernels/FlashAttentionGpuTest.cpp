@@ -257,7 +257,8 @@ TEST(FlashAttentionGpuSmall, PersistentFromThePasses) {
   consumers_load.disable_tile_loads = true;
   check({1, 3, 1, 333, 1000, 128, true}, DType::f16, consumers_load,
         T::kernels::AttentionConfig{128, 128, 256, 2, Schedule::ring_pingpong});
-  check({2, 2, 1, 1000, 300, 64, true}, DType::bf16, consumers_load, T::kernels::AttentionConfig{128, 128, 256, 2, Schedule::ring});
+  check({2, 2, 1, 1000, 300, 64, true}, DType::bf16, consumers_load,
+        T::kernels::AttentionConfig{128, 128, 256, 2, Schedule::ring});
 }
 
 // The library's own choices for long loops (sessions 17 and 19): D = 64 on 192 query rows over

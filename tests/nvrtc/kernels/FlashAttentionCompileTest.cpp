@@ -307,12 +307,14 @@ TEST(UniformRoles, CompileWithoutSpills) {
         const size_t at = src.find("#define TESSEL_CONSUMER_THREADS ");
         ASSERT_NE(at, std::string::npos) << src;
         const int consumers = std::stoi(src.substr(at + 31));
-        SCOPED_TRACE("D" + std::to_string(D) + (causal ? " causal " : " ") + (uniform ? "uniform_roles " : "") +
-                     std::to_string(consumers) + " consumer threads, " + k.info().path);
+        SCOPED_TRACE("D" + std::to_string(D) + (causal ? " causal " : " ") +
+                     (uniform ? "uniform_roles " : "") + std::to_string(consumers) + " consumer threads, " +
+                     k.info().path);
         (consumers > 128 ? several : one) += 1;
         const bool uniform_test = uniform || consumers <= 128;
         EXPECT_EQ(src.find(role_test) != std::string::npos, uniform_test) << src;
-        EXPECT_EQ(src.find("#define TESSEL_UNIFORM_WARPGROUP 1") != std::string::npos, uniform && consumers > 128);
+        EXPECT_EQ(src.find("#define TESSEL_UNIFORM_WARPGROUP 1") != std::string::npos,
+                  uniform && consumers > 128);
         if (uniform_test) {
           EXPECT_NE(k.ptx().find("shfl.sync.idx"), std::string::npos);
         }
