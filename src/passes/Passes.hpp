@@ -24,6 +24,9 @@ std::int64_t kernel_shared_bytes(const ir::Stmt& body, const PassContext& ctx, s
 // `dst`, or nullopt when no TMA load can (plan_tma_copies' rules; infer_layouts asks it ahead
 // of time, with the wgmma layout a tile would take). The result's map variable is unset.
 std::optional<TmaParam> tma_box(const ir::CopyStmt* c, const SharedLayout& dst);
+// The kernel parameter of the tensor map a TMA load with `want`'s tensor, box and swizzle reads:
+// one per (tensor, box, swizzle), `<tensor>_map`, added to ctx.tma_params the first time.
+ir::Var tma_load_map(PassContext& ctx, const TmaParam& want);
 // The most registers a thread can have, and check_register_budget's limit on the values a
 // thread keeps in registers (fragments and local arrays): twice that, past which ptxas spills
 // heavily (JitOptions::allow_register_spills lifts it).

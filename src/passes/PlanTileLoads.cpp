@@ -204,7 +204,7 @@ class TileLoadPlanner : public IRMutator {
     Stmt issue =
         make_producer(make_seq({make_mbarrier(MbarrierOp::Wait, empty, slot, empty_parity, w),
                                 make_mbarrier(MbarrierOp::ArriveExpectTx, full, slot, make_int(bytes), w),
-                                make_tma_load(c->src, dst, map_for(box), full, slot, w)},
+                                make_tma_load(c->src, dst, tma_load_map(ctx_, box), full, slot, w)},
                                w),
                       w);
     std::vector<Stmt> out(stmts.begin(), stmts.begin() + static_cast<long>(at));
@@ -231,17 +231,6 @@ class TileLoadPlanner : public IRMutator {
     ctx_.mbarriers.push_back(MbarrierArray{b, count, std::move(releases)});
     decls.push_back(b);
     return b;
-  }
-
-  // One map per (tensor, box, swizzle), shared with plan_tma_copies' loads.
-  Var map_for(const TmaParam& want) {
-    for (const TmaParam& t : ctx_.tma_params)
-      if (t.tensor.same_as(want.tensor) && t.box == want.box && t.swizzle_bytes == want.swizzle_bytes)
-        return t.var;
-    TmaParam p = want;
-    p.var = Var(want.tensor->name + "_map");
-    ctx_.tma_params.push_back(p);
-    return p.var;
   }
 
   PassContext& ctx_;

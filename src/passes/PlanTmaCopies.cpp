@@ -61,7 +61,7 @@ class TmaPlanner : public IRMutator {
     for (Stmt& s : body) {
       if (!is_producer(s)) continue;
       const auto* c = s.as<CopyStmt>();
-      s = make_tma_load(c->src, c->dst, map_for(*boxes[next++]), Buffer(), Expr(), c->where);
+      s = make_tma_load(c->src, c->dst, tma_load_map(ctx_, *boxes[next++]), Buffer(), Expr(), c->where);
     }
     return make_for(op->var, op->min, op->extent, op->kind, op->num_stages, make_seq(body, op->where),
                     op->where);
@@ -75,22 +75,20 @@ class TmaPlanner : public IRMutator {
     return tma_box(c, layout->second);
   }
 
-  // One map per (tensor, box, swizzle).
-  Var map_for(const TmaParam& want) {
-    for (const TmaParam& t : ctx_.tma_params)
-      if (t.tensor.same_as(want.tensor) && t.box == want.box && t.swizzle_bytes == want.swizzle_bytes)
-        return t.var;
-    TmaParam p = want;
-    p.var = Var(want.tensor->name + "_map");
-    ctx_.tma_params.push_back(p);
-    return p.var;
-  }
-
   PassContext& ctx_;
   int depth_ = 0;
 };
 
 }  // namespace
+
+Var tma_load_map(PassContext& ctx, const TmaParam& want) {
+  for (const TmaParam& t : ctx.tma_params)
+    if (t.tensor.same_as(want.tensor) && t.box == want.box && t.swizzle_bytes == want.swizzle_bytes) return t.var;
+  TmaParam p = want;
+  p.var = Var(want.tensor->name + "_map");
+  ctx.tma_params.push_back(p);
+  return p.var;
+}
 
 std::optional<TmaParam> tma_box(const CopyStmt* c, const SharedLayout& l) {
   const Buffer& g = c->src.buffer;
