@@ -148,8 +148,8 @@ TEST(PipelinePassVerifier, PersistentRingsAreAcceptedForEveryBlockCount) {
 }
 
 TEST(PipelinePassVerifier, PersistentAttentionIsAcceptedForEveryBlockCount) {
-  // Non-causal attention under gemm_from_passes: Q reloaded per tile behind a barrier, the
-  // warpgroups' turns inside each tile, the ring over the block's tiles.
+  // Non-causal attention under gemm_from_passes: Q by TMA into two slots a tile (plan_tile_loads),
+  // the warpgroups' turns inside each tile, the ring over the block's tiles.
   T::kernels::AttentionShape s;
   s.batch = 2, s.heads = 3, s.kv_heads = 1, s.seqlen_q = 1000, s.seqlen_k = 700, s.dim = 128;  // 48 tiles
   for (int ctas : {1, 3, 7, 40}) {
@@ -270,6 +270,60 @@ TEST(PipelinePassVerifier, APersistentProducerThatRestartsItsRingEachTile) {
   EXPECT_TRUE(e.find("deadlock") != std::string::npos ||
               e.find("the stage was refilled while it was still being read") != std::string::npos)
       << e;
+}
+
+// Planted mistakes in Q's two slots (plan_tile_loads: persistent attention loads each tile's Q by
+// TMA from the producer): the consumers never release a slot (the producer waits forever for the
+// third tile's), or release it right after its wait, before the ring loop's gemms read it (the
+// producer refills it with the tile after next while they still read -- seen where a tile has
+// one key block, so that the two-stage K / V ring lets the producer run two tiles ahead; with
+// longer tiles the ring holds it back and the early release is harmless).
+T::LoweredFunc persistent_attention_at(int ctas, std::int64_t seqlen_k = 700) {
+  T::kernels::AttentionShape s;
+  s.batch = 2, s.heads = 3, s.kv_heads = 1, s.seqlen_q = 1000, s.seqlen_k = seqlen_k, s.dim = 128;  // 48 tiles
+  T::passes::PassContext::Switches sw;
+  sw.gemm_from_passes = true;
+  sw.max_persistent_ctas = ctas;
+  return T::lower_until(T::kernels::attention_program(s, T::DType::bf16, false, 0.125f, {128, 128, 256, 2}).ir(),
+                        T::test::sm90(), "place_gemm_waits", sw);
+}
+
+TEST(PipelinePassVerifier, ATileLoadNeverReleasedDeadlocks) {
+  auto l = persistent_attention_at(3);
+  ASSERT_EQ(verify_error(l.body, l.ctx), "<no error>");  // as the passes made it
+  Edit drop([](const Stmt& s) { return is_mbarrier(s, MbarrierOp::WarpArrive, "shared_0_empty"); },
+            [](const Stmt&) { return Stmt(); });
+  Stmt bad = drop.mutate(l.body);
+  ASSERT_EQ(drop.edits, 1);
+  const std::string e = verify_error(bad, l.ctx);
+  EXPECT_NE(e.find("deadlock: the producer waits forever at mbarrier.wait shared_0_empty"), std::string::npos) << e;
+}
+
+TEST(PipelinePassVerifier, ATileLoadReleasedBeforeItsReadsIsRefilled) {
+  auto l = persistent_attention_at(3, 100);  // one key block a tile
+  ASSERT_EQ(verify_error(l.body, l.ctx), "<no error>");  // as the passes made it
+  Buffer empty;
+  struct Finder : IRVisitor {
+    Buffer* out;
+    void visit_node(const MbarrierStmt* op) override {
+      if (op->bars->name == "shared_0_empty") *out = op->bars;
+    }
+  } finder;
+  finder.out = &empty;
+  finder.visit(l.body);
+  ASSERT_TRUE(empty.defined());
+  Edit drop([](const Stmt& s) { return is_mbarrier(s, MbarrierOp::WarpArrive, "shared_0_empty"); },
+            [](const Stmt&) { return Stmt(); });
+  Edit early([](const Stmt& s) { return is_mbarrier(s, MbarrierOp::Wait, "shared_0_full"); },
+             [&](const Stmt& s) {
+               const auto* m = s.as<MbarrierStmt>();
+               return make_seq({s, make_mbarrier(MbarrierOp::WarpArrive, empty, m->index, Expr(), m->where)});
+             });
+  Stmt bad = early.mutate(drop.mutate(l.body));
+  ASSERT_EQ(early.edits, 1);
+  const std::string e = verify_error(bad, l.ctx);
+  EXPECT_NE(e.find("reads shared_0 stage"), std::string::npos) << e;
+  EXPECT_NE(e.find("the stage was refilled while it was still being read"), std::string::npos) << e;
 }
 
 TEST(PipelinePassVerifier, ASharedFullBarrierExpectingOneTileOnly) {
