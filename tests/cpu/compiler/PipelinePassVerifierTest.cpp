@@ -280,12 +280,14 @@ TEST(PipelinePassVerifier, APersistentProducerThatRestartsItsRingEachTile) {
 // longer tiles the ring holds it back and the early release is harmless).
 T::LoweredFunc persistent_attention_at(int ctas, std::int64_t seqlen_k = 700) {
   T::kernels::AttentionShape s;
-  s.batch = 2, s.heads = 3, s.kv_heads = 1, s.seqlen_q = 1000, s.seqlen_k = seqlen_k, s.dim = 128;  // 48 tiles
+  s.batch = 2, s.heads = 3, s.kv_heads = 1, s.seqlen_q = 1000, s.seqlen_k = seqlen_k,
+  s.dim = 128;  // 48 tiles
   T::passes::PassContext::Switches sw;
   sw.gemm_from_passes = true;
   sw.max_persistent_ctas = ctas;
-  return T::lower_until(T::kernels::attention_program(s, T::DType::bf16, false, 0.125f, {128, 128, 256, 2}).ir(),
-                        T::test::sm90(), "place_gemm_waits", sw);
+  return T::lower_until(
+      T::kernels::attention_program(s, T::DType::bf16, false, 0.125f, {128, 128, 256, 2}).ir(),
+      T::test::sm90(), "place_gemm_waits", sw);
 }
 
 TEST(PipelinePassVerifier, ATileLoadNeverReleasedDeadlocks) {
@@ -296,11 +298,12 @@ TEST(PipelinePassVerifier, ATileLoadNeverReleasedDeadlocks) {
   Stmt bad = drop.mutate(l.body);
   ASSERT_EQ(drop.edits, 1);
   const std::string e = verify_error(bad, l.ctx);
-  EXPECT_NE(e.find("deadlock: the producer waits forever at mbarrier.wait shared_0_empty"), std::string::npos) << e;
+  EXPECT_NE(e.find("deadlock: the producer waits forever at mbarrier.wait shared_0_empty"), std::string::npos)
+      << e;
 }
 
 TEST(PipelinePassVerifier, ATileLoadReleasedBeforeItsReadsIsRefilled) {
-  auto l = persistent_attention_at(3, 100);  // one key block a tile
+  auto l = persistent_attention_at(3, 100);              // one key block a tile
   ASSERT_EQ(verify_error(l.body, l.ctx), "<no error>");  // as the passes made it
   Buffer empty;
   struct Finder : IRVisitor {
