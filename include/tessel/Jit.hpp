@@ -211,6 +211,9 @@ struct KernelInfo {
   std::vector<std::string> tma_maps{}, mbarriers{};
   int consumer_threads = 0, consumer_regs = 0, producer_threads = 0, producer_regs = 0;
   bool pingpong = false;
+  // A persistent kernel's once-per-tile tiles that the producer loads a tile ahead into two
+  // slots ("Q -> shared_0", plan_tile_loads); those it left to the consumers are in `declined`.
+  std::vector<std::string> tile_loads{};
 };
 
 class JitKernelImpl;

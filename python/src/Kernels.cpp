@@ -50,6 +50,7 @@ nb::dict info_dict(const KernelInfo& i) {
   d["tma_maps"] = i.tma_maps;
   d["mbarriers"] = i.mbarriers;
   d["pingpong"] = i.pingpong;
+  d["tile_loads"] = i.tile_loads;
   return d;
 }
 

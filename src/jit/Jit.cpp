@@ -443,6 +443,13 @@ JitKernel jit(const PrimFunc& f, const JitOptions& options, std::source_location
     impl->info.producer_regs = ctx.producer_regs;
   }
   impl->info.pingpong = ctx.pingpong;
+  for (const passes::PassContext::TileLoad& t : ctx.tile_loads) {
+    if (t.taken)
+      impl->info.tile_loads.push_back(t.tensor + " -> " + t.buffer);
+    else
+      impl->info.declined.push_back("tile loads: " + t.tensor + " -> " + t.buffer +
+                                    " stays the consumers' copy: " + t.why_not);
+  }
   impl->info.persistent = abi.persistent;
   impl->info.cluster_size = abi.cluster_size;
   return JitKernel(impl);

@@ -304,6 +304,14 @@ struct PassContext {
     std::string why_not;      // when not applied on sm_90a
   };
   TileLoop tile_loop;
+  // plan_tile_loads: the once-per-tile copies of a persistent kernel's tile body it looked at,
+  // each taken (the producer's TMA load into two slots) or not, with the reason.
+  struct TileLoad {
+    std::string tensor, buffer;
+    bool taken = false;
+    std::string why_not;
+  };
+  std::vector<TileLoad> tile_loads;
   std::vector<TmaParam> tma_params;
 
   // Set by plan_tma_stores: copies of a wgmma accumulator (fragment id) to a global tensor

@@ -27,7 +27,8 @@
 //   Requires: persist_tiles (the tile loop), order_shared_writes (the bracket), plan_pipelines
 //             (the rings: the tile loop must hold one, and its mbarriers come first),
 //             plan_tma_stores (the staging tiles' shared memory).
-//   Ensures:  the buffer is declared [2, ...shape] and every gemm operand naming it names slot
+//   Ensures:  ctx.tile_loads lists each bracketed copy of the tile body, taken or not (and why
+//             not); the buffer is declared [2, ...shape] and every gemm operand naming it names slot
 //             tile_i % 2; its barrier arrays are declared at the kernel's top and in
 //             ctx.mbarriers (`empty` releases the buffer, so place_gemm_waits retires the gemms
 //             reading it before the release, and verify_pipelines models it as a ring tile); its
@@ -133,7 +134,9 @@ class TileLoadPlanner : public IRMutator {
           drain->pending != 0 || !after || after->id != 0)
         continue;
       std::vector<Stmt> rest(stmts.begin() + static_cast<long>(i) + 5, stmts.end());
-      std::optional<TmaParam> box = eligible(copy, rest);
+      std::string why;
+      std::optional<TmaParam> box = eligible(copy, rest, why);
+      ctx_.tile_loads.push_back({copy->src.buffer->name, copy->dst.buffer->name, box.has_value(), why});
       if (!box) continue;
       stmts = plan(stmts, i, copy, *box);
     }
@@ -141,44 +144,53 @@ class TileLoadPlanner : public IRMutator {
   }
 
  private:
-  // The TMA box of a copy this pass can take, else nullopt (the rules in the header).
-  std::optional<TmaParam> eligible(const CopyStmt* c, const std::vector<Stmt>& rest) const {
+  // The TMA box of a copy this pass can take, else nullopt and in `why` the rule it breaks (the
+  // rules in the header).
+  std::optional<TmaParam> eligible(const CopyStmt* c, const std::vector<Stmt>& rest, std::string& why) const {
     const Buffer& b = c->dst.buffer;
+    auto no = [&](const std::string& reason) {
+      why = reason;
+      return std::nullopt;
+    };
     if (c->src.buffer->scope != Scope::Global || b->scope != Scope::Shared || c->pad.defined() ||
         c->row_window)
-      return std::nullopt;
+      return no("not a plain global->shared copy");
     for (size_t d = 0; d < c->dst.starts.size(); ++d)
       if (!is_const_int(c->dst.starts[d], 0) ||
           !(as_const_int(c->dst.extents[d]) == as_const_int(b->shape[d])))
-        return std::nullopt;
+        return no("it fills part of " + b->name);
     // The producer computes the tile's place from what it knows: the block and tile indices.
     for (const Expr& e : c->src.starts)
-      if (!reads_only(e, known_, kernel_)) return std::nullopt;
+      if (!reads_only(e, known_, kernel_)) return no("its place reads what only the consumers compute");
     auto layout = ctx_.shared_layouts.find(b->id);
-    if (layout == ctx_.shared_layouts.end()) return std::nullopt;
+    if (layout == ctx_.shared_layouts.end()) return no("no shared layout");
     std::optional<TmaParam> box = tma_box(c, layout->second);
-    if (!box) return std::nullopt;
+    if (!box) return no("a TMA load cannot make it (dtype, strides, tile shape or layout)");
     // Read by gemms of the tile body only, written by nothing else in the kernel.
     Uses in_body;
     in_body.id = b->id;
     for (const Stmt& s : rest) in_body.visit(s);
-    if (in_body.gemm_reads == 0 || in_body.other) return std::nullopt;
     Uses in_kernel;
     in_kernel.id = b->id;
     in_kernel.visit(kernel_);
-    if (in_kernel.gemm_reads != in_body.gemm_reads) return std::nullopt;
+    if (in_body.gemm_reads == 0 || in_body.other || in_kernel.gemm_reads != in_body.gemm_reads)
+      return no(b->name + " is used other than as a gemm operand of the tile");
     // Worth it where the tile's ring loop is short (the load it hides is one per tile): a trip
     // count that varies by tile (causal), or under kLongLoop iterations. On longer loops it
     // measured 1-2 % slower (H100, session 25: D = 64 and 128 at 16384 keys, 128 key blocks a
     // tile; +0.6-4 % at 8 to 32 blocks), for a reason not found (the loop's SASS is unchanged).
     for (const Stmt& s : rest)
       if (const auto* f = s.as<ForStmt>(); f && holds_ring(s)) {
-        if (auto n = as_const_int(f->extent); n && *n >= kLongLoop) return std::nullopt;
+        if (auto n = as_const_int(f->extent); n && *n >= kLongLoop)
+          return no("the ring loop runs " + std::to_string(*n) + " iterations a tile (from " +
+                    std::to_string(kLongLoop) + " on, measured slower)");
         break;
       }
     // A second copy of the buffer beside everything else.
     const std::int64_t bytes = b.const_numel() * dtype_bytes(b->dtype);
-    if (kernel_shared_bytes(kernel_, ctx_, bytes) > ctx_.target.smem_cap) return std::nullopt;
+    if (const std::int64_t need = kernel_shared_bytes(kernel_, ctx_, bytes); need > ctx_.target.smem_cap)
+      return no("a second slot of " + b->name + " would take the kernel to " + std::to_string(need) +
+                " bytes of shared memory (at most " + std::to_string(ctx_.target.smem_cap) + ")");
     return box;
   }
 

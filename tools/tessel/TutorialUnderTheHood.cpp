@@ -102,6 +102,9 @@ nlohmann::json explain(const std::string& title, const JitKernel& k) {
     std::cout
         << "      persistent: as many blocks as SMs, each looping over its tiles; the ring's phases run on "
            "across them (persist_tiles)\n";
+  for (const std::string& t : info.tile_loads)
+    std::cout << "      tile loads: " << t
+              << ", by the producer's TMA into two slots, a tile ahead of the consumers (plan_tile_loads)\n";
   if (info.producer_threads > 0)
     std::cout << "      roles: " << info.consumer_threads << " consumer threads"
               << (info.consumer_regs ? " at " + std::to_string(info.consumer_regs) + " registers"
@@ -111,14 +114,11 @@ nlohmann::json explain(const std::string& title, const JitKernel& k) {
                                      : std::string())
               << (info.pingpong ? "; the two consumer warpgroups take turns for their gemms" : "") << "\n";
   for (const std::string& d : info.declined) std::cout << "      not taken: " << d << "\n";
-  j["pipeline"] = {{"tma_maps", info.tma_maps},
-                   {"mbarriers", info.mbarriers},
-                   {"declined", info.declined},
-                   {"consumer_threads", info.consumer_threads},
-                   {"consumer_regs", info.consumer_regs},
-                   {"producer_threads", info.producer_threads},
-                   {"producer_regs", info.producer_regs},
-                   {"pingpong", info.pingpong}};
+  j["pipeline"] = {{"tma_maps", info.tma_maps},           {"mbarriers", info.mbarriers},
+                   {"declined", info.declined},           {"consumer_threads", info.consumer_threads},
+                   {"consumer_regs", info.consumer_regs}, {"producer_threads", info.producer_threads},
+                   {"producer_regs", info.producer_regs}, {"pingpong", info.pingpong},
+                   {"tile_loads", info.tile_loads}};
   // The instruction mix: how often each instruction of interest appears in the PTX.
   static const char* const kInstructions[] = {
       "wgmma.mma_async", "mma.sync",          "cp.async.bulk.tensor", "cp.async.cg", "ldmatrix",

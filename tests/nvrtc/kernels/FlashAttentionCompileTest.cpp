@@ -285,6 +285,31 @@ TEST(FlashAttentionCompileKeyBlocks, MultiplesOf16TakeWgmma) {
 
 namespace {
 
+// plan_tile_loads as KernelInfo reports it: the persistent D = 128 kernel over 8 key blocks a
+// tile takes Q by the producer's TMA (tile_loads), over 128 it keeps the consumers' copy and says
+// why (declined); both compile without spills.
+TEST(TileLoads, KernelInfoSaysWhereQComesFrom) {
+  T::kernels::AttentionOptions o;
+  o.jit.arch = "sm_90a";
+  T::kernels::AttentionShape s;
+  s.batch = 2, s.heads = 4, s.kv_heads = 4, s.seqlen_q = s.seqlen_k = 1024, s.dim = 128;
+  auto short_loop = T::kernels::make_flash_attention(s, T::DType::bf16, o);
+  EXPECT_EQ(short_loop.info().tile_loads, (std::vector<std::string>{"Q -> shared_0"}))
+      << short_loop.info().path;
+  EXPECT_NE(short_loop.ptx().find("cp.async.bulk.tensor.4d"), std::string::npos);
+  EXPECT_EQ(short_loop.resources().spill_store_bytes + short_loop.resources().spill_load_bytes, 0);
+  s.seqlen_q = s.seqlen_k = 16384;
+  auto long_loop = T::kernels::make_flash_attention(s, T::DType::bf16, o);
+  EXPECT_TRUE(long_loop.info().tile_loads.empty());
+  bool said = false;
+  for (const std::string& d : long_loop.info().declined)
+    said = said ||
+           d == "tile loads: Q -> shared_0 stays the consumers' copy: the ring loop runs 128 iterations a "
+                "tile (from 64 on, measured slower)";
+  EXPECT_TRUE(said) << long_loop.info().path;
+  EXPECT_EQ(long_loop.resources().spill_store_bytes + long_loop.resources().spill_load_bytes, 0);
+}
+
 // Role tests on the warp index broadcast from lane 0, on the default attention kernels (D = 64 and
 // 128, causal and not, key tails) and the tutorial GEMM from the passes: they compile without
 // spills. By default only kernels of one consumer warpgroup test their role that way; under
