@@ -89,6 +89,35 @@ bool is_mbarrier(const Stmt& s, MbarrierOp op, const std::string& bars) {
   return m && m->op == op && m->bars->name == bars;
 }
 
+// The planted early release: the consumers' arrival on `<tile>_empty` moved from after the
+// stage's last read to right after their wait on `<tile>_full` (only consumers wait on `full`);
+// `moved` counts the waits it now follows (0: the tile has no such barriers).
+Stmt release_right_after_the_wait(const Stmt& body, const std::string& tile, int& moved) {
+  Buffer empty;
+  struct Finder : IRVisitor {
+    Buffer* out;
+    std::string name;
+    void visit_node(const MbarrierStmt* op) override {
+      if (op->bars->name == name) *out = op->bars;
+    }
+  } finder;
+  finder.out = &empty;
+  finder.name = tile + "_empty";
+  finder.visit(body);
+  moved = 0;
+  if (!empty.defined()) return body;
+  Edit drop([&](const Stmt& s) { return is_mbarrier(s, MbarrierOp::WarpArrive, tile + "_empty"); },
+            [](const Stmt&) { return Stmt(); });
+  Edit early([&](const Stmt& s) { return is_mbarrier(s, MbarrierOp::Wait, tile + "_full"); },
+             [&](const Stmt& s) {
+               const auto* m = s.as<MbarrierStmt>();
+               return make_seq({s, make_mbarrier(MbarrierOp::WarpArrive, empty, m->index, Expr(), m->where)});
+             });
+  Stmt out = early.mutate(drop.mutate(body));
+  moved = early.edits;
+  return out;
+}
+
 TEST(PipelinePassVerifier, PassOutputIsAccepted) {
   for (bool causal : {false, true}) {
     auto l = before_verify(attention(causal));
@@ -273,8 +302,8 @@ TEST(PipelinePassVerifier, APersistentProducerThatRestartsItsRingEachTile) {
 }
 
 // Planted mistakes in Q's two slots (plan_tile_loads: persistent attention loads each tile's Q by
-// TMA from the producer): the consumers never release a slot (the producer waits forever for the
-// third tile's), or release it right after its wait, before the ring loop's gemms read it (the
+// TMA from the producer): the consumers never release a slot (ADroppedReleaseDeadlocks), or
+// release it right after its wait, before the ring loop's gemms read it (the
 // producer refills it with the tile after next while they still read -- seen where a tile has
 // one key block, so that the two-stage K / V ring lets the producer run two tiles ahead; with
 // longer tiles the ring holds it back and the early release is harmless).
@@ -290,40 +319,12 @@ T::LoweredFunc persistent_attention_at(int ctas, std::int64_t seqlen_k = 700) {
       T::test::sm90(), "place_gemm_waits", sw);
 }
 
-TEST(PipelinePassVerifier, ATileLoadNeverReleasedDeadlocks) {
-  auto l = persistent_attention_at(3);
-  ASSERT_EQ(verify_error(l.body, l.ctx), "<no error>");  // as the passes made it
-  Edit drop([](const Stmt& s) { return is_mbarrier(s, MbarrierOp::WarpArrive, "shared_0_empty"); },
-            [](const Stmt&) { return Stmt(); });
-  Stmt bad = drop.mutate(l.body);
-  ASSERT_EQ(drop.edits, 1);
-  const std::string e = verify_error(bad, l.ctx);
-  EXPECT_NE(e.find("deadlock: the producer waits forever at mbarrier.wait shared_0_empty"), std::string::npos)
-      << e;
-}
-
 TEST(PipelinePassVerifier, ATileLoadReleasedBeforeItsReadsIsRefilled) {
   auto l = persistent_attention_at(3, 100);              // one key block a tile
   ASSERT_EQ(verify_error(l.body, l.ctx), "<no error>");  // as the passes made it
-  Buffer empty;
-  struct Finder : IRVisitor {
-    Buffer* out;
-    void visit_node(const MbarrierStmt* op) override {
-      if (op->bars->name == "shared_0_empty") *out = op->bars;
-    }
-  } finder;
-  finder.out = &empty;
-  finder.visit(l.body);
-  ASSERT_TRUE(empty.defined());
-  Edit drop([](const Stmt& s) { return is_mbarrier(s, MbarrierOp::WarpArrive, "shared_0_empty"); },
-            [](const Stmt&) { return Stmt(); });
-  Edit early([](const Stmt& s) { return is_mbarrier(s, MbarrierOp::Wait, "shared_0_full"); },
-             [&](const Stmt& s) {
-               const auto* m = s.as<MbarrierStmt>();
-               return make_seq({s, make_mbarrier(MbarrierOp::WarpArrive, empty, m->index, Expr(), m->where)});
-             });
-  Stmt bad = early.mutate(drop.mutate(l.body));
-  ASSERT_EQ(early.edits, 1);
+  int moved = 0;
+  Stmt bad = release_right_after_the_wait(l.body, "shared_0", moved);
+  ASSERT_EQ(moved, 1);
   const std::string e = verify_error(bad, l.ctx);
   EXPECT_NE(e.find("reads shared_0 stage"), std::string::npos) << e;
   EXPECT_NE(e.find("the stage was refilled while it was still being read"), std::string::npos) << e;
@@ -344,15 +345,22 @@ TEST(PipelinePassVerifier, ASharedFullBarrierExpectingOneTileOnly) {
   EXPECT_NE(e.find("reads shared_1 stage 0 for its use 1 before that load landed"), std::string::npos) << e;
 }
 
+// K's ring release dropped, and a persistent tile's Q slot release dropped (the producer then
+// waits forever for the third tile's slot).
 TEST(PipelinePassVerifier, ADroppedReleaseDeadlocks) {
-  auto l = before_verify(attention(false));
-  Edit drop([](const Stmt& s) { return is_mbarrier(s, MbarrierOp::WarpArrive, "shared_1_empty"); },
-            [](const Stmt&) { return Stmt(); });
-  Stmt bad = drop.mutate(l.body);
-  ASSERT_EQ(drop.edits, 1);
-  const std::string e = verify_error(bad, l.ctx);
-  EXPECT_NE(e.find("deadlock: the producer waits forever at mbarrier.wait shared_1_empty"), std::string::npos)
-      << e;
+  for (const auto& [l, tile] : {std::pair{before_verify(attention(false)), std::string("shared_1")},
+                                std::pair{persistent_attention_at(3), std::string("shared_0")}}) {
+    SCOPED_TRACE(tile);
+    ASSERT_EQ(verify_error(l.body, l.ctx), "<no error>");  // as the passes made it
+    Edit drop([&](const Stmt& s) { return is_mbarrier(s, MbarrierOp::WarpArrive, tile + "_empty"); },
+              [](const Stmt&) { return Stmt(); });
+    Stmt bad = drop.mutate(l.body);
+    ASSERT_EQ(drop.edits, 1);
+    const std::string e = verify_error(bad, l.ctx);
+    EXPECT_NE(e.find("deadlock: the producer waits forever at mbarrier.wait " + tile + "_empty"),
+              std::string::npos)
+        << e;
+  }
 }
 
 TEST(PipelinePassVerifier, AWaitOnTheWrongParityReadsTooEarly) {
@@ -374,25 +382,9 @@ TEST(PipelinePassVerifier, AWaitOnTheWrongParityReadsTooEarly) {
 TEST(PipelinePassVerifier, AReleaseBeforeTheReadLetsTheStageBeRefilled) {
   auto l = before_verify(attention(false));
   // K's release moved from after the gemm that reads K to right after the wait for it.
-  Buffer empty;
-  struct Finder : IRVisitor {
-    Buffer* out;
-    void visit_node(const MbarrierStmt* op) override {
-      if (op->bars->name == "shared_1_empty") *out = op->bars;
-    }
-  } finder;
-  finder.out = &empty;
-  finder.visit(l.body);
-  ASSERT_TRUE(empty.defined());
-  Edit drop([](const Stmt& s) { return is_mbarrier(s, MbarrierOp::WarpArrive, "shared_1_empty"); },
-            [](const Stmt&) { return Stmt(); });
-  Edit early([](const Stmt& s) { return is_mbarrier(s, MbarrierOp::Wait, "shared_1_full"); },
-             [&](const Stmt& s) {
-               const auto* m = s.as<MbarrierStmt>();  // (only consumers wait on `full`)
-               return make_seq({s, make_mbarrier(MbarrierOp::WarpArrive, empty, m->index, Expr(), m->where)});
-             });
-  Stmt bad = early.mutate(drop.mutate(l.body));
-  ASSERT_GE(early.edits, 1);
+  int moved = 0;
+  Stmt bad = release_right_after_the_wait(l.body, "shared_1", moved);
+  ASSERT_GE(moved, 1);
   const std::string e = verify_error(bad, l.ctx);
   EXPECT_NE(e.find("the stage was refilled while it was still being read"), std::string::npos) << e;
 }
