@@ -26,6 +26,10 @@
 #     tests and the skinny GEMMs', the skinny GEMMs;
 #   TESSEL_S21_STEPS=s25: the attention gpu suites and the passes' GEMM's, attention beside
 #     TESSEL_DISABLE=tile_loads, the passes' GEMM beside the template;
+#   TESSEL_S21_STEPS=s26: wgmma over several m64 blocks a warpgroup (gemm_from_passes' 128-row
+#     tiles on one consumer warpgroup): its gpu tests and racecheck, then the passes' kernel beside
+#     the template at 128x128x64:5:128 (forced, and the default table's few-tiles-long-K shapes,
+#     where the template splits K over 2-CTA clusters);
 #   TESSEL_S21_STEPS=uniform: JitOptions::uniform_roles beside the default (the passes' GEMM
 #     against the template on issue 5's shapes, attention's default cases), its gpu tests;
 #   TESSEL_S21_STEPS="softmax bench" (a list): those sets in that order, in one call.
@@ -205,6 +209,26 @@ elif [[ $steps == s25 ]]; then
   step "bench gemm 5 --compare-passes (f16)" 60 "$build/tessel" bench gemm --compare-passes --repeats 20 --warmup 5 \
     --shapes 2048x2048x2048,4096x4096x4096,8192x8192x8192,8192x28672x8192,16384x4096x1024,128x8192x8192,1024x1024x1024 \
     --dtype f16 --json "$out/$day-gemm-compare-passes-$tag.json"
+elif [[ $steps == s26 ]]; then
+  # Session 26 (written without a GPU): the passes' wgmma over two and four m64 blocks a
+  # warpgroup, interleaved accumulator strips, its epilogues (TMA store, 16-byte register
+  # stores, a user's row reduction and Parallel nest). Correctness first, in four shards.
+  step "gpu tests (several m64 blocks; 4 shards)" 200 bash -c 'fail=0; for i in 0 1 2 3; do
+      GTEST_TOTAL_SHARDS=4 GTEST_SHARD_INDEX=$i "$0" --gtest_brief=1 \
+        --gtest_filter="*GemmFromPassesShapes*:GemmFromPassesPersistent.*:GemmRowMaxGpu.*:*EpilogueShapes*" & done
+    for i in 0 1 2 3; do wait -n || fail=1; done; exit $fail' "$build/tessel_tests_gpu"
+  if command -v compute-sanitizer >/dev/null; then
+    for tool in racecheck synccheck; do
+      step "$tool (a user's kernel on two m64 blocks)" 90 compute-sanitizer --tool "$tool" --error-exitcode 9 \
+        "$build/tessel_tests_gpu" --gtest_filter='GemmRowMaxGpu.*' --gtest_brief=1
+    done
+  fi
+  step "bench gemm --compare-passes 128x128x64:5:128 (f16)" 60 "$build/tessel" bench gemm --compare-passes --repeats 20 \
+    --warmup 5 --config 128x128x64:5:128 --shapes 4096x4096x4096,2048x2048x2048,1024x1024x1024 --dtype f16,bf16 \
+    --json "$out/$day-gemm-compare-passes-128x128t128-$tag.json"
+  step "bench gemm --compare-passes (few tiles, long K: the template's split-K clusters)" 60 "$build/tessel" bench gemm \
+    --compare-passes --repeats 20 --warmup 5 --shapes 1024x896x8192,512x1024x8192,256x2048x16384 --dtype f16,bf16 \
+    --json "$out/$day-gemm-compare-passes-fewtiles-$tag.json"
 elif [[ $steps == ncu ]]; then
   if command -v ncu >/dev/null; then
     for shape in 10000x50257 4096x65536 32768x8193 65536x8191; do
@@ -225,7 +249,7 @@ elif [[ $steps == tune ]]; then
     --shapes 4194304x127,4194304x129,524288x1023,65536x8191,32768x8193,10000x50257 \
     --json "$out/$day-softmax-issue17-tuned-$tag.json"
 else
-  echo "gpu-s21.sh: unknown step set '$steps' in TESSEL_S21_STEPS (legal: first, h200, s24, s25, uniform, bench, softmax, ncu, tests, tune)" | tee -a "$log"
+  echo "gpu-s21.sh: unknown step set '$steps' in TESSEL_S21_STEPS (legal: first, h200, s24, s25, s26, uniform, bench, softmax, ncu, tests, tune)" | tee -a "$log"
   status=1
 fi
 done

@@ -2,12 +2,17 @@
 // compiler's fragment layouts (FragmentLayout::GemmAccumulator).
 //
 // For a BM x BN tile over WarpsM x WarpsN warps (warp w at warp_m = w % WarpsM, warp_n = w /
-// WarpsM owning the kWarpM x kWarpN sub-tile), the warp's sub-tile is a grid of (kWarpM/16) x
-// (kWarpN/8) m16n8 mma C fragments, and register
+// WarpsM owning kWarpM = BM / WarpsM rows and the kWarpN = BN / WarpsN columns from warp_n *
+// kWarpN), the warp's part is a grid of (kWarpM/16) x (kWarpN/8) m16n8 mma C fragments, and
+// register
 //   i = (mi * (kWarpN/8) + ni) * 4 + e,   mi < kWarpM/16, ni < kWarpN/8, e < 4
 // holds element
-//   row(i) = warp_m * kWarpM + mi * 16 + lane / 4 + (e / 2) * 8
-//   col(i) = warp_n * kWarpN + ni * 8 + (lane % 4) * 2 + e % 2.
+//   row(i) = block_row(mi, warp_m) + lane / 4 + (e / 2) * 8
+//   col(i) = warp_n * kWarpN + ni * 8 + (lane % 4) * 2 + e % 2,
+// where the warp's m16 row blocks are either contiguous, block_row = warp_m * kWarpM + mi * 16,
+// or, Interleaved, one 16-row strip of every 16 * WarpsM rows, block_row = (mi * WarpsM + warp_m)
+// * 16 -- what wgmma gives a warpgroup that issues several m64 instructions over its rows (warp w
+// of a warpgroup owns rows 16 w .. 16 w + 15 of each). With one block per warp the two agree.
 #pragma once
 
 #include "types.cuh"
@@ -16,13 +21,15 @@ namespace tessel {
 
 // BlockGemm's accumulator layout (gemm.cuh) on its own: what a fragment laid out like a
 // gemm accumulator needs (its registers' coordinates), without the gemm. Three kinds of tile share
-// it: a BlockGemm's accumulator, a WarpgroupGemm's (warpgroup_gemm.cuh: with WarpsN = 1 and
-// BM = 16 * WarpsM the wgmma D fragment is this layout), and the 16-bit A operand a gemm
-// takes from registers, whose m16k16 mma fragment is exactly two neighbouring m16n8 C
-// fragments (register i here is element (acc_row(i), acc_col(i)) of the [BM][BK] A tile).
-template <int BM, int BN, int WarpsM, int WarpsN>
+// it: a BlockGemm's accumulator, a WarpgroupGemm's (warpgroup_gemm.cuh: WarpsN = 1, the wgmma D
+// fragments of its m64 instructions, Interleaved when there are several a warpgroup), and the
+// 16-bit A operand a gemm takes from registers, whose m16k16 mma fragment is exactly two
+// neighbouring m16n8 C fragments (register i here is element (acc_row(i), acc_col(i)) of the
+// [BM][BK] A tile).
+template <int BM, int BN, int WarpsM, int WarpsN, bool Interleaved = false>
 struct AccumulatorLayout {
   static_assert(WarpsM > 0 && WarpsN > 0, "AccumulatorLayout: WarpsM and WarpsN must be positive");
+  static_assert(!Interleaved || WarpsN == 1, "AccumulatorLayout: interleaved row blocks need WarpsN == 1");
   static_assert(BM % (WarpsM * 16) == 0,
                 "AccumulatorLayout: BM must be a multiple of 16 * WarpsM (each warp owns whole m16 "
                 "mma tiles)");
@@ -33,6 +40,7 @@ struct AccumulatorLayout {
   static constexpr int kBN = BN;
   static constexpr int kWarpsM = WarpsM;
   static constexpr int kWarpsN = WarpsN;
+  static constexpr bool kInterleaved = Interleaved;
   static constexpr int kThreads = 32 * WarpsM * WarpsN;
   static constexpr int kWarpM = BM / WarpsM;
   static constexpr int kWarpN = BN / WarpsN;
@@ -40,21 +48,26 @@ struct AccumulatorLayout {
   static constexpr int kMmaN = kWarpN / 8;   // n8 fragments per warp
   static constexpr int kAccPerThread = kMmaM * kMmaN * 4;
 
-  __host__ __device__ static constexpr int acc_row_in_warp(int i, int lane) {
-    return (i / 4 / kMmaN) * 16 + lane / 4 + ((i % 4) / 2) * 8;
+  // The first row of m16 block mi of the warps at warp_m.
+  __host__ __device__ static constexpr int block_row(int mi, int warp_m) {
+    return Interleaved ? (mi * WarpsM + warp_m) * 16 : warp_m * kWarpM + mi * 16;
+  }
+  // The row of register i of lane `lane` in the warps at warp_m.
+  __host__ __device__ static constexpr int acc_row_of(int i, int warp_m, int lane) {
+    return block_row(i / 4 / kMmaN, warp_m) + lane / 4 + ((i % 4) / 2) * 8;
   }
   __host__ __device__ static constexpr int acc_col_in_warp(int i, int lane) {
     return (i / 4 % kMmaN) * 8 + (lane % 4) * 2 + i % 2;
   }
   __device__ static int warp_m() { return (threadIdx.x / 32) % WarpsM; }
   __device__ static int warp_n() { return (threadIdx.x / 32) / WarpsM; }
-  __device__ static int acc_row(int i) { return warp_m() * kWarpM + acc_row_in_warp(i, threadIdx.x % 32); }
+  __device__ static int acc_row(int i) { return acc_row_of(i, warp_m(), threadIdx.x % 32); }
 
   // Row vectors reduced from the tile (WarpsN = 1): register r of a thread holds the row
   // its accumulator registers i with (i / 4 / kMmaN) * 2 + (i % 4) / 2 == r belong to.
   static constexpr int kRowsPerThread = kMmaM * 2;
   __device__ static int row_of_register(int r) {
-    return warp_m() * kWarpM + (r / 2) * 16 + (threadIdx.x % 32) / 4 + (r % 2) * 8;
+    return block_row(r / 2, warp_m()) + (threadIdx.x % 32) / 4 + (r % 2) * 8;
   }
   // rows[r] = op over the row's elements of acc: this thread's registers, then the quad's 4
   // lanes (every lane of the quad ends with the row's value). All lanes of the warp call it.

@@ -92,7 +92,7 @@ __device__ inline void store_accumulators_via_shared(const TAcc (&acc)[Gemm::kAc
       gmem, smem_scratch, ld, rows_valid, cols_valid);
 }
 
-// A wgmma accumulator tile (warps along M, 16 rows each: WarpgroupGemm's layout) straight from
+// A wgmma accumulator tile (warps along M in 16-row strips: WarpgroupGemm's layout) straight from
 // registers in 16-byte stores, where no staging tile fits (tma_epilogue.cuh): the 4 lanes
 // of a quad hold one row's 32 columns (8-column blocks 4 g .. 4 g + 3) as a 4 x 4 matrix of
 // packed column pairs; two xor shuffles transpose it, so that lane q holds columns 8 (4 g + q) ..
@@ -104,34 +104,38 @@ __device__ inline void store_accumulators_wide(const TAcc (&acc)[Gemm::kAccPerTh
                                                int rows_valid, int cols_valid) {
   constexpr int BN = Gemm::kBN;
   static_assert(is_mma_16bit<TOut>::value, "store_accumulators_wide: the output must be 16-bit");
-  static_assert(Gemm::kWarpsN == 1 && Gemm::kWarpM == 16 && BN % 32 == 0,
-                "store_accumulators_wide: a wgmma accumulator (warps along M, 16 rows each), BN a multiple of 32");
+  static_assert(Gemm::kWarpsN == 1 && BN % 32 == 0,
+                "store_accumulators_wide: a wgmma accumulator (warps along M only), BN a multiple of 32");
   const int lane = threadIdx.x % 32, q = lane % 4;
 #pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    const int r = Gemm::acc_row(2 * h);
+  for (int mi = 0; mi < Gemm::kMmaM; ++mi)
 #pragma unroll
-    for (int g = 0; g < BN / 32; ++g) {
-      unsigned w[4];
+    for (int h = 0; h < 2; ++h) {
+      const int first = mi * (BN / 2) + 2 * h;  // the row's first register in m16 block mi
+      const int r = Gemm::acc_row(first);
 #pragma unroll
-      for (int b = 0; b < 4; ++b) {
-        const int i = (4 * g + b) * 4 + 2 * h;
-        w[b] = pack2<TOut>(float(to_float(acc[i])), float(to_float(acc[i + 1])));
+      for (int g = 0; g < BN / 32; ++g) {
+        unsigned w[4];
+#pragma unroll
+        for (int b = 0; b < 4; ++b) {
+          const int i = first + (4 * g + b) * 4;
+          w[b] = pack2<TOut>(float(to_float(acc[i])), float(to_float(acc[i + 1])));
+        }
+        transpose_quad_pairs(w, q);
+        const int col = 8 * (4 * g + q);
+        if (r >= rows_valid) continue;
+        TOut* p = gmem + static_cast<long long>(r) * ld + col;
+        if (col + 8 <= cols_valid) {
+          *reinterpret_cast<uint4*>(p) = make_uint4(w[0], w[1], w[2], w[3]);
+          continue;
+        }
+#pragma unroll
+        for (int e = 0; e < 8; ++e)
+          if (col + e < cols_valid)
+            *reinterpret_cast<unsigned short*>(p + e) =
+                static_cast<unsigned short>(w[e / 2] >> (16 * (e % 2)));
       }
-      transpose_quad_pairs(w, q);
-      const int col = 8 * (4 * g + q);
-      if (r >= rows_valid) continue;
-      TOut* p = gmem + static_cast<long long>(r) * ld + col;
-      if (col + 8 <= cols_valid) {
-        *reinterpret_cast<uint4*>(p) = make_uint4(w[0], w[1], w[2], w[3]);
-        continue;
-      }
-#pragma unroll
-      for (int e = 0; e < 8; ++e)
-        if (col + e < cols_valid)
-          *reinterpret_cast<unsigned short*>(p + e) = static_cast<unsigned short>(w[e / 2] >> (16 * (e % 2)));
     }
-  }
 }
 
 }  // namespace tessel

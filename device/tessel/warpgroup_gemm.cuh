@@ -6,18 +6,21 @@
 // acc += A * B done (wgmma.wait_group 0), so the caller may overwrite the tiles and touch the
 // accumulators right after.
 //
-// Shape: the block's warps form Warpgroups warpgroups stacked along M, warpgroup g computing
-// rows [64 g, 64 g + 64) of the BM = 64 * Warpgroups tile with one m64nBNk16 wgmma per k16
-// step. Its accumulator is then exactly AccumulatorLayout<BM, BN, 4 * Warpgroups, 1> (gemm.cuh:
-// warp w owns rows 16w..16w+15, the wgmma D fragment being BN/8 m16n8 C fragments side by
-// side), so a fragment's layout does not depend on which instruction the gemm used.
+// Shape: the block's warps form Warpgroups warpgroups stacked along M. The BM = 64 * Blocks *
+// Warpgroups rows are m64 row blocks, block b = r * Warpgroups + g (rows [64 b, 64 b + 64)) computed
+// by warpgroup g's r-th m64nBNk16 wgmma of each k16 step (Blocks = 1: warpgroup g owns rows [64 g,
+// 64 g + 64)). Its accumulator is then exactly AccumulatorLayout<BM, BN, 4 * Warpgroups, 1,
+// Blocks > 1> (accumulator.cuh: warp w owns the 16-row strip 16 w of every 64 * Warpgroups rows,
+// the wgmma D fragments of its instructions, BN/8 m16n8 C fragments side by side each, one after
+// the other in its registers), so a fragment's layout does not depend on which instruction the
+// gemm used.
 //
 // Operands: B from shared memory in WgmmaSwizzleLayout (hopper_layout.cuh), [BN][BK] when
 // TransB (K-major: 128-, 64- or 32-byte swizzle by the row size) or [BK][BN] (N-major: 128-byte
 // swizzle, BN a multiple of 64). A either from shared memory the same way ([BM][BK] K-major, or
 // [BK][BM] when TransA, M-major) -- run() -- or from registers -- run_rs(): this thread's
-// elements of the [BM][BK] tile in AccumulatorLayout<BM, BK, 4 * Warpgroups, 1>, i.e. an
-// accumulator tile converted to 16 bits element by element.
+// elements of the [BM][BK] tile in AccumulatorLayout<BM, BK, 4 * Warpgroups, 1, Blocks > 1>, i.e.
+// an accumulator tile converted to 16 bits element by element.
 //
 // Ordering: the shared tiles were written by ordinary stores or cp.async (the generic proxy)
 // and wgmma reads them through the async proxy; the compiler emits fence.proxy.async.shared::cta
@@ -45,11 +48,11 @@ __device__ __forceinline__ unsigned char* align_shared_1024(unsigned char* p) {
 
 template <class TIn, int BM, int BN, int BK, int Warpgroups, bool TransA, bool TransB, class LayoutA,
           class LayoutB>
-struct WarpgroupGemm : AccumulatorLayout<BM, BN, 4 * Warpgroups, 1> {
-  using Acc = AccumulatorLayout<BM, BN, 4 * Warpgroups, 1>;
+struct WarpgroupGemm : AccumulatorLayout<BM, BN, 4 * Warpgroups, 1, (BM > 64 * Warpgroups)> {
+  using Acc = AccumulatorLayout<BM, BN, 4 * Warpgroups, 1, (BM > 64 * Warpgroups)>;
   static_assert(is_mma_16bit<TIn>::value, "WarpgroupGemm: TIn must be half_t or bfloat16_t");
-  static_assert(Warpgroups >= 1 && BM == 64 * Warpgroups,
-                "WarpgroupGemm: BM must be 64 rows per warpgroup (one m64 wgmma each)");
+  static_assert(Warpgroups >= 1 && BM % (64 * Warpgroups) == 0,
+                "WarpgroupGemm: BM must be whole m64 blocks, the same number for every warpgroup");
   static_assert(BN >= 64 && BN <= 256 && BN % 16 == 0,
                 "WarpgroupGemm: BN must be a multiple of 16 in 64..256 (the wgmma shapes of wgmma.cuh)");
   static_assert(BK % 16 == 0, "WarpgroupGemm: BK must be a multiple of 16 (the wgmma k step)");
@@ -60,9 +63,11 @@ struct WarpgroupGemm : AccumulatorLayout<BM, BN, 4 * Warpgroups, 1> {
 
   static constexpr int kBK = BK;
   static constexpr int kKSteps = BK / 16;
+  static constexpr int kBlocks = BM / (64 * Warpgroups);   // m64 instructions per warpgroup and k16 step
   static constexpr int kARegs = Acc::kMmaM * kKSteps * 8;  // run_rs: A elements per thread
   using Acc::kAccPerThread;
-  static_assert(kAccPerThread == BN / 2, "WarpgroupGemm: the accumulator is one wgmma D fragment");
+  static_assert(Acc::kMmaM == kBlocks && kAccPerThread == kBlocks * (BN / 2),
+                "WarpgroupGemm: the accumulator is one wgmma D fragment per m64 block");
 
   // The descriptor of a K-major tile (rows along M or N, K along columns) at rows [row0, row0 +
   // 64 or BN) and k16 step kk.
@@ -88,6 +93,11 @@ struct WarpgroupGemm : AccumulatorLayout<BM, BN, 4 * Warpgroups, 1> {
       return mnmajor_desc<LayoutB>(b_base, 0, kk);
     }
   }
+  // The D fragment of this thread's r-th m64 block: registers [r * BN / 2, (r + 1) * BN / 2) of acc.
+  __device__ static float (&block_acc(float (&acc)[kAccPerThread], int r))[BN / 2] {
+    return *reinterpret_cast<float(*)[BN / 2]>(acc + r * (BN / 2));
+  }
+
   // This thread's warpgroup among the consumers: a constant at one warpgroup (only threads 0-127
   // run it then), so that ptxas keeps the descriptors built from it in uniform registers (no R2UR
   // before a wgmma); with several, the thread's index over 128, or under TESSEL_UNIFORM_WARPGROUP
@@ -126,13 +136,17 @@ struct WarpgroupGemm : AccumulatorLayout<BM, BN, 4 * Warpgroups, 1> {
     wgmma_fence();
 #pragma unroll
     for (int kk = 0; kk < kKSteps; ++kk) {
-      unsigned long long da;
-      if constexpr (TransA) {
-        da = mnmajor_desc<LayoutA>(a_base, g, kk);
-      } else {
-        da = kmajor_desc<LayoutA>(a_base, 64 * g, kk);
+#pragma unroll
+      for (int r = 0; r < kBlocks; ++r) {
+        const int block = r * Warpgroups + g;  // m64 block: rows [64 block, 64 block + 64)
+        unsigned long long da;
+        if constexpr (TransA) {
+          da = mnmajor_desc<LayoutA>(a_base, block, kk);
+        } else {
+          da = kmajor_desc<LayoutA>(a_base, 64 * block, kk);
+        }
+        wgmma_ss<TIn, BN, TransA ? 1 : 0, TransB ? 0 : 1>(block_acc(acc, r), da, b_desc(b_base, kk), 1);
       }
-      wgmma_ss<TIn, BN, TransA ? 1 : 0, TransB ? 0 : 1>(acc, da, b_desc(b_base, kk), 1);
     }
     wgmma_commit();
   }
@@ -141,14 +155,18 @@ struct WarpgroupGemm : AccumulatorLayout<BM, BN, 4 * Warpgroups, 1> {
   __device__ static void run_rs_async(const TIn (&a)[kARegs], const TIn* sB, float (&acc)[kAccPerThread]) {
     static_assert(!TransA, "WarpgroupGemm::run_rs: an A operand in registers is [BM][BK], never transposed");
     const unsigned b_base = smem_address(sB);
-    unsigned regs[kKSteps][4];
+    unsigned regs[kBlocks][kKSteps][4];
 #pragma unroll
-    for (int kk = 0; kk < kKSteps; ++kk) pack_a_operand<TIn, kKSteps>(a, 0, kk, regs[kk]);
+    for (int r = 0; r < kBlocks; ++r)
+#pragma unroll
+      for (int kk = 0; kk < kKSteps; ++kk) pack_a_operand<TIn, kKSteps>(a, r, kk, regs[r][kk]);
     wgmma_fence_operand(acc);
     wgmma_fence();
 #pragma unroll
     for (int kk = 0; kk < kKSteps; ++kk)
-      wgmma_rs<TIn, BN, TransB ? 0 : 1>(acc, regs[kk], b_desc(b_base, kk), 1);
+#pragma unroll
+      for (int r = 0; r < kBlocks; ++r)
+        wgmma_rs<TIn, BN, TransB ? 0 : 1>(block_acc(acc, r), regs[r][kk], b_desc(b_base, kk), 1);
     wgmma_commit();
   }
 

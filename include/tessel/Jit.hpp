@@ -129,9 +129,12 @@ struct JitOptions {
   // placed waits -- instead of the hand-written warp-specialized kernel select_hopper_gemm
   // swaps in: persistent (persist_tiles) with a TMA-store epilogue where its staging tile fits
   // (plan_tma_stores). Those two passes apply to other generic kernels too (persistent_rings,
-  // which this implies). Off by default: it has no split-K or multicast clusters yet, and is
-  // 0.88x the template at 1024^3 on the H200 (docs/perf-notes.md; `tessel bench gemm
-  // --compare-passes`). TESSEL_ENABLE=gemm_from_passes does the same.
+  // which this implies), and so does wgmma over several m64 blocks a warpgroup (a 128-row tile
+  // on one consumer warpgroup, which would otherwise take mma.sync). Off by default: it has no
+  // split-K or multicast clusters yet, and the H200 has not timed it since the passes' kernel
+  // reached the template's speed on an H100 (session 25: 0.999 over issue 5's shapes;
+  // docs/perf-notes.md; `tessel bench gemm --compare-passes`). TESSEL_ENABLE=gemm_from_passes
+  // does the same.
   bool gemm_from_passes = false;
   // Generic sm_90a ring kernels other than the tutorial GEMM (attention, gemm chains, a user's
   // ring): persistent (persist_tiles: min(tiles, SMs) blocks loop over the tiles, a causal or

@@ -114,7 +114,7 @@ class CopyLowering {
     // 16-byte stores after a quad transpose (opt-in with persistent_rings / gemm_from_passes until the H200 has run
     // it; the template's direct stores do the same).
     const bool wgmma_tile = l.kind == FragmentLayout::Kind::GemmAccumulator && l.wgmma && l.warps_n == 1 &&
-                            l.shape.size() == 2 && l.shape[0] == 16 * l.warps_m && l.shape[1] % 32 == 0;
+                            l.shape.size() == 2 && l.shape[0] % (16 * l.warps_m) == 0 && l.shape[1] % 32 == 0;
     if (ctx_.ring_epilogues() && wgmma_tile && (g->dtype == DType::f16 || g->dtype == DType::bf16) &&
         known_divisor(m->ld) % 8 == 0 && known_divisor(m->offset) % 8 == 0)
       return make_device_call("tessel::store_accumulators_wide",

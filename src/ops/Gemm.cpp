@@ -76,19 +76,34 @@ int accumulator_chains(std::int64_t warp_m, std::int64_t warp_n, std::int64_t BK
   return static_cast<int>(std::min<std::int64_t>(k_steps, blocks == 1 ? 4 : 2));
 }
 
+// The m64 row blocks each warpgroup of a wgmma gemm computes with one instruction apiece per k16
+// step: 1 (the warps stacked along M, 16 rows each), or, under gemm_from_passes until the H200
+// has run it, 2 or more for a gemm whose A comes from shared memory and whose accumulator is no
+// later gemm's register operand, as long as the accumulator stays within 128 registers a thread
+// (R * BN / 2) -- the tutorial GEMM's 128-row tiles on one consumer warpgroup. 0: no whole number.
+std::int64_t wgmma_row_blocks(const PassContext& ctx_, const LayoutContext& lc, const GemmStmt* op,
+                              std::int64_t BM, std::int64_t BN) {
+  const std::int64_t strip = 16 * (ctx_.threads / 32);
+  if (BM == strip) return 1;
+  if (!ctx_.gemm_from_passes || BM % strip || op->A.buffer->scope != Scope::Shared ||
+      lc.register_operand_tiles.count(op->C.buffer->id) || BM / strip * BN > 256)
+    return 0;
+  return BM / strip;
+}
+
 // Whether this gemm lowers to tessel::WarpgroupGemm (device/tessel/warpgroup_gemm.cuh):
-// sm_90a with the Hopper features allowed, whole warpgroups, the warps stacked along M 16 rows each (one
-// m64 wgmma per warpgroup), an N the wgmma shapes cover, and shared operands that can take
-// (or already have) the layout its descriptors read.
-bool wgmma_applies(const PassContext& ctx_, const std::set<const GemmStmt*>& main_loop_gemms,
-                   const GemmStmt* op, std::int64_t BM, std::int64_t BN) {
+// sm_90a with the Hopper features allowed, whole warpgroups, the warps stacked along M in 16-row
+// strips (wgmma_row_blocks m64 blocks a warpgroup), an N the wgmma shapes cover, and shared
+// operands that can take (or already have) the layout its descriptors read.
+bool wgmma_applies(const PassContext& ctx_, const LayoutContext& lc, const GemmStmt* op, std::int64_t BM,
+                   std::int64_t BN) {
   // The Hopper switches come as one: turning any of them off keeps every gemm on mma.sync.
   if (ctx_.target.sm != 90 || !ctx_.allow_wgmma || !ctx_.allow_tma || !ctx_.allow_warp_specialization)
     return false;
   if (ctx_.threads % 128 != 0) return false;
   if (op->policy == GemmWarpPolicy::FullCol && ctx_.threads > 32) return false;
-  if (main_loop_gemms.count(op)) return false;
-  if (BM != 16 * (ctx_.threads / 32) || BN < 64 || BN > 256 || BN % 16) return false;
+  if (lc.main_loop_gemms.count(op)) return false;
+  if (wgmma_row_blocks(ctx_, lc, op, BM, BN) == 0 || BN < 64 || BN > 256 || BN % 16) return false;
   for (const Buffer* s : {&op->A.buffer, &op->B.buffer}) {
     if ((*s)->scope != Scope::Shared) continue;
     const bool k_major = s == &op->A.buffer ? !op->trans_a : op->trans_b;
@@ -178,7 +193,7 @@ class GemmOp final : public TileOp {
       policy = GemmWarpPolicy::FullRow;
     }
     // wgmma stacks the warps along M whatever the policy (a policy shapes mma.sync warp tiles).
-    const bool wgmma = wgmma_applies(ctx_, lc.main_loop_gemms, op, BM, BN);
+    const bool wgmma = wgmma_applies(ctx_, lc, op, BM, BN);
     auto [wm, wn] = wgmma ? std::pair<int, int>{warps, 1} : partition_warps(BM, BN, warps, policy, op->where);
     for (const Buffer* s : {&A, &B}) {
       if ((*s)->scope != Scope::Shared) continue;
@@ -199,6 +214,8 @@ class GemmOp final : public TileOp {
     f.wgmma = wgmma;
     f.per_thread = static_cast<int>((BM / wm / kMmaM) * (BN / wn / kMmaN) * 4);
     GemmEngine& e = f.gemm;
+    // Several m64 blocks a warpgroup: each warp's 16-row strips interleave (accumulator.cuh).
+    e.interleaved = wgmma && BM > kMmaM * wm;
     e.kind = wgmma ? GemmEngine::Kind::WarpgroupGemm : GemmEngine::Kind::BlockGemm;
     e.rows = BM, e.cols = BN, e.k = BK;
     e.dtype = dtype_cuda_name(A->dtype);

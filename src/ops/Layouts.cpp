@@ -34,7 +34,7 @@ std::optional<FragmentLayout> row_layout_of(const FragmentLayout& l) {
       r.shape = {l.shape[0]};
       r.per_thread = static_cast<int>(l.shape[0] / l.warps_m / kMmaM * 2);
       r.wgmma = false;
-      r.gemm = GemmEngine::accumulator(l.shape[0], l.shape[1], l.warps_m, 1);
+      r.gemm = l.accumulator_layout(l.shape[0], l.shape[1]);
       return r;
     case FragmentLayout::Kind::Strided:
       return std::nullopt;

@@ -130,8 +130,8 @@ class ReductionLowering {
     const std::string opname = op_type(op->op);
     Buffer partial =
         Buffer::make(op->dst->name + "_partial", {make_int(dst.per_thread)}, DType::f32, Scope::Local, w);
-    const std::string layout = "tessel::AccumulatorLayout<" + std::to_string(src.shape[0]) + ", " +
-                               std::to_string(src.shape[1]) + ", " + std::to_string(src.warps_m) + ", 1>";
+    // The tile's plain layout, AccumulatorLayout<rows, cols, warps_m, 1[, true]>, reduces it.
+    const std::string layout = src.accumulator_layout(src.shape[0], src.shape[1]).device_type();
     std::vector<Stmt> stmts{make_decl(partial, w),
                             make_device_call(layout + "::template reduce_rows", {opname},
                                              {{Expr(), in, Expr()}, {Expr(), partial, Expr()}}, w)};

@@ -74,7 +74,7 @@ Expr fragment_register_valid(const FragmentLayout& f, const Expr& l, const Expr&
 bool same_fragment_layout(const FragmentLayout& a, const FragmentLayout& b) {
   if (a.kind != b.kind || a.shape != b.shape) return false;
   if (a.kind == FragmentLayout::Kind::GemmAccumulator || a.kind == FragmentLayout::Kind::AccumulatorRows)
-    return a.warps_m == b.warps_m && a.warps_n == b.warps_n;
+    return a.warps_m == b.warps_m && a.warps_n == b.warps_n && a.gemm.interleaved == b.gemm.interleaved;
   if (a.kind == FragmentLayout::Kind::FlatRows || a.kind == FragmentLayout::Kind::FlatRowOf)
     return a.vec == b.vec && a.chunks == b.chunks && a.row_length == b.row_length;
   return a.vec == b.vec && a.lanes == b.lanes && a.rows_per_pass == b.rows_per_pass;

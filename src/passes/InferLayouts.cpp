@@ -54,27 +54,19 @@ namespace {
 // warp's quads).
 class RowOperandScan : public IRVisitor {
  public:
-  std::set<int> closure() const {
-    std::set<int> out = operands_;
-    for (bool changed = true; changed;) {
-      changed = false;
-      for (const auto& group : links_) {
-        bool touches = false;
-        for (const Buffer& b : group) touches = touches || out.count(b->id);
-        if (!touches) continue;
-        for (const Buffer& b : group)
-          if (b.ndim() == 2 && out.insert(b->id).second) changed = true;
-      }
-    }
-    return out;
-  }
+  std::set<int> closure() const { return closure_of(operands_); }
+  // The same closure from the register A operands alone (no reductions): the accumulators that
+  // become a later gemm's register operand.
+  std::set<int> register_operand_closure() const { return closure_of(register_operands_); }
   // The fragments that move element by element into each other: each outermost Parallel nest's,
   // each fragment-to-fragment copy's two. Layout inference propagates layouts along them.
   const std::vector<std::vector<Buffer>>& links() const { return links_; }
 
  protected:
   void visit_node(const GemmStmt* op) override {
-    if (op->A.buffer->scope == Scope::Fragment) operands_.insert(op->A.buffer->id);
+    if (op->A.buffer->scope != Scope::Fragment) return;
+    operands_.insert(op->A.buffer->id);
+    register_operands_.insert(op->A.buffer->id);
   }
   void visit_node(const ReduceStmt* op) override {
     if (op->src->scope == Scope::Fragment && op->dim == 1) operands_.insert(op->src->id);
@@ -95,7 +87,21 @@ class RowOperandScan : public IRVisitor {
   }
 
  private:
-  std::set<int> operands_;
+  std::set<int> closure_of(std::set<int> out) const {
+    for (bool changed = true; changed;) {
+      changed = false;
+      for (const auto& group : links_) {
+        bool touches = false;
+        for (const Buffer& b : group) touches = touches || out.count(b->id);
+        if (!touches) continue;
+        for (const Buffer& b : group)
+          if (b.ndim() == 2 && out.insert(b->id).second) changed = true;
+      }
+    }
+    return out;
+  }
+
+  std::set<int> operands_, register_operands_;
   std::vector<std::vector<Buffer>> links_;
   bool in_nest_ = false;
 };
@@ -191,13 +197,14 @@ class FlatUseScan : public IRVisitor {
 
 class LayoutInference : public IRVisitor {
  public:
-  LayoutInference(PassContext& ctx, std::set<int> row_operand_tiles,
+  LayoutInference(PassContext& ctx, std::set<int> row_operand_tiles, std::set<int> register_operand_tiles,
                   std::set<const GemmStmt*> main_loop_gemms, std::vector<std::vector<Buffer>> links)
       : ctx_(ctx),
         row_operand_tiles_(std::move(row_operand_tiles)),
+        register_operand_tiles_(std::move(register_operand_tiles)),
         main_loop_gemms_(std::move(main_loop_gemms)),
         links_(std::move(links)),
-        lc_{ctx_, row_operand_tiles_, main_loop_gemms_} {}
+        lc_{ctx_, row_operand_tiles_, register_operand_tiles_, main_loop_gemms_} {}
 
  protected:
   void visit_node(const DeclBuffer* op) override {
@@ -232,7 +239,7 @@ class LayoutInference : public IRVisitor {
         if (!acc) continue;
         FragmentLayout follow = *acc;
         follow.wgmma = false;
-        follow.gemm = GemmEngine::accumulator(acc->shape[0], acc->shape[1], acc->warps_m, acc->warps_n);
+        follow.gemm = acc->accumulator_layout(acc->shape[0], acc->shape[1]);
         for (const Buffer& b : group) {
           if (ctx_.fragment_layouts.count(b->id) || b.ndim() != 2 || b.const_shape() != acc->shape) continue;
           ctx_.fragment_layouts[b->id] = follow;
@@ -376,7 +383,7 @@ class LayoutInference : public IRVisitor {
  private:
   std::set<int> flat_barred_;
   PassContext& ctx_;
-  std::set<int> row_operand_tiles_;
+  std::set<int> row_operand_tiles_, register_operand_tiles_;
   std::set<const GemmStmt*> main_loop_gemms_;
   std::vector<std::vector<Buffer>> links_;  // RowOperandScan::links()
   std::vector<Buffer> decls_;
@@ -390,7 +397,8 @@ Stmt infer_layouts(const Stmt& body, PassContext& ctx) {
   scan.visit(body);
   MainLoopGemmScan main_loops(ctx);
   main_loops.visit(body);
-  LayoutInference inference(ctx, scan.closure(), main_loops.gemms, scan.links());
+  LayoutInference inference(ctx, scan.closure(), scan.register_operand_closure(), main_loops.gemms,
+                            scan.links());
   FlatUseScan flat;
   flat.visit(body);
   inference.bar_flat(std::move(flat.barred));

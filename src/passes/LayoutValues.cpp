@@ -37,9 +37,11 @@ std::string FragmentLayout::describe() const {
   auto n = [](std::int64_t v) { return std::to_string(v); };
   switch (kind) {
     case Kind::GemmAccumulator:
-      return "gemm accumulator, warps " + n(warps_m) + "x" + n(warps_n) + (wgmma ? " (wgmma)" : "");
+      return "gemm accumulator, warps " + n(warps_m) + "x" + n(warps_n) + (wgmma ? " (wgmma)" : "") +
+             (gemm.interleaved ? ", 16-row strips every " + n(16 * warps_m) + " rows" : "");
     case Kind::AccumulatorRows:
-      return "rows of a gemm tile, warps " + n(warps_m) + "x1";
+      return "rows of a gemm tile, warps " + n(warps_m) + "x1" +
+             (gemm.interleaved ? ", 16-row strips every " + n(16 * warps_m) + " rows" : "");
     case Kind::RowBlocked:
       return "rows over " + n(lanes) + " lanes, " + n(chunks) + "x" + n(vec) + " elements a lane, " +
              n(rows_per_pass) + " rows a pass";
@@ -59,7 +61,7 @@ std::string GemmEngine::device_type() const {
   auto n = [](std::int64_t v) { return std::to_string(v); };
   if (kind == Kind::AccumulatorLayout)
     return "tessel::AccumulatorLayout<" + n(rows) + ", " + n(cols) + ", " + n(warps_m) + ", " + n(warps_n) +
-           ">";
+           (interleaved ? ", true>" : ">");
   const std::string dims = dtype + ", " + n(rows) + ", " + n(cols) + ", " + n(k) + ", ";
   const std::string operands = std::string(trans_a ? "true" : "false") + ", " + (trans_b ? "true" : "false") +
                                ", " + a.device_type() + ", " + b.device_type() + ">";

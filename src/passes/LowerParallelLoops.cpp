@@ -218,7 +218,8 @@ class ParallelLowering : public IRMutator {
         maps[b->id] = RegisterMap{vars, l};
       } else if (layout.kind == FragmentLayout::Kind::GemmAccumulator &&
                  bl.kind == FragmentLayout::Kind::AccumulatorRows && bl.shape[0] == layout.shape[0] &&
-                 bl.warps_m == layout.warps_m && layout.warps_n == 1) {
+                 bl.warps_m == layout.warps_m && bl.gemm.interleaved == layout.gemm.interleaved &&
+                 layout.warps_n == 1) {
         // Register l of the tile is in row register (l / 4 / mma_n) * 2 + (l % 4) / 2.
         const std::int64_t mma_n = layout.shape[1] / 8;
         Expr block = make_binary(BinaryOp::Div, make_binary(BinaryOp::Div, l, make_int(4)), make_int(mma_n));
@@ -230,9 +231,9 @@ class ParallelLowering : public IRMutator {
                  bl.rows_per_pass == layout.rows_per_pass) {
         Expr reg = make_binary(BinaryOp::Div, l, make_int(std::int64_t(layout.chunks) * layout.vec));
         maps[b->id] = RegisterMap{{vars[0]}, reg};
-      } else if (layout.kind == FragmentLayout::Kind::FlatRows && bl.kind == FragmentLayout::Kind::FlatRowOf &&
-                 bl.shape[0] == layout.shape[0] && bl.vec == layout.vec && bl.chunks == layout.chunks &&
-                 bl.row_length == layout.row_length) {
+      } else if (layout.kind == FragmentLayout::Kind::FlatRows &&
+                 bl.kind == FragmentLayout::Kind::FlatRowOf && bl.shape[0] == layout.shape[0] &&
+                 bl.vec == layout.vec && bl.chunks == layout.chunks && bl.row_length == layout.row_length) {
         // Register l is element l of the thread's run, whose first row's value is row register 0
         // and second's 1: the first while l is inside the run's head (flat_word_head: cols - f0 %
         // cols elements, f0 the run's first element; one value per thread, hoisted).

@@ -62,13 +62,17 @@ struct SharedLayout {
 // The device type a gemm tile's registers belong to, as a value: the gemm instantiation an
 // accumulator's gemm calls (tessel::BlockGemm, mma.sync; tessel::WarpgroupGemm, wgmma), or the
 // plain register layout of a gemm's A operand held in registers (tessel::AccumulatorLayout). All
-// of them lay out a [rows, cols] tile alike for one (warps_m, warps_n); their acc_row / acc_col /
-// row_of_register give the coordinates. Named only when an op lowers (device_type()).
+// of them lay out a [rows, cols] tile alike for one (warps_m, warps_n, interleaved); their acc_row /
+// acc_col / row_of_register give the coordinates. Named only when an op lowers (device_type()).
 struct GemmEngine {
   enum class Kind { BlockGemm, WarpgroupGemm, AccumulatorLayout };
   Kind kind = Kind::AccumulatorLayout;
   std::int64_t rows = 0, cols = 0;  // the tile: BM x BN (an A operand: BM x BK)
   int warps_m = 0, warps_n = 0;     // AccumulatorLayout, BlockGemm
+  // Each warp's m16 row blocks are 16-row strips one every 16 * warps_m rows, not one contiguous
+  // band (accumulator.cuh): a WarpgroupGemm of several m64 blocks a warpgroup, and the tiles laid
+  // out like its accumulator. Implied by the WarpgroupGemm type, printed for AccumulatorLayout.
+  bool interleaved = false;
   // BlockGemm and WarpgroupGemm: the operands' element type, K step, warpgroups (WarpgroupGemm),
   // transposes, and A's and B's shared layouts (A in registers: row-major BM x BK).
   std::string dtype;  // the device element type, e.g. "tessel::half_t"
@@ -81,10 +85,11 @@ struct GemmEngine {
   int k_chains = 1;
 
   // The plain register layout of a rows x cols tile over warps_m x warps_n warps.
-  static GemmEngine accumulator(std::int64_t rows, std::int64_t cols, int warps_m, int warps_n) {
+  static GemmEngine accumulator(std::int64_t rows, std::int64_t cols, int warps_m, int warps_n,
+                                bool interleaved = false) {
     GemmEngine e;
     e.kind = Kind::AccumulatorLayout;
-    e.rows = rows, e.cols = cols, e.warps_m = warps_m, e.warps_n = warps_n;
+    e.rows = rows, e.cols = cols, e.warps_m = warps_m, e.warps_n = warps_n, e.interleaved = interleaved;
     return e;
   }
   std::string device_type() const;
@@ -143,6 +148,11 @@ struct FragmentLayout {
 
   // What infer_layouts chose, in words (TESSEL_DUMP's layout lines): "gemm accumulator, warps 2x2".
   std::string describe() const;
+  // GemmAccumulator: the plain register layout of a [rows, cols] tile laid out like this one
+  // (a tile that follows an accumulator, the rows reduced from it).
+  GemmEngine accumulator_layout(std::int64_t rows, std::int64_t cols) const {
+    return GemmEngine::accumulator(rows, cols, warps_m, warps_n, gemm.interleaved);
+  }
 };
 
 // A tensor the kernel reads through TMA: the host encodes its tensor map before each launch and

@@ -2,24 +2,23 @@
 //   Does:     on sm_90a, chooses the TMA-store epilogue for copies of a wgmma accumulator to a
 //             16-bit global tensor: the tile goes through a staging tile in shared memory
 //             (WgmmaSwizzle128Layout<BM, BN, 2>, declared here) and one TMA store per 64-column
-//             panel and consumer warpgroup (device/tessel/tma_epilogue.cuh), so the warpgroup does
-//             not wait for its stores -- in a persistent kernel it goes on to the next tile's
+//             panel and 64-row block of a consumer warpgroup (device/tessel/tma_epilogue.cuh), so the
+//             warpgroup does not wait for its stores -- in a persistent kernel it goes on to the next tile's
 //             gemms while they drain. For each such copy: the output tensor gets a tensor map (a
-//             kernel parameter, ctx.tma_params: a box of 64 along the rows and the columns, 1 elsewhere, 128-byte swizzle), the
-//             plan goes in ctx.tma_stores (ops/Copy.cpp lowers the copy by it), and the kernel
-//             ends with drain_tma_stores() (each warpgroup waits until its stores have read
-//             shared memory). Applies when JitOptions::persistent_rings or gemm_from_passes (opt-in until measured on
-//             the H200), the Hopper switches, async_pipeline and tma_store are on and: the copy's source is a
-//             whole fragment in the accumulator layout of a gemm that lowers to WarpgroupGemm with 64-row
-//             warpgroups (the accumulator itself, or an f16 / bf16 / f32 tile an epilogue computed from it;
-//             ctx.fragment_layouts), its destination a [BM, BN] region (BN a multiple of 64; the
-//             rows along one dimension, the columns along the last, extent 1 elsewhere: a [1, BM,
-//             1, D] tile of attention's [B, S, H, D] output) of a 16-bit tensor of 2 to 5
-//             dimensions whose last dimension is contiguous, whose other strides are 16-byte
-//             multiples and whose extents fit a tensor map, no Parallel nest or loop other than
-//             a persistent kernel's tile loop encloses the copy, and the
-//             kernel's shared memory with the staging tile still fits the target. Otherwise
-//             the copy keeps its register stores.
+//             kernel parameter, ctx.tma_params: a box of 64 along the rows and the columns, 1 elsewhere,
+//             128-byte swizzle), the plan goes in ctx.tma_stores (ops/Copy.cpp lowers the copy by it), and
+//             the kernel ends with drain_tma_stores() (each warpgroup waits until its stores have read shared
+//             memory). Applies when JitOptions::persistent_rings or gemm_from_passes (opt-in until measured
+//             on the H200), the Hopper switches, async_pipeline and tma_store are on and: the copy's source
+//             is a whole fragment in the accumulator layout of a gemm that lowers to WarpgroupGemm with at
+//             most 4 warpgroups of one or more 64-row blocks each (the accumulator itself, or an f16 / bf16 /
+//             f32 tile an epilogue computed from it; ctx.fragment_layouts), its destination a [BM, BN] region
+//             (BN a multiple of 64; the rows along one dimension, the columns along the last, extent 1
+//             elsewhere: a [1, BM, 1, D] tile of attention's [B, S, H, D] output) of a 16-bit tensor of 2 to
+//             5 dimensions whose last dimension is contiguous, whose other strides are 16-byte multiples and
+//             whose extents fit a tensor map, no Parallel nest or loop other than a persistent kernel's tile
+//             loop encloses the copy, and the kernel's shared memory with the staging tile still fits the
+//             target. Otherwise the copy keeps its register stores.
 //   Requires: infer_layouts (fragment layouts), plan_pipelines (the rings' final sizes, for the
 //             shared-memory check).
 //   Ensures:  every ctx.tma_stores entry names a declared staging tile and a map in
@@ -65,7 +64,11 @@ class StorePlanner : public IRVisitor {
     if (f.ndim() != 2) return false;
     const auto shape = f.const_shape();
     const std::int64_t BM = shape[0], BN = shape[1];
-    if (BM % 64 || BM / 64 > 4 || BM != 16 * l->second.warps_m || BN % 64 || BN > 256) return false;
+    // Warpgroups of 16-row warp strips (one m64 block each, or several interleaved), at most 4.
+    const int warps_m = l->second.warps_m;
+    if (warps_m % 4 || warps_m / 4 > 4 || BM % (16 * warps_m) ||
+        (BM > 16 * warps_m && !l->second.gemm.interleaved) || BN % 64 || BN > 256)
+      return false;
     for (size_t d = 0; d < 2; ++d)
       if (!is_const_int(op->src.starts[d], 0) || as_const_int(op->src.extents[d]) != shape[d]) return false;
     if ((g->dtype != DType::f16 && g->dtype != DType::bf16) || g.ndim() < 2 || g.ndim() > 5) return false;

@@ -54,8 +54,9 @@ constexpr int kRegisterFile = 65536;
 // addresses): ptxas 13.0 asked for 154 for a 128-register accumulator.
 constexpr int kWgmmaOverhead = 26;
 
-// Registers per thread of the widest accumulator one wgmma instruction writes: m64nN with an
-// f32 accumulator holds N / 2 a thread (f16: N / 4).
+// Registers per thread of the widest wgmma accumulator, which its instructions keep live together:
+// an m64nN block with an f32 accumulator holds N / 2 a thread, and a warpgroup may compute several
+// blocks (FragmentLayout::per_thread counts them all).
 int widest_wgmma_accumulator(const Stmt& body, const PassContext& ctx) {
   struct Find : IRVisitor {
     const PassContext* ctx;
@@ -63,9 +64,7 @@ int widest_wgmma_accumulator(const Stmt& body, const PassContext& ctx) {
     void visit_node(const GemmStmt* g) override {
       auto l = ctx->fragment_layouts.find(g->C.buffer->id);
       if (l == ctx->fragment_layouts.end() || !l->second.wgmma) return;
-      const auto n = as_const_int(g->C.extents.back());
-      if (!n) return;
-      widest = std::max(widest, static_cast<int>(*n * dtype_bytes(g->C.buffer->dtype) / 8));
+      widest = std::max(widest, l->second.per_thread * dtype_bytes(g->C.buffer->dtype) / 4);
     }
   } f;
   f.ctx = &ctx;

@@ -7,6 +7,7 @@
 
 #include "Lower.hpp"
 #include "codegen/CodegenCuda.hpp"
+#include "support/GemmRowMaxProgram.hpp"
 #include "support/LoweringSupport.hpp"
 #include "support/RaggedGemmProgram.hpp"
 #include "support/RegisterGemmPrograms.hpp"
@@ -273,6 +274,67 @@ TEST(HopperPipeline, TheTmaStoreEpilogueOnlyWhereItsStagingTileFits) {
       T::lower(T::kernels::matmul_program(4096, 4096, 4096, tutorial_config(128, 256, 64, 3, 256)).ir(),
                sm90(), passes)
           .ctx.tma_stores.empty());
+}
+
+// Several m64 blocks a warpgroup (gemm_from_passes): the tutorial's 128-row tile on 128 threads
+// -- one consumer warpgroup, as the template's 128x128 configs have -- takes wgmma with two m64
+// instructions a k16 step instead of falling back to mma.sync, its accumulator in interleaved
+// 16-row strips, the fused epilogue's tiles and the TMA-store epilogue in the same layout.
+TEST(HopperPipeline, OneWarpgroupComputesSeveralM64Blocks) {
+  T::passes::PassContext::Switches passes;
+  passes.gemm_from_passes = true;
+  auto plain =
+      T::lower(T::kernels::matmul_program(1000, 1000, 1000, tutorial_config(128, 128, 64, 5, 128)).ir(),
+               sm90(), passes, true);
+  EXPECT_TRUE(plain.ctx.uses_wgmma);
+  EXPECT_TRUE(has(stage_text(plain, "infer_layouts"),
+                  "gemm accumulator, warps 4x1 (wgmma), 16-row strips every 64 rows"))
+      << stage_text(plain, "infer_layouts");
+  const std::string ops = stage_text(plain, "lower_tile_ops");
+  EXPECT_TRUE(has(ops, "tessel::WarpgroupGemm<tessel::half_t, 128, 128, 64, 1, false, false,")) << ops;
+  // 5 stages of 32 KB and the 32 KB staging tile fit: the TMA store of both 64-row blocks.
+  ASSERT_EQ(plain.ctx.tma_stores.size(), 1u);
+  EXPECT_TRUE(has(ops, "tessel::store_accumulators_tma<tessel::half_t, tessel::WarpgroupGemm<")) << ops;
+  EXPECT_EQ(plain.ctx.launch_threads, 160);  // a producer warp beside the one consumer warpgroup
+  // The fused epilogue (bias, silu) reads the accumulator through its interleaved layout.
+  auto epi =
+      T::lower(T::kernels::matmul_bias_act_program(1000, 1000, 1000, tutorial_config(128, 128, 64, 4, 128),
+                                                   T::kernels::Activation::silu, 0.5f)
+                   .ir(),
+               sm90(), passes, true);
+  const std::string epi_ops = stage_text(epi, "lower_tile_ops");
+  EXPECT_TRUE(has(epi_ops,
+                  "tessel::WarpgroupGemm<tessel::half_t, 128, 128, 64, 1, false, false, "
+                  "tessel::WgmmaSwizzleLayout<128, 64, 2, 128>, tessel::WgmmaSwizzleLayout<64, 128, 2, "
+                  "128>>::acc_row("))
+      << epi_ops;
+  // Past 128 accumulator registers a thread (2 x 256 / 2): mma.sync, as before.
+  auto wide =
+      T::lower(T::kernels::matmul_program(1000, 1000, 1000, tutorial_config(128, 256, 64, 3, 128)).ir(),
+               sm90(), passes);
+  EXPECT_FALSE(wide.ctx.uses_wgmma);
+}
+
+// A user's kernel (not the tutorial GEMM: its rows' maxima go out too) with a 128-row tile on 128
+// threads: with gemm_from_passes, wgmma over two m64 blocks, the row reduction and the Parallel
+// nest reading the accumulator through the interleaved layout; without it (until the H200 has
+// run it), mma.sync as before.
+TEST(HopperPipeline, AUsersKernelTakesSeveralM64BlocksUnderGemmFromPasses) {
+  T::passes::PassContext::Switches passes;
+  passes.gemm_from_passes = true;
+  auto on = T::lower(T::test::gemm_row_max_program(300, 64, 200).ir(), sm90(), passes, true);
+  EXPECT_TRUE(on.ctx.uses_wgmma);
+  const std::string layouts = stage_text(on, "infer_layouts");
+  EXPECT_TRUE(has(layouts, "rows of a gemm tile, warps 4x1, 16-row strips every 64 rows")) << layouts;
+  const std::string ops = stage_text(on, "lower_tile_ops");
+  EXPECT_TRUE(has(ops, "tessel::AccumulatorLayout<128, 64, 4, 1, true>::template reduce_rows<")) << ops;
+  EXPECT_TRUE(has(ops, "tessel::AccumulatorLayout<128, 64, 4, 1, true>::row_of_register(")) << ops;
+  const std::string source = T::codegen::generate_cuda(on);
+  EXPECT_TRUE(has(source, "tessel::WarpgroupGemm<tessel::half_t, 128, 64, 64, 1, false, false,")) << source;
+  passes.gemm_from_passes = false;
+  auto off = T::lower(T::test::gemm_row_max_program(300, 64, 200).ir(), sm90(), passes, true);
+  EXPECT_FALSE(off.ctx.uses_wgmma);
+  EXPECT_FALSE(has(stage_text(off, "infer_layouts"), "16-row strips")) << stage_text(off, "infer_layouts");
 }
 
 // The library's other wgmma kernels keep their register stores (and their measured figures): the

@@ -335,10 +335,11 @@ TEST_P(GemmFromPassesShapes, MatchesReference) {
   MatmulConfig cfg = c.cfg;
   cfg.dtype = dtype;
   auto k = tessel::kernels::make_matmul(c.M, c.N, c.K, cfg, o);
-  // The ring needs TMA-legal rows and a wgmma gemm: one m64 wgmma per consumer warpgroup in the
-  // generic kernels (BM = 64 x warpgroups; 128x128 on 128 threads stays on mma.sync).
+  // The ring needs TMA-legal rows and a wgmma gemm: whole m64 blocks for every consumer warpgroup
+  // (BM = 64 x warpgroups x blocks), at most 128 accumulator registers a thread with several.
   const bool tma_legal = c.K % 8 == 0 && c.N % 8 == 0;
-  const bool ring = tma_legal && cfg.block_M == 16 * (cfg.threads / 32);
+  const int strip = 16 * (cfg.threads / 32), blocks = cfg.block_M / strip;
+  const bool ring = tma_legal && cfg.block_M % strip == 0 && (blocks == 1 || blocks * cfg.block_N <= 256);
   EXPECT_EQ(k.info().path.find("TMA + mbarrier ring") != std::string::npos, ring) << k.info().path;
   // Persistent (persist_tiles) whenever it is a ring: the blocks loop over the tiles (one each when
   // the grid is one wave).
@@ -386,7 +387,14 @@ INSTANTIATE_TEST_SUITE_P(
                                          Case{65, 1032, 63, hopper(64, 128, 4, 128, 0)},
                                          Case{9, 7, 1023, hopper(64, 128, 4, 128, 0)},
                                          Case{2047, 2048, 4104, knob(128, 256, 32, 4, 256, true)},
-                                         Case{8192, 28672, 8192, hopper(128, 256, 4, 256, 8)}),
+                                         Case{8192, 28672, 8192, hopper(128, 256, 4, 256, 8)},
+                                         // One consumer warpgroup over two or four m64 blocks
+                                         // (interleaved strips), TMA-store and register epilogues.
+                                         Case{1000, 1000, 1000, hopper(128, 128, 5, 128, 0)},
+                                         Case{4096, 4096, 4096, hopper(128, 128, 5, 128, 8)},
+                                         Case{129, 1032, 4104, hopper(128, 64, 8, 128, 0)},
+                                         Case{2000, 200, 520, hopper(256, 64, 4, 128, 0)},
+                                         Case{1000, 2056, 1000, hopper(256, 64, 4, 256, 0)}),
                        ::testing::Values(DType::f16, DType::bf16)),
     ShapeName());
 

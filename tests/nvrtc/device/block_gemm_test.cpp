@@ -117,7 +117,7 @@ HD constexpr bool check_gemm() {
     for (int l = 0; l < 32; ++l)
       for (int i = 0; i < G::kAccPerThread; ++i) {
         const int mi = i / 4 / G::kMmaN, ni = i / 4 % G::kMmaN, e = i % 4;
-        const int row = (w % warps_m) * G::kWarpM + G::acc_row_in_warp(i, l);
+        const int row = G::acc_row_of(i, w % warps_m, l);
         const int col = (w / warps_m) * G::kWarpN + G::acc_col_in_warp(i, l);
         if (row != (w % warps_m) * G::kWarpM + mi * 16 + l / 4 + 8 * (e / 2)) return false;
         if (col != (w / warps_m) * G::kWarpN + ni * 8 + 2 * (l % 4) + e % 2) return false;

@@ -113,7 +113,7 @@ __global__ void k(float* out) {
     {"accumulator.cuh", R"cuda(
 // Register i of the 64x32 A tile over 4 warps: the rows and k columns of the mma A fragment.
 using A = tessel::AccumulatorLayout<64, 32, 4, 1>;
-static_assert(A::kAccPerThread == 16 && A::acc_row_in_warp(2, 5) == 9 && A::acc_col_in_warp(5, 3) == 15,
+static_assert(A::kAccPerThread == 16 && A::acc_row_of(2, 0, 5) == 9 && A::acc_col_in_warp(5, 3) == 15,
               "AccumulatorLayout: e = 2 is 8 rows down; register 5 is n8 block 1, column 2 * 3 + 1");
 __global__ void k(const tessel::half_t* in, float* out) {
   tessel::half_t a[A::kAccPerThread];
@@ -129,10 +129,6 @@ struct FakeGemm {
   __device__ static int acc_row(int i) { return (threadIdx.x / 4) % 32; }
   __device__ static int acc_col(int i) { return (threadIdx.x % 4) * 8 + i; }
 };
-struct FakeWgmma {
-  static constexpr int kBN = 64, kWarpsN = 1, kWarpM = 16, kAccPerThread = 32;
-  __device__ static int acc_row(int i) { return (threadIdx.x / 32) * 16 + (threadIdx.x % 32) / 4 + ((i % 4) / 2) * 8; }
-};
 __global__ void k(tessel::half_t* c, float* f, long long ld, int rv, int cv) {
   extern __shared__ __align__(16) unsigned char scratch[];
   float acc[8] = {};
@@ -140,9 +136,13 @@ __global__ void k(tessel::half_t* c, float* f, long long ld, int rv, int cv) {
   tessel::store_accumulators<float, FakeGemm, false>(acc, f, ld, rv, cv);
   tessel::store_accumulators_via_shared<tessel::half_t, FakeGemm, true>(
       acc, reinterpret_cast<tessel::half_t*>(scratch), c, ld, rv, cv);
-  // A wgmma-shaped tile (warps along M, 16 rows each), 16-byte stores after the quad transpose.
-  float wide[32] = {};
-  tessel::store_accumulators_wide<tessel::bfloat16_t, FakeWgmma>(wide, reinterpret_cast<tessel::bfloat16_t*>(c), ld, rv, cv);
+  // wgmma-shaped tiles (warps along M in 16-row strips: one m64 block a warpgroup, and two
+  // interleaved), 16-byte stores after the quad transpose.
+  float wide[32] = {}, wide2[64] = {};
+  tessel::store_accumulators_wide<tessel::bfloat16_t, tessel::AccumulatorLayout<64, 64, 4, 1>>(
+      wide, reinterpret_cast<tessel::bfloat16_t*>(c), ld, rv, cv);
+  tessel::store_accumulators_wide<tessel::half_t, tessel::AccumulatorLayout<128, 64, 4, 1, true>>(
+      wide2, c, ld, rv, cv);
 })cuda"},
     {"block.cuh", R"cuda(
 __global__ void k(int* out) {

@@ -161,7 +161,11 @@ INSTANTIATE_TEST_SUITE_P(TutorialKnobs, GemmFromPasses,
                                            PassesCase{128, 128, 64, 4, 256, tessel::DType::f16},
                                            PassesCase{128, 256, 32, 4, 256, tessel::DType::bf16},
                                            PassesCase{64, 256, 64, 4, 128, tessel::DType::f16},
-                                           PassesCase{64, 128, 64, 6, 128, tessel::DType::bf16}),
+                                           PassesCase{64, 128, 64, 6, 128, tessel::DType::bf16},
+                                           // One consumer warpgroup over 128 rows: two m64 wgmmas a k16 step.
+                                           PassesCase{128, 128, 64, 5, 128, tessel::DType::f16},
+                                           PassesCase{128, 64, 64, 8, 128, tessel::DType::bf16},
+                                           PassesCase{256, 64, 64, 4, 256, tessel::DType::f16}),
                          [](const ::testing::TestParamInfo<PassesCase>& info) {
                            const PassesCase& p = info.param;
                            return std::to_string(p.bm) + "x" + std::to_string(p.bn) + "x" +

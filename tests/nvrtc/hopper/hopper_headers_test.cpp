@@ -104,6 +104,26 @@ __global__ void __launch_bounds__(256) k(float* out) {
   float t = 0;
   for (int i = 0; i < G::kAccPerThread; ++i) t += acc[i] * G::acc_row(i);
   for (int i = 0; i < R::kAccPerThread; ++i) t += acc2[i];
+  // One warpgroup of two m64 blocks (the 128-row tile of a 128-thread kernel): K-major A, and
+  // M-major A over two 64-column panels; A from registers.
+  if (threadIdx.x < 128) {
+    using G2 = tessel::WarpgroupGemm<tessel::half_t, 128, 128, 64, 1, false, false, L128,
+                                     tessel::WgmmaSwizzleLayout<64, 128, 2, 128>>;
+    using T2 = tessel::WarpgroupGemm<tessel::half_t, 128, 64, 64, 1, true, true, tessel::WgmmaSwizzleLayout<64, 128, 2, 128>,
+                                     tessel::WgmmaSwizzleLayout<64, 64, 2, 128>>;
+    using R2 = tessel::WarpgroupGemm<tessel::bfloat16_t, 128, 64, 32, 1, false, true, tessel::RowMajorLayout<128, 32>,
+                                     tessel::WgmmaSwizzleLayout<64, 32, 2, 64>>;
+    static_assert(G2::kBlocks == 2 && G2::kInterleaved && G2::kAccPerThread == 128 && R2::kARegs == 32,
+                  "two m64 blocks: interleaved strips, two D fragments, two A fragments a k16 step");
+    float acc3[G2::kAccPerThread] = {}, acc4[T2::kAccPerThread] = {}, acc5[R2::kAccPerThread] = {};
+    G2::run(sa, sb, acc3);
+    T2::run(sa, sb, acc4);
+    tessel::bfloat16_t a2[R2::kARegs];
+    for (int i = 0; i < R2::kARegs; ++i) a2[i] = tessel::bfloat16_t{static_cast<unsigned short>(i)};
+    R2::run_rs(a2, reinterpret_cast<tessel::bfloat16_t*>(s + 32768), acc5);
+    for (int i = 0; i < G2::kAccPerThread; ++i) t += acc3[i] * G2::acc_row(i);
+    for (int i = 0; i < T2::kAccPerThread; ++i) t += acc4[i] + acc5[i];
+  }
   out[threadIdx.x] = t;
 })cuda"},
     {"tma_epilogue.cuh", R"cuda(
@@ -119,6 +139,11 @@ extern "C" __global__ void __launch_bounds__(256) k(const __grid_constant__ tess
   tessel::store_accumulators_tma<tessel::half_t, G, tessel::half_t>(h, reinterpret_cast<tessel::half_t*>(s), &map, c0 + 128, r0);
   // A [1, 128, 1, 128] tile of a [B, S, H, D] tensor: columns along axis 0 (D), rows along axis 2 (S).
   tessel::store_accumulators_tma<tessel::half_t, G, tessel::half_t, 4, 0, 2>(h, reinterpret_cast<tessel::half_t*>(s), &map, 0, 3, r0, 1);
+  // Two warpgroups of two interleaved m64 blocks each (a 256 x 64 tile).
+  using G4 = tessel::AccumulatorLayout<256, 64, 8, 1, true>;
+  float acc4[G4::kAccPerThread];
+  for (int i = 0; i < G4::kAccPerThread; ++i) acc4[i] = static_cast<float>(G4::acc_row(i));
+  tessel::store_accumulators_tma<tessel::half_t, G4>(acc4, reinterpret_cast<tessel::half_t*>(s), &map, c0, r0);
   tessel::drain_tma_stores();
 })cuda"},
     {"hopper_gemm.cuh", R"cuda(
@@ -221,6 +246,34 @@ static_assert(acc_is_bijection<tessel::HopperGemm<tessel::half_t, 128, 128, 64, 
               "acc 128x128 c1");
 static_assert(acc_is_bijection<tessel::HopperGemm<tessel::half_t, 128, 128, 64, 6, 2, 40, 232, 1, 1>, 128, 128>(),
               "acc 128x128 ping-pong");
+// WarpgroupGemm's accumulator (AccumulatorLayout<64 R W, BN, 4 W, 1, R > 1>) against the PTX
+// ISA's wgmma D fragment, restated: in the r-th m64 instruction of warpgroup g (rows from 64 (r W +
+// g)), element j of lane l of warp w is row 16 w + l / 4 + 8 ((j / 2) % 2), column 8 (j / 4) + 2 (l
+// % 4) + j % 2 -- and the threads cover the tile once.
+template <int W, int R, int BN>
+__host__ __device__ constexpr bool wgmma_acc_matches_ptx() {
+  using A = tessel::AccumulatorLayout<64 * R * W, BN, 4 * W, 1, (R > 1)>;
+  if (A::kAccPerThread != R * BN / 2) return false;
+  bool seen[64 * R * W * BN] = {};
+  for (int t = 0; t < 128 * W; ++t)
+    for (int i = 0; i < A::kAccPerThread; ++i) {
+      const int g = t / 128, w = (t / 32) % 4, l = t % 32, r = i / (BN / 2), j = i % (BN / 2);
+      const int row = 64 * (r * W + g) + 16 * w + l / 4 + 8 * ((j / 2) % 2);
+      const int col = 8 * (j / 4) + 2 * (l % 4) + j % 2;
+      if (A::acc_row_of(i, t / 32, l) != row || A::acc_col_in_warp(i, l) != col || seen[row * BN + col]) return false;
+      seen[row * BN + col] = true;
+    }
+  // Row vectors reduced from it: register q of a thread is the row of its registers i with
+  // (i / 4 / (BN / 8)) * 2 + (i % 4) / 2 == q.
+  for (int i = 0; i < A::kAccPerThread; ++i) {
+    const int q = (i / 4 / (BN / 8)) * 2 + (i % 4) / 2;
+    if (A::block_row(q / 2, 1) + 5 / 4 + (q % 2) * 8 != A::acc_row_of(i, 1, 5)) return false;
+  }
+  return true;
+}
+static_assert(wgmma_acc_matches_ptx<1, 1, 64>() && wgmma_acc_matches_ptx<2, 1, 128>(), "one m64 block a warpgroup");
+static_assert(wgmma_acc_matches_ptx<1, 2, 128>() && wgmma_acc_matches_ptx<2, 2, 64>() && wgmma_acc_matches_ptx<1, 4, 64>(),
+              "several m64 blocks a warpgroup: interleaved strips");
 static_assert(swizzle_is_bijection<tessel::WgmmaSwizzleLayout<128, 32, 2, 64>>(), "swizzle64 128x32");
 static_assert(swizzle_is_bijection<tessel::WgmmaSwizzleLayout<16, 64, 2, 64>>(), "swizzle64 16x64");
 // The 64-byte swizzle: row r's 16-byte chunk j sits at chunk j ^ ((r / 2) % 4).
