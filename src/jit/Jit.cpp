@@ -416,6 +416,7 @@ JitKernel jit(const PrimFunc& f, const JitOptions& options, std::source_location
       : tensor_cores ? "mma.sync"
                      : "CUDA cores (no gemm)";
   impl->info.hopper_declined = hopper.why_not;
+  for (const std::string& w : ctx.wgmma_declined) impl->info.declined.push_back("wgmma: " + w);
   if (!hopper.selected && !ctx.mbarriers.empty()) {
     if (!ctx.tile_loop.applied)
       impl->info.declined.push_back("persistent tiles: " + (ctx.tile_loop.why_not.empty() ? std::string("not applicable")

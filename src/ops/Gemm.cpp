@@ -6,6 +6,7 @@
 // (swizzled for ldmatrix, or the wgmma descriptor's swizzle) and a register A operand's.
 #include "ops/TileOp.hpp"
 
+#include <algorithm>
 #include <optional>
 #include <set>
 
@@ -76,43 +77,84 @@ int accumulator_chains(std::int64_t warp_m, std::int64_t warp_n, std::int64_t BK
   return static_cast<int>(std::min<std::int64_t>(k_steps, blocks == 1 ? 4 : 2));
 }
 
-// The m64 row blocks each warpgroup of a wgmma gemm computes with one instruction apiece per k16
-// step: 1 (the warps stacked along M, 16 rows each), or, under gemm_from_passes until the H200
-// has run it, 2 or more for a gemm whose A comes from shared memory and whose accumulator is no
-// later gemm's register operand, as long as the accumulator stays within 128 registers a thread
-// (R * BN / 2) -- the tutorial GEMM's 128-row tiles on one consumer warpgroup. 0: no whole number.
-std::int64_t wgmma_row_blocks(const PassContext& ctx_, const LayoutContext& lc, const GemmStmt* op,
-                              std::int64_t BM, std::int64_t BN) {
-  const std::int64_t strip = 16 * (ctx_.threads / 32);
-  if (BM == strip) return 1;
-  if (!ctx_.gemm_from_passes || BM % strip || op->A.buffer->scope != Scope::Shared ||
-      lc.register_operand_tiles.count(op->C.buffer->id) || BM / strip * BN > 256)
-    return 0;
-  return BM / strip;
-}
+// Whether this gemm lowers to tessel::WarpgroupGemm (device/tessel/warpgroup_gemm.cuh), and if not,
+// why: sm_90a with the Hopper features allowed, whole warpgroups, the warps stacked along M in
+// 16-row strips, an N the wgmma shapes cover, and shared operands that can take (or already
+// have) the layout its descriptors read. Each warpgroup computes `blocks` m64 row blocks with one
+// instruction apiece per k16 step: 1 (BM = 64 per warpgroup), or, under gemm_from_passes until
+// the H200 has run it, 2 or more for a gemm whose A comes from shared memory and whose
+// accumulator is no later gemm's register operand, within 128 accumulator registers a thread
+// (blocks * BN / 2) -- the tutorial GEMM's 128-row tiles on one consumer warpgroup.
+struct WgmmaChoice {
+  bool applies = false;
+  std::int64_t blocks = 0;
+  // When it does not apply on a target and switches that allow wgmma: the reason, for
+  // KernelInfo::declined (empty otherwise).
+  std::string why_not;
+};
 
-// Whether this gemm lowers to tessel::WarpgroupGemm (device/tessel/warpgroup_gemm.cuh):
-// sm_90a with the Hopper features allowed, whole warpgroups, the warps stacked along M in 16-row
-// strips (wgmma_row_blocks m64 blocks a warpgroup), an N the wgmma shapes cover, and shared
-// operands that can take (or already have) the layout its descriptors read.
-bool wgmma_applies(const PassContext& ctx_, const LayoutContext& lc, const GemmStmt* op, std::int64_t BM,
-                   std::int64_t BN) {
+WgmmaChoice wgmma_choice(const PassContext& ctx_, const LayoutContext& lc, const GemmStmt* op,
+                         std::int64_t BM, std::int64_t BN) {
+  WgmmaChoice c;
   // The Hopper switches come as one: turning any of them off keeps every gemm on mma.sync.
   if (ctx_.target.sm != 90 || !ctx_.allow_wgmma || !ctx_.allow_tma || !ctx_.allow_warp_specialization)
-    return false;
-  if (ctx_.threads % 128 != 0) return false;
-  if (op->policy == GemmWarpPolicy::FullCol && ctx_.threads > 32) return false;
-  if (lc.main_loop_gemms.count(op)) return false;
-  if (wgmma_row_blocks(ctx_, lc, op, BM, BN) == 0 || BN < 64 || BN > 256 || BN % 16) return false;
+    return c;
+  auto refuse = [&](const std::string& why) {
+    c.why_not = why;
+    return c;
+  };
+  const std::int64_t warps = ctx_.threads / 32, strip = 16 * warps;
+  if (ctx_.threads % 128 != 0)
+    return refuse("the block's " + std::to_string(ctx_.threads) +
+                  " threads are not whole warpgroups (wgmma: a multiple of 128)");
+  if (op->policy == GemmWarpPolicy::FullCol && ctx_.threads > 32)
+    return refuse("policy FullCol splits the warps along N; wgmma stacks them along M");
+  if (lc.main_loop_gemms.count(op))
+    return refuse(
+        std::string("the sole gemm of a cp.async Pipelined loop keeps BlockGemm's mma.sync main loop") +
+        (ctx_.gemm_from_passes ? " (the loop's loads cannot all be TMA loads into the wgmma layouts)"
+                               : " (a TMA ring with wgmma needs JitOptions::gemm_from_passes and loads TMA "
+                                 "can make)"));
+  if (BN < 64 || BN > 256 || BN % 16)
+    return refuse("the tile is " + std::to_string(BN) +
+                  " columns wide; wgmma takes 64 to 256, a multiple of 16");
+  const std::string tile = "a " + std::to_string(BM) + "-row tile on " + std::to_string(warps) + " warps";
+  if (BM == strip) {
+    c.blocks = 1;
+  } else if (BM % strip) {
+    return refuse(tile + ": wgmma stacks the warps 16 rows each, so the rows must be a multiple of " +
+                  std::to_string(strip));
+  } else if (!ctx_.gemm_from_passes) {
+    return refuse(tile + " is " + std::to_string(BM / strip) +
+                  " m64 blocks a warpgroup, taken only under JitOptions::gemm_from_passes until measured");
+  } else if (op->A.buffer->scope != Scope::Shared) {
+    return refuse(tile + " with A in registers: several m64 blocks a warpgroup read A from shared memory");
+  } else if (lc.register_operand_tiles.count(op->C.buffer->id)) {
+    return refuse(tile +
+                  " whose accumulator becomes a gemm's register operand: several m64 blocks a "
+                  "warpgroup only for accumulators that stay in shared-A gemms");
+  } else if (BM / strip * BN > 256) {
+    return refuse(tile + " and " + std::to_string(BN) + " columns: " + std::to_string(BM / strip * BN / 2) +
+                  " accumulator registers a thread, past 128");
+  } else {
+    c.blocks = BM / strip;
+  }
   for (const Buffer* s : {&op->A.buffer, &op->B.buffer}) {
     if ((*s)->scope != Scope::Shared) continue;
     const bool k_major = s == &op->A.buffer ? !op->trans_a : op->trans_b;
     const std::optional<SharedLayout> want = wgmma_layout(*s, k_major);
-    if (!want) return false;
+    if (!want)
+      return refuse(
+          "shared tile " + (*s)->name + " has no layout a wgmma descriptor reads (" +
+          (k_major ? "K-major rows of 32, 64 or 128 bytes" : "MN-major rows of 128-byte multiples") +
+          ", 8-row multiples)");
     auto it = ctx_.shared_layouts.find((*s)->id);
-    if (it != ctx_.shared_layouts.end() && it->second.wgmma() && it->second != *want) return false;
+    if (it != ctx_.shared_layouts.end() && it->second.wgmma() && it->second != *want)
+      return refuse("shared tile " + (*s)->name + " already has another gemm's wgmma layout (" +
+                    it->second.describe() + ")");
   }
-  return true;
+  c.applies = true;
+  return c;
 }
 
 void set_wgmma_shared(PassContext& ctx_, const Buffer& b, bool k_major) {
@@ -193,7 +235,15 @@ class GemmOp final : public TileOp {
       policy = GemmWarpPolicy::FullRow;
     }
     // wgmma stacks the warps along M whatever the policy (a policy shapes mma.sync warp tiles).
-    const bool wgmma = wgmma_applies(ctx_, lc, op, BM, BN);
+    const WgmmaChoice choice = wgmma_choice(ctx_, lc, op, BM, BN);
+    const bool wgmma = choice.applies;
+    if (!choice.why_not.empty()) {
+      const std::string said =
+          "gemm at " + format_location(op->where) + " (" + C->name + "): " + choice.why_not;
+      if (std::find(ctx_.wgmma_declined.begin(), ctx_.wgmma_declined.end(), said) ==
+          ctx_.wgmma_declined.end())
+        ctx_.wgmma_declined.push_back(said);
+    }
     auto [wm, wn] = wgmma ? std::pair<int, int>{warps, 1} : partition_warps(BM, BN, warps, policy, op->where);
     for (const Buffer* s : {&A, &B}) {
       if ((*s)->scope != Scope::Shared) continue;
@@ -215,7 +265,7 @@ class GemmOp final : public TileOp {
     f.per_thread = static_cast<int>((BM / wm / kMmaM) * (BN / wn / kMmaN) * 4);
     GemmEngine& e = f.gemm;
     // Several m64 blocks a warpgroup: each warp's 16-row strips interleave (accumulator.cuh).
-    e.interleaved = wgmma && BM > kMmaM * wm;
+    e.interleaved = wgmma && choice.blocks > 1;
     e.kind = wgmma ? GemmEngine::Kind::WarpgroupGemm : GemmEngine::Kind::BlockGemm;
     e.rows = BM, e.cols = BN, e.k = BK;
     e.dtype = dtype_cuda_name(A->dtype);

@@ -362,6 +362,9 @@ struct PassContext {
   // Some gemm of the (generic) kernel lowers to tessel::WarpgroupGemm: codegen includes its
   // header, fences the async proxy before every barrier and aligns shared memory to 1024.
   bool uses_wgmma = false;
+  // Set by infer_layouts (ops/Gemm.cpp) on sm_90a with the Hopper switches on: each gemm that
+  // keeps mma.sync, and why ("gemm at Matmul.cpp:110 (fragment_2): ..."); KernelInfo::declined.
+  std::vector<std::string> wgmma_declined;
 
   // The per-thread register array that holds each fragment after lowering (a Local buffer of
   // FragmentLayout::per_thread elements), by fragment id; made on first use.

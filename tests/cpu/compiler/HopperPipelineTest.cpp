@@ -308,11 +308,37 @@ TEST(HopperPipeline, OneWarpgroupComputesSeveralM64Blocks) {
                   "tessel::WgmmaSwizzleLayout<128, 64, 2, 128>, tessel::WgmmaSwizzleLayout<64, 128, 2, "
                   "128>>::acc_row("))
       << epi_ops;
-  // Past 128 accumulator registers a thread (2 x 256 / 2): mma.sync, as before.
+  EXPECT_TRUE(plain.ctx.wgmma_declined.empty());
+  // Past 128 accumulator registers a thread (2 x 256 / 2): mma.sync, as before, and the kernel
+  // says why (KernelInfo::declined, `tessel dump --resources`).
   auto wide =
       T::lower(T::kernels::matmul_program(1000, 1000, 1000, tutorial_config(128, 256, 64, 3, 128)).ir(),
                sm90(), passes);
   EXPECT_FALSE(wide.ctx.uses_wgmma);
+  ASSERT_EQ(wide.ctx.wgmma_declined.size(), 1u);
+  EXPECT_TRUE(has(wide.ctx.wgmma_declined[0], "gemm at Matmul.cpp:")) << wide.ctx.wgmma_declined[0];
+  EXPECT_TRUE(
+      has(wide.ctx.wgmma_declined[0],
+          "(fragment_2): a 128-row tile on 4 warps and 256 columns: 256 accumulator registers a thread, "
+          "past 128"))
+      << wide.ctx.wgmma_declined[0];
+  // Rows TMA cannot load (K = 1001): the loop stays a cp.async main loop on mma.sync, with or
+  // without gemm_from_passes, and says so.
+  for (bool from_passes : {true, false}) {
+    passes.gemm_from_passes = from_passes;
+    auto odd =
+        T::lower(T::kernels::matmul_program(1000, 1000, 1001, tutorial_config(128, 256, 64, 3, 256)).ir(),
+                 sm90(), passes);
+    ASSERT_EQ(odd.ctx.wgmma_declined.size(), 1u);
+    EXPECT_TRUE(has(odd.ctx.wgmma_declined[0],
+                    "the sole gemm of a cp.async Pipelined loop keeps BlockGemm's mma.sync main loop"))
+        << odd.ctx.wgmma_declined[0];
+  }
+  // Nothing to say on sm_80.
+  EXPECT_TRUE(
+      T::lower(T::kernels::matmul_program(1000, 1000, 1001, tutorial_config(128, 256, 64, 3, 256)).ir(),
+               sm80(), passes)
+          .ctx.wgmma_declined.empty());
 }
 
 // A user's kernel (not the tutorial GEMM: its rows' maxima go out too) with a 128-row tile on 128
@@ -335,6 +361,37 @@ TEST(HopperPipeline, AUsersKernelTakesSeveralM64BlocksUnderGemmFromPasses) {
   auto off = T::lower(T::test::gemm_row_max_program(300, 64, 200).ir(), sm90(), passes, true);
   EXPECT_FALSE(off.ctx.uses_wgmma);
   EXPECT_FALSE(has(stage_text(off, "infer_layouts"), "16-row strips")) << stage_text(off, "infer_layouts");
+  ASSERT_EQ(off.ctx.wgmma_declined.size(), 1u);
+  EXPECT_TRUE(has(off.ctx.wgmma_declined[0], "gemm at GemmRowMaxProgram.hpp:")) << off.ctx.wgmma_declined[0];
+  EXPECT_TRUE(has(off.ctx.wgmma_declined[0],
+                  "the sole gemm of a cp.async Pipelined loop keeps BlockGemm's mma.sync main loop"))
+      << off.ctx.wgmma_declined[0];
+  // One gemm of one K tile, no loop: without gemm_from_passes the 128-row tile says what it
+  // waits for.
+  T::PrimFunc one("one_tile");
+  auto A = one.tensor("A", {128, 64}, T::f16);
+  auto B = one.tensor("B", {64, 64}, T::f16);
+  auto C = one.tensor("C", {128, 64}, T::f32);
+  one.body([&] {
+    T::Kernel(1, 128, [&](T::Var) {
+      auto a = T::alloc_shared({128, 64}, T::f16);
+      auto b = T::alloc_shared({64, 64}, T::f16);
+      auto c = T::alloc_fragment({128, 64}, T::f32);
+      T::clear(c);
+      T::copy(A(0, 0), a);
+      T::copy(B(0, 0), b);
+      T::gemm(a, b, c);
+      T::copy(c, C(0, 0));
+    });
+  });
+  auto single = T::lower(one.ir(), sm90(), passes);
+  ASSERT_EQ(single.ctx.wgmma_declined.size(), 1u);
+  EXPECT_TRUE(has(single.ctx.wgmma_declined[0],
+                  "a 128-row tile on 4 warps is 2 m64 blocks a warpgroup, taken only under "
+                  "JitOptions::gemm_from_passes until measured"))
+      << single.ctx.wgmma_declined[0];
+  passes.gemm_from_passes = true;
+  EXPECT_TRUE(T::lower(one.ir(), sm90(), passes).ctx.uses_wgmma);
 }
 
 // The library's other wgmma kernels keep their register stores (and their measured figures): the
