@@ -27,7 +27,7 @@
 #   TESSEL_S21_STEPS=s25: the attention gpu suites and the passes' GEMM's, attention beside
 #     TESSEL_DISABLE=tile_loads, the passes' GEMM beside the template;
 #   TESSEL_S21_STEPS=s26: wgmma over several m64 blocks a warpgroup (gemm_from_passes' 128-row
-#     tiles on one consumer warpgroup): its gpu tests and racecheck, then the passes' kernel beside
+#     tiles on one consumer warpgroup): its gpu tests, racecheck and GPU fuzz, then the passes' kernel beside
 #     the template at 128x128x64:5:128 (forced, and the default table's few-tiles-long-K shapes,
 #     where the template splits K over 2-CTA clusters);
 #   TESSEL_S21_STEPS=uniform: JitOptions::uniform_roles beside the default (the passes' GEMM
@@ -223,6 +223,9 @@ elif [[ $steps == s26 ]]; then
         "$build/tessel_tests_gpu" --gtest_filter='GemmRowMaxGpu.*' --gtest_brief=1
     done
   fi
+  # The fuzz's tutorial-shaped GEMMs take 128 rows on one consumer warpgroup about half the time.
+  step "fuzz gemm from passes (several m64 blocks), on the GPU" 90 env TESSEL_CACHE=0 TESSEL_ENABLE=gemm_from_passes \
+    "$build/tessel_fuzz" --gpu --arch none --family gemm --count 300 --seed 20261226 --json "$out/$day-fuzz-gemm-passes-$tag.json"
   step "bench gemm --compare-passes 128x128x64:5:128 (f16)" 60 "$build/tessel" bench gemm --compare-passes --repeats 20 \
     --warmup 5 --config 128x128x64:5:128 --shapes 4096x4096x4096,2048x2048x2048,1024x1024x1024 --dtype f16,bf16 \
     --json "$out/$day-gemm-compare-passes-128x128t128-$tag.json"
