@@ -393,6 +393,9 @@ INSTANTIATE_TEST_SUITE_P(
                                          Case{1000, 1000, 1000, hopper(128, 128, 5, 128, 0)},
                                          Case{4096, 4096, 4096, hopper(128, 128, 5, 128, 8)},
                                          Case{129, 1032, 4104, hopper(128, 64, 8, 128, 0)},
+                                         // 7 stages leave no room for the staging tile: 16-byte
+                                         // register stores of both blocks.
+                                         Case{129, 1032, 4104, hopper(128, 128, 7, 128, 0)},
                                          Case{2000, 200, 520, hopper(256, 64, 4, 128, 0)},
                                          Case{1000, 2056, 1000, hopper(256, 64, 4, 256, 0)}),
                        ::testing::Values(DType::f16, DType::bf16)),
