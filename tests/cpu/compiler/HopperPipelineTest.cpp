@@ -309,6 +309,15 @@ TEST(HopperPipeline, OneWarpgroupComputesSeveralM64Blocks) {
                   "128>>::acc_row("))
       << epi_ops;
   EXPECT_TRUE(plain.ctx.wgmma_declined.empty());
+  // 7 stages of 32 KB leave no room for the staging tile: 16-byte register stores of both blocks.
+  auto seven =
+      T::lower(T::kernels::matmul_program(1000, 1000, 1000, tutorial_config(128, 128, 64, 7, 128)).ir(),
+               sm90(), passes, true);
+  EXPECT_TRUE(seven.ctx.tma_stores.empty());
+  EXPECT_TRUE(has(stage_text(seven, "lower_tile_ops"),
+                  "tessel::store_accumulators_wide<tessel::half_t, tessel::WarpgroupGemm<tessel::half_t, "
+                  "128, 128, 64, 1,"))
+      << stage_text(seven, "lower_tile_ops");
   // Past 128 accumulator registers a thread (2 x 256 / 2): mma.sync, as before, and the kernel
   // says why (KernelInfo::declined, `tessel dump --resources`).
   auto wide =
