@@ -162,10 +162,12 @@ void copy_window(const RegionArg& src, const RegionArg& dst, Expr pad = Expr(), 
 // element by element from another gemm's accumulator (a Parallel cast, or a copy) is already laid
 // out as an A operand. A gemm with A in registers, and one whose accumulator becomes such an
 // operand, split their warps along M only (policy Square becomes FullRow; FullCol is an error).
-// On sm_90a the gemm uses wgmma when the warps stack 64 rows per warpgroup (BM = 16 * warps) and
-// 64 <= N <= 256 is a multiple of 32, mma.sync otherwise -- and for the sole gemm of a Pipelined
-// loop that fills both its operands, whose mma.sync main loop measured faster (the tutorial GEMM
-// itself has its own sm_90a kernel).
+// On sm_90a the gemm uses wgmma when the warps stack 64 rows per warpgroup (BM = 16 * warps; under
+// JitOptions::gemm_from_passes also several such m64 blocks a warpgroup, within 128 accumulator
+// registers a thread) and 64 <= N <= 256 is a multiple of 16, mma.sync otherwise -- and for the
+// sole gemm of a cp.async Pipelined loop that fills both its operands, whose mma.sync main loop
+// measured faster (the tutorial GEMM itself has its own sm_90a kernel). A gemm kept on mma.sync
+// says why in KernelInfo::declined.
 void gemm(const Buffer& A, const Buffer& B, const Buffer& C, bool transpose_A = false,
           bool transpose_B = false, GemmWarpPolicy policy = GemmWarpPolicy::Square,
           Loc where = Loc::current());

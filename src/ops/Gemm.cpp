@@ -83,7 +83,8 @@ int accumulator_chains(std::int64_t warp_m, std::int64_t warp_n, std::int64_t BK
 // have) the layout its descriptors read. Each warpgroup computes `blocks` m64 row blocks with one
 // instruction apiece per k16 step: 1 (BM = 64 per warpgroup), or, under gemm_from_passes until
 // the H200 has run it, 2 or more for a gemm whose A comes from shared memory and whose
-// accumulator is no later gemm's register operand, within 128 accumulator registers a thread
+// accumulator shares its layout with no other gemm's operand or tile (not a later gemm's register
+// operand, not met element by element with another accumulator), within 128 accumulator registers a thread
 // (blocks * BN / 2) -- the tutorial GEMM's 128-row tiles on one consumer warpgroup.
 struct WgmmaChoice {
   bool applies = false;
@@ -129,10 +130,11 @@ WgmmaChoice wgmma_choice(const PassContext& ctx_, const LayoutContext& lc, const
                   " m64 blocks a warpgroup, taken only under JitOptions::gemm_from_passes until measured");
   } else if (op->A.buffer->scope != Scope::Shared) {
     return refuse(tile + " with A in registers: several m64 blocks a warpgroup read A from shared memory");
-  } else if (lc.register_operand_tiles.count(op->C.buffer->id)) {
-    return refuse(tile +
-                  " whose accumulator becomes a gemm's register operand: several m64 blocks a "
-                  "warpgroup only for accumulators that stay in shared-A gemms");
+  } else if (lc.shared_layout_tiles.count(op->C.buffer->id)) {
+    return refuse(
+        tile +
+        " whose accumulator becomes a gemm's register operand or meets another gemm's tile "
+        "element by element: several m64 blocks a warpgroup only for a layout no other gemm shares");
   } else if (BM / strip * BN > 256) {
     return refuse(tile + " and " + std::to_string(BN) + " columns: " + std::to_string(BM / strip * BN / 2) +
                   " accumulator registers a thread, past 128");

@@ -34,8 +34,10 @@ struct LayoutContext {
   // Accumulators whose warps must split M alone (their rows become a register A operand or are
   // reduced), by buffer id (infer_layouts' RowOperandScan).
   const std::set<int>& row_operand_tiles;
-  // Those of them that become a later gemm's register A operand (not only reduced).
-  const std::set<int>& register_operand_tiles;
+  // Tiles that keep one warp layout with other gemms' operands or tiles: those of them that
+  // become a later gemm's register A operand (not only reduced), and gemm accumulators linked
+  // element by element with another gemm's (infer_layouts' RowOperandScan::shared_layout_tiles).
+  const std::set<int>& shared_layout_tiles;
   // Gemms that are the sole compute of a Pipelined loop filling both their operands: they stay
   // on BlockGemm's mma.sync main loop (infer_layouts' MainLoopGemmScan).
   const std::set<const ir::GemmStmt*>& main_loop_gemms;

@@ -55,15 +55,25 @@ namespace {
 class RowOperandScan : public IRVisitor {
  public:
   std::set<int> closure() const { return closure_of(operands_); }
-  // The same closure from the register A operands alone (no reductions): the accumulators that
-  // become a later gemm's register operand.
-  std::set<int> register_operand_closure() const { return closure_of(register_operands_); }
+  // The tiles that keep one warp layout with other gemms' operands or tiles: the closure of the
+  // register A operands alone (no reductions) -- the accumulators that become a later gemm's
+  // register operand -- and every gemm accumulator linked element by element with another's.
+  std::set<int> shared_layout_tiles() const {
+    std::set<int> out = closure_of(register_operands_);
+    for (int acc : accumulators_) {
+      const std::set<int> linked = closure_of({acc});
+      for (int other : accumulators_)
+        if (other != acc && linked.count(other)) out.insert(acc);
+    }
+    return out;
+  }
   // The fragments that move element by element into each other: each outermost Parallel nest's,
   // each fragment-to-fragment copy's two. Layout inference propagates layouts along them.
   const std::vector<std::vector<Buffer>>& links() const { return links_; }
 
  protected:
   void visit_node(const GemmStmt* op) override {
+    accumulators_.insert(op->C.buffer->id);
     if (op->A.buffer->scope != Scope::Fragment) return;
     operands_.insert(op->A.buffer->id);
     register_operands_.insert(op->A.buffer->id);
@@ -101,7 +111,7 @@ class RowOperandScan : public IRVisitor {
     return out;
   }
 
-  std::set<int> operands_, register_operands_;
+  std::set<int> operands_, register_operands_, accumulators_;
   std::vector<std::vector<Buffer>> links_;
   bool in_nest_ = false;
 };
@@ -197,14 +207,14 @@ class FlatUseScan : public IRVisitor {
 
 class LayoutInference : public IRVisitor {
  public:
-  LayoutInference(PassContext& ctx, std::set<int> row_operand_tiles, std::set<int> register_operand_tiles,
+  LayoutInference(PassContext& ctx, std::set<int> row_operand_tiles, std::set<int> shared_layout_tiles,
                   std::set<const GemmStmt*> main_loop_gemms, std::vector<std::vector<Buffer>> links)
       : ctx_(ctx),
         row_operand_tiles_(std::move(row_operand_tiles)),
-        register_operand_tiles_(std::move(register_operand_tiles)),
+        shared_layout_tiles_(std::move(shared_layout_tiles)),
         main_loop_gemms_(std::move(main_loop_gemms)),
         links_(std::move(links)),
-        lc_{ctx_, row_operand_tiles_, register_operand_tiles_, main_loop_gemms_} {}
+        lc_{ctx_, row_operand_tiles_, shared_layout_tiles_, main_loop_gemms_} {}
 
  protected:
   void visit_node(const DeclBuffer* op) override {
@@ -383,7 +393,7 @@ class LayoutInference : public IRVisitor {
  private:
   std::set<int> flat_barred_;
   PassContext& ctx_;
-  std::set<int> row_operand_tiles_, register_operand_tiles_;
+  std::set<int> row_operand_tiles_, shared_layout_tiles_;
   std::set<const GemmStmt*> main_loop_gemms_;
   std::vector<std::vector<Buffer>> links_;  // RowOperandScan::links()
   std::vector<Buffer> decls_;
@@ -397,8 +407,7 @@ Stmt infer_layouts(const Stmt& body, PassContext& ctx) {
   scan.visit(body);
   MainLoopGemmScan main_loops(ctx);
   main_loops.visit(body);
-  LayoutInference inference(ctx, scan.closure(), scan.register_operand_closure(), main_loops.gemms,
-                            scan.links());
+  LayoutInference inference(ctx, scan.closure(), scan.shared_layout_tiles(), main_loops.gemms, scan.links());
   FlatUseScan flat;
   flat.visit(body);
   inference.bar_flat(std::move(flat.barred));

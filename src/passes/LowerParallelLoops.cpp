@@ -245,9 +245,9 @@ class ParallelLowering : public IRMutator {
         if (layout.kind == FragmentLayout::Kind::GemmAccumulator && bl.kind == layout.kind)
           TESSEL_USER_ERROR("Parallel", w,
                             "fragments " << lead->name << " and " << b->name << " are gemm tiles whose warps "
-                                         << "split them differently (" << layout.warps_m << "x"
-                                         << layout.warps_n << " and " << bl.warps_m << "x" << bl.warps_n
-                                         << " warps, M x N); give their gemms one policy (FullRow when one "
+                                         << "split them differently (" << layout.describe() << "; "
+                                         << bl.describe()
+                                         << "); give their gemms one policy (FullRow when one "
                                          << "of them is a gemm's A operand in registers)");
         TESSEL_USER_ERROR("Parallel", w,
                           "fragments " << lead->name << " and " << b->name

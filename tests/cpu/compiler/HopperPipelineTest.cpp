@@ -403,6 +403,56 @@ TEST(HopperPipeline, AUsersKernelTakesSeveralM64BlocksUnderGemmFromPasses) {
   EXPECT_TRUE(T::lower(one.ir(), sm90(), passes).ctx.uses_wgmma);
 }
 
+// Two gemm tiles of one shape met in one Parallel nest: one with A in shared memory, one with A
+// in registers (mma.sync). The first must not take interleaved m64 blocks the second cannot
+// share: under gemm_from_passes the kernel compiles, both tiles in one layout, as without it.
+T::PrimFunc two_gemms_one_nest() {
+  T::PrimFunc f("two_gemms_one_nest");
+  auto A = f.tensor("A", {128, 64}, T::f16);
+  auto B = f.tensor("B", {64, 64}, T::f16);
+  auto C = f.tensor("C", {128, 64}, T::f32);
+  f.body([&] {
+    T::Kernel(1, 128, [&](T::Var) {
+      auto a = T::alloc_shared({128, 64}, T::f16);
+      auto b = T::alloc_shared({64, 64}, T::f16);
+      auto s = T::alloc_fragment({128, 64}, T::f32);
+      auto p = T::alloc_fragment({128, 64}, T::f16);
+      auto c1 = T::alloc_fragment({128, 64}, T::f32);
+      auto c2 = T::alloc_fragment({128, 64}, T::f32);
+      T::copy(A(0, 0), a);
+      T::copy(B(0, 0), b);
+      T::clear(s);
+      T::gemm(a, b, s);  // s becomes p, a register A operand
+      T::Parallel(128, 64, [&](T::Var i, T::Var j) { p(i, j) = s(i, j); });
+      T::clear(c1);
+      T::clear(c2);
+      T::gemm(a, b, c1);  // A in shared memory
+      T::gemm(p, b, c2);  // A in registers
+      T::Parallel(128, 64, [&](T::Var i, T::Var j) { c1(i, j) = c1(i, j) + c2(i, j); });
+      T::copy(c1, C(0, 0));
+    });
+  });
+  return f;
+}
+
+TEST(HopperPipeline, LinkedGemmTilesShareOneLayout) {
+  T::passes::PassContext::Switches passes;
+  for (bool from_passes : {false, true}) {
+    passes.gemm_from_passes = from_passes;
+    SCOPED_TRACE(from_passes ? "gemm_from_passes" : "default");
+    T::LoweredFunc l;
+    ASSERT_NO_THROW(l = T::lower(two_gemms_one_nest().ir(), sm90(), passes, true));
+    EXPECT_FALSE(has(stage_text(l, "infer_layouts"), "16-row strips")) << stage_text(l, "infer_layouts");
+    bool said = false;
+    for (const std::string& d : l.ctx.wgmma_declined)
+      said =
+          said || has(d,
+                      "(fragment_4): a 128-row tile on 4 warps whose accumulator becomes a gemm's register "
+                      "operand or meets another gemm's tile element by element");
+    EXPECT_EQ(said, from_passes);
+  }
+}
+
 // The library's other wgmma kernels keep their register stores (and their measured figures): the
 // chain's output is f32, attention's a [B, S, H, D] tensor (the staging tile's TMA store is 2-D).
 TEST(HopperPipeline, ChainAndAttentionKeepTheirStores) {

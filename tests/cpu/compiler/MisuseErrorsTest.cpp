@@ -185,6 +185,37 @@ TEST(Misuse, JitOptionsOutOfRangeAtTheJitCall) {
   }
 }
 
+// Two gemm tiles whose warps split them differently (FullRow and FullCol) cannot meet in one
+// Parallel nest; the error names both layouts.
+TEST(Misuse, GemmTilesOfTwoWarpSplitsInOneNest) {
+  T::PrimFunc f("two_splits");
+  auto A = f.tensor("A", {64, 64}, T::f16);
+  auto B = f.tensor("B", {64, 64}, T::f16);
+  auto C = f.tensor("C", {64, 64}, T::f32);
+  f.body([&] {
+    T::Kernel(1, 128, [&](T::Var) {
+      auto a = T::alloc_shared({64, 64}, T::f16);
+      auto b = T::alloc_shared({64, 64}, T::f16);
+      auto c1 = T::alloc_fragment({64, 64}, T::f32);
+      auto c2 = T::alloc_fragment({64, 64}, T::f32);
+      T::copy(A(0, 0), a);
+      T::copy(B(0, 0), b);
+      T::clear(c1);
+      T::clear(c2);
+      T::gemm(a, b, c1, false, false, T::GemmWarpPolicy::FullRow);
+      T::gemm(a, b, c2, false, false, T::GemmWarpPolicy::FullCol);
+      T::Parallel(64, 64, [&](T::Var i, T::Var j) { c1(i, j) = c1(i, j) + c2(i, j); });
+      T::copy(c1, C(0, 0));
+    });
+  });
+  const std::string e = compile_error_of([&] { T::lower(f.ir(), tessel::test::sm80()); });
+  EXPECT_NE(
+      e.find("error in Parallel: fragments fragment_2 and fragment_3 are gemm tiles whose warps split them "
+             "differently (gemm accumulator, warps 4x1; gemm accumulator, warps 1x4)"),
+      std::string::npos)
+      << e;
+}
+
 TEST(Misuse, AGridPastCudasLimitsIsRejectedBeforeCompiling) {
   auto grid_error = [](long long x, long long y) {
     return compile_error_of([&] {
