@@ -148,7 +148,7 @@ WgmmaChoice wgmma_choice(const PassContext& ctx_, const LayoutContext& lc, const
     if (!want)
       return refuse(
           "shared tile " + (*s)->name + " has no layout a wgmma descriptor reads (" +
-          (k_major ? "K-major rows of 32, 64 or 128 bytes" : "MN-major rows of 128-byte multiples") +
+          (k_major ? "K-major rows a multiple of 32 bytes" : "MN-major rows a multiple of 128 bytes") +
           ", 8-row multiples)");
     auto it = ctx_.shared_layouts.find((*s)->id);
     if (it != ctx_.shared_layouts.end() && it->second.wgmma() && it->second != *want)

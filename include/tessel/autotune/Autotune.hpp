@@ -342,7 +342,7 @@ KeyParts softmax_key_parts(long long M, long long N, DType dtype, const DeviceKe
 // ---- attention --------------------------------------------------------------------------------
 // Knobs: block_M {64, 128, 192} with threads {128, 256, 384} (a consumer warpgroup per 64 query rows, so
 // threads = 2 * block_M); block_N, the multiples of 32 from 64 to 256 (the N tiles wgmma takes,
-// InferLayouts' wgmma_applies; 32 too off sm_90a, where mma.sync takes any multiple of 8);
+// ops/Gemm.cpp's wgmma_choice; 32 too off sm_90a, where mma.sync takes any multiple of 8);
 // num_stages {1, 2, 3}; schedule, kernels::AttentionConfig::Schedule's index (0 ring+pingpong,
 // 1 ring, 2 cp.async; off sm_90a only cp.async, the one schedule there); persistent {0, 1}
 // (ring schedules); kv_interleave {0, 1} for GQA (H_kv < H; {0} otherwise); and
