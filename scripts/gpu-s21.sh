@@ -30,6 +30,9 @@
 #     tiles on one consumer warpgroup): its gpu tests, racecheck and GPU fuzz, then the passes' kernel beside
 #     the template at 128x128x64:5:128 (forced, and the default table's few-tiles-long-K shapes,
 #     where the template splits K over 2-CTA clusters);
+#   TESSEL_S21_STEPS=s27: split_k_clusters (the template's split-K over 2-CTA clusters as a pass,
+#     under gemm_from_passes): its gpu tests, racecheck / synccheck, GPU fuzz, then the passes'
+#     kernel beside the template on the few-tiles-long-K shapes and issue 5's;
 #   TESSEL_S21_STEPS=uniform: JitOptions::uniform_roles beside the default (the passes' GEMM
 #     against the template on issue 5's shapes, attention's default cases), its gpu tests;
 #   TESSEL_S21_STEPS="softmax bench" (a list): those sets in that order, in one call.
@@ -232,6 +235,31 @@ elif [[ $steps == s26 ]]; then
   step "bench gemm --compare-passes (few tiles, long K: the template's split-K clusters)" 60 "$build/tessel" bench gemm \
     --compare-passes --repeats 20 --warmup 5 --shapes 1024x896x8192,512x1024x8192,256x2048x16384 --dtype f16,bf16 \
     --json "$out/$day-gemm-compare-passes-fewtiles-$tag.json"
+elif [[ $steps == s27 ]]; then
+  # Session 27: split_k_clusters (few tiles over a long K split over 2-CTA clusters by a pass,
+  # under gemm_from_passes): its gpu tests in four shards (the passes' GEMM shapes and epilogues,
+  # split and not), racecheck and synccheck on two split shapes, GPU fuzz, then the passes'
+  # kernel beside the template on the few-tiles shapes (where the template splits too) and at
+  # issue 5's shapes.
+  step "gpu tests (passes' GEMM, split over clusters; 4 shards)" 200 bash -c 'fail=0; for i in 0 1 2 3; do
+      GTEST_TOTAL_SHARDS=4 GTEST_SHARD_INDEX=$i "$0" --gtest_brief=1 \
+        --gtest_filter="*GemmFromPassesShapes*:GemmFromPassesPersistent.*:*EpilogueShapes*passes*:GemmRowMaxGpu.*" & done
+    for i in 0 1 2 3; do wait -n || fail=1; done; exit $fail' "$build/tessel_tests_gpu"
+  if command -v compute-sanitizer >/dev/null; then
+    for tool in racecheck synccheck; do
+      step "$tool (split over clusters)" 90 compute-sanitizer --tool "$tool" --error-exitcode 9 \
+        "$build/tessel_tests_gpu" --gtest_brief=1 \
+        --gtest_filter='FromPasses/GemmFromPassesShapes.MatchesReference/200x300x5000*:FromPasses/GemmFromPassesShapes.MatchesReference/500x1000x8200*'
+    done
+  fi
+  step "bench gemm --compare-passes (few tiles, long K: both split over clusters)" 60 "$build/tessel" bench gemm \
+    --compare-passes --repeats 20 --warmup 5 --shapes 1024x896x8192,512x1024x8192,256x2048x16384,128x1024x16384 \
+    --dtype f16,bf16 --json "$out/$day-gemm-compare-passes-fewtiles-$tag.json"
+  step "fuzz gemm from passes, on the GPU" 90 env TESSEL_CACHE=0 TESSEL_ENABLE=gemm_from_passes \
+    "$build/tessel_fuzz" --gpu --arch none --family gemm --count 300 --seed 20261227 --json "$out/$day-fuzz-gemm-passes-$tag.json"
+  step "bench gemm 5 --compare-passes (f16, bf16)" 80 "$build/tessel" bench gemm --compare-passes --repeats 20 --warmup 5 \
+    --shapes 2048x2048x2048,4096x4096x4096,8192x8192x8192,8192x28672x8192,16384x4096x1024,128x8192x8192,1024x1024x1024 \
+    --dtype f16,bf16 --json "$out/$day-gemm-compare-passes-issue5-$tag.json"
 elif [[ $steps == ncu ]]; then
   if command -v ncu >/dev/null; then
     for shape in 10000x50257 4096x65536 32768x8193 65536x8191; do
@@ -252,7 +280,7 @@ elif [[ $steps == tune ]]; then
     --shapes 4194304x127,4194304x129,524288x1023,65536x8191,32768x8193,10000x50257 \
     --json "$out/$day-softmax-issue17-tuned-$tag.json"
 else
-  echo "gpu-s21.sh: unknown step set '$steps' in TESSEL_S21_STEPS (legal: first, h200, s24, s25, s26, uniform, bench, softmax, ncu, tests, tune)" | tee -a "$log"
+  echo "gpu-s21.sh: unknown step set '$steps' in TESSEL_S21_STEPS (legal: first, h200, s24, s25, s26, s27, uniform, bench, softmax, ncu, tests, tune)" | tee -a "$log"
   status=1
 fi
 done

@@ -50,6 +50,12 @@ const PassEntry kPasses[] = {
     // layouts; and before pipelining, which builds an mbarrier ring for TMA loads and a
     // cp.async schedule for other copies.
     {"plan_tma_copies", passes::plan_tma_copies},
+    // Few output tiles over a long K loop: each tile's loop split over a 2-CTA cluster. It
+    // needs the ring's loads to be TMA loads (so after plan_tma_copies: the drained ring holds
+    // the partial sums) and the accumulator's registers (infer_layouts); before persist_tiles,
+    // which then leaves the one-tile-per-CTA grid alone, and before plan_pipelines, which
+    // builds the ring of the halved loop.
+    {"split_k_clusters", passes::split_k_clusters},
     // A kernel of one TMA ring loop per output tile loops over its tiles in as many blocks as
     // the GPU runs at once: it needs the ring's loads to be TMA loads (so right after
     // plan_tma_copies), and comes before plan_pipelines, which counts the ring's phases over

@@ -127,6 +127,12 @@ void IRVisitor::visit_node(const MbarrierStmt* op) {
   visit(op->index);
   visit(op->value);
 }
+void IRVisitor::visit_node(const ClusterReduceStmt* op) {
+  visit_buffer(op->acc);
+  visit_buffer(op->scratch);
+  visit_buffer(op->bars);
+  visit(op->rank);
+}
 void IRVisitor::visit_node(const TmaLoadStmt* op) {
   visit_region(op->src);
   visit_region(op->dst);
@@ -336,6 +342,12 @@ Stmt IRMutator::mutate_node(const MbarrierStmt* op, const Stmt& self) {
   Expr i = mutate(op->index), v = mutate(op->value);
   if (b.same_as(op->bars) && i.same_as(op->index) && v.same_as(op->value)) return self;
   return make_mbarrier(op->op, b, i, v, op->where);
+}
+Stmt IRMutator::mutate_node(const ClusterReduceStmt* op, const Stmt& self) {
+  Buffer a = mutate_buffer(op->acc), s = mutate_buffer(op->scratch), b = mutate_buffer(op->bars);
+  Expr r = mutate(op->rank);
+  if (a.same_as(op->acc) && s.same_as(op->scratch) && b.same_as(op->bars) && r.same_as(op->rank)) return self;
+  return make_cluster_reduce(a, s, b, r, op->where);
 }
 Stmt IRMutator::mutate_node(const TmaLoadStmt* op, const Stmt& self) {
   bool changed = false;

@@ -216,6 +216,10 @@ class Printer {
          << ", map=" << var_name(t->map.as<VarNode>());
       if (t->bars.defined()) os << ", complete_tx=" << t->bars->name << "[" << expr(t->index) << "]";
       os << ")\n";
+    } else if (const auto* cr = s.as<ClusterReduceStmt>()) {
+      os << pad << "cluster_reduce(" << cr->acc->name
+         << " += the cluster peer's, into rank 0, rank=" << expr(cr->rank)
+         << ", scratch=" << cr->scratch->name << ", bars=" << cr->bars->name << ")\n";
     } else if (const auto* p = s.as<ProducerStmt>()) {
       os << pad << "producer {\n";
       stmt(os, p->body, indent + 1);

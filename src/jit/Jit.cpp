@@ -411,8 +411,9 @@ JitKernel jit(const PrimFunc& f, const JitOptions& options, std::source_location
           ? std::string("sm90 wgmma block gemm (generic kernel)") + (tensor_cores ? " + mma.sync" : "") +
                 (!ctx.mbarriers.empty() ? ", TMA + mbarrier ring" : "") +
                 (ctx.launch_threads > 0 ? ", warp-specialized" : "") +
-                (ctx.tile_loop.applied ? ", persistent" : "") + (ctx.pingpong ? ", ping-pong" : "") +
-                (!ctx.tma_stores.empty() ? ", TMA-store epilogue" : "")
+                (ctx.tile_loop.applied ? ", persistent" : "") +
+                (ctx.cluster_split.applied ? ", split-K over 2-CTA clusters" : "") +
+                (ctx.pingpong ? ", ping-pong" : "") + (!ctx.tma_stores.empty() ? ", TMA-store epilogue" : "")
       : tensor_cores ? "mma.sync"
                      : "CUDA cores (no gemm)";
   impl->info.hopper_declined = hopper.why_not;

@@ -18,6 +18,8 @@ const TileOp* tile_op(const StmtNode* s) {
       return &reduce_op();
     case NodeKind::TmaLoadStmt:
       return &tma_load_op();
+    case NodeKind::ClusterReduceStmt:
+      return &cluster_reduce_op();
     default:
       return nullptr;
   }

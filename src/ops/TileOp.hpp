@@ -73,6 +73,7 @@ const TileOp& gemm_op();
 const TileOp& fill_op();
 const TileOp& reduce_op();
 const TileOp& tma_load_op();
+const TileOp& cluster_reduce_op();
 
 // The whole of `b` as a region.
 ir::Region whole(const ir::Buffer& b);

@@ -25,9 +25,14 @@ inline std::int64_t hopper_staging_smem(std::int64_t bm, std::int64_t bn) {
 // beside the ring. Measured on the H200 (bench/results/2026-12-03-gemm-splitk-h200.json):
 // 128x8192x8192 0.88 -> 0.92 of cuBLAS; 1024^3 with 128x128 tiles 0.78 -> 0.71 (too short a
 // K loop for the hand-off), hence the bound on K.
+// The first two conditions alone are when a split pays for its hand-off; the generic kernels'
+// split (split_k_clusters) reuses the drained ring for the partial sums and needs no more room.
+inline bool hopper_split_k_pays(std::int64_t tiles, std::int64_t K, int sm_count) {
+  return tiles * 2 <= sm_count && K >= 4096;
+}
 inline bool hopper_split_k(std::int64_t tiles, std::int64_t K, std::int64_t ring_smem, std::int64_t bm,
                            std::int64_t bn, int sm_count, std::int64_t smem_cap) {
-  return tiles * 2 <= sm_count && K >= 4096 && ring_smem + hopper_split_k_smem(bm, bn) <= smem_cap;
+  return hopper_split_k_pays(tiles, K, sm_count) && ring_smem + hopper_split_k_smem(bm, bn) <= smem_cap;
 }
 
 }  // namespace tessel::passes

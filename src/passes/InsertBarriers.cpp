@@ -1,10 +1,13 @@
 // insert_barriers
 //   Does:     the barriers a kernel's roles and rings need beyond those of its cp.async
 //             schedules and around shared writes (plan_pipelines and order_shared_writes place those):
-//             - initializes the rings' mbarrier arrays (ctx.mbarriers) first thing in the
-//               kernel, after the shared declarations: thread 0 sets each barrier's arrival
-//               count, fences the initialization for the async proxy (TMA) and a block barrier
-//               publishes it to every thread (the producer warpgroup included);
+//             - initializes the rings' mbarrier arrays (ctx.mbarriers) and split_k_clusters'
+//               hand-off barriers first thing in the kernel, after the shared declarations:
+//               thread 0 sets each barrier's arrival count, fences the initialization for the
+//               async proxy (TMA) and the cluster, and a block barrier publishes it to every
+//               thread (the producer warpgroup included) -- a cluster barrier when the kernel's
+//               K loop is split over a cluster, so that the peer's barriers exist before any
+//               arrival on them;
 //             - in a warp-specialized kernel, every block barrier of the consumers becomes the
 //               named barrier 1 over the consumer threads (the producer warpgroup never reaches
 //               them). Barriers inside device functions follow TESSEL_CONSUMER_THREADS, which
@@ -63,9 +66,20 @@ class MbarrierInit : public IRMutator {
       init.push_back(make_for(i, make_int(0), a.bars->shape[0], ForKind::Unrolled, 0,
                               make_mbarrier(MbarrierOp::Init, a.bars, i, make_int(a.count), w), w));
     }
+    if (ctx_.cluster_split.applied) {
+      Var i("b");
+      init.push_back(make_for(
+          i, make_int(0), make_int(2), ForKind::Unrolled, 0,
+          make_mbarrier(MbarrierOp::Init, ctx_.cluster_split.bars, i, make_int(ctx_.cluster_split.count), w),
+          w));
+    }
     init.push_back(make_device_call("tessel::mbarrier_init_fence", {}, {}, w));
     Expr first = make_binary(BinaryOp::EQ, ctx_.thread_index, make_int(0));
-    top.insert(top.begin() + static_cast<long>(at), make_barrier(w));
+    // A split over a cluster: the peer's barriers are initialized before anyone arrives on them
+    // (a cluster barrier, which also synchronizes the block).
+    top.insert(top.begin() + static_cast<long>(at), ctx_.cluster_split.applied
+                                                        ? make_device_call("tessel::cluster_sync", {}, {}, w)
+                                                        : make_barrier(w));
     top.insert(top.begin() + static_cast<long>(at), make_if(first, make_seq(init, w), Stmt(), w));
     return make_kernel(op->grid, op->threads, op->block_vars, make_seq(top, w), w);
   }
@@ -78,7 +92,7 @@ class MbarrierInit : public IRMutator {
 
 Stmt insert_barriers(const Stmt& body, PassContext& ctx) {
   Stmt out = RoleBarriers().mutate(body);
-  if (!ctx.mbarriers.empty()) out = MbarrierInit(ctx).mutate(out);
+  if (!ctx.mbarriers.empty() || ctx.cluster_split.applied) out = MbarrierInit(ctx).mutate(out);
   return out;
 }
 

@@ -85,6 +85,7 @@ class TileOpLowering : public IRMutator {
   // Tile ops lower themselves (src/ops/).
   Stmt mutate_node(const GemmStmt*, const Stmt& self) override { return lower_op(self); }
   Stmt mutate_node(const TmaLoadStmt*, const Stmt& self) override { return lower_op(self); }
+  Stmt mutate_node(const ClusterReduceStmt*, const Stmt& self) override { return lower_op(self); }
   Stmt mutate_node(const CopyStmt*, const Stmt& self) override { return lower_op(self); }
   Stmt mutate_node(const FillStmt*, const Stmt& self) override { return lower_op(self); }
 

@@ -202,6 +202,7 @@ inline bool may_write(const ir::Stmt& body, const ir::Buffer& b) {
     void visit_node(const ir::GemmStmt* op) override { tile(op); }
     void visit_node(const ir::ReduceStmt* op) override { tile(op); }
     void visit_node(const ir::TmaLoadStmt* op) override { tile(op); }
+    void visit_node(const ir::ClusterReduceStmt* op) override { tile(op); }
     void visit_node(const ir::DeviceCall* op) override {
       for (const ir::DeviceCallArg& a : op->args) found = found || (a.buffer.defined() && a.buffer->id == id);
       ir::IRVisitor::visit_node(op);

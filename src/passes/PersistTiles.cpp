@@ -174,6 +174,11 @@ Stmt persist_tiles(const Stmt& body, PassContext& ctx) {
     ctx.tile_loop.why_not = "needs warp specialization and the asynchronous pipeline, which are turned off";
     return body;
   }
+  if (ctx.cluster_split.applied) {
+    ctx.tile_loop.why_not =
+        "split_k_clusters split each tile's K loop over a 2-CTA cluster: one tile per CTA";
+    return body;
+  }
   const auto* k = body.as<KernelStmt>();
   if (!k) return body;
   std::int64_t sms = ctx.target.sm_count > 0 ? ctx.target.sm_count : kDefaultSms;

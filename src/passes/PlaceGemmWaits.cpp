@@ -82,6 +82,7 @@ std::vector<Buffer> buffers_written(const Stmt& s) {
     void visit_node(const GemmStmt* op) override { tile(op); }
     void visit_node(const ReduceStmt* op) override { tile(op); }
     void visit_node(const TmaLoadStmt* op) override { tile(op); }
+    void visit_node(const ClusterReduceStmt* op) override { tile(op); }
   } w;
   w.visit(s);
   return w.out;

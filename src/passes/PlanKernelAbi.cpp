@@ -45,6 +45,10 @@ Stmt plan_kernel_abi(const Stmt& body, PassContext& ctx) {
   else if (ctx.min_blocks_per_sm > 1)
     abi.min_blocks_per_sm = ctx.min_blocks_per_sm;
   if (hopper.selected && hopper.cluster_size > 1) abi.cluster_size = hopper.cluster_size;
+  if (ctx.cluster_split.applied) {
+    abi.cluster_size = 2;
+    abi.headers.push_back("tessel/cluster_reduce.cuh");
+  }
   // The wgmma operand tiles of a generic kernel sit at 1024-byte multiples from a run-time
   // realigned base (plan_shared_memory keeps 1024 bytes of slack for the shift; __align__ alone
   // does not promise the address); the Hopper GEMM's array is declared 1024-byte aligned.

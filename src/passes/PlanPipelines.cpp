@@ -410,6 +410,14 @@ class DeclRewriter : public IRMutator {
     auto it = staged_.find(op->buffer->id);
     return it == staged_.end() ? self : make_decl(it->second, op->where);
   }
+  // A cluster_reduce after the loop (split_k_clusters) takes the drained ring, all its stages,
+  // for its scratch: the loop's readers are done with it by then (the stage's rank-0 readers
+  // arrive on the hand-off barrier only after their gemms completed).
+  Stmt mutate_node(const ClusterReduceStmt* op, const Stmt& self) override {
+    auto it = staged_.find(op->scratch->id);
+    if (it == staged_.end()) return IRMutator::mutate_node(op, self);
+    return make_cluster_reduce(op->acc, it->second, op->bars, mutate(op->rank), op->where);
+  }
   Buffer mutate_buffer(const Buffer& b) override {
     if (staged_.count(b->id))
       TESSEL_USER_ERROR("Pipelined", b->where,

@@ -354,6 +354,85 @@ TEST(HopperPipeline, OneWarpgroupComputesSeveralM64Blocks) {
 // threads: with gemm_from_passes, wgmma over two m64 blocks, the row reduction and the Parallel
 // nest reading the accumulator through the interleaved layout; without it (until the H200 has
 // run it), mma.sync as before.
+// split_k_clusters: few output tiles over a long K loop (32 tiles of 128x128 at 512x1024x8192,
+// on 132 SMs) split each tile's K loop over the two CTAs of a cluster; the rank-1 CTA's partial
+// sums reach rank 0 through the drained ring; only rank 0 runs the epilogue.
+TEST(HopperPipeline, FewTilesSplitTheirKLoopOverAClusterUnderGemmFromPasses) {
+  T::passes::PassContext::Switches passes;
+  passes.gemm_from_passes = true;
+  auto split =
+      T::lower(T::kernels::matmul_program(512, 1024, 8192, tutorial_config(128, 128, 64, 5, 128)).ir(),
+               sm90(), passes, true);
+  ASSERT_TRUE(split.ctx.cluster_split.applied) << split.ctx.cluster_split.why_not;
+  EXPECT_EQ(split.ctx.abi.cluster_size, 2);
+  EXPECT_FALSE(split.ctx.tile_loop.applied);
+  EXPECT_TRUE(has(split.ctx.tile_loop.why_not, "split_k_clusters")) << split.ctx.tile_loop.why_not;
+  const std::string ir = stage_text(split, "split_k_clusters");
+  for (const char* needle :
+       {"kernel grid(16, 4) threads(128) (cta, by)", "shared split_k_bars: i64[2]",
+        "pipelined ko in [0, 0 + 64) stages=5",
+        "tma_load(A[(by * 128):+128, ((ko + ((cta % 2) * 64)) * 64):+64]",
+        "cluster_reduce(fragment_2 += the cluster peer's, into rank 0, rank=(cta % 2), scratch=shared_0, "
+        "bars=split_k_bars)",
+        "if ((cta % 2) == 0) {\n      copy(fragment_2[0:+128, 0:+128] -> C[(by * 128):+128, ((cta / 2) * "
+        "128):+128])"})
+    EXPECT_TRUE(has(ir, needle)) << needle << "\n" << ir;
+  // The reduction takes the whole drained ring (5 stages) as its scratch, after the last gemm's wait.
+  const std::string ops = stage_text(split, "lower_tile_ops");
+  EXPECT_TRUE(has(ops, "gemm_wait(pending=0, fragment_2)")) << ops;
+  EXPECT_LT(ops.find("gemm_wait(pending=0, fragment_2)"),
+            ops.find("tessel::cluster_reduce_to_rank0<128, 128>("))
+      << ops;
+  EXPECT_TRUE(has(
+      ops, "tessel::cluster_reduce_to_rank0<128, 128>(&fragment_2, &shared_0, &split_k_bars, (cta % 2), tx)"))
+      << ops;
+  const std::string barriers = stage_text(split, "insert_barriers");
+  EXPECT_TRUE(has(barriers, "mbarrier.init(split_k_bars[b#2], count=128)")) << barriers;
+  EXPECT_TRUE(has(barriers, "tessel::cluster_sync()")) << barriers;
+  const std::string cuda = T::codegen::generate_cuda(split);
+  EXPECT_TRUE(has(cuda, "__cluster_dims__(2, 1, 1)")) << cuda;
+  EXPECT_TRUE(has(cuda, "#include <tessel/cluster_reduce.cuh>")) << cuda;
+
+  // An odd count of K tiles (8200 = 128 x 64 + 8): rank 1 takes the extra one, the last partial.
+  auto odd = T::lower(T::kernels::matmul_program(500, 1000, 8200, tutorial_config(128, 128, 64, 5, 128)).ir(),
+                      sm90(), passes, true);
+  ASSERT_TRUE(odd.ctx.cluster_split.applied) << odd.ctx.cluster_split.why_not;
+  const std::string odd_ir = stage_text(odd, "split_k_clusters");
+  EXPECT_TRUE(has(odd_ir, "pipelined ko in [0, 0 + (64 + (cta % 2))) stages=5")) << odd_ir;
+  // A fused epilogue runs in rank 0 only, after the reduction.
+  auto epi =
+      T::lower(T::kernels::matmul_bias_act_program(512, 1024, 8192, tutorial_config(128, 128, 64, 4, 256),
+                                                   T::kernels::Activation::relu, 1.0f)
+                   .ir(),
+               sm90(), passes, true);
+  ASSERT_TRUE(epi.ctx.cluster_split.applied) << epi.ctx.cluster_split.why_not;
+  const std::string epi_ir = stage_text(epi, "split_k_clusters");
+  EXPECT_LT(epi_ir.find("cluster_reduce("), epi_ir.find("if ((cta % 2) == 0) {")) << epi_ir;
+  EXPECT_TRUE(has(stage_text(epi, "lower_tile_ops"), "tessel::cluster_reduce_to_rank0<64, 256>("));
+
+  // Declined, each with its reason: enough tiles for the SMs, a short K loop, a ring too small to
+  // hold the accumulator (128x256 f32 = 128 KB against 3 stages of 48 and 96 KB), and without the
+  // switch (the template's own split takes the shape).
+  auto reason = [&](int M, int N, int K, T::kernels::MatmulConfig c) {
+    auto r = T::lower(T::kernels::matmul_program(M, N, K, c).ir(), sm90(), passes);
+    EXPECT_FALSE(r.ctx.cluster_split.applied);
+    EXPECT_EQ(r.ctx.abi.cluster_size, 1);
+    return r.ctx.cluster_split.why_not;
+  };
+  EXPECT_EQ(
+      reason(4096, 4096, 8192, tutorial_config(128, 128, 64, 5, 128)),
+      "1024 tiles over a K loop of 8192 on 132 SMs: a split pays for its hand-off at most 66 tiles and a K "
+      "loop of at least 4096");
+  EXPECT_TRUE(has(reason(512, 1024, 2048, tutorial_config(128, 128, 64, 5, 128)), "a K loop of 2048 on"));
+  EXPECT_EQ(reason(256, 2048, 8192, tutorial_config(128, 256, 64, 3, 256)),
+            "no ring tile holds the accumulator's 131072 bytes for the hand-off");
+  auto off = T::lower(T::kernels::matmul_program(512, 1024, 8192, tutorial_config(128, 128, 64, 5, 128)).ir(),
+                      sm90());
+  EXPECT_TRUE(off.ctx.hopper.selected);
+  EXPECT_EQ(off.ctx.hopper.split_k, 2);
+  EXPECT_FALSE(off.ctx.cluster_split.applied);
+}
+
 TEST(HopperPipeline, AUsersKernelTakesSeveralM64BlocksUnderGemmFromPasses) {
   T::passes::PassContext::Switches passes;
   passes.gemm_from_passes = true;

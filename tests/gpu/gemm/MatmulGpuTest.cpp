@@ -341,9 +341,18 @@ TEST_P(GemmFromPassesShapes, MatchesReference) {
   const int strip = 16 * (cfg.threads / 32), blocks = cfg.block_M / strip;
   const bool ring = tma_legal && cfg.block_M % strip == 0 && (blocks == 1 || blocks * cfg.block_N <= 256);
   EXPECT_EQ(k.info().path.find("TMA + mbarrier ring") != std::string::npos, ring) << k.info().path;
-  // Persistent (persist_tiles) whenever it is a ring: the blocks loop over the tiles (one each when
-  // the grid is one wave).
-  EXPECT_EQ(k.info().persistent, ring) << k.info().path;
+  // Few tiles (at most half the SMs) over a K loop of 4096 or more: each tile's K loop split over a
+  // 2-CTA cluster (split_k_clusters), when a ring tile's stages hold the f32 accumulator.
+  const long long tiles =
+      1LL * ((c.M + cfg.block_M - 1) / cfg.block_M) * ((c.N + cfg.block_N - 1) / cfg.block_N);
+  const long long depth = 1LL * ((c.K + cfg.block_K - 1) / cfg.block_K) * cfg.block_K;
+  const long long ring_tile = 2LL * cfg.num_stages * std::max(cfg.block_M, cfg.block_N) * cfg.block_K;
+  const bool split = ring && 2 * tiles <= tessel::current_device().sm_count && depth >= 4096 &&
+                     4LL * cfg.block_M * cfg.block_N <= ring_tile;
+  EXPECT_EQ(k.info().path.find("split-K over 2-CTA clusters") != std::string::npos, split) << k.info().path;
+  // Persistent (persist_tiles) whenever it is a ring and not split: the blocks loop over the tiles
+  // (one each when the grid is one wave).
+  EXPECT_EQ(k.info().persistent, ring && !split) << k.info().path;
   run_case(c, dtype, o);
   // The same with the roles and warpgroup indices broadcast from lane 0 (JitOptions::uniform_roles).
   o.uniform_roles = true;
@@ -397,7 +406,15 @@ INSTANTIATE_TEST_SUITE_P(
                                          // register stores of both blocks.
                                          Case{129, 1032, 4104, hopper(128, 128, 7, 128, 0)},
                                          Case{2000, 200, 520, hopper(256, 64, 4, 128, 0)},
-                                         Case{1000, 2056, 1000, hopper(256, 64, 4, 256, 0)}),
+                                         Case{1000, 2056, 1000, hopper(256, 64, 4, 256, 0)},
+                                         // Few tiles, long K: split over 2-CTA clusters (one and two
+                                         // consumer warpgroups; an odd count of K tiles, the last
+                                         // partial, ragged M and N; one row).
+                                         Case{512, 1024, 8192, hopper(128, 128, 5, 128, 0)},
+                                         Case{500, 1000, 8200, hopper(128, 128, 5, 128, 0)},
+                                         Case{256, 2048, 16384, hopper(128, 128, 4, 256, 0)},
+                                         Case{200, 300, 5000, hopper(128, 128, 4, 256, 0)},
+                                         Case{1, 1000, 4160, hopper(64, 128, 6, 128, 0)}),
                        ::testing::Values(DType::f16, DType::bf16)),
     ShapeName());
 
@@ -483,11 +500,15 @@ std::vector<EpilogueCase> epilogue_cases() {
           {tma_store, DType::f16, Activation::relu, false, 3},
           {Case{1000, 1000, 1000, knob(128, 128, 32, 3, 128, false)}, DType::f16, Activation::silu, true, 0},
           // The generic passes' kernel: the epilogue's 16-bit tile through the staging tile and
-          // TMA (3 stages), register stores (4 stages), persistent on few blocks, one warpgroup.
+          // TMA (3 stages), register stores (4 stages), persistent on few blocks; few tiles over
+          // K >= 4096 split over 2-CTA clusters (split_k_clusters: the epilogue in rank 0 only),
+          // on one consumer warpgroup and on two.
           {tma_store, DType::f16, Activation::relu, false, 0, true},
           {tma_store, DType::bf16, Activation::silu, false, 3, true},
           {direct, DType::f16, Activation::silu, false, 2, true},
-          {one_wg, DType::bf16, Activation::relu, false, 0, true}};
+          {one_wg, DType::bf16, Activation::relu, false, 0, true},
+          {split, DType::f16, Activation::silu, false, 0, true},
+          {split, DType::bf16, Activation::relu, false, 0, true}};
 }
 
 INSTANTIATE_TEST_SUITE_P(BiasAct, EpilogueShapes, ::testing::ValuesIn(epilogue_cases()),

@@ -155,6 +155,38 @@ TEST_P(GemmFromPasses, CompilesToTmaRingsAndWgmmaWithoutSpills) {
   EXPECT_NE(k.source().find("for (int tile_i = 0;"), std::string::npos);
 }
 
+// split_k_clusters: few tiles over a long K (32 tiles at 512x1024x8192; an odd count of K tiles
+// and ragged edges at 500x1000x8200) on 2-CTA clusters, the partial sums through distributed shared
+// memory; one and two consumer warpgroups.
+TEST(GemmFromPassesSplitK, ClustersHandOffThroughDistributedSharedMemoryWithoutSpills) {
+  struct Shape {
+    int M, N, K, threads;
+  };
+  for (Shape sh : {Shape{512, 1024, 8192, 128}, Shape{500, 1000, 8200, 128}, Shape{256, 2048, 16384, 256}})
+    for (tessel::DType dtype : {tessel::DType::f16, tessel::DType::bf16}) {
+      tessel::kernels::MatmulConfig c = hopper_config();
+      c.block_M = 128, c.block_N = 128, c.block_K = 64, c.num_stages = sh.threads == 128 ? 5 : 4;
+      c.threads = sh.threads;
+      c.dtype = dtype;
+      tessel::JitOptions o;
+      o.arch = "sm_90a";
+      o.gemm_from_passes = true;
+      auto k = tessel::kernels::make_matmul(sh.M, sh.N, sh.K, c, o);
+      SCOPED_TRACE(std::to_string(sh.M) + "x" + std::to_string(sh.N) + "x" + std::to_string(sh.K) + " " +
+                   c.describe());
+      EXPECT_NE(k.info().path.find("split-K over 2-CTA clusters"), std::string::npos) << k.info().path;
+      EXPECT_FALSE(k.info().persistent);
+      for (const char* needle :
+           {"wgmma.mma_async", "cp.async.bulk.tensor", "mapa.shared::cluster", "st.shared::cluster.v4.f32",
+            "mbarrier.arrive.release.cluster.shared::cluster", "mbarrier.try_wait.parity.acquire.cluster",
+            "barrier.cluster.arrive"})
+        EXPECT_NE(k.ptx().find(needle), std::string::npos) << needle;
+      EXPECT_NE(k.source().find("__cluster_dims__(2, 1, 1)"), std::string::npos);
+      EXPECT_EQ(k.resources().spill_store_bytes, 0) << k.compile_log();
+      EXPECT_EQ(k.resources().spill_load_bytes, 0) << k.compile_log();
+    }
+}
+
 INSTANTIATE_TEST_SUITE_P(TutorialKnobs, GemmFromPasses,
                          ::testing::Values(PassesCase{128, 256, 64, 3, 256, tessel::DType::f16},
                                            PassesCase{128, 256, 64, 3, 256, tessel::DType::bf16},
