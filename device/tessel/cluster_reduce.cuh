@@ -11,8 +11,10 @@
 //           wgmmas); waits on its own bars[1] (acquire, cluster scope); adds slot by slot.
 //   rank 1: every thread waits on its own bars[0]; stores its registers into rank 0's scratch
 //           (st.shared::cluster, 16 bytes a time, thread t's q-th vector at (q * Threads + t) * 16);
-//           arrives on rank 0's bars[1] with release at cluster scope. It may exit afterwards:
-//           rank 0 no longer touches its shared memory once it has arrived on bars[0].
+//           arrives on rank 0's bars[1] with release at cluster scope.
+// Rank 0 no longer touches rank 1's shared memory once it has arrived on bars[0], and rank 1
+// has finished with rank 0's when rank 0's wait returns; the kernel still ends in a
+// cluster_sync (insert_barriers), the CUDA model's rule before a CTA of a cluster exits.
 // Each barrier completes one phase per kernel (one output tile per CTA), parity 0.
 #pragma once
 

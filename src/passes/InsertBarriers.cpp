@@ -7,7 +7,8 @@
 //               async proxy (TMA) and the cluster, and a block barrier publishes it to every
 //               thread (the producer warpgroup included) -- a cluster barrier when the kernel's
 //               K loop is split over a cluster, so that the peer's barriers exist before any
-//               arrival on them;
+//               arrival on them, and another at the kernel's end, so that neither CTA exits
+//               while its peer may still access its shared memory;
 //             - in a warp-specialized kernel, every block barrier of the consumers becomes the
 //               named barrier 1 over the consumer threads (the producer warpgroup never reaches
 //               them). Barriers inside device functions follow TESSEL_CONSUMER_THREADS, which
@@ -81,6 +82,11 @@ class MbarrierInit : public IRMutator {
                                                         ? make_device_call("tessel::cluster_sync", {}, {}, w)
                                                         : make_barrier(w));
     top.insert(top.begin() + static_cast<long>(at), make_if(first, make_seq(init, w), Stmt(), w));
+    // ... and neither CTA exits before the other is done with its shared memory: the CUDA model
+    // asks for a cluster barrier before exit after distributed-shared-memory accesses (rank 0
+    // has waited for rank 1's stores, but compute-sanitizer's racecheck cannot see that through
+    // the mbarrier and flags each store as one into a block that might have exited).
+    if (ctx_.cluster_split.applied) top.push_back(make_device_call("tessel::cluster_sync", {}, {}, w));
     return make_kernel(op->grid, op->threads, op->block_vars, make_seq(top, w), w);
   }
 
