@@ -207,7 +207,8 @@ struct KernelInfo {
   // whole clusters, capped at launch; a generic kernel made persistent by persist_tiles has the
   // grid min(tiles, SMs) fixed at compile time.
   bool persistent = false;
-  int cluster_size = 1;  // CTAs per thread-block cluster (split-K or multicast: 2)
+  int cluster_size = 1;  // CTAs per thread-block cluster (the template's split-K or multicast: 2;
+                         // split_k_clusters: 2, 4 or 8)
   // What the Hopper pipeline passes decided for a generic kernel (empty / zero otherwise): one
   // line per TMA tensor map ("K_map: box [1, 128, 1, 64] of K, 128-byte swizzle") and per
   // mbarrier array ("K_full[2]: 1 arrival per phase"); the warp roles (consumer threads and

@@ -542,13 +542,15 @@ Stmt make_tma_load(Region src, Region dst, Var map, Buffer bars, Expr index, std
                                                   std::move(bars), std::move(index), w));
 }
 
-Stmt make_cluster_reduce(Buffer acc, Buffer scratch, Buffer bars, Expr rank, std::source_location w) {
+Stmt make_cluster_reduce(Buffer acc, Buffer scratch, Buffer bars, Expr rank, int ranks,
+                         std::source_location w) {
   TESSEL_INTERNAL_CHECK(acc->scope == Scope::Fragment && scratch->scope == Scope::Shared &&
                             bars->scope == Scope::Shared && bars->dtype == DType::i64,
                         "cluster_reduce of a " << scope_name(acc->scope) << " buffer through "
                                                << scope_name(scratch->scope) << " scratch");
+  TESSEL_INTERNAL_CHECK(ranks == 2 || ranks == 4 || ranks == 8, "cluster_reduce over " << ranks << " CTAs");
   return Stmt(std::make_shared<const ClusterReduceStmt>(std::move(acc), std::move(scratch), std::move(bars),
-                                                        std::move(rank), w));
+                                                        std::move(rank), ranks, w));
 }
 
 Stmt make_producer(Stmt body, std::source_location w) {

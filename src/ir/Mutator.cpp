@@ -347,7 +347,7 @@ Stmt IRMutator::mutate_node(const ClusterReduceStmt* op, const Stmt& self) {
   Buffer a = mutate_buffer(op->acc), s = mutate_buffer(op->scratch), b = mutate_buffer(op->bars);
   Expr r = mutate(op->rank);
   if (a.same_as(op->acc) && s.same_as(op->scratch) && b.same_as(op->bars) && r.same_as(op->rank)) return self;
-  return make_cluster_reduce(a, s, b, r, op->where);
+  return make_cluster_reduce(a, s, b, r, op->ranks, op->where);
 }
 Stmt IRMutator::mutate_node(const TmaLoadStmt* op, const Stmt& self) {
   bool changed = false;

@@ -217,9 +217,9 @@ class Printer {
       if (t->bars.defined()) os << ", complete_tx=" << t->bars->name << "[" << expr(t->index) << "]";
       os << ")\n";
     } else if (const auto* cr = s.as<ClusterReduceStmt>()) {
-      os << pad << "cluster_reduce(" << cr->acc->name
-         << " += the cluster peer's, into rank 0, rank=" << expr(cr->rank)
-         << ", scratch=" << cr->scratch->name << ", bars=" << cr->bars->name << ")\n";
+      os << pad << "cluster_reduce(" << cr->acc->name << " += the other " << cr->ranks - 1
+         << " CTAs' of the cluster, into rank 0, rank=" << expr(cr->rank) << ", scratch=" << cr->scratch->name
+         << ", bars=" << cr->bars->name << ")\n";
     } else if (const auto* p = s.as<ProducerStmt>()) {
       os << pad << "producer {\n";
       stmt(os, p->body, indent + 1);

@@ -412,7 +412,9 @@ JitKernel jit(const PrimFunc& f, const JitOptions& options, std::source_location
                 (!ctx.mbarriers.empty() ? ", TMA + mbarrier ring" : "") +
                 (ctx.launch_threads > 0 ? ", warp-specialized" : "") +
                 (ctx.tile_loop.applied ? ", persistent" : "") +
-                (ctx.cluster_split.applied ? ", split-K over 2-CTA clusters" : "") +
+                (ctx.cluster_split.applied
+                     ? ", split-K over " + std::to_string(ctx.cluster_split.ranks) + "-CTA clusters"
+                     : std::string()) +
                 (ctx.pingpong ? ", ping-pong" : "") + (!ctx.tma_stores.empty() ? ", TMA-store epilogue" : "")
       : tensor_cores ? "mma.sync"
                      : "CUDA cores (no gemm)";

@@ -1,5 +1,6 @@
-// cluster_reduce(acc, scratch, bars, rank) (split_k_clusters): the rank-0 CTA of a 2-CTA cluster
-// adds the rank-1 CTA's partial accumulator to its own, through the rank-0 CTA's `scratch`.
+// cluster_reduce(acc, scratch, bars, rank) (split_k_clusters): the rank-0 CTA of a cluster of 2,
+// 4 or 8 CTAs adds the others' partial accumulators to its own along a binary tree, each round
+// through the receiving CTA's `scratch`.
 #include "ops/Lowering.hpp"
 #include "ops/TileOp.hpp"
 
@@ -12,8 +13,8 @@ using namespace ir;
 class ClusterReduceOp final : public TileOp {
  public:
   const char* name() const override { return "cluster_reduce"; }
-  // Reads and writes the accumulator; writes the scratch tile (the rank-1 CTA's stores land in
-  // the rank-0 CTA's copy of it) and the hand-off barriers.
+  // Reads and writes the accumulator; writes the scratch tile (a sender's stores land in its
+  // receiver's copy of it).
   Access access(const ir::StmtNode& s) const override {
     const auto* c = static_cast<const ir::ClusterReduceStmt*>(&s);
     return {{whole(c->acc)}, {whole(c->acc), whole(c->scratch)}};
@@ -37,8 +38,10 @@ class ClusterReduceOp final : public TileOp {
                                     {Expr(), op->bars, Expr()},
                                     {op->rank, Buffer(), Expr()},
                                     {ctx.thread_index, Buffer(), Expr()}};
-    return make_device_call("tessel::cluster_reduce_to_rank0",
-                            {std::to_string(l.per_thread), std::to_string(ctx.threads)}, args, op->where);
+    return make_device_call(
+        "tessel::cluster_reduce_to_rank0",
+        {std::to_string(l.per_thread), std::to_string(ctx.threads), std::to_string(op->ranks)}, args,
+        op->where);
   }
 };
 

@@ -30,6 +30,19 @@ inline std::int64_t hopper_staging_smem(std::int64_t bm, std::int64_t bn) {
 inline bool hopper_split_k_pays(std::int64_t tiles, std::int64_t K, int sm_count) {
   return tiles * 2 <= sm_count && K >= 4096;
 }
+// The generic kernels' split (split_k_clusters): the most CTAs a cluster -- 2, 4 or 8, the
+// portable cluster sizes -- over which each tile's K loop is split while the clusters fit in one
+// wave and each CTA keeps a K loop of at least 2048 (the rule above for 2; 1: no split). A cluster
+// runs within one GPC, and an H100's or H200's GPCs have 16 or 18 SMs: clusters of 4 or 8 use
+// at most 128 of the 132 SMs at once (sm_count rounded down to 16s).
+inline int split_k_cluster_ranks(std::int64_t tiles, std::int64_t K, int sm_count) {
+  int ranks = 1;
+  for (int r = 2; r <= 8; r *= 2) {
+    const std::int64_t room = r == 2 ? sm_count : sm_count / 16 * 16;
+    if (tiles * r <= room && K >= 2048 * r) ranks = r;
+  }
+  return ranks;
+}
 inline bool hopper_split_k(std::int64_t tiles, std::int64_t K, std::int64_t ring_smem, std::int64_t bm,
                            std::int64_t bn, int sm_count, std::int64_t smem_cap) {
   return hopper_split_k_pays(tiles, K, sm_count) && ring_smem + hopper_split_k_smem(bm, bn) <= smem_cap;

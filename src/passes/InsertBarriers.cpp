@@ -70,7 +70,7 @@ class MbarrierInit : public IRMutator {
     if (ctx_.cluster_split.applied) {
       Var i("b");
       init.push_back(make_for(
-          i, make_int(0), make_int(2), ForKind::Unrolled, 0,
+          i, make_int(0), ctx_.cluster_split.bars->shape[0], ForKind::Unrolled, 0,
           make_mbarrier(MbarrierOp::Init, ctx_.cluster_split.bars, i, make_int(ctx_.cluster_split.count), w),
           w));
     }

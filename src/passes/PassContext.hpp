@@ -314,14 +314,15 @@ struct PassContext {
     std::string why_not;      // when not applied on sm_90a
   };
   TileLoop tile_loop;
-  // Set by split_k_clusters: each output tile's K loop split over the 2 CTAs of a cluster (the
-  // grid's x extent doubled; cluster rank = blockIdx.x % 2), the rank-1 CTA's partial sums added
-  // into the rank-0 CTA's by a cluster_reduce through `bars` (shared i64[2], initialized with
-  // `count` arrivals by insert_barriers, then a cluster barrier).
+  // Set by split_k_clusters: each output tile's K loop split over the `ranks` CTAs of a cluster
+  // (2, 4 or 8: the grid's x extent times ranks; cluster rank = blockIdx.x % ranks), the other
+  // ranks' partial sums added into the rank-0 CTA's by a cluster_reduce through `bars` (shared
+  // i64[2 log2(ranks)], initialized with `count` arrivals by insert_barriers, then a cluster barrier).
   struct ClusterSplit {
     bool applied = false;
     ir::Buffer bars;
     int count = 0;
+    int ranks = 1;
     std::int64_t tiles = 0;  // the author's grid, as tiles
     std::string why_not;     // when not applied on sm_90a with the switches on
   };

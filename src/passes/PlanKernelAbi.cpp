@@ -46,7 +46,7 @@ Stmt plan_kernel_abi(const Stmt& body, PassContext& ctx) {
     abi.min_blocks_per_sm = ctx.min_blocks_per_sm;
   if (hopper.selected && hopper.cluster_size > 1) abi.cluster_size = hopper.cluster_size;
   if (ctx.cluster_split.applied) {
-    abi.cluster_size = 2;
+    abi.cluster_size = ctx.cluster_split.ranks;
     abi.headers.push_back("tessel/cluster_reduce.cuh");
   }
   // The wgmma operand tiles of a generic kernel sit at 1024-byte multiples from a run-time

@@ -416,7 +416,7 @@ class DeclRewriter : public IRMutator {
   Stmt mutate_node(const ClusterReduceStmt* op, const Stmt& self) override {
     auto it = staged_.find(op->scratch->id);
     if (it == staged_.end()) return IRMutator::mutate_node(op, self);
-    return make_cluster_reduce(op->acc, it->second, op->bars, mutate(op->rank), op->where);
+    return make_cluster_reduce(op->acc, it->second, op->bars, mutate(op->rank), op->ranks, op->where);
   }
   Buffer mutate_buffer(const Buffer& b) override {
     if (staged_.count(b->id))

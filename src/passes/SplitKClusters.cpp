@@ -1,31 +1,35 @@
 // split_k_clusters
-//   Does:     on sm_90a, splits each output tile's K loop over the two CTAs of a cluster when the
-//             tiles alone would leave more than half the SMs idle and the loop is long: the kernel
+//   Does:     on sm_90a, splits each output tile's K loop over the R CTAs of a cluster (R = 2, 4
+//             or 8) when the tiles alone would leave more than half the SMs idle and the loop is
+//             long: the kernel
 //               kernel grid(gx, ...) (bx, ...) {
 //                 <shared tiles>; fill(acc, 0)
 //                 pipelined ko in [0, n) { <TMA loads>; gemm(..., acc) ... }
 //                 <epilogue>
 //               }
-//             becomes (the cluster is 2 blocks along x: rank = cta % 2, the author's bx = cta / 2)
-//               kernel grid(2 gx, ...) (cta, ...) {
-//                 <shared tiles>; shared split_k_bars: i64[2]; fill(acc, 0)
-//                 pipelined ko in [0, n / 2 (+ rank when n is odd)) { <the same, at ko + rank * (n / 2)> }
-//                 cluster_reduce(acc += the peer's, into rank 0, scratch = a ring tile)
+//             becomes (the cluster is R blocks along x: rank = cta % R, the author's bx = cta / R)
+//               kernel grid(R gx, ...) (cta, ...) {
+//                 <shared tiles>; shared split_k_bars: i64[2 log2(R)]; fill(acc, 0)
+//                 pipelined ko in [0, trips(rank)) { <the same, at ko + first(rank)> }
+//                 cluster_reduce(acc += the other ranks', into rank 0, scratch = a ring tile)
 //                 if (rank == 0) { <epilogue> }
 //               }
-//             so twice the CTAs stream the operands (the cluster's two CTAs read disjoint halves of
-//             K), and the rank-1 CTA's partial sums reach the rank-0 CTA through distributed
-//             shared memory, into the ring it has drained (ops/ClusterReduce.cpp,
-//             device/tessel/cluster_reduce.cuh: no shared memory beyond the ring's). A use_swizzle
-//             panel is dropped: every tile runs at once, in one wave, so no order among them
-//             changes what shares the L2. persist_tiles then leaves the kernel alone (one tile per
-//             CTA). Applies when all of these hold, else the IR is unchanged (ctx.cluster_split.why_not):
+//             where rank r takes q = n / R consecutive K tiles from r * q, and the last n % R
+//             ranks one more each; so R times the CTAs stream the operands (disjoint shares of
+//             K), and the partial sums meet in rank 0 along a binary tree through distributed
+//             shared memory, each round into the ring its receiver has drained
+//             (ops/ClusterReduce.cpp, device/tessel/cluster_reduce.cuh: no shared memory beyond
+//             the ring's). R is the largest of 2, 4, 8 whose CTAs fit in one wave with a K loop of
+//             at least 2048 each (HopperPolicy.hpp's split_k_cluster_ranks; for 2 the template's
+//             rule, measured on the H200 -- at most half the SMs' tiles and K >= 4096). A
+//             use_swizzle panel is dropped: every tile runs at once, in one wave, so no order among
+//             them changes what shares the L2. persist_tiles then leaves the kernel alone (one tile
+//             per CTA). Applies when all of these hold, else the IR is unchanged
+//             (ctx.cluster_split.why_not):
 //               - JitOptions::gemm_from_passes or persistent_rings (opt-in until measured on the
 //                 H200), the Hopper switches, async_pipeline, warp_specialization and split_k on,
 //                 and the kernel's threads whole warpgroups;
-//               - the grid is constant and its tiles fill at most half the SMs, with a K loop of at
-//                 least 4096 (HopperPolicy.hpp's hopper_split_k_pays: the template's rule, measured
-//                 on the H200);
+//               - the grid is constant and R >= 2 as above;
 //               - the kernel's top level is shared and fragment declarations, use_swizzle, fills,
 //                 one Pipelined loop from 0 of constant trip count n >= 2 whose statements are TMA
 //                 loads (plan_tma_copies made it a ring) and gemms that all accumulate into one f32
@@ -35,9 +39,9 @@
 //             The loop's depth is n times the gemms' K extents per iteration.
 //   Requires: plan_tma_copies (the ring's loads are TmaLoadStmts), infer_layouts (the
 //             accumulator's registers per thread), verify_program (ctx.grid, ctx.block_vars).
-//   Ensures:  when applied: ctx.grid and ctx.block_vars are the doubled grid's, ctx.cluster_split
-//             names the barriers (insert_barriers initializes them and syncs the cluster;
-//             plan_kernel_abi sets the cluster size), no SwizzleStmt is left.
+//   Ensures:  when applied: ctx.grid and ctx.block_vars are the widened grid's, ctx.cluster_split
+//             names the barriers and R (insert_barriers initializes the barriers and syncs the
+//             cluster; plan_kernel_abi sets the cluster size), no SwizzleStmt is left.
 #include <algorithm>
 
 #include "passes/HopperPolicy.hpp"
@@ -76,6 +80,7 @@ struct Plan {
   const ForStmt* loop = nullptr;
   Buffer acc, scratch;
   std::int64_t tiles = 0;
+  int ranks = 1;  // the cluster's CTAs
 };
 
 // Why the kernel's K loop is not split; empty when it is (and `plan` says how).
@@ -88,7 +93,7 @@ std::string why_not(const KernelStmt& k, const PassContext& ctx, std::int64_t sm
     tiles *= *v;
   }
   plan.tiles = tiles;
-  if (*as_const_int(k.grid[0]) > 0x3fffffff) return "the grid's x extent cannot double";
+  if (*as_const_int(k.grid[0]) > 0x0fffffff) return "the grid's x extent cannot grow eightfold";
   std::vector<Buffer> zeroed;
   for (const Stmt& s : flatten_seq(k.body)) {
     if (s.as<ClusterStmt>()) return "use_cluster takes the cluster";
@@ -131,7 +136,8 @@ std::string why_not(const KernelStmt& k, const PassContext& ctx, std::int64_t sm
   if (layout == ctx.fragment_layouts.end() || layout->second.per_thread % 4 != 0)
     return "the accumulator's registers are not whole 16-byte vectors";
   depth *= *n;
-  if (!hopper_split_k_pays(tiles, depth, static_cast<int>(sms)))
+  plan.ranks = split_k_cluster_ranks(tiles, depth, static_cast<int>(sms));
+  if (plan.ranks < 2)
     return std::to_string(tiles) + " tiles over a K loop of " + std::to_string(depth) + " on " +
            std::to_string(sms) + " SMs: a split pays for its hand-off at most " + std::to_string(sms / 2) +
            " tiles and a K loop of at least 4096";
@@ -168,17 +174,26 @@ Stmt split_k_clusters(const Stmt& body, PassContext& ctx) {
   }
   const auto w = k->where;
   Var cta("cta");
-  const Expr rank = make_binary(BinaryOp::Mod, cta, make_int(2));
+  const int R = plan.ranks;
+  const Expr rank = make_binary(BinaryOp::Mod, cta, make_int(R));
   const std::vector<std::pair<Var, Expr>> block_x{
-      {k->block_vars[0], make_binary(BinaryOp::Div, cta, make_int(2))}};
-  Buffer bars = Buffer::make("split_k_bars", {make_int(2)}, DType::i64, Scope::Shared, w);
-  ctx.shared_layouts[bars->id] = SharedLayout::row_major(1, 2);
+      {k->block_vars[0], make_binary(BinaryOp::Div, cta, make_int(R))}};
+  // Two hand-off barriers per round of the reduction tree (log2(R) rounds).
+  const int bar_count = 2 * (R == 2 ? 1 : R == 4 ? 2 : 3);
+  Buffer bars = Buffer::make("split_k_bars", {make_int(bar_count)}, DType::i64, Scope::Shared, w);
+  ctx.shared_layouts[bars->id] = SharedLayout::row_major(1, bar_count);
 
   const ForStmt& loop = *plan.loop;
-  const std::int64_t n = *as_const_int(loop.extent), half = n / 2;
-  // Rank 0 takes K tiles [0, n / 2), rank 1 the rest (one more when n is odd).
-  const Expr first = mul(rank, make_int(half));
-  const Expr trips = n % 2 == 0 ? make_int(half) : add(make_int(half), rank);
+  const std::int64_t n = *as_const_int(loop.extent), q = n / R, m = n % R;
+  // Rank r takes q = n / R consecutive K tiles from r * q, the last m = n % R ranks one more:
+  // trips q + (r + m) / R, first r * q + max(r + m - R, 0).
+  const Expr first =
+      m == 0 ? mul(rank, make_int(q))
+             : add(mul(rank, make_int(q)),
+                   make_binary(BinaryOp::Max, sub(add(rank, make_int(m)), make_int(R)), make_int(0)));
+  const Expr trips = m == 0
+                         ? make_int(q)
+                         : add(make_int(q), make_binary(BinaryOp::Div, add(rank, make_int(m)), make_int(R)));
   Stmt split_body = substitute(loop.body, {{loop.var, add(loop.var, first)}});
   Stmt split_loop =
       make_for(loop.var, make_int(0), trips, ForKind::Pipelined, loop.num_stages, split_body, loop.where);
@@ -193,7 +208,7 @@ Stmt split_k_clusters(const Stmt& body, PassContext& ctx) {
     }
     if (s.get() == plan.loop) {
       top.push_back(split_loop);
-      top.push_back(make_cluster_reduce(plan.acc, plan.scratch, bars, rank, loop.where));
+      top.push_back(make_cluster_reduce(plan.acc, plan.scratch, bars, rank, R, loop.where));
       after = true;
       continue;
     }
@@ -203,13 +218,13 @@ Stmt split_k_clusters(const Stmt& body, PassContext& ctx) {
     top.push_back(make_if(make_binary(BinaryOp::EQ, rank, make_int(0)), make_seq(epilogue, w), Stmt(), w));
 
   std::vector<Expr> grid = k->grid;
-  grid[0] = make_int(2 * *as_const_int(grid[0]));
+  grid[0] = make_int(R * *as_const_int(grid[0]));
   std::vector<Var> vars = k->block_vars;
   vars[0] = cta;
   Stmt new_body = substitute(make_seq(top, w), block_x);
   ctx.grid = grid;
   ctx.block_vars = vars;
-  out = {true, bars, k->threads, plan.tiles, ""};
+  out = {true, bars, k->threads, R, plan.tiles, ""};
   return make_kernel(grid, k->threads, vars, new_body, w);
 }
 

@@ -531,25 +531,29 @@ struct TmaLoadStmt : StmtNode {
   const Expr index;
 };
 
-// acc += the same fragment of the other CTA of a 2-CTA cluster, in the CTA of cluster rank 0
-// (split_k_clusters: each CTA of the cluster computed a share of one output tile's K loop).
-// `rank` is this CTA's cluster rank (0 or 1). The rank-1 CTA's partial sums go into the rank-0
-// CTA's `scratch` (a shared tile the CTA has finished with: its ring) through distributed shared
-// memory; the hand-off uses the two mbarriers of `bars` (bars[0] in rank 1: rank 0's scratch is
-// free; bars[1] in rank 0: the partial sums have arrived), initialized at the kernel's start with
-// the block's threads as their arrival counts. Afterwards the rank-1 CTA's acc is unspecified.
+// acc += the same fragment of the other CTAs of a cluster of `ranks` CTAs (2, 4 or 8), in the CTA
+// of cluster rank 0 (split_k_clusters: each CTA of the cluster computed a share of one output
+// tile's K loop). `rank` is this CTA's cluster rank. The partial sums meet along a binary tree
+// (log2(ranks) rounds), each round's sender storing into its receiver's `scratch` (a shared tile
+// the CTA has finished with: its ring) through distributed shared memory; round i uses the two
+// mbarriers bars[2i] (in the sender: the receiver's scratch is free) and bars[2i + 1] (in the
+// receiver: the sums have arrived), initialized at the kernel's start with the block's threads as
+// their arrival counts (device/tessel/cluster_reduce.cuh). Afterwards the other ranks' acc are
+// unspecified.
 struct ClusterReduceStmt : StmtNode {
   static constexpr NodeKind kKind = NodeKind::ClusterReduceStmt;
-  ClusterReduceStmt(Buffer a, Buffer s, Buffer b, Expr r, std::source_location w)
+  ClusterReduceStmt(Buffer a, Buffer s, Buffer b, Expr r, int n, std::source_location w)
       : StmtNode(kKind, w),
         acc(std::move(a)),
         scratch(std::move(s)),
         bars(std::move(b)),
-        rank(std::move(r)) {}
+        rank(std::move(r)),
+        ranks(n) {}
   const Buffer acc;      // a fragment
   const Buffer scratch;  // a shared buffer of at least acc's bytes
-  const Buffer bars;     // shared i64[2]
+  const Buffer bars;     // shared i64[2 log2(ranks)]
   const Expr rank;
+  const int ranks;
 };
 
 // The producer's share of a ring's work (issuing its loads). Until specialize_warps gives the
@@ -626,7 +630,8 @@ Stmt make_device_call(std::string callee, std::vector<std::string> template_args
 Stmt make_barrier(std::source_location w, int id = 0, int threads = 0);
 Stmt make_mbarrier(MbarrierOp op, Buffer bars, Expr index, Expr value, std::source_location w);
 Stmt make_tma_load(Region src, Region dst, Var map, Buffer bars, Expr index, std::source_location w);
-Stmt make_cluster_reduce(Buffer acc, Buffer scratch, Buffer bars, Expr rank, std::source_location w);
+Stmt make_cluster_reduce(Buffer acc, Buffer scratch, Buffer bars, Expr rank, int ranks,
+                         std::source_location w);
 Stmt make_producer(Stmt body, std::source_location w);
 Stmt make_specialize(int consumer_threads, int producer_threads, int consumer_regs, int producer_regs,
                      Stmt producer, Stmt consumer, std::source_location w);

@@ -354,9 +354,9 @@ TEST(HopperPipeline, OneWarpgroupComputesSeveralM64Blocks) {
 // threads: with gemm_from_passes, wgmma over two m64 blocks, the row reduction and the Parallel
 // nest reading the accumulator through the interleaved layout; without it (until the H200 has
 // run it), mma.sync as before.
-// split_k_clusters: few output tiles over a long K loop (32 tiles of 128x128 at 512x1024x8192,
-// on 132 SMs) split each tile's K loop over the two CTAs of a cluster; the rank-1 CTA's partial
-// sums reach rank 0 through the drained ring; only rank 0 runs the epilogue.
+// split_k_clusters: few output tiles over a long K loop split each tile's K loop over the CTAs
+// of a cluster -- 32 tiles of 128x128 at 512x1024x8192 on 132 SMs: four CTAs a cluster -- whose
+// partial sums meet in rank 0 through the drained rings; only rank 0 runs the epilogue.
 TEST(HopperPipeline, FewTilesSplitTheirKLoopOverAClusterUnderGemmFromPasses) {
   T::passes::PassContext::Switches passes;
   passes.gemm_from_passes = true;
@@ -364,30 +364,33 @@ TEST(HopperPipeline, FewTilesSplitTheirKLoopOverAClusterUnderGemmFromPasses) {
       T::lower(T::kernels::matmul_program(512, 1024, 8192, tutorial_config(128, 128, 64, 5, 128)).ir(),
                sm90(), passes, true);
   ASSERT_TRUE(split.ctx.cluster_split.applied) << split.ctx.cluster_split.why_not;
-  EXPECT_EQ(split.ctx.abi.cluster_size, 2);
+  EXPECT_EQ(split.ctx.cluster_split.ranks, 4);
+  EXPECT_EQ(split.ctx.abi.cluster_size, 4);
   EXPECT_FALSE(split.ctx.tile_loop.applied);
   EXPECT_TRUE(has(split.ctx.tile_loop.why_not, "split_k_clusters")) << split.ctx.tile_loop.why_not;
   const std::string ir = stage_text(split, "split_k_clusters");
   for (const char* needle :
-       {"kernel grid(16, 4) threads(128) (cta, by)", "shared split_k_bars: i64[2]",
-        "pipelined ko in [0, 0 + 64) stages=5",
-        "tma_load(A[(by * 128):+128, ((ko + ((cta % 2) * 64)) * 64):+64]",
-        "cluster_reduce(fragment_2 += the cluster peer's, into rank 0, rank=(cta % 2), scratch=shared_0, "
-        "bars=split_k_bars)",
-        "if ((cta % 2) == 0) {\n      copy(fragment_2[0:+128, 0:+128] -> C[(by * 128):+128, ((cta / 2) * "
+       {"kernel grid(32, 4) threads(128) (cta, by)", "shared split_k_bars: i64[4]",
+        "pipelined ko in [0, 0 + 32) stages=5",
+        "tma_load(A[(by * 128):+128, ((ko + ((cta % 4) * 32)) * 64):+64]",
+        "cluster_reduce(fragment_2 += the other 3 CTAs' of the cluster, into rank 0, rank=(cta % 4), "
+        "scratch=shared_0, bars=split_k_bars)",
+        "if ((cta % 4) == 0) {\n      copy(fragment_2[0:+128, 0:+128] -> C[(by * 128):+128, ((cta / 4) * "
         "128):+128])"})
     EXPECT_TRUE(has(ir, needle)) << needle << "\n" << ir;
   // The reduction takes the whole drained ring (5 stages) as its scratch, after the last gemm's wait.
   const std::string ops = stage_text(split, "lower_tile_ops");
-  EXPECT_TRUE(has(ops, "gemm_wait(pending=0, fragment_2)")) << ops;
-  EXPECT_LT(ops.find("gemm_wait(pending=0, fragment_2)"),
-            ops.find("tessel::cluster_reduce_to_rank0<128, 128>("))
-      << ops;
+  const size_t wait = ops.find("gemm_wait(pending=0, fragment_2)");
+  ASSERT_NE(wait, std::string::npos) << ops;
+  EXPECT_LT(wait, ops.find("tessel::cluster_reduce_to_rank0<128, 128, 4>(")) << ops;
   EXPECT_TRUE(has(
-      ops, "tessel::cluster_reduce_to_rank0<128, 128>(&fragment_2, &shared_0, &split_k_bars, (cta % 2), tx)"))
+      ops,
+      "tessel::cluster_reduce_to_rank0<128, 128, 4>(&fragment_2, &shared_0, &split_k_bars, (cta % 4), tx)"))
       << ops;
   const std::string barriers = stage_text(split, "insert_barriers");
-  EXPECT_TRUE(has(barriers, "mbarrier.init(split_k_bars[b#2], count=128)")) << barriers;
+  EXPECT_TRUE(
+      has(barriers, "unrolled b#2 in [0, 0 + 4) {\n        mbarrier.init(split_k_bars[b#2], count=128)"))
+      << barriers;
   // A cluster barrier after the initialization and another before the kernel ends.
   const size_t first_sync = barriers.find("tessel::cluster_sync()");
   ASSERT_NE(first_sync, std::string::npos) << barriers;
@@ -395,15 +398,29 @@ TEST(HopperPipeline, FewTilesSplitTheirKLoopOverAClusterUnderGemmFromPasses) {
   EXPECT_GT(barriers.rfind("tessel::cluster_sync()"), barriers.find("tessel::drain_tma_stores()"))
       << barriers;
   const std::string cuda = T::codegen::generate_cuda(split);
-  EXPECT_TRUE(has(cuda, "__cluster_dims__(2, 1, 1)")) << cuda;
+  EXPECT_TRUE(has(cuda, "__cluster_dims__(4, 1, 1)")) << cuda;
   EXPECT_TRUE(has(cuda, "#include <tessel/cluster_reduce.cuh>")) << cuda;
 
-  // An odd count of K tiles (8200 = 128 x 64 + 8): rank 1 takes the extra one, the last partial.
+  // The cluster's size follows the tiles: 56 tiles (1024x896) take two CTAs each, 8 tiles
+  // (128x1024) eight -- each CTA keeping a K loop of at least 2048.
+  auto ranks = [&](int M, int N, int K) {
+    auto r = T::lower(T::kernels::matmul_program(M, N, K, tutorial_config(128, 128, 64, 5, 128)).ir(), sm90(),
+                      passes);
+    EXPECT_EQ(r.ctx.abi.cluster_size, r.ctx.cluster_split.ranks);
+    return r.ctx.cluster_split.ranks;
+  };
+  EXPECT_EQ(ranks(1024, 896, 8192), 2);
+  EXPECT_EQ(ranks(128, 1024, 16384), 8);
+  EXPECT_EQ(ranks(128, 1024, 8192), 4);  // eight would leave each CTA 1024 of K
+  EXPECT_EQ(ranks(512, 1152, 8192), 2);  // 36 tiles: four a cluster would take 144 SMs
+
+  // An odd share (129 K tiles over 4: 32 each, the last rank 33, its last tile partial).
   auto odd = T::lower(T::kernels::matmul_program(500, 1000, 8200, tutorial_config(128, 128, 64, 5, 128)).ir(),
                       sm90(), passes, true);
   ASSERT_TRUE(odd.ctx.cluster_split.applied) << odd.ctx.cluster_split.why_not;
   const std::string odd_ir = stage_text(odd, "split_k_clusters");
-  EXPECT_TRUE(has(odd_ir, "pipelined ko in [0, 0 + (64 + (cta % 2))) stages=5")) << odd_ir;
+  EXPECT_TRUE(has(odd_ir, "pipelined ko in [0, 0 + (32 + (((cta % 4) + 1) / 4))) stages=5")) << odd_ir;
+  EXPECT_TRUE(has(odd_ir, "((ko + (((cta % 4) * 32) + max((((cta % 4) + 1) - 4), 0))) * 64)")) << odd_ir;
   // A fused epilogue runs in rank 0 only, after the reduction.
   auto epi =
       T::lower(T::kernels::matmul_bias_act_program(512, 1024, 8192, tutorial_config(128, 128, 64, 4, 256),
@@ -412,8 +429,8 @@ TEST(HopperPipeline, FewTilesSplitTheirKLoopOverAClusterUnderGemmFromPasses) {
                sm90(), passes, true);
   ASSERT_TRUE(epi.ctx.cluster_split.applied) << epi.ctx.cluster_split.why_not;
   const std::string epi_ir = stage_text(epi, "split_k_clusters");
-  EXPECT_LT(epi_ir.find("cluster_reduce("), epi_ir.find("if ((cta % 2) == 0) {")) << epi_ir;
-  EXPECT_TRUE(has(stage_text(epi, "lower_tile_ops"), "tessel::cluster_reduce_to_rank0<64, 256>("));
+  EXPECT_LT(epi_ir.find("cluster_reduce("), epi_ir.find("if ((cta % 4) == 0) {")) << epi_ir;
+  EXPECT_TRUE(has(stage_text(epi, "lower_tile_ops"), "tessel::cluster_reduce_to_rank0<64, 256, 4>("));
 
   // Declined, each with its reason: enough tiles for the SMs, a short K loop, a ring too small to
   // hold the accumulator (128x256 f32 = 128 KB against 3 stages of 48 and 96 KB), and without the

@@ -342,14 +342,14 @@ TEST_P(GemmFromPassesShapes, MatchesReference) {
   const bool ring = tma_legal && cfg.block_M % strip == 0 && (blocks == 1 || blocks * cfg.block_N <= 256);
   EXPECT_EQ(k.info().path.find("TMA + mbarrier ring") != std::string::npos, ring) << k.info().path;
   // Few tiles (at most half the SMs) over a K loop of 4096 or more: each tile's K loop split over a
-  // 2-CTA cluster (split_k_clusters), when a ring tile's stages hold the f32 accumulator.
+  // cluster of 2, 4 or 8 CTAs (split_k_clusters), when a ring tile's stages hold the f32 accumulator.
   const long long tiles =
       1LL * ((c.M + cfg.block_M - 1) / cfg.block_M) * ((c.N + cfg.block_N - 1) / cfg.block_N);
   const long long depth = 1LL * ((c.K + cfg.block_K - 1) / cfg.block_K) * cfg.block_K;
   const long long ring_tile = 2LL * cfg.num_stages * std::max(cfg.block_M, cfg.block_N) * cfg.block_K;
   const bool split = ring && 2 * tiles <= tessel::current_device().sm_count && depth >= 4096 &&
                      4LL * cfg.block_M * cfg.block_N <= ring_tile;
-  EXPECT_EQ(k.info().path.find("split-K over 2-CTA clusters") != std::string::npos, split) << k.info().path;
+  EXPECT_EQ(k.info().path.find("split-K over ") != std::string::npos, split) << k.info().path;
   // Persistent (persist_tiles) whenever it is a ring and not split: the blocks loop over the tiles
   // (one each when the grid is one wave).
   EXPECT_EQ(k.info().persistent, ring && !split) << k.info().path;
@@ -407,14 +407,18 @@ INSTANTIATE_TEST_SUITE_P(
                                          Case{129, 1032, 4104, hopper(128, 128, 7, 128, 0)},
                                          Case{2000, 200, 520, hopper(256, 64, 4, 128, 0)},
                                          Case{1000, 2056, 1000, hopper(256, 64, 4, 256, 0)},
-                                         // Few tiles, long K: split over 2-CTA clusters (one and two
-                                         // consumer warpgroups; an odd count of K tiles, the last
-                                         // partial, ragged M and N; one row).
+                                         // Few tiles, long K: split over clusters of 4 (the first
+                                         // three), 2 and 8 CTAs (one and two consumer warpgroups;
+                                         // odd shares of K tiles, the last partial, ragged M and N;
+                                         // one row).
                                          Case{512, 1024, 8192, hopper(128, 128, 5, 128, 0)},
                                          Case{500, 1000, 8200, hopper(128, 128, 5, 128, 0)},
                                          Case{256, 2048, 16384, hopper(128, 128, 4, 256, 0)},
                                          Case{200, 300, 5000, hopper(128, 128, 4, 256, 0)},
-                                         Case{1, 1000, 4160, hopper(64, 128, 6, 128, 0)}),
+                                         Case{1, 1000, 4160, hopper(64, 128, 6, 128, 0)},
+                                         Case{128, 1024, 16384, hopper(128, 128, 5, 128, 0)},
+                                         Case{100, 704, 20000, hopper(128, 128, 5, 128, 0)},
+                                         Case{1024, 896, 8192, hopper(128, 128, 5, 128, 0)}),
                        ::testing::Values(DType::f16, DType::bf16)),
     ShapeName());
 

@@ -155,14 +155,17 @@ TEST_P(GemmFromPasses, CompilesToTmaRingsAndWgmmaWithoutSpills) {
   EXPECT_NE(k.source().find("for (int tile_i = 0;"), std::string::npos);
 }
 
-// split_k_clusters: few tiles over a long K (32 tiles at 512x1024x8192; an odd count of K tiles
-// and ragged edges at 500x1000x8200) on 2-CTA clusters, the partial sums through distributed shared
-// memory; one and two consumer warpgroups.
+// split_k_clusters: few tiles over a long K on clusters of 2, 4 and 8 CTAs (56 tiles at
+// 1024x896x8192, 32 at 512x1024x8192 and at 500x1000x8200 -- an odd share of K tiles, ragged edges
+// -- 8 at 128x1024x16384), the partial sums through distributed shared memory; one and two
+// consumer warpgroups.
 TEST(GemmFromPassesSplitK, ClustersHandOffThroughDistributedSharedMemoryWithoutSpills) {
   struct Shape {
-    int M, N, K, threads;
+    int M, N, K, threads, ranks;
   };
-  for (Shape sh : {Shape{512, 1024, 8192, 128}, Shape{500, 1000, 8200, 128}, Shape{256, 2048, 16384, 256}})
+  for (Shape sh :
+       {Shape{1024, 896, 8192, 128, 2}, Shape{512, 1024, 8192, 128, 4}, Shape{500, 1000, 8200, 128, 4},
+        Shape{256, 2048, 16384, 256, 4}, Shape{128, 1024, 16384, 128, 8}})
     for (tessel::DType dtype : {tessel::DType::f16, tessel::DType::bf16}) {
       tessel::kernels::MatmulConfig c = hopper_config();
       c.block_M = 128, c.block_N = 128, c.block_K = 64, c.num_stages = sh.threads == 128 ? 5 : 4;
@@ -174,14 +177,17 @@ TEST(GemmFromPassesSplitK, ClustersHandOffThroughDistributedSharedMemoryWithoutS
       auto k = tessel::kernels::make_matmul(sh.M, sh.N, sh.K, c, o);
       SCOPED_TRACE(std::to_string(sh.M) + "x" + std::to_string(sh.N) + "x" + std::to_string(sh.K) + " " +
                    c.describe());
-      EXPECT_NE(k.info().path.find("split-K over 2-CTA clusters"), std::string::npos) << k.info().path;
+      const std::string clusters = "split-K over " + std::to_string(sh.ranks) + "-CTA clusters";
+      EXPECT_NE(k.info().path.find(clusters), std::string::npos) << k.info().path;
+      EXPECT_EQ(k.info().cluster_size, sh.ranks);
       EXPECT_FALSE(k.info().persistent);
       for (const char* needle :
            {"wgmma.mma_async", "cp.async.bulk.tensor", "mapa.shared::cluster", "st.shared::cluster.v4.f32",
             "mbarrier.arrive.release.cluster.shared::cluster", "mbarrier.try_wait.parity.acquire.cluster",
             "barrier.cluster.arrive"})
         EXPECT_NE(k.ptx().find(needle), std::string::npos) << needle;
-      EXPECT_NE(k.source().find("__cluster_dims__(2, 1, 1)"), std::string::npos);
+      const std::string dims = "__cluster_dims__(" + std::to_string(sh.ranks) + ", 1, 1)";
+      EXPECT_NE(k.source().find(dims), std::string::npos);
       EXPECT_EQ(k.resources().spill_store_bytes, 0) << k.compile_log();
       EXPECT_EQ(k.resources().spill_load_bytes, 0) << k.compile_log();
     }
