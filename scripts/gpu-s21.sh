@@ -30,9 +30,10 @@
 #     tiles on one consumer warpgroup): its gpu tests, racecheck and GPU fuzz, then the passes' kernel beside
 #     the template at 128x128x64:5:128 (forced, and the default table's few-tiles-long-K shapes,
 #     where the template splits K over 2-CTA clusters);
-#   TESSEL_S21_STEPS=s27: split_k_clusters (the template's split-K over 2-CTA clusters as a pass,
-#     under gemm_from_passes): its gpu tests, racecheck / synccheck, GPU fuzz, then the passes'
-#     kernel beside the template on the few-tiles-long-K shapes and issue 5's;
+#   TESSEL_S21_STEPS=s27: split_k_clusters (the template's split-K as a pass, over clusters of 2,
+#     4 or 8 CTAs, under gemm_from_passes): its gpu tests, racecheck / synccheck on clusters of 2,
+#     4 and 8, GPU fuzz, then the passes' kernel beside the template on the few-tiles-long-K
+#     shapes and issue 5's;
 #   TESSEL_S21_STEPS=uniform: JitOptions::uniform_roles beside the default (the passes' GEMM
 #     against the template on issue 5's shapes, attention's default cases), its gpu tests;
 #   TESSEL_S21_STEPS="softmax bench" (a list): those sets in that order, in one call.
@@ -250,7 +251,7 @@ elif [[ $steps == s27 ]]; then
       # Our kernels only: the tests' cuBLAS reference (nvjet kernels) draws racecheck reports of its own.
       step "$tool (split over clusters)" 90 compute-sanitizer --tool "$tool" --error-exitcode 9 \
         --kernel-name kns=matmul "$build/tessel_tests_gpu" --gtest_brief=1 \
-        --gtest_filter='FromPasses/GemmFromPassesShapes.MatchesReference/200x300x5000*:FromPasses/GemmFromPassesShapes.MatchesReference/500x1000x8200*'
+        --gtest_filter='FromPasses/GemmFromPassesShapes.MatchesReference/200x300x5000*:FromPasses/GemmFromPassesShapes.MatchesReference/500x1000x8200*:FromPasses/GemmFromPassesShapes.MatchesReference/128x1024x16384*'
     done
   fi
   step "bench gemm --compare-passes (few tiles, long K: both split over clusters)" 60 "$build/tessel" bench gemm \
