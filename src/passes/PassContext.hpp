@@ -18,6 +18,8 @@ struct Target {
   int smem_cap = 0;  // bytes of shared memory a block may use
   int sm_count = 0;  // SMs of the GPU the kernel is for (0: unknown; a persistent grid is
                      // capped at launch either way, this only steers choices like split-K)
+  // The SMs the passes plan for: sm_count, or the H200's 132 when unknown.
+  int sms() const { return sm_count > 0 ? sm_count : 132; }
 };
 
 // How a shared tile is laid out, as a value: where element (row, col) of the rows x cols matrix

@@ -161,6 +161,16 @@ inline int count_wgmma_gemms(const ir::Stmt& s, const PassContext& ctx) {
   return f.n;
 }
 
+// Whether a statement holds a TMA load (a ring's load, after plan_tma_copies) at any depth.
+inline bool holds_tma_load(const ir::Stmt& s) {
+  struct Finder : ir::IRVisitor {
+    bool found = false;
+    void visit_node(const ir::TmaLoadStmt*) override { found = true; }
+  } f;
+  f.visit(s);
+  return f.found;
+}
+
 // Whether a statement holds a ring's producer work (ProducerStmt) at any depth.
 inline bool contains_producer(const ir::Stmt& s) {
   struct Finder : ir::IRVisitor {

@@ -62,17 +62,6 @@ using namespace ir;
 
 namespace {
 
-constexpr int kDefaultSms = 132;  // the H200's, when the target does not say
-
-bool holds_tma_load(const Stmt& s) {
-  struct Finder : IRVisitor {
-    bool found = false;
-    void visit_node(const TmaLoadStmt*) override { found = true; }
-  } f;
-  f.visit(s);
-  return f.found;
-}
-
 // The ring loop (the one top-level Pipelined loop with TMA loads).
 const ForStmt* ring_loop(const KernelStmt& k) {
   for (const Stmt& s : flatten_seq(k.body))
@@ -181,7 +170,7 @@ Stmt persist_tiles(const Stmt& body, PassContext& ctx) {
   }
   const auto* k = body.as<KernelStmt>();
   if (!k) return body;
-  std::int64_t sms = ctx.target.sm_count > 0 ? ctx.target.sm_count : kDefaultSms;
+  std::int64_t sms = ctx.target.sms();
   if (ctx.max_persistent_ctas > 0) sms = std::min<std::int64_t>(sms, ctx.max_persistent_ctas);
   std::int64_t tiles = 0;
   if (std::string why = why_not(*k, ctx, tiles); !why.empty()) {

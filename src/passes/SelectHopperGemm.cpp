@@ -205,7 +205,7 @@ Stmt select_hopper_gemm(const Stmt& body, PassContext& ctx) {
   const std::int64_t tiles =
       ((tiles_m + cluster_m - 1) / cluster_m) * ((tiles_n + cluster_n - 1) / cluster_n);
   const std::int64_t k_tiles = (K + BK - 1) / BK;
-  const int sms = ctx.target.sm_count > 0 ? ctx.target.sm_count : 132;
+  const int sms = ctx.target.sms();
   const std::int64_t split_smem = smem + hopper_split_k_smem(BM, BN);
   const int split = ctx.allow_split_k && cluster_m * cluster_n == 1 &&
                             hopper_split_k(tiles, K, smem, BM, BN, sms, ctx.target.smem_cap)

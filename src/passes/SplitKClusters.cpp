@@ -55,17 +55,6 @@ using namespace ir;
 
 namespace {
 
-constexpr int kDefaultSms = 132;  // the H200's, when the target does not say
-
-bool holds_tma_load(const Stmt& s) {
-  struct Finder : IRVisitor {
-    bool found = false;
-    void visit_node(const TmaLoadStmt*) override { found = true; }
-  } f;
-  f.visit(s);
-  return f.found;
-}
-
 // The gemm's K extent: A's columns (rows when transposed).
 std::int64_t gemm_depth(const GemmStmt& g) {
   std::vector<std::int64_t> e;
@@ -166,7 +155,7 @@ Stmt split_k_clusters(const Stmt& body, PassContext& ctx) {
   }
   const auto* k = body.as<KernelStmt>();
   if (!k) return body;
-  const std::int64_t sms = ctx.target.sm_count > 0 ? ctx.target.sm_count : kDefaultSms;
+  const std::int64_t sms = ctx.target.sms();
   Plan plan;
   if (std::string why = why_not(*k, ctx, sms, plan); !why.empty()) {
     out.why_not = why;
