@@ -29,7 +29,10 @@ TEST(GemmRowMaxGpu, InterleavedBlocksMatchFloat64) {
   few_blocks.gemm_from_passes = true;
   few_blocks.max_persistent_ctas = 3;
   no_wgmma.disable_wgmma = true;
-  for (auto [M, K] : {std::pair{300, 200}, std::pair{1000, 1024}, std::pair{1, 64}})
+  // 500 x 8192 and 200 x 4160: few row tiles over a long K, split over clusters of 4 and 2 CTAs
+  // under gemm_from_passes (split_k_clusters), the row reduction in rank 0.
+  for (auto [M, K] : {std::pair{300, 200}, std::pair{1000, 1024}, std::pair{1, 64}, std::pair{500, 8192},
+                      std::pair{200, 4160}})
     for (T::DType dt : {T::DType::f16, T::DType::bf16})
       for (const T::JitOptions* o : {&plain, &from_passes, &few_blocks, &no_wgmma}) {
         const int N = 64;

@@ -48,4 +48,24 @@ TEST(GemmRowMax, CompilesForEveryTarget) {
       }
 }
 
+// Few row tiles over a long K (4 tiles, K = 8192): under gemm_from_passes each tile's K loop is
+// split over a 4-CTA cluster (split_k_clusters), the row reduction and the Parallel nest in rank 0
+// after the hand-off.
+TEST(GemmRowMax, FewTilesSplitOverAClusterBeforeTheRowReduction) {
+  for (T::DType dt : {T::DType::f16, T::DType::bf16}) {
+    T::JitOptions o;
+    o.arch = "sm_90a";
+    o.gemm_from_passes = true;
+    auto k = T::jit(T::test::gemm_row_max_program(500, 64, 8192, dt), o);
+    EXPECT_NE(k.info().path.find("split-K over 4-CTA clusters"), std::string::npos) << k.info().path;
+    const std::string& src = k.source();
+    const size_t reduce = src.find("tessel::cluster_reduce_to_rank0<64, 128, 4>(");
+    ASSERT_NE(reduce, std::string::npos) << src;
+    EXPECT_LT(reduce, src.find("reduce_rows")) << src;
+    EXPECT_NE(k.ptx().find("st.shared::cluster.v4.f32"), std::string::npos);
+    EXPECT_EQ(k.resources().spill_store_bytes, 0) << k.compile_log();
+    EXPECT_EQ(k.resources().spill_load_bytes, 0) << k.compile_log();
+  }
+}
+
 }  // namespace
