@@ -38,7 +38,9 @@ struct JitOptions {
   bool disable_wgmma = false;
   bool disable_warp_specialization = false;
   // The sm_90a GEMM splits the K loop of each tile over a 2-CTA cluster when the grid has
-  // too few tiles to fill the GPU (TESSEL_DISABLE=split_k does the same).
+  // too few tiles to fill the GPU, and so do generic ring kernels over clusters of 2, 4 or 8
+  // CTAs (split_k_clusters, under gemm_from_passes or persistent_rings); true turns both off
+  // (TESSEL_DISABLE=split_k does the same).
   bool disable_split_k = false;
   // The sm_90a GEMM stores 16-bit outputs through shared memory and TMA when the staging tile
   // fits beside the ring, and so do generic kernels storing a wgmma accumulator tile

@@ -83,9 +83,9 @@ class MbarrierInit : public IRMutator {
                                                         : make_barrier(w));
     top.insert(top.begin() + static_cast<long>(at), make_if(first, make_seq(init, w), Stmt(), w));
     // ... and neither CTA exits before the other is done with its shared memory: the CUDA model
-    // asks for a cluster barrier before exit after distributed-shared-memory accesses (rank 0
-    // has waited for rank 1's stores, but compute-sanitizer's racecheck cannot see that through
-    // the mbarrier and flags each store as one into a block that might have exited).
+    // asks for a cluster barrier before exit after distributed-shared-memory accesses (each
+    // receiver has waited for its sender's stores, but compute-sanitizer's racecheck cannot see
+    // that through the mbarrier and flags each store as one into a block that might have exited).
     if (ctx_.cluster_split.applied) top.push_back(make_device_call("tessel::cluster_sync", {}, {}, w));
     return make_kernel(op->grid, op->threads, op->block_vars, make_seq(top, w), w);
   }

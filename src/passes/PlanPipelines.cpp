@@ -411,8 +411,8 @@ class DeclRewriter : public IRMutator {
     return it == staged_.end() ? self : make_decl(it->second, op->where);
   }
   // A cluster_reduce after the loop (split_k_clusters) takes the drained ring, all its stages,
-  // for its scratch: the loop's readers are done with it by then (the stage's rank-0 readers
-  // arrive on the hand-off barrier only after their gemms completed).
+  // for its scratch: the loop's readers are done with it by then (a receiver's threads arrive on
+  // their sender's hand-off barrier only after their gemms completed).
   Stmt mutate_node(const ClusterReduceStmt* op, const Stmt& self) override {
     auto it = staged_.find(op->scratch->id);
     if (it == staged_.end()) return IRMutator::mutate_node(op, self);
