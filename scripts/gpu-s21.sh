@@ -34,6 +34,9 @@
 #     4 or 8 CTAs, under gemm_from_passes): its gpu tests, racecheck / synccheck on clusters of 2,
 #     4 and 8, GPU fuzz, then the passes' kernel beside the template on the few-tiles-long-K
 #     shapes and issue 5's;
+#   TESSEL_S21_STEPS=s28: multicast_cluster_loads (use_cluster's multicast as a pass, under
+#     gemm_from_passes): its gpu tests and the template's, racecheck / synccheck, the passes'
+#     clustered kernel beside the template's at session 6's clustered configs;
 #   TESSEL_S21_STEPS=uniform: JitOptions::uniform_roles beside the default (the passes' GEMM
 #     against the template on issue 5's shapes, attention's default cases), its gpu tests;
 #   TESSEL_S21_STEPS="softmax bench" (a list): those sets in that order, in one call.
@@ -262,6 +265,26 @@ elif [[ $steps == s27 ]]; then
   step "bench gemm 5 --compare-passes (f16, bf16)" 80 "$build/tessel" bench gemm --compare-passes --repeats 20 --warmup 5 \
     --shapes 2048x2048x2048,4096x4096x4096,8192x8192x8192,8192x28672x8192,16384x4096x1024,128x8192x8192,1024x1024x1024 \
     --dtype f16,bf16 --json "$out/$day-gemm-compare-passes-issue5-$tag.json"
+elif [[ $steps == s28 ]]; then
+  # Session 28: multicast_cluster_loads (use_cluster's multicast as a pass, under
+  # gemm_from_passes): its gpu tests beside the template's multicast cases, racecheck and
+  # synccheck on an x and a y cluster (odd grid), then the passes' clustered kernel beside the
+  # template's at the configs session 6 timed (same config both sides).
+  step "gpu tests (multicast from the passes and the template)" 150 "$build/tessel_tests_gpu" --gtest_brief=1 \
+    --gtest_filter='*MulticastShapes*:GemmFromPassesMulticast.*:HopperPersistent.*'
+  if command -v compute-sanitizer >/dev/null; then
+    for tool in racecheck synccheck; do
+      step "$tool (multicast from the passes)" 90 compute-sanitizer --tool "$tool" --error-exitcode 9 \
+        --kernel-name kns=matmul "$build/tessel_tests_gpu" --gtest_brief=1 \
+        --gtest_filter='FromPasses/MulticastShapes.MatchesReference/300x136x1000*f16*:FromPasses/MulticastShapes.MatchesReference/1100x1000x1032*f16*'
+    done
+  fi
+  for cc in "128x64x64:8:256:swz16:c2x1 128x8192x8192" "128x256x64:3:256:swz8:c1x2 2048x2048x2048,4096x4096x4096" \
+            "128x256x64:3:256:swz8:c2x1 4096x4096x4096,8192x8192x8192"; do
+    read -r cfg shapes <<<"$cc"
+    step "bench gemm --compare-passes $cfg" 60 "$build/tessel" bench gemm --compare-passes --repeats 20 --warmup 5 \
+      --config "$cfg" --shapes "$shapes" --dtype f16,bf16 --json "$out/$day-gemm-compare-passes-${cfg//:/-}-$tag.json"
+  done
 elif [[ $steps == ncu ]]; then
   if command -v ncu >/dev/null; then
     for shape in 10000x50257 4096x65536 32768x8193 65536x8191; do
@@ -282,7 +305,7 @@ elif [[ $steps == tune ]]; then
     --shapes 4194304x127,4194304x129,524288x1023,65536x8191,32768x8193,10000x50257 \
     --json "$out/$day-softmax-issue17-tuned-$tag.json"
 else
-  echo "gpu-s21.sh: unknown step set '$steps' in TESSEL_S21_STEPS (legal: first, h200, s24, s25, s26, s27, uniform, bench, softmax, ncu, tests, tune)" | tee -a "$log"
+  echo "gpu-s21.sh: unknown step set '$steps' in TESSEL_S21_STEPS (legal: first, h200, s24, s25, s26, s27, s28, uniform, bench, softmax, ncu, tests, tune)" | tee -a "$log"
   status=1
 fi
 done

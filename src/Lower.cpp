@@ -56,6 +56,12 @@ const PassEntry kPasses[] = {
     // which then leaves the one-tile-per-CTA grid alone, and before plan_pipelines, which
     // builds the ring of the halved loop.
     {"split_k_clusters", passes::split_k_clusters},
+    // use_cluster's multicast: the operand tiles a cluster's two blocks share, loaded once. It
+    // needs TMA loads and their maps (after plan_tma_copies); after split_k_clusters, which
+    // leaves kernels that ask for a cluster alone; before persist_tiles, which deals the
+    // regridded kernel's tiles so that a cluster's blocks work on one pair at a time, and before
+    // plan_pipelines, whose rings count both CTAs' consumers on the shared stages.
+    {"multicast_cluster_loads", passes::multicast_cluster_loads},
     // A kernel of one TMA ring loop per output tile loops over its tiles in as many blocks as
     // the GPU runs at once: it needs the ring's loads to be TMA loads (so right after
     // plan_tma_copies), and comes before plan_pipelines, which counts the ring's phases over

@@ -386,7 +386,8 @@ class CudaEmitter {
     } else if (s.as<SwizzleStmt>()) {
       // Emitted at the top of the kernel (the block indices must be remapped before any use).
     } else if (s.as<ClusterStmt>()) {
-      // A hint for the sm_90a GEMM (select_hopper_gemm); the generic kernel runs without clusters.
+      // A hint that multicast_cluster_loads (or select_hopper_gemm) acts on; where neither did,
+      // the kernel runs without clusters.
     } else {
       throw_internal_error(std::string("codegen: unlowered statement ") + node_kind_name(s->kind));
     }
@@ -403,6 +404,10 @@ class CudaEmitter {
         line() << "tessel::mbarrier_arrive(" << addr << ");";
         return;
       case MbarrierOp::WarpArrive:
+        if (m->value.defined()) {  // in every CTA of the cluster (a ring of multicast loads)
+          line() << "tessel::mbarrier_warp_arrive_cluster<" << expr(m->value) << ">(" << bar << ");";
+          return;
+        }
         line() << "tessel::mbarrier_warp_arrive(" << bar << ");";
         return;
       case MbarrierOp::ArriveExpectTx:

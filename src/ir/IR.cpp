@@ -528,18 +528,22 @@ Stmt make_mbarrier(MbarrierOp op, Buffer bars, Expr index, Expr value, std::sour
   TESSEL_INTERNAL_CHECK(index.defined(), "mbarrier without an index");
   const bool needs_value =
       op == MbarrierOp::Init || op == MbarrierOp::ArriveExpectTx || op == MbarrierOp::Wait;
-  TESSEL_INTERNAL_CHECK(value.defined() == needs_value, "mbarrier " << mbarrier_op_name(op) << " value");
+  // WarpArrive's value, when there is one, is the cluster's CTAs it arrives in.
+  TESSEL_INTERNAL_CHECK(value.defined() == needs_value || op == MbarrierOp::WarpArrive,
+                        "mbarrier " << mbarrier_op_name(op) << " value");
   return Stmt(
       std::make_shared<const MbarrierStmt>(op, std::move(bars), std::move(index), std::move(value), w));
 }
 
-Stmt make_tma_load(Region src, Region dst, Var map, Buffer bars, Expr index, std::source_location w) {
+Stmt make_tma_load(Region src, Region dst, Var map, Buffer bars, Expr index, std::source_location w,
+                   int multicast) {
   TESSEL_INTERNAL_CHECK(
       src.buffer->scope == Scope::Global && dst.buffer->scope == Scope::Shared,
       "TMA load from " << scope_name(src.buffer->scope) << " to " << scope_name(dst.buffer->scope));
   TESSEL_INTERNAL_CHECK(bars.defined() == index.defined(), "TMA load barrier without index");
+  TESSEL_INTERNAL_CHECK(multicast == 1 || multicast == 2, "TMA load multicast over " << multicast << " CTAs");
   return Stmt(std::make_shared<const TmaLoadStmt>(std::move(src), std::move(dst), std::move(map),
-                                                  std::move(bars), std::move(index), w));
+                                                  std::move(bars), std::move(index), multicast, w));
 }
 
 Stmt make_cluster_reduce(Buffer acc, Buffer scratch, Buffer bars, Expr rank, int ranks,

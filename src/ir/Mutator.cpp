@@ -355,7 +355,7 @@ Stmt IRMutator::mutate_node(const TmaLoadStmt* op, const Stmt& self) {
   Buffer b = op->bars.defined() ? mutate_buffer(op->bars) : op->bars;
   Expr i = mutate(op->index);
   if (!changed && b.same_as(op->bars) && i.same_as(op->index)) return self;
-  return make_tma_load(s, d, op->map, b, i, op->where);
+  return make_tma_load(s, d, op->map, b, i, op->where, op->multicast);
 }
 Stmt IRMutator::mutate_node(const ProducerStmt* op, const Stmt& self) {
   Stmt b = mutate(op->body);

@@ -206,15 +206,17 @@ class Printer {
          << "]";
       if (m->value.defined())
         os << ", "
-           << (m->op == MbarrierOp::Init   ? "count="
-               : m->op == MbarrierOp::Wait ? "parity="
-                                           : "bytes=")
+           << (m->op == MbarrierOp::Init         ? "count="
+               : m->op == MbarrierOp::Wait       ? "parity="
+               : m->op == MbarrierOp::WarpArrive ? "cluster_ctas="
+                                                 : "bytes=")
            << expr(m->value);
       os << ")\n";
     } else if (const auto* t = s.as<TmaLoadStmt>()) {
       os << pad << "tma_load(" << region(t->src) << " -> " << region(t->dst)
          << ", map=" << var_name(t->map.as<VarNode>());
       if (t->bars.defined()) os << ", complete_tx=" << t->bars->name << "[" << expr(t->index) << "]";
+      if (t->multicast > 1) os << ", multicast=" << t->multicast;
       os << ")\n";
     } else if (const auto* cr = s.as<ClusterReduceStmt>()) {
       os << pad << "cluster_reduce(" << cr->acc->name << " += the other " << cr->ranks - 1

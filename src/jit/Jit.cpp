@@ -59,6 +59,13 @@ std::string shape_text(const std::vector<std::int64_t>& s) {
   return out + "]";
 }
 
+// The path's words for multicast_cluster_loads: ", A_shared multicast over 2-CTA clusters".
+std::string multicast_path(const passes::PassContext& ctx) {
+  std::string tiles;
+  for (const ir::Buffer& b : ctx.cluster_multicast.tiles) tiles += (tiles.empty() ? "" : ", ") + b->name;
+  return ", " + tiles + " multicast over " + std::to_string(ctx.cluster_multicast.ctas) + "-CTA clusters";
+}
+
 std::vector<std::string> instructions_in(const std::string& ptx) {
   std::vector<std::string> out;
   auto has = [&](const char* needle) { return ptx.find(needle) != std::string::npos; };
@@ -415,10 +422,13 @@ JitKernel jit(const PrimFunc& f, const JitOptions& options, std::source_location
                 (ctx.cluster_split.applied
                      ? ", split-K over " + std::to_string(ctx.cluster_split.ranks) + "-CTA clusters"
                      : std::string()) +
+                (ctx.cluster_multicast.applied ? multicast_path(ctx) : std::string()) +
                 (ctx.pingpong ? ", ping-pong" : "") + (!ctx.tma_stores.empty() ? ", TMA-store epilogue" : "")
       : tensor_cores ? "mma.sync"
                      : "CUDA cores (no gemm)";
   impl->info.hopper_declined = hopper.why_not;
+  if (!ctx.cluster_multicast.why_not.empty())
+    impl->info.declined.push_back("use_cluster multicast: " + ctx.cluster_multicast.why_not);
   for (const std::string& w : ctx.wgmma_declined) impl->info.declined.push_back("wgmma: " + w);
   if (!hopper.selected && !ctx.mbarriers.empty()) {
     if (!ctx.tile_loop.applied)

@@ -38,6 +38,20 @@ class TmaLoadOp final : public TileOp {
                                     {Expr(), op->bars, op->index}};
     for (int d = rank - 1; d >= 0; --d)
       args.push_back({make_cast(DType::i32, op->src.starts[static_cast<size_t>(d)]), Buffer(), Expr()});
+    if (op->multicast > 1) {
+      // Each CTA of the cluster loads its share of the rows into all of them (the map's box is
+      // one share: multicast_cluster_loads).
+      TESSEL_INTERNAL_CHECK(
+          p->share_dim >= 0 && p->box[static_cast<size_t>(p->share_dim)] * op->multicast == l.rows,
+          "a multicast TMA load whose map's box is not its share of the tile's rows");
+      const int share_rows = p->box[static_cast<size_t>(p->share_dim)];
+      return make_device_call("tessel::tma_load_tile_multicast",
+                              {std::to_string(rank), std::to_string(panels), std::to_string(panel_cols),
+                               std::to_string(panel_bytes), std::to_string(op->multicast),
+                               std::to_string(rank - 1 - p->share_dim), std::to_string(share_rows),
+                               std::to_string(share_rows * p->swizzle_bytes)},
+                              args, op->where);
+    }
     return make_device_call("tessel::tma_load_tile",
                             {std::to_string(rank), std::to_string(panels), std::to_string(panel_cols),
                              std::to_string(panel_bytes)},

@@ -5,10 +5,11 @@
 //               hand-off barriers first thing in the kernel, after the shared declarations:
 //               thread 0 sets each barrier's arrival count, fences the initialization for the
 //               async proxy (TMA) and the cluster, and a block barrier publishes it to every
-//               thread (the producer warpgroup included) -- a cluster barrier when the kernel's
-//               K loop is split over a cluster, so that the peer's barriers exist before any
-//               arrival on them, and another at the kernel's end, so that neither CTA exits
-//               while its peer may still access its shared memory;
+//               thread (the producer warpgroup included) -- a cluster barrier when the kernel
+//               runs in clusters (split_k_clusters, multicast_cluster_loads), so that the peers'
+//               barriers exist before any arrival on them or multicast into them, and another at
+//               the kernel's end, so that no CTA exits while a peer may still access its shared
+//               memory;
 //             - in a warp-specialized kernel, every block barrier of the consumers becomes the
 //               named barrier 1 over the consumer threads (the producer warpgroup never reaches
 //               them). Barriers inside device functions follow TESSEL_CONSUMER_THREADS, which
@@ -76,17 +77,17 @@ class MbarrierInit : public IRMutator {
     }
     init.push_back(make_device_call("tessel::mbarrier_init_fence", {}, {}, w));
     Expr first = make_binary(BinaryOp::EQ, ctx_.thread_index, make_int(0));
-    // A split over a cluster: the peer's barriers are initialized before anyone arrives on them
-    // (a cluster barrier, which also synchronizes the block).
-    top.insert(top.begin() + static_cast<long>(at), ctx_.cluster_split.applied
-                                                        ? make_device_call("tessel::cluster_sync", {}, {}, w)
-                                                        : make_barrier(w));
+    // Clusters: the peers' barriers are initialized before anyone arrives on them or multicasts
+    // into their stages (a cluster barrier, which also synchronizes the block).
+    const bool cluster = ctx_.cluster_ctas() > 1;
+    top.insert(top.begin() + static_cast<long>(at),
+               cluster ? make_device_call("tessel::cluster_sync", {}, {}, w) : make_barrier(w));
     top.insert(top.begin() + static_cast<long>(at), make_if(first, make_seq(init, w), Stmt(), w));
     // ... and neither CTA exits before the other is done with its shared memory: the CUDA model
     // asks for a cluster barrier before exit after distributed-shared-memory accesses (each
     // receiver has waited for its sender's stores, but compute-sanitizer's racecheck cannot see
     // that through the mbarrier and flags each store as one into a block that might have exited).
-    if (ctx_.cluster_split.applied) top.push_back(make_device_call("tessel::cluster_sync", {}, {}, w));
+    if (cluster) top.push_back(make_device_call("tessel::cluster_sync", {}, {}, w));
     return make_kernel(op->grid, op->threads, op->block_vars, make_seq(top, w), w);
   }
 

@@ -169,6 +169,9 @@ struct TmaParam {
   // the tensor's own. Empty: the 2-D row-major map of box_rows x box_cols above.
   std::vector<int> box;
   int swizzle_bytes = 0;
+  // multicast_cluster_loads: the dimension (outermost first) whose box extent is one CTA's share
+  // of the tile's rows, when the map's loads are multicast over a cluster; -1 otherwise.
+  int share_dim = -1;
 };
 
 // A shared array of mbarriers (ir::MbarrierStmt) and the arrivals that complete each phase;
@@ -329,6 +332,23 @@ struct PassContext {
     std::string why_not;     // when not applied on sm_90a with the switches on
   };
   ClusterSplit cluster_split;
+  // Set by multicast_cluster_loads: use_cluster's 2-CTA clusters (rank = blockIdx.x % 2, the
+  // regridded kernel's), the operand tiles both CTAs share loaded once by TMA multicast.
+  struct ClusterMulticast {
+    bool applied = false;
+    int ctas = 1;
+    int axis = 0;                   // the author's grid axis the cluster spans (0: x, 1: y)
+    std::vector<ir::Buffer> tiles;  // the shared tiles (single-stage, as the author declared them)
+    std::string why_not;            // when the kernel asked for a cluster and did not get one
+  };
+  ClusterMulticast cluster_multicast;
+  // The CTAs of the kernel's clusters (1: none), as split_k_clusters or
+  // multicast_cluster_loads made them.
+  int cluster_ctas() const {
+    return cluster_split.applied       ? cluster_split.ranks
+           : cluster_multicast.applied ? cluster_multicast.ctas
+                                       : 1;
+  }
   // plan_tile_loads: the once-per-tile copies of a persistent kernel's tile body it looked at,
   // each taken (the producer's TMA load into two slots) or not, with the reason.
   struct TileLoad {

@@ -15,6 +15,7 @@ ir::Stmt verify_hopper_pipeline(const ir::Stmt& body, PassContext& ctx);
 ir::Stmt infer_layouts(const ir::Stmt& body, PassContext& ctx);
 ir::Stmt plan_tma_copies(const ir::Stmt& body, PassContext& ctx);
 ir::Stmt split_k_clusters(const ir::Stmt& body, PassContext& ctx);
+ir::Stmt multicast_cluster_loads(const ir::Stmt& body, PassContext& ctx);
 ir::Stmt persist_tiles(const ir::Stmt& body, PassContext& ctx);
 ir::Stmt plan_tma_stores(const ir::Stmt& body, PassContext& ctx);
 ir::Stmt plan_tile_loads(const ir::Stmt& body, PassContext& ctx);

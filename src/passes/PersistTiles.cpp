@@ -42,7 +42,9 @@
 //                 after the previous tile's readers by order_shared_writes' barrier), and no
 //                 fragment keeps a tail in shared memory.
 //             P is the target's SM count (132 when unknown, the H200's; at most
-//             JitOptions::max_persistent_ctas when that is set); the grid is that
+//             JitOptions::max_persistent_ctas when that is set; rounded down to even in
+//             multicast_cluster_loads' 2-CTA clusters, whose trip count is constant, so the
+//             blocks of a cluster hold the two tiles of a pair); the grid is that
 //             constant, so the JIT launches exactly P blocks and the loop's stride is known to
 //             every pass after this one (verify_pipelines evaluates it).
 //   Requires: plan_tma_copies (the ring's loads are TmaLoadStmts); verify_program (ctx.grid,
@@ -164,8 +166,7 @@ Stmt persist_tiles(const Stmt& body, PassContext& ctx) {
     return body;
   }
   if (ctx.cluster_split.applied) {
-    ctx.tile_loop.why_not =
-        "split_k_clusters split each tile's K loop over a 2-CTA cluster: one tile per CTA";
+    ctx.tile_loop.why_not = "split_k_clusters split each tile's K loop over a cluster: one tile per CTA";
     return body;
   }
   const auto* k = body.as<KernelStmt>();
@@ -178,7 +179,14 @@ Stmt persist_tiles(const Stmt& body, PassContext& ctx) {
     return body;
   }
   const auto w = k->where;
+  // Multicast clusters (multicast_cluster_loads: pairs of blocks along x, an even number of
+  // tiles): an even number of blocks, so that the two blocks of a cluster (pid, pid + 1, pid
+  // even) always hold the two tiles of one pair (t, t + 1) -- the same trip count of the tile
+  // loop, and the tiles that share the multicast operand.
+  if (ctx.cluster_multicast.applied) sms = std::max<std::int64_t>(2, sms - sms % 2);
   const std::int64_t P = std::min(tiles, sms);
+  TESSEL_INTERNAL_CHECK(!ctx.cluster_multicast.applied || P % 2 == 0,
+                        "persist_tiles: " << P << " blocks in 2-CTA clusters");
   std::vector<Stmt> decls, rest;
   int panel = 0;
   for (const Stmt& s : flatten_seq(k->body)) {

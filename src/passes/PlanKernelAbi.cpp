@@ -45,6 +45,7 @@ Stmt plan_kernel_abi(const Stmt& body, PassContext& ctx) {
   else if (ctx.min_blocks_per_sm > 1)
     abi.min_blocks_per_sm = ctx.min_blocks_per_sm;
   if (hopper.selected && hopper.cluster_size > 1) abi.cluster_size = hopper.cluster_size;
+  if (ctx.cluster_multicast.applied) abi.cluster_size = ctx.cluster_multicast.ctas;
   if (ctx.cluster_split.applied) {
     abi.cluster_size = ctx.cluster_split.ranks;
     abi.headers.push_back("tessel/cluster_reduce.cuh");

@@ -281,6 +281,7 @@ class PipelinePlanner : public IRMutator {
       std::vector<size_t> tiles;
       Buffer full, empty;
       std::int64_t bytes = 0;
+      int cluster = 1;  // the CTAs whose producers fill its stages (multicast loads)
     };
     auto readers = [&](const Tile& t) {
       int first = -1, last = -1;
@@ -303,13 +304,21 @@ class PipelinePlanner : public IRMutator {
       }
       groups[g].tiles.push_back(i);
       groups[g].bytes += tiles[i].bytes;
+      for (const TmaLoadStmt* l : tiles[i].loads)
+        groups[g].cluster = std::max(groups[g].cluster, l->multicast);
     }
+    // A stage that multicast loads fill (multicast_cluster_loads) is written by the producers of
+    // every CTA of the cluster, each into every CTA: a producer may refill it only once the
+    // consumers of all of them released it, so each consumer warp arrives on the stage's `empty`
+    // barrier in every CTA. Its `full` barrier expects the whole stage's bytes, as always: the
+    // shares of the other CTAs land in this one too.
     for (Group& g : groups) {
       const Tile& first = tiles[g.tiles[0]];
       std::vector<Buffer> released;
       for (size_t i : g.tiles) released.push_back(tiles[i].staged);
       g.full = mbarrier_array(first.old->name + "_full", S, 1, first.old->where);
-      g.empty = mbarrier_array(first.old->name + "_empty", S, ctx_.threads / 32, first.old->where, released);
+      g.empty = mbarrier_array(first.old->name + "_empty", S, ctx_.threads / 32 * g.cluster, first.old->where,
+                               released);
     }
 
     // The producer's work for iteration `iter` into stage `at`.
@@ -327,11 +336,10 @@ class PipelinePlanner : public IRMutator {
         for (size_t i : g.tiles)
           for (const TmaLoadStmt* l : tiles[i].loads) {
             Stmt moved = substitute(
-                Stmt(std::make_shared<const TmaLoadStmt>(l->src, l->dst, l->map, Buffer(), Expr(), l->where)),
-                {{k, iter}});
+                make_tma_load(l->src, l->dst, l->map, Buffer(), Expr(), l->where, l->multicast), {{k, iter}});
             const auto* sub = moved.as<TmaLoadStmt>();
             out.push_back(make_tma_load(sub->src, at_stage(sub->dst, tiles[i].staged, at), sub->map, g.full,
-                                        at, l->where));
+                                        at, l->where, l->multicast));
           }
       }
       return make_seq(out, w);
@@ -361,7 +369,8 @@ class PipelinePlanner : public IRMutator {
         last = std::max(last, l);
       }
       Stmt wait = make_mbarrier(MbarrierOp::Wait, g.full, stage, parity, w);
-      Stmt release = make_mbarrier(MbarrierOp::WarpArrive, g.empty, stage, Expr(), w);
+      Stmt release = make_mbarrier(MbarrierOp::WarpArrive, g.empty, stage,
+                                   g.cluster > 1 ? make_int(g.cluster) : Expr(), w);
       if (first < 0) {
         body.push_back(wait);
         body.push_back(release);

@@ -358,8 +358,16 @@ class Walker {
       case MbarrierOp::Init:
         return;  // counts come from ctx.mbarriers
       case MbarrierOp::Arrive:
-      case MbarrierOp::WarpArrive:
         break;  // one arrival per agent: a warp, or the producer's one thread
+      case MbarrierOp::WarpArrive:
+        if (m->value.defined()) {
+          // In each CTA of the cluster (a ring of multicast loads). The model runs one CTA and
+          // takes its peers to run the same program: the peer warp's arrival on this CTA's
+          // barrier stands with its own, as this warp's does in the peer.
+          const std::int64_t ctas = value(m->value, "a cluster arrival's CTAs");
+          for (std::int64_t i = 1; i < ctas; ++i) events.push_back(e);
+        }
+        break;
       case MbarrierOp::ArriveExpectTx:
         e.kind = EventKind::ExpectTx;
         e.value = value(m->value, "expect_tx bytes");

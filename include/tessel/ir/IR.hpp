@@ -496,7 +496,9 @@ struct AsyncWait : StmtNode {
 // mbarriers: `bars` is a shared i64 array, one barrier per element; the statement acts on
 // bars[index]. Init: `value` arrivals complete a phase (one thread initializes; a block
 // barrier follows). Arrive: each executing thread arrives once. WarpArrive: each executing
-// warp arrives once, after all its threads got there (the consumers' release of a ring stage).
+// warp arrives once, after all its threads got there (the consumers' release of a ring stage);
+// with a `value` R (a ring that multicast_cluster_loads' loads fill), once on bars[index] of each
+// of the R CTAs of the cluster.
 // ArriveExpectTx: one arrival that also expects `value` bytes of TMA transactions. Wait: blocks
 // until the phase of parity `value` (0 or 1) has completed.
 enum class MbarrierOp : std::uint8_t { Init, Arrive, WarpArrive, ArriveExpectTx, Wait };
@@ -518,17 +520,22 @@ struct MbarrierStmt : StmtNode {
 // holding the tensor map (ctx.tma_params says its box).
 struct TmaLoadStmt : StmtNode {
   static constexpr NodeKind kKind = NodeKind::TmaLoadStmt;
-  TmaLoadStmt(Region s, Region d, Var m, Buffer b, Expr i, std::source_location w)
+  TmaLoadStmt(Region s, Region d, Var m, Buffer b, Expr i, int mc, std::source_location w)
       : StmtNode(kKind, w),
         src(std::move(s)),
         dst(std::move(d)),
         map(std::move(m)),
         bars(std::move(b)),
-        index(std::move(i)) {}
+        index(std::move(i)),
+        multicast(mc) {}
   const Region src, dst;
   const Var map;
   const Buffer bars;  // undefined until plan_pipelines gives the load its ring barrier
   const Expr index;
+  // multicast_cluster_loads: the tile is the same for the `multicast` CTAs of a cluster (1: this
+  // CTA's own). Each CTA then loads its 1/multicast share of the box's rows (the map's box says
+  // the share) into that place of every CTA's tile, completing on each CTA's bars[index].
+  const int multicast = 1;
 };
 
 // acc += the same fragment of the other CTAs of a cluster of `ranks` CTAs (2, 4 or 8), in the CTA
@@ -629,7 +636,8 @@ Stmt make_device_call(std::string callee, std::vector<std::string> template_args
                       std::vector<DeviceCallArg> args, std::source_location w);
 Stmt make_barrier(std::source_location w, int id = 0, int threads = 0);
 Stmt make_mbarrier(MbarrierOp op, Buffer bars, Expr index, Expr value, std::source_location w);
-Stmt make_tma_load(Region src, Region dst, Var map, Buffer bars, Expr index, std::source_location w);
+Stmt make_tma_load(Region src, Region dst, Var map, Buffer bars, Expr index, std::source_location w,
+                   int multicast = 1);
 Stmt make_cluster_reduce(Buffer acc, Buffer scratch, Buffer bars, Expr rank, int ranks,
                          std::source_location w);
 Stmt make_producer(Stmt body, std::source_location w);

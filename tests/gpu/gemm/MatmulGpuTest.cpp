@@ -244,11 +244,16 @@ TEST_P(MulticastShapes, MatchesReference) {
   auto [c, dtype, off] = GetParam();
   tessel::JitOptions o;
   o.disable_multicast = off == 6;
+  // 7: the generic passes' kernel (JitOptions::gemm_from_passes), multicast by
+  // multicast_cluster_loads instead of the template.
+  o.gemm_from_passes = off == 7;
   MatmulConfig cfg = c.cfg;
   cfg.dtype = dtype;
   auto k = tessel::kernels::make_matmul(c.M, c.N, c.K, cfg, o);
   EXPECT_EQ(k.info().cluster_size, off == 6 ? 1 : 2) << k.info().path;
-  EXPECT_NE(k.info().path.find(off == 6 ? "persistent" : "multicast"), std::string::npos) << k.info().path;
+  EXPECT_NE(k.info().path.find(off == 6 ? "persistent" : "multicast over 2-CTA clusters"), std::string::npos)
+      << k.info().path;
+  EXPECT_EQ(k.info().path.find("generic kernel") != std::string::npos, off == 7) << k.info().path;
   run_case(c, dtype, o);
 }
 
@@ -266,6 +271,44 @@ INSTANTIATE_TEST_SUITE_P(
                                          Case{1000, 1000, 1000, clustered(128, 256, 3, 256, 8, 2, 1)}),
                        ::testing::Values(DType::f16, DType::bf16), ::testing::Values(0)),
     ShapeName());
+
+// The same clusters from the passes (multicast_cluster_loads), plus a grid whose x extent is
+// odd along the cluster (its extra block skips the epilogue) and one odd along y.
+INSTANTIATE_TEST_SUITE_P(
+    FromPasses, MulticastShapes,
+    ::testing::Combine(::testing::Values(Case{128, 8192, 8192, clustered(128, 64, 8, 256, 16, 2, 1)},
+                                         Case{300, 136, 1000, clustered(128, 64, 4, 256, 0, 2, 1)},
+                                         Case{17, 40, 72, clustered(128, 64, 4, 256, 0, 2, 1)},
+                                         Case{200, 520, 2000, clustered(64, 128, 6, 128, 4, 2, 1)},
+                                         Case{300, 520, 1000, clustered(128, 128, 4, 256, 0, 1, 2)},
+                                         Case{2048, 2048, 2048, clustered(128, 256, 3, 256, 8, 1, 2)},
+                                         Case{1000, 1000, 1000, clustered(128, 256, 3, 256, 8, 2, 1)},
+                                         Case{1000, 1160, 1032, clustered(128, 128, 5, 256, 5, 2, 1)},
+                                         Case{1100, 1000, 1032, clustered(128, 128, 5, 128, 3, 1, 2)},
+                                         Case{4096, 4096, 4096, clustered(128, 256, 4, 256, 16, 2, 1)}),
+                       ::testing::Values(DType::f16, DType::bf16), ::testing::Values(7)),
+    ShapeName());
+
+// The passes' multicast kernel on a few persistent blocks (an odd cap is rounded down to whole
+// clusters), each cluster looping over many pairs of tiles.
+TEST(GemmFromPassesMulticast, FewBlocksLoopOverManyTiles) {
+  TESSEL_REQUIRE_GPU();
+  if (tessel::current_device().arch() != "sm_90a") GTEST_SKIP() << "SKIPPED: not an sm_90a GPU";
+  for (int ctas : {2, 3, 6}) {
+    tessel::JitOptions o;
+    o.gemm_from_passes = true;
+    o.max_persistent_ctas = ctas;
+    SCOPED_TRACE("max_persistent_ctas " + std::to_string(ctas));
+    for (const Case& c : {Case{300, 520, 1000, clustered(128, 64, 4, 256, 0, 2, 1)},
+                          Case{300, 520, 1000, clustered(128, 128, 3, 256, 0, 1, 2)},
+                          Case{1000, 1000, 1000, clustered(128, 128, 5, 256, 4, 2, 1)}}) {
+      auto k = tessel::kernels::make_matmul(c.M, c.N, c.K, c.cfg, o);
+      EXPECT_EQ(k.info().cluster_size, 2) << k.info().path;
+      EXPECT_TRUE(k.info().persistent) << k.info().path;
+      run_case(c, DType::f16, o);
+    }
+  }
+}
 
 INSTANTIATE_TEST_SUITE_P(MulticastOff, MulticastShapes,
                          ::testing::Combine(::testing::Values(Case{300, 136, 1000,
