@@ -59,11 +59,12 @@ std::string shape_text(const std::vector<std::int64_t>& s) {
   return out + "]";
 }
 
-// The path's words for multicast_cluster_loads: ", A_shared multicast over 2-CTA clusters".
+// The path's words for multicast_cluster_loads: ", A tiles multicast over 2-CTA clusters".
 std::string multicast_path(const passes::PassContext& ctx) {
-  std::string tiles;
-  for (const ir::Buffer& b : ctx.cluster_multicast.tiles) tiles += (tiles.empty() ? "" : ", ") + b->name;
-  return ", " + tiles + " multicast over " + std::to_string(ctx.cluster_multicast.ctas) + "-CTA clusters";
+  std::string tensors;
+  for (const std::string& t : ctx.cluster_multicast.tensors) tensors += (tensors.empty() ? "" : ", ") + t;
+  return ", " + tensors + " tiles multicast over " + std::to_string(ctx.cluster_multicast.ctas) +
+         "-CTA clusters";
 }
 
 std::vector<std::string> instructions_in(const std::string& ptx) {

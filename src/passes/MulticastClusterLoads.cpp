@@ -224,8 +224,12 @@ Stmt multicast_cluster_loads(const Stmt& body, PassContext& ctx) {
   out.applied = true;
   out.ctas = kCtas;
   out.axis = plan.axis;
-  for (const TmaLoadStmt* t : plan.shared)
+  for (const TmaLoadStmt* t : plan.shared) {
     if (!contains_buffer(out.tiles, t->dst.buffer)) out.tiles.push_back(t->dst.buffer);
+    const std::string& name = t->src.buffer->name;
+    if (std::find(out.tensors.begin(), out.tensors.end(), name) == out.tensors.end())
+      out.tensors.push_back(name);
+  }
   out.why_not.clear();
   ctx.grid = grid;
   ctx.block_vars = vars;

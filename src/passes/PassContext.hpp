@@ -339,6 +339,7 @@ struct PassContext {
     int ctas = 1;
     int axis = 0;                   // the author's grid axis the cluster spans (0: x, 1: y)
     std::vector<ir::Buffer> tiles;  // the shared tiles (single-stage, as the author declared them)
+    std::vector<std::string> tensors;  // the global tensors they load from
     std::string why_not;            // when the kernel asked for a cluster and did not get one
   };
   ClusterMulticast cluster_multicast;

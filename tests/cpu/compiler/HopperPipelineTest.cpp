@@ -455,6 +455,97 @@ TEST(HopperPipeline, FewTilesSplitTheirKLoopOverAClusterUnderGemmFromPasses) {
   EXPECT_FALSE(off.ctx.cluster_split.applied);
 }
 
+// multicast_cluster_loads: use_cluster(2, 1) under gemm_from_passes -- two blocks adjacent along
+// x share A's tile: each loads half its rows into both CTAs (the map's box is the half), the
+// ring's `empty` barriers count both CTAs' consumer warps and their releases arrive in both, the
+// grid's odd x extent (9 tiles) grows to 10 with the extra block skipping the epilogue, the
+// swizzle panel becomes even, and the persistent grid an even number of blocks.
+TEST(HopperPipeline, UseClusterMulticastsTheSharedTileUnderGemmFromPasses) {
+  T::passes::PassContext::Switches passes;
+  passes.gemm_from_passes = true;
+  T::kernels::MatmulConfig cfg = tutorial_config(128, 128, 64, 5, 256);
+  cfg.panel_size = 5;
+  cfg.cluster_x = 2;
+  auto x = T::lower(T::kernels::matmul_program(300, 1064, 1032, cfg).ir(), sm90(), passes, true);
+  ASSERT_TRUE(x.ctx.cluster_multicast.applied) << x.ctx.cluster_multicast.why_not;
+  EXPECT_FALSE(x.ctx.hopper.selected);
+  EXPECT_EQ(x.ctx.abi.cluster_size, 2);
+  EXPECT_TRUE(x.ctx.tile_loop.applied) << x.ctx.tile_loop.why_not;
+  EXPECT_EQ(x.ctx.tile_loop.blocks, 30);
+  const std::string ir = stage_text(x, "multicast_cluster_loads");
+  for (const char* needle :
+       {"kernel grid(10, 3) threads(256) (bx, by)", "use_swizzle(6)",
+        "tma_load(A[(by * 128):+128, (ko * 64):+64] -> shared_0[0:+128, 0:+64], map=A_map, multicast=2)",
+        "tma_load(B[(ko * 64):+64, (bx * 128):+128] -> shared_1[0:+64, 0:+128], map=B_map)\n",
+        "if (bx < 9) {"})
+    EXPECT_TRUE(has(ir, needle)) << needle << "\n" << ir;
+  EXPECT_FALSE(has(ir, "use_cluster")) << ir;
+  // A's map loads one CTA's 64 rows; B's stays whole.
+  for (const T::passes::TmaParam& t : x.ctx.tma_params) {
+    if (t.tensor->name == "A") {
+      EXPECT_EQ(t.box, (std::vector<int>{64, 64}));
+      EXPECT_EQ(t.share_dim, 0);
+    } else if (t.tensor->name == "B") {
+      EXPECT_EQ(t.box, (std::vector<int>{64, 64}));
+      EXPECT_EQ(t.share_dim, -1);
+    }
+  }
+  ASSERT_EQ(x.ctx.mbarriers.size(), 2u);
+  EXPECT_EQ(x.ctx.mbarriers[1].count, 16);  // 8 consumer warps in each of the 2 CTAs
+  const std::string ring = stage_text(x, "plan_pipelines");
+  EXPECT_TRUE(has(ring, "mbarrier.warp_arrive(shared_0_empty[")) << ring;
+  EXPECT_TRUE(has(ring, "], cluster_ctas=2)")) << ring;
+  const std::string cuda = T::codegen::generate_cuda(x);
+  for (const char* needle :
+       {"__cluster_dims__(2, 1, 1)",
+        "tessel::tma_load_tile_multicast<2, 1, 64, 16384, 2, 1, 64, 8192>(shared_0 + ",
+        "tessel::tma_load_tile<2, 2, 64, 8192>(shared_1 + ",
+        "tessel::mbarrier_warp_arrive_cluster<2>(shared_0_empty + ", "tessel::cluster_sync();"})
+    EXPECT_TRUE(has(cuda, needle)) << needle << "\n" << cuda;
+  const size_t first_sync = cuda.find("tessel::cluster_sync();");
+  EXPECT_LT(first_sync, cuda.find("producer warpgroup")) << cuda;
+  EXPECT_GT(cuda.rfind("tessel::cluster_sync();"), cuda.find("tessel::drain_tma_stores();")) << cuda;
+
+  // use_cluster(1, 2): B shared by two blocks adjacent along y, regridded so that the pair is
+  // adjacent along x (rank = blockIdx.x % 2); 9 tile rows (odd), the panel doubled.
+  cfg = tutorial_config(128, 128, 64, 5, 128);
+  cfg.panel_size = 3;
+  cfg.cluster_y = 2;
+  auto y = T::lower(T::kernels::matmul_program(1100, 1000, 1032, cfg).ir(), sm90(), passes, true);
+  ASSERT_TRUE(y.ctx.cluster_multicast.applied) << y.ctx.cluster_multicast.why_not;
+  EXPECT_EQ(y.ctx.cluster_multicast.axis, 1);
+  const std::string yir = stage_text(y, "multicast_cluster_loads");
+  for (const char* needle : {"kernel grid(16, 5) threads(128) (bx_pair, by_pair)", "use_swizzle(6)",
+                             "tma_load(B[(ko * 64):+64, ((bx_pair / 2) * 128):+128] -> shared_1[0:+64, "
+                             "0:+128], map=B_map, multicast=2)",
+                             "if (((by_pair * 2) + (bx_pair % 2)) < 9) {"})
+    EXPECT_TRUE(has(yir, needle)) << needle << "\n" << yir;
+  EXPECT_TRUE(
+      has(T::codegen::generate_cuda(y), "tessel::tma_load_tile_multicast<2, 2, 64, 8192, 2, 1, 32, 4096>("));
+
+  // An odd cap on the persistent blocks is rounded down to whole clusters.
+  passes.max_persistent_ctas = 3;
+  auto capped = T::lower(T::kernels::matmul_program(1100, 1000, 1032, cfg).ir(), sm90(), passes);
+  EXPECT_EQ(capped.ctx.tile_loop.blocks, 2);
+  passes.max_persistent_ctas = 0;
+
+  // Declined, the hint dropped, each with its reason: multicast switched off, sm_80; without the
+  // switch the template takes the cluster.
+  passes.allow_multicast = false;
+  auto off = T::lower(T::kernels::matmul_program(1100, 1000, 1032, cfg).ir(), sm90(), passes, true);
+  EXPECT_FALSE(off.ctx.cluster_multicast.applied);
+  EXPECT_EQ(off.ctx.abi.cluster_size, 1);
+  EXPECT_TRUE(has(off.ctx.cluster_multicast.why_not, "needs multicast")) << off.ctx.cluster_multicast.why_not;
+  EXPECT_FALSE(has(stage_text(off, "multicast_cluster_loads"), "use_cluster"));
+  passes.allow_multicast = true;
+  auto old = T::lower(T::kernels::matmul_program(1100, 1000, 1032, cfg).ir(), sm80(), passes);
+  EXPECT_EQ(old.ctx.cluster_multicast.why_not, "TMA multicast needs sm_90a with the Hopper switches on");
+  auto tmpl = T::lower(T::kernels::matmul_program(1100, 1000, 1032, cfg).ir(), sm90());
+  EXPECT_TRUE(tmpl.ctx.hopper.selected);
+  EXPECT_EQ(tmpl.ctx.hopper.cluster_m, 2);
+  EXPECT_FALSE(tmpl.ctx.cluster_multicast.applied);
+}
+
 TEST(HopperPipeline, AUsersKernelTakesSeveralM64BlocksUnderGemmFromPasses) {
   T::passes::PassContext::Switches passes;
   passes.gemm_from_passes = true;

@@ -193,6 +193,43 @@ TEST(GemmFromPassesSplitK, ClustersHandOffThroughDistributedSharedMemoryWithoutS
     }
 }
 
+// multicast_cluster_loads: use_cluster(2, 1) (A shared) and (1, 2) (B shared) from the passes,
+// one and two consumer warpgroups: the shared tile's half loaded by each CTA with
+// .multicast::cluster, the stage released in both CTAs, 2-CTA clusters, no spills.
+TEST(GemmFromPassesMulticast, SharedTilesLoadOnceIntoBothCtasWithoutSpills) {
+  struct Shape {
+    int M, N, K, bm, bn, stages, threads, x, y;
+  };
+  for (Shape sh :
+       {Shape{4096, 4096, 4096, 128, 256, 3, 256, 2, 1}, Shape{2048, 2048, 2048, 128, 256, 3, 256, 1, 2},
+        Shape{128, 8192, 8192, 128, 64, 8, 256, 2, 1}, Shape{1100, 1000, 1032, 128, 128, 5, 128, 1, 2}})
+    for (tessel::DType dtype : {tessel::DType::f16, tessel::DType::bf16}) {
+      tessel::kernels::MatmulConfig c = hopper_config();
+      c.block_M = sh.bm, c.block_N = sh.bn, c.block_K = 64, c.num_stages = sh.stages, c.threads = sh.threads;
+      c.cluster_x = sh.x, c.cluster_y = sh.y;
+      c.dtype = dtype;
+      tessel::JitOptions o;
+      o.arch = "sm_90a";
+      o.gemm_from_passes = true;
+      auto k = tessel::kernels::make_matmul(sh.M, sh.N, sh.K, c, o);
+      SCOPED_TRACE(std::to_string(sh.M) + "x" + std::to_string(sh.N) + "x" + std::to_string(sh.K) + " " +
+                   c.describe());
+      const std::string shared = sh.x == 2 ? ", A tiles" : ", B tiles";
+      EXPECT_NE(k.info().path.find(shared + " multicast over 2-CTA clusters"), std::string::npos)
+          << k.info().path;
+      EXPECT_NE(k.info().path.find("generic kernel"), std::string::npos) << k.info().path;
+      EXPECT_EQ(k.info().cluster_size, 2);
+      EXPECT_TRUE(k.info().persistent);
+      for (const char* needle :
+           {"wgmma.mma_async", "mbarrier::complete_tx::bytes.multicast::cluster", "mapa.shared::cluster",
+            "mbarrier.arrive.shared::cluster.b64", "barrier.cluster.arrive", "%cluster_ctarank"})
+        EXPECT_NE(k.ptx().find(needle), std::string::npos) << needle;
+      EXPECT_NE(k.source().find("__cluster_dims__(2, 1, 1)"), std::string::npos);
+      EXPECT_EQ(k.resources().spill_store_bytes, 0) << k.compile_log();
+      EXPECT_EQ(k.resources().spill_load_bytes, 0) << k.compile_log();
+    }
+}
+
 INSTANTIATE_TEST_SUITE_P(TutorialKnobs, GemmFromPasses,
                          ::testing::Values(PassesCase{128, 256, 64, 3, 256, tessel::DType::f16},
                                            PassesCase{128, 256, 64, 3, 256, tessel::DType::bf16},
