@@ -35,8 +35,9 @@
 #     4 and 8, GPU fuzz, then the passes' kernel beside the template on the few-tiles-long-K
 #     shapes and issue 5's;
 #   TESSEL_S21_STEPS=s28: multicast_cluster_loads (use_cluster's multicast as a pass, under
-#     gemm_from_passes): its gpu tests and the template's, racecheck / synccheck, the passes'
-#     clustered kernel beside the template's at session 6's clustered configs;
+#     gemm_from_passes) and s27's split tests: gpu tests, racecheck / synccheck on both kinds of
+#     cluster, the passes' clustered kernels beside the template's (session 6's clustered
+#     configs, the few-tiles shapes);
 #   TESSEL_S21_STEPS=uniform: JitOptions::uniform_roles beside the default (the passes' GEMM
 #     against the template on issue 5's shapes, attention's default cases), its gpu tests;
 #   TESSEL_S21_STEPS="softmax bench" (a list): those sets in that order, in one call.
@@ -267,16 +268,20 @@ elif [[ $steps == s27 ]]; then
     --dtype f16,bf16 --json "$out/$day-gemm-compare-passes-issue5-$tag.json"
 elif [[ $steps == s28 ]]; then
   # Session 28: multicast_cluster_loads (use_cluster's multicast as a pass, under
-  # gemm_from_passes): its gpu tests beside the template's multicast cases, racecheck and
-  # synccheck on an x and a y cluster (odd grid), then the passes' clustered kernel beside the
-  # template's at the configs session 6 timed (same config both sides).
+  # gemm_from_passes) and session 27's clusters of 4 and 8 (never run before): their gpu tests,
+  # racecheck and synccheck on both kinds of cluster, then the passes' clustered kernel beside the
+  # template's at session 6's clustered configs and the split kernels on the few-tiles shapes.
   step "gpu tests (multicast from the passes and the template)" 150 "$build/tessel_tests_gpu" --gtest_brief=1 \
     --gtest_filter='*MulticastShapes*:GemmFromPassesMulticast.*:HopperPersistent.*'
+  step "gpu tests (passes' GEMM, split over clusters; 4 shards)" 200 bash -c 'fail=0; for i in 0 1 2 3; do
+      GTEST_TOTAL_SHARDS=4 GTEST_SHARD_INDEX=$i "$0" --gtest_brief=1 \
+        --gtest_filter="*GemmFromPassesShapes*:GemmFromPassesPersistent.*:*EpilogueShapes*passes*:GemmRowMaxGpu.*" & done
+    for i in 0 1 2 3; do wait -n || fail=1; done; exit $fail' "$build/tessel_tests_gpu"
   if command -v compute-sanitizer >/dev/null; then
     for tool in racecheck synccheck; do
-      step "$tool (multicast from the passes)" 90 compute-sanitizer --tool "$tool" --error-exitcode 9 \
-        --kernel-name kns=matmul "$build/tessel_tests_gpu" --gtest_brief=1 \
-        --gtest_filter='FromPasses/MulticastShapes.MatchesReference/300x136x1000*f16*:FromPasses/MulticastShapes.MatchesReference/1100x1000x1032*f16*'
+      step "$tool (multicast from the passes; split over 2, 4, 8)" 120 compute-sanitizer --tool "$tool" \
+        --error-exitcode 9 --kernel-name kns=matmul "$build/tessel_tests_gpu" --gtest_brief=1 \
+        --gtest_filter='FromPasses/MulticastShapes.MatchesReference/300x136x1000*f16*:FromPasses/MulticastShapes.MatchesReference/1100x1000x1032*f16*:FromPasses/GemmFromPassesShapes.MatchesReference/200x300x5000*:FromPasses/GemmFromPassesShapes.MatchesReference/500x1000x8200*:FromPasses/GemmFromPassesShapes.MatchesReference/128x1024x16384*'
     done
   fi
   for cc in "128x64x64:8:256:swz16:c2x1 128x8192x8192" "128x256x64:3:256:swz8:c1x2 2048x2048x2048,4096x4096x4096" \
@@ -285,6 +290,9 @@ elif [[ $steps == s28 ]]; then
     step "bench gemm --compare-passes $cfg" 60 "$build/tessel" bench gemm --compare-passes --repeats 20 --warmup 5 \
       --config "$cfg" --shapes "$shapes" --dtype f16,bf16 --json "$out/$day-gemm-compare-passes-${cfg//:/-}-$tag.json"
   done
+  step "bench gemm --compare-passes (few tiles, long K: both split over clusters)" 60 "$build/tessel" bench gemm \
+    --compare-passes --repeats 20 --warmup 5 --shapes 1024x896x8192,512x1024x8192,256x2048x16384,128x1024x16384 \
+    --dtype f16,bf16 --json "$out/$day-gemm-compare-passes-fewtiles-$tag.json"
 elif [[ $steps == ncu ]]; then
   if command -v ncu >/dev/null; then
     for shape in 10000x50257 4096x65536 32768x8193 65536x8191; do
