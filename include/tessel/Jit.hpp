@@ -47,7 +47,8 @@ struct JitOptions {
   // (plan_tma_stores, under persistent_rings or gemm_from_passes only until measured); true keeps their register stores
   // (TESSEL_DISABLE=tma_store does the same).
   bool disable_tma_store = false;
-  // The sm_90a GEMM honours the program's use_cluster hint by loading the operand tiles a
+  // The sm_90a GEMM (and, under gemm_from_passes or persistent_rings, the generic passes'
+  // multicast_cluster_loads) honours the program's use_cluster hint by loading the operand tiles a
   // 2-CTA cluster shares once and multicasting them (TESSEL_DISABLE=multicast ignores the hint).
   bool disable_multicast = false;
   // Generic kernels (not the tutorial GEMM's own kernel) load the tiles of their Pipelined loops

@@ -176,6 +176,39 @@ TEST(PipelinePassVerifier, PersistentRingsAreAcceptedForEveryBlockCount) {
     }
 }
 
+// multicast_cluster_loads' rings: each consumer warp arrives on the shared stage's `empty`
+// barrier in both CTAs (counted twice in the one-CTA model), for every persistent block count;
+// planted: a release that arrives in its own CTA only leaves the producer waiting for the peer's
+// half of the count.
+TEST(PipelinePassVerifier, MulticastRingsCountBothCtasReleases) {
+  for (int ctas : {0, 2, 6})
+    for (auto [x, y] : {std::pair{2, 1}, std::pair{1, 2}}) {
+      T::kernels::MatmulConfig c;
+      c.block_M = 128, c.block_N = 128, c.block_K = 64, c.num_stages = 4, c.threads = 256;
+      c.use_swizzle = true, c.panel_size = 3, c.cluster_x = x, c.cluster_y = y;
+      T::passes::PassContext::Switches s;
+      s.gemm_from_passes = true;
+      s.max_persistent_ctas = ctas;
+      auto l = T::lower_until(T::kernels::matmul_program(1000, 1064, 1000, c).ir(), T::test::sm90(),
+                              "place_gemm_waits", s);
+      SCOPED_TRACE("cluster " + std::to_string(x) + "x" + std::to_string(y) + " blocks " +
+                   std::to_string(ctas));
+      ASSERT_TRUE(l.ctx.cluster_multicast.applied) << l.ctx.cluster_multicast.why_not;
+      EXPECT_EQ(verify_error(l.body, l.ctx), "<no error>");
+      Edit local([](const Stmt& st) { return is_mbarrier(st, MbarrierOp::WarpArrive, "shared_0_empty"); },
+                 [](const Stmt& st) {
+                   const auto* m = st.as<MbarrierStmt>();
+                   return make_mbarrier(m->op, m->bars, m->index, Expr(), m->where);
+                 });
+      Stmt bad = local.mutate(l.body);
+      ASSERT_GE(local.edits, 1);
+      const std::string e = verify_error(bad, l.ctx);
+      EXPECT_NE(e.find("deadlock: the producer waits forever at mbarrier.wait shared_0_empty"),
+                std::string::npos)
+          << e;
+    }
+}
+
 TEST(PipelinePassVerifier, PersistentAttentionIsAcceptedForEveryBlockCount) {
   // Non-causal attention under gemm_from_passes: Q by TMA into two slots a tile (plan_tile_loads),
   // the warpgroups' turns inside each tile, the ring over the block's tiles.
