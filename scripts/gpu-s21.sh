@@ -44,6 +44,13 @@
 #   scripts/gpu-s21.sh OUTDIR   (env: TESSEL_RESULT_TAG, TESSEL_S21_STEPS)
 set -uo pipefail
 source "$(dirname "$0")/gpu-steps.sh" gpu-s21 "${1:-}" s21-h200
+# The passes' GEMM tests (split over clusters among them), in four shards at once.
+split_cluster_tests() {
+  step "gpu tests (passes' GEMM, split over clusters; 4 shards)" 200 bash -c 'fail=0; for i in 0 1 2 3; do
+      GTEST_TOTAL_SHARDS=4 GTEST_SHARD_INDEX=$i "$0" --gtest_brief=1 \
+        --gtest_filter="*GemmFromPassesShapes*:GemmFromPassesPersistent.*:*EpilogueShapes*passes*:GemmRowMaxGpu.*" & done
+    for i in 0 1 2 3; do wait -n || fail=1; done; exit $fail' "$build/tessel_tests_gpu"
+}
 for steps in ${TESSEL_S21_STEPS:-bench}; do
 if [[ $steps == bench ]]; then
   step "bench attention (default, f16 and bf16)" 110 "$build/tessel" bench attention --dtype f16,bf16 --repeats 10 \
@@ -246,10 +253,7 @@ elif [[ $steps == s27 ]]; then
   # split and not), racecheck and synccheck on two split shapes, GPU fuzz, then the passes'
   # kernel beside the template on the few-tiles shapes (where the template splits too) and at
   # issue 5's shapes.
-  step "gpu tests (passes' GEMM, split over clusters; 4 shards)" 200 bash -c 'fail=0; for i in 0 1 2 3; do
-      GTEST_TOTAL_SHARDS=4 GTEST_SHARD_INDEX=$i "$0" --gtest_brief=1 \
-        --gtest_filter="*GemmFromPassesShapes*:GemmFromPassesPersistent.*:*EpilogueShapes*passes*:GemmRowMaxGpu.*" & done
-    for i in 0 1 2 3; do wait -n || fail=1; done; exit $fail' "$build/tessel_tests_gpu"
+  split_cluster_tests
   if command -v compute-sanitizer >/dev/null; then
     for tool in racecheck synccheck; do
       # Our kernels only: the tests' cuBLAS reference (nvjet kernels) draws racecheck reports of its own.
@@ -273,10 +277,7 @@ elif [[ $steps == s28 ]]; then
   # template's at session 6's clustered configs and the split kernels on the few-tiles shapes.
   step "gpu tests (multicast from the passes and the template)" 150 "$build/tessel_tests_gpu" --gtest_brief=1 \
     --gtest_filter='*MulticastShapes*:GemmFromPassesMulticast.*:HopperPersistent.*'
-  step "gpu tests (passes' GEMM, split over clusters; 4 shards)" 200 bash -c 'fail=0; for i in 0 1 2 3; do
-      GTEST_TOTAL_SHARDS=4 GTEST_SHARD_INDEX=$i "$0" --gtest_brief=1 \
-        --gtest_filter="*GemmFromPassesShapes*:GemmFromPassesPersistent.*:*EpilogueShapes*passes*:GemmRowMaxGpu.*" & done
-    for i in 0 1 2 3; do wait -n || fail=1; done; exit $fail' "$build/tessel_tests_gpu"
+  split_cluster_tests
   if command -v compute-sanitizer >/dev/null; then
     for tool in racecheck synccheck; do
       step "$tool (multicast from the passes; split over 2, 4, 8)" 120 compute-sanitizer --tool "$tool" \

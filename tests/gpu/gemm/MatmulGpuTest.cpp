@@ -257,37 +257,34 @@ TEST_P(MulticastShapes, MatchesReference) {
   run_case(c, dtype, o);
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Multicast, MulticastShapes,
-    ::testing::Combine(::testing::Values(Case{128, 8192, 8192, clustered(128, 64, 8, 256, 16, 2, 1)},
-                                         // 3 x 3 tiles: the last cluster of each row half past N
-                                         Case{300, 136, 1000, clustered(128, 64, 4, 256, 0, 2, 1)},
-                                         Case{17, 40, 72, clustered(128, 64, 4, 256, 0, 2, 1)},
-                                         // one consumer warpgroup, 64-row tiles, 32 rows per CTA
-                                         Case{200, 520, 2000, clustered(64, 128, 6, 128, 4, 2, 1)},
-                                         // B shared down columns; 3 tile rows (odd), TMA store
-                                         Case{300, 520, 1000, clustered(128, 128, 4, 256, 0, 1, 2)},
-                                         Case{2048, 2048, 2048, clustered(128, 256, 3, 256, 8, 1, 2)},
-                                         Case{1000, 1000, 1000, clustered(128, 256, 3, 256, 8, 2, 1)}),
-                       ::testing::Values(DType::f16, DType::bf16), ::testing::Values(0)),
-    ShapeName());
+// The template's clusters (select_hopper_gemm) and the passes' (multicast_cluster_loads, under
+// gemm_from_passes) on the same cases.
+std::vector<Case> multicast_cases() {
+  return {Case{128, 8192, 8192, clustered(128, 64, 8, 256, 16, 2, 1)},
+          // 3 x 3 tiles: the last cluster of each row half past N
+          Case{300, 136, 1000, clustered(128, 64, 4, 256, 0, 2, 1)},
+          Case{17, 40, 72, clustered(128, 64, 4, 256, 0, 2, 1)},
+          // one consumer warpgroup, 64-row tiles, 32 rows per CTA
+          Case{200, 520, 2000, clustered(64, 128, 6, 128, 4, 2, 1)},
+          // B shared down columns; 3 tile rows (odd), TMA store
+          Case{300, 520, 1000, clustered(128, 128, 4, 256, 0, 1, 2)},
+          Case{2048, 2048, 2048, clustered(128, 256, 3, 256, 8, 1, 2)},
+          Case{1000, 1000, 1000, clustered(128, 256, 3, 256, 8, 2, 1)},
+          // 9 tile columns along an x cluster, 9 tile rows along a y one (the passes' extra block
+          // skips the epilogue), odd swizzle panels, one consumer warpgroup over 128 rows
+          Case{1000, 1064, 1032, clustered(128, 128, 5, 256, 5, 2, 1)},
+          Case{1100, 1000, 1032, clustered(128, 128, 5, 128, 3, 1, 2)},
+          Case{4096, 4096, 4096, clustered(128, 256, 4, 256, 16, 2, 1)}};
+}
 
-// The same clusters from the passes (multicast_cluster_loads), plus a grid whose x extent is
-// odd along the cluster (its extra block skips the epilogue) and one odd along y.
-INSTANTIATE_TEST_SUITE_P(
-    FromPasses, MulticastShapes,
-    ::testing::Combine(::testing::Values(Case{128, 8192, 8192, clustered(128, 64, 8, 256, 16, 2, 1)},
-                                         Case{300, 136, 1000, clustered(128, 64, 4, 256, 0, 2, 1)},
-                                         Case{17, 40, 72, clustered(128, 64, 4, 256, 0, 2, 1)},
-                                         Case{200, 520, 2000, clustered(64, 128, 6, 128, 4, 2, 1)},
-                                         Case{300, 520, 1000, clustered(128, 128, 4, 256, 0, 1, 2)},
-                                         Case{2048, 2048, 2048, clustered(128, 256, 3, 256, 8, 1, 2)},
-                                         Case{1000, 1000, 1000, clustered(128, 256, 3, 256, 8, 2, 1)},
-                                         Case{1000, 1064, 1032, clustered(128, 128, 5, 256, 5, 2, 1)},
-                                         Case{1100, 1000, 1032, clustered(128, 128, 5, 128, 3, 1, 2)},
-                                         Case{4096, 4096, 4096, clustered(128, 256, 4, 256, 16, 2, 1)}),
-                       ::testing::Values(DType::f16, DType::bf16), ::testing::Values(7)),
-    ShapeName());
+INSTANTIATE_TEST_SUITE_P(Multicast, MulticastShapes,
+                         ::testing::Combine(::testing::ValuesIn(multicast_cases()),
+                                            ::testing::Values(DType::f16, DType::bf16), ::testing::Values(0)),
+                         ShapeName());
+INSTANTIATE_TEST_SUITE_P(FromPasses, MulticastShapes,
+                         ::testing::Combine(::testing::ValuesIn(multicast_cases()),
+                                            ::testing::Values(DType::f16, DType::bf16), ::testing::Values(7)),
+                         ShapeName());
 
 // The passes' multicast kernel on a few persistent blocks (an odd cap is rounded down to whole
 // clusters), each cluster looping over many pairs of tiles.
