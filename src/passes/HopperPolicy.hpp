@@ -3,6 +3,7 @@
 // them. The byte counts match HopperGemm::kSmemBytes (device/tessel/hopper_gemm.cuh).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 
 namespace tessel::passes {
@@ -30,17 +31,26 @@ inline std::int64_t hopper_staging_smem(std::int64_t bm, std::int64_t bn) {
 inline bool hopper_split_k_pays(std::int64_t tiles, std::int64_t K, int sm_count) {
   return tiles * 2 <= sm_count && K >= 4096;
 }
+// How many clusters of `ctas` CTAs (2, 4 or 8) are sure to run at once on a Hopper of `sm_count`
+// SMs, whatever its die: a cluster runs within one GPC, a GPC has at most 9 TPCs of 2 SMs (8 GPCs),
+// and a die may lack any TPCs -- at worst each GPC idles ctas / 2 - 1 TPCs that make no whole
+// cluster: 66 TPCs hold 66 clusters of 2, at least 29 of 4 (116 CTAs) and 10 of 8 (80 CTAs).
+// Measured (H100, session 28, bench/results/2026-12-06-gemm-compare-passes-fewtiles-s28-h100.json):
+// 32 clusters of 4 ran at 0.74-0.88x the same tiles' 32 clusters of 2 -- some of them waited for a
+// second wave -- while 8 clusters of 8 ran at 1.71x.
+inline std::int64_t hopper_resident_clusters(int sm_count, int ctas) {
+  constexpr std::int64_t kGpcs = 8;
+  const std::int64_t tpcs = sm_count / 2, per = ctas / 2;
+  return std::max<std::int64_t>(0, (tpcs - kGpcs * (per - 1)) / per);
+}
 // The generic kernels' split (split_k_clusters): the most CTAs a cluster -- 2, 4 or 8, the
-// portable cluster sizes -- over which each tile's K loop is split while the clusters fit in one
-// wave and each CTA keeps a K loop of at least 2048 (the rule above for 2; 1: no split). A cluster
-// runs within one GPC, and an H100's or H200's GPCs have 16 or 18 SMs: clusters of 4 or 8 use
-// at most 128 of the 132 SMs at once (sm_count rounded down to 16s).
+// portable cluster sizes -- over which each tile's K loop is split while the tiles' clusters all
+// run at once (hopper_resident_clusters) and each CTA keeps a K loop of at least 2048 (the rule
+// above for 2; 1: no split).
 inline int split_k_cluster_ranks(std::int64_t tiles, std::int64_t K, int sm_count) {
   int ranks = 1;
-  for (int r = 2; r <= 8; r *= 2) {
-    const std::int64_t room = r == 2 ? sm_count : sm_count / 16 * 16;
-    if (tiles * r <= room && K >= 2048 * r) ranks = r;
-  }
+  for (int r = 2; r <= 8; r *= 2)
+    if (tiles <= hopper_resident_clusters(sm_count, r) && K >= 2048 * r) ranks = r;
   return ranks;
 }
 inline bool hopper_split_k(std::int64_t tiles, std::int64_t K, std::int64_t ring_smem, std::int64_t bm,

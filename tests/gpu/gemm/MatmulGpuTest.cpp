@@ -450,10 +450,11 @@ INSTANTIATE_TEST_SUITE_P(
                                          // Few tiles, long K: split over clusters of 4 (the first
                                          // three), 2 and 8 CTAs (one and two consumer warpgroups;
                                          // odd shares of K tiles, the last partial, ragged M and N;
-                                         // one row).
-                                         Case{512, 1024, 8192, hopper(128, 128, 5, 128, 0)},
+                                         // one row; 32 tiles: clusters of 2, as 4 may not all fit).
+                                         Case{384, 1024, 8192, hopper(128, 128, 5, 128, 0)},
+                                         Case{380, 1000, 8200, hopper(128, 128, 5, 128, 0)},
+                                         Case{256, 1536, 16384, hopper(128, 128, 4, 256, 0)},
                                          Case{500, 1000, 8200, hopper(128, 128, 5, 128, 0)},
-                                         Case{256, 2048, 16384, hopper(128, 128, 4, 256, 0)},
                                          Case{200, 300, 5000, hopper(128, 128, 4, 256, 0)},
                                          Case{1, 1000, 4160, hopper(64, 128, 6, 128, 0)},
                                          Case{128, 1024, 16384, hopper(128, 128, 5, 128, 0)},
