@@ -295,19 +295,16 @@ elif [[ $steps == s28 ]]; then
     --compare-passes --repeats 20 --warmup 5 --shapes 1024x896x8192,512x1024x8192,256x2048x16384,128x1024x16384 \
     --dtype f16,bf16 --json "$out/$day-gemm-compare-passes-fewtiles-$tag.json"
 elif [[ $steps == s28b ]]; then
-  # Session 28, second call: the racecheck fault of s28 (a y cluster from the passes, 128 threads)
-  # pinned down case by case, each in its own process (a fault poisons the rest of a process),
-  # the template's same cluster beside it, memcheck; the split rule that keeps every cluster of 4
-  # resident; GPU fuzz and issue 5's shapes, passes beside the template.
+  # Session 28, second call, most wanted first: the racecheck fault of s28 (a y cluster from the
+  # passes, 128 threads) beside the template's same cluster, each in its own process (a fault
+  # poisons the rest of a process), memcheck; the split rule that keeps every cluster of 4
+  # resident (tests, then passes beside the template); issue 5's shapes; racecheck on the other
+  # clusters; GPU fuzz.
   mc='FromPasses/MulticastShapes.MatchesReference'
-  for case in "$mc/1100x1000x1032*f16*" "Multicast/MulticastShapes.MatchesReference/1100x1000x1032*f16*" \
-              "$mc/300x520x1000*f16*" "$mc/1000x1064x1032*f16*" \
-              "FromPasses/GemmFromPassesShapes.MatchesReference/380x1000x8200*f16*" \
-              "FromPasses/GemmFromPassesShapes.MatchesReference/128x1024x16384*f16*" \
-              "FromPasses/GemmFromPassesShapes.MatchesReference/200x300x5000*f16*"; do
-    step "racecheck $case" 60 compute-sanitizer --tool racecheck --error-exitcode 9 --kernel-name kns=matmul \
-      "$build/tessel_tests_gpu" --gtest_brief=1 --gtest_filter="$case"
-  done
+  race() { step "racecheck $1" 60 compute-sanitizer --tool racecheck --error-exitcode 9 --kernel-name kns=matmul \
+      "$build/tessel_tests_gpu" --gtest_brief=1 --gtest_filter="$1"; }
+  race "$mc/1100x1000x1032*f16*"
+  race "Multicast/MulticastShapes.MatchesReference/1100x1000x1032*f16*"
   step "memcheck $mc/1100x1000x1032 f16" 60 compute-sanitizer --tool memcheck --error-exitcode 9 \
     "$build/tessel_tests_gpu" --gtest_brief=1 --gtest_filter="$mc/1100x1000x1032*f16*"
   step "gpu tests (the split cases, clusters of 4 within the resident bound)" 120 "$build/tessel_tests_gpu" \
@@ -316,11 +313,16 @@ elif [[ $steps == s28b ]]; then
     --compare-passes --repeats 20 --warmup 5 \
     --shapes 512x1024x8192,384x1024x8192,256x1536x16384,256x2048x16384,128x1024x8192,128x1024x16384 \
     --dtype f16,bf16 --json "$out/$day-gemm-compare-passes-fewtiles-resident-$tag.json"
-  step "fuzz gemm from passes, on the GPU" 100 env TESSEL_CACHE=0 TESSEL_ENABLE=gemm_from_passes \
-    "$build/tessel_fuzz" --gpu --arch none --family gemm --count 300 --seed 20261228 --json "$out/$day-fuzz-gemm-passes-$tag.json"
   step "bench gemm 5 --compare-passes (f16, bf16)" 80 "$build/tessel" bench gemm --compare-passes --repeats 20 --warmup 5 \
     --shapes 2048x2048x2048,4096x4096x4096,8192x8192x8192,8192x28672x8192,16384x4096x1024,128x8192x8192,1024x1024x1024 \
     --dtype f16,bf16 --json "$out/$day-gemm-compare-passes-issue5-$tag.json"
+  for case in "$mc/300x520x1000*f16*" "$mc/1000x1064x1032*f16*" \
+              "FromPasses/GemmFromPassesShapes.MatchesReference/380x1000x8200*f16*" \
+              "FromPasses/GemmFromPassesShapes.MatchesReference/128x1024x16384*f16*"; do
+    race "$case"
+  done
+  step "fuzz gemm from passes, on the GPU" 100 env TESSEL_CACHE=0 TESSEL_ENABLE=gemm_from_passes \
+    "$build/tessel_fuzz" --gpu --arch none --family gemm --count 200 --seed 20261228 --json "$out/$day-fuzz-gemm-passes-$tag.json"
 elif [[ $steps == ncu ]]; then
   if command -v ncu >/dev/null; then
     for shape in 10000x50257 4096x65536 32768x8193 65536x8191; do
