@@ -511,6 +511,21 @@ TEST(HopperPipeline, UseClusterMulticastsTheSharedTileUnderGemmFromPasses) {
   EXPECT_LT(first_sync, cuda.find("producer warpgroup")) << cuda;
   EXPECT_GT(cuda.rfind("tessel::cluster_sync();"), cuda.find("tessel::drain_tma_stores();")) << cuda;
 
+  // Not persistent: the launch grid of whole clusters, the even panel remapping blockIdx at run
+  // time (tessel::rasterize keeps each pair of blocks on a pair of tiles).
+  passes.allow_persistent_tiles = false;
+  auto launch = T::lower(T::kernels::matmul_program(300, 1064, 1032, cfg).ir(), sm90(), passes);
+  passes.allow_persistent_tiles = true;
+  ASSERT_TRUE(launch.ctx.cluster_multicast.applied) << launch.ctx.cluster_multicast.why_not;
+  EXPECT_FALSE(launch.ctx.tile_loop.applied);
+  ASSERT_EQ(launch.ctx.abi.grid.size(), 2u);
+  EXPECT_TRUE(T::ir::is_const_int(launch.ctx.abi.grid[0], 10));
+  const std::string launch_cuda = T::codegen::generate_cuda(launch);
+  for (const char* needle :
+       {"__cluster_dims__(2, 1, 1)", "tessel::rasterize(6, bx, by, gridDim.x, gridDim.y, rx, ry);",
+        "if ((bx < 9)) {", "tessel::tma_load_tile_multicast<2, 1, 64, 16384, 2, 1, 64, 8192>("})
+    EXPECT_TRUE(has(launch_cuda, needle)) << needle << "\n" << launch_cuda;
+
   // use_cluster(1, 2): B shared by two blocks adjacent along y, regridded so that the pair is
   // adjacent along x (rank = blockIdx.x % 2); 9 tile rows (odd), the panel doubled.
   cfg = tutorial_config(128, 128, 64, 5, 128);

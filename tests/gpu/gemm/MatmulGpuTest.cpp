@@ -292,21 +292,23 @@ INSTANTIATE_TEST_SUITE_P(FromPasses, MulticastShapes,
                          ShapeName());
 
 // The passes' multicast kernel on a few persistent blocks (an odd cap is rounded down to whole
-// clusters), each cluster looping over many pairs of tiles.
+// clusters), each cluster looping over many pairs of tiles; and not persistent (0), one tile a
+// block, the even swizzle panel remapping the launch's blocks.
 TEST(GemmFromPassesMulticast, FewBlocksLoopOverManyTiles) {
   TESSEL_REQUIRE_GPU();
   if (tessel::current_device().arch() != "sm_90a") GTEST_SKIP() << "SKIPPED: not an sm_90a GPU";
-  for (int ctas : {2, 3, 6}) {
+  for (int ctas : {2, 3, 6, 0}) {
     tessel::JitOptions o;
     o.gemm_from_passes = true;
     o.max_persistent_ctas = ctas;
+    o.disable_persistent_tiles = ctas == 0;
     SCOPED_TRACE("max_persistent_ctas " + std::to_string(ctas));
     for (const Case& c : {Case{300, 520, 1000, clustered(128, 64, 4, 256, 0, 2, 1)},
                           Case{300, 520, 1000, clustered(128, 128, 3, 256, 0, 1, 2)},
                           Case{1000, 1000, 1000, clustered(128, 128, 5, 256, 4, 2, 1)}}) {
       auto k = tessel::kernels::make_matmul(c.M, c.N, c.K, c.cfg, o);
       EXPECT_EQ(k.info().cluster_size, 2) << k.info().path;
-      EXPECT_TRUE(k.info().persistent) << k.info().path;
+      EXPECT_EQ(k.info().persistent, ctas != 0) << k.info().path;
       run_case(c, DType::f16, o);
     }
   }
