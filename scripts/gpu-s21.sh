@@ -38,6 +38,10 @@
 #     gemm_from_passes) and s27's split tests: gpu tests, racecheck / synccheck on both kinds of
 #     cluster, the passes' clustered kernels beside the template's (session 6's clustered
 #     configs, the few-tiles shapes);
+#   TESSEL_S21_STEPS=s29: WarpgroupGemm's descriptors built once a call (session 29): the wgmma
+#     gpu suites (both operand orders, A from registers, attention, the passes' GEMM, multicast
+#     and split clusters), then the passes' GEMM beside the template and attention beside cuDNN,
+#     each with this build and with the previous one (build-gpu/old/tessel, when carried);
 #   TESSEL_S21_STEPS=uniform: JitOptions::uniform_roles beside the default (the passes' GEMM
 #     against the template on issue 5's shapes, attention's default cases), its gpu tests;
 #   TESSEL_S21_STEPS="softmax bench" (a list): those sets in that order, in one call.
@@ -327,6 +331,30 @@ elif [[ $steps == s28b ]]; then
   done
   step "fuzz gemm from passes, on the GPU" 100 env TESSEL_CACHE=0 TESSEL_ENABLE=gemm_from_passes \
     "$build/tessel_fuzz" --gpu --arch none --family gemm --count 200 --seed 20261228 --json "$out/$day-fuzz-gemm-passes-$tag.json"
+elif [[ $steps == s29 ]]; then
+  # Session 29: WarpgroupGemm builds each wgmma's descriptor as a base plus a constant (the
+  # template's way) instead of from the stage's address each time. Correctness of every generic
+  # wgmma first (six shards), then issue 5's shapes (passes beside the template) and attention's
+  # defaults (beside cuDNN) with this build and the previous build's CLI, back to back.
+  step "gpu tests (generic wgmma: both orders, registers, attention, the passes' GEMM; 6 shards)" 240 bash -c 'fail=0
+    for i in 0 1 2 3 4 5; do GTEST_TOTAL_SHARDS=6 GTEST_SHARD_INDEX=$i "$0" --gtest_brief=1 \
+        --gtest_filter="Wgmma/*:*RegisterAGemm*:*GemmChain*:Shapes/Attention.*:FlashAttentionGpuSmall.*:*GemmFromPassesShapes*:GemmFromPassesMulticast.*:FromPasses/MulticastShapes.*:GemmRowMaxGpu.*:RaggedRingGpu.*" & done
+    for i in 0 1 2 3 4 5; do wait -n || fail=1; done; exit $fail' "$build/tessel_tests_gpu"
+  bins=("$build/tessel")
+  if [[ -x "$build/old/tessel" ]]; then bins+=("$build/old/tessel"); fi
+  for bin in "${bins[@]}"; do
+    which=new; [[ $bin == "$build/tessel" ]] || which=old
+    step "bench gemm 5 --compare-passes (f16, bf16; $which build)" 80 "$bin" bench gemm --compare-passes --repeats 20 \
+      --warmup 5 --shapes 2048x2048x2048,4096x4096x4096,8192x8192x8192,8192x28672x8192,16384x4096x1024,128x8192x8192,1024x1024x1024 \
+      --dtype f16,bf16 --json "$out/$day-gemm-compare-passes-issue5-$which-$tag.json"
+  done
+  for bin in "${bins[@]}"; do
+    which=new; [[ $bin == "$build/tessel" ]] || which=old
+    step "bench attention bf16 (default; $which build)" 70 "$bin" bench attention --dtype bf16 --repeats 10 \
+      --json "$out/$day-attention-default-$which-$tag.json"
+  done
+  step "fuzz (every family, transposed operands among them), on the GPU" 90 env TESSEL_CACHE=0 \
+    "$build/tessel_fuzz" --gpu --arch none --count 200 --seed 20261229 --json "$out/$day-fuzz-all-$tag.json"
 elif [[ $steps == ncu ]]; then
   if command -v ncu >/dev/null; then
     for shape in 10000x50257 4096x65536 32768x8193 65536x8191; do
@@ -347,7 +375,7 @@ elif [[ $steps == tune ]]; then
     --shapes 4194304x127,4194304x129,524288x1023,65536x8191,32768x8193,10000x50257 \
     --json "$out/$day-softmax-issue17-tuned-$tag.json"
 else
-  echo "gpu-s21.sh: unknown step set '$steps' in TESSEL_S21_STEPS (legal: first, h200, s24, s25, s26, s27, s28, s28b, uniform, bench, softmax, ncu, tests, tune)" | tee -a "$log"
+  echo "gpu-s21.sh: unknown step set '$steps' in TESSEL_S21_STEPS (legal: first, h200, s24, s25, s26, s27, s28, s28b, s29, uniform, bench, softmax, ncu, tests, tune)" | tee -a "$log"
   status=1
 fi
 done

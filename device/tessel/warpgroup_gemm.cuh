@@ -69,28 +69,58 @@ struct WarpgroupGemm : AccumulatorLayout<BM, BN, 4 * Warpgroups, 1, (BM > 64 * W
   static_assert(Acc::kMmaM == kBlocks && kAccPerThread == kBlocks * (BN / 2),
                 "WarpgroupGemm: the accumulator is one wgmma D fragment per m64 block");
 
-  // The descriptor of a K-major tile (rows along M or N, K along columns) at rows [row0, row0 +
-  // 64 or BN) and k16 step kk.
+  // Descriptors are built once a call, from the tile's base address (this warpgroup's rows of
+  // A included), and each wgmma's is that base plus a constant byte offset >> 4, added to the
+  // low word alone: the start-address field (bits 0-13, address >> 4) never carries, shared
+  // addresses being under 2^18 bytes, so the sum is the descriptor of the offset address bit for
+  // bit -- one 32-bit add a wgmma (folded into the constant) where building it again costs a
+  // shift, a mask and an or of 64-bit values.
+  struct Desc {
+    unsigned lo, hi;
+    __device__ unsigned long long at(unsigned offset_bytes) const {
+      return (static_cast<unsigned long long>(hi) << 32) | (lo + (offset_bytes >> 4));
+    }
+  };
+  template <bool MnMajor, class Layout>
+  __device__ static Desc base_desc(unsigned base) {
+    unsigned long long d;
+    if constexpr (MnMajor) {
+      d = wgmma_desc_mnmajor_sw128(base, Layout::kPanelBytes);
+    } else {
+      d = wgmma_desc_kmajor(base, Layout::kSwizzleBytes);
+    }
+    return {static_cast<unsigned>(d), static_cast<unsigned>(d >> 32)};
+  }
+  // Byte offset of a K-major tile's (rows along M or N, K along columns) rows [row0, row0 + 64
+  // or BN) at k16 step kk.
   template <class Layout>
-  __device__ static unsigned long long kmajor_desc(unsigned base, int row0, int kk) {
+  __device__ static constexpr unsigned kmajor_offset(int row0, int kk) {
     constexpr int kPanelK = Layout::kPanelCols;
     const int k = kk * 16;
-    const unsigned addr = base + (k / kPanelK) * Layout::kPanelBytes + row0 * Layout::kSwizzleBytes +
-                          (k % kPanelK) * static_cast<int>(sizeof(TIn));
-    return wgmma_desc_kmajor(addr, Layout::kSwizzleBytes);
+    return static_cast<unsigned>((k / kPanelK) * Layout::kPanelBytes + row0 * Layout::kSwizzleBytes +
+                                 (k % kPanelK) * static_cast<int>(sizeof(TIn)));
   }
-  // The descriptor of an MN-major tile (rows along K, M or N along columns, 128-byte panels of
-  // 64 elements) at column panel `panel` and k16 step kk.
+  // Byte offset of an MN-major tile's (rows along K, M or N along columns, 128-byte panels of 64
+  // elements) column panel `panel` at k16 step kk.
   template <class Layout>
-  __device__ static unsigned long long mnmajor_desc(unsigned base, int panel, int kk) {
+  __device__ static constexpr unsigned mnmajor_offset(int panel, int kk) {
     static_assert(Layout::kSwizzleBytes == 128, "WarpgroupGemm: MN-major tiles use the 128-byte swizzle");
-    return wgmma_desc_mnmajor_sw128(base + panel * Layout::kPanelBytes + kk * 16 * 128, Layout::kPanelBytes);
+    return static_cast<unsigned>(panel * Layout::kPanelBytes + kk * 16 * 128);
   }
-  __device__ static unsigned long long b_desc(unsigned b_base, int kk) {
-    if constexpr (TransB) {
-      return kmajor_desc<LayoutB>(b_base, 0, kk);
+  // A's offset of m64 block `block` at k16 step kk (K-major, or M-major when TransA).
+  __device__ static constexpr unsigned a_offset(int block, int kk) {
+    if constexpr (TransA) {
+      return mnmajor_offset<LayoutA>(block, kk);
     } else {
-      return mnmajor_desc<LayoutB>(b_base, 0, kk);
+      return kmajor_offset<LayoutA>(64 * block, kk);
+    }
+  }
+  // B's offset at k16 step kk (K-major when TransB, else N-major).
+  __device__ static constexpr unsigned b_offset(int kk) {
+    if constexpr (TransB) {
+      return kmajor_offset<LayoutB>(0, kk);
+    } else {
+      return mnmajor_offset<LayoutB>(0, kk);
     }
   }
   // The D fragment of this thread's r-th m64 block: registers [r * BN / 2, (r + 1) * BN / 2) of acc.
@@ -130,22 +160,18 @@ struct WarpgroupGemm : AccumulatorLayout<BM, BN, 4 * Warpgroups, 1, (BM > 64 * W
                   "WarpgroupGemm: LayoutA must describe the A tile, [BM][BK] or [BK][BM] if TransA");
     static_assert(!TransA || LayoutA::kSwizzleBytes == 128,
                   "WarpgroupGemm: an M-major A tile needs the 128-byte swizzle");
-    const unsigned a_base = smem_address(sA), b_base = smem_address(sB);
-    const int g = warpgroup();
+    // Block r * Warpgroups + g's offset is block r * Warpgroups's plus block g's (both linear).
+    const Desc da = base_desc<TransA, LayoutA>(smem_address(sA) + a_offset(warpgroup(), 0));
+    const Desc db = base_desc<!TransB, LayoutB>(smem_address(sB));
     wgmma_fence_operand(acc);
     wgmma_fence();
 #pragma unroll
     for (int kk = 0; kk < kKSteps; ++kk) {
 #pragma unroll
       for (int r = 0; r < kBlocks; ++r) {
-        const int block = r * Warpgroups + g;  // m64 block: rows [64 block, 64 block + 64)
-        unsigned long long da;
-        if constexpr (TransA) {
-          da = mnmajor_desc<LayoutA>(a_base, block, kk);
-        } else {
-          da = kmajor_desc<LayoutA>(a_base, 64 * block, kk);
-        }
-        wgmma_ss<TIn, BN, TransA ? 1 : 0, TransB ? 0 : 1>(block_acc(acc, r), da, b_desc(b_base, kk), 1);
+        // m64 block r * Warpgroups + g: rows [64 (r * Warpgroups + g), + 64)
+        wgmma_ss<TIn, BN, TransA ? 1 : 0, TransB ? 0 : 1>(
+            block_acc(acc, r), da.at(a_offset(r * Warpgroups, kk)), db.at(b_offset(kk)), 1);
       }
     }
     wgmma_commit();
@@ -154,7 +180,7 @@ struct WarpgroupGemm : AccumulatorLayout<BM, BN, 4 * Warpgroups, 1, (BM > 64 * W
   // run_rs() without the wait (see run_async). The A registers must not change until the wait.
   __device__ static void run_rs_async(const TIn (&a)[kARegs], const TIn* sB, float (&acc)[kAccPerThread]) {
     static_assert(!TransA, "WarpgroupGemm::run_rs: an A operand in registers is [BM][BK], never transposed");
-    const unsigned b_base = smem_address(sB);
+    const Desc db = base_desc<!TransB, LayoutB>(smem_address(sB));
     unsigned regs[kBlocks][kKSteps][4];
 #pragma unroll
     for (int r = 0; r < kBlocks; ++r)
@@ -166,7 +192,7 @@ struct WarpgroupGemm : AccumulatorLayout<BM, BN, 4 * Warpgroups, 1, (BM > 64 * W
     for (int kk = 0; kk < kKSteps; ++kk)
 #pragma unroll
       for (int r = 0; r < kBlocks; ++r)
-        wgmma_rs<TIn, BN, TransB ? 0 : 1>(block_acc(acc, r), regs[r][kk], b_desc(b_base, kk), 1);
+        wgmma_rs<TIn, BN, TransB ? 0 : 1>(block_acc(acc, r), regs[r][kk], db.at(b_offset(kk)), 1);
     wgmma_commit();
   }
 
