@@ -340,17 +340,21 @@ elif [[ $steps == s29 ]]; then
     for i in 0 1 2 3 4 5; do GTEST_TOTAL_SHARDS=6 GTEST_SHARD_INDEX=$i "$0" --gtest_brief=1 \
         --gtest_filter="Wgmma/*:*RegisterAGemm*:*GemmChain*:Shapes/Attention.*:FlashAttentionGpuSmall.*:*GemmFromPassesShapes*:GemmFromPassesMulticast.*:FromPasses/MulticastShapes.*:GemmRowMaxGpu.*:RaggedRingGpu.*" & done
     for i in 0 1 2 3 4 5; do wait -n || fail=1; done; exit $fail' "$build/tessel_tests_gpu"
+  # The old build's JSON names its own commit (gpu-steps.sh exports this build's).
   bins=("$build/tessel")
   if [[ -x "$build/old/tessel" ]]; then bins+=("$build/old/tessel"); fi
+  old_commit=$(cat "$build/old/git-commit.txt" 2>/dev/null || echo unknown)
   for bin in "${bins[@]}"; do
-    which=new; [[ $bin == "$build/tessel" ]] || which=old
-    step "bench gemm 5 --compare-passes (f16, bf16; $which build)" 80 "$bin" bench gemm --compare-passes --repeats 20 \
+    which=new commit=$TESSEL_GIT_COMMIT; [[ $bin == "$build/tessel" ]] || which=old commit=$old_commit
+    step "bench gemm 5 --compare-passes (f16, bf16; $which build)" 80 env TESSEL_GIT_COMMIT="$commit" "$bin" bench gemm \
+      --compare-passes --repeats 20 \
       --warmup 5 --shapes 2048x2048x2048,4096x4096x4096,8192x8192x8192,8192x28672x8192,16384x4096x1024,128x8192x8192,1024x1024x1024 \
       --dtype f16,bf16 --json "$out/$day-gemm-compare-passes-issue5-$which-$tag.json"
   done
   for bin in "${bins[@]}"; do
-    which=new; [[ $bin == "$build/tessel" ]] || which=old
-    step "bench attention bf16 (default; $which build)" 70 "$bin" bench attention --dtype bf16 --repeats 10 \
+    which=new commit=$TESSEL_GIT_COMMIT; [[ $bin == "$build/tessel" ]] || which=old commit=$old_commit
+    step "bench attention bf16 (default; $which build)" 70 env TESSEL_GIT_COMMIT="$commit" "$bin" bench attention \
+      --dtype bf16 --repeats 10 \
       --json "$out/$day-attention-default-$which-$tag.json"
   done
   step "fuzz (every family, transposed operands among them), on the GPU" 90 env TESSEL_CACHE=0 \
