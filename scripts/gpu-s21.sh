@@ -42,6 +42,8 @@
 #     gpu suites (both operand orders, A from registers, attention, the passes' GEMM, multicast
 #     and split clusters), then the passes' GEMM beside the template and attention beside cuDNN,
 #     each with this build and with the previous one (build-gpu/old/tessel, when carried);
+#   TESSEL_S21_STEPS=s29b: issue 5's shapes with both builds again, then racecheck on the
+#     clusters from the passes (multicast along y and x, splits over 4 and 8);
 #   TESSEL_S21_STEPS=uniform: JitOptions::uniform_roles beside the default (the passes' GEMM
 #     against the template on issue 5's shapes, attention's default cases), its gpu tests;
 #   TESSEL_S21_STEPS="softmax bench" (a list): those sets in that order, in one call.
@@ -54,6 +56,24 @@ split_cluster_tests() {
       GTEST_TOTAL_SHARDS=4 GTEST_SHARD_INDEX=$i "$0" --gtest_brief=1 \
         --gtest_filter="*GemmFromPassesShapes*:GemmFromPassesPersistent.*:*EpilogueShapes*passes*:GemmRowMaxGpu.*" & done
     for i in 0 1 2 3; do wait -n || fail=1; done; exit $fail' "$build/tessel_tests_gpu"
+}
+# Session 29: this build's CLI and, when carried, the previous build's (build-gpu/old/tessel), whose
+# JSON names its own commit (gpu-steps.sh exports this build's).
+old_build_bins() {
+  bins=("$build/tessel")
+  if [[ -x "$build/old/tessel" ]]; then bins+=("$build/old/tessel"); fi
+  old_commit=$(cat "$build/old/git-commit.txt" 2>/dev/null || echo unknown)
+}
+# Issue 5's shapes, the passes beside the template, with each build; the shapes where the passes
+# trailed first (the big ones, checked in float64 on sampled entries, take the longest).
+gemm5_new_and_old() {
+  for bin in "${bins[@]}"; do
+    which=new commit=$TESSEL_GIT_COMMIT; [[ $bin == "$build/tessel" ]] || which=old commit=$old_commit
+    step "bench gemm 5 --compare-passes (f16, bf16; $which build)" 150 env TESSEL_GIT_COMMIT="$commit" "$bin" bench gemm \
+      --compare-passes --repeats 20 --warmup 5 \
+      --shapes 128x8192x8192,1024x1024x1024,2048x2048x2048,4096x4096x4096,16384x4096x1024,8192x8192x8192,8192x28672x8192 \
+      --dtype f16,bf16 --json "$out/$day-gemm-compare-passes-issue5-$which-$tag.json"
+  done
 }
 for steps in ${TESSEL_S21_STEPS:-bench}; do
 if [[ $steps == bench ]]; then
@@ -340,17 +360,8 @@ elif [[ $steps == s29 ]]; then
     for i in 0 1 2 3 4 5; do GTEST_TOTAL_SHARDS=6 GTEST_SHARD_INDEX=$i "$0" --gtest_brief=1 \
         --gtest_filter="Wgmma/*:*RegisterAGemm*:*GemmChain*:Shapes/Attention.*:FlashAttentionGpuSmall.*:*GemmFromPassesShapes*:GemmFromPassesMulticast.*:FromPasses/MulticastShapes.*:GemmRowMaxGpu.*:RaggedRingGpu.*" & done
     for i in 0 1 2 3 4 5; do wait -n || fail=1; done; exit $fail' "$build/tessel_tests_gpu"
-  # The old build's JSON names its own commit (gpu-steps.sh exports this build's).
-  bins=("$build/tessel")
-  if [[ -x "$build/old/tessel" ]]; then bins+=("$build/old/tessel"); fi
-  old_commit=$(cat "$build/old/git-commit.txt" 2>/dev/null || echo unknown)
-  for bin in "${bins[@]}"; do
-    which=new commit=$TESSEL_GIT_COMMIT; [[ $bin == "$build/tessel" ]] || which=old commit=$old_commit
-    step "bench gemm 5 --compare-passes (f16, bf16; $which build)" 80 env TESSEL_GIT_COMMIT="$commit" "$bin" bench gemm \
-      --compare-passes --repeats 20 \
-      --warmup 5 --shapes 2048x2048x2048,4096x4096x4096,8192x8192x8192,8192x28672x8192,16384x4096x1024,128x8192x8192,1024x1024x1024 \
-      --dtype f16,bf16 --json "$out/$day-gemm-compare-passes-issue5-$which-$tag.json"
-  done
+  old_build_bins
+  gemm5_new_and_old
   for bin in "${bins[@]}"; do
     which=new commit=$TESSEL_GIT_COMMIT; [[ $bin == "$build/tessel" ]] || which=old commit=$old_commit
     step "bench attention bf16 (default; $which build)" 70 env TESSEL_GIT_COMMIT="$commit" "$bin" bench attention \
@@ -359,6 +370,19 @@ elif [[ $steps == s29 ]]; then
   done
   step "fuzz (every family, transposed operands among them), on the GPU" 90 env TESSEL_CACHE=0 \
     "$build/tessel_fuzz" --gpu --arch none --count 200 --seed 20261229 --json "$out/$day-fuzz-all-$tag.json"
+elif [[ $steps == s29b ]]; then
+  # Session 29, second call: issue 5's shapes with both builds (s29's step ran out of time), then
+  # session 28's racecheck cases (never run without the fault) on the clusters from the passes.
+  old_build_bins
+  gemm5_new_and_old
+  mc='FromPasses/MulticastShapes.MatchesReference'
+  for case in "$mc/1100x1000x1032*f16*" "$mc/300x520x1000*f16*" \
+              "FromPasses/GemmFromPassesShapes.MatchesReference/380x1000x8200*f16*" \
+              "FromPasses/GemmFromPassesShapes.MatchesReference/128x1024x16384*f16*" \
+              "GemmFromPassesMulticast.FewBlocksLoopOverManyTiles"; do
+    step "racecheck $case" 90 env TESSEL_TEST_F64_REFERENCE=1 compute-sanitizer --tool racecheck \
+      --error-exitcode 9 "$build/tessel_tests_gpu" --gtest_brief=1 --gtest_filter="$case"
+  done
 elif [[ $steps == ncu ]]; then
   if command -v ncu >/dev/null; then
     for shape in 10000x50257 4096x65536 32768x8193 65536x8191; do
@@ -379,7 +403,7 @@ elif [[ $steps == tune ]]; then
     --shapes 4194304x127,4194304x129,524288x1023,65536x8191,32768x8193,10000x50257 \
     --json "$out/$day-softmax-issue17-tuned-$tag.json"
 else
-  echo "gpu-s21.sh: unknown step set '$steps' in TESSEL_S21_STEPS (legal: first, h200, s24, s25, s26, s27, s28, s28b, s29, uniform, bench, softmax, ncu, tests, tune)" | tee -a "$log"
+  echo "gpu-s21.sh: unknown step set '$steps' in TESSEL_S21_STEPS (legal: first, h200, s24, s25, s26, s27, s28, s28b, s29, s29b, uniform, bench, softmax, ncu, tests, tune)" | tee -a "$log"
   status=1
 fi
 done
