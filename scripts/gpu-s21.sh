@@ -44,8 +44,8 @@
 #     each with this build and with the previous one (build-gpu/old/tessel, when carried);
 #   TESSEL_S21_STEPS=s29b: issue 5's shapes with both builds again, then racecheck on the
 #     clusters from the passes (multicast along y and x, splits over 4 and 8);
-#   TESSEL_S21_STEPS=s29c: issue 17's GEMM table with the passes beside the default, attention
-#     under TESSEL_ENABLE=gemm_from_passes beside the default (what the flip would change);
+#   TESSEL_S21_STEPS=s29c: issue 17's GEMM table with the passes beside the default (what the
+#     flip would change there);
 #   TESSEL_S21_STEPS=uniform: JitOptions::uniform_roles beside the default (the passes' GEMM
 #     against the template on issue 5's shapes, attention's default cases), its gpu tests;
 #   TESSEL_S21_STEPS="softmax bench" (a list): those sets in that order, in one call.
@@ -388,16 +388,11 @@ elif [[ $steps == s29b ]]; then
 elif [[ $steps == s29c ]]; then
   # Session 29, third call: what turning gemm_from_passes on by default would change beyond issue
   # 5's shapes -- issue 17's GEMM table (unaligned, skinny; the library's split-K) with the passes
-  # beside the default in one process, and attention's defaults under TESSEL_ENABLE=gemm_from_passes
-  # (persistent rings and TMA stores for every ring kernel) beside the default, each with cuDNN.
-  step "bench gemm 17 --compare-passes (f16, bf16)" 150 "$build/tessel" bench gemm --compare-passes --repeats 20 \
+  # beside the default in one process.
+  step "bench gemm 17 --compare-passes (f16, bf16)" 300 "$build/tessel" bench gemm --compare-passes --repeats 20 \
     --warmup 5 --dtype f16,bf16 \
     --shapes 1x4096x4096,16x4096x4096,32x4096x14336,8x14336x4096,64x8192x8192,16x14336x4096,4095x4095x4095,2047x2047x2047,3072x3072x3073,12345x6789x1011,6144x6143x6144,8192x50257x4096 \
     --json "$out/$day-gemm-compare-passes-issue17-$tag.json"
-  for e in none gemm_from_passes; do
-    step "bench attention f16, bf16 (TESSEL_ENABLE=$e)" 110 env TESSEL_ENABLE="${e/none/}" "$build/tessel" bench attention \
-      --dtype f16,bf16 --repeats 10 --json "$out/$day-attention-default-enable-$e-$tag.json"
-  done
 elif [[ $steps == ncu ]]; then
   if command -v ncu >/dev/null; then
     for shape in 10000x50257 4096x65536 32768x8193 65536x8191; do
