@@ -44,8 +44,9 @@
 #     each with this build and with the previous one (build-gpu/old/tessel, when carried);
 #   TESSEL_S21_STEPS=s29b: issue 5's shapes with both builds again, then racecheck on the
 #     clusters from the passes (multicast along y and x, splits over 4 and 8);
-#   TESSEL_S21_STEPS=s29c: issue 17's GEMM table with the passes beside the default (what the
-#     flip would change there);
+#   TESSEL_S21_STEPS=s29d / s29e: the flip (gemm_from_passes on by default): the GEMM gpu suites,
+#     issue 5's shapes beside the template (--compare-template); issue 17's table with and
+#     without TESSEL_DISABLE=gemm_from_passes, GPU fuzz;
 #   TESSEL_S21_STEPS=uniform: JitOptions::uniform_roles beside the default (the passes' GEMM
 #     against the template on issue 5's shapes, attention's default cases), its gpu tests;
 #   TESSEL_S21_STEPS="softmax bench" (a list): those sets in that order, in one call.
@@ -385,14 +386,29 @@ elif [[ $steps == s29b ]]; then
     step "racecheck $case" 90 env TESSEL_TEST_F64_REFERENCE=1 compute-sanitizer --tool racecheck \
       --error-exitcode 9 "$build/tessel_tests_gpu" --gtest_brief=1 --gtest_filter="$case"
   done
-elif [[ $steps == s29c ]]; then
-  # Session 29, third call: what turning gemm_from_passes on by default would change beyond issue
-  # 5's shapes -- issue 17's GEMM table (unaligned, skinny; the library's split-K) with the passes
-  # beside the default in one process.
-  step "bench gemm 17 --compare-passes (f16, bf16)" 300 "$build/tessel" bench gemm --compare-passes --repeats 20 \
-    --warmup 5 --dtype f16,bf16 \
-    --shapes 1x4096x4096,16x4096x4096,32x4096x14336,8x14336x4096,64x8192x8192,16x14336x4096,4095x4095x4095,2047x2047x2047,3072x3072x3073,12345x6789x1011,6144x6143x6144,8192x50257x4096 \
-    --json "$out/$day-gemm-compare-passes-issue17-$tag.json"
+elif [[ $steps == s29d ]]; then
+  # Session 29, the flip: the generic passes compile the tutorial GEMM by default (gemm_from_passes
+  # on; the template only under gemm_from_passes = false). The GEMM gpu suites -- the default
+  # (passes) and the template's own, explicitly -- in six shards, then issue 5's shapes with the
+  # template beside the default in one process.
+  step "gpu tests (GEMMs: the default from the passes, the template's suites; 6 shards)" 300 bash -c 'fail=0
+    for i in 0 1 2 3 4 5; do GTEST_TOTAL_SHARDS=6 GTEST_SHARD_INDEX=$i "$0" --gtest_brief=1 \
+        --gtest_filter="Shapes/MatmulShapes.*:TutorialKnobs/*:FromPasses/*:*EpilogueShapes*:*MatmulSplitKShapes*:GemmRowMaxGpu.*:RaggedRingGpu.*:Hopper/HopperShapes.*:SplitK/SplitKShapes.*:HopperPersistent.*:GemmFromPasses*:*MatmulStagingShapes*" & done
+    for i in 0 1 2 3 4 5; do wait -n || fail=1; done; exit $fail' "$build/tessel_tests_gpu"
+  step "bench gemm 5 --compare-template (f16, bf16)" 150 "$build/tessel" bench gemm --compare-template --repeats 20 \
+    --warmup 5 --shapes 128x8192x8192,1024x1024x1024,2048x2048x2048,4096x4096x4096,16384x4096x1024,8192x8192x8192,8192x28672x8192 \
+    --dtype f16,bf16 --json "$out/$day-gemm-compare-template-issue5-$tag.json"
+elif [[ $steps == s29e ]]; then
+  # Session 29, the flip, second call: issue 17's GEMM table with the default (passes) and with
+  # TESSEL_DISABLE=gemm_from_passes (the template), each process with cuBLAS; then GPU fuzz.
+  for e in none gemm_from_passes; do
+    step "bench gemm 17 (TESSEL_DISABLE=$e)" 150 env TESSEL_DISABLE="${e/none/}" "$build/tessel" bench gemm --repeats 20 \
+      --warmup 5 --dtype f16,bf16 \
+      --shapes 64x8192x8192,6144x6143x6144,8192x50257x4096,4095x4095x4095,2047x2047x2047,3072x3072x3073,12345x6789x1011,1x4096x4096,16x4096x4096,32x4096x14336,8x14336x4096,16x14336x4096 \
+      --json "$out/$day-gemm-issue17-disable-$e-$tag.json"
+  done
+  step "fuzz (every family), on the GPU" 90 env TESSEL_CACHE=0 "$build/tessel_fuzz" --gpu --arch none --count 200 \
+    --seed 20261230 --json "$out/$day-fuzz-all-$tag.json"
 elif [[ $steps == ncu ]]; then
   if command -v ncu >/dev/null; then
     for shape in 10000x50257 4096x65536 32768x8193 65536x8191; do
@@ -413,7 +429,7 @@ elif [[ $steps == tune ]]; then
     --shapes 4194304x127,4194304x129,524288x1023,65536x8191,32768x8193,10000x50257 \
     --json "$out/$day-softmax-issue17-tuned-$tag.json"
 else
-  echo "gpu-s21.sh: unknown step set '$steps' in TESSEL_S21_STEPS (legal: first, h200, s24, s25, s26, s27, s28, s28b, s29, s29b, s29c, uniform, bench, softmax, ncu, tests, tune)" | tee -a "$log"
+  echo "gpu-s21.sh: unknown step set '$steps' in TESSEL_S21_STEPS (legal: first, h200, s24, s25, s26, s27, s28, s28b, s29, s29b, s29d, s29e, uniform, bench, softmax, ncu, tests, tune)" | tee -a "$log"
   status=1
 fi
 done

@@ -39,17 +39,19 @@ struct JitOptions {
   bool disable_warp_specialization = false;
   // The sm_90a GEMM splits the K loop of each tile over a 2-CTA cluster when the grid has
   // too few tiles to fill the GPU, and so do generic ring kernels over clusters of 2, 4 or 8
-  // CTAs (split_k_clusters, under gemm_from_passes or persistent_rings); true turns both off
+  // CTAs (split_k_clusters: GEMM-shaped kernels under gemm_from_passes, any ring under
+  // persistent_rings); true turns both off
   // (TESSEL_DISABLE=split_k does the same).
   bool disable_split_k = false;
   // The sm_90a GEMM stores 16-bit outputs through shared memory and TMA when the staging tile
   // fits beside the ring, and so do generic kernels storing a wgmma accumulator tile
-  // (plan_tma_stores, under persistent_rings or gemm_from_passes only until measured); true keeps their register stores
+  // (plan_tma_stores: GEMM-shaped kernels under gemm_from_passes, any ring under
+  // persistent_rings); true keeps their register stores
   // (TESSEL_DISABLE=tma_store does the same).
   bool disable_tma_store = false;
-  // The sm_90a GEMM (and, under gemm_from_passes or persistent_rings, the generic passes'
-  // multicast_cluster_loads) honours the program's use_cluster hint by loading the operand tiles a
-  // 2-CTA cluster shares once and multicasting them (TESSEL_DISABLE=multicast ignores the hint).
+  // The sm_90a GEMM (from the passes' multicast_cluster_loads, or the template's kernel) honours the
+  // program's use_cluster hint by loading the operand tiles a 2-CTA cluster shares once and multicasting them
+  // (TESSEL_DISABLE=multicast ignores the hint).
   bool disable_multicast = false;
   // Generic kernels (not the tutorial GEMM's own kernel) load the tiles of their Pipelined loops
   // with TMA into mbarrier rings that a producer warpgroup fills, when every load of the loop can
@@ -127,31 +129,30 @@ struct JitOptions {
   // disable_uniform_roles (TESSEL_DISABLE=uniform_roles) turns it off everywhere.
   bool uniform_roles = false;
   bool disable_uniform_roles = false;
-  // The tutorial GEMM (and any kernel shaped like it) compiled by the generic sm_90a passes --
-  // TMA loads into an mbarrier ring, a producer warpgroup, wgmma issued asynchronously with
-  // placed waits -- instead of the hand-written warp-specialized kernel select_hopper_gemm
-  // swaps in: persistent (persist_tiles) with a TMA-store epilogue where its staging tile fits
-  // (plan_tma_stores). Those two passes apply to other generic kernels too (persistent_rings,
-  // which this implies), and so does wgmma over several m64 blocks a warpgroup (a 128-row tile
-  // on one consumer warpgroup, which would otherwise take mma.sync). Off by default: it has no
-  // split-K or multicast clusters yet, and the H200 has not timed it since the passes' kernel
-  // reached the template's speed on an H100 (session 25: 0.999 over issue 5's shapes;
-  // docs/perf-notes.md; `tessel bench gemm --compare-passes`). TESSEL_ENABLE=gemm_from_passes
-  // does the same.
-  bool gemm_from_passes = false;
-  // Generic sm_90a ring kernels other than the tutorial GEMM (attention, gemm chains, a user's
-  // ring): persistent (persist_tiles: min(tiles, SMs) blocks loop over the tiles, a causal or
-  // data-dependent ring's position carried from tile to tile) and their wgmma accumulator tiles
-  // stored through TMA where the staging tile fits (plan_tma_stores) -- what gemm_from_passes
-  // does to them, without the tutorial GEMM leaving its template. Off by default for every ring
-  // kernel; kernels::flash_attention asks for it per config (AttentionConfig::persistent, the
-  // default for non-causal rings at D = 128: 1.06-1.14x on the H200). TESSEL_ENABLE=
-  // persistent_rings does the same for every kernel.
+  // The tutorial GEMM (and any kernel shaped like it: a K loop whose only compute is one gemm,
+  // its loads all TMA loads into the wgmma layouts) compiled by the generic sm_90a passes -- TMA
+  // loads into an mbarrier ring, a producer warpgroup, wgmma issued asynchronously with placed
+  // waits, wgmma over several m64 blocks a warpgroup, persistent (persist_tiles), a TMA-store
+  // epilogue where its staging tile fits (plan_tma_stores), split over clusters when the tiles
+  // are few (split_k_clusters), use_cluster's multicast (multicast_cluster_loads). On by default
+  // since session 29 (the passes' kernel at 0.997x the template over issue 5's shapes on an H100,
+  // every shape within the run-to-run spread; docs/perf-notes.md). False (or TESSEL_DISABLE=
+  // gemm_from_passes) swaps in select_hopper_gemm's hand-written kernel instead, for comparison
+  // (`tessel bench gemm --compare-passes`).
+  bool gemm_from_passes = true;
+  // Generic sm_90a ring kernels other than the GEMM-shaped ones gemm_from_passes takes (attention,
+  // gemm chains, a user's ring with other work in its loop): persistent (persist_tiles:
+  // min(tiles, SMs) blocks loop over the tiles, a causal or data-dependent ring's position
+  // carried from tile to tile) and their wgmma accumulator tiles stored through TMA where the
+  // staging tile fits (plan_tma_stores) -- what gemm_from_passes does to a GEMM's kernel. Off by
+  // default for those kernels; kernels::flash_attention asks for it per config (AttentionConfig::persistent,
+  // the default for non-causal rings at D = 128: 1.06-1.14x on the H200). TESSEL_ENABLE= persistent_rings
+  // does the same for every kernel.
   bool persistent_rings = false;
   // Generic sm_90a kernels whose work is one TMA ring loop per output tile (one wave of tiles
   // too) run persistently: min(tiles, SMs) blocks each loop over their tiles, the producer
-  // loading the next tile while the consumers finish this one (persist_tiles; under
-  // persistent_rings or gemm_from_passes only, until measured). True launches one block per tile
+  // loading the next tile while the consumers finish this one (persist_tiles; GEMM-shaped
+  // kernels under gemm_from_passes, any ring under persistent_rings). True launches one block per tile
   // (TESSEL_DISABLE=persistent_tiles does the same).
   bool disable_persistent_tiles = false;
   // In a persistent kernel, a shared tile loaded once per tile before its ring loop (attention's

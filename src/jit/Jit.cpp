@@ -192,7 +192,7 @@ passes::PassContext::Switches jit_switches(const JitOptions& options) {
       "TESSEL_DISABLE",
       {"tma", "wgmma", "warp_specialization", "split_k", "tma_store", "multicast", "async_pipeline",
        "pingpong", "async_gemm", "gemm_chains", "row_staging", "async_span_copy", "persistent_tiles",
-       "realigned_global_loads", "programmatic_launch", "uniform_roles", "tile_loads"});
+       "realigned_global_loads", "programmatic_launch", "uniform_roles", "tile_loads", "gemm_from_passes"});
   auto env_off = [&](const char* name) { return disabled.count(name) != 0; };
   // TESSEL_ENABLE turns opt-in features on from outside (benchmarks of a feature not on by default).
   const std::set<std::string> enabled = features_named(
@@ -200,14 +200,11 @@ passes::PassContext::Switches jit_switches(const JitOptions& options) {
                         "programmatic_launch", "uniform_roles", "gemm_from_passes", "persistent_rings"});
   auto env_on = [&](const char* name) { return enabled.count(name) != 0; };
   return passes::PassContext::Switches{
-      !options.disable_tma && !env_off("tma"),
-      !options.disable_wgmma && !env_off("wgmma"),
+      !options.disable_tma && !env_off("tma"), !options.disable_wgmma && !env_off("wgmma"),
       !options.disable_warp_specialization && !env_off("warp_specialization"),
-      !options.disable_split_k && !env_off("split_k"),
-      !options.disable_tma_store && !env_off("tma_store"),
+      !options.disable_split_k && !env_off("split_k"), !options.disable_tma_store && !env_off("tma_store"),
       !options.disable_multicast && !env_off("multicast"),
-      !options.disable_async_pipeline && !env_off("async_pipeline"),
-      options.allow_register_spills,
+      !options.disable_async_pipeline && !env_off("async_pipeline"), options.allow_register_spills,
       !options.disable_pingpong && !env_off("pingpong"),
       !options.disable_async_gemm && !env_off("async_gemm"),
       !options.disable_gemm_chains && !env_off("gemm_chains"),
@@ -222,12 +219,12 @@ passes::PassContext::Switches jit_switches(const JitOptions& options) {
           !options.disable_programmatic_launch && !env_off("programmatic_launch"),
       options.uniform_roles || env_on("uniform_roles"),
       !options.disable_uniform_roles && !env_off("uniform_roles"),
-      options.gemm_from_passes || env_on("gemm_from_passes"),
+      // On by default; TESSEL_ENABLE may still name it (scripts from before it was), TESSEL_DISABLE wins.
+      (options.gemm_from_passes || env_on("gemm_from_passes")) && !env_off("gemm_from_passes"),
       !options.disable_persistent_tiles && !env_off("persistent_tiles"),
       !options.disable_tile_loads && !env_off("tile_loads"),
       options.max_persistent_ctas > 0 ? options.max_persistent_ctas : max_persistent_ctas_from_env(),
-      options.persistent_rings || env_on("persistent_rings"),
-      std::max(0, options.min_blocks_per_sm)};
+      options.persistent_rings || env_on("persistent_rings"), std::max(0, options.min_blocks_per_sm)};
 }
 
 std::string switches_text(const passes::PassContext::Switches& s) {

@@ -111,8 +111,8 @@ class CopyLowering {
                               tma, w);
     }
     // A wgmma tile to a 16-bit tensor whose rows and region start are provably 16-byte aligned:
-    // 16-byte stores after a quad transpose (opt-in with persistent_rings / gemm_from_passes until the H200 has run
-    // it; the template's direct stores do the same).
+    // 16-byte stores after a quad transpose where the ring epilogues apply (PassContext::ring_epilogues;
+    // the template's direct stores do the same).
     const bool wgmma_tile = l.kind == FragmentLayout::Kind::GemmAccumulator && l.wgmma && l.warps_n == 1 &&
                             l.shape.size() == 2 && l.shape[0] % (16 * l.warps_m) == 0 && l.shape[1] % 32 == 0;
     if (ctx_.ring_epilogues() && wgmma_tile && (g->dtype == DType::f16 || g->dtype == DType::bf16) &&

@@ -81,8 +81,8 @@ int accumulator_chains(std::int64_t warp_m, std::int64_t warp_n, std::int64_t BK
 // why: sm_90a with the Hopper features allowed, whole warpgroups, the warps stacked along M in
 // 16-row strips, an N the wgmma shapes cover, and shared operands that can take (or already
 // have) the layout its descriptors read. Each warpgroup computes `blocks` m64 row blocks with one
-// instruction apiece per k16 step: 1 (BM = 64 per warpgroup), or, under gemm_from_passes until
-// the H200 has run it, 2 or more for a gemm whose A comes from shared memory and whose
+// instruction apiece per k16 step: 1 (BM = 64 per warpgroup), or, under gemm_from_passes (the
+// default), 2 or more for a gemm whose A comes from shared memory and whose
 // accumulator shares its layout with no other gemm's operand or tile (not a later gemm's register
 // operand, not met element by element with another accumulator), within 128 accumulator registers a thread
 // (blocks * BN / 2) -- the tutorial GEMM's 128-row tiles on one consumer warpgroup.
@@ -113,9 +113,10 @@ WgmmaChoice wgmma_choice(const PassContext& ctx_, const LayoutContext& lc, const
   if (lc.main_loop_gemms.count(op))
     return refuse(
         std::string("the sole gemm of a cp.async Pipelined loop keeps BlockGemm's mma.sync main loop") +
-        (ctx_.gemm_from_passes ? " (the loop's loads cannot all be TMA loads into the wgmma layouts)"
-                               : " (a TMA ring with wgmma needs JitOptions::gemm_from_passes and loads TMA "
-                                 "can make)"));
+        (ctx_.gemm_from_passes
+             ? " (the loop's loads cannot all be TMA loads into the wgmma layouts)"
+             : " (a TMA ring with wgmma needs JitOptions::gemm_from_passes, which is off, and "
+               "loads TMA can make)"));
   if (BN < 64 || BN > 256 || BN % 16)
     return refuse("the tile is " + std::to_string(BN) +
                   " columns wide; wgmma takes 64 to 256, a multiple of 16");
@@ -127,7 +128,7 @@ WgmmaChoice wgmma_choice(const PassContext& ctx_, const LayoutContext& lc, const
                   std::to_string(strip));
   } else if (!ctx_.gemm_from_passes) {
     return refuse(tile + " is " + std::to_string(BM / strip) +
-                  " m64 blocks a warpgroup, taken only under JitOptions::gemm_from_passes until measured");
+                  " m64 blocks a warpgroup, taken only under JitOptions::gemm_from_passes, which is off");
   } else if (op->A.buffer->scope != Scope::Shared) {
     return refuse(tile + " with A in registers: several m64 blocks a warpgroup read A from shared memory");
   } else if (lc.shared_layout_tiles.count(op->C.buffer->id)) {

@@ -28,7 +28,10 @@
 //             defaults.
 //   Requires: verify_program (regions have extents; gemm operands are checked for scope/dtype).
 //   Ensures:  ctx.fragment_layouts has every fragment, ctx.shared_layouts every shared buffer;
-//             ctx.uses_wgmma when some gemm lowers to WarpgroupGemm.
+//             ctx.uses_wgmma when some gemm lowers to WarpgroupGemm; ctx.gemm_ring when a
+//             Pipelined loop's sole gemm takes wgmma on a TMA ring (under gemm_from_passes: the
+//             kernels persist_tiles, plan_tma_stores, split_k_clusters and multicast_cluster_loads
+//             take without JitOptions::persistent_rings).
 #include <numeric>
 #include <optional>
 #include <set>
@@ -127,6 +130,7 @@ class MainLoopGemmScan : public IRVisitor {
  public:
   explicit MainLoopGemmScan(const PassContext& ctx) : ctx_(ctx) {}
   std::set<const GemmStmt*> gemms;
+  bool gemm_ring = false;  // a loop whose sole gemm becomes_tma_ring (PassContext::gemm_ring)
 
  protected:
   void visit_node(const ForStmt* op) override {
@@ -148,8 +152,12 @@ class MainLoopGemmScan : public IRVisitor {
           other = true;
       }
       if (!other && gemm.size() == 1 && filled.count(gemm[0]->A.buffer->id) &&
-          filled.count(gemm[0]->B.buffer->id) && !becomes_tma_ring(*gemm[0], copies))
-        gemms.insert(gemm[0]);
+          filled.count(gemm[0]->B.buffer->id)) {
+        if (becomes_tma_ring(*gemm[0], copies))
+          gemm_ring = true;
+        else
+          gemms.insert(gemm[0]);
+      }
     }
     ++depth_;
     IRVisitor::visit_node(op);
@@ -407,6 +415,7 @@ Stmt infer_layouts(const Stmt& body, PassContext& ctx) {
   scan.visit(body);
   MainLoopGemmScan main_loops(ctx);
   main_loops.visit(body);
+  ctx.gemm_ring = main_loops.gemm_ring;
   LayoutInference inference(ctx, scan.closure(), scan.shared_layout_tiles(), main_loops.gemms, scan.links());
   FlatUseScan flat;
   flat.visit(body);

@@ -27,9 +27,9 @@
 //             after the barriers' initialization and before exit, and plan_kernel_abi launches
 //             2-CTA clusters. Applies when all of these hold, else the IR is unchanged but for
 //             the hint's removal (ctx.cluster_multicast.why_not):
-//               - JitOptions::gemm_from_passes or persistent_rings (opt-in, as the passes' GEMM
-//                 is), the Hopper switches, multicast, async_pipeline and warp_specialization on,
-//                 and the kernel's threads whole warpgroups;
+//               - ctx.ring_epilogues() (a gemm_from_passes kernel whose K loop is one gemm's
+//                 TMA ring, or persistent_rings), the Hopper switches, multicast, async_pipeline and
+//                 warp_specialization on, and the kernel's threads whole warpgroups;
 //               - the grid is constant (2-D at least for y = 2);
 //               - the kernel's top level is shared and fragment declarations, use_swizzle,
 //                 use_cluster, fills, one Pipelined loop from 0 of constant trip count whose TMA
@@ -143,7 +143,7 @@ Stmt multicast_cluster_loads(const Stmt& body, PassContext& ctx) {
     return without_hint();
   }
   if (!ctx.ring_epilogues()) {
-    out.why_not = "opt-in until measured (JitOptions::gemm_from_passes or persistent_rings)";
+    out.why_not = ctx.ring_epilogues_why_not();
     return without_hint();
   }
   if (!ctx.allow_multicast || !ctx.allow_async_pipeline || !ctx.allow_warp_specialization) {

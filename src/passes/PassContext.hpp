@@ -229,7 +229,7 @@ struct PassContext {
     bool programmatic_launch = false;
     bool uniform_roles = false;
     bool allow_uniform_roles = true;
-    bool gemm_from_passes = false;
+    bool gemm_from_passes = true;
     bool allow_persistent_tiles = true;
     bool allow_tile_loads = true;
     int max_persistent_ctas = 0;
@@ -279,10 +279,15 @@ struct PassContext {
   bool uniform_roles = false;
   bool allow_uniform_roles = true;
   // The tutorial GEMM's kernel from the generic passes (TMA ring, warp roles, asynchronous
-  // wgmma with placed waits) instead of select_hopper_gemm's template (opt-in, unmeasured:
-  // JitOptions::gemm_from_passes): select_hopper_gemm declines, and a Pipelined loop's sole gemm
-  // takes wgmma when its loads can all be TMA loads (infer_layouts' MainLoopGemmScan).
-  bool gemm_from_passes = false;
+  // wgmma with placed waits) instead of select_hopper_gemm's template (the default since session
+  // 29; JitOptions::gemm_from_passes = false keeps the template): select_hopper_gemm declines, and
+  // a Pipelined loop's sole gemm takes wgmma when its loads can all be TMA loads (infer_layouts'
+  // MainLoopGemmScan), which then sets gemm_ring.
+  bool gemm_from_passes = true;
+  // Set by infer_layouts: the kernel has a K loop whose only compute is one gemm, fed by loads
+  // that will all be TMA loads into the wgmma layouts -- the loop gemm_from_passes takes from
+  // mma.sync's cp.async pipeline to a wgmma ring. Such a kernel gets the ring epilogues below.
+  bool gemm_ring = false;
   // persist_tiles: ring kernels loop over their tiles in min(tiles, SMs)
   // blocks (JitOptions::disable_persistent_tiles turns it off).
   bool allow_persistent_tiles = true;
@@ -291,11 +296,24 @@ struct PassContext {
   bool allow_tile_loads = true;
   // JitOptions::max_persistent_ctas: persist_tiles launches at most this many blocks (0: the SMs).
   int max_persistent_ctas = 0;
-  // Generic ring kernels persistent with TMA-stored accumulator tiles (persist_tiles,
-  // plan_tma_stores, ops/Copy.cpp's wide stores), without the tutorial GEMM leaving its template:
-  // opt-in until measured (JitOptions::persistent_rings); gemm_from_passes implies it.
+  // Every generic ring kernel persistent with TMA-stored accumulator tiles (persist_tiles,
+  // plan_tma_stores, ops/Copy.cpp's wide stores), split over clusters and multicast
+  // (split_k_clusters, multicast_cluster_loads): JitOptions::persistent_rings (attention asks per
+  // config). Without it, only a gemm ring kernel under gemm_from_passes (the template's choices,
+  // measured there); others -- attention, gemm chains, a ring with other work -- keep the launch
+  // shape and stores they were measured with.
   bool persistent_rings = false;
-  bool ring_epilogues() const { return gemm_from_passes || persistent_rings; }
+  bool ring_epilogues() const { return persistent_rings || (gemm_from_passes && gemm_ring); }
+  // Why a kernel does not get them (for the passes' why_not): empty when it does.
+  std::string ring_epilogues_why_not() const {
+    if (ring_epilogues()) return "";
+    if (!gemm_from_passes)
+      return "JitOptions::gemm_from_passes is off (TESSEL_DISABLE=gemm_from_passes) and persistent_rings not "
+             "on";
+    return "for a kernel whose K loop is one gemm fed by TMA loads (gemm_from_passes) or under "
+           "JitOptions::persistent_rings (TESSEL_ENABLE=persistent_rings); this kernel's loops hold other "
+           "work";
+  }
   // JitOptions::min_blocks_per_sm: the blocks per SM the author asks ptxas to fit registers to
   // (plan_shared_memory caps it at what shared memory and threads allow).
   int requested_min_blocks_per_sm = 0;

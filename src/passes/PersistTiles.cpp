@@ -23,8 +23,8 @@
 //             tile order is the grid's, row-major (x fastest); use_swizzle(panel) becomes the
 //             same panel order over the tiles (tessel::rasterize's arithmetic, block.cuh, as lets)
 //             instead of a remap of blockIdx. Applies when all of these hold, else the IR is unchanged:
-//               - JitOptions::persistent_rings or gemm_from_passes is on (opt-in until measured
-//                 on the H200), the
+//               - ctx.ring_epilogues(): JitOptions::persistent_rings, or gemm_from_passes (the
+//                 default) and a K loop of one gemm on a TMA ring (ctx.gemm_ring), the
 //                 Hopper switches and async_pipeline and persistent_tiles are on, and the
 //                 kernel's threads are whole warpgroups (specialize_warps will split the roles:
 //                 without a producer of its own, a block would not overlap anything);
@@ -148,13 +148,11 @@ std::string why_not(const KernelStmt& k, const PassContext& ctx, std::int64_t& t
 }  // namespace
 
 Stmt persist_tiles(const Stmt& body, PassContext& ctx) {
-  // Opt-in (persistent_rings, or gemm_from_passes) until the H200 has timed it (docs/perf-notes.md, session 13):
-  // kernels compiled without it keep the launch shape they were measured with.
+  // GEMM-shaped kernels (gemm_from_passes) or any ring under persistent_rings: other kernels keep
+  // the launch shape they were measured with (attention asks per config).
   if (ctx.target.sm != 90 || !ctx.allow_tma || !ctx.allow_wgmma || ctx.hopper.selected) return body;
   if (!ctx.ring_epilogues()) {
-    ctx.tile_loop.why_not =
-        "opt-in until measured (JitOptions::persistent_rings, TESSEL_ENABLE=persistent_rings; gemm_from_passes "
-        "implies it)";
+    ctx.tile_loop.why_not = ctx.ring_epilogues_why_not();
     return body;
   }
   if (!ctx.allow_persistent_tiles) {

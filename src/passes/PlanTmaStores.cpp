@@ -8,17 +8,18 @@
 //             kernel parameter, ctx.tma_params: a box of 64 along the rows and the columns, 1 elsewhere,
 //             128-byte swizzle), the plan goes in ctx.tma_stores (ops/Copy.cpp lowers the copy by it), and
 //             the kernel ends with drain_tma_stores() (each warpgroup waits until its stores have read shared
-//             memory). Applies when JitOptions::persistent_rings or gemm_from_passes (opt-in until measured
-//             on the H200), the Hopper switches, async_pipeline and tma_store are on and: the copy's source
-//             is a whole fragment in the accumulator layout of a gemm that lowers to WarpgroupGemm with at
-//             most 4 warpgroups of one or more 64-row blocks each (the accumulator itself, or an f16 / bf16 /
-//             f32 tile an epilogue computed from it; ctx.fragment_layouts), its destination a [BM, BN] region
-//             (BN a multiple of 64; the rows along one dimension, the columns along the last, extent 1
-//             elsewhere: a [1, BM, 1, D] tile of attention's [B, S, H, D] output) of a 16-bit tensor of 2 to
-//             5 dimensions whose last dimension is contiguous, whose other strides are 16-byte multiples and
-//             whose extents fit a tensor map, no Parallel nest or loop other than a persistent kernel's tile
-//             loop encloses the copy, and the kernel's shared memory with the staging tile still fits the
-//             target. Otherwise the copy keeps its register stores.
+//             memory). Applies when ctx.ring_epilogues() (persistent_rings, or a gemm_from_passes
+//             kernel whose K loop is one gemm's TMA ring), the Hopper switches, async_pipeline and tma_store
+//             are on and: the copy's source is a whole fragment in the accumulator layout of a gemm that
+//             lowers to WarpgroupGemm with at most 4 warpgroups of one or more 64-row blocks each (the
+//             accumulator itself, or an f16 / bf16 / f32 tile an epilogue computed from it;
+//             ctx.fragment_layouts), its destination a [BM, BN] region (BN a multiple of 64; the rows along
+//             one dimension, the columns along the last, extent 1 elsewhere: a [1, BM, 1, D] tile of
+//             attention's [B, S, H, D] output) of a 16-bit tensor of 2 to 5 dimensions whose last dimension
+//             is contiguous, whose other strides are 16-byte multiples and whose extents fit a tensor map, no
+//             Parallel nest or loop other than a persistent kernel's tile loop encloses the copy, and the
+//             kernel's shared memory with the staging tile still fits the target. Otherwise the copy keeps
+//             its register stores.
 //   Requires: infer_layouts (fragment layouts), plan_pipelines (the rings' final sizes, for the
 //             shared-memory check).
 //   Ensures:  every ctx.tma_stores entry names a declared staging tile and a map in
@@ -117,8 +118,8 @@ std::int64_t kernel_shared_bytes(const Stmt& body, const PassContext& ctx, std::
 }
 
 Stmt plan_tma_stores(const Stmt& body, PassContext& ctx) {
-  // Opt-in (persistent_rings, or gemm_from_passes) until the H200 has run and timed it (docs/perf-notes.md,
-  // session 13): kernels compiled without it keep the stores they were measured with.
+  // GEMM-shaped kernels (gemm_from_passes) or any ring under persistent_rings: other kernels keep
+  // the stores they were measured with.
   if (ctx.target.sm != 90 || !ctx.allow_tma || !ctx.allow_wgmma || !ctx.allow_warp_specialization ||
       !ctx.allow_async_pipeline || !ctx.allow_tma_store || ctx.hopper.selected || !ctx.uses_wgmma ||
       !ctx.ring_epilogues())

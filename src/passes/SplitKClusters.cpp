@@ -26,9 +26,9 @@
 //             them changes what shares the L2. persist_tiles then leaves the kernel alone (one tile
 //             per CTA). Applies when all of these hold, else the IR is unchanged
 //             (ctx.cluster_split.why_not):
-//               - JitOptions::gemm_from_passes or persistent_rings (opt-in until measured on the
-//                 H200), the Hopper switches, async_pipeline, warp_specialization and split_k on,
-//                 and the kernel's threads whole warpgroups;
+//               - ctx.ring_epilogues() (a gemm_from_passes kernel whose K loop is one gemm's
+//                 TMA ring, or persistent_rings), the Hopper switches, async_pipeline, warp_specialization
+//                 and split_k on, and the kernel's threads whole warpgroups;
 //               - the grid is constant and R >= 2 as above;
 //               - the kernel's top level is shared and fragment declarations, use_swizzle, fills,
 //                 one Pipelined loop from 0 of constant trip count n >= 2 whose statements are TMA
@@ -145,7 +145,7 @@ Stmt split_k_clusters(const Stmt& body, PassContext& ctx) {
   if (ctx.target.sm != 90 || !ctx.allow_tma || !ctx.allow_wgmma || ctx.hopper.selected) return body;
   PassContext::ClusterSplit& out = ctx.cluster_split;
   if (!ctx.ring_epilogues()) {
-    out.why_not = "opt-in until measured (JitOptions::gemm_from_passes or persistent_rings)";
+    out.why_not = ctx.ring_epilogues_why_not();
     return body;
   }
   if (!ctx.allow_split_k || !ctx.allow_async_pipeline || !ctx.allow_warp_specialization) {

@@ -93,11 +93,11 @@ struct FuzzCase {
   bool online = true;
   bool causal = false;
   // Gemm: row block `by` sums only the first by + 1 tiles of K (a K loop whose trip count depends
-  // on the block: under gemm_from_passes a persistent ring carries its position); not with Unroll
+  // on the block: a persistent ring -- such a GEMM on sm_90a -- carries its position); not with Unroll
   // (whose trip count must be a constant).
   bool k_by_block = false;
   // Causal: the key loop stops at the last block the query block's rows see (its trip count
-  // depends on the block index: under gemm_from_passes a persistent ring carries its position).
+  // depends on the block index: under persistent_rings a persistent ring carries its position).
   bool skip_masked = false;
   double scale = 0.125;
   bool p_via_copy = false;  // attention: P made by copy(S, P) rather than a Parallel cast

@@ -15,6 +15,13 @@ namespace tessel::test {
 inline passes::Target sm90() {
   return {"sm_90a", 90, 232448};
 }
+// The switches that keep select_hopper_gemm's hand-written template (JitOptions::gemm_from_passes =
+// false): what tests of the template itself lower under, now that the passes compile every GEMM.
+inline passes::PassContext::Switches template_gemm() {
+  passes::PassContext::Switches s;
+  s.gemm_from_passes = false;
+  return s;
+}
 inline passes::Target sm80() {
   return {"sm_80", 80, 166912};
 }

@@ -29,7 +29,7 @@ struct BenchGemmOptions {
   std::string staging = "auto";
   std::string split_k = split_k_text(kernels::kMatmulDefaultSplitK);  // auto, or a share count (1: off)
   std::string l2_flush = "clean";
-  bool compare_passes = false;  // also time the kernel built with JitOptions::gemm_from_passes
+  bool compare_template = false;  // also time select_hopper_gemm's template (gemm_from_passes = false)
   int repeats = 50;
   int warmup = 10;
   std::uint64_t seed = 1;
@@ -41,22 +41,24 @@ struct Case {
   DType dtype;
 };
 
-void print_header(bool compare_passes) {
+void print_header(bool compare_template) {
   std::cout << "  " << left("shape", 18) << left("dtype", 6) << left("config", 24) << left("from", 9)
             << right("Tessel ms", 10) << right("TFLOP/s", 9) << right("cuBLAS ms", 11) << right("TFLOP/s", 9)
             << right("ratio", 8) << right("rel.err", 9) << right("vs f64", 9);
-  // --compare-passes: the same kernel built by the generic passes (JitOptions::gemm_from_passes);
-  // its ratio to cuBLAS, and "vs Tessel", its speed over the default kernel's (Tessel ms / passes ms).
-  if (compare_passes)
-    std::cout << right("passes ms", 11) << right("TFLOP/s", 9) << right("ratio", 8) << right("vs Tessel", 10)
-              << right("rel.err", 9) << right("vs f64", 9);
+  // --compare-template: the same program with JitOptions::gemm_from_passes = false (select_hopper_gemm's
+  // template); its ratio to cuBLAS, and "vs template", the default kernel's speed over it (template ms /
+  // Tessel ms).
+  if (compare_template)
+    std::cout << right("template ms", 12) << right("TFLOP/s", 9) << right("ratio", 8)
+              << right("vs template", 12) << right("rel.err", 9) << right("vs f64", 9);
   std::cout << "\n";
 }
 
-// Whether TESSEL_ENABLE names gemm_from_passes (read as jit() reads it: names between commas or
-// spaces). It would turn the default side of --compare-passes into the passes' kernel too.
-bool env_enables_gemm_from_passes() {
-  const char* env = std::getenv("TESSEL_ENABLE");
+// Whether the environment variable `var` (TESSEL_ENABLE or TESSEL_DISABLE) names gemm_from_passes (read
+// as jit() reads it: names between commas or spaces). Either would build both sides of
+// --compare-template the same way.
+bool env_names_gemm_from_passes(const char* var) {
+  const char* env = std::getenv(var);
   const std::string text = std::string(env ? env : "") + ",";
   std::string word;
   for (char ch : text) {
@@ -70,12 +72,13 @@ bool env_enables_gemm_from_passes() {
   return false;
 }
 
-// --compare-passes builds the tutorial GEMM kernel both ways; split-K runs another program
+// --compare-template builds the tutorial GEMM kernel both ways; split-K runs another program
 // (kernels::Matmul's partial GEMM and its reduction), which select_hopper_gemm never takes.
 std::string split_k_clash(const std::string& split_k_flag) {
-  return "--compare-passes and --split-k " + split_k_flag +
+  return "--compare-template and --split-k " + split_k_flag +
          " do not go together: split-K runs kernels::Matmul's partial GEMM and reduction, not the tutorial "
-         "GEMM kernel that --compare-passes builds both ways (template and generic passes); use --split-k 1";
+         "GEMM kernel that --compare-template builds both ways (generic passes and template); use --split-k "
+         "1";
 }
 
 // `from`: "tuned" (the tuning cache's entry), "default" (the built-in table) or "--config".
@@ -101,12 +104,14 @@ int run_bench_gemm(const BenchGemmOptions& o) {
     if (o.staging != "auto" && o.staging != "always" && o.staging != "never")
       throw std::invalid_argument("--staging takes auto, always or never, not '" + o.staging + "'");
     split_k = parse_split_k(o.split_k);
-    if (o.compare_passes && split_k > 1 && o.config.empty() && o.epilogue == "none")
+    if (o.compare_template && split_k > 1 && o.config.empty() && o.epilogue == "none")
       throw std::invalid_argument(split_k_clash(o.split_k));
-    if (o.compare_passes && env_enables_gemm_from_passes())
-      throw std::invalid_argument(
-          "--compare-passes and TESSEL_ENABLE=gemm_from_passes do not go together: the environment would "
-          "build the default side with the generic passes too; unset gemm_from_passes in TESSEL_ENABLE");
+    for (const char* var : {"TESSEL_ENABLE", "TESSEL_DISABLE"})
+      if (o.compare_template && env_names_gemm_from_passes(var))
+        throw std::invalid_argument(std::string("--compare-template and ") + var +
+                                    "=gemm_from_passes do not go together: the environment would build both "
+                                    "sides the same way; take gemm_from_passes out of " +
+                                    var);
   } catch (const std::invalid_argument& e) {
     std::cerr << "tessel bench gemm: " << e.what() << "\n";
     return kExitUsage;
@@ -128,7 +133,7 @@ int run_bench_gemm(const BenchGemmOptions& o) {
                                          : o.staging == "never" ? kernels::MatmulStaging::never
                                                                 : kernels::MatmulStaging::automatic;
   const bool library = o.config.empty() && epilogue == GemmEpilogue::none;
-  if (o.compare_passes && library) {
+  if (o.compare_template && library) {
     // Before anything runs: a case the library would split (--split-k auto on a skinny shape)
     // has no tutorial GEMM kernel to build both ways.
     for (const Case& c : cases) {
@@ -154,12 +159,12 @@ int run_bench_gemm(const BenchGemmOptions& o) {
                           "(A * B + bias), ")
             << s.device.name << ": medians of " << o.repeats << " interleaved runs after " << o.warmup
             << " warm-up runs, L2 flushed before each (" << o.l2_flush << ")\n";
-  if (o.compare_passes)
-    std::cout
-        << "--compare-passes: each kernel also built with JitOptions::gemm_from_passes (the generic sm_90a "
-           "passes instead of select_hopper_gemm's template), checked the same way and timed in the same "
-           "loop, the three sides rotating which goes first; vs Tessel = Tessel ms / passes ms\n";
-  print_header(o.compare_passes);
+  if (o.compare_template)
+    std::cout << "--compare-template: each kernel also built with JitOptions::gemm_from_passes = false "
+                 "(select_hopper_gemm's hand-written template instead of the generic sm_90a passes, the "
+                 "default), checked the same way and timed in the same loop, the three sides rotating which "
+                 "goes first; vs template = template ms / Tessel ms\n";
+  print_header(o.compare_template);
   GemmBench bench(o.l2_flush == "write" ? L2Flush::write : L2Flush::clean);
   nlohmann::json results = nlohmann::json::array();
   int problems = 0;
@@ -220,7 +225,7 @@ int run_bench_gemm(const BenchGemmOptions& o) {
     }
     try {
       // The kernel (or the library's Matmul around it) with `options`: JitOptions{} for the
-      // default side; --compare-passes builds it again with gemm_from_passes, all else the same.
+      // default side; --compare-template builds it again without gemm_from_passes, all else the same.
       auto build = [&](const JitOptions& options, std::optional<kernels::Matmul>& m) -> JitKernel {
         if (staged || split) {
           m.emplace(c.shape.M, c.shape.N, c.shape.K, c.dtype, staging, options, split_k);
@@ -248,44 +253,44 @@ int run_bench_gemm(const BenchGemmOptions& o) {
       const double err_f64 = sampled_f64_error(in, in.C), ref_err_f64 = sampled_f64_error(in, in.C_ref);
       const bool ok =
           !std::isnan(err) && err <= kGemmTolerance && !std::isnan(err_f64) && err_f64 <= kGemmTolerance;
-      // --compare-passes: the passes' build, checked like the default. A failure to build or run
-      // it is recorded for this side alone; the other two are still timed.
-      std::optional<kernels::Matmul> matmul_passes;
-      JitKernel k_passes;
-      double err_passes = 0, err_passes_f64 = 0;
-      bool ok_passes = false;
-      bool passes_failed = false;
-      std::string passes_failure_line;
-      const std::function<void()> run_passes = [&] {
+      // --compare-template: the template's build, checked like the default. A failure to build or
+      // run it is recorded for this side alone; the other two are still timed.
+      std::optional<kernels::Matmul> matmul_template;
+      JitKernel k_template;
+      double err_template = 0, err_template_f64 = 0;
+      bool ok_template = false;
+      bool template_failed = false;
+      std::string template_failure_line;
+      const std::function<void()> run_template = [&] {
         if (staged || split) {
-          (*matmul_passes)(in.A, in.B, in.C);
+          (*matmul_template)(in.A, in.B, in.C);
         } else {
-          bench.launch_tessel(k_passes, in);
+          bench.launch_tessel(k_template, in);
         }
       };
-      if (o.compare_passes) {
+      if (o.compare_template) {
         try {
-          JitOptions passes_options;
-          passes_options.gemm_from_passes = true;
-          k_passes = build(passes_options, matmul_passes);
-          err_passes = bench.check(run_passes, in);
-          err_passes_f64 = sampled_f64_error(in, in.C);
-          ok_passes = !std::isnan(err_passes) && err_passes <= kGemmTolerance &&
-                      !std::isnan(err_passes_f64) && err_passes_f64 <= kGemmTolerance;
+          JitOptions template_options;
+          template_options.gemm_from_passes = false;
+          k_template = build(template_options, matmul_template);
+          err_template = bench.check(run_template, in);
+          err_template_f64 = sampled_f64_error(in, in.C);
+          ok_template = !std::isnan(err_template) && err_template <= kGemmTolerance &&
+                        !std::isnan(err_template_f64) && err_template_f64 <= kGemmTolerance;
         } catch (const std::exception& e) {
           // Recorded now, so that the JSON keeps it if the case fails later on.
-          passes_failed = true;
-          passes_failure_line = "  passes failed: " + error_kind(e) + " (" + error_summary(e, 120) + ")";
-          r["passes_status"] = "failed";
-          r["passes_error"] = {{"kind", error_kind(e)}, {"message", e.what()}};
+          template_failed = true;
+          template_failure_line = "  template failed: " + error_kind(e) + " (" + error_summary(e, 120) + ")";
+          r["template_status"] = "failed";
+          r["template_error"] = {{"kind", error_kind(e)}, {"message", e.what()}};
           ++problems;
         }
       }
       const std::function<void()> run_cublas = [&] { bench.launch_cublas(in); };
-      const bool time_passes = o.compare_passes && !passes_failed;
+      const bool time_template = o.compare_template && !template_failed;
       const std::vector<Timing> times =
-          time_passes ? bench.time_interleaved({run, run_passes, run_cublas}, o.warmup, o.repeats)
-                      : bench.time_interleaved({run, run_cublas}, o.warmup, o.repeats);
+          time_template ? bench.time_interleaved({run, run_template, run_cublas}, o.warmup, o.repeats)
+                        : bench.time_interleaved({run, run_cublas}, o.warmup, o.repeats);
       const Timing& ours = times.front();
       const Timing& theirs = times.back();
       const double tf = gemm_tflops(c.shape.M, c.shape.N, c.shape.K, ours.median_ms);
@@ -296,22 +301,22 @@ int run_bench_gemm(const BenchGemmOptions& o) {
                 << right(fixed(theirs.median_ms, 4), 11) << right(fixed(tf_ref, 1), 9)
                 << right(fixed(100 * ratio, 1) + "%", 8) << right(scientific(err), 9)
                 << right(scientific(err_f64), 9);
-      if (time_passes) {
-        const Timing& passes = times[1];
-        std::cout << right(fixed(passes.median_ms, 4), 11)
-                  << right(fixed(gemm_tflops(c.shape.M, c.shape.N, c.shape.K, passes.median_ms), 1), 9)
-                  << right(fixed(100 * theirs.median_ms / passes.median_ms, 1) + "%", 8)
-                  << right(fixed(100 * ours.median_ms / passes.median_ms, 1) + "%", 10)
-                  << right(scientific(err_passes), 9) << right(scientific(err_passes_f64), 9);
-      } else if (o.compare_passes) {
-        std::cout << passes_failure_line;
+      if (time_template) {
+        const Timing& tmpl = times[1];
+        std::cout << right(fixed(tmpl.median_ms, 4), 12)
+                  << right(fixed(gemm_tflops(c.shape.M, c.shape.N, c.shape.K, tmpl.median_ms), 1), 9)
+                  << right(fixed(100 * theirs.median_ms / tmpl.median_ms, 1) + "%", 8)
+                  << right(fixed(100 * tmpl.median_ms / ours.median_ms, 1) + "%", 12)
+                  << right(scientific(err_template), 9) << right(scientific(err_template_f64), 9);
+      } else if (o.compare_template) {
+        std::cout << template_failure_line;
       }
       std::cout << (ok ? "" : "  NUMERICALLY WRONG")
-                << (time_passes && !ok_passes ? "  PASSES NUMERICALLY WRONG" : "") << "\n";
+                << (time_template && !ok_template ? "  TEMPLATE NUMERICALLY WRONG" : "") << "\n";
       if (staged || split) std::cout << "    " << matmul->describe() << "\n";
-      if (time_passes)
-        std::cout << "    paths: Tessel " << k.info().path << "; passes " << k_passes.info().path
-                  << (k.source() == k_passes.source()
+      if (time_template)
+        std::cout << "    paths: Tessel " << k.info().path << "; template " << k_template.info().path
+                  << (k.source() == k_template.source()
                           ? " (the same generated source: gemm_from_passes changed nothing here)"
                           : "")
                   << "\n";
@@ -336,29 +341,30 @@ int run_bench_gemm(const BenchGemmOptions& o) {
            {"compile_ms", res.compile_ms},
            {"instructions", k.info().instructions},
            {"path", k.info().path}});
-      if (time_passes) {
-        // The passes' side, named as the default side's fields with a passes_ prefix; passes_ratio
-        // is cuBLAS ms / passes ms (as ratio), passes_vs_tessel Tessel ms / passes ms.
-        const Timing& passes = times[1];
-        const Resources& pres = k_passes.resources();
-        r.update({{"passes_status", ok_passes ? "ok" : "wrong"},
-                  {"passes_ms", passes.median_ms},
-                  {"passes_tflops", gemm_tflops(c.shape.M, c.shape.N, c.shape.K, passes.median_ms)},
-                  {"passes_ratio", theirs.median_ms / passes.median_ms},
-                  {"passes_vs_tessel", ours.median_ms / passes.median_ms},
-                  {"passes_rel_error",
-                   std::isnan(err_passes) ? nlohmann::json(nullptr) : nlohmann::json(err_passes)},
-                  {"passes_rel_error_f64_sampled",
-                   std::isnan(err_passes_f64) ? nlohmann::json(nullptr) : nlohmann::json(err_passes_f64)},
-                  {"passes_cache_hit", pres.cache_hit},
-                  {"passes_source_sha256", sha256_hex(k_passes.source())},
-                  {"passes_ms_all", passes.ms},
-                  {"passes_registers", pres.registers},
-                  {"passes_spill_bytes", pres.spill_store_bytes + pres.spill_load_bytes},
-                  {"passes_compile_ms", pres.compile_ms},
-                  {"passes_instructions", k_passes.info().instructions},
-                  {"passes_path", k_passes.info().path}});
-        if (!ok_passes) ++problems;
+      if (time_template) {
+        // The template's side, named as the default side's fields with a template_ prefix;
+        // template_ratio is cuBLAS ms / template ms (as ratio), tessel_vs_template template ms /
+        // Tessel ms (above 1: the default kernel is faster).
+        const Timing& tmpl = times[1];
+        const Resources& tres = k_template.resources();
+        r.update({{"template_status", ok_template ? "ok" : "wrong"},
+                  {"template_ms", tmpl.median_ms},
+                  {"template_tflops", gemm_tflops(c.shape.M, c.shape.N, c.shape.K, tmpl.median_ms)},
+                  {"template_ratio", theirs.median_ms / tmpl.median_ms},
+                  {"tessel_vs_template", tmpl.median_ms / ours.median_ms},
+                  {"template_rel_error",
+                   std::isnan(err_template) ? nlohmann::json(nullptr) : nlohmann::json(err_template)},
+                  {"template_rel_error_f64_sampled",
+                   std::isnan(err_template_f64) ? nlohmann::json(nullptr) : nlohmann::json(err_template_f64)},
+                  {"template_cache_hit", tres.cache_hit},
+                  {"template_source_sha256", sha256_hex(k_template.source())},
+                  {"template_ms_all", tmpl.ms},
+                  {"template_registers", tres.registers},
+                  {"template_spill_bytes", tres.spill_store_bytes + tres.spill_load_bytes},
+                  {"template_compile_ms", tres.compile_ms},
+                  {"template_instructions", k_template.info().instructions},
+                  {"template_path", k_template.info().path}});
+        if (!ok_template) ++problems;
       }
       if (staged || split) r["library"] = matmul->describe();
       if (!ok) ++problems;
@@ -386,9 +392,9 @@ int run_bench_gemm(const BenchGemmOptions& o) {
              : std::string("cublasLtMatmul, CUBLAS_COMPUTE_32F, CUBLASLT_EPILOGUE_") +
                    (epilogue == GemmEpilogue::bias ? "BIAS" : "RELU_BIAS") +
                    ", the heuristic's first algorithm, 32 MiB workspace, row-major by operand swap"},
-        {"timing", o.compare_passes
+        {"timing", o.compare_template
                        ? "CUDA events on the legacy default stream, interleaved rep by rep, order "
-                         "rotating (Tessel, passes, cuBLAS; rep i starts with side i % 3)"
+                         "rotating (Tessel, template, cuBLAS; rep i starts with side i % 3)"
                        : "CUDA events on the legacy default stream, interleaved rep by rep, order "
                          "alternating"},
         {"warmup", o.warmup},
@@ -402,12 +408,12 @@ int run_bench_gemm(const BenchGemmOptions& o) {
         {"f64_check", "relative error over " + std::to_string(kF64Samples) +
                           " sampled entries against float64 on the host, for Tessel and for cuBLAS"},
         {"seed", o.seed}};
-    if (o.compare_passes)
-      j["method"]["compare_passes"] =
-          "each case's kernel built twice, with JitOptions{} and with JitOptions::gemm_from_passes = true "
-          "(the generic sm_90a passes instead of select_hopper_gemm's template), all else the same; both "
-          "checked against cuBLAS and float64 and timed in one interleaved loop with cuBLAS (passes_* "
-          "fields; passes_vs_tessel = tessel_ms / passes_ms)";
+    if (o.compare_template)
+      j["method"]["compare_template"] =
+          "each case's kernel built twice, with JitOptions{} (the generic sm_90a passes) and with "
+          "JitOptions::gemm_from_passes = false (select_hopper_gemm's template), all else the same; both "
+          "checked against cuBLAS and float64 and timed in one interleaved loop with cuBLAS (template_* "
+          "fields; tessel_vs_template = template_ms / tessel_ms)";
     j["cases"] = results;
     j["problems"] = problems;
     write_json_file(o.json_file, j);
@@ -460,13 +466,14 @@ Command add_bench_gemm_command(CLI::App& bench) {
       ->capture_default_str()
       ->check(CLI::IsMember({"clean", "write"}));
   app->add_flag(
-      "--compare-passes", o->compare_passes,
-      "Also build each case's kernel with JitOptions::gemm_from_passes (the generic sm_90a passes instead of "
-      "select_hopper_gemm's template; same config, shape, staging and epilogue), check it the same way and "
-      "time it in the same interleaved loop as a third side: extra columns passes ms, TFLOP/s, ratio (to "
-      "cuBLAS), vs Tessel (Tessel ms / passes ms), rel.err, vs f64; both kernels' paths under each row; "
-      "passes_* fields in the JSON. Not with split-K (--split-k N, or auto where it splits) nor "
-      "TESSEL_ENABLE=gemm_from_passes");
+      "--compare-template,--compare-passes", o->compare_template,
+      "Also build each case's kernel with JitOptions::gemm_from_passes = false (select_hopper_gemm's "
+      "hand-written template instead of the generic sm_90a passes, the default; same config, shape, staging "
+      "and epilogue), check it the same way and time it in the same interleaved loop as a third side: extra "
+      "columns template ms, TFLOP/s, ratio (to cuBLAS), vs template (template ms / Tessel ms), rel.err, vs "
+      "f64; both kernels' paths under each row; template_* fields in the JSON. Not with split-K (--split-k "
+      "N, or auto where it splits) nor gemm_from_passes in TESSEL_ENABLE or TESSEL_DISABLE. "
+      "(--compare-passes: its name before the passes became the default)");
   app->add_option("--repeats", o->repeats, "Timed runs of each side (median reported)")
       ->capture_default_str()
       ->check(integer_in(1, kMaxRepeats));

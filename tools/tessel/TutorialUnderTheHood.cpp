@@ -161,14 +161,15 @@ void section_under_the_hood(TutorialContext& ctx) {
   j["gemm"] = explain("the tutorial GEMM, 2048 x 2048 x 2048 f16 (" + gemm_config.describe() + ")",
                       kernels::make_matmul(2048, 2048, 2048, gemm_config, o));
   if (sys.arch() == "sm_90a") {
-    // The same program left to the generic passes (JitOptions::gemm_from_passes, opt-in until
-    // timed): each Hopper construct the template hard-codes appears where a pass decides it.
-    JitOptions passes = o;
-    passes.gemm_from_passes = true;
-    j["gemm_from_passes"] = explain(
-        "the same GEMM from the generic passes (JitOptions::gemm_from_passes; the template's ring, "
-        "roles, waits, persistence and epilogue, each decided by a pass)",
-        kernels::make_matmul(2048, 2048, 2048, gemm_config, passes));
+    // The same program through select_hopper_gemm's hand-written template (JitOptions::
+    // gemm_from_passes = false; the passes' kernel above is the default since session 29): one
+    // device call where the passes show each Hopper construct they decided.
+    JitOptions templ = o;
+    templ.gemm_from_passes = false;
+    j["gemm_template"] = explain(
+        "the same GEMM through the hand-written template (JitOptions::gemm_from_passes = false; the "
+        "ring, roles, waits, persistence and epilogue above are the passes' decisions, here one device call)",
+        kernels::make_matmul(2048, 2048, 2048, gemm_config, templ));
   }
   kernels::AttentionShape s;
   s.batch = 2, s.heads = 16, s.kv_heads = 16, s.seqlen_q = 4096, s.seqlen_k = 4096, s.dim = 128;

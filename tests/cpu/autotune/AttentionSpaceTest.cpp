@@ -378,7 +378,7 @@ TEST(AutotuneAttentionSpace, EveryKeptTileIsRightOnTheInterpreter) {
 }
 
 // The space lowers each candidate under the switches jit() compiles it with: a persistent
-// config, or any ring under gemm_from_passes (JitOptions or TESSEL_ENABLE), is persistent and
+// config, or any ring under persistent_rings (JitOptions or TESSEL_ENABLE), is persistent and
 // keeps O's staging tile for its TMA stores and a second slot for its Q tile (plan_tile_loads),
 // 64 KB more shared memory that the limits must see;
 // under those switches the plain ring is the persistent one again (pruned as a duplicate).
@@ -393,12 +393,12 @@ TEST(AutotuneAttentionSpace, SharedMemoryCountsWhatTheJitOptionsBuild) {
   EXPECT_NE(why->find("shared memory 232448 > 180000 bytes"), std::string::npos) << *why;
   EXPECT_EQ(at::attention_space("sm_90a", s, DType::bf16, false).why_not(persistent), std::nullopt);
   tessel::JitOptions passes;
-  passes.gemm_from_passes = true;
+  passes.persistent_rings = true;
   EXPECT_EQ(at::attention_space("sm_90a", s, DType::bf16, false, passes).why_not(persistent, limits), why);
   const auto plain = at::attention_space("sm_90a", s, DType::bf16, false, passes).why_not(ring);
   ASSERT_TRUE(plain.has_value());
   EXPECT_NE(plain->find(kBuilds), std::string::npos) << *plain;
-  tessel::test::ScopedEnv env("TESSEL_ENABLE", "gemm_from_passes");
+  tessel::test::ScopedEnv env("TESSEL_ENABLE", "persistent_rings");
   EXPECT_EQ(at::attention_space("sm_90a", s, DType::bf16, false).why_not(persistent, limits), why);
 }
 

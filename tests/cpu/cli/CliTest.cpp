@@ -151,10 +151,12 @@ TEST_F(Cli, DumpAttentionShowsTheLibraryKernel) {
   r = run_tessel("dump attention --resources --seqlen-q 4096 --seqlen-k 4096 --dim 128 --causal --dtype bf16 "
                  "--config 128x128:2:256:ring --arch sm_90a");
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  for (const char* text : {"config 128x128:2:256:ring (--config)", "registers:", "spills:        0 B stored",
-                           "TMA + mbarrier ring, warp-specialized", "cp.async.bulk.tensor mbarrier setmaxnreg",
-                           "declined:      persistent tiles: opt-in until measured (JitOptions::persistent_rings, "
-                           "TESSEL_ENABLE=persistent_rings; gemm_from_passes implies it)\n"})
+  for (const char* text :
+       {"config 128x128:2:256:ring (--config)", "registers:", "spills:        0 B stored",
+        "TMA + mbarrier ring, warp-specialized", "cp.async.bulk.tensor mbarrier setmaxnreg",
+        "declined:      persistent tiles: for a kernel whose K loop is one gemm fed by TMA loads "
+        "(gemm_from_passes) or under JitOptions::persistent_rings (TESSEL_ENABLE=persistent_rings); "
+        "this kernel's loops hold other work\n"})
     EXPECT_NE(r.output.find(text), std::string::npos) << "'" << text << "' missing from:\n" << r.output;
   // What the kernel did not get, and why: persistence once opted in is there; a ring whose widest
   // gemm leaves no room under the producer's launch keeps its loads in the consumers' threads.
@@ -529,37 +531,40 @@ TEST_F(Cli, BenchGemmL2FlushIsChecked) {
   EXPECT_NE(help.output.find("--l2-flush TEXT:{clean,write}=clean"), std::string::npos) << help.output;
 }
 
-// --compare-passes: documented; refused with split-K (another program than the tutorial GEMM)
-// and with TESSEL_ENABLE=gemm_from_passes, naming both, before the GPU is looked for.
+// --compare-template (--compare-passes, its old name): documented; refused with split-K (another
+// program than the tutorial GEMM) and with gemm_from_passes named in TESSEL_ENABLE or
+// TESSEL_DISABLE (both sides would be built alike), naming both, before the GPU is looked for.
 TEST_F(Cli, BenchGemmComparePassesIsDocumentedAndChecked) {
   const CliRun help = run_tessel("bench gemm --help");
   EXPECT_EQ(help.exit_code, 0) << help.output;
-  for (const char* text : {"--compare-passes", "JitOptions::gemm_from_passes", "vs Tessel"})
+  for (const char* text : {"--compare-template", "--compare-passes", "JitOptions::gemm_from_passes = false",
+                           "vs template (template ms / Tessel ms)"})
     EXPECT_NE(help.output.find(text), std::string::npos) << text << " missing from:\n" << help.output;
-  for (const char* split : {"8", "2"}) {
-    const CliRun r =
-        run_tessel(std::string("bench gemm --shapes 1x4096x4096 --compare-passes --split-k ") + split);
+  for (const char* flag : {"--compare-template", "--compare-passes"})
+    for (const char* split : {"8", "2"}) {
+      const CliRun r =
+          run_tessel(std::string("bench gemm --shapes 1x4096x4096 ") + flag + " --split-k " + split);
+      EXPECT_EQ(r.exit_code, 2) << r.output;
+      EXPECT_NE(r.output.find(std::string("tessel bench gemm: --compare-template and --split-k ") + split +
+                              " do not go together: split-K runs kernels::Matmul's partial GEMM"),
+                std::string::npos)
+          << r.output;
+    }
+  for (auto [var, names] : {std::pair{"TESSEL_ENABLE", "rotate_gemm_loops, gemm_from_passes"},
+                            std::pair{"TESSEL_DISABLE", "pingpong,gemm_from_passes"}}) {
+    tessel::test::ScopedEnv env(var, names);
+    const CliRun r = run_tessel("bench gemm --compare-template");
     EXPECT_EQ(r.exit_code, 2) << r.output;
-    EXPECT_NE(r.output.find(std::string("tessel bench gemm: --compare-passes and --split-k ") + split +
-                            " do not go together: split-K runs kernels::Matmul's partial GEMM"),
+    EXPECT_NE(r.output.find(std::string("tessel bench gemm: --compare-template and ") + var +
+                            "=gemm_from_passes do not go together"),
               std::string::npos)
-        << r.output;
-  }
-  {
-    tessel::test::ScopedEnv env("TESSEL_ENABLE", "rotate_gemm_loops, gemm_from_passes");
-    const CliRun r = run_tessel("bench gemm --compare-passes");
-    EXPECT_EQ(r.exit_code, 2) << r.output;
-    EXPECT_NE(
-        r.output.find("tessel bench gemm: --compare-passes and TESSEL_ENABLE=gemm_from_passes do not go "
-                      "together"),
-        std::string::npos)
         << r.output;
   }
   if (!tessel::gpu_available()) {
     // Legal combinations (--split-k is not used with --config or --epilogue) reach the GPU check.
-    for (const char* args : {"bench gemm --compare-passes", "bench gemm --compare-passes --split-k 1",
-                             "bench gemm --compare-passes --split-k 8 --config 128x128x64:4:256",
-                             "bench gemm --compare-passes --epilogue bias_relu --staging always"}) {
+    for (const char* args : {"bench gemm --compare-template", "bench gemm --compare-passes --split-k 1",
+                             "bench gemm --compare-template --split-k 8 --config 128x128x64:4:256",
+                             "bench gemm --compare-template --epilogue bias_relu --staging always"}) {
       const CliRun r = run_tessel(args);
       EXPECT_EQ(r.exit_code, 3) << args << ": " << r.output;
       EXPECT_NE(r.output.find("tessel bench gemm needs a GPU, and there is none: "), std::string::npos)
@@ -606,15 +611,21 @@ TEST_F(Cli, UnderTheHoodShowsThePassesLayoutsPipelineAndInstructions) {
         "consumer "
         "warpgroups take turns for their gemms",
         "wgmma.mma_async", "cp.async.bulk.tensor", "setmaxnreg", "0 B spilled",
-        // The same GEMM from the generic passes: where each of the template's pieces comes from.
-        "the same GEMM from the generic passes (JitOptions::gemm_from_passes",
-        "persist_tiles               22  tiles tile_i", "plan_tma_stores             35  _staging, drain_tma_stores",
-        "place_gemm_waits            49  gemm_wait(", "TMA map C_store_map: box [64, 64] of C, 128-byte swizzle",
+        // The tutorial GEMM from the generic passes (the default): where each of the template's
+        // pieces comes from; then the template itself, one device call.
+        "path: sm90 wgmma block gemm (generic kernel), TMA + mbarrier ring, warp-specialized, persistent, "
+        "TMA-store epilogue\n",
+        "the same GEMM through the hand-written template (JitOptions::gemm_from_passes = false",
+        "persist_tiles               22  tiles tile_i",
+        "plan_tma_stores             35  _staging, drain_tma_stores",
+        "place_gemm_waits            49  gemm_wait(",
+        "TMA map C_store_map: box [64, 64] of C, 128-byte swizzle",
         "mbarriers shared_0_full[5]: 1 arrival per phase", "persistent: as many blocks as SMs",
         // Attention's default kernel (non-causal) is persistent since session 17, O stored by TMA.
         "path: sm90 wgmma block gemm (generic kernel), TMA + mbarrier ring, warp-specialized, persistent, "
         "ping-pong, TMA-store epilogue",
-        "fold_proven_branches        63  (rewritten)", "persist_tiles               83  tiles tile_i", "TMA map O_store_map: box [1, 64, 1, 64] of O"})
+        "fold_proven_branches        63  (rewritten)", "persist_tiles               83  tiles tile_i",
+        "TMA map O_store_map: box [1, 64, 1, 64] of O"})
     EXPECT_NE(r.output.find(text), std::string::npos) << "'" << text << "' missing from:\n" << r.output;
 }
 

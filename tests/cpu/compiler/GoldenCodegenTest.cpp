@@ -42,9 +42,13 @@ void check_golden(const std::string& name, const std::string& text) {
                                    << " changed; if intended, rerun with TESSEL_UPDATE_GOLDEN=1";
 }
 
+// The tutorial GEMM through select_hopper_gemm's hand-written template (gemm_from_passes = false;
+// the passes' kernel, the default, is TutorialMatmulFromThePasses').
 TEST(GoldenCodegen, TutorialMatmul) {
   auto f = tessel::kernels::matmul_program(1000, 1000, 1000, {});
-  auto lowered = tessel::lower(f.ir(), {"sm_90a", 90, 232448});
+  tessel::passes::PassContext::Switches s;
+  s.gemm_from_passes = false;
+  auto lowered = tessel::lower(f.ir(), {"sm_90a", 90, 232448}, s);
   check_golden("matmul_1000_128x128x32_s3.cu", tessel::codegen::generate_cuda(lowered));
 }
 
@@ -60,7 +64,7 @@ TEST(GoldenCodegen, TutorialMatmulSwizzledOddShape) {
   check_golden("matmul_17x33x65_64x64x32_s2_swz_bf16.cu", tessel::codegen::generate_cuda(lowered));
 }
 
-// The tutorial GEMM compiled by the generic sm_90a passes (JitOptions::gemm_from_passes)
+// The tutorial GEMM compiled by the generic sm_90a passes (JitOptions::gemm_from_passes, the default)
 // instead of the template: what each pass decided for it shows up here when it changes.
 TEST(GoldenCodegen, TutorialMatmulFromThePasses) {
   tessel::kernels::MatmulConfig c;

@@ -23,6 +23,7 @@ namespace T = tessel;
 using T::test::sm80;
 using T::test::sm90;
 using T::test::stage_text;
+using T::test::template_gemm;
 
 T::PrimFunc attention(int D, bool causal, std::vector<std::int64_t> q_strides = {}) {
   T::kernels::AttentionShape s;
@@ -184,7 +185,7 @@ TEST(HopperPipeline, TutorialGemmFromThePasses) {
   auto f = T::kernels::matmul_program(1024, 2048, 4096, tutorial_config(128, 256, 64, 3, 256));
   auto lowered = T::lower(f.ir(), sm90(), passes, true);
   EXPECT_FALSE(lowered.ctx.hopper.selected);
-  EXPECT_TRUE(has(lowered.ctx.hopper.why_not, "gemm_from_passes")) << lowered.ctx.hopper.why_not;
+  EXPECT_EQ(lowered.ctx.hopper.why_not, "");  // the template is not asked, nor reported declined
   // infer_layouts: the loop's sole gemm takes wgmma (its loads can all be TMA loads).
   EXPECT_TRUE(lowered.ctx.uses_wgmma);
   EXPECT_TRUE(has(stage_text(lowered, "infer_layouts"), "gemm accumulator, warps 8x1 (wgmma)"))
@@ -231,10 +232,10 @@ TEST(HopperPipeline, TutorialGemmFromThePasses) {
   EXPECT_TRUE(lowered.ctx.abi.prefetch_tensor_maps);
   for (const char* map : {"A_map", "B_map", "C_store_map"})
     EXPECT_TRUE(has(cuda, std::string("tessel::tma_prefetch_descriptor(&") + map + ");")) << cuda;
-  EXPECT_FALSE(T::lower(f.ir(), sm90()).ctx.abi.prefetch_tensor_maps);
+  EXPECT_FALSE(T::lower(f.ir(), sm90(), template_gemm()).ctx.abi.prefetch_tensor_maps);
 
-  // Without the switch: the template, as before.
-  auto templ = T::lower(f.ir(), sm90(), true);
+  // Without the switch (gemm_from_passes = false): the template, as before.
+  auto templ = T::lower(f.ir(), sm90(), template_gemm(), true);
   EXPECT_TRUE(templ.ctx.hopper.selected);
   EXPECT_EQ(templ.ctx.abi.raster_panel, 0);  // the template rasterizes its own tiles
   // Persistence on: one wave is persistent too, 64 blocks of one tile each (the same code as a
@@ -454,7 +455,7 @@ TEST(HopperPipeline, FewTilesSplitTheirKLoopOverAClusterUnderGemmFromPasses) {
   EXPECT_EQ(reason(256, 2048, 8192, tutorial_config(128, 256, 64, 3, 256)),
             "no ring tile holds the accumulator's 131072 bytes for the hand-off");
   auto off = T::lower(T::kernels::matmul_program(512, 1024, 8192, tutorial_config(128, 128, 64, 5, 128)).ir(),
-                      sm90());
+                      sm90(), template_gemm());
   EXPECT_TRUE(off.ctx.hopper.selected);
   EXPECT_EQ(off.ctx.hopper.split_k, 2);
   EXPECT_FALSE(off.ctx.cluster_split.applied);
@@ -560,7 +561,7 @@ TEST(HopperPipeline, UseClusterMulticastsTheSharedTileUnderGemmFromPasses) {
   passes.allow_multicast = true;
   auto old = T::lower(T::kernels::matmul_program(1100, 1000, 1032, cfg).ir(), sm80(), passes);
   EXPECT_EQ(old.ctx.cluster_multicast.why_not, "TMA multicast needs sm_90a with the Hopper switches on");
-  auto tmpl = T::lower(T::kernels::matmul_program(1100, 1000, 1032, cfg).ir(), sm90());
+  auto tmpl = T::lower(T::kernels::matmul_program(1100, 1000, 1032, cfg).ir(), sm90(), template_gemm());
   EXPECT_TRUE(tmpl.ctx.hopper.selected);
   EXPECT_EQ(tmpl.ctx.hopper.cluster_m, 2);
   EXPECT_FALSE(tmpl.ctx.cluster_multicast.applied);
@@ -609,7 +610,7 @@ TEST(HopperPipeline, AUsersKernelTakesSeveralM64BlocksUnderGemmFromPasses) {
   ASSERT_EQ(single.ctx.wgmma_declined.size(), 1u);
   EXPECT_TRUE(has(single.ctx.wgmma_declined[0],
                   "a 128-row tile on 4 warps is 2 m64 blocks a warpgroup, taken only under "
-                  "JitOptions::gemm_from_passes until measured"))
+                  "JitOptions::gemm_from_passes, which is off"))
       << single.ctx.wgmma_declined[0];
   passes.gemm_from_passes = true;
   EXPECT_TRUE(T::lower(one.ir(), sm90(), passes).ctx.uses_wgmma);
@@ -816,13 +817,14 @@ TEST(HopperPipeline, ManyTilesMakeTheRingKernelPersistent) {
   EXPECT_EQ(T::ir::as_const_int(off.ctx.abi.grid[0]), 16);
 }
 
-// Attention under gemm_from_passes: non-causal, its Q tile (one copy from global memory per tile,
+// Attention under persistent_rings (its loop holds more than one gemm, so gemm_from_passes alone
+// leaves it one block a tile): non-causal, its Q tile (one copy from global memory per tile,
 // behind order_shared_writes' barrier) may sit beside the ring, so its blocks loop over the
 // (query block, head, batch) tiles and its warpgroups take turns inside each tile; causal, the
 // ring's trip count depends on the tile, so its position is carried from tile to tile.
 TEST(HopperPipeline, AttentionIsPersistentWithItsTurnsInsideEachTile) {
   T::passes::PassContext::Switches passes;
-  passes.gemm_from_passes = true;
+  passes.persistent_rings = true;
   T::kernels::AttentionShape s;
   s.batch = 2, s.heads = 16, s.kv_heads = 16, s.seqlen_q = 4096, s.seqlen_k = 4096,
   s.dim = 128;  // 1024 tiles
@@ -949,17 +951,23 @@ TEST(HopperPipeline, AttentionIsPersistentWithItsTurnsInsideEachTile) {
   EXPECT_GT(ragged.ctx.launch_threads, 256);  // a producer of its own
   const std::string ragged_roles = stage_text(ragged, "place_gemm_waits");
   EXPECT_TRUE(has(ragged_roles, "ring_base[0] = (ring_base[0] + max(min(steps[by], 64), 0))")) << ragged_roles;
-  // Without gemm_from_passes or persistent_rings (opt-in until measured), no kernel is made
-  // persistent.
-  EXPECT_FALSE(
-      T::lower(T::kernels::attention_program(s, T::DType::bf16, false, 0.125f, {128, 128, 256, 2}).ir(),
-               sm90())
-          .ctx.tile_loop.applied);
+  // Without persistent_rings attention stays one block a tile (its loop holds more than one gemm:
+  // not a gemm ring), and says why; the tutorial GEMM, a gemm ring, is persistent by default
+  // (gemm_from_passes) and not without it (the template then).
+  const auto unpersistent = T::lower(
+      T::kernels::attention_program(s, T::DType::bf16, false, 0.125f, {128, 128, 256, 2}).ir(), sm90());
+  EXPECT_FALSE(unpersistent.ctx.tile_loop.applied);
+  EXPECT_FALSE(unpersistent.ctx.gemm_ring);
+  EXPECT_TRUE(has(unpersistent.ctx.tile_loop.why_not, "this kernel's loops hold other work"))
+      << unpersistent.ctx.tile_loop.why_not;
   auto f = T::kernels::matmul_program(4096, 4096, 4096, tutorial_config(128, 256, 64, 3, 256));
-  EXPECT_FALSE(T::lower(f.ir(), sm90()).ctx.tile_loop.applied);
-  // persistent_rings alone: attention persistent with TMA-stored O -- the same IR as under
-  // gemm_from_passes -- while the tutorial GEMM keeps select_hopper_gemm's template.
-  T::passes::PassContext::Switches rings;
+  const auto gemm_default = T::lower(f.ir(), sm90());
+  EXPECT_TRUE(gemm_default.ctx.gemm_ring);
+  EXPECT_TRUE(gemm_default.ctx.tile_loop.applied) << gemm_default.ctx.tile_loop.why_not;
+  EXPECT_FALSE(T::lower(f.ir(), sm90(), template_gemm()).ctx.tile_loop.applied);
+  // persistent_rings: attention persistent with TMA-stored O (the same IR as above), and with
+  // gemm_from_passes off the tutorial GEMM keeps select_hopper_gemm's template.
+  T::passes::PassContext::Switches rings = template_gemm();
   rings.persistent_rings = true;
   auto attention_rings =
       T::lower(T::kernels::attention_program(s, T::DType::bf16, true, 0.125f, {128, 128, 256, 2}).ir(), sm90(), rings);

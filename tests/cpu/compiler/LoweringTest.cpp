@@ -120,7 +120,8 @@ TEST(Passes, GenericPipelineOrdersWaitBarrierCopyCompute) {
       T::copy(Cl, C(0, 0));
     });
   });
-  auto lowered = tessel::lower(f.ir(), sm90(), true);
+  // sm_80: on sm_90a the loop is a TMA ring (its 128-row gemm takes wgmma over two m64 blocks).
+  auto lowered = tessel::lower(f.ir(), T::test::sm80(), true);
   std::string piped;
   for (const auto& [name, text] : lowered.stages)
     if (name == "plan_pipelines") piped = text;
@@ -470,13 +471,14 @@ std::string stage_text(const tessel::LoweredFunc& l, const std::string& pass) {
 
 }  // namespace
 
-// On sm_90a an element-wise epilogue becomes a per-element lambda of the Hopper kernel: one
-// scalar per fragment, the nests' bodies in order, the stored fragment's value returned.
+// On sm_90a (the template: gemm_from_passes = false) an element-wise epilogue becomes a
+// per-element lambda of the Hopper kernel: one scalar per fragment, the nests' bodies in order,
+// the stored fragment's value returned.
 TEST(Passes, HopperFusesAnElementWiseEpilogue) {
   auto f = tessel::kernels::matmul_bias_act_program(
       300, 264, 512, tessel::kernels::default_matmul_config(300, 264, 512, T::f16, "sm_90a", 132),
       tessel::kernels::Activation::relu, 0.5f);
-  auto lowered = tessel::lower(f.ir(), sm90(), true);
+  auto lowered = tessel::lower(f.ir(), sm90(), T::test::template_gemm(), true);
   ASSERT_TRUE(lowered.ctx.hopper.selected) << lowered.ctx.hopper.why_not;
   EXPECT_TRUE(lowered.ctx.hopper.fused_epilogue);
   std::string ir = stage_text(lowered, "select_hopper_gemm");
@@ -500,11 +502,11 @@ TEST(Passes, HopperFusesAnElementWiseEpilogue) {
       std::string::npos)
       << src;
 
-  // A nest that writes a global tensor keeps the mma.sync path and says why.
+  // A nest that writes a global tensor is not the template's, which says why.
   auto second_output = gemm_with_epilogue([](const T::Buffer& Cl, const T::Buffer& D, T::Var bx, T::Var by) {
     T::Parallel(128, 128, [&](T::Var i, T::Var j) { D(by * 128 + i, bx * 128 + j) = Cl(i, j); });
   });
-  auto s = tessel::lower(second_output.ir(), sm90());
+  auto s = tessel::lower(second_output.ir(), sm90(), T::test::template_gemm());
   EXPECT_FALSE(s.ctx.hopper.selected);
   EXPECT_NE(
       s.ctx.hopper.why_not.find("the epilogue is not element-wise: it stores to D, a global buffer (line "),
@@ -693,11 +695,12 @@ TEST(KernelAbi, IsWhatThePassesDecided) {
   EXPECT_FALSE(s.persistent || s.smem_realigned);
   ASSERT_EQ(s.grid.size(), 1u);
   EXPECT_EQ(*tessel::ir::as_const_int(s.grid[0]), 4096);
-  // The Hopper GEMM: its own thread count, (threads, 1) for setmaxnreg, a 1024-byte aligned
-  // array, its header, a persistent grid.
+  // The Hopper GEMM's template (gemm_from_passes = false): its own thread count, (threads, 1) for
+  // setmaxnreg, a 1024-byte aligned array, its header, a persistent grid.
   tessel::kernels::MatmulConfig c;
   c.block_M = 128, c.block_N = 256, c.block_K = 64, c.num_stages = 3, c.threads = 256, c.use_swizzle = true;
-  auto gemm = tessel::lower(tessel::kernels::matmul_program(4096, 4096, 4096, c).ir(), sm90());
+  auto gemm = tessel::lower(tessel::kernels::matmul_program(4096, 4096, 4096, c).ir(), sm90(),
+                            T::test::template_gemm());
   ASSERT_TRUE(gemm.ctx.hopper.selected) << gemm.ctx.hopper.why_not;
   const auto& h = gemm.ctx.abi;
   EXPECT_EQ(h.threads, gemm.ctx.hopper.launch_threads);

@@ -210,14 +210,14 @@ TEST(PipelinePassVerifier, MulticastRingsCountBothCtasReleases) {
 }
 
 TEST(PipelinePassVerifier, PersistentAttentionIsAcceptedForEveryBlockCount) {
-  // Non-causal attention under gemm_from_passes: Q by TMA into two slots a tile (plan_tile_loads),
+  // Non-causal attention under persistent_rings: Q by TMA into two slots a tile (plan_tile_loads),
   // the warpgroups' turns inside each tile, the ring over the block's tiles.
   T::kernels::AttentionShape s;
   s.batch = 2, s.heads = 3, s.kv_heads = 1, s.seqlen_q = 1000, s.seqlen_k = 700, s.dim = 128;  // 48 tiles
   for (int ctas : {1, 3, 7, 40}) {
     SCOPED_TRACE("blocks " + std::to_string(ctas));
     T::passes::PassContext::Switches sw;
-    sw.gemm_from_passes = true;
+    sw.persistent_rings = true;
     sw.max_persistent_ctas = ctas;
     auto l = T::lower_until(
         T::kernels::attention_program(s, T::DType::bf16, false, 0.125f, {128, 128, 256, 2}).ir(),
@@ -228,7 +228,7 @@ TEST(PipelinePassVerifier, PersistentAttentionIsAcceptedForEveryBlockCount) {
   }
 }
 
-// Causal attention under gemm_from_passes: the ring's trip count depends on the tile, so the
+// Causal attention under persistent_rings: the ring's trip count depends on the tile, so the
 // ring's position is carried across the block's tiles in ring_base (both roles). Accepted for
 // every block count, with tiles of no key at all (Sq > Sk: the first query blocks see nothing),
 // tiles longer than the model runs (it skips part of each, by the tile's own trip count), blocks
@@ -237,7 +237,7 @@ TEST(PipelinePassVerifier, PersistentAttentionIsAcceptedForEveryBlockCount) {
 T::LoweredFunc persistent_causal(const T::kernels::AttentionShape& s, int ctas, T::kernels::AttentionConfig c,
                                  bool rotate = false) {
   T::passes::PassContext::Switches sw;
-  sw.gemm_from_passes = true;
+  sw.persistent_rings = true;
   sw.max_persistent_ctas = ctas;
   sw.allow_loop_rotation = rotate;
   return T::lower_until(T::kernels::attention_program(s, T::DType::bf16, true, 0.125f, c).ir(), T::test::sm90(),
@@ -345,7 +345,7 @@ T::LoweredFunc persistent_attention_at(int ctas, std::int64_t seqlen_k = 700) {
   s.batch = 2, s.heads = 3, s.kv_heads = 1, s.seqlen_q = 1000, s.seqlen_k = seqlen_k,
   s.dim = 128;  // 48 tiles
   T::passes::PassContext::Switches sw;
-  sw.gemm_from_passes = true;
+  sw.persistent_rings = true;
   sw.max_persistent_ctas = ctas;
   return T::lower_until(
       T::kernels::attention_program(s, T::DType::bf16, false, 0.125f, {128, 128, 256, 2}).ir(),
@@ -575,7 +575,7 @@ TEST(PipelinePassVerifier, PersistentCausalBlocksTakeEveryTileOnceInSerpentineRo
     T::kernels::AttentionShape s;
     s.batch = sh.B, s.heads = sh.H, s.kv_heads = sh.H, s.seqlen_q = sh.S, s.seqlen_k = sh.S, s.dim = 128;
     T::passes::PassContext::Switches sw;
-    sw.gemm_from_passes = true;
+    sw.persistent_rings = true;
     sw.max_persistent_ctas = sh.ctas;
     auto l = T::lower_until(
         T::kernels::attention_program(s, T::DType::bf16, true, 0.125f, {128, 128, 256, 2, T::kernels::AttentionConfig::Schedule::ring})

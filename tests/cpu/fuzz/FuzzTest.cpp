@@ -70,12 +70,12 @@ TEST(FuzzRegressions, EveryCaseThatEverFailedPasses) {
   }
 }
 
-// The same cases with the generic passes' persistence on (TESSEL_ENABLE=gemm_from_passes, at
+// The same cases with the generic passes' persistence on for every ring (TESSEL_ENABLE=persistent_rings, at
 // most 3 blocks): compiled for sm_90a here, run on the device by the gpu tier's twin
 // (gemm-k-by-block-swizzle-persistent.case was an InternalError of the pipeline verifier there).
 TEST(FuzzRegressions, EveryCaseThatEverFailedPassesWithPersistentRings) {
   test::ScopedEnv no_cache("TESSEL_CACHE", "0");
-  test::ScopedEnv enable("TESSEL_ENABLE", "gemm_from_passes");
+  test::ScopedEnv enable("TESSEL_ENABLE", "persistent_rings");
   test::ScopedEnv blocks("TESSEL_MAX_PERSISTENT_CTAS", "3");
   for (const Regression& reg : load_regressions()) {
     SCOPED_TRACE(reg.file.filename().string() + ": " + reg.c.summary());

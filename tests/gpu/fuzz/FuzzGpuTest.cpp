@@ -56,14 +56,14 @@ TEST(FuzzGpu, RegressionCasesMatchOnTheDevice) {
   replay_regressions_on_the_device();
 }
 
-// The same cases with the generic passes' persistence on (TESSEL_ENABLE=gemm_from_passes, at most
-// 3 blocks, so every block loops over several tiles): GEMMs and attention programs on TMA rings
-// become persistent, a causal one with its key loop cut at the mask
-// (attention-causal-skip-masked.case) carrying the ring's position from tile to tile.
+// The same cases with the generic passes' persistence on for every ring (TESSEL_ENABLE=persistent_rings, at
+// most 3 blocks, so every block loops over several tiles): GEMMs and attention programs on TMA rings become
+// persistent, a causal one with its key loop cut at the mask (attention-causal-skip-masked.case) carrying the
+// ring's position from tile to tile.
 TEST(FuzzGpu, RegressionCasesMatchOnTheDeviceWithPersistentRings) {
   TESSEL_REQUIRE_GPU();
   if (tessel::current_device().arch() != "sm_90a") GTEST_SKIP() << "SKIPPED: not an sm_90a GPU";
-  test::ScopedEnv enable("TESSEL_ENABLE", "gemm_from_passes");
+  test::ScopedEnv enable("TESSEL_ENABLE", "persistent_rings");
   test::ScopedEnv blocks("TESSEL_MAX_PERSISTENT_CTAS", "3");
   test::ScopedEnv no_cache("TESSEL_CACHE", "0");
   replay_regressions_on_the_device();

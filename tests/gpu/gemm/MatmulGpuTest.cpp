@@ -176,6 +176,7 @@ TEST_P(HopperShapes, MatchesReference) {
   if (tessel::current_device().arch() != "sm_90a") GTEST_SKIP() << "SKIPPED: not an sm_90a GPU";
   auto [c, dtype, off] = GetParam();
   tessel::JitOptions o;
+  o.gemm_from_passes = false;  // select_hopper_gemm's template; the passes' kernel: FromPasses/*
   o.disable_tma = off == 1;
   o.disable_wgmma = off == 2;
   o.disable_warp_specialization = off == 3;
@@ -201,6 +202,7 @@ TEST_P(SplitKShapes, MatchesReference) {
   if (tessel::current_device().arch() != "sm_90a") GTEST_SKIP() << "SKIPPED: not an sm_90a GPU";
   auto [c, dtype, off] = GetParam();
   tessel::JitOptions o;
+  o.gemm_from_passes = false;  // the template's split; the passes': FromPasses/GemmFromPassesShapes
   o.disable_split_k = off == 4;
   MatmulConfig cfg = c.cfg;
   cfg.dtype = dtype;
@@ -329,6 +331,7 @@ TEST(HopperPersistent, FewCtasLoopOverManyTiles) {
   if (tessel::current_device().arch() != "sm_90a") GTEST_SKIP() << "SKIPPED: not an sm_90a GPU";
   for (int ctas : {2, 6}) {
     tessel::JitOptions o;
+    o.gemm_from_passes = false;  // the template's persistence; the passes': GemmFromPassesPersistent
     o.max_persistent_ctas = ctas;
     SCOPED_TRACE("max_persistent_ctas " + std::to_string(ctas));
     // split-K: 6 tiles of 128x128, K = 4160 (65 K tiles); 1 or 3 clusters

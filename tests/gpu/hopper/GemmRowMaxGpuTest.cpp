@@ -25,6 +25,7 @@ TEST(GemmRowMaxGpu, InterleavedBlocksMatchFloat64) {
   const bool hopper = T::current_device().arch() == "sm_90a";
   std::mt19937_64 seeds(std::random_device{}());
   T::JitOptions plain, from_passes, few_blocks, no_wgmma;
+  plain.gemm_from_passes = false;  // the cp.async mma.sync main loop
   from_passes.gemm_from_passes = true;
   few_blocks.gemm_from_passes = true;
   few_blocks.max_persistent_ctas = 3;

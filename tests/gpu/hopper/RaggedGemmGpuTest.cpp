@@ -30,6 +30,7 @@ TEST(RaggedRingGpu, MatchesFloat64) {
   Tensor st = Tensor::from_host(steps, {8}, T::DType::i32);
   const std::vector<double> ah = a.to_host_f64(), bh = b.to_host_f64();
   T::JitOptions plain, from_passes, few_blocks, no_wgmma;
+  plain.gemm_from_passes = false;  // the cp.async mma.sync main loop
   from_passes.gemm_from_passes = true;
   few_blocks.gemm_from_passes = true;
   few_blocks.max_persistent_ctas = 3;

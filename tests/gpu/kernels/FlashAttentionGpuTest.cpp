@@ -240,7 +240,7 @@ TEST(FlashAttentionGpuSmall, PersistentFromThePasses) {
   using Schedule = T::kernels::AttentionConfig::Schedule;
   for (int ctas : {1, 3, 5}) {
     T::JitOptions jo;
-    jo.gemm_from_passes = true;
+    jo.persistent_rings = true;
     jo.max_persistent_ctas = ctas;
     for (Schedule sc : {Schedule::ring_pingpong, Schedule::ring}) {
       T::kernels::AttentionConfig c128{128, 128, 256, 2, sc};
@@ -252,7 +252,7 @@ TEST(FlashAttentionGpuSmall, PersistentFromThePasses) {
     }
   }
   T::JitOptions consumers_load;
-  consumers_load.gemm_from_passes = true;
+  consumers_load.persistent_rings = true;
   consumers_load.max_persistent_ctas = 3;
   consumers_load.disable_tile_loads = true;
   check({1, 3, 1, 333, 1000, 128, true}, DType::f16, consumers_load,
@@ -403,12 +403,12 @@ namespace {
 // Three consumer warpgroups over 192 query rows (FlashAttention 3's tile at D = 64; in the tuning
 // space since session 16): the ring (its producer a fourth warpgroup, setmaxnreg 160 / 24) and
 // cp.async, 128 and 192 keys a block, causal and not, tails in both lengths, GQA; the ring also
-// persistent under gemm_from_passes on 3 blocks.
+// persistent under persistent_rings on 3 blocks.
 TEST(FlashAttentionGpuSmall, ThreeConsumerWarpgroups) {
   TESSEL_REQUIRE_GPU();
   using Schedule = T::kernels::AttentionConfig::Schedule;
   T::JitOptions persistent;
-  persistent.gemm_from_passes = true;
+  persistent.persistent_rings = true;
   persistent.max_persistent_ctas = 3;
   for (bool causal : {false, true}) {
     for (Schedule sc : {Schedule::ring, Schedule::cp_async}) {

@@ -29,12 +29,14 @@ TEST_P(TutorialKernels, CompileWithTensorCoresAndNoSpills) {
   o.arch = arch;
   auto k = tessel::kernels::make_matmul(2048, 2048, 2048, cfg, o);
   const std::string& ptx = k.ptx();
-  // On sm_90a a tile that the wgmma/TMA path takes (block_K 64) goes there; the rest, and every
-  // sm_80 kernel, is the mma.sync path.
+  // On sm_90a a tile that the wgmma/TMA ring takes (block_K 32 or a multiple of 64) goes there,
+  // from the generic passes (the default); the rest, and every sm_80 kernel, is the mma.sync path.
   bool hopper = arch == "sm_90a" && (cfg.block_K == 32 || cfg.block_K % 64 == 0);
   const std::string path = k.info().path;
   EXPECT_EQ(path.substr(0, path.find(',', path.find("persistent"))),
-            hopper ? "sm90 TMA + wgmma, warp-specialized, persistent" : "mma.sync")
+            hopper
+                ? "sm90 wgmma block gemm (generic kernel), TMA + mbarrier ring, warp-specialized, persistent"
+                : "mma.sync")
       << k.info().hopper_declined;
   if (hopper) {
     EXPECT_NE(ptx.find("wgmma.mma_async"), std::string::npos);
@@ -105,6 +107,7 @@ tessel::kernels::MatmulConfig hopper_config() {
 
 TEST(HopperPath, TutorialGemmGetsTmaWgmmaAndWarpSpecialization) {
   tessel::JitOptions o;
+  o.gemm_from_passes = false;  // select_hopper_gemm's template
   o.arch = "sm_90a";
   auto k = tessel::kernels::make_matmul(4096, 4096, 4096, hopper_config(), o);
   for (const char* needle : {"wgmma.mma_async", "cp.async.bulk.tensor", "mbarrier", "setmaxnreg"})
@@ -251,6 +254,7 @@ INSTANTIATE_TEST_SUITE_P(TutorialKnobs, GemmFromPasses,
 TEST(HopperPath, EachSwitchFallsBackToMmaSync) {
   for (int which = 0; which < 3; ++which) {
     tessel::JitOptions o;
+    o.gemm_from_passes = false;  // select_hopper_gemm's template
     o.arch = "sm_90a";
     o.disable_tma = which == 0;
     o.disable_wgmma = which == 1;
@@ -267,6 +271,7 @@ TEST(HopperPath, EachSwitchFallsBackToMmaSync) {
 // cluster; the switch (or many tiles) keeps one CTA per tile.
 TEST(HopperPath, FewTilesSplitKOverClusters) {
   tessel::JitOptions o;
+  o.gemm_from_passes = false;  // select_hopper_gemm's template
   o.arch = "sm_90a";
   auto c = hopper_config();
   c.block_N = 128;
@@ -302,6 +307,7 @@ TEST(HopperPath, FewTilesSplitKOverClusters) {
 // 64-column panels per tile to share, and clusters are 2 CTAs.
 TEST(HopperPath, UseClusterMulticastsTheSharedOperand) {
   tessel::JitOptions o;
+  o.gemm_from_passes = false;  // select_hopper_gemm's template
   o.arch = "sm_90a";
   auto c = hopper_config();
   c.block_N = 64;
@@ -358,6 +364,7 @@ TEST(HopperPath, UseClusterMulticastsTheSharedOperand) {
 // without clusters, and the hint shows in their IR.
 TEST(HopperPath, UseClusterIsIgnoredWhereItCannotApply) {
   tessel::JitOptions o;
+  o.gemm_from_passes = false;  // select_hopper_gemm's template
   o.arch = "sm_80";
   auto c = hopper_config();
   c.num_stages = 2;  // 96 KB: fits sm_80's shared memory
@@ -393,6 +400,7 @@ TEST(HopperPath, UseClusterIsIgnoredWhereItCannotApply) {
 // the switch keeps the direct register -> global stores.
 TEST(HopperPath, TmaStoreEpilogueWhenTheStagingTileFits) {
   tessel::JitOptions o;
+  o.gemm_from_passes = false;  // select_hopper_gemm's template
   o.arch = "sm_90a";
   auto c = hopper_config();  // 128x256x64, 4 stages: 192 KB of ring, no room for 64 KB more
   auto four = tessel::kernels::make_matmul(4096, 4096, 4096, c, o);
@@ -417,6 +425,7 @@ TEST(HopperPath, TmaStoreEpilogueWhenTheStagingTileFits) {
 // TESSEL_DISABLE takes exact names (tma_store does not turn TMA loads off) and rejects others.
 TEST(HopperPath, DisableEnvironmentNamesFeaturesExactly) {
   tessel::JitOptions o;
+  o.gemm_from_passes = false;  // select_hopper_gemm's template
   o.arch = "sm_90a";
   auto c = hopper_config();
   c.num_stages = 3;
@@ -446,6 +455,7 @@ TEST(HopperPath, DisableEnvironmentNamesFeaturesExactly) {
 TEST(HopperPath, ParallelEpilogueIsFusedOnEveryStorePath) {
   using tessel::kernels::Activation;
   tessel::JitOptions o;
+  o.gemm_from_passes = false;  // select_hopper_gemm's template
   o.arch = "sm_90a";
   struct Want {
     int M, N, K;
@@ -497,6 +507,7 @@ TEST(HopperPath, IssueShapesDefaultConfigs) {
     const auto c = tessel::kernels::default_matmul_config(w.M, w.N, w.K, tessel::DType::f16, "sm_90a", 132);
     EXPECT_EQ(c.describe(), w.config);
     tessel::JitOptions o;
+    o.gemm_from_passes = false;  // select_hopper_gemm's template
     o.arch = "sm_90a";
     auto k = tessel::kernels::make_matmul(w.M, w.N, w.K, c, o);
     EXPECT_EQ(k.info().path, "sm90 TMA + wgmma, warp-specialized, persistent, TMA-store epilogue");
@@ -533,6 +544,7 @@ TEST(HopperPath, OneWaveSkinnyDefault) {
     const auto c = tessel::kernels::default_matmul_config(64, 8192, 8192, t, "sm_90a", 132);
     EXPECT_EQ(c.describe(), "64x64x64 s8 t128");
     tessel::JitOptions o;
+    o.gemm_from_passes = false;  // select_hopper_gemm's template
     o.arch = "sm_90a";
     tessel::kernels::Matmul mm(64, 8192, 8192, t, tessel::kernels::MatmulStaging::automatic, o);
     EXPECT_EQ(mm.plan().split_k, 1) << mm.plan().why;
@@ -547,6 +559,7 @@ TEST(HopperPath, OneWaveSkinnyDefault) {
 
 TEST(HopperPath, DeclinedShapesSayWhy) {
   tessel::JitOptions o;
+  o.gemm_from_passes = false;  // select_hopper_gemm's template
   o.arch = "sm_90a";
   // The tutorial's own 128x128x32 takes the Hopper path (64-byte swizzle for A's 32-wide rows).
   auto tutorial = tessel::kernels::make_matmul(2048, 2048, 2048, tessel::kernels::MatmulConfig{}, o);
@@ -626,11 +639,11 @@ TEST(MatmulStaging, WorkspaceBytesCoverEveryBuffer) {
 namespace {
 
 // Split-K for issue 17's skinny shapes: kernels::Matmul compiles the partial GEMM and the
-// reduction. The partial GEMM has a 3-D grid, so the sm_90a GEMM template declines it, and as
-// the sole gemm of a Pipelined loop that fills both operands the generic kernel keeps the
-// mma.sync main loop (infer_layouts' MainLoopGemmScan) -- its shared tiles are ldmatrix tiles,
-// which TMA does not write (plan_tma_copies), so its loads are cp.async. No spills; the
-// reduction loads W in 16-byte vectors.
+// reduction. The partial GEMM (a 3-D grid) comes from the generic passes: at 64 rows its loop's
+// sole gemm takes wgmma on a TMA ring (infer_layouts' MainLoopGemmScan under gemm_from_passes);
+// under 64 rows it keeps the mma.sync main loop, its shared tiles ldmatrix tiles, which TMA does
+// not write (plan_tma_copies), so its loads are cp.async. No spills; the reduction loads W in
+// 16-byte vectors.
 TEST(MatmulSplitK, SkinnyShapesCompileThePartialGemmAndTheReduction) {
   struct Want {
     int M, N, K, split;
@@ -650,13 +663,23 @@ TEST(MatmulSplitK, SkinnyShapesCompileThePartialGemmAndTheReduction) {
       EXPECT_NE(mm.describe().find("; split-K " + std::to_string(w.split)), std::string::npos)
           << mm.describe();
       const tessel::JitKernel& partial = mm.kernel();
-      EXPECT_EQ(partial.info().path, "mma.sync");
-      EXPECT_EQ(partial.info().hopper_declined, "the kernel grid is not 2-D");
-      for (const char* needle :
-           {"mma.sync.aligned.m16n8k16", "ldmatrix.sync.aligned", "cp.async.cg.shared.global"})
-        EXPECT_NE(partial.ptx().find(needle), std::string::npos) << needle;
-      EXPECT_EQ(partial.info().threads, 128);
-      EXPECT_EQ(partial.info().dynamic_smem_bytes, tessel::kernels::matmul_smem_bytes(mm.config()));
+      EXPECT_EQ(partial.info().hopper_declined, "");  // the template is not asked (gemm_from_passes)
+      if (mm.config().block_M >= 64) {
+        // 64 rows: the generic passes' wgmma on a TMA ring over the block's share of K, a
+        // producer warp beside the consumer warpgroup.
+        EXPECT_EQ(partial.info().path.rfind("sm90 wgmma block gemm (generic kernel), TMA + mbarrier ring", 0),
+                  0u)
+            << partial.info().path;
+        for (const char* needle : {"wgmma.mma_async", "cp.async.bulk.tensor", "mbarrier.try_wait"})
+          EXPECT_NE(partial.ptx().find(needle), std::string::npos) << needle;
+      } else {
+        EXPECT_EQ(partial.info().path, "mma.sync");
+        for (const char* needle :
+             {"mma.sync.aligned.m16n8k16", "ldmatrix.sync.aligned", "cp.async.cg.shared.global"})
+          EXPECT_NE(partial.ptx().find(needle), std::string::npos) << needle;
+        EXPECT_EQ(partial.info().threads, 128);
+        EXPECT_EQ(partial.info().dynamic_smem_bytes, tessel::kernels::matmul_smem_bytes(mm.config()));
+      }
       EXPECT_EQ(partial.resources().spill_store_bytes, 0) << partial.compile_log();
       EXPECT_EQ(partial.resources().spill_load_bytes, 0) << partial.compile_log();
       const tessel::JitKernel& reduce = mm.reduce_kernel();
@@ -691,8 +714,8 @@ TEST(MatmulSplitK, OneWaveOf16x32TilesCompiles) {
     }
 }
 
-// Forced and off: split_k = 1 keeps the sm_90a GEMM template (whose own split over 2-CTA
-// clusters takes this shape: 8 tiles, K = 8192); a forced count on sm_80 compiles
+// Forced and off: split_k = 1 keeps the one sm_90a GEMM kernel (the passes' split over clusters
+// takes this shape: 8 tiles, K = 8192, clusters of 4); a forced count on sm_80 compiles
 // the same two programs; a staged shape splits the padded kernel.
 TEST(MatmulSplitK, ForcedOffAndStaged) {
   tessel::JitOptions o;
@@ -700,8 +723,10 @@ TEST(MatmulSplitK, ForcedOffAndStaged) {
   tessel::kernels::Matmul off(1, 2048, 8192, tessel::DType::f16, tessel::kernels::MatmulStaging::automatic, o,
                               1);
   EXPECT_FALSE(off.plan().split());
-  EXPECT_EQ(off.kernel().info().path,
-            "sm90 TMA + wgmma, warp-specialized, persistent, split-K over 2-CTA clusters");
+  EXPECT_EQ(
+      off.kernel().info().path,
+      "sm90 wgmma block gemm (generic kernel), TMA + mbarrier ring, warp-specialized, split-K over 4-CTA "
+      "clusters, TMA-store epilogue");
   EXPECT_EQ(off.describe().find("split-K"), std::string::npos) << off.describe();
   tessel::kernels::Matmul staged(7, 4095, 4095, tessel::DType::bf16, tessel::kernels::MatmulStaging::always,
                                  o, 4);

@@ -149,7 +149,7 @@ INSTANTIATE_TEST_SUITE_P(Schedules, FlashAttentionAsyncGemms,
 
 namespace {
 
-// Causal attention under gemm_from_passes is persistent (issue 15): each role carries the ring's
+// Causal attention under persistent_rings is persistent (issue 15): each role carries the ring's
 // position from tile to tile in one register (ring_base), the rest of the kernel as before --
 // no spills, the ring kernels' 168 registers, no wgmma serialization, at both head dimensions
 // and both ring schedules.
@@ -162,7 +162,7 @@ TEST(FlashAttentionCompilePersistent, CausalKernelsCarryTheRingPosition) {
       T::kernels::AttentionOptions o;
       o.causal = true;
       o.jit.arch = "sm_90a";
-      o.jit.gemm_from_passes = true;
+      o.jit.persistent_rings = true;
       o.config = T::kernels::AttentionConfig{128, 128, 256, 2, sc};
       auto k = T::kernels::make_flash_attention(s, T::DType::bf16, o);
       SCOPED_TRACE("D" + std::to_string(D) + " " + o.config->describe());
