@@ -47,6 +47,8 @@
 #   TESSEL_S21_STEPS=s29d / s29e: the flip (gemm_from_passes on by default): the GEMM gpu suites,
 #     issue 5's shapes beside the template (--compare-template); issue 17's table with and
 #     without TESSEL_DISABLE=gemm_from_passes, GPU fuzz;
+#   TESSEL_S21_STEPS=s29f: the flip in one short call: the gpu suites of the kernels it changed,
+#     issue 17's changed shapes with and without TESSEL_DISABLE=gemm_from_passes;
 #   TESSEL_S21_STEPS=uniform: JitOptions::uniform_roles beside the default (the passes' GEMM
 #     against the template on issue 5's shapes, attention's default cases), its gpu tests;
 #   TESSEL_S21_STEPS="softmax bench" (a list): those sets in that order, in one call.
@@ -409,6 +411,22 @@ elif [[ $steps == s29e ]]; then
   done
   step "fuzz (every family), on the GPU" 90 env TESSEL_CACHE=0 "$build/tessel_fuzz" --gpu --arch none --count 200 \
     --seed 20261230 --json "$out/$day-fuzz-all-$tag.json"
+elif [[ $steps == s29f ]]; then
+  # Session 29, the flip in one short call (little device time left): the gpu suites whose
+  # kernels the flip changed (the default GEMM from the passes, fused epilogues, the library's
+  # split-K partial and staged shapes, a user's gemm rings), then the issue 17 shapes whose kernel
+  # changed (the split-K partial at 64 rows, the staged unaligned shapes' padded kernel) with the
+  # default and with TESSEL_DISABLE=gemm_from_passes, each process with cuBLAS.
+  step "gpu tests (the flip's kernels; 6 shards)" 200 bash -c 'fail=0
+    for i in 0 1 2 3 4 5; do GTEST_TOTAL_SHARDS=6 GTEST_SHARD_INDEX=$i "$0" --gtest_brief=1 \
+        --gtest_filter="Shapes/MatmulShapes.*:TutorialKnobs/*:*EpilogueShapes*:*MatmulSplitKShapes*:*MatmulStagingShapes*:RaggedRingGpu.*:GemmRowMaxGpu.*" & done
+    for i in 0 1 2 3 4 5; do wait -n || fail=1; done; exit $fail' "$build/tessel_tests_gpu"
+  for e in none gemm_from_passes; do
+    step "bench gemm 17, the changed kernels (TESSEL_DISABLE=$e)" 80 env TESSEL_DISABLE="${e/none/}" "$build/tessel" \
+      bench gemm --repeats 20 --warmup 5 --dtype f16,bf16 \
+      --shapes 64x8192x8192,4095x4095x4095,6144x6143x6144,12345x6789x1011 \
+      --json "$out/$day-gemm-issue17-changed-disable-$e-$tag.json"
+  done
 elif [[ $steps == ncu ]]; then
   if command -v ncu >/dev/null; then
     for shape in 10000x50257 4096x65536 32768x8193 65536x8191; do
@@ -429,7 +447,7 @@ elif [[ $steps == tune ]]; then
     --shapes 4194304x127,4194304x129,524288x1023,65536x8191,32768x8193,10000x50257 \
     --json "$out/$day-softmax-issue17-tuned-$tag.json"
 else
-  echo "gpu-s21.sh: unknown step set '$steps' in TESSEL_S21_STEPS (legal: first, h200, s24, s25, s26, s27, s28, s28b, s29, s29b, s29d, s29e, uniform, bench, softmax, ncu, tests, tune)" | tee -a "$log"
+  echo "gpu-s21.sh: unknown step set '$steps' in TESSEL_S21_STEPS (legal: first, h200, s24, s25, s26, s27, s28, s28b, s29, s29b, s29d, s29e, s29f, uniform, bench, softmax, ncu, tests, tune)" | tee -a "$log"
   status=1
 fi
 done
