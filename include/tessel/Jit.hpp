@@ -204,8 +204,8 @@ struct KernelInfo {
   std::string hopper_declined{};
   // Hopper machinery a generic sm_90a kernel did not get, each as "what: why" ("wgmma: gemm at
   // Matmul.cpp:110 (fragment_2): a 128-row tile on 4 warps ...", for a gemm kept on mma.sync;
-  // with a TMA ring, "persistent tiles: opt-in ...", "warp specialization: a wgmma accumulator
-  // of ..."): where to look when a kernel is slower than its neighbours.
+  // with a TMA ring, "persistent tiles: for a kernel whose K loop ...", "warp specialization: a
+  // wgmma accumulator of ..."): where to look when a kernel is slower than its neighbours.
   std::vector<std::string> declined{};
   // The blocks loop over the tiles: the Hopper GEMM's grid is min(tiles * cluster_size, SMs),
   // whole clusters, capped at launch; a generic kernel made persistent by persist_tiles has the
