@@ -13,11 +13,14 @@
 #      template, the passes' kernel and cuBLAS interleaved in one process, JSON beside the log;
 #      then the same with TESSEL_DISABLE=persistent_tiles (the passes' kernel one block per tile);
 #   4. `tessel bench attention` (cuDNN's fused SDPA in the same process) over the issue's non-causal
-#      D = 128 cases, without and with TESSEL_ENABLE=gemm_from_passes (persistent attention);
+#      D = 128 cases, without and with TESSEL_ENABLE=persistent_rings (persistent attention);
 #   5. `tessel_fuzz --gpu` over GEMM programs through the passes, persistent on 3 blocks where
-#      they have more tiles (TESSEL_ENABLE=gemm_from_passes TESSEL_MAX_PERSISTENT_CTAS=3);
-#   6. (profile) ncu's speed-of-light, launch, scheduler and warp-state sections on the template's
-#      kernel and the passes' kernel of one GEMM (TESSEL_PROFILE_SHAPES, default 4096x4096x4096 and
+#      they have more tiles (TESSEL_MAX_PERSISTENT_CTAS=3);
+# Since session 29 the passes' kernel is the default and `--compare-passes` (now also called
+# --compare-template) puts the template in the extra columns: the default, from the passes, in
+# the main ones.
+#   6. (profile) ncu's speed-of-light, launch, scheduler and warp-state sections on the passes'
+#      kernel and the template's kernel of one GEMM (TESSEL_PROFILE_SHAPES, default 4096x4096x4096 and
 #      1024x1024x1024, f16), when ncu is there (clocks left alone).
 # Everything printed goes to OUTDIR/gpu-passes.log. The steps' limits add up to more than one
 # device call allows (600 s); TESSEL_PASSES_STEPS picks some of them to split the work over two
@@ -51,16 +54,16 @@ want gemm && step "bench gemm 5 --compare-passes (TESSEL_DISABLE=persistent_tile
 att=32x16x16x1024x1024x128,8x16x16x4096x4096x128,2x16x16x16384x16384x128,4x32x8x4096x4096x128
 want attention && step "bench attention d128 (default)" 120 "$build/tessel" bench attention --dtype bf16 --repeats 10 --cases "$att" \
   --json "$out/attention-d128-default-$tag.json"
-want attention && step "bench attention d128 (TESSEL_ENABLE=gemm_from_passes)" 120 env TESSEL_ENABLE=gemm_from_passes \
+want attention && step "bench attention d128 (TESSEL_ENABLE=persistent_rings)" 120 env TESSEL_ENABLE=persistent_rings \
   "$build/tessel" bench attention --dtype bf16 --repeats 10 --cases "$att" --json "$out/attention-d128-passes-$tag.json"
-want fuzz && step "fuzz gemm from passes, 3 persistent blocks" 60 env TESSEL_CACHE=0 TESSEL_ENABLE=gemm_from_passes \
+want fuzz && step "fuzz gemm from passes, 3 persistent blocks" 60 env TESSEL_CACHE=0 \
   TESSEL_MAX_PERSISTENT_CTAS=3 "$build/tessel_fuzz" --gpu --arch none --family gemm --count 300 --seed 20261314
 if want profile && command -v ncu >/dev/null; then
-  # The bench runs the template's kernel first, then cuBLAS, then the passes' kernel (each once
-  # to check it, then timed): the first two matmul_kernel launches are the template's check and
-  # the passes' check.
+  # The bench runs the default kernel (the passes', since session 29) first, then cuBLAS, then
+  # the template's (each once to check it, then timed): the first two matmul_kernel launches are
+  # the passes' check and the template's check.
   for shape in ${TESSEL_PROFILE_SHAPES:-4096x4096x4096 1024x1024x1024}; do
-    step "ncu gemm $shape (template, then passes)" 90 ncu --clock-control none -k regex:matmul_kernel -c 2 \
+    step "ncu gemm $shape (passes, then template)" 90 ncu --clock-control none -k regex:matmul_kernel -c 2 \
       --section SpeedOfLight --section LaunchStats --section SchedulerStats --section WarpStateStats \
       --section MemoryWorkloadAnalysis "$build/tessel" bench gemm --compare-passes --repeats 1 --warmup 0 \
       --shapes "$shape" --dtype f16

@@ -53,6 +53,11 @@
 #     against the template on issue 5's shapes, attention's default cases), its gpu tests;
 #   TESSEL_S21_STEPS="softmax bench" (a list): those sets in that order, in one call.
 #   scripts/gpu-s21.sh OUTDIR   (env: TESSEL_RESULT_TAG, TESSEL_S21_STEPS)
+# The step sets before s29d were written while select_hopper_gemm's template was the default:
+# there `--compare-passes` timed the passes' kernel in the extra columns and TESSEL_ENABLE=
+# gemm_from_passes turned it on. Since the flip (session 29) the passes' kernel is the default,
+# `--compare-passes` / `--compare-template` put the template in the extra columns, and naming
+# gemm_from_passes in TESSEL_ENABLE changes nothing (rerun an old set knowing that).
 set -uo pipefail
 source "$(dirname "$0")/gpu-steps.sh" gpu-s21 "${1:-}" s21-h200
 # The passes' GEMM tests (split over clusters among them), in four shards at once.
