@@ -1049,4 +1049,75 @@ TEST(HopperPipeline, SwitchesTextTellsKernelsApart) {
   EXPECT_EQ(T::switches_text(T::jit_switches(plain)), T::switches_text(T::jit_switches(rings)));
 }
 
+// Which kernels get the ring epilogues (persistent tiles, the TMA-store epilogue, split-K and
+// multicast clusters) by default: those whose K loop is one gemm fed by TMA loads (infer_layouts'
+// ctx.gemm_ring) -- the tutorial GEMM, a user's GEMM with a row reduction after its loop -- and
+// no other ring kernel unless persistent_rings asks: not a loop with element-wise work beside its
+// gemm, not a chain of two gemms, not attention. Each refusal says why.
+TEST(HopperPipeline, RingEpiloguesGoToGemmRingsUnlessAskedFor) {
+  auto f = T::kernels::matmul_program(4096, 4096, 4096, tutorial_config(128, 256, 64, 3, 256));
+  const auto gemm = T::lower(f.ir(), sm90());
+  EXPECT_TRUE(gemm.ctx.gemm_ring);
+  EXPECT_TRUE(gemm.ctx.ring_epilogues());
+  EXPECT_TRUE(gemm.ctx.tile_loop.applied) << gemm.ctx.tile_loop.why_not;
+  const auto row_max = T::lower(T::test::gemm_row_max_program(1000, 64, 1024).ir(), sm90());
+  EXPECT_TRUE(row_max.ctx.gemm_ring);
+  EXPECT_TRUE(row_max.ctx.tile_loop.applied) << row_max.ctx.tile_loop.why_not;
+
+  // A K loop with element-wise work beside its gemm: a ring, not a gemm ring.
+  T::PrimFunc scaled("gemm_then_scale");
+  auto A = scaled.tensor("A", {256, 1024}, T::f16);
+  auto B = scaled.tensor("B", {1024, 256}, T::f16);
+  auto C = scaled.tensor("C", {256, 256}, T::f16);
+  scaled.body([&] {
+    T::Kernel(2, 2, 256, [&](T::Var bx, T::Var by) {
+      auto As = T::alloc_shared({128, 64}, T::f16);
+      auto Bs = T::alloc_shared({64, 128}, T::f16);
+      auto Cl = T::alloc_fragment({128, 128}, T::f32);
+      T::clear(Cl);
+      T::Pipelined(16, 3, [&](T::Var ko) {
+        T::copy(A(by * 128, ko * 64), As);
+        T::copy(B(ko * 64, bx * 128), Bs);
+        T::gemm(As, Bs, Cl);
+        T::Parallel(128, 128, [&](T::Var i, T::Var j) { Cl(i, j) = Cl(i, j) * 0.5f; });
+      });
+      T::copy(Cl, C(by * 128, bx * 128));
+    });
+  });
+  const auto other = T::lower(scaled.ir(), sm90());
+  EXPECT_TRUE(other.ctx.uses_wgmma);
+  EXPECT_FALSE(other.ctx.gemm_ring);
+  EXPECT_FALSE(other.ctx.tile_loop.applied);
+  EXPECT_EQ(
+      other.ctx.tile_loop.why_not,
+      "for a kernel whose K loop is one gemm fed by TMA loads (gemm_from_passes) or under "
+      "JitOptions::persistent_rings (TESSEL_ENABLE=persistent_rings); this kernel's loops hold other work");
+  EXPECT_TRUE(other.ctx.tma_stores.empty());
+  T::passes::PassContext::Switches rings;
+  rings.persistent_rings = true;
+  const auto asked = T::lower(scaled.ir(), sm90(), rings);
+  EXPECT_TRUE(asked.ctx.tile_loop.applied) << asked.ctx.tile_loop.why_not;
+
+  // A chain of two gemms (S = Q K^T, O += P V without the softmax) and attention: not gemm rings.
+  const auto chain = T::lower(
+      T::kernels::gemm_chain_program(200, 1000, 64, T::DType::f16, 0.5f, {64, 64, 128, 2}, true).ir(),
+      sm90());
+  EXPECT_FALSE(chain.ctx.gemm_ring);
+  EXPECT_FALSE(chain.ctx.tile_loop.applied);
+  T::kernels::AttentionShape s;
+  s.batch = 2, s.heads = 4, s.kv_heads = 4, s.seqlen_q = 1000, s.seqlen_k = 1000, s.dim = 128;
+  const auto attention = T::lower(
+      T::kernels::attention_program(s, T::DType::bf16, false, 0.125f, {128, 128, 256, 2}).ir(), sm90());
+  EXPECT_FALSE(attention.ctx.gemm_ring);
+  EXPECT_FALSE(attention.ctx.tile_loop.applied);
+
+  // The template asked for (gemm_from_passes = false): a kernel it declines gets no ring epilogue
+  // either, and says that the switch is off.
+  const auto off = T::lower(scaled.ir(), sm90(), template_gemm());
+  EXPECT_FALSE(off.ctx.hopper.selected);
+  EXPECT_EQ(
+      off.ctx.tile_loop.why_not,
+      "JitOptions::gemm_from_passes is off (TESSEL_DISABLE=gemm_from_passes) and persistent_rings not on");
+}
+
 }  // namespace
