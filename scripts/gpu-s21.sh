@@ -49,6 +49,7 @@
 #     without TESSEL_DISABLE=gemm_from_passes, GPU fuzz;
 #   TESSEL_S21_STEPS=s29f: the flip in one short call: the gpu suites of the kernels it changed,
 #     issue 17's changed shapes with and without TESSEL_DISABLE=gemm_from_passes;
+#   TESSEL_S21_STEPS=s29h: the gpu tests session 29 edited but could not run (then `h200`);
 #   TESSEL_S21_STEPS=uniform: JitOptions::uniform_roles beside the default (the passes' GEMM
 #     against the template on issue 5's shapes, attention's default cases), its gpu tests;
 #   TESSEL_S21_STEPS="softmax bench" (a list): those sets in that order, in one call.
@@ -432,6 +433,14 @@ elif [[ $steps == s29f ]]; then
       --shapes 64x8192x8192,4095x4095x4095,6144x6143x6144,12345x6789x1011 \
       --json "$out/$day-gemm-issue17-changed-disable-$e-$tag.json"
   done
+elif [[ $steps == s29h ]]; then
+  # What session 29 could not run (its device time went on starts that got no machine): the gpu
+  # tests it edited or whose kernel the flip changed, not yet run on a GPU since -- the library GEMM
+  # past 2^31 elements (now the passes' kernel), GemmRowMaxGpu's fixed check, persistent attention
+  # and the fuzz regressions under persistent_rings (was gemm_from_passes) --, then the bars (run
+  # it on an H200: TESSEL_S21_STEPS="s29h h200").
+  step "gpu tests (session 29's edits and the flip's large GEMM)" 200 "$build/tessel_tests_gpu" --gtest_brief=1 \
+    --gtest_filter='LargeTensorGpu.Gemm*:GemmRowMaxGpu.*:FlashAttentionGpuSmall.PersistentFromThePasses:FlashAttentionGpuSmall.ThreeConsumerWarpgroups:FuzzGpu.*'
 elif [[ $steps == ncu ]]; then
   if command -v ncu >/dev/null; then
     for shape in 10000x50257 4096x65536 32768x8193 65536x8191; do
@@ -452,7 +461,7 @@ elif [[ $steps == tune ]]; then
     --shapes 4194304x127,4194304x129,524288x1023,65536x8191,32768x8193,10000x50257 \
     --json "$out/$day-softmax-issue17-tuned-$tag.json"
 else
-  echo "gpu-s21.sh: unknown step set '$steps' in TESSEL_S21_STEPS (legal: first, h200, s24, s25, s26, s27, s28, s28b, s29, s29b, s29d, s29e, s29f, uniform, bench, softmax, ncu, tests, tune)" | tee -a "$log"
+  echo "gpu-s21.sh: unknown step set '$steps' in TESSEL_S21_STEPS (legal: first, h200, s24, s25, s26, s27, s28, s28b, s29, s29b, s29d, s29e, s29f, s29h, uniform, bench, softmax, ncu, tests, tune)" | tee -a "$log"
   status=1
 fi
 done
