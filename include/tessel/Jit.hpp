@@ -138,16 +138,16 @@ struct JitOptions {
   // since session 29 (the passes' kernel at 0.997x the template over issue 5's shapes on an H100,
   // every shape within the run-to-run spread; docs/perf-notes.md). False (or TESSEL_DISABLE=
   // gemm_from_passes) swaps in select_hopper_gemm's hand-written kernel instead, for comparison
-  // (`tessel bench gemm --compare-passes`).
+  // (`tessel bench gemm --compare-template`).
   bool gemm_from_passes = true;
   // Generic sm_90a ring kernels other than the GEMM-shaped ones gemm_from_passes takes (attention,
   // gemm chains, a user's ring with other work in its loop): persistent (persist_tiles:
   // min(tiles, SMs) blocks loop over the tiles, a causal or data-dependent ring's position
   // carried from tile to tile) and their wgmma accumulator tiles stored through TMA where the
   // staging tile fits (plan_tma_stores) -- what gemm_from_passes does to a GEMM's kernel. Off by
-  // default for those kernels; kernels::flash_attention asks for it per config (AttentionConfig::persistent,
-  // the default for non-causal rings at D = 128: 1.06-1.14x on the H200). TESSEL_ENABLE= persistent_rings
-  // does the same for every kernel.
+  // default for those kernels; kernels::flash_attention asks for it per config
+  // (AttentionConfig::persistent, the default for non-causal rings at D = 128: 1.06-1.14x on the
+  // H200). TESSEL_ENABLE=persistent_rings does the same for every kernel.
   bool persistent_rings = false;
   // Generic sm_90a kernels whose work is one TMA ring loop per output tile (one wave of tiles
   // too) run persistently: min(tiles, SMs) blocks each loop over their tiles, the producer

@@ -311,8 +311,9 @@ struct PassContext {
       return "JitOptions::gemm_from_passes is off (TESSEL_DISABLE=gemm_from_passes) and persistent_rings not "
              "on";
     return "for a kernel whose K loop is one gemm fed by TMA loads (gemm_from_passes) or under "
-           "JitOptions::persistent_rings (TESSEL_ENABLE=persistent_rings); this kernel's loops hold other "
-           "work";
+           "JitOptions::persistent_rings (TESSEL_ENABLE=persistent_rings); no loop of this kernel is one "
+           "gemm "
+           "alone on TMA loads";
   }
   // JitOptions::min_blocks_per_sm: the blocks per SM the author asks ptxas to fit registers to
   // (plan_shared_memory caps it at what shared memory and threads allow).

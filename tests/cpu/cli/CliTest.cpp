@@ -156,7 +156,7 @@ TEST_F(Cli, DumpAttentionShowsTheLibraryKernel) {
         "TMA + mbarrier ring, warp-specialized", "cp.async.bulk.tensor mbarrier setmaxnreg",
         "declined:      persistent tiles: for a kernel whose K loop is one gemm fed by TMA loads "
         "(gemm_from_passes) or under JitOptions::persistent_rings (TESSEL_ENABLE=persistent_rings); "
-        "this kernel's loops hold other work\n"})
+        "no loop of this kernel is one gemm alone on TMA loads\n"})
     EXPECT_NE(r.output.find(text), std::string::npos) << "'" << text << "' missing from:\n" << r.output;
   // What the kernel did not get, and why: persistence once opted in is there; a ring whose widest
   // gemm leaves no room under the producer's launch keeps its loads in the consumers' threads.

@@ -958,7 +958,8 @@ TEST(HopperPipeline, AttentionIsPersistentWithItsTurnsInsideEachTile) {
       T::kernels::attention_program(s, T::DType::bf16, false, 0.125f, {128, 128, 256, 2}).ir(), sm90());
   EXPECT_FALSE(unpersistent.ctx.tile_loop.applied);
   EXPECT_FALSE(unpersistent.ctx.gemm_ring);
-  EXPECT_TRUE(has(unpersistent.ctx.tile_loop.why_not, "this kernel's loops hold other work"))
+  EXPECT_TRUE(
+      has(unpersistent.ctx.tile_loop.why_not, "no loop of this kernel is one gemm alone on TMA loads"))
       << unpersistent.ctx.tile_loop.why_not;
   auto f = T::kernels::matmul_program(4096, 4096, 4096, tutorial_config(128, 256, 64, 3, 256));
   const auto gemm_default = T::lower(f.ir(), sm90());
@@ -1088,10 +1089,10 @@ TEST(HopperPipeline, RingEpiloguesGoToGemmRingsUnlessAskedFor) {
   EXPECT_TRUE(other.ctx.uses_wgmma);
   EXPECT_FALSE(other.ctx.gemm_ring);
   EXPECT_FALSE(other.ctx.tile_loop.applied);
-  EXPECT_EQ(
-      other.ctx.tile_loop.why_not,
-      "for a kernel whose K loop is one gemm fed by TMA loads (gemm_from_passes) or under "
-      "JitOptions::persistent_rings (TESSEL_ENABLE=persistent_rings); this kernel's loops hold other work");
+  EXPECT_EQ(other.ctx.tile_loop.why_not,
+            "for a kernel whose K loop is one gemm fed by TMA loads (gemm_from_passes) or under "
+            "JitOptions::persistent_rings (TESSEL_ENABLE=persistent_rings); no loop of this kernel is one "
+            "gemm alone on TMA loads");
   EXPECT_TRUE(other.ctx.tma_stores.empty());
   T::passes::PassContext::Switches rings;
   rings.persistent_rings = true;
