@@ -179,6 +179,31 @@ __device__ inline float fast_exp2(float x) {
   return y;
 }
 
+// 2^x on the FMA pipe (the language's poly_exp2), for kernels whose exponentials are bound by the
+// MUFU unit's 16 a clock an SM (attention at D = 64 computes as many exponentials as tensor-core
+// multiply-adds per clock can hide). x is clamped to [-127, 128] (NaN kept); j = floor(x) by an add
+// rounded down against 1.5 * 2^23 (j lands in the sum's low bits); f = x - j in [0, 1) exactly;
+// 2^f by a degree-3 polynomial p (a minimax fit of the relative error, p(0) = 1, below 8.6e-5 on
+// [0, 1)); 2^j built in the exponent field (0 for j = -127, infinity for j = 128) and multiplied
+// in. So: results below 2^-126 are 0 and -inf gives 0, as fast_exp2's; x >= 128 gives infinity,
+// NaN gives NaN. Ten instructions (two FMNMX, three FADD, three FFMA, an IMAD, an FMUL), no MUFU.
+// The interpreter computes the same bits (interp/Expressions.cpp); the coefficients live in both.
+__device__ inline float poly_exp2(float x) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm("max.NaN.f32 %0, %0, 0fC2FE0000;" : "+f"(x));  // -127
+  asm("min.NaN.f32 %0, %0, 0f43000000;" : "+f"(x));  // 128
+#else
+  if (x == x) x = fminf(fmaxf(x, -127.0f), 128.0f);
+#endif
+  const float t = __fadd_rd(x, 12582912.0f);  // 1.5 * 2^23 + floor(x), exactly
+  const float f = x - (t - 12582912.0f);      // x - floor(x), exactly
+  float p = fmaf(0x1.3baac0p-4f, f, 0x1.d23778p-3f);
+  p = fmaf(p, f, 0x1.63e65ap-1f);
+  p = fmaf(p, f, 1.0f);
+  // (bits(t) << 23) is floor(x) << 23: the 1.5 * 2^23's bits shift out.
+  return p * __uint_as_float(__float_as_uint(t) * 8388608u + 0x3f800000u);
+}
+
 // The element-wise epilogue a GEMM applies when it is given none: values stored as they are.
 struct NoEpilogue {};
 template <class E>

@@ -220,6 +220,13 @@ Expr exp2(Expr v);
 // exponentials whose tiny results do not matter (softmax and attention probabilities, where
 // every value is at most 1 and a sum of them is at least 1). f32 only: an f64 value is an error.
 Expr fast_exp2(Expr v, Loc where = Loc::current());
+// 2^v on the FMA pipe, not the MUFU unit: a degree-3 polynomial of v's fraction times 2^floor(v)
+// built in the exponent field (ten FMA-pipe and ALU instructions). Relative error below 8.6e-5
+// (about 2^-13.5: finer than a 16-bit float's rounding, coarser than f32's); results below 2^-126
+// are 0 and -inf gives 0, as fast_exp2's; v >= 128 gives infinity, NaN gives NaN. For kernels
+// whose exponentials queue on the MUFU unit (attention at small head dimensions), which can move a
+// share of them here. The interpreter computes the same bits as the GPU. f32 only, as fast_exp2.
+Expr poly_exp2(Expr v, Loc where = Loc::current());
 Expr log(Expr v);
 Expr log2(Expr v);
 Expr sqrt(Expr v);

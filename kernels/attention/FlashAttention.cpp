@@ -75,7 +75,8 @@ bool has_ring_schedules(const std::string& arch) {
 std::string AttentionConfig::describe() const {
   return std::to_string(block_M) + "x" + std::to_string(block_N) + " s" + std::to_string(num_stages) + " t" +
          std::to_string(threads) + " " + schedule_name(schedule) + (persistent ? " persistent" : "") +
-         (kv_interleave ? " kv-interleaved" : "");
+         (kv_interleave ? " kv-interleaved" : "") +
+         (poly_exp_one_in ? " poly-exp 1/" + std::to_string(poly_exp_one_in) : "");
 }
 
 void check_attention(const AttentionShape& s, DType dtype) {
@@ -244,6 +245,12 @@ PrimFunc attention_program(const AttentionShape& s, DType dtype, bool causal, fl
     TESSEL_USER_ERROR("flash_attention", std::source_location::current(),
                       "the softmax scale is " << scale << "; legal: a finite value, or 0 for 1/sqrt(D)");
   if (scale == 0.0f) scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(D)));
+  if (c.poly_exp_one_in != 0 && (c.poly_exp_one_in < 2 || c.poly_exp_one_in > 16))
+    TESSEL_USER_ERROR(
+        "flash_attention", std::source_location::current(),
+        "config " << c.describe() << " has poly_exp_one_in = " << c.poly_exp_one_in
+                  << "; legal: 0 (every exponential on the MUFU unit) or 2 .. 16 (one group of 8 "
+                     "key columns in that many on the FMA pipe)");
   auto strides = [&](const std::vector<std::int64_t>& st, std::int64_t S, std::int64_t heads) {
     return exprs(st.empty() ? row_major({B, S, heads, D}) : st);
   };
@@ -341,7 +348,12 @@ PrimFunc attention_program(const AttentionShape& s, DType dtype, bool causal, fl
               m_exp(r) = T::if_then_else(m(r) == -T::infinity(T::f32), 0.0f, m(r) * unit);
             });
             T::Parallel(BM, BN, [&](T::Var r, T::Var q) {
-              S(r, q) = T::fast_exp2(fold_scale ? S(r, q) * scale_log2 - m_exp(r) : S(r, q) - m_exp(r));
+              const Expr x = fold_scale ? S(r, q) * scale_log2 - m_exp(r) : S(r, q) - m_exp(r);
+              if (c.poly_exp_one_in == 0)
+                S(r, q) = T::fast_exp2(x);
+              else  // one group of 8 key columns in poly_exp_one_in on the FMA pipe
+                S(r, q) = T::if_then_else(q / 8 % c.poly_exp_one_in == c.poly_exp_one_in - 1, T::poly_exp2(x),
+                                          T::fast_exp2(x));
             });
             T::reduce_sum(S, row_sum, 1);
             T::Parallel(BM, [&](T::Var r) { l(r) = l(r) * rescale(r) + row_sum(r); });

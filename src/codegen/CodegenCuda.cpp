@@ -226,9 +226,10 @@ class CudaEmitter {
     for (size_t i = 0; i < c->args.size(); ++i) args += (i ? ", " : "") + expr(c->args[i]);
     if (c->name == "address_of") return "&" + args;
     if (c->name == "dynamic_smem") return "tessel_smem";
-    if (c->name == "fast_exp2") {
-      if (c->dtype != DType::f32) throw_internal_error("codegen: fast_exp2 of " + std::string(dtype_name(c->dtype)));
-      return "tessel::fast_exp2(" + args + ")";
+    if (c->name == "fast_exp2" || c->name == "poly_exp2") {
+      if (c->dtype != DType::f32)
+        throw_internal_error("codegen: " + c->name + " of " + std::string(dtype_name(c->dtype)));
+      return "tessel::" + c->name + "(" + args + ")";
     }
     auto it = math.find(c->name);
     if (it != math.end()) {

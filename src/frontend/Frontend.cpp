@@ -452,6 +452,14 @@ Expr fast_exp2(Expr v, Loc where) {
                                    << "widened to f32), not f64; use exp2 for f64");
   return math("fast_exp2", v);
 }
+Expr poly_exp2(Expr v, Loc where) {
+  if (v.dtype() == DType::f64)
+    TESSEL_USER_ERROR("poly_exp2", where,
+                      "poly_exp2(" << ir::to_string(v)
+                                   << ") takes an f32 value (16-bit floats and integers are "
+                                   << "widened to f32), not f64; use exp2 for f64");
+  return math("poly_exp2", v);
+}
 Expr log(Expr v) {
   return math("log", v);
 }

@@ -222,13 +222,18 @@ FloatFn compile_call_float(const Call* op, Symbols& sym) {
       return r < std::numeric_limits<float>::min() ? 0.0f : r;
     });
   }
+  if (n == "poly_exp2") {
+    if (t != DType::f32) sym.fail("expression", "poly_exp2 takes and gives f32");
+    return float_unary(t, a, [](auto x) { return poly_exp2_like_the_gpu(static_cast<float>(x)); });
+  }
   if (n == "log") return float_unary(t, a, [](auto x) { return std::log(x); });
   if (n == "log2") return float_unary(t, a, [](auto x) { return std::log2(x); });
   if (n == "sqrt") return float_unary(t, a, [](auto x) { return std::sqrt(x); });
   if (n == "rsqrt") return float_unary(t, a, [](auto x) { return decltype(x)(1) / std::sqrt(x); });
   if (n == "abs") return float_unary(t, a, [](auto x) { return std::fabs(x); });
-  sym.fail("expression", "the interpreter has no meaning for intrinsic " + n +
-                             "; known: exp, exp2, fast_exp2, log, log2, sqrt, rsqrt, abs, infinity");
+  sym.fail("expression",
+           "the interpreter has no meaning for intrinsic " + n +
+               "; known: exp, exp2, fast_exp2, poly_exp2, log, log2, sqrt, rsqrt, abs, infinity");
 }
 
 }  // namespace

@@ -10,14 +10,26 @@ kernels::AttentionConfig parse_attention_config(const std::string& text) {
   int used = 0;
   const auto bad = [&] {
     return std::invalid_argument("--config: '" + text + "' is not " + kAttentionConfigForm +
-                                 " with positive numbers, e.g. 128x128:2:256, 128x128:2:256:ring, 128x128:2:256:pingpong:persistent or "
-                                 "128x128:2:256:ring:interleave");
+                                 " with positive numbers, e.g. 128x128:2:256, 128x128:2:256:ring, "
+                                 "128x128:2:256:pingpong:persistent or "
+                                 "128x128:2:256:ring:interleave or 192x128:2:384:ring:persistent:poly4");
   };
   if (std::sscanf(text.c_str(), "%dx%d:%d:%d%n", &c.block_M, &c.block_N, &c.num_stages, &c.threads, &used) !=
           4 ||
       c.block_M < 1 || c.block_N < 1 || c.num_stages < 1 || c.threads < 1)
     throw bad();
   std::string schedule = text.substr(static_cast<size_t>(used));
+  if (const size_t poly = schedule.rfind(":poly"); poly != std::string::npos) {
+    const std::string n = schedule.substr(poly + 5);
+    if (n.empty() || n.size() > 2 || n.find_first_not_of("0123456789") != std::string::npos) throw bad();
+    c.poly_exp_one_in = std::stoi(n);
+    if (c.poly_exp_one_in < 2 || c.poly_exp_one_in > 16)
+      throw std::invalid_argument(
+          "--config: '" + text + "' asks for poly" + n +
+          "; legal: poly2 .. poly16 (one group of 8 key columns in that many with its "
+          "exponentials on the FMA pipe)");
+    schedule.resize(poly);
+  }
   const std::string interleave = ":interleave";
   if (schedule.size() >= interleave.size() &&
       schedule.compare(schedule.size() - interleave.size(), interleave.size(), interleave) == 0) {
@@ -49,9 +61,10 @@ std::string format_attention_config(const kernels::AttentionConfig& c) {
   const char* schedule = c.schedule == kernels::AttentionConfig::Schedule::ring_pingpong ? "pingpong"
                          : c.schedule == kernels::AttentionConfig::Schedule::ring      ? "ring"
                                                                                        : "cpasync";
-  return std::to_string(c.block_M) + "x" + std::to_string(c.block_N) + ":" + std::to_string(c.num_stages) + ":" +
-         std::to_string(c.threads) + ":" + schedule + (c.persistent ? ":persistent" : "") +
-         (c.kv_interleave ? ":interleave" : "");
+  return std::to_string(c.block_M) + "x" + std::to_string(c.block_N) + ":" + std::to_string(c.num_stages) +
+         ":" + std::to_string(c.threads) + ":" + schedule + (c.persistent ? ":persistent" : "") +
+         (c.kv_interleave ? ":interleave" : "") +
+         (c.poly_exp_one_in ? ":poly" + std::to_string(c.poly_exp_one_in) : "");
 }
 
 }  // namespace tessel::cli

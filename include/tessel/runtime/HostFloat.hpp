@@ -5,6 +5,7 @@
 #pragma once
 
 #include <bit>
+#include <cmath>
 #include <cstdint>
 
 namespace tessel {
@@ -68,6 +69,22 @@ inline float round_to_half(float f) {
 }
 inline float round_to_bf16(float f) {
   return bf16_bits_to_float(float_to_bf16_bits(f));
+}
+
+// The language's poly_exp2 (device/tessel/types.cuh's tessel::poly_exp2), bit for bit: x clamped
+// to [-127, 128] (NaN kept), j = floor(x), f = x - j (exact), p = 1 + f (c1 + f (c2 + f c3)) by
+// three fused multiply-adds, times 2^j built in the exponent field (0 at j = -127, infinity at
+// j = 128). The coefficients are the device function's; FastExp2GpuTest compares the two's bits.
+inline float poly_exp2_like_the_gpu(float x) {
+  if (!std::isnan(x)) x = std::fmin(std::fmax(x, -127.0f), 128.0f);
+  const float j = std::floor(x);  // the device's add rounded down against 1.5 * 2^23
+  const float f = x - j;
+  float p = std::fma(0x1.3baac0p-4f, f, 0x1.d23778p-3f);
+  p = std::fma(p, f, 0x1.63e65ap-1f);
+  p = std::fma(p, f, 1.0f);
+  if (std::isnan(x)) return p;
+  const auto exponent = static_cast<std::uint32_t>(static_cast<int>(j) + 127);
+  return p * std::bit_cast<float>(exponent << 23);
 }
 
 }  // namespace tessel

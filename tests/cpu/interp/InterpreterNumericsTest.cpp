@@ -3,10 +3,12 @@
 // every kind, reductions and a softmax built from them.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <random>
 
 #include "InterpTestUtil.hpp"
 #include "Lower.hpp"
@@ -266,6 +268,58 @@ TEST(InterpreterExpressions, FastExp2FlushesWhatTheHardwareFlushes) {
     ADD_FAILURE() << "fast_exp2 of an f64 value was accepted";
   } catch (const T::Error& e) {
     EXPECT_NE(std::string(e.what()).find("fast_exp2"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("not f64"), std::string::npos) << e.what();
+  }
+}
+
+// poly_exp2 means tessel::poly_exp2 (device/tessel/types.cuh): 2^x by a degree-3 polynomial of
+// the fraction, relative error below 8.6e-5 on the whole normal range, results below 2^-126 as 0
+// (and -inf), x >= 128 as infinity, NaN as NaN, exact at integers; its codegen prints the device
+// function (no MUFU instruction, no exp2f); an f64 argument is a user error naming the op.
+TEST(InterpreterExpressions, PolyExp2IsWithinItsBoundAndKeepsFastExp2sEdges) {
+  const int n = 4096 + 12;
+  T::PrimFunc f("poly_exp2");
+  auto In = f.tensor("In", {n}, T::f32);
+  auto Out = f.tensor("Out", {n}, T::f32);
+  f.body([&] {
+    T::Kernel(1, 128, [&](T::Var) { T::Parallel(n, [&](T::Var i) { Out.at({i}) = T::poly_exp2(In(i)); }); });
+  });
+  const double inf = std::numeric_limits<double>::infinity();
+  std::vector<double> x = {0.0,    -0.0,    3.0,  -1.0, -126.0, -126.5,
+                           -127.0, -1000.0, -inf, inf,  128.0,  std::nan("")};
+  std::mt19937 rng(std::random_device{}());
+  for (int i = 0; i < 4096; ++i) x.push_back(std::uniform_real_distribution<double>(-126.0, 127.99)(rng));
+  auto out = run_on_cpu(f, {HostTensor::from_values(DType::f32, {n}, x)}, {-1})[0].to_values();
+  EXPECT_EQ(out[0], 1.0);
+  EXPECT_EQ(out[1], 1.0);
+  EXPECT_EQ(out[2], 8.0);  // p(0) = 1: integers are exact
+  EXPECT_EQ(out[3], 0.5);
+  EXPECT_EQ(out[4], std::ldexp(1.0, -126));
+  for (int i = 5; i <= 8; ++i)
+    EXPECT_EQ(out[static_cast<size_t>(i)], 0.0) << "x = " << x[static_cast<size_t>(i)];
+  EXPECT_EQ(out[9], inf);
+  EXPECT_EQ(out[10], inf);
+  EXPECT_TRUE(std::isnan(out[11]));
+  double worst = 0;
+  for (size_t i = 12; i < x.size(); ++i) {
+    const double want = std::exp2(static_cast<double>(static_cast<float>(x[i])));
+    worst = std::max(worst, std::abs(out[i] / want - 1));
+  }
+  EXPECT_LT(worst, 8.6e-5);
+  EXPECT_GT(worst, 1e-6) << "as fine as f32: this is not the polynomial";
+  const std::string cuda =
+      T::codegen::generate_cuda(T::lower(f.ir(), T::passes::Target{"sm_90a", 90, 232448, 0}));
+  EXPECT_NE(cuda.find("tessel::poly_exp2("), std::string::npos) << cuda;
+  EXPECT_EQ(cuda.find("exp2f("), std::string::npos) << cuda;
+  T::PrimFunc g("poly_exp2_f64");
+  auto D = g.tensor("D", {4}, T::f64);
+  try {
+    g.body([&] {
+      T::Kernel(1, 32, [&](T::Var) { T::Parallel(4, [&](T::Var i) { D.at({i}) = T::poly_exp2(D(i)); }); });
+    });
+    ADD_FAILURE() << "poly_exp2 of an f64 value was accepted";
+  } catch (const T::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("poly_exp2"), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("not f64"), std::string::npos) << e.what();
   }
 }

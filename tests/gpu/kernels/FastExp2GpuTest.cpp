@@ -2,10 +2,12 @@
 // result below 2^-126 flushed to 0): relative error within the instruction's 2^-21 away from
 // the flush boundary, exact zeros below it, exact 1 at 0, infinities and NaN as exp2. The
 // interpreter is the reference, so the two must agree wherever the hardware's rounding cannot
-// move a value across 2^-126.
+// move a value across 2^-126. poly_exp2 (FMA-pipe arithmetic only) must agree bit for bit.
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <random>
 #include <vector>
@@ -64,6 +66,57 @@ TEST(FastExp2Gpu, MatchesTheInterpreter) {
     } else if (xj >= 128.0) {
       EXPECT_EQ(g, INFINITY);
       EXPECT_EQ(w, INFINITY);
+    }
+  }
+}
+
+// poly_exp2 is IEEE arithmetic end to end (adds, fused multiply-adds, an integer multiply-add, a
+// multiply), so the GPU and the interpreter must give the same bits for every input: the ranges
+// of every binade's fraction, the edges (-127, -126, 128), infinities, NaN, denormals. The PTX has
+// no ex2 instruction: the exponentials really come from the FMA pipe.
+TEST(PolyExp2Gpu, SameBitsAsTheInterpreter) {
+  TESSEL_REQUIRE_GPU();
+  const std::int64_t n = 1 << 16;
+  T::PrimFunc f("poly_exp2");
+  auto X = f.tensor("X", {n}, T::f32);
+  auto Y = f.tensor("Y", {n}, T::f32);
+  f.body([&] {
+    T::Kernel(n / 256, 256, [&](T::Var bx) {
+      T::Parallel(256, [&](T::Var i) { Y.at({bx * 256 + i}) = T::poly_exp2(X(bx * 256 + i)); });
+    });
+  });
+  T::JitKernel k = T::jit(f, {.out_idx = {-1}});
+  EXPECT_EQ(k.ptx().find("ex2.approx"), std::string::npos) << "poly_exp2 issued a MUFU.EX2";
+  std::mt19937_64 rng(std::random_device{}());
+  std::vector<float> x(static_cast<size_t>(n));
+  const float inf = std::numeric_limits<float>::infinity();
+  const float special[] = {0.0f,           -0.0f,  1.0f,          -1.0f,   0.5f,    127.0f,  127.999f,
+                           128.0f,         128.5f, -126.0f,       -126.5f, -127.0f, -127.5f, -1000.0f,
+                           -inf,           inf,    std::nanf(""), 1e-40f,  -1e-40f, -1e-30f, 0x1.fffffep-1f,
+                           -0x1.fffffep-1f};
+  size_t i = 0;
+  for (float s : special) x[i++] = s;
+  for (; i < x.size() / 2; ++i) x[i] = std::uniform_real_distribution<float>(-130.0f, 130.0f)(rng);
+  for (; i < x.size(); ++i) x[i] = std::uniform_real_distribution<float>(-2.0f, 2.0f)(rng);
+  T::interp::HostTensor in(T::DType::f32, {n});
+  for (std::int64_t j = 0; j < n; ++j) in.set(j, x[static_cast<size_t>(j)]);
+  const std::vector<double> want = k.run_on_cpu({in})[0].to_values();
+  T::Tensor xd = T::Tensor::empty({n}, T::DType::f32);
+  xd.copy_from_host(x.data());
+  T::Tensor yd = T::Tensor::empty({n}, T::DType::f32);
+  yd.fill(std::nan(""));
+  k.launch({xd, yd});
+  T::check_cu(T::driver().cuCtxSynchronize(), "cuCtxSynchronize");
+  const std::vector<double> got = yd.to_host_f64();
+  int mismatches = 0;
+  for (std::int64_t j = 0; j < n && mismatches < 10; ++j) {
+    const double g = got[static_cast<size_t>(j)], w = want[static_cast<size_t>(j)];
+    const bool same = (std::isnan(g) && std::isnan(w)) ||
+                      std::bit_cast<std::uint64_t>(g) == std::bit_cast<std::uint64_t>(w);
+    if (!same) {
+      ++mismatches;
+      ADD_FAILURE() << "poly_exp2(" << std::hexfloat << x[static_cast<size_t>(j)] << "): GPU " << g
+                    << ", interpreter " << w;
     }
   }
 }

@@ -64,7 +64,14 @@ struct AttentionConfig {
   // measured (the hypothesis behind it: GQA causal 0.82x cuDNN against 0.91x for the same kernel
   // and work without GQA, session 19); no effect without GQA.
   bool kv_interleave = false;
-  std::string describe() const;  // "128x128 s2 t256 ring+pingpong", " persistent" when it is
+  // 0: every score's exponential is one MUFU.EX2 (fast_exp2). N (2 .. 16): in every N groups of
+  // 8 key columns, the last group's exponentials are computed on the FMA pipe instead
+  // (poly_exp2: relative error below 8.6e-5, far below P's 16-bit rounding), taking 1/N of the
+  // exponentials off the MUFU unit, whose 16 a clock an SM take as long as the tensor cores'
+  // work per key block at D = 64. Which registers hold such a group is known at compile time in
+  // every accumulator layout (a thread's columns come in pairs inside one group of 8).
+  int poly_exp_one_in = 0;
+  std::string describe() const;  // "128x128 s2 t256 ring+pingpong", " persistent" when it is, ...
   bool operator==(const AttentionConfig&) const = default;
 };
 // "ring+pingpong", "ring", "cp.async"
