@@ -50,6 +50,8 @@
 #   TESSEL_S21_STEPS=s29f: the flip in one short call: the gpu suites of the kernels it changed,
 #     issue 17's changed shapes with and without TESSEL_DISABLE=gemm_from_passes;
 #   TESSEL_S21_STEPS=s29h: the gpu tests session 29 edited but could not run (then `h200`);
+#   TESSEL_S21_STEPS=s30: s29h's tests and poly_exp2's, then the D = 64 attention cases with a
+#     share of the exponentials on the FMA pipe (poly16 / poly8 / poly4) beside the default;
 #   TESSEL_S21_STEPS=uniform: JitOptions::uniform_roles beside the default (the passes' GEMM
 #     against the template on issue 5's shapes, attention's default cases), its gpu tests;
 #   TESSEL_S21_STEPS="softmax bench" (a list): those sets in that order, in one call.
@@ -441,6 +443,20 @@ elif [[ $steps == s29h ]]; then
   # it on an H200: TESSEL_S21_STEPS="s29h h200").
   step "gpu tests (session 29's edits and the flip's large GEMM)" 200 "$build/tessel_tests_gpu" --gtest_brief=1 \
     --gtest_filter='LargeTensorGpu.Gemm*:GemmRowMaxGpu.*:FlashAttentionGpuSmall.PersistentFromThePasses:FlashAttentionGpuSmall.ThreeConsumerWarpgroups:FuzzGpu.*'
+elif [[ $steps == s30 ]]; then
+  # Session 30: s29h's tests and poly_exp2's (the GPU's bits against the interpreter's), then the
+  # D = 64 attention cases with one group of 8 key columns in 16, 8 or 4 taking its exponentials on
+  # the FMA pipe (AttentionConfig::poly_exp_one_in) beside the default config, each process with
+  # cuDNN (docs/perf-notes.md, "Session 30").
+  step "gpu tests (session 29's edits, poly_exp2)" 200 "$build/tessel_tests_gpu" --gtest_brief=1 \
+    --gtest_filter='LargeTensorGpu.Gemm*:GemmRowMaxGpu.*:FlashAttentionGpuSmall.PersistentFromThePasses:FlashAttentionGpuSmall.ThreeConsumerWarpgroups:FuzzGpu.*:FastExp2Gpu.*:PolyExp2Gpu.*:*PolyExp*'
+  d64=8x32x32x4096x4096x64,2x32x32x16384x16384x64,32x32x32x1024x1024x64
+  for cfg in default 192x128:2:384:ring:persistent:poly16 192x128:2:384:ring:persistent:poly8 \
+      192x128:2:384:ring:persistent:poly4 192x128:2:384:ring:persistent; do
+    args=(); [[ $cfg == default ]] || args=(--config "$cfg")
+    step "bench attention D=64 non-causal ($cfg)" 40 "$build/tessel" bench attention --dtype bf16 --repeats 10 \
+      "${args[@]}" --cases "$d64" --json "$out/$day-attention-d64nc-${cfg//:/-}-$tag.json"
+  done
 elif [[ $steps == ncu ]]; then
   if command -v ncu >/dev/null; then
     for shape in 10000x50257 4096x65536 32768x8193 65536x8191; do
@@ -461,7 +477,7 @@ elif [[ $steps == tune ]]; then
     --shapes 4194304x127,4194304x129,524288x1023,65536x8191,32768x8193,10000x50257 \
     --json "$out/$day-softmax-issue17-tuned-$tag.json"
 else
-  echo "gpu-s21.sh: unknown step set '$steps' in TESSEL_S21_STEPS (legal: first, h200, s24, s25, s26, s27, s28, s28b, s29, s29b, s29d, s29e, s29f, s29h, uniform, bench, softmax, ncu, tests, tune)" | tee -a "$log"
+  echo "gpu-s21.sh: unknown step set '$steps' in TESSEL_S21_STEPS (legal: first, h200, s24, s25, s26, s27, s28, s28b, s29, s29b, s29d, s29e, s29f, s29h, s30, uniform, bench, softmax, ncu, tests, tune)" | tee -a "$log"
   status=1
 fi
 done

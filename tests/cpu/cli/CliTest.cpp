@@ -200,6 +200,22 @@ TEST_F(Cli, DumpAttentionShowsTheLibraryKernel) {
       << r.output;
   r = run_tessel("dump attention --config 128x128:2:256:ring:interleave:persistent");
   EXPECT_EQ(r.exit_code, 2) << r.output;
+  // ':polyN' (last): one group of 8 key columns in N with its exponentials on the FMA pipe.
+  r = run_tessel(
+      "dump attention --source --dim 64 --config 192x128:2:384:ring:persistent:poly8 --arch sm_90a");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("% 8) == 7) ? tessel::poly_exp2("), std::string::npos) << r.output;
+  r = run_tessel(
+      "dump attention --resources --dim 64 --config 192x128:2:384:ring:persistent:poly8 --arch sm_90a");
+  EXPECT_NE(r.output.find("config 192x128:2:384:ring:persistent:poly8 (--config)"), std::string::npos)
+      << r.output;
+  for (const char* bad : {"poly1", "poly17", "poly", "polyx"}) {
+    r = run_tessel(std::string("dump attention --config 128x128:2:256:ring:") + bad);
+    EXPECT_EQ(r.exit_code, 2) << bad << ": " << r.output;
+  }
+  EXPECT_NE(r.output.find("[:polyN]"), std::string::npos) << r.output;
+  r = run_tessel("dump attention --config 128x128:2:256:ring:poly1");
+  EXPECT_NE(r.output.find("asks for poly1; legal: poly2 .. poly16"), std::string::npos) << r.output;
   r = run_tessel("dump attention --config 128x64:2:256:cpasync:persistent");
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find("is persistent on the cp.async schedule; ':persistent' takes a ring schedule"),

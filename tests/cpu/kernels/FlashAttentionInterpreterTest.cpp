@@ -185,4 +185,24 @@ TEST(FlashAttentionErrors, ScaleThatIsNotFinite) {
                  "legal: a finite value, or 0 for 1/sqrt(D)");
 }
 
+// AttentionConfig::poly_exp_one_in: one group of 8 key columns in N takes poly_exp2 (relative
+// error below 8.6e-5) -- still within the tolerances, masked columns still 0 (tails, the causal
+// diagonal), rows that see no key still O = 0 and LSE = -inf; legal values 0 and 2 .. 16.
+TEST(FlashAttentionInterpreter, PolyExpColumns) {
+  for (int n : {2, 4, 8}) {  // 64 keys a block: 8 groups of 8
+    AttentionConfig c = kSmall;
+    c.poly_exp_one_in = n;
+    check({1, 2, 2, 70, 90, 64, false}, DType::f16, c);
+    check({1, 1, 1, 150, 20, 32, true}, DType::bf16, c);  // the first 130 rows see no key
+  }
+  AttentionShape s;
+  for (int bad : {1, 17, -2}) {
+    AttentionConfig c = kSmall;
+    c.poly_exp_one_in = bad;
+    expect_error([&] { T::kernels::attention_program(s, DType::f16, false, 0.0f, c); },
+                 "poly_exp_one_in = " + std::to_string(bad) +
+                     "; legal: 0 (every exponential on the MUFU unit) or 2 .. 16");
+  }
+}
+
 }  // namespace
