@@ -55,7 +55,7 @@
 #   TESSEL_S21_STEPS=uniform: JitOptions::uniform_roles beside the default (the passes' GEMM
 #     against the template on issue 5's shapes, attention's default cases), its gpu tests;
 #   TESSEL_S21_STEPS="softmax bench" (a list): those sets in that order, in one call.
-#   scripts/gpu-s21.sh OUTDIR   (env: TESSEL_RESULT_TAG, TESSEL_S21_STEPS)
+#   scripts/gpu-s21.sh OUTDIR   (env: TESSEL_RESULT_TAG, TESSEL_S21_STEPS); leaves OUTDIR.tgz
 # The step sets before s29d were written while select_hopper_gemm's template was the default:
 # there `--compare-passes` timed the passes' kernel in the extra columns and TESSEL_ENABLE=
 # gemm_from_passes turned it on. Since the flip (session 29) the passes' kernel is the default,
@@ -482,4 +482,8 @@ else
 fi
 done
 grep "^### " "$log"
+# One archive beside OUTDIR (OUTDIR.tgz) in place of its files: the device tool returns at most
+# eight files a call (session 30 lost its softmax JSON and this log that way).
+(cd "$(dirname "$out")" && tar czf "$(basename "$out").tgz" "$(basename "$out")" && rm -rf "$out") ||
+  echo "gpu-s21.sh: could not archive $out; its files are left as they are"
 exit $status

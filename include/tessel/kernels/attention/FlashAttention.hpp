@@ -69,7 +69,9 @@ struct AttentionConfig {
   // (poly_exp2: relative error below 8.6e-5, far below P's 16-bit rounding), taking 1/N of the
   // exponentials off the MUFU unit, whose 16 a clock an SM take as long as the tensor cores'
   // work per key block at D = 64. Which registers hold such a group is known at compile time in
-  // every accumulator layout (a thread's columns come in pairs inside one group of 8).
+  // every accumulator layout (a thread's columns come in pairs inside one group of 8). Opt-in:
+  // on an H100 at D = 64 every share measured slower (1/16 -1 to -4 %, 1/4 -10 to -13 %; the loop
+  // is bound by instruction issue, docs/perf-notes.md session 30), so no default takes it.
   int poly_exp_one_in = 0;
   std::string describe() const;  // "128x128 s2 t256 ring+pingpong", " persistent" when it is, ...
   bool operator==(const AttentionConfig&) const = default;
