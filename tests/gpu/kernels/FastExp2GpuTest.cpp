@@ -19,19 +19,39 @@ namespace {
 
 namespace T = tessel;
 
-TEST(FastExp2Gpu, MatchesTheInterpreter) {
-  TESSEL_REQUIRE_GPU();
-  const std::int64_t n = 4096;
-  T::PrimFunc f("fast_exp2");
+// Y = op(X) over x.size() elements (a multiple of 256), compiled, run on the GPU (Y poisoned with
+// NaN first) and in the interpreter on the same inputs: {the kernel, the GPU's Y, the interpreter's}.
+struct UnaryRun {
+  T::JitKernel kernel;
+  std::vector<double> got, want;
+};
+UnaryRun run_unary(const char* name, T::Expr (*op)(T::Expr, T::Loc), const std::vector<float>& x) {
+  const auto n = static_cast<std::int64_t>(x.size());
+  T::PrimFunc f(name);
   auto X = f.tensor("X", {n}, T::f32);
   auto Y = f.tensor("Y", {n}, T::f32);
   f.body([&] {
     T::Kernel(n / 256, 256, [&](T::Var bx) {
-      T::Parallel(256, [&](T::Var i) { Y.at({bx * 256 + i}) = T::fast_exp2(X(bx * 256 + i)); });
+      T::Parallel(256, [&](T::Var i) { Y.at({bx * 256 + i}) = op(X(bx * 256 + i), T::Loc::current()); });
     });
   });
-  T::JitKernel k = T::jit(f, {.out_idx = {-1}});
-  ASSERT_NE(k.ptx().find("ex2.approx.ftz.f32"), std::string::npos);
+  UnaryRun r{T::jit(f, {.out_idx = {-1}}), {}, {}};
+  T::interp::HostTensor in(T::DType::f32, {n});
+  for (std::int64_t j = 0; j < n; ++j) in.set(j, x[static_cast<size_t>(j)]);
+  r.want = r.kernel.run_on_cpu({in})[0].to_values();
+  T::Tensor xd = T::Tensor::empty({n}, T::DType::f32);
+  xd.copy_from_host(x.data());
+  T::Tensor yd = T::Tensor::empty({n}, T::DType::f32);
+  yd.fill(std::nan(""));
+  r.kernel.launch({xd, yd});
+  T::check_cu(T::driver().cuCtxSynchronize(), "cuCtxSynchronize");
+  r.got = yd.to_host_f64();
+  return r;
+}
+
+TEST(FastExp2Gpu, MatchesTheInterpreter) {
+  TESSEL_REQUIRE_GPU();
+  const std::int64_t n = 4096;
   std::mt19937_64 rng(std::random_device{}());
   std::vector<float> x(static_cast<size_t>(n));
   const float inf = std::numeric_limits<float>::infinity();
@@ -40,16 +60,9 @@ TEST(FastExp2Gpu, MatchesTheInterpreter) {
   size_t i = 0;
   for (float s : special) x[i++] = s;
   for (; i < x.size(); ++i) x[i] = std::uniform_real_distribution<float>(-140.0f, 30.0f)(rng);
-  T::interp::HostTensor in(T::DType::f32, {n});
-  for (std::int64_t j = 0; j < n; ++j) in.set(j, x[static_cast<size_t>(j)]);
-  const std::vector<double> want = k.run_on_cpu({in})[0].to_values();
-  T::Tensor xd = T::Tensor::empty({n}, T::DType::f32);
-  xd.copy_from_host(x.data());
-  T::Tensor yd = T::Tensor::empty({n}, T::DType::f32);
-  yd.fill(std::nan(""));
-  k.launch({xd, yd});
-  T::check_cu(T::driver().cuCtxSynchronize(), "cuCtxSynchronize");
-  const std::vector<double> got = yd.to_host_f64();
+  const UnaryRun r = run_unary("fast_exp2", T::fast_exp2, x);
+  ASSERT_NE(r.kernel.ptx().find("ex2.approx.ftz.f32"), std::string::npos);
+  const std::vector<double>&got = r.got, &want = r.want;
   for (std::int64_t j = 0; j < n; ++j) {
     const double xj = x[static_cast<size_t>(j)], g = got[static_cast<size_t>(j)], w = want[static_cast<size_t>(j)];
     SCOPED_TRACE("x = " + std::to_string(xj));
@@ -77,16 +90,6 @@ TEST(FastExp2Gpu, MatchesTheInterpreter) {
 TEST(PolyExp2Gpu, SameBitsAsTheInterpreter) {
   TESSEL_REQUIRE_GPU();
   const std::int64_t n = 1 << 16;
-  T::PrimFunc f("poly_exp2");
-  auto X = f.tensor("X", {n}, T::f32);
-  auto Y = f.tensor("Y", {n}, T::f32);
-  f.body([&] {
-    T::Kernel(n / 256, 256, [&](T::Var bx) {
-      T::Parallel(256, [&](T::Var i) { Y.at({bx * 256 + i}) = T::poly_exp2(X(bx * 256 + i)); });
-    });
-  });
-  T::JitKernel k = T::jit(f, {.out_idx = {-1}});
-  EXPECT_EQ(k.ptx().find("ex2.approx"), std::string::npos) << "poly_exp2 issued a MUFU.EX2";
   std::mt19937_64 rng(std::random_device{}());
   std::vector<float> x(static_cast<size_t>(n));
   const float inf = std::numeric_limits<float>::infinity();
@@ -98,16 +101,9 @@ TEST(PolyExp2Gpu, SameBitsAsTheInterpreter) {
   for (float s : special) x[i++] = s;
   for (; i < x.size() / 2; ++i) x[i] = std::uniform_real_distribution<float>(-130.0f, 130.0f)(rng);
   for (; i < x.size(); ++i) x[i] = std::uniform_real_distribution<float>(-2.0f, 2.0f)(rng);
-  T::interp::HostTensor in(T::DType::f32, {n});
-  for (std::int64_t j = 0; j < n; ++j) in.set(j, x[static_cast<size_t>(j)]);
-  const std::vector<double> want = k.run_on_cpu({in})[0].to_values();
-  T::Tensor xd = T::Tensor::empty({n}, T::DType::f32);
-  xd.copy_from_host(x.data());
-  T::Tensor yd = T::Tensor::empty({n}, T::DType::f32);
-  yd.fill(std::nan(""));
-  k.launch({xd, yd});
-  T::check_cu(T::driver().cuCtxSynchronize(), "cuCtxSynchronize");
-  const std::vector<double> got = yd.to_host_f64();
+  const UnaryRun r = run_unary("poly_exp2", T::poly_exp2, x);
+  EXPECT_EQ(r.kernel.ptx().find("ex2.approx"), std::string::npos) << "poly_exp2 issued a MUFU.EX2";
+  const std::vector<double>&got = r.got, &want = r.want;
   int mismatches = 0;
   for (std::int64_t j = 0; j < n && mismatches < 10; ++j) {
     const double g = got[static_cast<size_t>(j)], w = want[static_cast<size_t>(j)];
