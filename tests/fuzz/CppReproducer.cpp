@@ -45,6 +45,8 @@ std::string expr_cpp(const ExprTree& e, const std::string& x, const std::string&
       return "T::exp(T::min(" + a(0) + ", 2.0))";
     case Op::Exp2c:
       return "T::fast_exp2(T::min(" + a(0) + ", 2.0))";
+    case Op::PolyExp2c:
+      return "T::poly_exp2(T::min(" + a(0) + ", 2.0))";
     case Op::Add:
       return "(" + a(0) + " + " + a(1) + ")";
     case Op::Sub:

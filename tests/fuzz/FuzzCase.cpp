@@ -18,11 +18,21 @@ struct OpInfo {
   int arity;
 };
 constexpr OpInfo kOps[] = {
-    {ExprTree::Op::X, "x", 0},       {ExprTree::Op::R, "r", 0},     {ExprTree::Op::Const, "const", 0},
-    {ExprTree::Op::Neg, "neg", 1},   {ExprTree::Op::Abs, "abs", 1}, {ExprTree::Op::Relu, "relu", 1},
-    {ExprTree::Op::Expc, "expc", 1}, {ExprTree::Op::Add, "add", 2}, {ExprTree::Op::Sub, "sub", 2},
-    {ExprTree::Op::Mul, "mul", 2},   {ExprTree::Op::Max, "max", 2}, {ExprTree::Op::Min, "min", 2},
-    {ExprTree::Op::Sdiv, "sdiv", 2}, {ExprTree::Op::Exp2c, "exp2c", 1},
+    {ExprTree::Op::X, "x", 0},
+    {ExprTree::Op::R, "r", 0},
+    {ExprTree::Op::Const, "const", 0},
+    {ExprTree::Op::Neg, "neg", 1},
+    {ExprTree::Op::Abs, "abs", 1},
+    {ExprTree::Op::Relu, "relu", 1},
+    {ExprTree::Op::Expc, "expc", 1},
+    {ExprTree::Op::Add, "add", 2},
+    {ExprTree::Op::Sub, "sub", 2},
+    {ExprTree::Op::Mul, "mul", 2},
+    {ExprTree::Op::Max, "max", 2},
+    {ExprTree::Op::Min, "min", 2},
+    {ExprTree::Op::Sdiv, "sdiv", 2},
+    {ExprTree::Op::Exp2c, "exp2c", 1},
+    {ExprTree::Op::PolyExp2c, "pexp2c", 1},
 };
 
 // Shortest text that parses back to the same double.

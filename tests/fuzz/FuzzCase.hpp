@@ -26,9 +26,10 @@ namespace tessel::fuzz {
 // reduction result, where there is one), constants, and a few operators. Every operator is
 // defined and bounded on any finite input the families feed it, so a case never divides by zero
 // or overflows: `expc a` is exp(min(a, 2)), `exp2c a` is fast_exp2(min(a, 2)) (the hardware's
-// ex2.approx.ftz), `sdiv a b` is a / (1 + |b|).
+// ex2.approx.ftz), `pexp2c a` is poly_exp2(min(a, 2)) (FMA-pipe arithmetic), `sdiv a b` is
+// a / (1 + |b|).
 struct ExprTree {
-  enum class Op { X, R, Const, Neg, Abs, Relu, Expc, Add, Sub, Mul, Max, Min, Sdiv, Exp2c };
+  enum class Op { X, R, Const, Neg, Abs, Relu, Expc, Add, Sub, Mul, Max, Min, Sdiv, Exp2c, PolyExp2c };
   Op op = Op::X;
   double value = 0;  // Const
   std::vector<ExprTree> args;

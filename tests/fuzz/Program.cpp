@@ -31,6 +31,8 @@ Expr to_expr(const ExprTree& e, const Expr& x, const Expr& r) {
       return T::exp(T::min(a(0), 2.0));
     case Op::Exp2c:
       return T::fast_exp2(T::min(a(0), 2.0));
+    case Op::PolyExp2c:
+      return T::poly_exp2(T::min(a(0), 2.0));
     case Op::Add:
       return a(0) + a(1);
     case Op::Sub:

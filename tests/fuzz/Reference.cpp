@@ -177,9 +177,11 @@ Value evaluate_expr(const ExprTree& e, Value x, Value r) {
       const Value u = a(0);
       return {std::max(u.v, 0.0), u.m};
     }
-    case Op::Exp2c: {
+    case Op::Exp2c:
+    case Op::PolyExp2c: {
       // fast_exp2: 2^a, results below 2^-126 flushed to 0 (an absolute error under 2^-126); an
-      // error d in the argument is a relative error d ln 2 < d in the result.
+      // error d in the argument is a relative error d ln 2 < d in the result. poly_exp2 the same,
+      // plus a relative error below 8.6e-5 of its own (tolerance() counts it).
       const Value u = a(0);
       const double ev = std::exp2(std::min(u.v, 2.0));
       return {ev, ev * (1 + u.m) + 0x1p-126};
@@ -227,9 +229,21 @@ Expected evaluate_float64(const FuzzCase& c, const std::vector<interp::HostTenso
   return {};
 }
 
+namespace {
+int count_ops(const ExprTree& e, ExprTree::Op op) {
+  int n = e.op == op;
+  for (const ExprTree& a : e.args) n += count_ops(a, op);
+  return n;
+}
+}  // namespace
+
 double tolerance(const FuzzCase& c) {
   const double f32 = 0x1p-24;
   double tol = 4 * unit_roundoff(c.out_dtype);
+  // Each poly_exp2 a relative error below 8.6e-5 of its value (at most its magnitude), carried
+  // through the operators after it at most once more (a product of two: twice).
+  tol +=
+      2 * 8.6e-5 * (count_ops(c.expr, ExprTree::Op::PolyExp2c) + count_ops(c.expr2, ExprTree::Op::PolyExp2c));
   switch (c.family) {
     case Family::Gemm:
       // f32 accumulation over K; the expression's few f32 operations.
