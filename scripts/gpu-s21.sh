@@ -52,6 +52,8 @@
 #   TESSEL_S21_STEPS=s29h: the gpu tests session 29 edited but could not run (then `h200`);
 #   TESSEL_S21_STEPS=s30: s29h's tests and poly_exp2's, then the D = 64 attention cases with a
 #     share of the exponentials on the FMA pipe (poly16 / poly8 / poly4) beside the default;
+#   TESSEL_S21_STEPS=s30u: uniform_roles beside the default after session 29's descriptors
+#     (attention's 16 cases, issue 5's shapes in bf16), its gpu tests;
 #   TESSEL_S21_STEPS=uniform: JitOptions::uniform_roles beside the default (the passes' GEMM
 #     against the template on issue 5's shapes, attention's default cases), its gpu tests;
 #   TESSEL_S21_STEPS="softmax bench" (a list): those sets in that order, in one call.
@@ -457,6 +459,20 @@ elif [[ $steps == s30 ]]; then
     step "bench attention D=64 non-causal ($cfg)" 40 "$build/tessel" bench attention --dtype bf16 --repeats 10 \
       "${args[@]}" --cases "$d64" --json "$out/$day-attention-d64nc-${cfg//:/-}-$tag.json"
   done
+elif [[ $steps == s30u ]]; then
+  # Session 30: JitOptions::uniform_roles again, now that WarpgroupGemm builds its descriptors once
+  # a call (session 29): the broadcast warpgroup index costs one shuffle a call, not one a wgmma.
+  # SASS: the D = 128 attention loop 542 -> 517 instructions, the 4096^3 GEMM's 75 -> 66, D = 64's
+  # 450 -> 462. Each process with its baseline (cuDNN, cuBLAS); then the switch's gpu tests.
+  issue5=2048x2048x2048,4096x4096x4096,8192x8192x8192,8192x28672x8192,16384x4096x1024,128x8192x8192,1024x1024x1024
+  for e in none uniform_roles; do
+    step "bench attention bf16 (TESSEL_ENABLE=$e)" 70 env TESSEL_ENABLE="${e/none/}" "$build/tessel" bench attention \
+      --dtype bf16 --repeats 10 --json "$out/$day-attention-default-$e-$tag.json"
+    step "bench gemm 5 bf16 (TESSEL_ENABLE=$e)" 50 env TESSEL_ENABLE="${e/none/}" "$build/tessel" \
+      bench gemm --repeats 20 --warmup 5 --shapes "$issue5" --dtype bf16 --json "$out/$day-gemm-issue5-$e-$tag.json"
+  done
+  step "gpu tests (uniform roles)" 60 "$build/tessel_tests_gpu" --gtest_brief=1 \
+    --gtest_filter='FlashAttentionGpuSmall.SwitchesGiveTheSameResults:FastExp2Gpu.*:PolyExp2Gpu.*'
 elif [[ $steps == ncu ]]; then
   if command -v ncu >/dev/null; then
     for shape in 10000x50257 4096x65536 32768x8193 65536x8191; do
@@ -477,7 +493,7 @@ elif [[ $steps == tune ]]; then
     --shapes 4194304x127,4194304x129,524288x1023,65536x8191,32768x8193,10000x50257 \
     --json "$out/$day-softmax-issue17-tuned-$tag.json"
 else
-  echo "gpu-s21.sh: unknown step set '$steps' in TESSEL_S21_STEPS (legal: first, h200, s24, s25, s26, s27, s28, s28b, s29, s29b, s29d, s29e, s29f, s29h, s30, uniform, bench, softmax, ncu, tests, tune)" | tee -a "$log"
+  echo "gpu-s21.sh: unknown step set '$steps' in TESSEL_S21_STEPS (legal: first, h200, s24, s25, s26, s27, s28, s28b, s29, s29b, s29d, s29e, s29f, s29h, s30, s30u, uniform, bench, softmax, ncu, tests, tune)" | tee -a "$log"
   status=1
 fi
 done
