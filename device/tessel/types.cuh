@@ -187,7 +187,8 @@ __device__ inline float fast_exp2(float x) {
 // [0, 1)); 2^j built in the exponent field (0 for j = -127, infinity for j = 128) and multiplied
 // in. So: results below 2^-126 are 0 and -inf gives 0, as fast_exp2's; x >= 128 gives infinity,
 // NaN gives NaN. Ten instructions (two FMNMX, three FADD, three FFMA, an IMAD, an FMUL), no MUFU.
-// The interpreter computes the same bits (interp/Expressions.cpp); the coefficients live in both.
+// The interpreter computes the same bits (runtime/HostFloat.hpp's poly_exp2_like_the_gpu, with
+// the same coefficients); PolyExp2Gpu.SameBitsAsTheInterpreter checks that they agree.
 __device__ inline float poly_exp2(float x) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
   asm("max.NaN.f32 %0, %0, 0fC2FE0000;" : "+f"(x));  // -127

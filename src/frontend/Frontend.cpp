@@ -437,6 +437,15 @@ Expr math(const char* name, Expr v) {
   }
   return ir::make_call(name, {v}, t);
 }
+// The exp2 forms that exist only in f32 (fast_exp2, poly_exp2): an f64 value is the author's error.
+Expr f32_exp2(const char* name, Expr v, Loc where) {
+  if (v.dtype() == DType::f64)
+    TESSEL_USER_ERROR(name, where,
+                      name << "(" << ir::to_string(v)
+                           << ") takes an f32 value (16-bit floats and integers are "
+                           << "widened to f32), not f64; use exp2 for f64");
+  return math(name, v);
+}
 }  // namespace
 
 Expr exp(Expr v) {
@@ -446,19 +455,10 @@ Expr exp2(Expr v) {
   return math("exp2", v);
 }
 Expr fast_exp2(Expr v, Loc where) {
-  if (v.dtype() == DType::f64)
-    TESSEL_USER_ERROR("fast_exp2", where,
-                      "fast_exp2(" << ir::to_string(v) << ") takes an f32 value (16-bit floats and integers are "
-                                   << "widened to f32), not f64; use exp2 for f64");
-  return math("fast_exp2", v);
+  return f32_exp2("fast_exp2", v, where);
 }
 Expr poly_exp2(Expr v, Loc where) {
-  if (v.dtype() == DType::f64)
-    TESSEL_USER_ERROR("poly_exp2", where,
-                      "poly_exp2(" << ir::to_string(v)
-                                   << ") takes an f32 value (16-bit floats and integers are "
-                                   << "widened to f32), not f64; use exp2 for f64");
-  return math("poly_exp2", v);
+  return f32_exp2("poly_exp2", v, where);
 }
 Expr log(Expr v) {
   return math("log", v);

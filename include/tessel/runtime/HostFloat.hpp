@@ -74,7 +74,8 @@ inline float round_to_bf16(float f) {
 // The language's poly_exp2 (device/tessel/types.cuh's tessel::poly_exp2), bit for bit: x clamped
 // to [-127, 128] (NaN kept), j = floor(x), f = x - j (exact), p = 1 + f (c1 + f (c2 + f c3)) by
 // three fused multiply-adds, times 2^j built in the exponent field (0 at j = -127, infinity at
-// j = 128). The coefficients are the device function's; FastExp2GpuTest compares the two's bits.
+// j = 128). The coefficients are the device function's; PolyExp2Gpu.SameBitsAsTheInterpreter
+// (tests/gpu/kernels/FastExp2GpuTest.cpp) compares the two's bits.
 inline float poly_exp2_like_the_gpu(float x) {
   if (!std::isnan(x)) x = std::fmin(std::fmax(x, -127.0f), 128.0f);
   const float j = std::floor(x);  // the device's add rounded down against 1.5 * 2^23
