@@ -116,6 +116,10 @@ const PassEntry kPasses[] = {
     // Element loops over register arrays with shared tails become vector loops once every
     // fragment is a register array (and so every tail is known).
     {"vectorize_shared_tails", passes::vectorize_shared_tails},
+    // Register loops that scale an array by another's factors get a test for factors of
+    // exactly 1 once they are final (after lowering and the tails' vector loops), and before
+    // insert_barriers and widen_indices, which do not look into them.
+    {"skip_unit_scales", passes::skip_unit_scales},
     // After every pass that emits barriers (lowering emits some for reductions and staged
     // copies): the consumers' become named barriers; the rings' mbarriers get initialized.
     {"insert_barriers", passes::insert_barriers},
@@ -221,6 +225,7 @@ LoweredFunc lower_to(const ir::PrimFuncNode& f, const passes::Target& target,
   out.ctx.allow_pingpong = s.allow_pingpong;
   out.ctx.allow_async_gemm = s.allow_async_gemm;
   out.ctx.allow_gemm_chains = s.allow_gemm_chains;
+  out.ctx.allow_unit_scale_skips = s.allow_unit_scale_skips;
   out.ctx.allow_loop_rotation = s.allow_loop_rotation;
   out.ctx.allow_row_staging = s.allow_row_staging;
   out.ctx.async_span_copy = s.async_span_copy;

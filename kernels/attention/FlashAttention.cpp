@@ -76,7 +76,8 @@ std::string AttentionConfig::describe() const {
   return std::to_string(block_M) + "x" + std::to_string(block_N) + " s" + std::to_string(num_stages) + " t" +
          std::to_string(threads) + " " + schedule_name(schedule) + (persistent ? " persistent" : "") +
          (kv_interleave ? " kv-interleaved" : "") +
-         (poly_exp_one_in ? " poly-exp 1/" + std::to_string(poly_exp_one_in) : "");
+         (poly_exp_one_in ? " poly-exp 1/" + std::to_string(poly_exp_one_in) : "") +
+         (lazy_rescale ? " lazy-rescale" : "");
 }
 
 void check_attention(const AttentionShape& s, DType dtype) {
@@ -266,6 +267,10 @@ PrimFunc attention_program(const AttentionShape& s, DType dtype, bool causal, fl
   const float scale_log2 = static_cast<float>(scale * kLog2e);
   const bool fold_scale = scale > 0.0f && c.schedule != AttentionConfig::Schedule::cp_async;
   const float unit = fold_scale ? scale_log2 : 1.0f;  // m to the exponents' (log2) units
+  // AttentionConfig::lazy_rescale's slack, 8 in the exponents' units, in m's units (capped where
+  // a tiny scale would make it overflow: a difference of m of 1e30 is then still at most 8 in
+  // the exponents' units, since unit * 1e30 < 8).
+  const float lazy_slack = static_cast<float>(std::min(8.0 / static_cast<double>(unit), 1e30));
   const Expr group = static_cast<int>(H / HKV);
 
   // Dimensions are i32 (check_attention keeps each below 2^31); element offsets are 64-bit.
@@ -340,6 +345,13 @@ PrimFunc attention_program(const AttentionShape& s, DType dtype, bool causal, fl
                     [&] { T::Parallel(BM, BN, [&](T::Var r, T::Var q) { S(r, q) = S(r, q) * scale_log2; }); });
             T::copy(m, m_prev);
             T::reduce_max(S, m, 1, /*clear=*/false);
+            // Lazy rescaling: the previous max stays unless the new one passes it by more than
+            // lazy_slack (2^8 in the exponentials). A row that had seen no key (m_prev = -inf,
+            // and -inf + lazy_slack = -inf) takes any finite max.
+            if (c.lazy_rescale)
+              T::Parallel(BM, [&](T::Var r) {
+                m(r) = T::if_then_else(m(r) > m_prev(r) + lazy_slack, m(r), m_prev(r));
+              });
             // A row that has seen no key yet keeps m = -inf; it subtracts 0 instead (its scores are
             // all -inf, so its exponentials are 0), and its rescale is 1 (l and O are still 0).
             T::Parallel(BM, [&](T::Var r) {

@@ -48,6 +48,7 @@ ir::Stmt widen_indices(const ir::Stmt& body, PassContext& ctx);
 ir::Stmt lower_reductions(const ir::Stmt& body, PassContext& ctx);
 ir::Stmt lower_tile_ops(const ir::Stmt& body, PassContext& ctx);
 ir::Stmt vectorize_shared_tails(const ir::Stmt& body, PassContext& ctx);
+ir::Stmt skip_unit_scales(const ir::Stmt& body, PassContext& ctx);
 ir::Stmt lower_parallel_loops(const ir::Stmt& body, PassContext& ctx);
 ir::Stmt plan_shared_memory(const ir::Stmt& body, PassContext& ctx);
 ir::Stmt plan_kernel_abi(const ir::Stmt& body, PassContext& ctx);

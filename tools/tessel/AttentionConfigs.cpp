@@ -12,7 +12,8 @@ kernels::AttentionConfig parse_attention_config(const std::string& text) {
     return std::invalid_argument("--config: '" + text + "' is not " + kAttentionConfigForm +
                                  " with positive numbers, e.g. 128x128:2:256, 128x128:2:256:ring, "
                                  "128x128:2:256:pingpong:persistent or "
-                                 "128x128:2:256:ring:interleave or 192x128:2:384:ring:persistent:poly4");
+                                 "128x128:2:256:ring:interleave or 192x128:2:384:ring:persistent:poly4 or "
+                                 "192x128:2:384:ring:persistent:lazy");
   };
   if (std::sscanf(text.c_str(), "%dx%d:%d:%d%n", &c.block_M, &c.block_N, &c.num_stages, &c.threads, &used) !=
           4 ||
@@ -29,6 +30,12 @@ kernels::AttentionConfig parse_attention_config(const std::string& text) {
           "; legal: poly2 .. poly16 (one group of 8 key columns in that many with its "
           "exponentials on the FMA pipe)");
     schedule.resize(poly);
+  }
+  const std::string lazy = ":lazy";
+  if (schedule.size() >= lazy.size() &&
+      schedule.compare(schedule.size() - lazy.size(), lazy.size(), lazy) == 0) {
+    c.lazy_rescale = true;
+    schedule.resize(schedule.size() - lazy.size());
   }
   const std::string interleave = ":interleave";
   if (schedule.size() >= interleave.size() &&
@@ -63,7 +70,7 @@ std::string format_attention_config(const kernels::AttentionConfig& c) {
                                                                                        : "cpasync";
   return std::to_string(c.block_M) + "x" + std::to_string(c.block_N) + ":" + std::to_string(c.num_stages) +
          ":" + std::to_string(c.threads) + ":" + schedule + (c.persistent ? ":persistent" : "") +
-         (c.kv_interleave ? ":interleave" : "") +
+         (c.kv_interleave ? ":interleave" : "") + (c.lazy_rescale ? ":lazy" : "") +
          (c.poly_exp_one_in ? ":poly" + std::to_string(c.poly_exp_one_in) : "");
 }
 

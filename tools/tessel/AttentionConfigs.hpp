@@ -1,6 +1,6 @@
 // Attention configs as the command line spells them (`tessel bench attention --config`, `tessel
 // dump attention --config`):
-// "BMxBN:STAGES:THREADS[:pingpong|ring|cpasync][:persistent][:interleave][:polyN]".
+// "BMxBN:STAGES:THREADS[:pingpong|ring|cpasync][:persistent][:interleave][:lazy][:polyN]".
 #pragma once
 
 #include <string>
@@ -10,7 +10,7 @@
 namespace tessel::cli {
 
 inline constexpr const char* kAttentionConfigForm =
-    "BMxBN:STAGES:THREADS[:pingpong|ring|cpasync][:persistent][:interleave][:polyN]";
+    "BMxBN:STAGES:THREADS[:pingpong|ring|cpasync][:persistent][:interleave][:lazy][:polyN]";
 
 // "128x128:2:256:ring" -> config (no schedule: pingpong). Throws std::invalid_argument naming the
 // text and the form.

@@ -209,6 +209,19 @@ TEST_F(Cli, DumpAttentionShowsTheLibraryKernel) {
       "dump attention --resources --dim 64 --config 192x128:2:384:ring:persistent:poly8 --arch sm_90a");
   EXPECT_NE(r.output.find("config 192x128:2:384:ring:persistent:poly8 (--config)"), std::string::npos)
       << r.output;
+  // ':lazy' (before ':polyN'): the running max kept until a key block passes it by 8 exponent
+  // units; the rescale of O then runs under skip_unit_scales' test of its factors.
+  r = run_tessel(
+      "dump attention --source --dim 64 --config 192x128:2:384:ring:persistent:lazy:poly8 --arch sm_90a");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("!= 1.0f) || (fragment_"), std::string::npos) << r.output;
+  r = run_tessel(
+      "dump attention --resources --dim 64 --config 192x128:2:384:ring:persistent:lazy --arch sm_90a");
+  EXPECT_NE(r.output.find("config 192x128:2:384:ring:persistent:lazy (--config)"), std::string::npos)
+      << r.output;
+  r = run_tessel("dump attention --config 128x128:2:256:ring:poly8:lazy");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("[:lazy][:polyN]"), std::string::npos) << r.output;
   for (const char* bad : {"poly1", "poly17", "poly", "polyx"}) {
     r = run_tessel(std::string("dump attention --config 128x128:2:256:ring:") + bad);
     EXPECT_EQ(r.exit_code, 2) << bad << ": " << r.output;

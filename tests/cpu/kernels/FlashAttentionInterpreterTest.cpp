@@ -29,15 +29,14 @@ std::string describe(const Case& c) {
          (c.causal ? " causal" : "");
 }
 
-void check(const Case& c, DType t, const AttentionConfig& cfg, float scale = 0.3f) {
+// The program on the interpreter against float64 for the given Q, K and V ([B, S, H, D]).
+void check_inputs(const Case& c, DType t, const AttentionConfig& cfg, float scale,
+                  const T::interp::HostTensor& q, const T::interp::HostTensor& k,
+                  const T::interp::HostTensor& v) {
   SCOPED_TRACE(describe(c) + " " + std::string(T::dtype_name(t)) + " " + cfg.describe() + " scale " +
                std::to_string(scale));
   AttentionShape s;
   s.batch = c.B, s.heads = c.H, s.kv_heads = c.Hkv, s.seqlen_q = c.Sq, s.seqlen_k = c.Sk, s.dim = c.D;
-  std::mt19937_64 seeds(std::random_device{}());
-  auto q = T::interp::HostTensor::random(t, {c.B, c.Sq, c.H, c.D}, seeds(), -2, 2);
-  auto k = T::interp::HostTensor::random(t, {c.B, c.Sk, c.Hkv, c.D}, seeds(), -2, 2);
-  auto v = T::interp::HostTensor::random(t, {c.B, c.Sk, c.Hkv, c.D}, seeds());
   auto out =
       T::interp::run_on_cpu(T::kernels::attention_program(s, t, c.causal, scale, cfg), {q, k, v}, {3, 4});
   // Every row of every (batch, head).
@@ -55,6 +54,14 @@ void check(const Case& c, DType t, const AttentionConfig& cfg, float scale = 0.3
   const T::kernels::AttentionError err = T::kernels::attention_error(ref, got);
   EXPECT_LE(err.O, t == DType::f16 ? 5e-3 : 2e-2) << "O: relative error " << err.O;
   EXPECT_LE(err.LSE, 1e-3) << "LSE: relative error " << err.LSE;
+}
+
+void check(const Case& c, DType t, const AttentionConfig& cfg, float scale = 0.3f) {
+  std::mt19937_64 seeds(std::random_device{}());
+  auto q = T::interp::HostTensor::random(t, {c.B, c.Sq, c.H, c.D}, seeds(), -2, 2);
+  auto k = T::interp::HostTensor::random(t, {c.B, c.Sk, c.Hkv, c.D}, seeds(), -2, 2);
+  auto v = T::interp::HostTensor::random(t, {c.B, c.Sk, c.Hkv, c.D}, seeds());
+  check_inputs(c, t, cfg, scale, q, k, v);
 }
 
 // Small tiles keep the interpreter quick; the program is the same for every tile size.
@@ -202,6 +209,47 @@ TEST(FlashAttentionInterpreter, PolyExpColumns) {
     expect_error([&] { T::kernels::attention_program(s, DType::f16, false, 0.0f, c); },
                  "poly_exp_one_in = " + std::to_string(bad) +
                      "; legal: 0 (every exponential on the MUFU unit) or 2 .. 16");
+  }
+}
+
+// AttentionConfig::lazy_rescale: a row keeps its running max until a key block passes it by more
+// than 8 in base-2 exponent units. Random scores (the max rarely moves after the first block),
+// tails, causal rows that see no key (O = 0, LSE = -inf), GQA; then scores that climb along the
+// keys -- by about 5 exponent units a key block (the stale max is kept for a block or two, the
+// exponentials grow towards 2^8), by about 20 (a new max every block) and in steps larger than
+// f16's exponent range allows without rescaling (2^100 over the row) -- and scores that fall
+// (the first block's max is never replaced). O and LSE match float64 in every case.
+TEST(FlashAttentionInterpreter, LazyRescale) {
+  AttentionConfig lazy = kSmall;
+  lazy.lazy_rescale = true;
+  EXPECT_NE(lazy.describe().find("lazy-rescale"), std::string::npos) << lazy.describe();
+  check({1, 2, 2, 70, 90, 64, false}, DType::f16, lazy);
+  check({1, 4, 2, 65, 200, 40, true}, DType::bf16, lazy);
+  check({1, 1, 1, 150, 20, 32, true}, DType::f16, lazy);           // the first 130 rows see no key
+  check({1, 2, 1, 33, 129, 64, false}, DType::bf16, lazy, -0.2f);  // scaled before the max
+  const Case c{1, 1, 1, 40, 700, 32, false};
+  std::mt19937_64 rng(std::random_device{}());
+  std::uniform_real_distribution<double> noise(-0.05, 0.05);
+  // score(i, j) = scale * sum_d q_d k_jd ~ 0.3 * 32 * ramp * j: per 64-key block 614 * ramp in
+  // natural units, 886 * ramp in base-2 units.
+  for (double ramp : {0.0056, 0.0226, -0.0226, 0.25}) {
+    for (DType t : {DType::f16, DType::bf16}) {
+      SCOPED_TRACE("ramp " + std::to_string(ramp));
+      std::vector<double> q(static_cast<size_t>(c.Sq * c.D)), k(static_cast<size_t>(c.Sk * c.D)),
+          v(static_cast<size_t>(c.Sk * c.D));
+      for (double& x : q) x = 1.0 + noise(rng);
+      for (std::int64_t j = 0; j < c.Sk; ++j)
+        for (std::int64_t d = 0; d < c.D; ++d) {
+          // At ramp 0.25 the scores span 0.3 * 32 * 0.25 * 700 = 1680 natural units: K's entries
+          // up to 175, which f16 holds (to 0.125: the noise then is f16's rounding).
+          k[static_cast<size_t>(j * c.D + d)] = ramp * static_cast<double>(j) + noise(rng);
+          v[static_cast<size_t>(j * c.D + d)] = noise(rng) * 20.0;
+        }
+      for (const AttentionConfig& cfg : {lazy, kSmall})
+        check_inputs(c, t, cfg, 0.3f, T::interp::HostTensor::from_values(t, {1, c.Sq, 1, c.D}, q),
+                     T::interp::HostTensor::from_values(t, {1, c.Sk, 1, c.D}, k),
+                     T::interp::HostTensor::from_values(t, {1, c.Sk, 1, c.D}, v));
+    }
   }
 }
 

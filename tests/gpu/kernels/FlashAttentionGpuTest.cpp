@@ -444,3 +444,77 @@ TEST(FlashAttentionGpuSmall, OneConsumerWarpgroupDecode) {
 }
 
 }  // namespace
+
+namespace {
+
+// O and LSE's bytes from one launch of the kernel `o` picks for these inputs.
+std::pair<std::vector<unsigned char>, std::vector<unsigned char>> attention_bytes(
+    const T::kernels::AttentionShape& s, DType t, const T::kernels::AttentionOptions& o, const Tensor& q,
+    const Tensor& k, const Tensor& v) {
+  T::JitKernel kernel = T::kernels::make_flash_attention(s, t, o);
+  Tensor out = Tensor::empty({s.batch, s.seqlen_q, s.heads, s.dim}, t);
+  Tensor lse = Tensor::empty({s.batch, s.heads, s.seqlen_q}, DType::f32);
+  out.fill(std::nan(""));
+  lse.fill(std::nan(""));
+  kernel.launch({q, k, v, out, lse});
+  T::check_cu(T::driver().cuCtxSynchronize(), "cuCtxSynchronize");
+  std::vector<unsigned char> ob(static_cast<size_t>(out.nbytes())), lb(static_cast<size_t>(lse.nbytes()));
+  out.copy_to_host(ob.data());
+  lse.copy_to_host(lb.data());
+  return {ob, lb};
+}
+
+// AttentionConfig::lazy_rescale (a row's max kept until a key block passes it by 8 exponent
+// units) on every schedule against float64 -- tails in both lengths, causal and not, GQA, the
+// persistent rings -- and skip_unit_scales changing no bit: the same config compiled with and
+// without JitOptions::disable_unit_scale_skips gives bit-identical O and LSE (the default configs,
+// a lazy one and an eager one, causal and not).
+TEST(FlashAttentionGpuSmall, LazyRescaleAndUnitScaleSkips) {
+  TESSEL_REQUIRE_GPU();
+  using Schedule = T::kernels::AttentionConfig::Schedule;
+  using Config = T::kernels::AttentionConfig;
+  const bool hopper = T::current_device().arch() == "sm_90a";
+  T::JitOptions persistent;
+  persistent.persistent_rings = true;
+  persistent.max_persistent_ctas = 3;
+  auto lazy = [](Config c) {
+    c.lazy_rescale = true;
+    return c;
+  };
+  for (bool causal : {false, true}) {
+    check({2, 4, 2, 300, 1000, 64, causal}, DType::bf16, {}, lazy(Config{64, 128, 128, 1, Schedule::ring}));
+    check({1, 2, 1, 130, 1029, 64, causal}, DType::f16, {},
+          lazy(Config{128, 64, 256, 2, Schedule::cp_async}));
+    check({1, 4, 4, 257, 777, 128, causal}, DType::bf16, {},
+          lazy(Config{128, 128, 256, 2, Schedule::ring_pingpong}));
+    if (hopper) {
+      check({1, 4, 4, 257, 777, 128, causal}, DType::f16, persistent,
+            lazy(Config{128, 128, 256, 2, Schedule::ring_pingpong}));
+      check({2, 4, 2, 1000, 1200, 64, causal}, DType::bf16, persistent,
+            lazy(Config{192, 128, 384, 2, Schedule::ring}));
+    }
+  }
+  std::mt19937_64 seeds(std::random_device{}());
+  for (bool causal : {false, true})
+    for (std::optional<Config> c :
+         {std::optional<Config>(), std::optional<Config>(lazy(Config{192, 128, 384, 2, Schedule::ring})),
+          std::optional<Config>(Config{128, 128, 256, 2, Schedule::ring_pingpong})}) {
+      T::kernels::AttentionShape s;
+      s.batch = 2, s.heads = 4, s.kv_heads = 2, s.seqlen_q = 700, s.seqlen_k = 1500, s.dim = c ? 64 : 128;
+      SCOPED_TRACE(std::string(causal ? "causal " : "") +
+                   (c ? c->describe() : std::string("default config")));
+      const DType t = DType::bf16;
+      Tensor q = random_input(s.batch, s.seqlen_q, s.heads, s.dim, t, false, seeds());
+      Tensor k = random_input(s.batch, s.seqlen_k, s.kv_heads, s.dim, t, false, seeds());
+      Tensor v = random_input(s.batch, s.seqlen_k, s.kv_heads, s.dim, t, false, seeds());
+      T::kernels::AttentionOptions with, without;
+      with.causal = without.causal = causal;
+      with.config = without.config = c;
+      without.jit.disable_unit_scale_skips = true;
+      const auto a = attention_bytes(s, t, with, q, k, v), b = attention_bytes(s, t, without, q, k, v);
+      EXPECT_TRUE(a.first == b.first) << "O differs with and without skip_unit_scales";
+      EXPECT_TRUE(a.second == b.second) << "LSE differs with and without skip_unit_scales";
+    }
+}
+
+}  // namespace
