@@ -468,7 +468,7 @@ elif [[ $steps == s31 ]]; then
   # then each default config of the 12 cases beside its `:lazy` form, every process with cuDNN
   # (docs/perf-notes.md, "Session 31").
   step "gpu tests (lazy rescale, unit-scale skips)" 150 "$build/tessel_tests_gpu" --gtest_brief=1 \
-    --gtest_filter='FlashAttentionGpuSmall.LazyRescaleAndUnitScaleSkips:FlashAttentionGpuSmall.SwitchesGiveTheSameResults:FastExp2Gpu.*'
+    --gtest_filter='FlashAttentionGpuSmall.LazyRescaleAndUnitScaleSkips:FlashAttentionGpuSmall.SwitchesGiveTheSameResults:FastExp2Gpu.*:GemmRowMaxGpu.*:FlashAttentionGpuSmall.ThreeConsumerWarpgroups'
   for e in none unit_scale_skips; do
     step "bench attention bf16 (TESSEL_DISABLE=$e)" 70 env TESSEL_DISABLE="${e/none/}" "$build/tessel" bench attention \
       --dtype bf16 --repeats 10 --json "$out/$day-attention-default-disable-$e-$tag.json"
@@ -483,6 +483,14 @@ elif [[ $steps == s31 ]]; then
       step "bench attention bf16 $c" 45 "$build/tessel" bench attention --dtype bf16 --repeats 10 --config "$c" \
         --cases "$cases" --json "$out/$day-attention-${c//:/-}-$tag.json"
     done
+  done
+  # The skinny GEMMs unsplit (the passes' kernel, each tile's K loop over a 4-CTA cluster since
+  # the flip of session 29) beside the library's split-K (plan_matmul's model still assumes the
+  # template's 2-CTA clusters for the unsplit grid).
+  skinny=1x4096x4096,16x4096x4096,32x4096x14336,8x14336x4096,16x14336x4096,64x8192x8192
+  for sk in auto 1; do
+    step "bench gemm skinny --split-k $sk" 45 "$build/tessel" bench gemm --repeats 20 --warmup 5 --dtype f16,bf16 \
+      --split-k "$sk" --shapes "$skinny" --json "$out/$day-gemm-skinny-split-$sk-$tag.json"
   done
 elif [[ $steps == s30u ]]; then
   # Session 30: JitOptions::uniform_roles again, now that WarpgroupGemm builds its descriptors once
