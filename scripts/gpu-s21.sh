@@ -54,8 +54,10 @@
 #     share of the exponentials on the FMA pipe (poly16 / poly8 / poly4) beside the default;
 #   TESSEL_S21_STEPS=s30u: uniform_roles beside the default after session 29's descriptors
 #     (attention's 16 cases, issue 5's shapes in bf16), its gpu tests;
-#   TESSEL_S21_STEPS=s31: skip_unit_scales and AttentionConfig::lazy_rescale: their gpu tests, the
-#     16 default cases with and without the skips, each default config beside its `:lazy` form;
+#   TESSEL_S21_STEPS=s31: skip_unit_scales, row reductions as trees, AttentionConfig::lazy_rescale:
+#     their gpu tests, the 16 default cases with this build and the carried one (build-gpu/old),
+#     each with and without the skips; s31b: each default config beside its `:lazy` form, the
+#     skinny GEMMs unsplit beside split-K;
 #   TESSEL_S21_STEPS=uniform: JitOptions::uniform_roles beside the default (the passes' GEMM
 #     against the template on issue 5's shapes, attention's default cases), its gpu tests;
 #   TESSEL_S21_STEPS="softmax bench" (a list): those sets in that order, in one call.
@@ -462,17 +464,29 @@ elif [[ $steps == s30 ]]; then
       "${args[@]}" --cases "$d64" --json "$out/$day-attention-d64nc-${cfg//:/-}-$tag.json"
   done
 elif [[ $steps == s31 ]]; then
-  # Session 31: skip_unit_scales (on by default) and AttentionConfig::lazy_rescale (`:lazy`,
-  # opt-in): their gpu tests (lazy configs against float64, bit-identical with and without the
-  # skips), then the 16 default cases with and without the skips (TESSEL_DISABLE=unit_scale_skips),
-  # then each default config of the 12 cases beside its `:lazy` form, every process with cuDNN
-  # (docs/perf-notes.md, "Session 31").
-  step "gpu tests (lazy rescale, unit-scale skips)" 150 "$build/tessel_tests_gpu" --gtest_brief=1 \
+  # Session 31: skip_unit_scales (on by default), accumulator row reductions as trees, and
+  # AttentionConfig::lazy_rescale (`:lazy`, opt-in). First the gpu tests (lazy configs against
+  # float64, bit-identical with and without the skips, the row max of GEMM accumulators, three
+  # consumer warpgroups), then the 16 default attention cases bf16 with this build and the carried
+  # previous one (build-gpu/old: e366bdd, the skips without the trees), each with and without
+  # TESSEL_DISABLE=unit_scale_skips -- the old build without the skips is session 30's code --
+  # every process with cuDNN (docs/perf-notes.md, "Session 31"). s31b: the lazy configs.
+  step "gpu tests (lazy rescale, unit-scale skips, row reductions)" 150 "$build/tessel_tests_gpu" --gtest_brief=1 \
     --gtest_filter='FlashAttentionGpuSmall.LazyRescaleAndUnitScaleSkips:FlashAttentionGpuSmall.SwitchesGiveTheSameResults:FastExp2Gpu.*:GemmRowMaxGpu.*:FlashAttentionGpuSmall.ThreeConsumerWarpgroups'
-  for e in none unit_scale_skips; do
-    step "bench attention bf16 (TESSEL_DISABLE=$e)" 70 env TESSEL_DISABLE="${e/none/}" "$build/tessel" bench attention \
-      --dtype bf16 --repeats 10 --json "$out/$day-attention-default-disable-$e-$tag.json"
+  old_build_bins
+  for bin in "${bins[@]}"; do
+    which=new commit=$TESSEL_GIT_COMMIT; [[ $bin == "$build/tessel" ]] || which=old commit=$old_commit
+    for e in none unit_scale_skips; do
+      step "bench attention bf16 ($which build, TESSEL_DISABLE=$e)" 75 env TESSEL_GIT_COMMIT="$commit" \
+        TESSEL_DISABLE="${e/none/}" "$bin" bench attention --dtype bf16 --repeats 10 \
+        --json "$out/$day-attention-default-$which-disable-$e-$tag.json"
+    done
   done
+elif [[ $steps == s31b ]]; then
+  # Session 31, second call: each default config of the 12 cases beside its `:lazy` form (one
+  # process each, with cuDNN), then the skinny GEMMs unsplit (the passes' kernel, each tile's K
+  # loop over a 4-CTA cluster since session 29's flip) beside the library's split-K
+  # (plan_matmul's model still assumes the template's 2-CTA clusters for the unsplit grid).
   groups=("192x128:2:384:ring:persistent 8x32x32x4096x4096x64,2x32x32x16384x16384x64"
     "64x128:1:128:ring 32x32x32x1024x1024x64,32x32x32x1024x1024x64:causal,8x32x32x4096x4096x64:causal,2x32x32x16384x16384x64:causal"
     "128x128:2:256:pingpong:persistent 32x16x16x1024x1024x128,32x16x16x1024x1024x128:causal,8x16x16x4096x4096x128,2x16x16x16384x16384x128"
@@ -484,9 +498,6 @@ elif [[ $steps == s31 ]]; then
         --cases "$cases" --json "$out/$day-attention-${c//:/-}-$tag.json"
     done
   done
-  # The skinny GEMMs unsplit (the passes' kernel, each tile's K loop over a 4-CTA cluster since
-  # the flip of session 29) beside the library's split-K (plan_matmul's model still assumes the
-  # template's 2-CTA clusters for the unsplit grid).
   skinny=1x4096x4096,16x4096x4096,32x4096x14336,8x14336x4096,16x14336x4096,64x8192x8192
   for sk in auto 1; do
     step "bench gemm skinny --split-k $sk" 45 "$build/tessel" bench gemm --repeats 20 --warmup 5 --dtype f16,bf16 \
@@ -526,7 +537,7 @@ elif [[ $steps == tune ]]; then
     --shapes 4194304x127,4194304x129,524288x1023,65536x8191,32768x8193,10000x50257 \
     --json "$out/$day-softmax-issue17-tuned-$tag.json"
 else
-  echo "gpu-s21.sh: unknown step set '$steps' in TESSEL_S21_STEPS (legal: first, h200, s24, s25, s26, s27, s28, s28b, s29, s29b, s29d, s29e, s29f, s29h, s30, s30u, s31, uniform, bench, softmax, ncu, tests, tune)" | tee -a "$log"
+  echo "gpu-s21.sh: unknown step set '$steps' in TESSEL_S21_STEPS (legal: first, h200, s24, s25, s26, s27, s28, s28b, s29, s29b, s29d, s29e, s29f, s29h, s30, s30u, s31, s31b, uniform, bench, softmax, ncu, tests, tune)" | tee -a "$log"
   status=1
 fi
 done
