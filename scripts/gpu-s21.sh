@@ -57,7 +57,8 @@
 #   TESSEL_S21_STEPS=s31: skip_unit_scales, row reductions as trees, AttentionConfig::lazy_rescale:
 #     their gpu tests, the 16 default cases with this build and the carried one (build-gpu/old),
 #     each with and without the skips; s31b: each default config beside its `:lazy` form, the
-#     skinny GEMMs unsplit beside split-K;
+#     skinny GEMMs unsplit beside split-K; s31c: the same configs as they are, with the skips
+#     (TESSEL_ENABLE=unit_scale_skips), lazy, lazy with the skips;
 #   TESSEL_S21_STEPS=uniform: JitOptions::uniform_roles beside the default (the passes' GEMM
 #     against the template on issue 5's shapes, attention's default cases), its gpu tests;
 #   TESSEL_S21_STEPS="softmax bench" (a list): those sets in that order, in one call.
@@ -503,6 +504,24 @@ elif [[ $steps == s31b ]]; then
     step "bench gemm skinny --split-k $sk" 45 "$build/tessel" bench gemm --repeats 20 --warmup 5 --dtype f16,bf16 \
       --split-k "$sk" --shapes "$skinny" --json "$out/$day-gemm-skinny-split-$sk-$tag.json"
   done
+elif [[ $steps == s31c ]]; then
+  # Session 31, third call: the trees reverted and the skips opt-in (both measured slower in s31).
+  # Each default config of the 12 cases as it is, with TESSEL_ENABLE=unit_scale_skips, as `:lazy`,
+  # and as `:lazy` with the skips, then as it is again (the spread), one process each with cuDNN.
+  groups=("192x128:2:384:ring:persistent 8x32x32x4096x4096x64,2x32x32x16384x16384x64"
+    "64x128:1:128:ring 32x32x32x1024x1024x64,32x32x32x1024x1024x64:causal,8x32x32x4096x4096x64:causal,2x32x32x16384x16384x64:causal"
+    "128x128:2:256:pingpong:persistent 32x16x16x1024x1024x128,32x16x16x1024x1024x128:causal,8x16x16x4096x4096x128,2x16x16x16384x16384x128"
+    "128x256:1:256:pingpong:persistent 8x16x16x4096x4096x128:causal,2x16x16x16384x16384x128:causal")
+  for g in "${groups[@]}"; do
+    cfg=${g%% *} cases=${g#* }
+    for v in "$cfg|" "$cfg|unit_scale_skips" "$cfg:lazy|" "$cfg:lazy|unit_scale_skips" "$cfg|again"; do
+      c=${v%|*} e=${v#*|}
+      name=${c//:/-}${e:+-$e}
+      step "bench attention bf16 $c ${e:+TESSEL_ENABLE=$e}" 45 env TESSEL_ENABLE="${e/again/}" "$build/tessel" \
+        bench attention --dtype bf16 --repeats 10 --config "$c" --cases "$cases" \
+        --json "$out/$day-attention-$name-$tag.json"
+    done
+  done
 elif [[ $steps == s30u ]]; then
   # Session 30: JitOptions::uniform_roles again, now that WarpgroupGemm builds its descriptors once
   # a call (session 29): the broadcast warpgroup index costs one shuffle a call, not one a wgmma.
@@ -537,7 +556,7 @@ elif [[ $steps == tune ]]; then
     --shapes 4194304x127,4194304x129,524288x1023,65536x8191,32768x8193,10000x50257 \
     --json "$out/$day-softmax-issue17-tuned-$tag.json"
 else
-  echo "gpu-s21.sh: unknown step set '$steps' in TESSEL_S21_STEPS (legal: first, h200, s24, s25, s26, s27, s28, s28b, s29, s29b, s29d, s29e, s29f, s29h, s30, s30u, s31, s31b, uniform, bench, softmax, ncu, tests, tune)" | tee -a "$log"
+  echo "gpu-s21.sh: unknown step set '$steps' in TESSEL_S21_STEPS (legal: first, h200, s24, s25, s26, s27, s28, s28b, s29, s29b, s29d, s29e, s29f, s29h, s30, s30u, s31, s31b, s31c, uniform, bench, softmax, ncu, tests, tune)" | tee -a "$log"
   status=1
 fi
 done

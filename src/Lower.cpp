@@ -225,7 +225,7 @@ LoweredFunc lower_to(const ir::PrimFuncNode& f, const passes::Target& target,
   out.ctx.allow_pingpong = s.allow_pingpong;
   out.ctx.allow_async_gemm = s.allow_async_gemm;
   out.ctx.allow_gemm_chains = s.allow_gemm_chains;
-  out.ctx.allow_unit_scale_skips = s.allow_unit_scale_skips;
+  out.ctx.unit_scale_skips = s.unit_scale_skips;
   out.ctx.allow_loop_rotation = s.allow_loop_rotation;
   out.ctx.allow_row_staging = s.allow_row_staging;
   out.ctx.async_span_copy = s.async_span_copy;

@@ -73,26 +73,19 @@ struct AccumulatorLayout {
   // lanes (every lane of the quad ends with the row's value). All lanes of the warp call it.
   template <class Op>
   __device__ static void reduce_rows(const float (&acc)[kAccPerThread], float (&rows)[kRowsPerThread]) {
-    static_assert(WarpsN == 1, "AccumulatorLayout::reduce_rows: the warps must split M only (policy FullRow)");
-    // Each row's kMmaN column pairs as a balanced tree (depth log2(kMmaN) + 1 rather than a chain
-    // of kMmaN + 1), then the quad's lanes, every row's shuffles together.
+    static_assert(WarpsN == 1,
+                  "AccumulatorLayout::reduce_rows: the warps must split M only (policy FullRow)");
 #pragma unroll
     for (int r = 0; r < kRowsPerThread; ++r) {
       const int base = (r / 2) * kMmaN * 4 + (r % 2) * 2;
-      float p[kMmaN];
+      float v = Op::combine(acc[base], acc[base + 1]);
 #pragma unroll
-      for (int ni = 0; ni < kMmaN; ++ni) p[ni] = Op::combine(acc[base + ni * 4], acc[base + ni * 4 + 1]);
-#pragma unroll
-      for (int w = 1; w < kMmaN; w *= 2)
-#pragma unroll
-        for (int i = 0; i + w < kMmaN; i += 2 * w) p[i] = Op::combine(p[i], p[i + w]);
-      rows[r] = p[0];
+      for (int ni = 1; ni < kMmaN; ++ni)
+        v = Op::combine(v, Op::combine(acc[base + ni * 4], acc[base + ni * 4 + 1]));
+      v = Op::combine(v, __shfl_xor_sync(0xffffffffu, v, 1));
+      v = Op::combine(v, __shfl_xor_sync(0xffffffffu, v, 2));
+      rows[r] = v;
     }
-#pragma unroll
-    for (int lanes = 1; lanes <= 2; lanes *= 2)
-#pragma unroll
-      for (int r = 0; r < kRowsPerThread; ++r)
-        rows[r] = Op::combine(rows[r], __shfl_xor_sync(0xffffffffu, rows[r], lanes));
   }
   __device__ static int acc_col(int i) { return warp_n() * kWarpN + acc_col_in_warp(i, threadIdx.x % 32); }
 };

@@ -75,9 +75,10 @@ struct JitOptions {
   bool disable_gemm_chains = false;
   // Register loops that only scale an f32 array by another's factors (FlashAttention's rescale
   // of O) run under a test that skips them when every factor of the thread is exactly 1, which
-  // changes no value (skip_unit_scales). True runs them always (TESSEL_DISABLE=unit_scale_skips
-  // does the same).
-  bool disable_unit_scale_skips = false;
+  // changes no value (skip_unit_scales; TESSEL_ENABLE=unit_scale_skips does the same). Opt-in: on
+  // an H100 the branch made attention 1-6 % slower, with AttentionConfig::lazy_rescale or without
+  // (docs/perf-notes.md, session 31).
+  bool unit_scale_skips = false;
   // Ring loops rotated so that a loop's last gemm is issued behind the next iteration's first
   // (rotate_async_gemms; attention's loop split where its mask turns on). Off by default: on the
   // H200 it measured between -3.5 % and +2.5 % on attention's causal ring (docs/perf-notes.md,

@@ -189,15 +189,16 @@ passes::PassContext::Switches jit_switches(const JitOptions& options) {
   // TESSEL_DISABLE=tma,wgmma,warp_specialization turns the same switches off from outside a
   // program (the CLI's benchmarks, a user bisecting a wrong result).
   const std::set<std::string> disabled = features_named(
-      "TESSEL_DISABLE", {"tma", "wgmma", "warp_specialization", "split_k", "tma_store", "multicast",
-                         "async_pipeline", "pingpong", "async_gemm", "gemm_chains", "unit_scale_skips",
-                         "row_staging", "async_span_copy", "persistent_tiles", "realigned_global_loads",
-                         "programmatic_launch", "uniform_roles", "tile_loads", "gemm_from_passes"});
+      "TESSEL_DISABLE",
+      {"tma", "wgmma", "warp_specialization", "split_k", "tma_store", "multicast", "async_pipeline",
+       "pingpong", "async_gemm", "gemm_chains", "row_staging", "async_span_copy", "persistent_tiles",
+       "realigned_global_loads", "programmatic_launch", "uniform_roles", "tile_loads", "gemm_from_passes"});
   auto env_off = [&](const char* name) { return disabled.count(name) != 0; };
   // TESSEL_ENABLE turns opt-in features on from outside (benchmarks of a feature not on by default).
-  const std::set<std::string> enabled = features_named(
-      "TESSEL_ENABLE", {"rotate_gemm_loops", "realigned_span_reads", "realigned_global_loads",
-                        "programmatic_launch", "uniform_roles", "gemm_from_passes", "persistent_rings"});
+  const std::set<std::string> enabled =
+      features_named("TESSEL_ENABLE", {"rotate_gemm_loops", "realigned_span_reads", "realigned_global_loads",
+                                       "programmatic_launch", "uniform_roles", "gemm_from_passes",
+                                       "persistent_rings", "unit_scale_skips"});
   auto env_on = [&](const char* name) { return enabled.count(name) != 0; };
   return passes::PassContext::Switches{
       !options.disable_tma && !env_off("tma"), !options.disable_wgmma && !env_off("wgmma"),
@@ -208,7 +209,7 @@ passes::PassContext::Switches jit_switches(const JitOptions& options) {
       !options.disable_pingpong && !env_off("pingpong"),
       !options.disable_async_gemm && !env_off("async_gemm"),
       !options.disable_gemm_chains && !env_off("gemm_chains"),
-      !options.disable_unit_scale_skips && !env_off("unit_scale_skips"),
+      options.unit_scale_skips || env_on("unit_scale_skips"),
       (options.rotate_gemm_loops || env_on("rotate_gemm_loops")) && !options.disable_async_gemm &&
           !env_off("async_gemm"),
       !options.disable_row_staging && !env_off("row_staging"),
@@ -242,7 +243,7 @@ std::string switches_text(const passes::PassContext::Switches& s) {
   flag("pingpong", s.allow_pingpong);
   flag("async_gemm", s.allow_async_gemm);
   flag("gemm_chains", s.allow_gemm_chains);
-  flag("unit_scale_skips", s.allow_unit_scale_skips);
+  flag("unit_scale_skips", s.unit_scale_skips);
   flag("loop_rotation", s.allow_loop_rotation);
   flag("row_staging", s.allow_row_staging);
   flag("async_span_copy", s.async_span_copy);

@@ -220,7 +220,7 @@ struct PassContext {
     bool allow_pingpong = true;
     bool allow_async_gemm = true;
     bool allow_gemm_chains = true;
-    bool allow_unit_scale_skips = true;
+    bool unit_scale_skips = false;
     bool allow_loop_rotation = false;
     bool allow_row_staging = true;
     bool async_span_copy = true;
@@ -253,9 +253,9 @@ struct PassContext {
   // infer_layouts: an mma.sync gemm of one or two m16n8 blocks a warp spreads its k steps over
   // independent accumulator chains (GemmEngine::k_chains; JitOptions::disable_gemm_chains).
   bool allow_gemm_chains = true;
-  // skip_unit_scales: register loops scaling by factors of exactly 1 are skipped
-  // (JitOptions::disable_unit_scale_skips).
-  bool allow_unit_scale_skips = true;
+  // skip_unit_scales (opt-in, measured slower on an H100: JitOptions::unit_scale_skips): register
+  // loops scaling by factors of exactly 1 are skipped.
+  bool unit_scale_skips = false;
   // rotate_async_gemms (opt-in: JitOptions::rotate_gemm_loops).
   bool allow_loop_rotation = false;
   // Row copies whose rows start unaligned move through shared memory as one contiguous span

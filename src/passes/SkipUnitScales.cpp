@@ -17,8 +17,9 @@
 //   Ensures:  the same values in every register for every input. Loops outside any serial loop
 //             (run once a kernel or tile) and loops of fewer than 4 multiplies a factor register
 //             are left alone (the test would cost what it saves), and so are kernels that ask for
-//             several blocks an SM (a register cap the branch's live ranges can break). JitOptions::
-//             disable_unit_scale_skips / TESSEL_DISABLE=unit_scale_skips turns it off.
+//             several blocks an SM (a register cap the branch's live ranges can break). Opt-in
+//             (JitOptions::unit_scale_skips / TESSEL_ENABLE=unit_scale_skips): on an H100 the
+//             branch cost attention more than the FMULs it skips (docs/perf-notes.md, session 31).
 #include <set>
 
 #include "passes/IntBounds.hpp"
@@ -119,7 +120,7 @@ Stmt skip_unit_scales(const Stmt& body, PassContext& ctx) {
   // A kernel that asks ptxas for several blocks an SM (JitOptions::min_blocks_per_sm: attention's
   // cp.async kernel at D = 64, two blocks at 128 registers) has no register to spare for the
   // branch: the test made that kernel spill 32 bytes on sm_80.
-  if (!ctx.allow_unit_scale_skips || ctx.requested_min_blocks_per_sm > 1) return body;
+  if (!ctx.unit_scale_skips || ctx.requested_min_blocks_per_sm > 1) return body;
   UnitScaleSkipper s;
   return s.mutate(body);
 }

@@ -529,7 +529,8 @@ Command add_bench_attention_command(CLI::App& bench) {
              "tiles, ring schedules only; ':interleave': GQA's query heads taken K/V head by K/V head across "
              "blockIdx.y, opt-in, a knob of tune attention; ':lazy': a row's running max kept until a key "
              "block passes it by 8 in base-2 exponent units, so the rescale of O is skipped where it "
-             "stayed, opt-in; ':polyN': one group of 8 key columns in N with its exponentials on the FMA "
+             "stayed under TESSEL_ENABLE=unit_scale_skips, opt-in; ':polyN': one group of 8 key columns in N "
+             "with its exponentials on the FMA "
              "pipe (poly_exp2), opt-in, measured slower on an H100)")
       ->type_name("CONFIG");
   app->add_option("--layout", o->layout, "Storage of Q, K and V: bshd ([B, S, H, D]) or bhsd ([B, H, S, D])")

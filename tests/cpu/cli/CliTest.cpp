@@ -210,10 +210,16 @@ TEST_F(Cli, DumpAttentionShowsTheLibraryKernel) {
   EXPECT_NE(r.output.find("config 192x128:2:384:ring:persistent:poly8 (--config)"), std::string::npos)
       << r.output;
   // ':lazy' (before ':polyN'): the running max kept until a key block passes it by 8 exponent
-  // units; the rescale of O then runs under skip_unit_scales' test of its factors.
+  // units -- 8 / (scale log2 e) = 44.36 in raw scores at D = 64 -- and the rescale of O under
+  // skip_unit_scales' test of its factors where TESSEL_ENABLE asks for it.
   r = run_tessel(
       "dump attention --source --dim 64 --config 192x128:2:384:ring:persistent:lazy:poly8 --arch sm_90a");
   ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find(" + 44.361419677734375f)) ? fragment_"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("!= 1.0f) || (fragment_"), std::string::npos) << r.output;
+  r = run_tessel_env(
+      "TESSEL_ENABLE=unit_scale_skips",
+      "dump attention --source --dim 64 --config 192x128:2:384:ring:persistent:lazy --arch sm_90a");
   EXPECT_NE(r.output.find("!= 1.0f) || (fragment_"), std::string::npos) << r.output;
   r = run_tessel(
       "dump attention --resources --dim 64 --config 192x128:2:384:ring:persistent:lazy --arch sm_90a");

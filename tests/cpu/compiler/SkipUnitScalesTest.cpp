@@ -66,7 +66,8 @@ bool guarded(const std::string& src) {
 }
 
 TEST(SkipUnitScales, ScalingLoopsInsideSerialLoopsAreGuarded) {
-  const T::passes::PassContext::Switches on;
+  T::passes::PassContext::Switches on;
+  on.unit_scale_skips = true;
   for (const auto& target : {T::test::sm90(), T::test::sm80()}) {
     SCOPED_TRACE(target.arch);
     const std::string src = lowered(Body::scale, true, on, target);
@@ -83,9 +84,9 @@ TEST(SkipUnitScales, ScalingLoopsInsideSerialLoopsAreGuarded) {
 }
 
 TEST(SkipUnitScales, OtherLoopsAreLeftAlone) {
-  const T::passes::PassContext::Switches on;
-  T::passes::PassContext::Switches off;
-  off.allow_unit_scale_skips = false;
+  T::passes::PassContext::Switches on;
+  on.unit_scale_skips = true;
+  const T::passes::PassContext::Switches off;  // the default: opt-in
   const auto target = T::test::sm90();
   EXPECT_FALSE(guarded(lowered(Body::scale, false, on, target)));         // run once: not worth a test
   EXPECT_FALSE(guarded(lowered(Body::scale_and_add, true, on, target)));  // x * 1 + 1 is not x
@@ -98,7 +99,7 @@ TEST(SkipUnitScales, OtherLoopsAreLeftAlone) {
 
 // FlashAttention's rescale of O (by exp2(m_prev - m), exactly 1 in a row whose max stayed) is
 // guarded inside its key loop, and so is the peeled first block's in a persistent kernel's tile
-// loop; the switch's name is what TESSEL_DISABLE takes.
+// loop, when JitOptions::unit_scale_skips asks for it.
 TEST(SkipUnitScales, AttentionsRescaleOfOIsGuarded) {
   T::kernels::AttentionShape s;
   s.batch = 2, s.heads = 4, s.kv_heads = 4, s.seqlen_q = 1024, s.seqlen_k = 1024, s.dim = 64;
@@ -113,6 +114,7 @@ TEST(SkipUnitScales, AttentionsRescaleOfOIsGuarded) {
     o.jit.arch = "sm_90a";
     o.jit.persistent_rings = true;  // as make_flash_attention sets them for this config
     o.jit.rotate_gemm_loops = true;
+    o.jit.unit_scale_skips = true;
     const std::string src =
         T::codegen::generate_cuda(T::lower(T::kernels::attention_program(s, T::f16, false, 0.0f, c).ir(),
                                            T::test::sm90(), T::jit_switches(o.jit), false));

@@ -467,7 +467,7 @@ std::pair<std::vector<unsigned char>, std::vector<unsigned char>> attention_byte
 // AttentionConfig::lazy_rescale (a row's max kept until a key block passes it by 8 exponent
 // units) on every schedule against float64 -- tails in both lengths, causal and not, GQA, the
 // persistent rings -- and skip_unit_scales changing no bit: the same config compiled with and
-// without JitOptions::disable_unit_scale_skips gives bit-identical O and LSE (the default configs,
+// without JitOptions::unit_scale_skips gives bit-identical O and LSE (the default configs,
 // a lazy one and an eager one, causal and not).
 TEST(FlashAttentionGpuSmall, LazyRescaleAndUnitScaleSkips) {
   TESSEL_REQUIRE_GPU();
@@ -510,7 +510,7 @@ TEST(FlashAttentionGpuSmall, LazyRescaleAndUnitScaleSkips) {
       T::kernels::AttentionOptions with, without;
       with.causal = without.causal = causal;
       with.config = without.config = c;
-      without.jit.disable_unit_scale_skips = true;
+      with.jit.unit_scale_skips = true;
       const auto a = attention_bytes(s, t, with, q, k, v), b = attention_bytes(s, t, without, q, k, v);
       EXPECT_TRUE(a.first == b.first) << "O differs with and without skip_unit_scales";
       EXPECT_TRUE(a.second == b.second) << "LSE differs with and without skip_unit_scales";

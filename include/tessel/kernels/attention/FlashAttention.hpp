@@ -76,9 +76,11 @@ struct AttentionConfig {
   // Lazy rescaling (FlashAttention 4's): a row keeps the running max it has while the key block's
   // max exceeds it by at most 8 in the exponents' base-2 units, so that its exponentials are at
   // most 2^8 (P, l and O hold them easily: f16's largest is 65504) and its rescale factor is
-  // exactly 1 -- which the compiler's skip_unit_scales turns into skipping the rescale of O. O and
-  // LSE are the same mathematically (O / l and m + log l do not depend on the max used); the
-  // rounding differs. Opt-in until measured (docs/perf-notes.md, session 31).
+  // exactly 1 -- which the compiler's skip_unit_scales (JitOptions::unit_scale_skips) turns into
+  // skipping the rescale of O. O and LSE are the same mathematically (O / l and m + log l do not
+  // depend on the max used); the rounding differs. Opt-in: on an H100 it gained 1-5 % over the
+  // same build with the skips, but that build was slower than the one without them
+  // (docs/perf-notes.md, session 31).
   bool lazy_rescale = false;
   std::string describe() const;  // "128x128 s2 t256 ring+pingpong", " persistent" when it is, ...
   bool operator==(const AttentionConfig&) const = default;

@@ -180,15 +180,13 @@ extern "C" __global__ void __launch_bounds__(384, 1) flash_attention_kernel(tess
           fragment_8[l_9] = ((fragment_8[l_9] * fragment_10[l_9]) + fragment_9[l_9]);
         }
       }
-      if (((fragment_10[0] != 1.0f) || (fragment_10[1] != 1.0f))) {
-        #pragma unroll
-        for (int l_10 = 0; l_10 < 32; ++l_10) {
+      #pragma unroll
+      for (int l_10 = 0; l_10 < 32; ++l_10) {
+        {
+          const int i_5 = tessel::WarpgroupGemm<tessel::half_t, 128, 64, 64, 2, false, false, tessel::RowMajorLayout<128, 64>, tessel::WgmmaSwizzleLayout<64, 64, 2, 128>>::acc_row(l_10);
           {
-            const int i_5 = tessel::WarpgroupGemm<tessel::half_t, 128, 64, 64, 2, false, false, tessel::RowMajorLayout<128, 64>, tessel::WgmmaSwizzleLayout<64, 64, 2, 128>>::acc_row(l_10);
-            {
-              const int j_3 = tessel::WarpgroupGemm<tessel::half_t, 128, 64, 64, 2, false, false, tessel::RowMajorLayout<128, 64>, tessel::WgmmaSwizzleLayout<64, 64, 2, 128>>::acc_col(l_10);
-              fragment_5[l_10] = (fragment_5[l_10] * fragment_10[((((l_10 / 4) / 8) * 2) + ((l_10 % 4) / 2))]);
-            }
+            const int j_3 = tessel::WarpgroupGemm<tessel::half_t, 128, 64, 64, 2, false, false, tessel::RowMajorLayout<128, 64>, tessel::WgmmaSwizzleLayout<64, 64, 2, 128>>::acc_col(l_10);
+            fragment_5[l_10] = (fragment_5[l_10] * fragment_10[((((l_10 / 4) / 8) * 2) + ((l_10 % 4) / 2))]);
           }
         }
       }

@@ -168,15 +168,13 @@ extern "C" __global__ void __launch_bounds__(384, 1) flash_attention_kernel(tess
           fragment_8[l_8] = ((fragment_8[l_8] * fragment_10[l_8]) + fragment_9[l_8]);
         }
       }
-      if (((fragment_10[0] != 1.0f) || (fragment_10[1] != 1.0f))) {
-        #pragma unroll
-        for (int l_9 = 0; l_9 < 32; ++l_9) {
+      #pragma unroll
+      for (int l_9 = 0; l_9 < 32; ++l_9) {
+        {
+          const int i_4 = tessel::WarpgroupGemm<tessel::bfloat16_t, 128, 64, 64, 2, false, false, tessel::RowMajorLayout<128, 64>, tessel::WgmmaSwizzleLayout<64, 64, 2, 128>>::acc_row(l_9);
           {
-            const int i_4 = tessel::WarpgroupGemm<tessel::bfloat16_t, 128, 64, 64, 2, false, false, tessel::RowMajorLayout<128, 64>, tessel::WgmmaSwizzleLayout<64, 64, 2, 128>>::acc_row(l_9);
-            {
-              const int j_2 = tessel::WarpgroupGemm<tessel::bfloat16_t, 128, 64, 64, 2, false, false, tessel::RowMajorLayout<128, 64>, tessel::WgmmaSwizzleLayout<64, 64, 2, 128>>::acc_col(l_9);
-              fragment_5[l_9] = (fragment_5[l_9] * fragment_10[((((l_9 / 4) / 8) * 2) + ((l_9 % 4) / 2))]);
-            }
+            const int j_2 = tessel::WarpgroupGemm<tessel::bfloat16_t, 128, 64, 64, 2, false, false, tessel::RowMajorLayout<128, 64>, tessel::WgmmaSwizzleLayout<64, 64, 2, 128>>::acc_col(l_9);
+            fragment_5[l_9] = (fragment_5[l_9] * fragment_10[((((l_9 / 4) / 8) * 2) + ((l_9 % 4) / 2))]);
           }
         }
       }
