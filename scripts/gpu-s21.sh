@@ -77,6 +77,12 @@ split_cluster_tests() {
         --gtest_filter="*GemmFromPassesShapes*:GemmFromPassesPersistent.*:*EpilogueShapes*passes*:GemmRowMaxGpu.*" & done
     for i in 0 1 2 3; do wait -n || fail=1; done; exit $fail' "$build/tessel_tests_gpu"
 }
+# Session 31: issue 15's 12 cases by the config the built-in choice gives them on sm_90a
+# ("CONFIG CASES"), for step sets that time each config beside a variant of it.
+attention_default_groups=("192x128:2:384:ring:persistent 8x32x32x4096x4096x64,2x32x32x16384x16384x64"
+  "64x128:1:128:ring 32x32x32x1024x1024x64,32x32x32x1024x1024x64:causal,8x32x32x4096x4096x64:causal,2x32x32x16384x16384x64:causal"
+  "128x128:2:256:pingpong:persistent 32x16x16x1024x1024x128,32x16x16x1024x1024x128:causal,8x16x16x4096x4096x128,2x16x16x16384x16384x128"
+  "128x256:1:256:pingpong:persistent 8x16x16x4096x4096x128:causal,2x16x16x16384x16384x128:causal")
 # Session 29: this build's CLI and, when carried, the previous build's (build-gpu/old/tessel), whose
 # JSON names its own commit (gpu-steps.sh exports this build's).
 old_build_bins() {
@@ -488,11 +494,7 @@ elif [[ $steps == s31b ]]; then
   # process each, with cuDNN), then the skinny GEMMs unsplit (the passes' kernel, each tile's K
   # loop over a 4-CTA cluster since session 29's flip) beside the library's split-K
   # (plan_matmul's model still assumes the template's 2-CTA clusters for the unsplit grid).
-  groups=("192x128:2:384:ring:persistent 8x32x32x4096x4096x64,2x32x32x16384x16384x64"
-    "64x128:1:128:ring 32x32x32x1024x1024x64,32x32x32x1024x1024x64:causal,8x32x32x4096x4096x64:causal,2x32x32x16384x16384x64:causal"
-    "128x128:2:256:pingpong:persistent 32x16x16x1024x1024x128,32x16x16x1024x1024x128:causal,8x16x16x4096x4096x128,2x16x16x16384x16384x128"
-    "128x256:1:256:pingpong:persistent 8x16x16x4096x4096x128:causal,2x16x16x16384x16384x128:causal")
-  for g in "${groups[@]}"; do
+  for g in "${attention_default_groups[@]}"; do
     cfg=${g%% *} cases=${g#* }
     for c in "$cfg" "$cfg:lazy"; do
       step "bench attention bf16 $c" 45 "$build/tessel" bench attention --dtype bf16 --repeats 10 --config "$c" \
@@ -508,11 +510,7 @@ elif [[ $steps == s31c ]]; then
   # Session 31, third call: the trees reverted and the skips opt-in (both measured slower in s31).
   # Each default config of the 12 cases as it is, with TESSEL_ENABLE=unit_scale_skips, as `:lazy`,
   # and as `:lazy` with the skips, then as it is again (the spread), one process each with cuDNN.
-  groups=("192x128:2:384:ring:persistent 8x32x32x4096x4096x64,2x32x32x16384x16384x64"
-    "64x128:1:128:ring 32x32x32x1024x1024x64,32x32x32x1024x1024x64:causal,8x32x32x4096x4096x64:causal,2x32x32x16384x16384x64:causal"
-    "128x128:2:256:pingpong:persistent 32x16x16x1024x1024x128,32x16x16x1024x1024x128:causal,8x16x16x4096x4096x128,2x16x16x16384x16384x128"
-    "128x256:1:256:pingpong:persistent 8x16x16x4096x4096x128:causal,2x16x16x16384x16384x128:causal")
-  for g in "${groups[@]}"; do
+  for g in "${attention_default_groups[@]}"; do
     cfg=${g%% *} cases=${g#* }
     for v in "$cfg|" "$cfg|unit_scale_skips" "$cfg:lazy|" "$cfg:lazy|unit_scale_skips" "$cfg|again"; do
       c=${v%|*} e=${v#*|}
