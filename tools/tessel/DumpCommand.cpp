@@ -21,6 +21,7 @@
 #include "tools/tessel/GemmConfigs.hpp"
 #include "tools/tessel/Output.hpp"
 #include "tools/tessel/Parse.hpp"
+#include "tools/tessel/SassLoops.hpp"
 #include "tools/tessel/System.hpp"
 
 namespace tessel::cli {
@@ -39,21 +40,24 @@ struct DumpOptions {
   std::string config;
   std::string arch;
   std::string split_k = split_k_text(kernels::kMatmulDefaultSplitK);  // gemm: as bench gemm takes it
-  bool ir = false, lowered = false, source = false, ptx = false, sass = false, resources = false;
+  bool ir = false, lowered = false, source = false, ptx = false, sass = false, sass_loops = false,
+       resources = false;
   std::string json_file;
 };
 
 int chosen_levels(const DumpOptions& o) {
-  return int(o.ir) + int(o.lowered) + int(o.source) + int(o.ptx) + int(o.sass) + int(o.resources);
+  return int(o.ir) + int(o.lowered) + int(o.source) + int(o.ptx) + int(o.sass) + int(o.sass_loops) +
+         int(o.resources);
 }
 
 const char* level_name(const DumpOptions& o) {
-  return o.lowered     ? "lowered"
-         : o.source    ? "source"
-         : o.ptx       ? "ptx"
-         : o.sass      ? "sass"
-         : o.resources ? "resources"
-                       : "ir";
+  return o.lowered      ? "lowered"
+         : o.source     ? "source"
+         : o.ptx        ? "ptx"
+         : o.sass       ? "sass"
+         : o.sass_loops ? "sass-loops"
+         : o.resources  ? "resources"
+                        : "ir";
 }
 
 // `nvdisasm` is not part of every CUDA toolkit (CUDA 13's minimal one lacks it); PyPI's
@@ -139,6 +143,7 @@ std::string level_text(const DumpOptions& o, const JitKernel& k, const std::stri
   if (o.source) return k.source();
   if (o.ptx) return k.ptx();
   if (o.sass) return disassemble(k);
+  if (o.sass_loops) return format_sass_loops(sass_loops(disassemble(k)));
   const Resources& r = k.resources();
   const KernelInfo& info = k.info();
   std::ostringstream os;
@@ -342,7 +347,7 @@ int run_dump_attention(const DumpOptions& o) {
 int run_dump(const DumpOptions& o) {
   if (chosen_levels(o) > 1) {
     std::cerr << "tessel dump " << o.kernel
-              << ": choose one of --ir, --lowered, --source, --ptx, --sass, --resources\n";
+              << ": choose one of --ir, --lowered, --source, --ptx, --sass, --sass-loops, --resources\n";
     return kExitUsage;
   }
   try {
@@ -364,6 +369,10 @@ void add_level_flags(CLI::App* app, DumpOptions& o) {
   app->add_flag("--sass", o.sass,
                 "The SASS of NVRTC's cubin, by nvdisasm (TESSEL_NVDISASM, PATH or the CUDA toolkit's bin/; "
                 "PyPI's nvidia-cuda-nvdisasm has it; exit 4 without it)");
+  app->add_flag("--sass-loops", o.sass_loops,
+                "The SASS's loops (each branch back to an earlier instruction): address range, instruction "
+                "count, nesting depth, innermost or not, and the opcodes each holds, most frequent first -- "
+                "the instructions a kernel issues per iteration of its hot loop (nvdisasm as for --sass)");
   app->add_flag("--resources", o.resources,
                 "Registers, spills, shared memory, compile time, instructions used");
   app->add_option(

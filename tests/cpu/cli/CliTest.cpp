@@ -266,6 +266,25 @@ TEST_F(Cli, DumpSassDisassemblesTheCubin) {
   r = run_tessel_env("TESSEL_NVDISASM=" + nvdisasm, "dump softmax --n 1000 --sass --arch sm_80");
   ASSERT_EQ(r.exit_code, 0) << r.output.substr(0, 2000);
   EXPECT_NE(r.output.find("STG.E.128"), std::string::npos) << r.output.substr(0, 2000);
+  // --sass-loops: the key loop of D = 64 attention on three consumer warpgroups, an innermost loop
+  // of a few hundred instructions with the key block's 12 wgmmas (4 for S = Q K^T, 8 for O += P V)
+  // and 64 exponentials a thread and 2 for the rescale.
+  r = run_tessel_env(
+      "TESSEL_NVDISASM=" + nvdisasm,
+      "dump attention --sass-loops --dim 64 --config 192x128:2:384:ring:persistent --arch sm_90a");
+  ASSERT_EQ(r.exit_code, 0) << r.output.substr(0, 2000);
+  EXPECT_NE(r.output.find("instructions, innermost: "), std::string::npos) << r.output;
+  const std::regex key_loop(
+      R"(loop 0x[0-9a-f]+-0x[0-9a-f]+: [2-7][0-9][0-9] instructions, innermost: .*HGMMA 12\b.*)");
+  const std::regex exponentials(R"(\bMUFU 66\b)");
+  bool found = false;
+  std::istringstream lines(r.output);
+  for (std::string line; std::getline(lines, line);)
+    found = found || (std::regex_search(line, key_loop) && std::regex_search(line, exponentials));
+  EXPECT_TRUE(found) << r.output;
+  r = run_tessel("dump gemm --sass-loops --sass");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("--sass-loops"), std::string::npos) << r.output;
 }
 
 // Odd-width softmax rows staged through a shared span (127 and 129 f16 columns): the span copies
