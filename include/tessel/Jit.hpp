@@ -76,7 +76,8 @@ struct JitOptions {
   // Register loops that only scale an f32 array by another's factors (FlashAttention's rescale
   // of O) run under a test that skips them when every factor of the thread is exactly 1, which
   // changes no value (skip_unit_scales; TESSEL_ENABLE=unit_scale_skips does the same). Opt-in: on
-  // an H100 the branch made attention 1-6 % slower, with AttentionConfig::lazy_rescale or without
+  // an H100 the branch alone made attention 1-6 % slower; with AttentionConfig::lazy_rescale it
+  // gained 1-3.5 % on one-consumer-warpgroup kernels and lost 2.5-3.5 % on the others
   // (docs/perf-notes.md, session 31).
   bool unit_scale_skips = false;
   // Ring loops rotated so that a loop's last gemm is issued behind the next iteration's first

@@ -78,9 +78,9 @@ struct AttentionConfig {
   // most 2^8 (P, l and O hold them easily: f16's largest is 65504) and its rescale factor is
   // exactly 1 -- which the compiler's skip_unit_scales (JitOptions::unit_scale_skips) turns into
   // skipping the rescale of O. O and LSE are the same mathematically (O / l and m + log l do not
-  // depend on the max used); the rounding differs. Opt-in: on an H100 it gained 1-5 % over the
-  // same build with the skips, but that build was slower than the one without them
-  // (docs/perf-notes.md, session 31).
+  // depend on the max used); the rounding differs. Opt-in: on an H100, alone it stays within the
+  // run-to-run spread; with the skips, +1 to +3.5 % on one-consumer-warpgroup kernels and -2.5 to
+  // -3.5 % on the others (docs/perf-notes.md, session 31).
   bool lazy_rescale = false;
   std::string describe() const;  // "128x128 s2 t256 ring+pingpong", " persistent" when it is, ...
   bool operator==(const AttentionConfig&) const = default;
