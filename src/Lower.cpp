@@ -118,7 +118,8 @@ const PassEntry kPasses[] = {
     {"vectorize_shared_tails", passes::vectorize_shared_tails},
     // Register loops that scale an array by another's factors get a test for factors of
     // exactly 1 once they are final (after lowering and the tails' vector loops), and before
-    // insert_barriers and widen_indices, which do not look into them.
+    // insert_barriers and widen_indices, which do not look into them. Opt-in
+    // (JitOptions::unit_scale_skips): measured slower than the multiplies on an H100.
     {"skip_unit_scales", passes::skip_unit_scales},
     // After every pass that emits barriers (lowering emits some for reductions and staged
     // copies): the consumers' become named barriers; the rings' mbarriers get initialized.
