@@ -54,6 +54,9 @@
 #     share of the exponentials on the FMA pipe (poly16 / poly8 / poly4) beside the default;
 #   TESSEL_S21_STEPS=s30u: uniform_roles beside the default after session 29's descriptors
 #     (attention's 16 cases, issue 5's shapes in bf16), its gpu tests;
+#   (s31 and s31b were written for builds a8a0067 / e366bdd, when the skips were on by default and
+#   TESSEL_DISABLE named them; since 313b4b9 TESSEL_DISABLE rejects that name and s31's steps with
+#   it fail -- s31c is the set for later builds.)
 #   TESSEL_S21_STEPS=s31: skip_unit_scales, row reductions as trees, AttentionConfig::lazy_rescale:
 #     their gpu tests, the 16 default cases with this build and the carried one (build-gpu/old),
 #     each with and without the skips; s31b: each default config beside its `:lazy` form, the

@@ -73,15 +73,13 @@ struct AccumulatorLayout {
   // lanes (every lane of the quad ends with the row's value). All lanes of the warp call it.
   template <class Op>
   __device__ static void reduce_rows(const float (&acc)[kAccPerThread], float (&rows)[kRowsPerThread]) {
-    static_assert(WarpsN == 1,
-                  "AccumulatorLayout::reduce_rows: the warps must split M only (policy FullRow)");
+    static_assert(WarpsN == 1, "AccumulatorLayout::reduce_rows: the warps must split M only (policy FullRow)");
 #pragma unroll
     for (int r = 0; r < kRowsPerThread; ++r) {
       const int base = (r / 2) * kMmaN * 4 + (r % 2) * 2;
       float v = Op::combine(acc[base], acc[base + 1]);
 #pragma unroll
-      for (int ni = 1; ni < kMmaN; ++ni)
-        v = Op::combine(v, Op::combine(acc[base + ni * 4], acc[base + ni * 4 + 1]));
+      for (int ni = 1; ni < kMmaN; ++ni) v = Op::combine(v, Op::combine(acc[base + ni * 4], acc[base + ni * 4 + 1]));
       v = Op::combine(v, __shfl_xor_sync(0xffffffffu, v, 1));
       v = Op::combine(v, __shfl_xor_sync(0xffffffffu, v, 2));
       rows[r] = v;

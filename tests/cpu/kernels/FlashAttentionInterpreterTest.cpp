@@ -226,6 +226,7 @@ TEST(FlashAttentionInterpreter, LazyRescale) {
   check({1, 2, 2, 70, 90, 64, false}, DType::f16, lazy);
   check({1, 4, 2, 65, 200, 40, true}, DType::bf16, lazy);
   check({1, 1, 1, 150, 20, 32, true}, DType::f16, lazy);           // the first 130 rows see no key
+  check({2, 2, 1, 1, 300, 64, true}, DType::bf16, lazy);           // decode: one query row, every key
   check({1, 2, 1, 33, 129, 64, false}, DType::bf16, lazy, -0.2f);  // scaled before the max
   const Case c{1, 1, 1, 40, 700, 32, false};
   std::mt19937_64 rng(std::random_device{}());
