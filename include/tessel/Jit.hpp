@@ -76,10 +76,13 @@ struct JitOptions {
   // Register loops that only scale an f32 array by another's factors (FlashAttention's rescale
   // of O) run under a test that skips them when every factor of the thread is exactly 1, which
   // changes no value (skip_unit_scales; TESSEL_ENABLE=unit_scale_skips does the same). Opt-in: on
-  // an H100 the branch alone made attention 1-6 % slower; with AttentionConfig::lazy_rescale it
-  // gained 1-3.5 % on one-consumer-warpgroup kernels and lost 2.5-3.5 % on the others
-  // (docs/perf-notes.md, session 31).
+  // an H100 the branch alone made attention 1-6 % slower, where the factors are rarely all 1.
+  // kernels::make_flash_attention turns it on for AttentionConfig::lazy_rescale, whose factors
+  // mostly are (docs/perf-notes.md, sessions 31-32).
   bool unit_scale_skips = false;
+  // True keeps skip_unit_scales off even where unit_scale_skips or a lazy attention config asks
+  // for it (TESSEL_DISABLE=unit_scale_skips does the same): lazy rescaling without the skips.
+  bool disable_unit_scale_skips = false;
   // Ring loops rotated so that a loop's last gemm is issued behind the next iteration's first
   // (rotate_async_gemms; attention's loop split where its mask turns on). Off by default: on the
   // H200 it measured between -3.5 % and +2.5 % on attention's causal ring (docs/perf-notes.md,

@@ -44,9 +44,12 @@ class Lowerings {
  public:
   // The jit's switches are read here, once: a bad TESSEL_ENABLE / TESSEL_DISABLE name is the
   // space's error (naming the legal ones), not every candidate's rejection.
-  Lowerings(std::string arch, kernels::AttentionShape shape, DType dtype, bool causal, const JitOptions& options)
-      : arch_(std::move(arch)), shape_(std::move(shape)), dtype_(dtype), causal_(causal),
-        switches_(jit_switches(options)) {}
+  Lowerings(std::string arch, kernels::AttentionShape shape, DType dtype, bool causal,
+            const JitOptions& options)
+      : arch_(std::move(arch)), shape_(std::move(shape)), dtype_(dtype), causal_(causal), options_(options) {
+    options_.arch = arch_;
+    (void)jit_switches(options_);
+  }
 
   // nullopt when the compiler rejects the program.
   std::optional<Lowered> get(const Config& c) {
@@ -57,13 +60,11 @@ class Lowerings {
     std::optional<Lowered> result;
     try {
       const kernels::AttentionConfig a = attention_config(c);
-      // As make_flash_attention sets them: the jit's switches (the options and the environment's
-      // TESSEL_ENABLE / TESSEL_DISABLE: under gemm_from_passes the kernel is persistent and keeps
-      // a staging tile for O, which its shared memory must count), the schedule's on top.
-      passes::PassContext::Switches switches = switches_;
-      switches.allow_async_pipeline = switches.allow_async_pipeline && a.schedule != Schedule::cp_async;
-      switches.allow_pingpong = switches.allow_pingpong && a.schedule == Schedule::ring_pingpong;
-      switches.persistent_rings = switches.persistent_rings || (a.persistent && kernels::has_ring_schedules(arch_));
+      // The switches make_flash_attention compiles with: the options, the environment's
+      // TESSEL_ENABLE / TESSEL_DISABLE (under persistent_rings the kernel keeps a staging tile
+      // for O, which its shared memory must count), the config's on top.
+      const passes::PassContext::Switches switches =
+          jit_switches(kernels::attention_jit_options(shape_, a, options_));
       const auto program_ptr = kernels::attention_program(shape_, dtype_, causal_, 0.0f, a).ir_ptr();
       const auto& program = *program_ptr;
       const int cap = default_smem_cap(arch_);
@@ -98,7 +99,7 @@ class Lowerings {
   kernels::AttentionShape shape_;
   DType dtype_;
   bool causal_;
-  passes::PassContext::Switches switches_;
+  JitOptions options_;
   std::mutex mutex_;
   std::map<Config, std::optional<Lowered>> memo_;
 };
@@ -112,7 +113,8 @@ Config attention_point(const kernels::AttentionConfig& c) {
           {"num_stages", c.num_stages},
           {"schedule", static_cast<int>(c.schedule)},
           {"persistent", c.persistent ? 1 : 0},
-          {"kv_interleave", c.kv_interleave ? 1 : 0}};
+          {"kv_interleave", c.kv_interleave ? 1 : 0},
+          {"lazy", c.lazy_rescale ? 1 : 0}};
 }
 
 kernels::AttentionConfig attention_config(const Config& c) {
@@ -125,6 +127,7 @@ kernels::AttentionConfig attention_config(const Config& c) {
   a.schedule = schedule == 0 ? Schedule::ring_pingpong : schedule == 1 ? Schedule::ring : Schedule::cp_async;
   a.persistent = get(c, "persistent", 0) != 0;
   a.kv_interleave = get(c, "kv_interleave", 0) != 0;
+  a.lazy_rescale = get(c, "lazy", 0) != 0;
   return a;
 }
 
@@ -148,7 +151,12 @@ Space attention_space(const std::string& arch, const kernels::AttentionShape& sh
       .knob("persistent", rings ? std::vector<int>{0, 1} : std::vector<int>{0})
       // GQA only: the query heads walked K/V head by K/V head across blockIdx.y (with one query
       // head a K/V head the two orders are the same kernel).
-      .knob("kv_interleave", shape.kv_heads < shape.heads ? std::vector<int>{0, 1} : std::vector<int>{0});
+      .knob("kv_interleave", shape.kv_heads < shape.heads ? std::vector<int>{0, 1} : std::vector<int>{0})
+      // Lazy rescaling with its skips of O's rescale (AttentionConfig::lazy_rescale): ahead on one
+      // kernel, behind on another (sessions 31-32), so searched -- on the rings only, where it was
+      // measured (the cp.async kernel at D = 64 runs two blocks an SM, where skip_unit_scales
+      // declines, and lazy alone changes nothing measurable).
+      .knob("lazy", rings ? std::vector<int>{0, 1} : std::vector<int>{0});
   // The dispatcher's own choice, whatever the grid above holds.
   s.point(attention_point(kernels::default_attention_config(shape, dtype, causal, arch)));
 
@@ -156,6 +164,9 @@ Space attention_space(const std::string& arch, const kernels::AttentionShape& sh
                [](const Config& c) {
                  return get(c, "persistent", 0) == 0 || get(c, "schedule") != static_cast<int>(Schedule::cp_async);
                });
+  s.constraint("lazy rescaling only on the ring schedules", [](const Config& c) {
+    return get(c, "lazy", 0) == 0 || get(c, "schedule") != static_cast<int>(Schedule::cp_async);
+  });
   s.constraint("a consumer warpgroup per 64 query rows (threads = 2 * block_M)",
                [](const Config& c) { return get(c, "threads") == 2 * get(c, "block_M"); });
   s.constraint("ring+pingpong needs two consumer warpgroups (256 threads; with one it is the ring)",

@@ -188,11 +188,12 @@ int max_persistent_ctas_from_env() {
 passes::PassContext::Switches jit_switches(const JitOptions& options) {
   // TESSEL_DISABLE=tma,wgmma,warp_specialization turns the same switches off from outside a
   // program (the CLI's benchmarks, a user bisecting a wrong result).
-  const std::set<std::string> disabled = features_named(
-      "TESSEL_DISABLE",
-      {"tma", "wgmma", "warp_specialization", "split_k", "tma_store", "multicast", "async_pipeline",
-       "pingpong", "async_gemm", "gemm_chains", "row_staging", "async_span_copy", "persistent_tiles",
-       "realigned_global_loads", "programmatic_launch", "uniform_roles", "tile_loads", "gemm_from_passes"});
+  const std::set<std::string> disabled =
+      features_named("TESSEL_DISABLE",
+                     {"tma", "wgmma", "warp_specialization", "split_k", "tma_store", "multicast",
+                      "async_pipeline", "pingpong", "async_gemm", "gemm_chains", "row_staging",
+                      "async_span_copy", "persistent_tiles", "realigned_global_loads", "programmatic_launch",
+                      "uniform_roles", "tile_loads", "gemm_from_passes", "unit_scale_skips"});
   auto env_off = [&](const char* name) { return disabled.count(name) != 0; };
   // TESSEL_ENABLE turns opt-in features on from outside (benchmarks of a feature not on by default).
   const std::set<std::string> enabled =
@@ -209,7 +210,8 @@ passes::PassContext::Switches jit_switches(const JitOptions& options) {
       !options.disable_pingpong && !env_off("pingpong"),
       !options.disable_async_gemm && !env_off("async_gemm"),
       !options.disable_gemm_chains && !env_off("gemm_chains"),
-      options.unit_scale_skips || env_on("unit_scale_skips"),
+      (options.unit_scale_skips || env_on("unit_scale_skips")) && !options.disable_unit_scale_skips &&
+          !env_off("unit_scale_skips"),
       (options.rotate_gemm_loops || env_on("rotate_gemm_loops")) && !options.disable_async_gemm &&
           !env_off("async_gemm"),
       !options.disable_row_staging && !env_off("row_staging"),

@@ -528,8 +528,10 @@ Command add_bench_attention_command(CLI::App& bench) {
              "turns, or cp.async; default pingpong; ':persistent': one block per SM looping over the "
              "tiles, ring schedules only; ':interleave': GQA's query heads taken K/V head by K/V head across "
              "blockIdx.y, opt-in, a knob of tune attention; ':lazy': a row's running max kept until a key "
-             "block passes it by 8 in base-2 exponent units, so the rescale of O is skipped where it "
-             "stayed under TESSEL_ENABLE=unit_scale_skips, opt-in; ':polyN': one group of 8 key columns in N "
+             "block passes it by 8 in base-2 exponent units, and the rescale of O skipped where it "
+             "stayed (skip_unit_scales; TESSEL_DISABLE=unit_scale_skips keeps the multiplies), the built-in "
+             "choice on the 64x128 ring and causal D = 128's 256-key tile, a knob of tune attention; "
+             "':polyN': one group of 8 key columns in N "
              "with its exponentials on the FMA "
              "pipe (poly_exp2), opt-in, measured slower on an H100)")
       ->type_name("CONFIG");

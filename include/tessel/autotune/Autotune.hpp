@@ -345,7 +345,8 @@ KeyParts softmax_key_parts(long long M, long long N, DType dtype, const DeviceKe
 // ops/Gemm.cpp's wgmma_choice; 32 too off sm_90a, where mma.sync takes any multiple of 8);
 // num_stages {1, 2, 3}; schedule, kernels::AttentionConfig::Schedule's index (0 ring+pingpong,
 // 1 ring, 2 cp.async; off sm_90a only cp.async, the one schedule there); persistent {0, 1}
-// (ring schedules); kv_interleave {0, 1} for GQA (H_kv < H; {0} otherwise); and
+// (ring schedules); kv_interleave {0, 1} for GQA (H_kv < H; {0} otherwise); lazy {0, 1}
+// (AttentionConfig::lazy_rescale with its skips; ring schedules only); and
 // default_attention_config's choice. Constraints, cheap ones first: threads = 2 * block_M;
 // ring+pingpong only with two consumer warpgroups (with one it is the ring); block_N no longer
 // than the keys need (Sk rounded up to 64); the compiler accepts the program

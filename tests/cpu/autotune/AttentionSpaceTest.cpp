@@ -38,6 +38,7 @@ const std::string kBuilds =
     "constraint the compiler builds the schedule asked for (a TMA ring with a producer of its own, with "
     "ping-pong for ring+pingpong, persistent or not as asked)";
 const std::string kPersistentRings = "constraint persistent only on the ring schedules";
+const std::string kLazyRings = "constraint lazy rescaling only on the ring schedules";
 
 int schedule(const at::Config& c) {
   return at::get(c, "schedule");
@@ -52,9 +53,9 @@ TEST(AutotuneAttentionSpace, Hopper128KeepsEveryScheduleWithinSharedMemory) {
     const auto space = at::attention_space("sm_90a", s, DType::bf16, causal);
     EXPECT_EQ(space.name(), std::string("attention sm_90a D128 ") + (causal ? "causal " : "") + "bf16");
     const auto e = space.enumerate({.smem_per_block = kH200Smem, .threads_per_block = 1024});
-    // 3 block_M x 3 threads x 7 block_N x 3 stages x 3 schedules x persistent or not; the
-    // default is a grid point.
-    EXPECT_EQ(e.total, 1134u);
+    // 3 block_M x 3 threads x 7 block_N x 3 stages x 3 schedules x persistent or not x lazy or
+    // not; the default is a grid point.
+    EXPECT_EQ(e.total, 2268u);
     EXPECT_EQ(e.kept.size() + e.pruned.size(), e.total);
     std::set<int> schedules, block_N;
     for (const auto& c : e.kept) {
@@ -73,6 +74,17 @@ TEST(AutotuneAttentionSpace, Hopper128KeepsEveryScheduleWithinSharedMemory) {
       block_N.insert(a.block_N);
     }
     EXPECT_EQ(schedules, (std::set<int>{0, 1, 2}));
+    // Every ring kernel twice, lazy and not; the cp.async kernels exact only.
+    int lazy_rings = 0, exact_rings = 0;
+    for (const auto& c : e.kept) {
+      if (schedule(c) == 2) {
+        EXPECT_EQ(at::get(c, "lazy"), 0) << at::describe(c);
+      } else {
+        (at::get(c, "lazy") ? lazy_rings : exact_rings) += 1;
+      }
+    }
+    EXPECT_GT(exact_rings, 0);
+    EXPECT_EQ(lazy_rings, exact_rings);
     EXPECT_EQ(block_N, (std::set<int>{64, 96, 128, 160, 192, 224, 256}));
     const at::Config def =
         at::attention_point(tessel::kernels::default_attention_config(s, DType::bf16, causal, "sm_90a"));
@@ -97,8 +109,12 @@ TEST(AutotuneAttentionSpace, Hopper128KeepsEveryScheduleWithinSharedMemory) {
           p.reason == "constraint block_N at most 192 with 192 query rows (three warpgroups' registers)" &&
           at::get(p.config, "block_M") == 192 && at::get(p.config, "block_N") > 192;
       EXPECT_TRUE(over || too_wide || p.reason == kWarpgroups || p.reason == kPingpong ||
-                  p.reason == kPersistentRings)
+                  p.reason == kPersistentRings || p.reason == kLazyRings)
           << p.reason;
+      if (p.reason == kLazyRings) {
+        EXPECT_EQ(schedule(p.config), 2);
+        EXPECT_EQ(at::get(p.config, "lazy"), 1);
+      }
       if (p.config == at::attention_point({128, 160, 256, 3, Schedule::ring})) {
         EXPECT_EQ(p.reason, "shared memory 280576 > 232448 bytes");
       }
@@ -159,8 +175,9 @@ TEST(AutotuneAttentionSpace, ConversionsRoundTrip) {
       SCOPED_TRACE(a.describe());
       EXPECT_EQ(at::attention_config(at::attention_point(a)), a);
     }
-  EXPECT_EQ(at::describe(at::attention_point({128, 128, 256, 2, Schedule::ring})),
-            "block_M=128 block_N=128 kv_interleave=0 num_stages=2 persistent=0 schedule=1 threads=256");
+  EXPECT_EQ(
+      at::describe(at::attention_point({128, 128, 256, 2, Schedule::ring})),
+      "block_M=128 block_N=128 kv_interleave=0 lazy=0 num_stages=2 persistent=0 schedule=1 threads=256");
   EXPECT_EQ(at::attention_config(at::attention_point({128, 128, 256, 2, Schedule::ring, true})).describe(),
             "128x128 s2 t256 ring persistent");
   const auto e = at::attention_space("sm_90a", shape(1, 2, 1, 256, 512, 64), DType::f16, true).enumerate();
@@ -168,6 +185,11 @@ TEST(AutotuneAttentionSpace, ConversionsRoundTrip) {
   AttentionConfig interleaved{128, 128, 256, 2, Schedule::ring};
   interleaved.kv_interleave = true;
   EXPECT_EQ(at::attention_config(at::attention_point(interleaved)), interleaved);
+  AttentionConfig lazy{64, 128, 128, 1, Schedule::ring};
+  lazy.lazy_rescale = true;
+  EXPECT_EQ(at::attention_config(at::attention_point(lazy)), lazy);
+  EXPECT_EQ(at::describe(at::attention_point(lazy)),
+            "block_M=64 block_N=128 kv_interleave=0 lazy=1 num_stages=1 persistent=0 schedule=1 threads=128");
 }
 
 TEST(AutotuneAttentionSpace, GqaAlsoTriesTheInterleavedHeadOrder) {
@@ -291,17 +313,24 @@ TEST(AutotuneAttentionSpace, InvalidEntriesAreRemovedWithANote) {
   const std::string note =
       "tessel: note: tuning cache entry " + entry(dir.path(), s, DType::f16, false).string() + " holds ";
   EXPECT_CONTAINS(rejected(at::attention_point({64, 128, 256, 2, Schedule::cp_async})),
-                  note + "block_M=64 block_N=128 kv_interleave=0 num_stages=2 persistent=0 schedule=2 threads=256, which is pruned from " +
+                  note +
+                      "block_M=64 block_N=128 kv_interleave=0 lazy=0 num_stages=2 persistent=0 schedule=2 "
+                      "threads=256, which is pruned from " +
                       in + " by " + kWarpgroups + "; removed\n");
   EXPECT_CONTAINS(rejected(at::attention_point({64, 64, 128, 2, Schedule::ring_pingpong})),
                   "which is pruned from " + in + " by " + kPingpong);
-  EXPECT_CONTAINS(
-      rejected({{"block_M", 128}, {"block_N", 7}, {"kv_interleave", 0}, {"num_stages", -3}, {"persistent", 0},
-                {"schedule", 0}, {"threads", 256}}),
-      "which is not a point of " + in);
-  // An entry tuned before persistence or kv_interleave was a knob: stale, removed (the space it
-  // was the best of was smaller).
-  for (const char* knob : {"persistent", "kv_interleave"}) {
+  EXPECT_CONTAINS(rejected({{"block_M", 128},
+                            {"block_N", 7},
+                            {"kv_interleave", 0},
+                            {"lazy", 0},
+                            {"num_stages", -3},
+                            {"persistent", 0},
+                            {"schedule", 0},
+                            {"threads", 256}}),
+                  "which is not a point of " + in);
+  // An entry tuned before persistence, kv_interleave or lazy was a knob: stale, removed (the space
+  // it was the best of was smaller).
+  for (const char* knob : {"persistent", "kv_interleave", "lazy"}) {
     at::Config older = at::attention_point({128, 128, 256, 2, Schedule::ring_pingpong});
     older.erase(knob);
     EXPECT_CONTAINS(rejected(older), std::string("which lacks the knob ") + knob + " of " + in);
@@ -312,8 +341,9 @@ TEST(AutotuneAttentionSpace, InvalidEntriesAreRemovedWithANote) {
   EXPECT_CONTAINS(rejected(interleaved), "which is not a point of " + in);
   EXPECT_CONTAINS(rejected(at::attention_point({128, 128, 256, 2, Schedule::cp_async, true})),
                   "which is pruned from " + in + " by " + kPersistentRings);
-  EXPECT_CONTAINS(rejected({{"block_M", 128}, {"block_N", 128}, {"kv_interleave", 0}, {"threads", 256}}),
-                  "which lacks the knob num_stages of " + in);
+  EXPECT_CONTAINS(
+      rejected({{"block_M", 128}, {"block_N", 128}, {"kv_interleave", 0}, {"lazy", 0}, {"threads", 256}}),
+      "which lacks the knob num_stages of " + in);
   EXPECT_CONTAINS(rejected(at::attention_point({128, 256, 256, 3, Schedule::ring}), {48 * 1024, 1024}),
                   "which is pruned from " + in + " by shared memory ");
   // A good one is used.
@@ -413,22 +443,25 @@ TEST(AutotuneAttentionSpace, DefaultConfigByLoopLengthAndCausality) {
     const char* config;
   };
   for (const Want& w :
-       {// D = 64 over short loops (<= 1024 keys a row): 64 rows, one warpgroup, the ring.
-        Want{1024, 1024, 64, false, "64x128 s1 t128 ring"}, Want{1024, 1024, 64, true, "64x128 s1 t128 ring"},
-        Want{2048, 2048, 64, true, "64x128 s1 t128 ring"},
+       {// D = 64 over short loops (<= 1024 keys a row): 64 rows, one warpgroup, the ring, lazy
+        // rescaling with its skips (session 32).
+        Want{1024, 1024, 64, false, "64x128 s1 t128 ring lazy-rescale"},
+        Want{1024, 1024, 64, true, "64x128 s1 t128 ring lazy-rescale"},
+        Want{2048, 2048, 64, true, "64x128 s1 t128 ring lazy-rescale"},
         Want{64, 1024, 64, false, "128x128 s2 t256 cp.async"},  // one block of 64 rows
-        Want{2048, 2048, 64, false, "64x128 s1 t128 ring"}, Want{4096, 4096, 64, true, "64x128 s1 t128 ring"},
+        Want{2048, 2048, 64, false, "64x128 s1 t128 ring lazy-rescale"},
+        Want{4096, 4096, 64, true, "64x128 s1 t128 ring lazy-rescale"},
         Want{4096, 4096, 64, false, "192x128 s2 t384 ring persistent"},
         Want{4096, 4097, 64, false, "192x160 s1 t384 ring persistent"},  // a key tail: no rotation
-        Want{16384, 16384, 64, true, "64x128 s1 t128 ring"},
-        Want{128, 8192, 64, false, "64x128 s1 t128 ring"},  // 128 rows: no 192-row tile
+        Want{16384, 16384, 64, true, "64x128 s1 t128 ring lazy-rescale"},
+        Want{128, 8192, 64, false, "64x128 s1 t128 ring lazy-rescale"},  // 128 rows: no 192-row tile
         Want{1, 8192, 64, true, "128x128 s2 t256 cp.async"},
         Want{4096, 4096, 128, false, "128x128 s2 t256 ring+pingpong persistent"},
         // D = 128 causal: ping-pong, persistent; 256 keys a step in one stage
-        // past 768 keys a row on average; one query block (decode) as before.
-        Want{4096, 4096, 128, true, "128x256 s1 t256 ring+pingpong persistent"},
+        // past 768 keys a row on average, lazy there (session 32); one query block (decode) as before.
+        Want{4096, 4096, 128, true, "128x256 s1 t256 ring+pingpong persistent lazy-rescale"},
         Want{1024, 1024, 128, true, "128x128 s2 t256 ring+pingpong persistent"},
-        Want{2048, 2048, 128, true, "128x256 s1 t256 ring+pingpong persistent"},
+        Want{2048, 2048, 128, true, "128x256 s1 t256 ring+pingpong persistent lazy-rescale"},
         Want{128, 8192, 128, true, "128x128 s2 t256 ring"},  // one query block
         Want{4096, 4096, 256, false, "128x64 s2 t256 ring+pingpong"},
         Want{4096, 4096, 56, false, "192x128 s2 t384 ring persistent"},   // padded to 64
@@ -447,6 +480,7 @@ TEST(AutotuneAttentionSpace, DefaultConfigByLoopLengthAndCausality) {
     const AttentionConfig ampere = tessel::kernels::default_attention_config(s, DType::bf16, w.causal, "sm_80");
     EXPECT_EQ(ampere.schedule, Schedule::cp_async);
     EXPECT_FALSE(ampere.persistent);
+    EXPECT_FALSE(ampere.lazy_rescale);
     EXPECT_EQ(ampere.block_M, 128);
   }
 }

@@ -140,11 +140,12 @@ TEST_F(Cli, DumpAttentionShowsTheLibraryKernel) {
   for (const char* text : {"func flash_attention(Q: f16[2, 100, 8, 64], K: f16[2, 300, 2, 64]",
                            "kernel grid(2, 8, 2) threads(128)", "fast_exp2("})
     EXPECT_NE(r.output.find(text), std::string::npos) << "'" << text << "' missing from:\n" << r.output;
-  // 4096 keys, causal: the warpgroups take turns, persistent, 256 keys a step (session 20).
+  // 4096 keys, causal: the warpgroups take turns, persistent, 256 keys a step (session 20),
+  // lazy rescaling with its skips (session 32).
   r = run_tessel("dump attention --resources --seqlen-q 4096 --seqlen-k 4096 --dim 128 --causal --dtype bf16 --arch sm_90a");
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  for (const char* text : {"config 128x256:1:256:pingpong:persistent (built-in)", "spills:        0 B stored",
-                           ", persistent, ping-pong, TMA-store epilogue\n"})
+  for (const char* text : {"config 128x256:1:256:pingpong:persistent:lazy (built-in)",
+                           "spills:        0 B stored", ", persistent, ping-pong, TMA-store epilogue\n"})
     EXPECT_NE(r.output.find(text), std::string::npos) << "'" << text << "' missing from:\n" << r.output;
   EXPECT_EQ(r.output.find("declined:      persistent"), std::string::npos) << r.output;
   // A config without persistence says why it has none.
@@ -211,15 +212,24 @@ TEST_F(Cli, DumpAttentionShowsTheLibraryKernel) {
       << r.output;
   // ':lazy' (before ':polyN'): the running max kept until a key block passes it by 8 exponent
   // units -- 8 / (scale log2 e) = 44.36 in raw scores at D = 64 -- and the rescale of O under
-  // skip_unit_scales' test of its factors where TESSEL_ENABLE asks for it.
+  // skip_unit_scales' test of its factors, which a lazy config turns on and TESSEL_DISABLE off.
   r = run_tessel(
       "dump attention --source --dim 64 --config 192x128:2:384:ring:persistent:lazy:poly8 --arch sm_90a");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find(" + 44.361419677734375f)) ? fragment_"), std::string::npos) << r.output;
-  EXPECT_EQ(r.output.find("!= 1.0f) || (fragment_"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("!= 1.0f) || (fragment_"), std::string::npos) << r.output;
   r = run_tessel_env(
-      "TESSEL_ENABLE=unit_scale_skips",
+      "TESSEL_DISABLE=unit_scale_skips",
       "dump attention --source --dim 64 --config 192x128:2:384:ring:persistent:lazy --arch sm_90a");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find(" + 44.361419677734375f)) ? fragment_"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("!= 1.0f) || (fragment_"), std::string::npos) << r.output;
+  // Not lazy: no skips unless TESSEL_ENABLE asks.
+  r = run_tessel("dump attention --source --dim 64 --config 192x128:2:384:ring:persistent --arch sm_90a");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.output.find("!= 1.0f) || (fragment_"), std::string::npos) << r.output;
+  r = run_tessel_env("TESSEL_ENABLE=unit_scale_skips",
+                     "dump attention --source --dim 64 --config 192x128:2:384:ring:persistent --arch sm_90a");
   EXPECT_NE(r.output.find("!= 1.0f) || (fragment_"), std::string::npos) << r.output;
   r = run_tessel(
       "dump attention --resources --dim 64 --config 192x128:2:384:ring:persistent:lazy --arch sm_90a");
@@ -878,7 +888,7 @@ TEST_F(Cli, TuneAttentionWithoutAGpuSaysSo) {
   const CliRun r = run_tessel("tune attention --heads 4 --kv-heads 1 --seqlen-q 1 --seqlen-k 8192 --causal");
   EXPECT_EQ(r.exit_code, 3) << r.output;
   EXPECT_NE(
-      r.output.find("tessel tune attention 2x4x1x1x8192x128 causal bshd f16 on sm_90a: 2268 candidates, "),
+      r.output.find("tessel tune attention 2x4x1x1x8192x128 causal bshd f16 on sm_90a: 4536 candidates, "),
       std::string::npos)
       << r.output;
   EXPECT_NE(r.output.find("tessel tune attention needs a GPU to time candidates (--compile-only compiles the "
@@ -888,9 +898,9 @@ TEST_F(Cli, TuneAttentionWithoutAGpuSaysSo) {
 }
 
 TEST_F(Cli, TuneAttentionCompileOnlyListsEveryCandidate) {
-  // 64 keys: only 64-key blocks; 24 candidates (block_M 64: ring, persistent ring and cp.async;
-  // 128: the three schedules and both rings persistent; 1-3 stages), each listed with its
-  // registers, spills and shared memory.
+  // 64 keys: only 64-key blocks; 42 candidates (block_M 64: ring, persistent ring and cp.async;
+  // 128: the three schedules and both rings persistent; 1-3 stages; the 18 ring kernels also with
+  // lazy rescaling), each listed with its registers, spills and shared memory.
   const fs::path file =
       fs::temp_directory_path() / ("tessel-tune-attention-" + std::to_string(getpid()) + ".json");
   const CliRun r = run_tessel(
@@ -901,15 +911,17 @@ TEST_F(Cli, TuneAttentionCompileOnlyListsEveryCandidate) {
   EXPECT_EQ(r.exit_code, gpu ? 0 : 3) << r.output;
   if (!gpu) {
     EXPECT_NE(
-        r.output.find("tessel tune attention 1x2x2x100x64x64 causal bshd bf16 on sm_90a: 1134 candidates, "
-                      "1110 pruned (constraints, 232448 bytes of shared memory, 1024 threads), 24 left\n"),
+        r.output.find("tessel tune attention 1x2x2x100x64x64 causal bshd bf16 on sm_90a: 2268 candidates, "
+                      "2226 pruned (constraints, 232448 bytes of shared memory, 1024 threads), 42 left\n"),
         std::string::npos)
         << r.output;
   }
   EXPECT_NE(r.output.find("  128x64 s2 t256 ring+pingpong: "), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("  128x64 s2 t256 ring+pingpong persistent: "), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("  128x64 s2 t256 ring+pingpong persistent lazy-rescale: "), std::string::npos)
+      << r.output;
   EXPECT_NE(r.output.find(" registers, 0 bytes spilled, "), std::string::npos) << r.output;
-  EXPECT_NE(r.output.find("compiled 24 in "), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("compiled 42 in "), std::string::npos) << r.output;
   EXPECT_NE(r.output.find(" candidates/s; 0 failed, 0 spill\n"), std::string::npos) << r.output;
   std::ifstream in(file);
   ASSERT_TRUE(in.good()) << "no JSON written to " << file;
@@ -919,7 +931,7 @@ TEST_F(Cli, TuneAttentionCompileOnlyListsEveryCandidate) {
   EXPECT_EQ(j["tool"], "tessel tune attention --compile-only");
   EXPECT_EQ(j["seqlen_k"], 64);
   EXPECT_EQ(j["causal"], true);
-  ASSERT_EQ(j["table"].size(), 24u) << j.dump(2);
+  ASSERT_EQ(j["table"].size(), 42u) << j.dump(2);
   for (const auto& row : j["table"]) {
     EXPECT_EQ(row["config"]["block_N"], 64) << row.dump();
     EXPECT_GT(row["registers"].get<int>(), 0) << row.dump();

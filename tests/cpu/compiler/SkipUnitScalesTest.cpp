@@ -99,30 +99,38 @@ TEST(SkipUnitScales, OtherLoopsAreLeftAlone) {
 
 // FlashAttention's rescale of O (by exp2(m_prev - m), exactly 1 in a row whose max stayed) is
 // guarded inside its key loop, and so is the peeled first block's in a persistent kernel's tile
-// loop, when JitOptions::unit_scale_skips asks for it.
+// loop, when JitOptions::unit_scale_skips asks for it -- or the config is lazy, whose options
+// (attention_jit_options, what make_flash_attention compiles with) turn the skips on unless
+// JitOptions::disable_unit_scale_skips keeps them off.
 TEST(SkipUnitScales, AttentionsRescaleOfOIsGuarded) {
   T::kernels::AttentionShape s;
   s.batch = 2, s.heads = 4, s.kv_heads = 4, s.seqlen_q = 1024, s.seqlen_k = 1024, s.dim = 64;
+  auto guards = [&](const T::kernels::AttentionConfig& c, const T::JitOptions& base) {
+    const T::JitOptions o = T::kernels::attention_jit_options(s, c, base);
+    const std::string src =
+        T::codegen::generate_cuda(T::lower(T::kernels::attention_program(s, T::f16, false, 0.0f, c).ir(),
+                                           T::test::sm90(), T::jit_switches(o), false));
+    size_t n = 0;
+    for (size_t at = src.find("!= 1.0f) || ("); at != std::string::npos;
+         at = src.find("!= 1.0f) || (", at + 1))
+      ++n;
+    return n;
+  };
   for (bool lazy : {false, true}) {
+    SCOPED_TRACE(lazy ? "lazy" : "exact");
     T::kernels::AttentionConfig c;
     c.block_M = 192, c.block_N = 128, c.num_stages = 2, c.threads = 384;
     c.schedule = T::kernels::AttentionConfig::Schedule::ring;
     c.persistent = true;
     c.lazy_rescale = lazy;
-    T::kernels::AttentionOptions o;
-    o.config = c;
-    o.jit.arch = "sm_90a";
-    o.jit.persistent_rings = true;  // as make_flash_attention sets them for this config
-    o.jit.rotate_gemm_loops = true;
-    o.jit.unit_scale_skips = true;
-    const std::string src =
-        T::codegen::generate_cuda(T::lower(T::kernels::attention_program(s, T::f16, false, 0.0f, c).ir(),
-                                           T::test::sm90(), T::jit_switches(o.jit), false));
-    size_t n = 0;
-    for (size_t at = src.find("!= 1.0f) || ("); at != std::string::npos;
-         at = src.find("!= 1.0f) || (", at + 1))
-      ++n;
-    EXPECT_GE(n, 2u) << src;
+    T::JitOptions asked, plain, disabled;
+    asked.arch = plain.arch = disabled.arch = "sm_90a";
+    asked.unit_scale_skips = true;
+    disabled.unit_scale_skips = true;
+    disabled.disable_unit_scale_skips = true;
+    EXPECT_GE(guards(c, asked), 2u);
+    EXPECT_EQ(guards(c, plain), lazy ? guards(c, asked) : 0u);
+    EXPECT_EQ(guards(c, disabled), 0u);
   }
 }
 

@@ -115,15 +115,15 @@ TEST(FlashAttentionInterpreter, DefaultConfigTiles) {
 // The defaults for D = 64 (sessions 17-24): over long non-causal loops 192 query rows on three
 // consumer warpgroups, persistent, 128 keys a step in two stages where 128 divides Sk (160 in one
 // otherwise); causal at any length (and shorter loops) 64
-// rows on one warpgroup, 128 keys a step; both the ring's program (scale folded into the exponents). Tails in
-// both lengths, a partial last query block, causal and not, GQA.
+// rows on one warpgroup, 128 keys a step, lazy rescaling (session 32); both the ring's program (scale folded
+// into the exponents). Tails in both lengths, a partial last query block, causal and not, GQA.
 TEST(FlashAttentionInterpreter, DefaultTilesAtD64) {
   AttentionShape s;
   s.batch = 1, s.heads = 2, s.kv_heads = 1, s.dim = 64;
   for (bool causal : {false, true}) {
     s.seqlen_q = s.seqlen_k = causal ? 16384 : 4096;  // 4096 keys a row on average or more
     const AttentionConfig c = T::kernels::default_attention_config(s, DType::bf16, causal, "sm_90a");
-    ASSERT_EQ(c.describe(), causal ? "64x128 s1 t128 ring" : "192x128 s2 t384 ring persistent");
+    ASSERT_EQ(c.describe(), causal ? "64x128 s1 t128 ring lazy-rescale" : "192x128 s2 t384 ring persistent");
     check({1, 2, 1, 200, 300, 64, false}, DType::bf16, c);
     check({1, 2, 2, 200, 260, 64, true}, DType::f16, c);
     check({1, 2, 1, 71, 130, 64, true}, DType::bf16, c);
@@ -131,7 +131,8 @@ TEST(FlashAttentionInterpreter, DefaultTilesAtD64) {
 }
 
 // Session 20's D = 128 causal defaults: the warpgroups taking turns, persistent; 256 keys in one
-// stage past 768 keys a row on average, 128 in two up to it. Tails, GQA, Sq != Sk both ways.
+// stage past 768 keys a row on average (lazy rescaling there, session 32), 128 in two up to it.
+// Tails, GQA, Sq != Sk both ways.
 TEST(FlashAttentionInterpreter, DefaultCausalTilesAtD128) {
   AttentionShape s;
   s.batch = 1, s.heads = 2, s.kv_heads = 2, s.dim = 128;
@@ -139,7 +140,7 @@ TEST(FlashAttentionInterpreter, DefaultCausalTilesAtD128) {
     s.seqlen_q = s.seqlen_k = S;
     const AttentionConfig c = T::kernels::default_attention_config(s, DType::bf16, true, "sm_90a");
     ASSERT_EQ(c.describe(), S == 1024 ? "128x128 s2 t256 ring+pingpong persistent"
-                                      : "128x256 s1 t256 ring+pingpong persistent");
+                                      : "128x256 s1 t256 ring+pingpong persistent lazy-rescale");
     check({1, 2, 1, 200, 300, 128, true}, DType::bf16, c);
     check({1, 2, 2, 300, 270, 128, true}, DType::f16, c);
   }

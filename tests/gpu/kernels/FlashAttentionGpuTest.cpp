@@ -466,9 +466,10 @@ std::pair<std::vector<unsigned char>, std::vector<unsigned char>> attention_byte
 
 // AttentionConfig::lazy_rescale (a row's max kept until a key block passes it by 8 exponent
 // units) on every schedule against float64 -- tails in both lengths, causal and not, GQA, the
-// persistent rings -- and skip_unit_scales changing no bit: the same config compiled with and
-// without JitOptions::unit_scale_skips gives bit-identical O and LSE (the default configs,
-// a lazy one and an eager one, causal and not).
+// persistent rings -- and skip_unit_scales changing no bit: the same config compiled with
+// JitOptions::unit_scale_skips and with JitOptions::disable_unit_scale_skips gives bit-identical
+// O and LSE (the default configs at D = 64 and 128, lazy where causal or on the 64-row ring, a
+// lazy 192-row one and an eager one, causal and not).
 TEST(FlashAttentionGpuSmall, LazyRescaleAndUnitScaleSkips) {
   TESSEL_REQUIRE_GPU();
   using Schedule = T::kernels::AttentionConfig::Schedule;
@@ -495,13 +496,16 @@ TEST(FlashAttentionGpuSmall, LazyRescaleAndUnitScaleSkips) {
     }
   }
   std::mt19937_64 seeds(std::random_device{}());
+  const std::pair<std::optional<Config>, int> cases[] = {
+      {std::nullopt, 128},
+      {std::nullopt, 64},
+      {lazy(Config{192, 128, 384, 2, Schedule::ring}), 64},
+      {Config{128, 128, 256, 2, Schedule::ring_pingpong}, 64}};
   for (bool causal : {false, true})
-    for (std::optional<Config> c :
-         {std::optional<Config>(), std::optional<Config>(lazy(Config{192, 128, 384, 2, Schedule::ring})),
-          std::optional<Config>(Config{128, 128, 256, 2, Schedule::ring_pingpong})}) {
+    for (const auto& [c, dim] : cases) {
       T::kernels::AttentionShape s;
-      s.batch = 2, s.heads = 4, s.kv_heads = 2, s.seqlen_q = 700, s.seqlen_k = 1500, s.dim = c ? 64 : 128;
-      SCOPED_TRACE(std::string(causal ? "causal " : "") +
+      s.batch = 2, s.heads = 4, s.kv_heads = 2, s.seqlen_q = 700, s.seqlen_k = 1500, s.dim = dim;
+      SCOPED_TRACE(std::string(causal ? "causal " : "") + "D = " + std::to_string(dim) + " " +
                    (c ? c->describe() : std::string("default config")));
       const DType t = DType::bf16;
       Tensor q = random_input(s.batch, s.seqlen_q, s.heads, s.dim, t, false, seeds());
@@ -511,6 +515,7 @@ TEST(FlashAttentionGpuSmall, LazyRescaleAndUnitScaleSkips) {
       with.causal = without.causal = causal;
       with.config = without.config = c;
       with.jit.unit_scale_skips = true;
+      without.jit.disable_unit_scale_skips = true;
       const auto a = attention_bytes(s, t, with, q, k, v), b = attention_bytes(s, t, without, q, k, v);
       EXPECT_TRUE(a.first == b.first) << "O differs with and without skip_unit_scales";
       EXPECT_TRUE(a.second == b.second) << "LSE differs with and without skip_unit_scales";

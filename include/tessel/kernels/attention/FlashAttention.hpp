@@ -76,11 +76,13 @@ struct AttentionConfig {
   // Lazy rescaling (FlashAttention 4's): a row keeps the running max it has while the key block's
   // max exceeds it by at most 8 in the exponents' base-2 units, so that its exponentials are at
   // most 2^8 (P, l and O hold them easily: f16's largest is 65504) and its rescale factor is
-  // exactly 1 -- which the compiler's skip_unit_scales (JitOptions::unit_scale_skips) turns into
-  // skipping the rescale of O. O and LSE are the same mathematically (O / l and m + log l do not
-  // depend on the max used); the rounding differs. Opt-in: on an H100, alone it stays within the
-  // run-to-run spread; with the skips, +1 to +3.5 % on one-consumer-warpgroup kernels and -2.5 to
-  // -3.5 % on the others (docs/perf-notes.md, session 31).
+  // exactly 1 -- and make_flash_attention compiles it with the compiler's skip_unit_scales
+  // (JitOptions::unit_scale_skips; JitOptions::disable_unit_scale_skips keeps it off), which then
+  // skips the rescale of O. O and LSE are the same mathematically (O / l and m + log l do not
+  // depend on the max used); the rounding differs. default_attention_config takes it on the two
+  // kernels where it measured ahead on an H100 (sessions 31-32: the 64-row one-consumer-warpgroup
+  // ring at D = 64, +0.4 to +3.5 % causal; D = 128 causal's 256-key tile, +1 to +2 %); on the
+  // 192-row and 128x128 ping-pong kernels it lost up to 3.5 % at 16384 keys.
   bool lazy_rescale = false;
   std::string describe() const;  // "128x128 s2 t256 ring+pingpong", " persistent" when it is, ...
   bool operator==(const AttentionConfig&) const = default;
@@ -129,6 +131,11 @@ double attention_flops(const AttentionShape& s, bool causal);
 // The program, for the tuner and `tessel dump`: parameters Q, K, V, O, LSE in that order.
 PrimFunc attention_program(const AttentionShape& s, DType dtype, bool causal, float scale,
                            const AttentionConfig& c);
+// The options make_flash_attention compiles config `c` with: `base` (the caller's; its arch, or
+// the GPU's, or sm_90a) with what the config implies on top -- its schedule's switches,
+// persistence, the lazy config's skip_unit_scales, the occupancy of the cp.async kernel at D = 64,
+// the rotated loop of the 192-row ring. The tuning space lowers its candidates with the same.
+JitOptions attention_jit_options(const AttentionShape& s, const AttentionConfig& c, const JitOptions& base);
 // The compiled program (outputs O and LSE allocated by call()); without o.config, with
 // choose_attention_config's for o.jit.arch (the GPU's, or sm_90a without one).
 JitKernel make_flash_attention(const AttentionShape& s, DType dtype, const AttentionOptions& o = {});
