@@ -62,6 +62,9 @@
 #     each with and without the skips; s31b: each default config beside its `:lazy` form, the
 #     skinny GEMMs unsplit beside split-K; s31c: the same configs as they are, with the skips
 #     (TESSEL_ENABLE=unit_scale_skips), lazy, lazy with the skips;
+#   TESSEL_S21_STEPS=s32: lazy rescaling with its skips as the default on two kernels: the
+#     attention gpu tests, then the 16 default cases bf16 with this build and the carried one
+#     (build-gpu/old), alternating, twice each;
 #   TESSEL_S21_STEPS=uniform: JitOptions::uniform_roles beside the default (the passes' GEMM
 #     against the template on issue 5's shapes, attention's default cases), its gpu tests;
 #   TESSEL_S21_STEPS="softmax bench" (a list): those sets in that order, in one call.
@@ -523,6 +526,22 @@ elif [[ $steps == s31c ]]; then
         --json "$out/$day-attention-$name-$tag.json"
     done
   done
+elif [[ $steps == s32 ]]; then
+  # Session 32: lazy rescaling with its skips as the built-in choice on D = 64's 64x128 ring and
+  # causal D = 128's 256-key tile. The attention gpu tests (every default against float64, the
+  # lazy configs bit-identical with and without the skips), then the 16 default cases bf16 with
+  # this build and the carried previous one (build-gpu/old: b2c96e5), alternating, twice each,
+  # every process with cuDNN (docs/perf-notes.md, "Session 32").
+  step "gpu tests (attention defaults, lazy rescale)" 200 "$build/tessel_tests_gpu" --gtest_brief=1 \
+    --gtest_filter='FlashAttentionGpuSmall.*:HeadDims/FlashAttentionGpu.*'
+  old_build_bins
+  for round in 1 2; do
+    for bin in "${bins[@]}"; do
+      which=new commit=$TESSEL_GIT_COMMIT; [[ $bin == "$build/tessel" ]] || which=old commit=$old_commit
+      step "bench attention bf16 ($which build, round $round)" 75 env TESSEL_GIT_COMMIT="$commit" "$bin" \
+        bench attention --dtype bf16 --repeats 10 --json "$out/$day-attention-default-$which-r$round-$tag.json"
+    done
+  done
 elif [[ $steps == s30u ]]; then
   # Session 30: JitOptions::uniform_roles again, now that WarpgroupGemm builds its descriptors once
   # a call (session 29): the broadcast warpgroup index costs one shuffle a call, not one a wgmma.
@@ -557,7 +576,7 @@ elif [[ $steps == tune ]]; then
     --shapes 4194304x127,4194304x129,524288x1023,65536x8191,32768x8193,10000x50257 \
     --json "$out/$day-softmax-issue17-tuned-$tag.json"
 else
-  echo "gpu-s21.sh: unknown step set '$steps' in TESSEL_S21_STEPS (legal: first, h200, s24, s25, s26, s27, s28, s28b, s29, s29b, s29d, s29e, s29f, s29h, s30, s30u, s31, s31b, s31c, uniform, bench, softmax, ncu, tests, tune)" | tee -a "$log"
+  echo "gpu-s21.sh: unknown step set '$steps' in TESSEL_S21_STEPS (legal: first, h200, s24, s25, s26, s27, s28, s28b, s29, s29b, s29d, s29e, s29f, s29h, s30, s30u, s31, s31b, s31c, s32, uniform, bench, softmax, ncu, tests, tune)" | tee -a "$log"
   status=1
 fi
 done
