@@ -276,7 +276,7 @@ TEST(FlashAttentionGpuSmall, DefaultConfigsOfLongLoops) {
     s.batch = c.B, s.heads = c.H, s.kv_heads = c.Hkv, s.seqlen_q = c.Sq, s.seqlen_k = c.Sk, s.dim = c.D;
     const auto d = T::kernels::default_attention_config(s, DType::bf16, c.causal, "sm_90a");
     EXPECT_EQ(d.describe(), c.D == 128        ? "128x128 s2 t256 ring+pingpong persistent"
-                            : c.causal        ? "64x128 s1 t128 ring"
+                            : c.causal        ? "64x128 s1 t128 ring lazy-rescale"
                             : c.Sk % 128 == 0 ? "192x128 s2 t384 ring persistent"
                                               : "192x160 s1 t384 ring persistent");
     check(c, DType::bf16);
@@ -285,7 +285,8 @@ TEST(FlashAttentionGpuSmall, DefaultConfigsOfLongLoops) {
 
 // Session 20's defaults: D = 64 with more than 64 query rows, causal or below 4096 keys a row on
 // average, on 64-row ring tiles of one consumer warpgroup; D = 128 causal with ping-pong, persistent, one stage of 256
-// keys past 768 keys a row (two of 128 up to it). Tails in both lengths, GQA and MQA, Sq != Sk
+// keys past 768 keys a row (two of 128 up to it); lazy rescaling on the 64-row tiles and the
+// 256-key ones (session 32). Tails in both lengths, GQA and MQA, Sq != Sk
 // both ways (rows that see no key included), both dtypes.
 TEST(FlashAttentionGpuSmall, DefaultConfigsOfShortLoopsAndCausal) {
   TESSEL_REQUIRE_GPU();
@@ -296,15 +297,15 @@ TEST(FlashAttentionGpuSmall, DefaultConfigsOfShortLoopsAndCausal) {
     DType t;
     const char* config;
   };
-  for (const Want& w : {Want{{2, 4, 2, 1000, 1000, 64, false}, DType::bf16, "64x128 s1 t128 ring"},
-                        Want{{1, 3, 1, 777, 900, 64, true}, DType::f16, "64x128 s1 t128 ring"},
-                        Want{{1, 2, 2, 1300, 1100, 64, true}, DType::bf16, "64x128 s1 t128 ring"},
-                        Want{{1, 2, 1, 4500, 4700, 64, true}, DType::f16, "64x128 s1 t128 ring"},
-                        Want{{1, 2, 2, 100, 3000, 64, false}, DType::bf16, "64x128 s1 t128 ring"},
+  for (const Want& w : {Want{{2, 4, 2, 1000, 1000, 64, false}, DType::bf16, "64x128 s1 t128 ring lazy-rescale"},
+                        Want{{1, 3, 1, 777, 900, 64, true}, DType::f16, "64x128 s1 t128 ring lazy-rescale"},
+                        Want{{1, 2, 2, 1300, 1100, 64, true}, DType::bf16, "64x128 s1 t128 ring lazy-rescale"},
+                        Want{{1, 2, 1, 4500, 4700, 64, true}, DType::f16, "64x128 s1 t128 ring lazy-rescale"},
+                        Want{{1, 2, 2, 100, 3000, 64, false}, DType::bf16, "64x128 s1 t128 ring lazy-rescale"},
                         Want{{2, 4, 2, 1500, 1500, 128, true}, DType::bf16, "128x128 s2 t256 ring+pingpong persistent"},
-                        Want{{1, 4, 1, 3000, 3300, 128, true}, DType::f16, "128x256 s1 t256 ring+pingpong persistent"},
-                        Want{{1, 2, 2, 2100, 1800, 128, true}, DType::bf16, "128x256 s1 t256 ring+pingpong persistent"},
-                        Want{{2, 3, 3, 2049, 2049, 128, true}, DType::bf16, "128x256 s1 t256 ring+pingpong persistent"}}) {
+                        Want{{1, 4, 1, 3000, 3300, 128, true}, DType::f16, "128x256 s1 t256 ring+pingpong persistent lazy-rescale"},
+                        Want{{1, 2, 2, 2100, 1800, 128, true}, DType::bf16, "128x256 s1 t256 ring+pingpong persistent lazy-rescale"},
+                        Want{{2, 3, 3, 2049, 2049, 128, true}, DType::bf16, "128x256 s1 t256 ring+pingpong persistent lazy-rescale"}}) {
     T::kernels::AttentionShape s;
     s.batch = w.c.B, s.heads = w.c.H, s.kv_heads = w.c.Hkv, s.seqlen_q = w.c.Sq, s.seqlen_k = w.c.Sk, s.dim = w.c.D;
     const auto d = T::kernels::choose_attention_config(s, w.t, w.c.causal, "sm_90a").config;
