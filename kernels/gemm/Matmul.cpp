@@ -54,7 +54,12 @@ MatmulConfig default_matmul_config(long long M, long long N, long long K, DType 
     } else if (tiles(128, 256) >= 2 * sm_count) {
       c.block_M = 128, c.block_N = 256, c.num_stages = 3, c.threads = 256, c.panel_size = 8;
     } else if (tiles(128, 128) >= sm_count) {
-      c.block_M = 128, c.block_N = 128, c.num_stages = 5, c.threads = 256;
+      // Rasterized in panels of 8 tile rows, not 16: on an H100 in session 32, each config in its
+      // own process with cuBLAS, twice (bench/results/2026-12-07-gemm-panel-*-s32e-h100.json),
+      // 2048^3 0.95-0.97x -> 1.00x, 2048x4096x4096 0.86-0.89x -> 0.96x, 4096x2048x4096 0.84-0.89x
+      // -> 0.95-0.96x, 2560^3 0.90-0.92x -> 0.97x (f16 and bf16); `tessel tune gemm` at 2048^3
+      // put panel 8 first too.
+      c.block_M = 128, c.block_N = 128, c.num_stages = 5, c.threads = 256, c.panel_size = 8;
     } else if (K <= 2048) {
       // Few tiles and a short K loop (1024^3: 64 tiles of 128x128): 64-row tiles fill twice the
       // SMs. Exhaustive tune on the H200 (bench/results/2026-12-02-tune-1024x1024x1024-h200.json):

@@ -32,7 +32,7 @@ at::Space tutorial_space(const kernels::MatmulConfig& default_config) {
       .knob("block_K", {32, 64})
       .knob("num_stages", {4, 5})
       .knob("threads", {128, 256})
-      .knob("panel", {16});
+      .knob("panel", {8});
   s.point({{"block_M", default_config.block_M},
            {"block_N", default_config.block_N},
            {"block_K", default_config.block_K},
@@ -53,7 +53,7 @@ void show_program(const at::Space::Enumeration& e, const at::HardwareLimits& lim
       << "  the space (tools/tessel/TutorialTune.cpp), knobs of section 3's make_matmul:\n"
          "    T::autotune::Space space(\"tutorial section 7\");\n"
          "    space.knob(\"block_M\", {128}).knob(\"block_N\", {128, 256}).knob(\"block_K\", {32, 64})\n"
-         "         .knob(\"num_stages\", {4, 5}).knob(\"threads\", {128, 256}).knob(\"panel\", {16})\n"
+         "         .knob(\"num_stages\", {4, 5}).knob(\"threads\", {128, 256}).knob(\"panel\", {8})\n"
          "         .point(default_config)   // the built-in table's choice for this GPU\n"
          "         .constraint(\"at most 256 f32 accumulators per thread\", ...)\n"
          "         .smem_bytes(matmul_smem_bytes);  // pruned before compiling\n"

@@ -87,9 +87,9 @@ TEST_F(Cli, DumpGemmIrPrintsTheTutorialProgram) {
   const CliRun r = run_tessel("dump gemm --ir");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   // The 2048^3 default from the built-in table; without a GPU it is sm_90a's: 128x128x64,
-  // 5 stages, 256 threads (two consumer warpgroups), panel 16.
+  // 5 stages, 256 threads (two consumer warpgroups), panel 8 (session 32).
   for (const char* text :
-       {"matmul", "kernel grid(16, 16)", "threads(256)", "stages=5", "use_swizzle(16)", "gemm(", "copy("})
+       {"matmul", "kernel grid(16, 16)", "threads(256)", "stages=5", "use_swizzle(8)", "gemm(", "copy("})
     EXPECT_NE(r.output.find(text), std::string::npos) << "'" << text << "' missing from:\n" << r.output;
 }
 
@@ -680,9 +680,9 @@ TEST_F(Cli, UnderTheHoodShowsThePassesLayoutsPipelineAndInstructions) {
         "path: sm90 wgmma block gemm (generic kernel), TMA + mbarrier ring, warp-specialized, persistent, "
         "TMA-store epilogue\n",
         "the same GEMM through the hand-written template (JitOptions::gemm_from_passes = false",
-        "persist_tiles               22  tiles tile_i",
-        "plan_tma_stores             35  _staging, drain_tma_stores",
-        "place_gemm_waits            49  gemm_wait(",
+        "persist_tiles               25  tiles tile_i",  // with panel 8's rasterization (session 32)
+        "plan_tma_stores             38  _staging, drain_tma_stores",
+        "place_gemm_waits            55  gemm_wait(",
         "TMA map C_store_map: box [64, 64] of C, 128-byte swizzle",
         "mbarriers shared_0_full[5]: 1 arrival per phase", "persistent: as many blocks as SMs",
         // Attention's default kernel (non-causal) is persistent since session 17, O stored by TMA.
