@@ -65,6 +65,8 @@
 #   TESSEL_S21_STEPS=s32: lazy rescaling with its skips as the default on two kernels: the
 #     attention gpu tests, then the 16 default cases bf16 with this build and the carried one
 #     (build-gpu/old), alternating, twice each;
+#   TESSEL_S21_STEPS=lmhead: aligned LM-head GEMMs with the default, rasterization panels 2 / 4
+#     and 2-CTA multicast clusters (session 32's lead: 0.77-0.80x cuBLAS at 8192x50256x4096);
 #   TESSEL_S21_STEPS=uniform: JitOptions::uniform_roles beside the default (the passes' GEMM
 #     against the template on issue 5's shapes, attention's default cases), its gpu tests;
 #   TESSEL_S21_STEPS="softmax bench" (a list): those sets in that order, in one call.
@@ -542,6 +544,19 @@ elif [[ $steps == s32 ]]; then
         bench attention --dtype bf16 --repeats 10 --json "$out/$day-attention-default-$which-r$round-$tag.json"
     done
   done
+elif [[ $steps == lmhead ]]; then
+  # Session 32's lead: aligned LM-head GEMMs (M tokens x a vocabulary x the hidden size), where the
+  # default's 128x256 tiles in panels of 8 ran 0.77-0.80x cuBLAS on an H100 and panels of 4
+  # 0.83-0.96x. The default, then rasterization panels 2 / 4 and 2-CTA multicast clusters (A or B
+  # shared), each its own process with cuBLAS (docs/perf-notes.md, "Session 32").
+  lm=8192x50256x4096,8192x32000x4096,8192x128256x4096,4096x50256x4096
+  for cfg in default 128x256x64:3:256:swz4 128x256x64:3:256:swz2 128x256x64:3:256:swz8:c2x1 \
+      128x256x64:3:256:swz8:c1x2 128x256x64:3:256:swz4:c2x1 128x256x64:3:256:swz4:c1x2 256x128x64:3:256:swz4 \
+      default; do
+    args=(); [[ $cfg == default ]] || args=(--config "$cfg")
+    step "bench gemm LM heads ($cfg)" 150 "$build/tessel" bench gemm --repeats 10 --warmup 3 --dtype f16,bf16 \
+      --shapes "$lm" "${args[@]}" --json "$out/$day-gemm-lmhead-${cfg//:/-}-$SECONDS-$tag.json"
+  done
 elif [[ $steps == s30u ]]; then
   # Session 30: JitOptions::uniform_roles again, now that WarpgroupGemm builds its descriptors once
   # a call (session 29): the broadcast warpgroup index costs one shuffle a call, not one a wgmma.
@@ -576,7 +591,7 @@ elif [[ $steps == tune ]]; then
     --shapes 4194304x127,4194304x129,524288x1023,65536x8191,32768x8193,10000x50257 \
     --json "$out/$day-softmax-issue17-tuned-$tag.json"
 else
-  echo "gpu-s21.sh: unknown step set '$steps' in TESSEL_S21_STEPS (legal: first, h200, s24, s25, s26, s27, s28, s28b, s29, s29b, s29d, s29e, s29f, s29h, s30, s30u, s31, s31b, s31c, s32, uniform, bench, softmax, ncu, tests, tune)" | tee -a "$log"
+  echo "gpu-s21.sh: unknown step set '$steps' in TESSEL_S21_STEPS (legal: first, h200, s24, s25, s26, s27, s28, s28b, s29, s29b, s29d, s29e, s29f, s29h, s30, s30u, s31, s31b, s31c, s32, lmhead, uniform, bench, softmax, ncu, tests, tune)" | tee -a "$log"
   status=1
 fi
 done
