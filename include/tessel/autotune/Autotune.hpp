@@ -285,7 +285,7 @@ std::function<Measurement(const JitKernel&, int)> event_timer(std::function<void
 Measurement summarize(std::vector<double> samples_ms);
 
 // ---- GEMM -------------------------------------------------------------------------------------
-// block_M/N {64,128,256} x block_K {32,64} x stages {2..5} x threads {128,256} x panel {0,8,16}
+// block_M/N {64,128,256} x block_K {32,64} x stages {2..5} x threads {128,256} x panel {0,4,8,16}
 // (0: no swizzle); at most 256 f32 accumulators per thread; smem and threads for pruning. On
 // sm_90a the tiles the wgmma path takes (block_K 64, 128 or 256 threads) are among them.
 Space gemm_space(const std::string& arch, DType dtype = DType::f16);
