@@ -395,9 +395,18 @@ PrimFunc attention_program(const AttentionShape& s, DType dtype, bool causal, fl
   return f;
 }
 
+namespace {
+
+// The arch a JitOptions::arch compiles for: as jit() reads it, the GPU's when empty (sm_90a
+// without one).
+std::string target_arch(const std::string& asked) {
+  return !asked.empty() ? asked : gpu_available() ? current_device().arch() : "sm_90a";
+}
+
+}  // namespace
+
 JitKernel make_flash_attention(const AttentionShape& s, DType dtype, const AttentionOptions& o) {
-  std::string arch = o.jit.arch;
-  if (arch.empty()) arch = gpu_available() ? current_device().arch() : "sm_90a";
+  const std::string arch = target_arch(o.jit.arch);
   const AttentionConfig c = o.config ? *o.config : choose_attention_config(s, dtype, o.causal, arch).config;
   if (c.persistent && c.schedule == AttentionConfig::Schedule::cp_async)
     TESSEL_USER_ERROR("flash_attention", std::source_location::current(),
@@ -411,8 +420,7 @@ JitKernel make_flash_attention(const AttentionShape& s, DType dtype, const Atten
 
 JitOptions attention_jit_options(const AttentionShape& s, const AttentionConfig& c, const JitOptions& base) {
   JitOptions jo = base;
-  const std::string arch =
-      base.arch.empty() ? (gpu_available() ? current_device().arch() : "sm_90a") : base.arch;
+  const std::string arch = target_arch(base.arch);
   jo.persistent_rings = jo.persistent_rings || (c.persistent && has_ring_schedules(arch));
   // Lazy rescaling leaves most rescale factors exactly 1; skipping the multiplies by them is what
   // it pays through (alone it measured within the run-to-run spread: perf-notes, session 31).

@@ -371,7 +371,8 @@ void add_level_flags(CLI::App* app, DumpOptions& o) {
                 "PyPI's nvidia-cuda-nvdisasm has it; exit 4 without it)");
   app->add_flag("--sass-loops", o.sass_loops,
                 "The SASS's loops (each branch back to an earlier instruction): address range, instruction "
-                "count, nesting depth, innermost or not, and the opcodes each holds, most frequent first -- "
+                "count, innermost or not (no other loop inside it), and its 16 most frequent opcodes with "
+                "their counts -- "
                 "the instructions a kernel issues per iteration of its hot loop (nvdisasm as for --sass)");
   app->add_flag("--resources", o.resources,
                 "Registers, spills, shared memory, compile time, instructions used");
