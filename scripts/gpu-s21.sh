@@ -67,6 +67,8 @@
 #     (build-gpu/old), alternating, twice each;
 #   TESSEL_S21_STEPS=lmhead: aligned LM-head GEMMs with the default, rasterization panels 2 / 4
 #     and 2-CTA multicast clusters (session 32's lead: 0.77-0.80x cuBLAS at 8192x50256x4096);
+#   TESSEL_S21_STEPS=splitk: the split-K model's unsplit grid as split_k_clusters builds it
+#     (session 33): M = 64 shapes it now keeps in one kernel, unsplit / auto / the old share counts;
 #   TESSEL_S21_STEPS=uniform: JitOptions::uniform_roles beside the default (the passes' GEMM
 #     against the template on issue 5's shapes, attention's default cases), its gpu tests;
 #   TESSEL_S21_STEPS="softmax bench" (a list): those sets in that order, in one call.
@@ -557,6 +559,17 @@ elif [[ $steps == lmhead ]]; then
     step "bench gemm LM heads ($cfg)" 150 "$build/tessel" bench gemm --repeats 10 --warmup 3 --dtype f16,bf16 \
       --shapes "$lm" "${args[@]}" --json "$out/$day-gemm-lmhead-${cfg//:/-}-$SECONDS-$tag.json"
   done
+elif [[ $steps == splitk ]]; then
+  # Session 33: plan_matmul's split-K model counts the unsplit grid as split_k_clusters builds it
+  # (R = 2, 4 or 8 CTAs a tile), not as the template's 2-CTA clusters. Three M = 64 shapes whose
+  # choice it changed (64x4096x8192 and 64x6144x8192 over 4-CTA clusters, 64x2048x16384 over 8:
+  # split 5 / 4 / 10 -> one kernel) and issue 17's 32x4096x14336, each unsplit (--split-k 1), as the
+  # library chooses (auto) and at the old model's share counts, each its own process with cuBLAS.
+  for split in 1 auto 4 5 10; do
+    step "bench gemm skinny M = 64 (--split-k $split)" 60 "$build/tessel" bench gemm --repeats 20 --warmup 5 \
+      --dtype f16,bf16 --shapes 64x4096x8192,64x6144x8192,64x2048x16384,32x4096x14336 --split-k "$split" \
+      --json "$out/$day-gemm-skinny64-split-$split-$tag.json"
+  done
 elif [[ $steps == s30u ]]; then
   # Session 30: JitOptions::uniform_roles again, now that WarpgroupGemm builds its descriptors once
   # a call (session 29): the broadcast warpgroup index costs one shuffle a call, not one a wgmma.
@@ -591,7 +604,7 @@ elif [[ $steps == tune ]]; then
     --shapes 4194304x127,4194304x129,524288x1023,65536x8191,32768x8193,10000x50257 \
     --json "$out/$day-softmax-issue17-tuned-$tag.json"
 else
-  echo "gpu-s21.sh: unknown step set '$steps' in TESSEL_S21_STEPS (legal: first, h200, s24, s25, s26, s27, s28, s28b, s29, s29b, s29d, s29e, s29f, s29h, s30, s30u, s31, s31b, s31c, s32, lmhead, uniform, bench, softmax, ncu, tests, tune)" | tee -a "$log"
+  echo "gpu-s21.sh: unknown step set '$steps' in TESSEL_S21_STEPS (legal: first, h200, s24, s25, s26, s27, s28, s28b, s29, s29b, s29d, s29e, s29f, s29h, s30, s30u, s31, s31b, s31c, s32, lmhead, splitk, uniform, bench, softmax, ncu, tests, tune)" | tee -a "$log"
   status=1
 fi
 done

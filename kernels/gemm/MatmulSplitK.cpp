@@ -113,14 +113,23 @@ constexpr int kMinTunedTilesPerShare = kMinTilesPerShare / 2;
 constexpr double kDramBytesPerUs = 4.1e6, kRateScale = 6.09e6, kHalfCtas = 38.4;
 // The reduction: its launch behind the partial GEMM and a DRAM round trip.
 constexpr double kReduceUs = 2;
-// A grid whose tiles split their K loop over 2-CTA clusters (the sm_90a template) streams B at
-// this fraction of the rate above where M <= 16: 8x14336x4096 on the H200 ran 36.4 us on 112
-// such CTAs (3.2 TB/s) where the fit says 28.7 us (3.9 TB/s), and split-K 2 ran 33.1 us in the
-// same process (bench/results/2026-12-05-gemm-skinny-default-s18-h200.json and the log beside
-// it); on an H100 split-K 2 beat it by 4 % at M = 8 and 3 % at M = 16 but lost by 3.5 % at
-// M = 64, whose split tiles are 64 rows (2026-12-05-gemm-14336-*-s18c-h100.json).
+// A grid whose tiles split their K loop over a cluster (split_k_clusters, by default; the
+// template's 2-CTA clusters under TESSEL_DISABLE=gemm_from_passes) streams at a fraction of the
+// rate above for its CTAs:
+// - 2-CTA clusters where M <= 16: 0.79. 8x14336x4096 on the H200 ran 36.4 us on 112 such CTAs
+//   (the template's; 3.2 TB/s) where the fit says 28.7 us (3.9 TB/s), and split-K 2 ran 33.1 us
+//   in the same process (bench/results/2026-12-05-gemm-skinny-default-s18-h200.json and the log
+//   beside it); on an H100 split-K 2 beat it by 4 % at M = 8 and 3 % at M = 16 but lost by
+//   3.5 % at M = 64, whose split tiles are 64 rows (2026-12-05-gemm-14336-*-s18c-h100.json):
+//   2-CTA clusters of more rows stream at the fit's rate.
+// - 4- and 8-CTA clusters: 0.90. 32x4096x14336 (16 tiles over 4-CTA clusters: 64 CTAs) ran
+//   48.5 us against split-K 5's 45.5 us in the same process, an H100 in session 31
+//   (2026-12-07-gemm-skinny-split-{1,auto}-s31b-h100.json); the fit says 31.1 us for 64 CTAs and
+//   32.3 us for the split, so the clusters take 31.1 / (32.3 * 48.5 / 45.5) = 0.90 of the rate.
+//   One shape on an H100: to be refitted on the H200.
 constexpr double kClusterSplitRate = 0.79;
 constexpr long long kClusterSplitRateMaxM = 16;
+constexpr double kWideClusterSplitRate = 0.90;
 // An operand this small is read from DRAM once however many tiles re-read it (a quarter of the
 // H200's 50 MB L2, leaving room for the streamed operand's lines in flight).
 constexpr double kL2ResidentBytes = 12.0 * 1024 * 1024;
@@ -192,16 +201,18 @@ void plan_split_k(MatmulPlan& p, DType dtype, const std::string& arch, int split
   const MatmulConfig split = split_k_config(p.M, dtype);
   const long long split_tiles = ceil_div(p.M, split.block_M) * ceil_div(p.kernel_N, split.block_N);
   // The unsplit kernel's grid: default_matmul_config's tiles (64x256 for M <= 64 on sm_90), each
-  // tile's K loop split over a 2-CTA cluster where select_hopper_gemm does that (HopperPolicy.hpp).
+  // tile's K loop split over the cluster of R CTAs split_k_clusters gives it (HopperPolicy.hpp;
+  // R = 1: no split).
   const MatmulConfig whole = default_matmul_config(p.M, p.kernel_N, p.kernel_K, dtype, arch, sm_count);
   const long long whole_tiles = ceil_div(p.M, whole.block_M) * ceil_div(p.kernel_N, whole.block_N);
-  const bool cluster_split =
-      arch.rfind("sm_90", 0) == 0 &&
-      passes::hopper_split_k(
-          whole_tiles, p.kernel_K,
-          passes::hopper_ring_smem(whole.block_M, whole.block_N, whole.block_K, whole.num_stages),
-          whole.block_M, whole.block_N, sm_count, default_smem_cap(arch));
-  const long long whole_ctas = whole_tiles * (cluster_split ? 2 : 1);
+  const int cluster_ranks =
+      arch.rfind("sm_90", 0) == 0 ? passes::split_k_cluster_ranks(whole_tiles, p.kernel_K, sm_count) : 1;
+  const long long whole_ctas = whole_tiles * cluster_ranks;
+  const double cluster_rate = cluster_ranks >= 4                                   ? kWideClusterSplitRate
+                              : cluster_ranks == 2 && p.M <= kClusterSplitRateMaxM ? kClusterSplitRate
+                                                                                   : 1.0;
+  const std::string over_clusters =
+      cluster_ranks > 1 ? " over " + std::to_string(cluster_ranks) + "-CTA clusters" : std::string();
   // The bytes every grid reads from DRAM: B once, A once per column tile -- or once in all when A
   // is small enough to stay in L2 between the column tiles' reads (a skinny A: 64 x 8192 f16 is
   // 1 MB; 64 column tiles would count it 64 times, which the DRAM never sees).
@@ -211,9 +222,7 @@ void plan_split_k(MatmulPlan& p, DType dtype, const std::string& arch, int split
     const double a_reads = a_bytes <= kL2ResidentBytes ? 1.0 : static_cast<double>(ceil_div(p.kernel_N, block_N));
     return a_bytes * a_reads + e * static_cast<double>(p.kernel_K * p.kernel_N);
   };
-  p.estimate_unsplit_us =
-      stream_us(operand_bytes(whole.block_N), whole_ctas, sm_count) /
-      (cluster_split && p.M <= kClusterSplitRateMaxM ? kClusterSplitRate : 1.0);
+  p.estimate_unsplit_us = stream_us(operand_bytes(whole.block_N), whole_ctas, sm_count) / cluster_rate;
   // Split s ways: the longest share sets the time; the partials are written and read back.
   const auto split_us = [&](long long s) {
     const double longest = static_cast<double>(ceil_div(k_tiles, s) * s) / static_cast<double>(k_tiles);
@@ -242,9 +251,8 @@ void plan_split_k(MatmulPlan& p, DType dtype, const std::string& arch, int split
     p.estimate_split_us = split_us(chosen);
     if (!(p.estimate_split_us < p.estimate_unsplit_us)) {
       why << sep << "not split: " << whole_ctas << " CTAs (" << whole_tiles << " tiles of " << whole.block_M
-          << "x" << whole.block_N << (cluster_split ? " over 2-CTA clusters" : "") << ") stream it in "
-          << p.estimate_unsplit_us << " us, split-K " << chosen << " in " << p.estimate_split_us
-          << " us (model)";
+          << "x" << whole.block_N << over_clusters << ") stream it in " << p.estimate_unsplit_us
+          << " us, split-K " << chosen << " in " << p.estimate_split_us << " us (model)";
       p.why += why.str();
       return;
     }
@@ -264,8 +272,8 @@ void plan_split_k(MatmulPlan& p, DType dtype, const std::string& arch, int split
       << (k_tiles % chosen ? "-" + std::to_string(k_tiles / chosen + 1) : "")
       << " K tiles = " << split_tiles * chosen << " CTAs on " << sm_count
       << " SMs (model: " << p.estimate_split_us << " us, against " << p.estimate_unsplit_us << " us for "
-      << whole_ctas << " CTAs of " << whole.block_M << "x" << whole.block_N << " tiles"
-      << (cluster_split ? " over 2-CTA clusters" : "") << "); f32 workspace " << p.workspace_bytes << " B";
+      << whole_ctas << " CTAs of " << whole.block_M << "x" << whole.block_N << " tiles" << over_clusters
+      << "); f32 workspace " << p.workspace_bytes << " B";
   p.why += why.str();
 }
 

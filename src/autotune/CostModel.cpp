@@ -70,15 +70,15 @@ double gemm_estimated_cycles(long long M, long long N, long long K, const Config
   const double hbm =
       (1.0 * std::min<long long>(M, tiles_m * bm) * bk + 1.0 * bk * std::min<long long>(N, tiles_n * bn)) *
       2.0 / 1670.0;
-  // Split-K as select_hopper_gemm decides it (passes/HopperPolicy.hpp, the arch's shared memory):
-  // half the K steps per CTA, both halves streaming at once, and a hand-off of the f32 tile
-  // through distributed shared memory.
-  const bool split = hopper && passes::hopper_split_k(tiles, K, passes::hopper_ring_smem(bm, bn, bk, stages),
-                                                      bm, bn, static_cast<int>(sms), default_smem_cap(arch));
-  if (split) {
-    const double per_step = std::max({compute, latency, l2, 2 * hbm});
-    const double epilogue = 1.0 * bm * bn * 2.0 / 32.0 + 1.0 * bm * bn * 4.0 / 32.0;
-    return static_cast<double>((k_steps + 1) / 2) * per_step + 1500.0 + epilogue;
+  // Split-K over clusters as split_k_clusters decides it (passes/HopperPolicy.hpp): each of a
+  // cluster's R CTAs runs 1/R of the K steps, all R streaming at once, and the f32 partial tiles
+  // meet in rank 0 over log2(R) rounds through distributed shared memory.
+  const int ranks = hopper ? passes::split_k_cluster_ranks(tiles, K, static_cast<int>(sms)) : 1;
+  if (ranks > 1) {
+    const double per_step = std::max({compute, latency, l2, ranks * hbm});
+    const double rounds = std::log2(static_cast<double>(ranks));
+    const double epilogue = 1.0 * bm * bn * 2.0 / 32.0 + rounds * (1.0 * bm * bn * 4.0 / 32.0);
+    return static_cast<double>((k_steps + ranks - 1) / ranks) * per_step + 1500.0 + epilogue;
   }
   const double per_step = std::max({compute, latency, l2, hbm});
   const double epilogue = 1.0 * bm * bn * 2.0 / 32.0;

@@ -96,11 +96,12 @@ TEST(MatmulPlan, BadArgumentsAreNamed) {
 }
 
 // Issue 17's skinny shapes on the H200 (132 SMs): where the unsplit grid (64x256 tiles, each
-// over a 2-CTA cluster by the sm_90a template) streams B with too few CTAs to reach the DRAM's
+// over a cluster of R CTAs by split_k_clusters) streams B with too few CTAs to reach the DRAM's
 // rate, K is split into shares of at least 8 tiles until enough CTAs stream; 8x14336x4096 (112
-// CTAs unsplit, but over clusters, which stream at 0.79 of the model's rate: measured, session
-// 18) splits in 2; 64x8192x8192 (128 CTAs of 64x64) comes close enough that the reduction would
-// cost more than the split gains.
+// CTAs unsplit, but over 2-CTA clusters, which stream at 0.79 of the model's rate where M <= 16:
+// measured, session 18) splits in 2; 32x4096x14336 (64 CTAs over 4-CTA clusters, at 0.90:
+// session 31) in 5; 64x8192x8192 (128 CTAs of 64x64) comes close enough that the reduction
+// would cost more than the split gains.
 TEST(MatmulPlan, SkinnyShapesSplitK) {
   struct Want {
     long long M, N, K;
@@ -148,6 +149,23 @@ TEST(MatmulPlan, SkinnyShapesSplitK) {
                     "31.1 us, against 36.3 us for 112 CTAs of 64x256 tiles over 2-CTA clusters)"),
       std::string::npos)
       << wide.why;
+  // The unsplit grid is the one split_k_clusters builds: 4 and 8 CTAs a tile where they fit.
+  EXPECT_NE(
+      plan_matmul(32, 4096, 14336, DType::f16, "sm_90a")
+          .why.find("split-K 5: 16 tiles of 32x256 x 5 shares of 44-45 K tiles = 80 CTAs on 132 SMs "
+                    "(model: 32.3 us, against 34.6 us for 64 CTAs of 64x256 tiles over 4-CTA clusters)"),
+      std::string::npos);
+  EXPECT_NE(plan_matmul(32, 2048, 28672, DType::f16, "sm_90a")
+                .why.find("= 80 CTAs on 132 SMs (model: 32.5 us, against 34.8 us for 64 CTAs of 64x256 tiles "
+                          "over 8-CTA clusters)"),
+            std::string::npos);
+  // M = 64 over 4-CTA clusters: the clusters' 64 CTAs stream close enough to the rate (0.90 of
+  // it) that five shares' reduction costs more than they gain.
+  const auto m64 = plan_matmul(64, 4096, 8192, DType::f16, "sm_90a");
+  EXPECT_EQ(m64.split_k, 1) << m64.why;
+  EXPECT_NE(m64.why.find("not split: 64 CTAs (16 tiles of 64x256 over 4-CTA clusters) stream it in"),
+            std::string::npos)
+      << m64.why;
   // Ragged shares are named as a range.
   EXPECT_NE(plan_matmul(8, 14336, 4096, DType::f16, "sm_90a", MatmulStaging::automatic, 3)
                 .why.find("split-K 3 (forced): 56 tiles of 16x256 x 3 shares of 21-22 K tiles"),

@@ -135,11 +135,12 @@ struct MatmulPlan {
 // a skinny GEMM streams its operands once, at a DRAM rate set by how many CTAs stream at once
 // (at most one per SM): min(4.1, 6.09 n / (n + 38.4)) TB/s for n CTAs, fitted to the H200's
 // unsplit skinny GEMMs (32 CTAs 2.8 TB/s, 64 3.8, 112 3.9). Unsplit, n is the default kernel's
-// tiles (64x256; twice that where the sm_90a template splits each tile over a 2-CTA cluster);
-// split s ways, s times the 16x256 / 32x256 / 64x256 tiles (by M), each share at least 8 K
-// tiles, the longest share setting the time, plus 2 us for the reduction and the f32 partials
-// written and read back. Split when the fastest share count (the fewest among equals) beats
-// the unsplit estimate. Split-K combines with staging: it runs on the staged (aligned) shape.
+// tiles (64x256), R times that where split_k_clusters splits each tile's K loop over a cluster
+// of R = 2, 4 or 8 CTAs, which streams at 0.79 of that rate (R = 2, M <= 16: measured on the
+// H200) or 0.90 (R >= 4: one shape on an H100); split s ways, s times the 16x256 / 32x256 / 64x256 tiles (by
+// M), each share at least 8 K tiles, the longest share setting the time, plus 2 us for the reduction and the
+// f32 partials written and read back. Split when the fastest share count (the fewest among equals) beats the
+// unsplit estimate. Split-K combines with staging: it runs on the staged (aligned) shape.
 //
 // Throws std::invalid_argument for a non-positive dimension, another dtype, or an illegal
 // split_k (naming the legal range).
