@@ -26,6 +26,18 @@ long long round_up(long long x, long long m) {
   return (x + m - 1) / m * m;
 }
 
+// A staged dimension is padded past the 16 bytes the copies need, to rows of whole 128-byte
+// lines, where that adds at most 1/16 to it: TMA reads and writes tiles 128 bytes a row, and
+// rows that start off a line's boundary take two lines each. An H100 in session 33
+// (bench/results/2026-12-07-gemm-lmhead-pitch-s33c-h100.json, bf16, same process as cuBLAS):
+// 8192 x N x 4096 at N = 50256 (rows of 100512 bytes, 32 past a line) 0.89x cuBLAS against
+// 0.99x at N = 50304 (whole lines); 4096 x N x 4096 0.82x against 1.03x.
+constexpr long long kLineBytes = 128;
+long long staged_extent(long long x, long long elem_bytes) {
+  const long long line = round_up(x, kLineBytes / elem_bytes);
+  return (line - x) * 16 <= x ? line : round_up(x, 16 / elem_bytes);
+}
+
 std::string shape_text(const std::vector<std::int64_t>& shape) {
   std::string s = "[";
   for (std::size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
@@ -88,7 +100,7 @@ MatmulPlan plan_staging(long long M, long long N, long long K, DType dtype, cons
     p.why = "rows 16-byte aligned: nothing staged";
     return p;
   }
-  const long long Kp = round_up(K, align), Np = round_up(N, align);
+  const long long Kp = k_odd ? staged_extent(K, e) : K, Np = n_odd ? staged_extent(N, e) : N;
   const bool a = k_odd, b = true, c = n_odd;  // B has K rows and N columns: staged either way
   const double flops = 2.0 * static_cast<double>(M) * static_cast<double>(N) * static_cast<double>(K);
   const double bytes =

@@ -35,7 +35,7 @@ TEST(MatmulPlan, OddKStagesAAndB) {
   EXPECT_TRUE(p.stage_a);
   EXPECT_TRUE(p.stage_b);
   EXPECT_FALSE(p.stage_c);
-  EXPECT_EQ(p.kernel_K, 3080);
+  EXPECT_EQ(p.kernel_K, 3136);  // rows of whole 128-byte lines: 2 % more K
   EXPECT_EQ(p.kernel_N, 3072);
   EXPECT_LT(p.estimate_staged_us, p.estimate_direct_us);
   EXPECT_NE(p.why.find("K = 3073 not a multiple of 8 f16 elements"), std::string::npos) << p.why;
@@ -46,12 +46,25 @@ TEST(MatmulPlan, OddNStagesBAndC) {
   EXPECT_FALSE(p.stage_a);
   EXPECT_TRUE(p.stage_b);
   EXPECT_TRUE(p.stage_c);
-  EXPECT_EQ(p.kernel_N, 50264);
+  EXPECT_EQ(p.kernel_N, 50304);
   EXPECT_EQ(p.kernel_K, 4096);
+  EXPECT_NE(p.why.find("B [K, N] -> [4096, 50304], C through [M, 50304]"), std::string::npos) << p.why;
   const auto both = plan_matmul(12345, 6789, 1011, DType::f16, "sm_90a");
   EXPECT_TRUE(both.stage_a && both.stage_b && both.stage_c);
-  EXPECT_EQ(both.kernel_N, 6792);
-  EXPECT_EQ(both.kernel_K, 1016);
+  EXPECT_EQ(both.kernel_N, 6848);
+  EXPECT_EQ(both.kernel_K, 1024);
+  // Whole lines where they add at most 1/16 to the dimension, else 16 bytes: 9 -> 16, not 64;
+  // 1000 + 1 -> 1024 (+2.3 %); f32 lines are 32 elements.
+  EXPECT_EQ(plan_matmul(64, 9, 1001, DType::f16, "sm_90a", MatmulStaging::always).kernel_N, 16);
+  EXPECT_EQ(plan_matmul(64, 9, 1001, DType::f16, "sm_90a", MatmulStaging::always).kernel_K, 1024);
+  EXPECT_EQ(plan_matmul(64, 520, 1001, DType::f16, "sm_90a", MatmulStaging::always).kernel_N,
+            520);  // aligned: as given
+  EXPECT_EQ(plan_matmul(64, 513, 4096, DType::f16, "sm_90a", MatmulStaging::always).kernel_N,
+            520);  // 576: +12 %
+  EXPECT_EQ(plan_matmul(64, 1025, 4096, DType::f16, "sm_90a", MatmulStaging::always).kernel_N,
+            1088);  // +6.1 %
+  EXPECT_EQ(plan_matmul(64, 1023, 4097, DType::f32, "sm_90a", MatmulStaging::always).kernel_N, 1024);
+  EXPECT_EQ(plan_matmul(64, 1023, 4097, DType::f32, "sm_90a", MatmulStaging::always).kernel_K, 4128);
 }
 
 TEST(MatmulPlan, SmallProblemsAreNotWorthTheCopiesUnlessForced) {
