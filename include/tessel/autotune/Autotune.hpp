@@ -287,7 +287,9 @@ Measurement summarize(std::vector<double> samples_ms);
 // ---- GEMM -------------------------------------------------------------------------------------
 // block_M/N {64,128,256} x block_K {32,64} x stages {2..5} x threads {128,256} x panel {0,4,8,16}
 // (0: no swizzle); at most 256 f32 accumulators per thread; smem and threads for pruning. On
-// sm_90a the tiles the wgmma path takes (block_K 64, 128 or 256 threads) are among them.
+// sm_90a the tiles the wgmma path takes (block_K 64, 128 or 256 threads) are among them, and four
+// points of 128x256x64, 3 stages, 256 threads in 2-CTA multicast clusters (cluster_x = 2: the A
+// tile shared, cluster_y = 2: the B tile; panels 4 and 8).
 Space gemm_space(const std::string& arch, DType dtype = DType::f16);
 // The same for one M x N x K kernel shape, with kernels::Matmul's split-K where it may apply
 // (kernels::split_k_candidates: sm_90, f16 or bf16, M <= 64, 16-byte rows, K of 8 tiles of 64 or
@@ -300,7 +302,8 @@ Space gemm_space(const std::string& arch, DType dtype, long long M, long long N,
 // f32), after compiling its reduction (gemm_split_k_reduce), so that the compile phase compiles
 // both and a reduction that fails fails the candidate.
 Factory gemm_factory(int M, int N, int K, DType dtype, JitOptions options = {});
-// The tiles of a config (the partial GEMM's for a split).
+// The tiles of a config (the partial GEMM's for a split), with its cluster (cluster_x / cluster_y,
+// 1 when absent).
 kernels::MatmulConfig gemm_config(const Config& c, DType dtype);
 // The shares of K: a config's split_k knob, 1 when it has none; and of a kernel gemm_factory
 // compiled, W's leading dimension for a partial GEMM (three parameters, the last of rank 3), 1

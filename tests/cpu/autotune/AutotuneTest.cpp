@@ -66,6 +66,37 @@ TEST(AutotuneSpace, GemmSpaceHasOverAHundredCandidatesOnHopper) {
   EXPECT_TRUE(m.use_swizzle);
   EXPECT_EQ(m.panel_size, 8);
   EXPECT_EQ(m.dtype, tessel::DType::bf16);
+  EXPECT_EQ(m.cluster_x * m.cluster_y, 1);
+}
+
+// sm_90a's space also holds the 128x256 tiles in 2-CTA multicast clusters (A or B shared, panels
+// 4 and 8): kept, converted with their cluster, and valid as tuning-cache entries; sm_80's has
+// none.
+TEST(AutotuneSpace, GemmSpaceHoldsMulticastClustersOnHopper) {
+  const at::HardwareLimits h200{.smem_per_block = 232448, .threads_per_block = 1024};
+  const at::Space s = at::gemm_space("sm_90a", tessel::DType::bf16);
+  std::vector<std::string> clustered;
+  for (const auto& c : s.enumerate(h200).kept) {
+    const auto m = at::gemm_config(c, tessel::DType::bf16);
+    if (m.cluster_x * m.cluster_y == 1) continue;
+    clustered.push_back(m.describe());
+    EXPECT_EQ(s.why_not(c, h200), std::nullopt) << at::describe(c);
+  }
+  EXPECT_EQ(clustered,
+            (std::vector<std::string>{"128x256x64 s3 t256 swz c2x1", "128x256x64 s3 t256 swz c1x2",
+                                      "128x256x64 s3 t256 swz c2x1", "128x256x64 s3 t256 swz c1x2"}));
+  const at::Config c1x2{{"block_M", 128}, {"block_N", 256}, {"block_K", 64},  {"num_stages", 3},
+                        {"threads", 256}, {"panel", 4},     {"cluster_x", 1}, {"cluster_y", 2}};
+  const auto m = at::gemm_config(c1x2, tessel::DType::bf16);
+  EXPECT_EQ(m.cluster_x, 1);
+  EXPECT_EQ(m.cluster_y, 2);
+  EXPECT_EQ(m.panel_size, 4);
+  // A cluster off those tiles is not a point; sm_80 has no cluster knob at all.
+  at::Config other = c1x2;
+  other["block_N"] = 128;
+  EXPECT_NE(s.why_not(other, h200), std::nullopt);
+  EXPECT_EQ(at::gemm_space("sm_80", tessel::DType::bf16).why_not(c1x2, h200),
+            "has a knob cluster_x the space 'gemm sm_80 bf16' does not have");
 }
 
 namespace {
