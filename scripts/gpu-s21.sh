@@ -67,6 +67,8 @@
 #     (build-gpu/old), alternating, twice each;
 #   TESSEL_S21_STEPS=lmhead: aligned LM-head GEMMs with the default, rasterization panels 2 / 4
 #     and 2-CTA multicast clusters (session 32's lead: 0.77-0.80x cuBLAS at 8192x50256x4096);
+#   TESSEL_S21_STEPS=s33: staged rows of whole 128-byte lines: issue 17's unaligned shapes with
+#     this build and build-gpu/old, twice; the N = 50256 LM heads with the multicast clusters;
 #   TESSEL_S21_STEPS=splitk: the split-K model's unsplit grid as split_k_clusters builds it
 #     (session 33): M = 64 shapes it now keeps in one kernel, unsplit / auto / the old share counts;
 #   TESSEL_S21_STEPS=uniform: JitOptions::uniform_roles beside the default (the passes' GEMM
@@ -570,6 +572,27 @@ elif [[ $steps == splitk ]]; then
       --dtype f16,bf16 --shapes 64x4096x8192,64x6144x8192,64x2048x16384,32x4096x14336 --split-k "$split" \
       --json "$out/$day-gemm-skinny64-split-$split-$tag.json"
   done
+elif [[ $steps == s33 ]]; then
+  # Session 33: staged rows padded to whole 128-byte lines (b4f4319). Issue 17's six unaligned
+  # shapes with this build and the carried one (build-gpu/old: a build before b4f4319, whose
+  # staging padded to 16 bytes), alternating, twice, each its own process with cuBLAS; then the
+  # N = 50256 LM heads (rows 32 bytes past a line) with the default and the multicast clusters
+  # `tessel tune gemm` now searches.
+  unaligned=4095x4095x4095,2047x2047x2047,3072x3072x3073,12345x6789x1011,6144x6143x6144,8192x50257x4096
+  bins=("$build/tessel"); if [[ -x "$build/old/tessel" ]]; then bins+=("$build/old/tessel"); fi
+  for round in 1 2; do
+    for bin in "${bins[@]}"; do
+      which=new; [[ $bin == "$build/old/tessel" ]] && which=old
+      step "bench gemm issue 17 unaligned ($which, round $round)" 100 "$bin" bench gemm --repeats 10 --warmup 3 \
+        --dtype f16,bf16 --shapes "$unaligned" --json "$out/$day-gemm-issue17-unaligned-$which-r$round-$tag.json"
+    done
+  done
+  for cfg in default 128x256x64:3:256:swz4:c1x2 128x256x64:3:256:swz8:c1x2; do
+    args=(); [[ $cfg == default ]] || args=(--config "$cfg")
+    step "bench gemm LM heads off whole lines ($cfg)" 90 "$build/tessel" bench gemm --repeats 10 --warmup 3 \
+      --dtype f16,bf16 --shapes 8192x50256x4096,4096x50256x4096 "${args[@]}" \
+      --json "$out/$day-gemm-lmhead-pitch-${cfg//:/-}-$tag.json"
+  done
 elif [[ $steps == s30u ]]; then
   # Session 30: JitOptions::uniform_roles again, now that WarpgroupGemm builds its descriptors once
   # a call (session 29): the broadcast warpgroup index costs one shuffle a call, not one a wgmma.
@@ -604,7 +627,7 @@ elif [[ $steps == tune ]]; then
     --shapes 4194304x127,4194304x129,524288x1023,65536x8191,32768x8193,10000x50257 \
     --json "$out/$day-softmax-issue17-tuned-$tag.json"
 else
-  echo "gpu-s21.sh: unknown step set '$steps' in TESSEL_S21_STEPS (legal: first, h200, s24, s25, s26, s27, s28, s28b, s29, s29b, s29d, s29e, s29f, s29h, s30, s30u, s31, s31b, s31c, s32, lmhead, splitk, uniform, bench, softmax, ncu, tests, tune)" | tee -a "$log"
+  echo "gpu-s21.sh: unknown step set '$steps' in TESSEL_S21_STEPS (legal: first, h200, s24, s25, s26, s27, s28, s28b, s29, s29b, s29d, s29e, s29f, s29h, s30, s30u, s31, s31b, s31c, s32, s33, lmhead, splitk, uniform, bench, softmax, ncu, tests, tune)" | tee -a "$log"
   status=1
 fi
 done
