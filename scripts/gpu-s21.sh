@@ -573,11 +573,14 @@ elif [[ $steps == splitk ]]; then
       --json "$out/$day-gemm-skinny64-split-$split-$tag.json"
   done
 elif [[ $steps == s33 ]]; then
-  # Session 33: staged rows padded to whole 128-byte lines (b4f4319). Issue 17's six unaligned
+  # Session 33: staged rows padded to whole 128-byte lines (b4f4319): the gpu tests of the
+  # library's staged and split GEMMs, then issue 17's six unaligned
   # shapes with this build and the carried one (build-gpu/old: a build before b4f4319, whose
   # staging padded to 16 bytes), alternating, twice, each its own process with cuBLAS; then the
   # N = 50256 LM heads (rows 32 bytes past a line) with the default and the multicast clusters
   # `tessel tune gemm` now searches.
+  step "gpu tests (Matmul staged and split)" 150 "$build/tessel_tests_gpu" --gtest_brief=1 \
+    --gtest_filter='*MatmulStaging*:*SplitK*:*Skinny*'
   unaligned=4095x4095x4095,2047x2047x2047,3072x3072x3073,12345x6789x1011,6144x6143x6144,8192x50257x4096
   bins=("$build/tessel"); if [[ -x "$build/old/tessel" ]]; then bins+=("$build/old/tessel"); fi
   for round in 1 2; do
