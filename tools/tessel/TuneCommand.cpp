@@ -454,10 +454,10 @@ Command add_tune_gemm_command(CLI::App& tune) {
   o->M = o->N = o->K = 4096;
   CLI::App* app = tune.add_subcommand(
       "gemm",
-      "Tune the GEMM for one shape: every candidate checked against cuBLAS, the winner cached; for M <= 64 "
-      "on "
-      "sm_90 (f16, bf16) the candidates include kernels::Matmul's split-K over 2 to 16 shares of K, and "
-      "Matmul's automatic split-K then takes the tuned split");
+      "Tune the GEMM for one shape: every candidate checked against cuBLAS, the winner cached; tiles, "
+      "stages, threads and rasterization panels, on sm_90a also 128x256 tiles in 2-CTA multicast clusters; "
+      "for M <= 64 on sm_90 (f16, bf16) the candidates include kernels::Matmul's split-K over 2 to 16 "
+      "shares of K, and Matmul's automatic split-K then takes the tuned split");
   app->add_option("--m", o->M, "Rows of A and C")->capture_default_str()->check(dimension());
   app->add_option("--n", o->N, "Columns of B and C")->capture_default_str()->check(dimension());
   app->add_option("--k", o->K, "Columns of A, rows of B")->capture_default_str()->check(dimension());
