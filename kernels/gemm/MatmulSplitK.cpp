@@ -10,7 +10,6 @@
 #include <stdexcept>
 #include <vector>
 
-#include "Lower.hpp"
 #include "passes/HopperPolicy.hpp"
 
 namespace tessel::kernels {

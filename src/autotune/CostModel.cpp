@@ -6,7 +6,6 @@
 #include <limits>
 #include <stdexcept>
 
-#include "Lower.hpp"
 #include "passes/HopperPolicy.hpp"
 
 namespace tessel::autotune {
@@ -72,8 +71,10 @@ double gemm_estimated_cycles(long long M, long long N, long long K, const Config
       2.0 / 1670.0;
   // Split-K over clusters as split_k_clusters decides it (passes/HopperPolicy.hpp): each of a
   // cluster's R CTAs runs 1/R of the K steps, all R streaming at once, and the f32 partial tiles
-  // meet in rank 0 over log2(R) rounds through distributed shared memory.
-  const int ranks = hopper ? passes::split_k_cluster_ranks(tiles, K, static_cast<int>(sms)) : 1;
+  // meet in rank 0 over log2(R) rounds through distributed shared memory. A multicast cluster
+  // (use_cluster) takes the cluster instead: no split.
+  const bool multicast = get(c, "cluster_x", 1) * get(c, "cluster_y", 1) > 1;
+  const int ranks = hopper && !multicast ? passes::split_k_cluster_ranks(tiles, K, static_cast<int>(sms)) : 1;
   if (ranks > 1) {
     const double per_step = std::max({compute, latency, l2, ranks * hbm});
     const double rounds = std::log2(static_cast<double>(ranks));

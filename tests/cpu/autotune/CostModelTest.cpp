@@ -76,6 +76,23 @@ TEST(CostModel, OrdersPipelineDepthAndInstructionPath) {
   EXPECT_LT(two / one, 2.3);
 }
 
+// Few tiles over a long K: split_k_clusters splits each tile over R CTAs (16 tiles of 128x256,
+// K = 8192: R = 4), a quarter of the K steps each, which the model counts; a multicast cluster
+// (use_cluster) takes the cluster instead and runs every K step itself.
+TEST(CostModel, CountsTheSplitOverClustersAndNotForMulticast) {
+  at::Config tile{{"block_M", 128}, {"block_N", 256}, {"block_K", 64}, {"num_stages", 3}, {"threads", 256}};
+  at::Config multicast = tile;
+  multicast["cluster_y"] = 2;
+  multicast["cluster_x"] = 1;
+  const double split = at::gemm_estimated_cycles(512, 1024, 8192, tile, "sm_90a", 132);
+  const double whole = at::gemm_estimated_cycles(512, 1024, 8192, multicast, "sm_90a", 132);
+  EXPECT_GT(whole / split, 3.0);
+  EXPECT_LT(whole / split, 4.5);
+  // Without the split (many tiles), the cluster changes nothing the model sees.
+  EXPECT_EQ(at::gemm_estimated_cycles(8192, 8192, 8192, tile, "sm_90a", 132),
+            at::gemm_estimated_cycles(8192, 8192, 8192, multicast, "sm_90a", 132));
+}
+
 // Split-K (split_k = n): plan_matmul's bandwidth model, as a ratio to its estimate for the
 // default one kernel, times this model's cycles for that kernel. On issue 17's skinny shapes the
 // split the plan's model picks is the one this model ranks first among the splits, ahead of the
