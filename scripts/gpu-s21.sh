@@ -69,6 +69,8 @@
 #     and 2-CTA multicast clusters (session 32's lead: 0.77-0.80x cuBLAS at 8192x50256x4096);
 #   TESSEL_S21_STEPS=s33: staged rows of whole 128-byte lines: issue 17's unaligned shapes with
 #     this build and build-gpu/old, twice; the N = 50256 LM heads with the multicast clusters;
+#   TESSEL_S21_STEPS=s34: the staging copies as Tessel kernels: their gpu tests, then issue 17's
+#     unaligned shapes with this build, build-gpu/mid and build-gpu/old (when carried), twice;
 #   TESSEL_S21_STEPS=splitk: the split-K model's unsplit grid as split_k_clusters builds it
 #     (session 33): M = 64 shapes it now keeps in one kernel, unsplit / auto / the old share counts;
 #   TESSEL_S21_STEPS=uniform: JitOptions::uniform_roles beside the default (the passes' GEMM
@@ -596,6 +598,29 @@ elif [[ $steps == s33 ]]; then
       --dtype f16,bf16 --shapes 8192x50256x4096,4096x50256x4096 "${args[@]}" \
       --json "$out/$day-gemm-lmhead-pitch-${cfg//:/-}-$tag.json"
   done
+elif [[ $steps == s34 ]]; then
+  # Session 34: the staging copies as Tessel kernels (matmul_staging_copy_program: realigned
+  # loads, span stores) in place of the driver's 2-D copies: their gpu tests and the staged
+  # GEMMs', then issue 17's unaligned shapes with this build, build-gpu/mid (driver copies, rows
+  # of whole lines) and build-gpu/old (driver copies, rows padded to 16 bytes), in turn, twice,
+  # each its own process with cuBLAS.
+  step "gpu tests (staging copies, Matmul staged and split)" 180 "$build/tessel_tests_gpu" --gtest_brief=1 \
+    --gtest_filter='MatmulStagingCopyGpu.*:*MatmulStaging*:*SplitK*'
+  unaligned=4095x4095x4095,2047x2047x2047,3072x3072x3073,12345x6789x1011,6144x6143x6144,8192x50257x4096
+  bins=("$build/tessel")
+  for which in mid old; do [[ -x "$build/$which/tessel" ]] && bins+=("$build/$which/tessel"); done
+  for round in 1 2; do
+    for bin in "${bins[@]}"; do
+      which=new commit=$TESSEL_GIT_COMMIT
+      if [[ $bin != "$build/tessel" ]]; then
+        which=$(basename "$(dirname "$bin")")
+        commit=$(cat "$(dirname "$bin")/git-commit.txt" 2>/dev/null || echo unknown)
+      fi
+      step "bench gemm issue 17 unaligned ($which, round $round)" 100 env TESSEL_GIT_COMMIT="$commit" "$bin" bench gemm \
+        --repeats 10 --warmup 3 --dtype f16,bf16 --shapes "$unaligned" \
+        --json "$out/$day-gemm-issue17-unaligned-$which-r$round-$tag.json"
+    done
+  done
 elif [[ $steps == s30u ]]; then
   # Session 30: JitOptions::uniform_roles again, now that WarpgroupGemm builds its descriptors once
   # a call (session 29): the broadcast warpgroup index costs one shuffle a call, not one a wgmma.
@@ -630,7 +655,7 @@ elif [[ $steps == tune ]]; then
     --shapes 4194304x127,4194304x129,524288x1023,65536x8191,32768x8193,10000x50257 \
     --json "$out/$day-softmax-issue17-tuned-$tag.json"
 else
-  echo "gpu-s21.sh: unknown step set '$steps' in TESSEL_S21_STEPS (legal: first, h200, s24, s25, s26, s27, s28, s28b, s29, s29b, s29d, s29e, s29f, s29h, s30, s30u, s31, s31b, s31c, s32, s33, lmhead, splitk, uniform, bench, softmax, ncu, tests, tune)" | tee -a "$log"
+  echo "gpu-s21.sh: unknown step set '$steps' in TESSEL_S21_STEPS (legal: first, h200, s24, s25, s26, s27, s28, s28b, s29, s29b, s29d, s29e, s29f, s29h, s30, s30u, s31, s31b, s31c, s32, s33, s34, lmhead, splitk, uniform, bench, softmax, ncu, tests, tune)" | tee -a "$log"
   status=1
 fi
 done

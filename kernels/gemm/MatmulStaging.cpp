@@ -3,6 +3,7 @@
 // (MatmulSplitK.cpp; a tuned split first: plan_matmul_for_current_device), and Matmul runs the
 // plan (the aligned kernel, or the partial GEMM and its reduction, between driver 2-D copies on
 // the caller's stream).
+#include <algorithm>
 #include <limits>
 #include <sstream>
 #include <stdexcept>
@@ -14,12 +15,15 @@
 
 namespace tessel::kernels {
 
+namespace T = tessel;
+
 namespace {
 
 // The model behind MatmulStaging::automatic (H200 figures, docs/perf-notes.md "Session 10"):
 // the element-wise kernel that an unaligned shape gets runs at 52-85 TFLOP/s (issue 17's
-// table), the aligned wgmma kernel at 600-800; a driver 2-D copy moves about 3 TB/s (read and
-// write counted) and costs a few microseconds to start.
+// table), the aligned wgmma kernel at 600-800; a staging copy is taken to move 3 TB/s (read and
+// write counted) and to cost a few microseconds to start. (The driver's 2-D copies that staged
+// until session 34 moved about 0.8 TB/s on an H100 at 8192x50257x4096, perf-notes "Session 33".)
 constexpr double kDirectTflops = 80, kAlignedTflops = 600, kCopyBytesPerUs = 3e6, kCopyUs = 3, kLaunchUs = 5;
 
 long long round_up(long long x, long long m) {
@@ -51,22 +55,55 @@ void check_operand(const char* name, const Tensor& t, std::vector<std::int64_t> 
                                 std::string(dtype_name(dtype)));
 }
 
-// dst[r, 0:width) = src[r, 0:width) for r < rows, rows `pitch` bytes apart on each side.
-void copy_rows(const Tensor& dst, long long dst_pitch, const Tensor& src, long long src_pitch,
-               long long width, long long rows, CUstream stream) {
-  CUDA_MEMCPY2D c{};
-  c.srcMemoryType = CU_MEMORYTYPE_DEVICE;
-  c.srcDevice = src.device_ptr();
-  c.srcPitch = static_cast<std::size_t>(src_pitch);
-  c.dstMemoryType = CU_MEMORYTYPE_DEVICE;
-  c.dstDevice = dst.device_ptr();
-  c.dstPitch = static_cast<std::size_t>(dst_pitch);
-  c.WidthInBytes = static_cast<std::size_t>(width);
-  c.Height = static_cast<std::size_t>(rows);
-  check_cu(driver().cuMemcpy2DAsync(&c, stream), "cuMemcpy2DAsync (Matmul's staging copy)");
+}  // namespace
+
+PrimFunc matmul_staging_copy_program(int rows, int src_cols, int dst_cols, DType dtype,
+                                     const MatmulStagingCopy& c) {
+  const std::string what = "matmul_staging_copy_program(" + std::to_string(rows) + " rows, " +
+                           std::to_string(src_cols) + " -> " + std::to_string(dst_cols) + " columns, " +
+                           std::string(dtype_name(dtype)) + ", block_N " + std::to_string(c.block_N) + ", " +
+                           std::to_string(c.threads) + " threads)";
+  const long long e = dtype_bytes(dtype);
+  if (rows <= 0 || src_cols <= 0 || dst_cols <= 0)
+    throw std::invalid_argument(what + ": rows and columns must be positive");
+  if (16 % e != 0) throw std::invalid_argument(what + ": elements must divide 16 bytes");
+  const long long lane_cols = c.threads * (16 / e);
+  if (c.threads <= 0 || c.threads > 1024 || c.threads % 32 != 0 || c.block_N <= 0 ||
+      c.block_N % lane_cols != 0)
+    throw std::invalid_argument(what +
+                                ": threads must be a multiple of 32 up to 1024 and block_N a positive "
+                                "multiple of threads * " +
+                                std::to_string(16 / e) + " = " + std::to_string(lane_cols));
+  const long long chunks = (dst_cols + c.block_N - 1) / c.block_N;
+  if (chunks * rows > std::numeric_limits<int>::max())
+    throw std::invalid_argument(what + ": " + std::to_string(chunks * rows) +
+                                " blocks, more than a grid's 2^31 - 1; use a wider block_N");
+  T::PrimFunc f("matmul_staging_copy");
+  auto Src = f.tensor("Src", {Expr(rows), Expr(src_cols)}, dtype);
+  auto Dst = f.tensor("Dst", {Expr(rows), Expr(dst_cols)}, dtype);
+  f.body([&] {
+    // One block a piece of a row: row-major over (row, piece), so that consecutive blocks read and
+    // write consecutive memory.
+    T::Kernel(Expr(static_cast<int>(chunks * rows)), c.threads, [&](T::Var bx) {
+      auto piece = T::alloc_fragment({1, c.block_N}, dtype);
+      Expr row = chunks == 1 ? Expr(bx) : Expr(bx) / static_cast<int>(chunks);
+      Expr col = chunks == 1 ? Expr(0) : Expr(bx) % static_cast<int>(chunks) * c.block_N;
+      T::copy(Src(row, col), piece);  // columns past src_cols read as zero
+      T::copy(piece, Dst(row, col));  // columns past dst_cols not stored
+    });
+  });
+  return f;
 }
 
-}  // namespace
+MatmulStagingCopy default_staging_copy(long long cols, DType dtype) {
+  const long long vec = 16 / dtype_bytes(dtype);
+  MatmulStagingCopy c;
+  c.threads = cols <= 128 * vec ? 128 : 256;
+  const long long vectors =
+      std::min<long long>(4, std::max<long long>(1, (cols + c.threads * vec - 1) / (c.threads * vec)));
+  c.block_N = static_cast<int>(c.threads * vec * vectors);
+  return c;
+}
 
 const char* matmul_staging_name(MatmulStaging s) {
   switch (s) {
@@ -186,6 +223,8 @@ struct Matmul::Impl {
   MatmulPlan plan;
   MatmulChoice choice;
   JitKernel kernel, reduce;  // split: the partial GEMM and the reduction
+  // The staging copies (matmul_staging_copy_program): A in, B in, C out (empty when not staged).
+  JitKernel copy_a, copy_b, copy_c;
   // Zero-padded staging buffers, made on the first call: the copies write only the real rows and
   // columns, so the padding stays zero. w: split-K's f32 workspace [split_k, M, kernel_N].
   mutable Tensor a, b, c, w;
@@ -201,6 +240,18 @@ Matmul::Matmul(int M, int N, int K, DType dtype, MatmulStaging staging, const Ji
   m.M = M, m.N = N, m.K = K, m.dtype = dtype;
   m.plan = plan_matmul_for_current_device(M, N, K, dtype, staging, split_k, options.arch);
   const int kn = static_cast<int>(m.plan.kernel_N), kk = static_cast<int>(m.plan.kernel_K);
+  {
+    JitOptions o = options;
+    o.out_idx.clear();
+    auto copy = [&](int rows, int from, int to) {
+      return jit(
+          matmul_staging_copy_program(rows, from, to, dtype, default_staging_copy(std::max(from, to), dtype)),
+          o);
+    };
+    if (m.plan.stage_a) m.copy_a = copy(M, K, kk);
+    if (m.plan.stage_b) m.copy_b = copy(K, N, kn);  // B's first K rows; rows K..kk stay zero
+    if (m.plan.stage_c) m.copy_c = copy(M, kn, N);
+  }
   if (m.plan.split()) {
     m.choice = {m.plan.split_config, m.plan.split_tuned};
     JitOptions o = options;
@@ -266,22 +317,14 @@ void Matmul::operator()(const Tensor& A, const Tensor& B, const Tensor& C, CUstr
   };
   Buffers s{view(l.a, {m.M, p.kernel_K}, m.dtype), view(l.b, {p.kernel_K, p.kernel_N}, m.dtype),
             view(l.c, {m.M, p.kernel_N}, m.dtype), view(l.w, {p.split_k, m.M, p.kernel_N}, DType::f32)};
-  // The padding the copies leave alone must read as zeros: A's columns K..Kp, B's columns N..Np
-  // of its first K rows and its rows K..Kp.
+  // The padding must read as zeros: the copies write A's columns K..Kp and B's columns N..Np of
+  // its first K rows; B's rows K..Kp are zeroed here.
   ensure_context();
   const long long e = dtype_bytes(m.dtype);
-  auto zero_2d = [&](CUdeviceptr at, long long pitch, long long width, long long rows) {
-    if (width <= 0 || rows <= 0) return;
-    check_cu(
-        driver().cuMemsetD2D8Async(at, static_cast<std::size_t>(pitch), 0, static_cast<std::size_t>(width),
-                                   static_cast<std::size_t>(rows), stream),
-        "cuMemsetD2D8Async (Matmul's staging padding)");
-  };
-  if (p.stage_a) zero_2d(s.a.device_ptr() + m.K * e, p.kernel_K * e, (p.kernel_K - m.K) * e, m.M);
-  if (p.stage_b) {
-    zero_2d(s.b.device_ptr() + m.N * e, p.kernel_N * e, (p.kernel_N - m.N) * e, m.K);
-    zero_2d(s.b.device_ptr() + m.K * p.kernel_N * e, p.kernel_N * e, p.kernel_N * e, p.kernel_K - m.K);
-  }
+  if (p.stage_b && p.kernel_K > m.K)
+    check_cu(driver().cuMemsetD8Async(s.b.device_ptr() + m.K * p.kernel_N * e, 0,
+                                      static_cast<std::size_t>((p.kernel_K - m.K) * p.kernel_N * e), stream),
+             "cuMemsetD8Async (Matmul's staging padding)");
   run(A, B, C, stream, s);
 }
 
@@ -330,12 +373,11 @@ void Matmul::run(const Tensor& A, const Tensor& B, const Tensor& C, CUstream str
     gemm(A, B, C);
     return;
   }
-  ensure_context();
-  const long long e = dtype_bytes(m.dtype);
-  if (p.stage_a) copy_rows(s.a, p.kernel_K * e, A, m.K * e, m.K * e, m.M, stream);
-  if (p.stage_b) copy_rows(s.b, p.kernel_N * e, B, m.N * e, m.N * e, m.K, stream);
+  if (p.stage_a) m.copy_a.launch({A, s.a}, stream);
+  // B's first K rows (rows K..kernel_K of the staged B are zeros, never written).
+  if (p.stage_b) m.copy_b.launch({B, Tensor::view_of(s.b.device_ptr(), {m.K, p.kernel_N}, m.dtype)}, stream);
   gemm(p.stage_a ? s.a : A, p.stage_b ? s.b : B, p.stage_c ? s.c : C);
-  if (p.stage_c) copy_rows(C, m.N * e, s.c, p.kernel_N * e, m.N * e, m.M, stream);
+  if (p.stage_c) m.copy_c.launch({s.c, C}, stream);
 }
 
 const MatmulPlan& Matmul::plan() const {

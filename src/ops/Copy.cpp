@@ -358,13 +358,16 @@ class CopyLowering {
     const int elem = dtype_bytes(t->dtype);
     if (16 % elem != 0 || t.ndim() != 2 || !t->strides.empty()) return Stmt();
     // Whole rows, one after another: the region starts at column 0 of a row-major tensor whose
-    // row length the tile covers (one row, or rows `ld` = the row length apart); rows the vector
-    // path already moves aligned are left to it.
+    // row length the tile covers (one row, or rows `ld` = the row length apart); or a piece of
+    // one row (a one-row tile narrower than the row, or starting past column 0: a long row's
+    // chunk), which is one run of its valid columns. Rows the vector path already moves aligned
+    // are left to it.
     const auto L = as_const_int(t->shape[1]);
     const bool one_row = m.row_dim < 0;
-    if (!L || (!one_row && as_const_int(m.ld) != L) || !is_const_int(m.col_stride, 1) ||
-        !is_const_int(m.col_start, 0) || l.shape[1] < *L || (one_row && l.shape[0] != 1))
-      return Stmt();
+    if (!L || !is_const_int(m.col_stride, 1) || (one_row && l.shape[0] != 1)) return Stmt();
+    const bool whole_rows = is_const_int(m.col_start, 0) && l.shape[1] >= *L;
+    if (!whole_rows && !one_row) return Stmt();
+    if (!one_row && as_const_int(m.ld) != L) return Stmt();
     if (rows_provably_aligned(m, l.vec)) return Stmt();
     // The run starts at the region's first row: not for a region that may start before row 0.
     if (!starts_nonnegative(op->dst.buffer->scope == Scope::Fragment ? op->src : op->dst)) return Stmt();
@@ -375,14 +378,21 @@ class CopyLowering {
     // each (tessel::load_shared_vector_realigned, opt-in: JitOptions::realigned_span_reads):
     // two spare vectors past the span keep the second word of the last one inside the tile.
     const bool realigned = load && ctx_.realigned_span_reads && vec * elem == 16;
-    const std::int64_t extent = R * *L + (realigned ? 3 : 1) * vec;
+    const std::int64_t extent = (whole_rows ? R * *L : l.shape[1]) + (realigned ? 3 : 1) * vec;
     if (extent * elem > kMaxSpanBytes) return Stmt();
     Buffer scratch = Buffer::make(t->name + "_span", {make_int(extent)}, t->dtype, Scope::Shared, w);
     ctx_.shared_layouts[scratch->id] = SharedLayout::row_major(1, extent);
-    // The run: the valid rows (at most the tile's), whole; the scratch offset by its misalignment.
+    // The run: the valid rows (at most the tile's), whole; a row's piece: its valid columns (at
+    // most the tile's), none when the row is past the tensor's end. The scratch offset by the
+    // run's misalignment.
     Expr rows =
         make_binary(BinaryOp::Max, make_binary(BinaryOp::Min, m.rows_valid, make_int(R)), make_int(0));
-    Expr count = mul(i64(rows), i64(make_int(*L)));
+    Expr count =
+        whole_rows
+            ? mul(i64(rows), i64(make_int(*L)))
+            : mul(i64(rows), i64(make_binary(BinaryOp::Max,
+                                             make_binary(BinaryOp::Min, m.cols_valid, make_int(l.shape[1])),
+                                             make_int(0))));
     Expr shift = make_binary(BinaryOp::Mod, m.offset, i64(make_int(vec)));
     Expr at = add(shift, add(mul(i64(coords[0]), i64(make_int(*L))), i64(coords[1])));
     std::vector<std::string> span_targs{dtype_cuda(t->dtype), std::to_string(ctx_.threads)};

@@ -678,6 +678,9 @@ std::vector<StagingCase> staging_cases() {
   out.push_back({3072, 3072, 3073, S::automatic});
   out.push_back({6144, 6143, 6144, S::automatic});
   out.push_back({1000, 1000, 1000, S::always});  // aligned: nothing staged
+  // Rows longer than a staging copy's block (8192 elements): B and C copied in pieces, then A.
+  out.push_back({257, 50257, 72, S::always});
+  out.push_back({64, 72, 20001, S::always});
   return out;
 }
 
@@ -692,6 +695,41 @@ INSTANTIATE_TEST_SUITE_P(Unaligned, MatmulStagingShapes,
                          ::testing::Combine(::testing::ValuesIn(staging_cases()),
                                             ::testing::Values(DType::f16, DType::bf16)),
                          staging_name);
+
+// The staging copies alone (matmul_staging_copy_program) against the host: every element of a
+// poisoned destination is the source's or, past the source's columns, zero -- bit for bit, rows
+// unaligned on either side, long rows in pieces, the last row ending at the tensor's end.
+TEST(MatmulStagingCopyGpu, CopiesEveryRowExactly) {
+  TESSEL_REQUIRE_GPU();
+  static std::mt19937_64 seeds(std::random_device{}());
+  struct Case {
+    int rows, from, to;
+  };
+  for (DType t : {DType::f16, DType::bf16})
+    for (const Case& c :
+         {Case{3, 50257, 50304}, Case{3, 50304, 50257}, Case{17, 1011, 1024}, Case{17, 1024, 1011},
+          Case{5, 7, 64}, Case{5, 64, 7}, Case{33, 4095, 4096}, Case{33, 4096, 4095}}) {
+      SCOPED_TRACE(std::to_string(c.rows) + " rows " + std::to_string(c.from) + " -> " +
+                   std::to_string(c.to) + " " + std::string(tessel::dtype_name(t)));
+      auto k = tessel::jit(tessel::kernels::matmul_staging_copy_program(
+          c.rows, c.from, c.to, t, tessel::kernels::default_staging_copy(std::max(c.from, c.to), t)));
+      Tensor src = Tensor::empty({c.rows, c.from}, t), dst = Tensor::empty({c.rows, c.to}, t);
+      src.fill_random(seeds());
+      dst.fill(std::nan(""));
+      k.launch({src, dst});
+      tessel::check_cu(tessel::driver().cuCtxSynchronize(), "cuCtxSynchronize");
+      const std::vector<double> s = src.to_host_f64(), d = dst.to_host_f64();
+      for (int r = 0; r < c.rows; ++r)
+        for (int j = 0; j < c.to; ++j) {
+          const double want = j < c.from ? s[static_cast<size_t>(r) * c.from + j] : 0.0;
+          const double got = d[static_cast<size_t>(r) * c.to + j];
+          if (!(got == want)) {
+            ADD_FAILURE() << "Dst[" << r << ", " << j << "] = " << got << ", expected " << want;
+            return;
+          }
+        }
+    }
+}
 
 TEST(MatmulStagingArguments, WrongTensorsAreNamed) {
   TESSEL_REQUIRE_GPU();

@@ -753,3 +753,46 @@ TEST(MatmulSplitK, ForcedOffAndStaged) {
 }
 
 }  // namespace
+
+namespace {
+
+// Matmul's staging copies, compiled for sm_90a and sm_80: a source whose rows are not 16-byte
+// aligned is read in aligned 16-byte words shifted into place in registers; a destination whose
+// rows are not aligned is written through a shared span in 16-byte chunks (pieces of a long row
+// too); aligned rows move as whole vectors. No spills. A staged Matmul compiles one copy for
+// each staged operand.
+TEST(MatmulStaging, CopiesMoveSixteenByteWordsOnBothSides) {
+  using tessel::kernels::default_staging_copy;
+  using tessel::kernels::matmul_staging_copy_program;
+  struct Case {
+    int rows, from, to;
+    bool realigned_loads, span_stores;
+  };
+  for (const std::string arch : {"sm_90a", "sm_80"})
+    for (const Case& c : {Case{8192, 50257, 50304, true, false}, Case{8192, 50304, 50257, false, true},
+                          Case{4095, 4095, 4096, true, false}, Case{4095, 4096, 4095, false, true},
+                          Case{12345, 1011, 1024, true, false}}) {
+      SCOPED_TRACE(arch + " " + std::to_string(c.rows) + " rows " + std::to_string(c.from) + " -> " +
+                   std::to_string(c.to));
+      tessel::JitOptions o;
+      o.arch = arch;
+      auto k = tessel::jit(
+          matmul_staging_copy_program(c.rows, c.from, c.to, tessel::DType::bf16,
+                                      default_staging_copy(std::max(c.from, c.to), tessel::DType::bf16)),
+          o);
+      const std::string& src = k.source();
+      EXPECT_EQ(src.find("tessel::load_global_words_realigned") != std::string::npos, c.realigned_loads)
+          << src;
+      EXPECT_EQ(src.find("tessel::copy_shared_span_to_global") != std::string::npos, c.span_stores) << src;
+      EXPECT_EQ(k.resources().spill_store_bytes, 0) << k.compile_log();
+      EXPECT_EQ(k.resources().spill_load_bytes, 0) << k.compile_log();
+    }
+  tessel::JitOptions o;
+  o.arch = "sm_90a";
+  tessel::kernels::Matmul staged(8192, 50257, 4096, tessel::DType::bf16,
+                                 tessel::kernels::MatmulStaging::always, o);
+  ASSERT_TRUE(staged.plan().stage_b && staged.plan().stage_c && !staged.plan().stage_a) << staged.plan().why;
+  EXPECT_EQ(staged.plan().kernel_N, 50304);
+}
+
+}  // namespace

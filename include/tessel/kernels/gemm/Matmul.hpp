@@ -63,6 +63,23 @@ struct MatmulSplitKReduce {
 PrimFunc matmul_split_k_reduce_program(int M, int N, int splits, DType dtype, const MatmulSplitKReduce& r);
 // The reduction's tiles for an M x N output: as few rows as M has (up to 4), 1024 elements.
 MatmulSplitKReduce default_split_k_reduce(long long M, long long N);
+
+// Matmul's staging copies: a block of `threads` copies a [1, block_N] piece of one row.
+struct MatmulStagingCopy {
+  int block_N = 2048, threads = 256;
+};
+// Dst [rows, dst_cols] from Src [rows, src_cols], row by row: Dst[r, c] = Src[r, c] for
+// c < min(src_cols, dst_cols), and 0 for src_cols <= c < dst_cols (a staged row's padding).
+// Parameters: Src, Dst. Rows whose starts are not 16-byte aligned on either side still move in
+// 16-byte accesses: loads realigned in registers, stores through a shared span (the copy op's
+// paths). Throws std::invalid_argument for a non-positive size, a dtype whose elements do not
+// divide 16 bytes, block_N not a positive multiple of threads * (16 / element bytes), or more
+// than 2^31 - 1 blocks.
+PrimFunc matmul_staging_copy_program(int rows, int src_cols, int dst_cols, DType dtype,
+                                     const MatmulStagingCopy& c);
+// The copy's tiles for rows of `cols` elements: 256 threads (128 for rows of at most 128
+// vectors), each with up to four 16-byte vectors of a row.
+MatmulStagingCopy default_staging_copy(long long cols, DType dtype);
 // The partial GEMM's tiles for M rows: 16x256x64 / 32x256x64 / 64x256x64 (by M), 4 stages,
 // 128 threads.
 MatmulConfig split_k_config(long long M, DType dtype);
@@ -93,7 +110,7 @@ JitKernel make_matmul(int M, int N, int K, DType dtype);
 // element-wise copies at a fraction of the tensor cores' speed. Staging copies the operands
 // into zero-padded buffers whose rows are aligned (A [M, Kp], B [Kp, Np]; C through [M, Np]
 // when N is unaligned), runs the aligned kernel on (M, Np, Kp) and copies C's columns back --
-// 2-D copies by the driver, on the caller's stream.
+// each copy a Tessel kernel (matmul_staging_copy_program) on the caller's stream.
 enum class MatmulStaging {
   automatic,  // stage when plan_matmul's estimate says it is faster
   always,     // stage whenever a row is unaligned
