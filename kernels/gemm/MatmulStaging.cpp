@@ -1,7 +1,7 @@
 // The library's GEMM for any shape: plan_matmul decides whether rows that are not 16-byte
 // aligned are staged through zero-padded aligned buffers and whether K is split
 // (MatmulSplitK.cpp; a tuned split first: plan_matmul_for_current_device), and Matmul runs the
-// plan (the aligned kernel, or the partial GEMM and its reduction, between driver 2-D copies on
+// plan (the aligned kernel, or the partial GEMM and its reduction, between the staging copies' kernels on
 // the caller's stream).
 #include <algorithm>
 #include <limits>
