@@ -621,6 +621,13 @@ elif [[ $steps == s34 ]]; then
         --json "$out/$day-gemm-issue17-unaligned-$which-r$round-$tag.json"
     done
   done
+  # Skinny GEMMs with an unaligned N or K (decode against a 50257-word vocabulary): the direct
+  # kernel the staging model picks for them, beside staging forced.
+  for st in auto always; do
+    step "bench gemm skinny unaligned (--staging $st)" 60 "$build/tessel" bench gemm --repeats 10 --warmup 3 \
+      --dtype f16,bf16 --staging "$st" --shapes 1x50257x4096,16x50257x4096,64x50257x4096,1x4096x4097,16x4097x4096 \
+      --json "$out/$day-gemm-skinny-unaligned-$st-$tag.json"
+  done
 elif [[ $steps == s30u ]]; then
   # Session 30: JitOptions::uniform_roles again, now that WarpgroupGemm builds its descriptors once
   # a call (session 29): the broadcast warpgroup index costs one shuffle a call, not one a wgmma.
