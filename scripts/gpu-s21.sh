@@ -628,6 +628,12 @@ elif [[ $steps == s34 ]]; then
       --dtype f16,bf16 --staging "$st" --shapes 1x50257x4096,16x50257x4096,64x50257x4096,1x4096x4097,16x4097x4096 \
       --json "$out/$day-gemm-skinny-unaligned-$st-$tag.json"
   done
+  # The direct kernel on 16-row tiles (the default gives unaligned rows 128-row tiles at any M).
+  for cfg in 16x32x128:8:128 16x64x64:4:128; do
+    step "bench gemm skinny unaligned direct $cfg" 60 "$build/tessel" bench gemm --repeats 10 --warmup 3 \
+      --dtype f16,bf16 --config "$cfg" --shapes 1x50257x4096,16x50257x4096,1x4096x4097,16x4097x4096 \
+      --json "$out/$day-gemm-skinny-unaligned-${cfg//:/-}-$tag.json"
+  done
 elif [[ $steps == s30u ]]; then
   # Session 30: JitOptions::uniform_roles again, now that WarpgroupGemm builds its descriptors once
   # a call (session 29): the broadcast warpgroup index costs one shuffle a call, not one a wgmma.
