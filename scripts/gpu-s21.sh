@@ -69,8 +69,10 @@
 #     and 2-CTA multicast clusters (session 32's lead: 0.77-0.80x cuBLAS at 8192x50256x4096);
 #   TESSEL_S21_STEPS=s33: staged rows of whole 128-byte lines: issue 17's unaligned shapes with
 #     this build and build-gpu/old, twice; the N = 50256 LM heads with the multicast clusters;
-#   TESSEL_S21_STEPS=s34: the staging copies as Tessel kernels: their gpu tests, then issue 17's
-#     unaligned shapes with this build, build-gpu/mid and build-gpu/old (when carried), twice;
+#   TESSEL_S21_STEPS=s34: the staging copies as Tessel kernels and the mma.sync path's realigned
+#     chunks: their gpu tests, then issue 17's unaligned shapes with this build, build-gpu/mid and
+#     build-gpu/old (when carried), twice; skinny GEMMs with an unaligned N or K, staged and
+#     direct (this build beside build-gpu/mid);
 #   TESSEL_S21_STEPS=splitk: the split-K model's unsplit grid as split_k_clusters builds it
 #     (session 33): M = 64 shapes it now keeps in one kernel, unsplit / auto / the old share counts;
 #   TESSEL_S21_STEPS=uniform: JitOptions::uniform_roles beside the default (the passes' GEMM
@@ -605,7 +607,7 @@ elif [[ $steps == s34 ]]; then
   # of whole lines) and build-gpu/old (driver copies, rows padded to 16 bytes), in turn, twice,
   # each its own process with cuBLAS.
   step "gpu tests (staging copies, Matmul staged and split)" 180 "$build/tessel_tests_gpu" --gtest_brief=1 \
-    --gtest_filter='MatmulStagingCopyGpu.*:*MatmulStaging*:*SplitK*'
+    --gtest_filter='MatmulStagingCopyGpu.*:*MatmulStaging*:*SplitK*:MatmulUnalignedDirect.*:*MatmulShapes*17x33x65*'
   unaligned=4095x4095x4095,2047x2047x2047,3072x3072x3073,12345x6789x1011,6144x6143x6144,8192x50257x4096
   bins=("$build/tessel")
   for which in mid old; do [[ -x "$build/$which/tessel" ]] && bins+=("$build/$which/tessel"); done
@@ -628,11 +630,18 @@ elif [[ $steps == s34 ]]; then
       --dtype f16,bf16 --staging "$st" --shapes 1x50257x4096,16x50257x4096,64x50257x4096,1x4096x4097,16x4097x4096 \
       --json "$out/$day-gemm-skinny-unaligned-$st-$tag.json"
   done
-  # The direct kernel on 16-row tiles (the default gives unaligned rows 128-row tiles at any M).
-  for cfg in 16x32x128:8:128 16x64x64:4:128; do
-    step "bench gemm skinny unaligned direct $cfg" 60 "$build/tessel" bench gemm --repeats 10 --warmup 3 \
-      --dtype f16,bf16 --config "$cfg" --shapes 1x50257x4096,16x50257x4096,1x4096x4097,16x4097x4096 \
-      --json "$out/$day-gemm-skinny-unaligned-${cfg//:/-}-$tag.json"
+  # The direct kernel on 16-row tiles (the default gives unaligned rows 128-row tiles at any M),
+  # with this build's realigned chunks and with build-gpu/mid's element loads.
+  for cfg in 16x32x128:8:128 16x64x64:4:128 128x128x32:3:128; do
+    for bin in "$build/tessel" "$build/mid/tessel"; do
+      [[ -x $bin ]] || continue
+      which=new commit=$TESSEL_GIT_COMMIT
+      [[ $bin == "$build/tessel" ]] || { which=mid; commit=$(cat "$build/mid/git-commit.txt" 2>/dev/null || echo unknown); }
+      step "bench gemm skinny unaligned direct $cfg ($which)" 60 env TESSEL_GIT_COMMIT="$commit" "$bin" bench gemm \
+        --repeats 10 --warmup 3 --dtype f16,bf16 --config "$cfg" \
+        --shapes 1x50257x4096,16x50257x4096,1x4096x4097,16x4097x4096 \
+        --json "$out/$day-gemm-skinny-unaligned-${cfg//:/-}-$which-$tag.json"
+    done
   done
 elif [[ $steps == s30u ]]; then
   # Session 30: JitOptions::uniform_roles again, now that WarpgroupGemm builds its descriptors once

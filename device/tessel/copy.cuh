@@ -13,6 +13,7 @@
 
 #include "cp_async.cuh"
 #include "layout.cuh"
+#include "realign.cuh"
 #include "smem.cuh"
 
 namespace tessel {
@@ -134,6 +135,67 @@ __device__ inline void copy_chunks(T* smem, const T* gmem, long long ld, int row
   }
 }
 
+// Realigned chunks, for rows that start off 16 bytes (an odd ld of 16-bit elements): each
+// 16-byte chunk of a tile row is read as the two aligned 16-byte words that cover it, shifted
+// into place in registers (realign_words) and stored to shared memory whole -- two 16-byte
+// loads a chunk where the element path makes eight 2-byte ones, and 32 bytes in flight a chunk
+// where it has 2. A chunk goes this way when it and the chunk after it lie inside its row's
+// valid columns, so that the second word never reaches past data the tile may read; the others
+// (the last chunk or two of the tensor's last column tile, rows past rows_valid) go element by
+// element, zeros outside the valid region. Synchronous for the calling thread, like the element
+// path. kRealignedBatch chunks a thread in flight at once: each holds 8 registers of words while
+// the GEMM's accumulators are live.
+constexpr int kRealignedBatch = 2;
+
+template <class T, int Rows, int Cols, class Layout, int Threads>
+__device__ inline void copy_chunks_realigned(T* smem, const T* gmem, long long ld, int rows_valid,
+                                             int cols_valid) {
+  static_assert(chunkable<T, Cols, 16>() && sizeof(T) <= 4 && 16 % sizeof(T) == 0,
+                "copy_chunks_realigned: a tile row must be whole 16-byte chunks of 2- or 4-byte elements");
+  constexpr int kVec = 16 / sizeof(T);
+  constexpr int kChunksPerRow = Cols / kVec;
+  constexpr int kChunks = Rows * kChunksPerRow;
+  constexpr int kIters = ceil_div(kChunks, Threads);
+  constexpr int kBatch = kRealignedBatch < kIters ? kRealignedBatch : kIters;
+  const int tid = threadIdx.x;
+#pragma unroll 1
+  for (int k0 = 0; k0 < kIters; k0 += kBatch) {
+    unsigned words[kBatch][8];
+    bool whole[kBatch];
+#pragma unroll
+    for (int j = 0; j < kBatch; ++j) {
+      const int i = tid + (k0 + j) * Threads;
+      const int r = i / kChunksPerRow, c = (i % kChunksPerRow) * kVec;
+      whole[j] = (k0 + j) < kIters && i < kChunks && r < rows_valid && c + 2 * kVec <= cols_valid;
+      if (whole[j]) {
+        const uint4* at =
+            reinterpret_cast<const uint4*>(reinterpret_cast<unsigned long long>(gmem + r * ld + c) & ~15ull);
+        const uint4 lo = __ldg(at), hi = __ldg(at + 1);
+        words[j][0] = lo.x, words[j][1] = lo.y, words[j][2] = lo.z, words[j][3] = lo.w;
+        words[j][4] = hi.x, words[j][5] = hi.y, words[j][6] = hi.z, words[j][7] = hi.w;
+      }
+    }
+#pragma unroll
+    for (int j = 0; j < kBatch; ++j) {
+      const int i = tid + (k0 + j) * Threads;
+      if ((k0 + j) >= kIters || i >= kChunks) continue;
+      const int r = i / kChunksPerRow, c = (i % kChunksPerRow) * kVec;
+      T* dst = smem + Layout::offset(r, c);
+      if (whole[j]) {
+        unsigned out[4];
+        realign_words(words[j],
+                      static_cast<unsigned>(reinterpret_cast<unsigned long long>(gmem + r * ld + c) & 15u),
+                      out);
+        *reinterpret_cast<uint4*>(dst) = make_uint4(out[0], out[1], out[2], out[3]);
+      } else {
+#pragma unroll
+        for (int e = 0; e < kVec; ++e)
+          dst[e] = r < rows_valid && c + e < cols_valid ? gmem[r * ld + c + e] : T{};
+      }
+    }
+  }
+}
+
 // Whether the Bytes-chunk path applies to this call (uniform across the block).
 template <class T, int Cols, int Bytes>
 __device__ inline bool chunks_fit(const T* smem, const T* gmem, long long ld) {
@@ -155,8 +217,10 @@ __device__ inline bool chunks_fit(const T* smem, const T* gmem, long long ld) {
 //   copied in part and zero-filled, so cols_valid need not be a multiple of 16 bytes.)
 // !Vectorized: no alignment requirement. Picks at run time (uniformly across the block) the
 //   cp.async chunk, 16 or 4 bytes, that ld, gmem and smem allow; when neither does (an odd
-//   ld of 16-bit elements, say), element loads and shared stores, which are synchronous for
-//   the calling thread. (An 8-byte path was 10-20% faster for ld % 8 == 4 but made the
+//   ld of 16-bit elements, say), realigned 16-byte chunks (copy_chunks_realigned: aligned
+//   16-byte loads shifted in registers, 16-byte shared stores) where a tile row is whole
+//   16-byte chunks, else element loads and shared stores; both synchronous for the calling
+//   thread. (An 8-byte path was 10-20% faster for ld % 8 == 4 but made the
 //   pipelined 128x128x32 kernel spill under NVRTC.)
 // Extent: what the compiler proved about every call's bounds (TileExtent above); Runtime
 // tests them at each call.
@@ -187,6 +251,14 @@ __device__ inline void copy_global_to_shared(T* smem, const T* gmem, long long l
         copy_detail::copy_chunks<T, Rows, Cols, Layout, Threads, 4, Extent>(smem, gmem, ld, rows_valid,
                                                                             cols_valid);
       return;
+    }
+    if constexpr (copy_detail::chunkable<T, Cols, 16>() && sizeof(T) <= 4) {
+      // Rows off 16 bytes, the shared tile 16-byte aligned: realigned in registers.
+      if (smem_address(smem) % 16 == 0) {
+        copy_detail::copy_chunks_realigned<T, Rows, Cols, Layout, Threads>(smem, gmem, ld, rows_valid,
+                                                                           cols_valid);
+        return;
+      }
     }
     const int tid = threadIdx.x;
     constexpr int kElems = Rows * Cols;

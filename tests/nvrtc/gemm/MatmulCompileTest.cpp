@@ -75,6 +75,24 @@ TEST(MatmulCompile, OddShapesUseTheMaskedScalarPath) {
   EXPECT_NE(k.ptx().find("mma.sync"), std::string::npos);
 }
 
+// Unaligned rows on the mma.sync path: copy_global_to_shared compiles its realigned chunks (two
+// 16-byte loads a chunk, funnel shifts) beside the element path, with no spills in the tiles a
+// direct unaligned GEMM takes, sm_80 and sm_90a.
+TEST(MatmulCompile, UnalignedRowsCompileRealignedChunksWithoutSpills) {
+  for (const std::string arch : {"sm_80", "sm_90a"})
+    for (const MatmulConfig& c : {knob(128, 128, 32, 3, 128, false), knob(16, 32, 128, 8, 128, false),
+                                  knob(128, 256, 32, 3, 256, true, tessel::DType::bf16)}) {
+      SCOPED_TRACE(arch + " " + c.describe());
+      tessel::JitOptions o;
+      o.arch = arch;
+      auto k = tessel::kernels::make_matmul(65, 1023, 1025, c, o);
+      EXPECT_NE(k.ptx().find("shf.r.wrap"), std::string::npos);
+      EXPECT_NE(k.ptx().find("ld.global.nc.v4"), std::string::npos);
+      EXPECT_EQ(k.resources().spill_store_bytes, 0) << k.compile_log();
+      EXPECT_EQ(k.resources().spill_load_bytes, 0) << k.compile_log();
+    }
+}
+
 TEST(MatmulCompile, SecondJitIsACacheHit) {
   tessel::test::TempDir dir;
   tessel::test::ScopedEnv env("TESSEL_CACHE_DIR", dir.path().string());
