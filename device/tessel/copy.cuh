@@ -11,9 +11,9 @@
 // conflict-free shared wavefront per 8 threads (see SwizzledLayout).
 #pragma once
 
+#include "copy_realigned.cuh"
 #include "cp_async.cuh"
 #include "layout.cuh"
-#include "realign.cuh"
 #include "smem.cuh"
 
 namespace tessel {
@@ -131,67 +131,6 @@ __device__ inline void copy_chunks(T* smem, const T* gmem, long long ld, int row
     } else {
 #pragma unroll 1
       for (int k = 0; k < ceil_div(kChunks, Threads); ++k) one(k);
-    }
-  }
-}
-
-// Realigned chunks, for rows that start off 16 bytes (an odd ld of 16-bit elements): each
-// 16-byte chunk of a tile row is read as the two aligned 16-byte words that cover it, shifted
-// into place in registers (realign_words) and stored to shared memory whole -- two 16-byte
-// loads a chunk where the element path makes eight 2-byte ones, and 32 bytes in flight a chunk
-// where it has 2. A chunk goes this way when it and the chunk after it lie inside its row's
-// valid columns, so that the second word never reaches past data the tile may read; the others
-// (the last chunk or two of the tensor's last column tile, rows past rows_valid) go element by
-// element, zeros outside the valid region. Synchronous for the calling thread, like the element
-// path. kRealignedBatch chunks a thread in flight at once: each holds 8 registers of words while
-// the GEMM's accumulators are live.
-constexpr int kRealignedBatch = 2;
-
-template <class T, int Rows, int Cols, class Layout, int Threads>
-__device__ inline void copy_chunks_realigned(T* smem, const T* gmem, long long ld, int rows_valid,
-                                             int cols_valid) {
-  static_assert(chunkable<T, Cols, 16>() && sizeof(T) <= 4 && 16 % sizeof(T) == 0,
-                "copy_chunks_realigned: a tile row must be whole 16-byte chunks of 2- or 4-byte elements");
-  constexpr int kVec = 16 / sizeof(T);
-  constexpr int kChunksPerRow = Cols / kVec;
-  constexpr int kChunks = Rows * kChunksPerRow;
-  constexpr int kIters = ceil_div(kChunks, Threads);
-  constexpr int kBatch = kRealignedBatch < kIters ? kRealignedBatch : kIters;
-  const int tid = threadIdx.x;
-#pragma unroll 1
-  for (int k0 = 0; k0 < kIters; k0 += kBatch) {
-    unsigned words[kBatch][8];
-    bool whole[kBatch];
-#pragma unroll
-    for (int j = 0; j < kBatch; ++j) {
-      const int i = tid + (k0 + j) * Threads;
-      const int r = i / kChunksPerRow, c = (i % kChunksPerRow) * kVec;
-      whole[j] = (k0 + j) < kIters && i < kChunks && r < rows_valid && c + 2 * kVec <= cols_valid;
-      if (whole[j]) {
-        const uint4* at =
-            reinterpret_cast<const uint4*>(reinterpret_cast<unsigned long long>(gmem + r * ld + c) & ~15ull);
-        const uint4 lo = __ldg(at), hi = __ldg(at + 1);
-        words[j][0] = lo.x, words[j][1] = lo.y, words[j][2] = lo.z, words[j][3] = lo.w;
-        words[j][4] = hi.x, words[j][5] = hi.y, words[j][6] = hi.z, words[j][7] = hi.w;
-      }
-    }
-#pragma unroll
-    for (int j = 0; j < kBatch; ++j) {
-      const int i = tid + (k0 + j) * Threads;
-      if ((k0 + j) >= kIters || i >= kChunks) continue;
-      const int r = i / kChunksPerRow, c = (i % kChunksPerRow) * kVec;
-      T* dst = smem + Layout::offset(r, c);
-      if (whole[j]) {
-        unsigned out[4];
-        realign_words(words[j],
-                      static_cast<unsigned>(reinterpret_cast<unsigned long long>(gmem + r * ld + c) & 15u),
-                      out);
-        *reinterpret_cast<uint4*>(dst) = make_uint4(out[0], out[1], out[2], out[3]);
-      } else {
-#pragma unroll
-        for (int e = 0; e < kVec; ++e)
-          dst[e] = r < rows_valid && c + e < cols_valid ? gmem[r * ld + c + e] : T{};
-      }
     }
   }
 }

@@ -81,6 +81,17 @@ __global__ void k(const T* g, T* o, float* f, long long ld, int rv, int cv) {
   tessel::copy_shared_to_global<T, 64, 32, L, 128, true>(o, s, ld, rv, cv);
   tessel::copy_shared_to_global<float, 17, 5, R, 64>(f, t, ld, rv, cv);
 })cuda"},
+    {"copy_realigned.cuh", R"cuda(
+// Any 16-bit or 32-bit element type, any layout with an offset(r, c).
+struct L {
+  __device__ static int offset(int r, int c) { return r * 32 + c; }
+};
+__global__ void k(const unsigned short* g, const float* f, long long ld, int rv, int cv) {
+  __shared__ __align__(16) unsigned short s[64 * 32];
+  __shared__ __align__(16) float t[8 * 16];
+  tessel::copy_detail::copy_chunks_realigned<unsigned short, 64, 32, L, 128>(s, g, ld, rv, cv);
+  tessel::copy_detail::copy_chunks_realigned<float, 8, 16, L, 32>(t, f, ld, rv, cv);
+})cuda"},
     {"mma.cuh", R"cuda(
 __global__ void k(float* out) {
   __shared__ __align__(16) unsigned short s[16 * 16];
