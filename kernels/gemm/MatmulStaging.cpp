@@ -25,6 +25,13 @@ namespace {
 // write counted) and to cost a few microseconds to start. (The driver's 2-D copies that staged
 // until session 34 moved about 0.8 TB/s on an H100 at 8192x50257x4096, perf-notes "Session 33".)
 constexpr double kDirectTflops = 80, kAlignedTflops = 600, kCopyBytesPerUs = 3e6, kCopyUs = 3, kLaunchUs = 5;
+// Either kernel also streams its operands and output once: the aligned kernel near the DRAM's
+// rate (taken as the copies' 3 TB/s), the direct one at 0.6 TB/s -- its best on skinny shapes,
+// where the FLOP rate says nothing: an H100 in session 34 (bench/results/2026-12-07-gemm-skinny-
+// unaligned-*-s34b-h100.json, bf16) ran the direct 1x50257x4096 at 0.58 TB/s (0.71 ms, staged
+// 0.42 ms), 1x4096x4097 at 0.21 (0.16 ms, staged 0.04) and 16x4097x4096 at 0.09 (0.37 ms,
+// staged 0.04), when the FLOP-only model had kept all three direct.
+constexpr double kDirectBytesPerUs = 0.6e6;
 
 long long round_up(long long x, long long m) {
   return (x + m - 1) / m * m;
@@ -143,9 +150,13 @@ MatmulPlan plan_staging(long long M, long long N, long long K, DType dtype, cons
   const double bytes =
       2.0 * static_cast<double>(e) * ((a ? M * K : 0) + K * N + (c ? M * N : 0));  // read and written
   const int copies = (a ? 1 : 0) + 1 + (c ? 1 : 0);
-  p.estimate_direct_us = flops / (kDirectTflops * 1e6) + kLaunchUs;
-  p.estimate_staged_us =
-      flops / (kAlignedTflops * 1e6) + bytes / kCopyBytesPerUs + copies * kCopyUs + kLaunchUs;
+  // The GEMM's own stream: A, B and C once.
+  const double stream = static_cast<double>(e) * (static_cast<double>(M) * static_cast<double>(K) +
+                                                  static_cast<double>(K) * static_cast<double>(N) +
+                                                  static_cast<double>(M) * static_cast<double>(N));
+  p.estimate_direct_us = std::max(flops / (kDirectTflops * 1e6), stream / kDirectBytesPerUs) + kLaunchUs;
+  p.estimate_staged_us = std::max(flops / (kAlignedTflops * 1e6), stream / kCopyBytesPerUs) +
+                         bytes / kCopyBytesPerUs + copies * kCopyUs + kLaunchUs;
   std::ostringstream why;
   const std::string rows = std::string(k_odd ? "K = " + std::to_string(K) : "") +
                            (k_odd && n_odd ? " and " : "") + (n_odd ? "N = " + std::to_string(N) : "") +

@@ -144,10 +144,11 @@ struct MatmulPlan {
 //
 // Staging, automatic: staged when an unaligned row would take the GEMM off the 16-byte copy
 // paths and the model -- direct: 2MNK at 80 TFLOP/s (the element-wise kernel's rate on the
-// H200); staged: 2MNK at 600 TFLOP/s plus the staged bytes (read and written) at 3 TB/s plus
-// 3 us per copy -- says the staged run is faster. A staged dimension (K where A's rows are
-// unaligned, N where C's are) is padded to rows of whole 128-byte lines (64 16-bit elements)
-// where that adds at most 1/16 to it, else to 16 bytes: TMA moves tiles 128 bytes a row.
+// H200) or A, B and C streamed once at 0.6 TB/s (its best on skinny shapes, an H100), whichever
+// is longer; staged: 2MNK at 600 TFLOP/s or that stream at 3 TB/s, plus the staged bytes (read
+// and written) at 3 TB/s plus 3 us per copy -- says the staged run is faster. A staged dimension (K where A's
+// rows are unaligned, N where C's are) is padded to rows of whole 128-byte lines (64 16-bit elements) where
+// that adds at most 1/16 to it, else to 16 bytes: TMA moves tiles 128 bytes a row.
 //
 // Split-K, `split_k`: 0 automatic, 1 off, n >= 2 that many shares (at most the K tiles of 64).
 // Automatic, on sm_90 for M <= 64 whose kernel rows are 16-byte aligned (as given or staged):
