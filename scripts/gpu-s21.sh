@@ -73,6 +73,8 @@
 #     chunks: their gpu tests, then issue 17's unaligned shapes with this build, build-gpu/mid and
 #     build-gpu/old (when carried), twice; skinny GEMMs with an unaligned N or K, staged and
 #     direct (this build beside build-gpu/mid);
+#   TESSEL_S21_STEPS=s35: realigned rings on the skinny unaligned direct kernels: their gpu tests,
+#     then 16/32-row direct configs with the rings and without, beside the staged plan;
 #   TESSEL_S21_STEPS=splitk: the split-K model's unsplit grid as split_k_clusters builds it
 #     (session 33): M = 64 shapes it now keeps in one kernel, unsplit / auto / the old share counts;
 #   TESSEL_S21_STEPS=uniform: JitOptions::uniform_roles beside the default (the passes' GEMM
@@ -643,6 +645,24 @@ elif [[ $steps == s34 ]]; then
         --json "$out/$day-gemm-skinny-unaligned-${cfg//:/-}-$which-$tag.json"
     done
   done
+elif [[ $steps == s35 ]]; then
+  # Session 35: realigned rings (plan_pipelines: raw aligned words by cp.async, the shift at each
+  # iteration's top) on the direct kernels of skinny GEMMs whose rows start off 16 bytes. Their
+  # gpu tests (every element against float64, bit-identical to the realigned chunks), then the
+  # decode-like shapes on small-tile direct configs with the rings and without
+  # (TESSEL_DISABLE=realigned_rings), beside the staged plan -- each its own process with cuBLAS.
+  step "gpu tests (unaligned direct, chains, staging)" 200 "$build/tessel_tests_gpu" --gtest_brief=1 \
+    --gtest_filter='MatmulUnalignedDirect.*:*AccumulatorChains*:MatmulStagingCopyGpu.*:*MatmulShapes*17x33x65*'
+  skinny=1x50257x4096,16x50257x4096,64x50257x4096,1x4096x4097,16x4097x4096,1x15x4095
+  step "bench gemm skinny unaligned (staged)" 60 "$build/tessel" bench gemm --repeats 10 --warmup 3 \
+    --dtype f16,bf16 --staging always --shapes "$skinny" --json "$out/$day-gemm-skinny-unaligned-always-$tag.json"
+  for cfg in 16x32x128:4:128 16x32x128:8:128 16x64x64:4:128 32x64x64:4:128; do
+    for e in rings chunks; do
+      step "bench gemm skinny unaligned direct $cfg ($e)" 60 env TESSEL_DISABLE="$([[ $e == chunks ]] && echo realigned_rings)" \
+        "$build/tessel" bench gemm --repeats 10 --warmup 3 --dtype f16,bf16 --config "$cfg" --shapes "$skinny" \
+        --json "$out/$day-gemm-skinny-unaligned-${cfg//:/-}-$e-$tag.json"
+    done
+  done
 elif [[ $steps == s30u ]]; then
   # Session 30: JitOptions::uniform_roles again, now that WarpgroupGemm builds its descriptors once
   # a call (session 29): the broadcast warpgroup index costs one shuffle a call, not one a wgmma.
@@ -677,7 +697,7 @@ elif [[ $steps == tune ]]; then
     --shapes 4194304x127,4194304x129,524288x1023,65536x8191,32768x8193,10000x50257 \
     --json "$out/$day-softmax-issue17-tuned-$tag.json"
 else
-  echo "gpu-s21.sh: unknown step set '$steps' in TESSEL_S21_STEPS (legal: first, h200, s24, s25, s26, s27, s28, s28b, s29, s29b, s29d, s29e, s29f, s29h, s30, s30u, s31, s31b, s31c, s32, s33, s34, lmhead, splitk, uniform, bench, softmax, ncu, tests, tune)" | tee -a "$log"
+  echo "gpu-s21.sh: unknown step set '$steps' in TESSEL_S21_STEPS (legal: first, h200, s24, s25, s26, s27, s28, s28b, s29, s29b, s29d, s29e, s29f, s29h, s30, s30u, s31, s31b, s31c, s32, s33, s34, s35, lmhead, splitk, uniform, bench, softmax, ncu, tests, tune)" | tee -a "$log"
   status=1
 fi
 done

@@ -242,6 +242,7 @@ LoweredFunc lower_to(const ir::PrimFuncNode& f, const passes::Target& target,
   out.ctx.max_persistent_ctas = s.max_persistent_ctas;
   out.ctx.persistent_rings = s.persistent_rings;
   out.ctx.requested_min_blocks_per_sm = s.min_blocks_per_sm;
+  out.ctx.allow_realigned_rings = s.allow_realigned_rings;
   out.name = f.name;
   out.params = f.params;
   out.ctx.target = target;

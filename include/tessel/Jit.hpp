@@ -170,6 +170,12 @@ struct JitOptions {
   // instead of by the consumers' cp.async and two block barriers at every tile's start
   // (plan_tile_loads). True keeps the consumers' load (TESSEL_DISABLE=tile_loads does the same).
   bool disable_tile_loads = false;
+  // A Pipelined loop's global->shared copy whose rows provably start off 16 bytes (a constant
+  // odd row length of 16-bit elements: an odd K or N) keeps its ring stages in flight as raw
+  // aligned 16-byte words by cp.async and shifts the current stage's words into the tile at the
+  // top of each iteration (plan_pipelines' realigned rings). True keeps the synchronous realigned
+  // chunks of copy_global_to_shared (TESSEL_DISABLE=realigned_rings does the same).
+  bool disable_realigned_rings = false;
   // A kernel whose fragments and local arrays hold more than 510 values per thread (twice the
   // 255 registers a thread can have), in one buffer or in all, is a CompileError naming the
   // buffer: ptxas would spill most of it to local memory, slowly and at length. True compiles it

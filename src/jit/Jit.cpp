@@ -188,12 +188,26 @@ int max_persistent_ctas_from_env() {
 passes::PassContext::Switches jit_switches(const JitOptions& options) {
   // TESSEL_DISABLE=tma,wgmma,warp_specialization turns the same switches off from outside a
   // program (the CLI's benchmarks, a user bisecting a wrong result).
-  const std::set<std::string> disabled =
-      features_named("TESSEL_DISABLE",
-                     {"tma", "wgmma", "warp_specialization", "split_k", "tma_store", "multicast",
-                      "async_pipeline", "pingpong", "async_gemm", "gemm_chains", "row_staging",
-                      "async_span_copy", "persistent_tiles", "realigned_global_loads", "programmatic_launch",
-                      "uniform_roles", "tile_loads", "gemm_from_passes", "unit_scale_skips"});
+  const std::set<std::string> disabled = features_named("TESSEL_DISABLE", {"tma",
+                                                                           "wgmma",
+                                                                           "warp_specialization",
+                                                                           "split_k",
+                                                                           "tma_store",
+                                                                           "multicast",
+                                                                           "async_pipeline",
+                                                                           "pingpong",
+                                                                           "async_gemm",
+                                                                           "gemm_chains",
+                                                                           "row_staging",
+                                                                           "async_span_copy",
+                                                                           "persistent_tiles",
+                                                                           "realigned_global_loads",
+                                                                           "programmatic_launch",
+                                                                           "uniform_roles",
+                                                                           "tile_loads",
+                                                                           "gemm_from_passes",
+                                                                           "unit_scale_skips",
+                                                                           "realigned_rings"});
   auto env_off = [&](const char* name) { return disabled.count(name) != 0; };
   // TESSEL_ENABLE turns opt-in features on from outside (benchmarks of a feature not on by default).
   const std::set<std::string> enabled =
@@ -228,7 +242,8 @@ passes::PassContext::Switches jit_switches(const JitOptions& options) {
       !options.disable_persistent_tiles && !env_off("persistent_tiles"),
       !options.disable_tile_loads && !env_off("tile_loads"),
       options.max_persistent_ctas > 0 ? options.max_persistent_ctas : max_persistent_ctas_from_env(),
-      options.persistent_rings || env_on("persistent_rings"), std::max(0, options.min_blocks_per_sm)};
+      options.persistent_rings || env_on("persistent_rings"), std::max(0, options.min_blocks_per_sm),
+      !options.disable_realigned_rings && !env_off("realigned_rings")};
 }
 
 std::string switches_text(const passes::PassContext::Switches& s) {
@@ -261,6 +276,7 @@ std::string switches_text(const passes::PassContext::Switches& s) {
   flag("persistent_rings", s.persistent_rings);
   out += " max_persistent_ctas=" + std::to_string(s.max_persistent_ctas);
   out += " min_blocks_per_sm=" + std::to_string(s.min_blocks_per_sm);
+  out += std::string(" realigned_rings=") + (s.allow_realigned_rings ? "1" : "0");
   return out;
 }
 

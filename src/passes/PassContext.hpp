@@ -236,6 +236,7 @@ struct PassContext {
     int max_persistent_ctas = 0;
     bool persistent_rings = false;
     int min_blocks_per_sm = 0;
+    bool allow_realigned_rings = true;
   };
   bool allow_tma = true, allow_wgmma = true, allow_warp_specialization = true;
   bool allow_split_k = true;
@@ -298,6 +299,8 @@ struct PassContext {
   // plan_tile_loads: a persistent kernel's once-per-tile shared tiles by TMA into two slots
   // (JitOptions::disable_tile_loads turns it off).
   bool allow_tile_loads = true;
+  // plan_pipelines' realigned rings (JitOptions::disable_realigned_rings turns them off).
+  bool allow_realigned_rings = true;
   // JitOptions::max_persistent_ctas: persist_tiles launches at most this many blocks (0: the SMs).
   int max_persistent_ctas = 0;
   // Every generic ring kernel persistent with TMA-stored accumulator tiles (persist_tiles,

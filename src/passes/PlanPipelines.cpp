@@ -9,7 +9,13 @@
 //             The barrier at the top of iteration k both publishes tile k and proves every
 //             thread finished reading the stage that the next copy overwrites (k-1's).
 //             Each shared buffer a producer writes becomes [S, ...shape] and every use of it in
-//             the loop points at one stage. A loop whose loads are TMA loads becomes an
+//             the loop points at one stage -- except a copy whose global rows provably start
+//             off 16 bytes in a loop that keeps this generic schedule (not gemm_mainloop): it
+//             becomes a realigned ring (its stages hold raw aligned words, copied by
+//             copy_words_to_shared; the tile keeps one stage, written at the top of each
+//             iteration by realign_words_to_shared and published by a second barrier before
+//             the consumers; see RawRing), where shared memory allows.
+//             A loop whose loads are TMA loads becomes an
 //             mbarrier ring (see tma_ring). A Pipelined loop with nothing to overlap (no
 //             producer, or one stage) becomes a Serial loop.
 //             Shared-memory writes outside these loops were ordered by order_shared_writes; the
@@ -22,7 +28,10 @@
 #include <algorithm>
 #include <map>
 
+#include "ops/Lowering.hpp"
 #include "ops/TileOp.hpp"
+#include "passes/GlobalRegions.hpp"
+#include "passes/PassUtil.hpp"
 #include "passes/Passes.hpp"
 #include "tessel/ir/Mutator.hpp"
 #include "tessel/ir/Printer.hpp"
@@ -82,6 +91,8 @@ class PipelinePlanner : public IRMutator {
 
   // Multi-buffered replacements, by the id of the buffer they replace.
   std::map<int, Buffer> staged;
+  // The raw-word rings declared beside their (single-stage) tiles, by the tile's buffer id.
+  std::map<int, Buffer> raw_words;
 
  protected:
   Stmt mutate_node(const ForStmt* op, const Stmt& self) override {
@@ -109,6 +120,7 @@ class PipelinePlanner : public IRMutator {
       --loop_depth_;
       return make_for(op->var, op->min, op->extent, ForKind::Serial, 0, inner, w);
     }
+    std::map<int, RawRing> raw;
     std::map<int, Buffer> local;
     for (const Stmt& p : producers) {
       const Buffer& b = p.as<CopyStmt>()->dst.buffer;
@@ -130,13 +142,29 @@ class PipelinePlanner : public IRMutator {
     // The producers for tile `iter` into ring stage `stage`.
     auto issue_at = [&](const Expr& iter, const Expr& stage) {
       std::vector<Stmt> out;
-      for (const Stmt& p : producers)
-        out.push_back(StageRewriter(local, stage).mutate(substitute(p, {{k, iter}})));
+      for (const Stmt& p : producers) {
+        Stmt at = substitute(p, {{k, iter}});
+        const auto* c = at.as<CopyStmt>();
+        auto r = raw.find(c->dst.buffer->id);
+        out.push_back(r == raw.end() ? StageRewriter(local, stage).mutate(at)
+                                     : copy_words(c, r->second, stage));
+      }
       return make_seq(out, w);
     };
     auto issue = [&](const Expr& iter) {
       return issue_at(iter, make_binary(BinaryOp::Mod, iter, make_int(S)));
     };
+    if (Stmt fused = gemm_mainloop(op, consumers, local, issue_at); fused.defined()) return fused;
+    // The generic schedule: tiles whose rows provably start off 16 bytes go through realigned
+    // rings (their stages hold raw words, the tile itself one stage) where shared memory allows.
+    for (const Stmt& p : producers)
+      if (std::optional<RawRing> r = realigned_ring(p.as<CopyStmt>(), producers, S)) raw[r->tile->id] = *r;
+    if (!raw.empty() && !raw_rings_fit(raw, S)) raw.clear();
+    for (const auto& [id, r] : raw) {
+      local.erase(id);
+      staged.erase(id);
+      raw_words[id] = r.raw;
+    }
     Var s("s");
     Stmt prologue = make_for(
         s, make_int(0), make_int(S - 1), ForKind::Unrolled, 0,
@@ -146,8 +174,14 @@ class PipelinePlanner : public IRMutator {
     std::vector<Stmt> steady{make_async_wait(S - 2, w), barrier(w),
                              make_if(make_binary(BinaryOp::LT, next, n), issue(next), Stmt(), w),
                              make_async_commit(w)};
-    if (Stmt fused = gemm_mainloop(op, consumers, local, issue_at); fused.defined()) return fused;
     Expr stage = make_binary(BinaryOp::Mod, k, make_int(S));
+    // A realigned ring's tiles are written from their stage's words first, then published.
+    if (!raw.empty()) {
+      for (const Stmt& p : producers)
+        if (auto r = raw.find(p.as<CopyStmt>()->dst.buffer->id); r != raw.end())
+          steady.push_back(realign_words(p.as<CopyStmt>(), r->second, stage));
+      steady.push_back(barrier(w));
+    }
     for (const Stmt& c : consumers) steady.push_back(StageRewriter(local, stage).mutate(c));
     Stmt main = make_for(k, op->min, n, ForKind::Serial, 0, make_seq(steady, w), w);
     return make_seq({prologue, main, make_async_wait(0, w), barrier(w)}, w);
@@ -156,6 +190,91 @@ class PipelinePlanner : public IRMutator {
  private:
   // __syncthreads (insert_proxy_fences fences it for the async proxy in wgmma kernels).
   static Stmt barrier(std::source_location w) { return make_barrier(w); }
+
+  // A realigned ring: a copy whose global rows provably start off 16 bytes (a constant row
+  // length that is not a multiple of 16 bytes: an odd K or N of a 16-bit GEMM) would take
+  // copy_global_to_shared's realigned chunks, which wait for each load -- nothing of the ring
+  // stays in flight while the loop computes. Instead the ring's S stages hold each tile row's
+  // covering aligned 16-byte words (`raw`: [S, rows, cols + 16 bytes' elements], row-major),
+  // copied by cp.async like any stage (tessel::copy_words_to_shared), and the tile keeps one
+  // stage, written at the top of each iteration from its stage's words shifted into place
+  // (tessel::realign_words_to_shared) and published by a second barrier before the consumers:
+  //   wait(S-2); barrier; producers(k+S-1) -> raw[(k+S-1)%S]; commit;
+  //   realign(raw[k%S] -> tile); barrier; consumers(k)
+  // (the first barrier also proves every reader of iteration k-1's tile done). Needs 2- or
+  // 4-byte elements of the same dtype on both sides, contiguous rows, whole 16-byte chunks in a
+  // tile row and a tile of two or more rows that no other producer writes; off under
+  // JitOptions::disable_realigned_rings.
+  struct RawRing {
+    Buffer tile, raw;
+    std::int64_t rows = 0, cols = 0;
+  };
+  std::optional<RawRing> realigned_ring(const CopyStmt* c, const std::vector<Stmt>& producers, int S) {
+    if (!ctx_.allow_realigned_rings || c->pad.defined() || c->row_window) return std::nullopt;
+    const Buffer &g = c->src.buffer, &t = c->dst.buffer;
+    const int elem = dtype_bytes(g->dtype);
+    if (g->scope != Scope::Global || t->dtype != g->dtype || (elem != 2 && elem != 4)) return std::nullopt;
+    std::optional<GlobalMatrix> m = global_matrix(c->src);
+    if (!m || !is_const_int(m->col_stride, 1)) return std::nullopt;
+    const std::optional<std::int64_t> ld = as_const_int(m->ld);
+    const SharedLayout& layout = ctx_.shared_layouts.at(t->id);
+    const std::int64_t rows = layout.rows, cols = layout.cols;
+    if (!ld || rows < 2 || (cols * elem) % 16 != 0 || (*ld * elem) % 16 == 0 ||
+        t.const_numel() != rows * cols)
+      return std::nullopt;
+    for (const Stmt& p : producers)
+      if (p.as<CopyStmt>() != c && p.as<CopyStmt>()->dst.buffer.same_as(t)) return std::nullopt;
+    RawRing r{t, Buffer(), rows, cols};
+    const std::int64_t raw_cols = cols + 16 / elem;
+    r.raw = Buffer::make(t->name + "_words", {make_int(S), make_int(rows), make_int(raw_cols)}, t->dtype,
+                         Scope::Shared, t->where);
+    ctx_.shared_layouts[r.raw->id] = SharedLayout::row_major(rows, raw_cols);
+    return r;
+  }
+  // Whether the kernel's shared memory still fits the target with these rings: every shared
+  // buffer the kernel declares (a tile a Pipelined loop of S stages fills counted S times, as
+  // plan_pipelines stages it), plus each ring's stages and its tile in place of the tile's S
+  // stages, plus plan_shared_memory's alignment (up to 1 KB a buffer) -- over the cap, the loop
+  // keeps its staged tiles and the synchronous realigned chunks, which fit wherever they did.
+  bool raw_rings_fit(const std::map<int, RawRing>& raw, int S) const {
+    std::int64_t bytes = kernel_shared_bytes_, buffers = kernel_shared_buffers_;
+    for (const auto& [id, r] : raw) {
+      const std::int64_t e = dtype_bytes(r.tile->dtype);
+      const std::int64_t raw_cols = *as_const_int(r.raw->shape[2]);
+      bytes += e * (S * r.rows * raw_cols + r.rows * r.cols - S * r.rows * r.cols);
+      ++buffers;
+    }
+    return bytes + 1024 * buffers <= ctx_.target.smem_cap;
+  }
+  // The element offset of `stage` in a raw ring.
+  static Expr raw_stage_offset(const RawRing& r, const Expr& stage) {
+    return mul(i64(stage), make_int(r.rows * *as_const_int(r.raw->shape[2])));
+  }
+  // The asynchronous half: copy's words into `stage` of the raw ring.
+  Stmt copy_words(const CopyStmt* c, const RawRing& r, const Expr& stage) const {
+    const GlobalMatrix m = *global_matrix(c->src);
+    std::vector<DeviceCallArg> args{{Expr(), r.raw, raw_stage_offset(r, stage)},
+                                    {Expr(), c->src.buffer, m.offset},
+                                    {i64(m.ld), Buffer(), Expr()},
+                                    {m.rows_valid, Buffer(), Expr()},
+                                    {m.cols_valid, Buffer(), Expr()}};
+    return make_device_call("tessel::copy_words_to_shared",
+                            {ops::dtype_cuda(r.tile->dtype), std::to_string(r.rows), std::to_string(r.cols),
+                             std::to_string(ctx_.threads)},
+                            args, c->where);
+  }
+  // The synchronous half: the tile from `stage`'s words, each row shifted by its start's offset.
+  Stmt realign_words(const CopyStmt* c, const RawRing& r, const Expr& stage) const {
+    const GlobalMatrix m = *global_matrix(c->src);
+    std::vector<DeviceCallArg> args{{Expr(), r.tile, linear_offset(c->dst)},
+                                    {Expr(), r.raw, raw_stage_offset(r, stage)},
+                                    {Expr(), c->src.buffer, m.offset},
+                                    {i64(m.ld), Buffer(), Expr()}};
+    return make_device_call("tessel::realign_words_to_shared",
+                            {ops::dtype_cuda(r.tile->dtype), std::to_string(r.rows), std::to_string(r.cols),
+                             ctx_.shared_layouts.at(r.tile->id).device_type(), std::to_string(ctx_.threads)},
+                            args, c->where);
+  }
 
   // A loop whose only compute is one gemm on the staged tiles becomes tessel::gemm_mainloop
   // (device/tessel/mainloop.cuh), which carries the gemm's register fragments across tiles so
@@ -405,6 +524,12 @@ class PipelinePlanner : public IRMutator {
 
   PassContext& ctx_;
   int loop_depth_ = 0;
+
+ public:
+  // The kernel's shared bytes before any realigned ring (set by plan_pipelines before planning).
+  std::int64_t kernel_shared_bytes_ = 0, kernel_shared_buffers_ = 0;
+
+ private:
   const ForStmt* tile_loop_ = nullptr;  // the persistent kernel's loop over tiles, when inside it
 };
 
@@ -412,10 +537,13 @@ class PipelinePlanner : public IRMutator {
 // that nothing outside the pipelined loop still names the single-stage buffer.
 class DeclRewriter : public IRMutator {
  public:
-  explicit DeclRewriter(const std::map<int, Buffer>& staged) : staged_(staged) {}
+  DeclRewriter(const std::map<int, Buffer>& staged, const std::map<int, Buffer>& raw_words)
+      : staged_(staged), raw_words_(raw_words) {}
 
  protected:
   Stmt mutate_node(const DeclBuffer* op, const Stmt& self) override {
+    if (auto r = raw_words_.find(op->buffer->id); r != raw_words_.end())
+      return make_seq({self, make_decl(r->second, op->where)}, op->where);
     auto it = staged_.find(op->buffer->id);
     return it == staged_.end() ? self : make_decl(it->second, op->where);
   }
@@ -438,6 +566,7 @@ class DeclRewriter : public IRMutator {
 
  private:
   const std::map<int, Buffer>& staged_;
+  const std::map<int, Buffer>& raw_words_;
 };
 
 }  // namespace
@@ -460,11 +589,52 @@ class MbarrierDecls : public IRMutator {
   const std::vector<MbarrierArray>& arrays_;
 };
 
+// The shared bytes plan_pipelines' staged tiles make a kernel take, before any realigned ring:
+// each shared buffer once, a tile a Pipelined loop of two or more stages fills (by a cp.async
+// copy or a TMA load) num_stages times.
+class SharedBytes : public IRVisitor {
+ public:
+  std::int64_t bytes = 0, buffers = 0;
+  void visit_node(const ForStmt* op) override {
+    if (op->kind == ForKind::Pipelined && op->num_stages > 1) {
+      std::vector<Stmt> body =
+          op->body.as<SeqStmt>() ? op->body.as<SeqStmt>()->stmts : std::vector<Stmt>{op->body};
+      for (const Stmt& s : body) {
+        if (const auto* c = s.as<CopyStmt>(); c && is_global_to_shared_copy(s))
+          stages[c->dst.buffer->id] = op->num_stages;
+        if (const auto* t = s.as<TmaLoadStmt>()) stages[t->dst.buffer->id] = op->num_stages;
+      }
+    }
+    IRVisitor::visit_node(op);
+  }
+  void visit_node(const DeclBuffer* op) override {
+    if (op->buffer->scope == Scope::Shared) decls.push_back(op->buffer);
+    IRVisitor::visit_node(op);
+  }
+  void finish() {
+    for (const Buffer& b : decls) {
+      auto it = stages.find(b->id);
+      bytes += static_cast<std::int64_t>(dtype_bytes(b->dtype)) * b.const_numel() *
+               (it == stages.end() ? 1 : it->second);
+      ++buffers;
+    }
+  }
+
+ private:
+  std::map<int, int> stages;
+  std::vector<Buffer> decls;
+};
+
 Stmt plan_pipelines(const Stmt& body, PassContext& ctx) {
   PipelinePlanner planner(ctx);
+  SharedBytes shared;
+  shared.visit(body);
+  shared.finish();
+  planner.kernel_shared_bytes_ = shared.bytes;
+  planner.kernel_shared_buffers_ = shared.buffers;
   Stmt out = planner.mutate(body);
-  if (planner.staged.empty()) return out;
-  out = DeclRewriter(planner.staged).mutate(out);
+  if (planner.staged.empty() && planner.raw_words.empty()) return out;
+  out = DeclRewriter(planner.staged, planner.raw_words).mutate(out);
   if (!ctx.mbarriers.empty()) out = MbarrierDecls(ctx.mbarriers).mutate(out);
   return out;
 }

@@ -135,6 +135,63 @@ TEST(Passes, GenericPipelineOrdersWaitBarrierCopyCompute) {
   EXPECT_EQ(piped.find("gemm_mainloop"), std::string::npos) << piped;
 }
 
+// A copy whose global rows provably start off 16 bytes (B's rows of 50257 f16, A's of 4095)
+// becomes a realigned ring: the stages hold raw words (a [S, rows, cols + 8] buffer beside the
+// single-stage tile), copied by cp.async in the prologue and ahead of each iteration; each
+// iteration shifts its stage's words into the tile and publishes it with a second barrier before
+// the gemm. The same loop without the switch keeps the staged tiles and copy_global_to_shared; an
+// aligned copy (A's rows of 4096) is staged as before either way.
+TEST(Passes, UnalignedRowsGetARealignedRing) {
+  auto piped = [](long long K, bool rings, const tessel::passes::Target& target) {
+    auto f =
+        tessel::kernels::matmul_program(16, 50257, K, tessel::kernels::MatmulConfig{16, 32, 128, 4, 128});
+    tessel::passes::PassContext::Switches s;
+    s.allow_realigned_rings = rings;
+    auto lowered = tessel::lower(f.ir(), target, s, true);
+    for (const auto& [name, text] : lowered.stages)
+      if (name == "plan_pipelines") return text;
+    return std::string("<no plan_pipelines>");
+  };
+  for (const auto& target : {sm80(), sm90()}) {
+    const std::string ring = piped(4096, true, target);
+    EXPECT_NE(ring.find("shared shared_1: f16[128, 32]"), std::string::npos) << ring;
+    EXPECT_NE(ring.find("shared shared_1_words: f16[4, 128, 40]"), std::string::npos) << ring;
+    EXPECT_NE(ring.find("shared shared_0: f16[4, 16, 128]"), std::string::npos) << ring;
+    EXPECT_NE(
+        ring.find("tessel::copy_words_to_shared<tessel::half_t, 128, 32, 128>(&shared_1_words[(i64((s % 4)) "
+                  "* 5120_i64)], &B[((i64((s * 128)) * 50257_i64) + i64((bx * 32)))], 50257_i64"),
+        std::string::npos)
+        << ring;
+    // wait; barrier; next tile's copies; commit; the shift of this tile's stage; barrier; gemm.
+    const auto wait = ring.find("async_wait(2)"), bar = ring.find("barrier()", wait),
+               next = ring.find("tessel::copy_words_to_shared", bar),
+               commit = ring.find("async_commit()", next),
+               shift = ring.find(
+                   "tessel::realign_words_to_shared<tessel::half_t, 128, 32, "
+                   "tessel::SwizzledLayout<128, 32, 2>, 128>(&shared_1, &shared_1_words[(i64((ko "
+                   "% 4)) * 5120_i64)], &B[((i64((ko * 128)) * 50257_i64) + i64((bx * 32)))], "
+                   "50257_i64)",
+                   commit),
+               publish = ring.find("barrier()", shift), gemm = ring.find("gemm(", publish);
+    EXPECT_TRUE(wait != std::string::npos && bar != std::string::npos && next != std::string::npos &&
+                commit != std::string::npos && shift != std::string::npos && publish != std::string::npos &&
+                gemm != std::string::npos)
+        << ring;
+    // A's rows of 4096 are aligned: a staged tile, copied as before.
+    EXPECT_NE(ring.find("copy(A["), std::string::npos) << ring;
+    // Both operands' rows off 16 bytes: two rings.
+    const std::string both = piped(4095, true, target);
+    EXPECT_NE(both.find("shared shared_0_words: f16[4, 16, 136]"), std::string::npos) << both;
+    EXPECT_NE(both.find("shared shared_1_words: f16[4, 128, 40]"), std::string::npos) << both;
+    EXPECT_EQ(both.find("copy(A["), std::string::npos) << both;
+    // The switch off: staged tiles, copies left to lower_tile_ops.
+    const std::string off = piped(4096, false, target);
+    EXPECT_EQ(off.find("_words"), std::string::npos) << off;
+    EXPECT_NE(off.find("shared shared_1: f16[4, 128, 32]"), std::string::npos) << off;
+    EXPECT_NE(off.find("copy(B["), std::string::npos) << off;
+  }
+}
+
 TEST(Passes, LoweredIrHasNoTileOps) {
   auto f = tessel::kernels::matmul_program(300, 200, 40, {});
   auto lowered = tessel::lower(f.ir(), sm80());

@@ -136,47 +136,62 @@ INSTANTIATE_TEST_SUITE_P(
     ShapeName());
 
 // The kernel for an exact shape whose rows start off 16 bytes (K or N odd, no staging): A's and
-// B's tiles go through copy_global_to_shared's realigned chunks (aligned 16-byte words shifted
-// in registers), the last chunks of the last column tile and rows past the edge element by
-// element. Every element against float64 within 1e-2 of its |A||B| magnitude (a wrong shift or
-// a chunk off by one shows, where a Frobenius norm could hide a few elements), outputs poisoned,
-// f16 and bf16, several tiles and thread counts.
+// B's tiles go through a realigned ring where the loop takes the generic schedule (plan_pipelines:
+// raw aligned 16-byte words by cp.async, shifted into the tile at each iteration's top) and, with
+// JitOptions::disable_realigned_rings, through copy_global_to_shared's realigned chunks (aligned words
+// shifted in registers, the last chunks of the last column tile and rows past the edge element by element).
+// Every element against float64 within 1e-2 of its |A||B| magnitude (a wrong shift or a chunk off by one
+// shows, where a Frobenius norm could hide a few elements), outputs poisoned, f16 and bf16,
+// several tiles and thread counts; the two paths fill the same tiles, so their outputs are
+// bit-identical.
 TEST(MatmulUnalignedDirect, EveryElementMatchesFloat64) {
   TESSEL_REQUIRE_GPU();
   static std::mt19937_64 seeds(std::random_device{}());
   const MatmulConfig tiles[] = {knob(128, 128, 32, 3, 128, false), knob(16, 32, 128, 8, 128, false),
-                                knob(64, 64, 32, 4, 128, false), knob(128, 256, 32, 3, 256, true)};
+                                knob(64, 64, 32, 4, 128, false), knob(128, 256, 32, 3, 256, true),
+                                knob(16, 64, 64, 2, 128, false)};
   struct Shape {
     int M, N, K;
   };
   for (DType dtype : {DType::f16, DType::bf16})
     for (const MatmulConfig& t : tiles)
       for (const Shape& sh : {Shape{1, 50257, 40}, Shape{17, 4097, 130}, Shape{65, 1023, 1025},
-                              Shape{3, 1001, 257}, Shape{130, 9, 7}}) {
+                              Shape{3, 1001, 257}, Shape{130, 9, 7}, Shape{2, 15, 4095}}) {
         MatmulConfig cfg = t;
         cfg.dtype = dtype;
         SCOPED_TRACE(std::to_string(sh.M) + "x" + std::to_string(sh.N) + "x" + std::to_string(sh.K) + " " +
                      cfg.describe() + " " + std::string(tessel::dtype_name(dtype)));
-        auto kernel = tessel::kernels::make_matmul(sh.M, sh.N, sh.K, cfg);
         Tensor a = Tensor::empty({sh.M, sh.K}, dtype), b = Tensor::empty({sh.K, sh.N}, dtype);
         a.fill_random(seeds());
         b.fill_random(seeds());
-        Tensor out = Tensor::empty({sh.M, sh.N}, dtype);
-        out.fill(std::nan(""));
-        kernel.launch({a, b, out});
-        tessel::check_cu(tessel::driver().cuCtxSynchronize(), "cuCtxSynchronize");
         std::vector<double> av = a.to_host_f64(), bv = b.to_host_f64();
         const std::vector<double> ref = tessel::test::reference_gemm(av, bv, sh.M, sh.N, sh.K);
         for (double& x : av) x = std::abs(x);
         for (double& x : bv) x = std::abs(x);
         const std::vector<double> mag = tessel::test::reference_gemm(av, bv, sh.M, sh.N, sh.K);
-        const std::vector<double> got = out.to_host_f64();
-        for (size_t i = 0; i < got.size(); ++i)
-          if (!(std::abs(got[i] - ref[i]) <= 1e-2 * mag[i] + 1e-6)) {
-            ADD_FAILURE() << "C[" << i / sh.N << ", " << i % sh.N << "] = " << got[i] << ", float64 "
-                          << ref[i] << " (|A||B| " << mag[i] << ")";
-            break;
-          }
+        std::vector<std::vector<std::uint16_t>> bits;
+        for (bool rings : {true, false}) {
+          SCOPED_TRACE(rings ? "realigned rings" : "realigned chunks (disable_realigned_rings)");
+          tessel::JitOptions o;
+          o.disable_realigned_rings = !rings;
+          auto kernel = tessel::kernels::make_matmul(sh.M, sh.N, sh.K, cfg, o);
+          const bool words = kernel.source().find("tessel::copy_words_to_shared") != std::string::npos;
+          const bool fused = kernel.source().find("tessel::gemm_mainloop") != std::string::npos;
+          EXPECT_EQ(words, rings && cfg.num_stages > 1 && !fused);
+          Tensor out = Tensor::empty({sh.M, sh.N}, dtype);
+          out.fill(std::nan(""));
+          kernel.launch({a, b, out});
+          tessel::check_cu(tessel::driver().cuCtxSynchronize(), "cuCtxSynchronize");
+          const std::vector<double> got = out.to_host_f64();
+          for (size_t i = 0; i < got.size(); ++i)
+            if (!(std::abs(got[i] - ref[i]) <= 1e-2 * mag[i] + 1e-6)) {
+              ADD_FAILURE() << "C[" << i / sh.N << ", " << i % sh.N << "] = " << got[i] << ", float64 "
+                            << ref[i] << " (|A||B| " << mag[i] << ")";
+              break;
+            }
+          bits.push_back(out.to_host<std::uint16_t>());
+        }
+        EXPECT_TRUE(bits[0] == bits[1]) << "the realigned ring and the realigned chunks differ";
       }
 }
 

@@ -84,6 +84,7 @@ __global__ void k(const T* g, T* o, float* f, long long ld, int rv, int cv) {
     {"copy_realigned.cuh", R"cuda(
 // Any 16-bit or 32-bit element type, any layout with an offset(r, c).
 struct L {
+  static constexpr int kRows = 64, kCols = 32;
   __device__ static int offset(int r, int c) { return r * 32 + c; }
 };
 __global__ void k(const unsigned short* g, const float* f, long long ld, int rv, int cv) {
@@ -91,6 +92,14 @@ __global__ void k(const unsigned short* g, const float* f, long long ld, int rv,
   __shared__ __align__(16) float t[8 * 16];
   tessel::copy_detail::copy_chunks_realigned<unsigned short, 64, 32, L, 128>(s, g, ld, rv, cv);
   tessel::copy_detail::copy_chunks_realigned<float, 8, 16, L, 32>(t, f, ld, rv, cv);
+  // A realigned ring's halves: raw words by cp.async (not a whole number of passes of the block
+  // over 64 x 5 words), then the shift into a 64 x 32 tile.
+  __shared__ __align__(16) unsigned short w[64 * tessel::raw_words_cols<unsigned short>(32)];
+  tessel::copy_words_to_shared<unsigned short, 64, 32, 96>(w, g, ld, rv, cv);
+  tessel::cp_async_commit();
+  tessel::cp_async_wait<0>();
+  __syncthreads();
+  tessel::realign_words_to_shared<unsigned short, 64, 32, L, 96>(s, w, g, ld);
 })cuda"},
     {"mma.cuh", R"cuda(
 __global__ void k(float* out) {

@@ -78,19 +78,37 @@ TEST(MatmulCompile, OddShapesUseTheMaskedScalarPath) {
 // Unaligned rows on the mma.sync path: copy_global_to_shared compiles its realigned chunks (two
 // 16-byte loads a chunk, funnel shifts) beside the element path, with no spills in the tiles a
 // direct unaligned GEMM takes, sm_80 and sm_90a.
+// Rows that start off 16 bytes (65x1023x1025: A's rows of 1025 and B's of 1023 elements): on the
+// generic schedule, by default a realigned ring (raw words by cp.async with a src-size operand, the shift at
+// the iteration's top: funnel shifts, no synchronous 16-byte global loads); under disable_realigned_rings the
+// synchronous realigned chunks (ld.global.nc.v4 and the shifts). Neither spills, on sm_80 or sm_90a.
 TEST(MatmulCompile, UnalignedRowsCompileRealignedChunksWithoutSpills) {
   for (const std::string arch : {"sm_80", "sm_90a"})
     for (const MatmulConfig& c : {knob(128, 128, 32, 3, 128, false), knob(16, 32, 128, 8, 128, false),
-                                  knob(128, 256, 32, 3, 256, true, tessel::DType::bf16)}) {
-      SCOPED_TRACE(arch + " " + c.describe());
-      tessel::JitOptions o;
-      o.arch = arch;
-      auto k = tessel::kernels::make_matmul(65, 1023, 1025, c, o);
-      EXPECT_NE(k.ptx().find("shf.r.wrap"), std::string::npos);
-      EXPECT_NE(k.ptx().find("ld.global.nc.v4"), std::string::npos);
-      EXPECT_EQ(k.resources().spill_store_bytes, 0) << k.compile_log();
-      EXPECT_EQ(k.resources().spill_load_bytes, 0) << k.compile_log();
-    }
+                                  knob(128, 256, 32, 3, 256, true, tessel::DType::bf16)})
+      for (bool rings : {true, false}) {
+        SCOPED_TRACE(arch + " " + c.describe() + (rings ? " realigned rings" : " realigned chunks"));
+        tessel::JitOptions o;
+        o.arch = arch;
+        o.disable_realigned_rings = !rings;
+        auto k = tessel::kernels::make_matmul(65, 1023, 1025, c, o);
+        EXPECT_NE(k.ptx().find("shf.r.wrap"), std::string::npos);
+        // The 128-row tiles carry their fragments across K tiles (gemm_mainloop), which keeps the
+        // realigned chunks; the small tile takes the generic schedule and so the ring.
+        const bool fused = k.source().find("tessel::gemm_mainloop") != std::string::npos;
+        EXPECT_EQ(fused, c.block_M == 128);
+        if (rings && !fused) {
+          EXPECT_NE(k.source().find("tessel::copy_words_to_shared"), std::string::npos);
+          EXPECT_NE(k.source().find("tessel::realign_words_to_shared"), std::string::npos);
+          EXPECT_NE(k.ptx().find("cp.async.cg.shared.global.L2::128B"), std::string::npos);
+          EXPECT_EQ(k.ptx().find("ld.global.nc.v4"), std::string::npos);
+        } else {
+          EXPECT_EQ(k.source().find("tessel::copy_words_to_shared"), std::string::npos);
+          EXPECT_NE(k.ptx().find("ld.global.nc.v4"), std::string::npos);
+        }
+        EXPECT_EQ(k.resources().spill_store_bytes, 0) << k.compile_log();
+        EXPECT_EQ(k.resources().spill_load_bytes, 0) << k.compile_log();
+      }
 }
 
 TEST(MatmulCompile, SecondJitIsACacheHit) {

@@ -12,8 +12,10 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(tessel::bfloat16
     bx = rx;
     by = ry;
   }
-  tessel::bfloat16_t* shared_0 = reinterpret_cast<tessel::bfloat16_t*>(tessel_smem + 0);  // bf16[2, 64, 32], tessel::SwizzledLayout<64, 32, 2>
-  tessel::bfloat16_t* shared_1 = reinterpret_cast<tessel::bfloat16_t*>(tessel_smem + 8192);  // bf16[2, 32, 64], tessel::SwizzledLayout<32, 64, 2>
+  tessel::bfloat16_t* shared_0 = reinterpret_cast<tessel::bfloat16_t*>(tessel_smem + 0);  // bf16[64, 32], tessel::SwizzledLayout<64, 32, 2>
+  tessel::bfloat16_t* shared_0_words = reinterpret_cast<tessel::bfloat16_t*>(tessel_smem + 4096);  // bf16[2, 64, 40], tessel::RowMajorLayout<64, 40>
+  tessel::bfloat16_t* shared_1 = reinterpret_cast<tessel::bfloat16_t*>(tessel_smem + 14336);  // bf16[32, 64], tessel::SwizzledLayout<32, 64, 2>
+  tessel::bfloat16_t* shared_1_words = reinterpret_cast<tessel::bfloat16_t*>(tessel_smem + 18432);  // bf16[2, 32, 72], tessel::RowMajorLayout<32, 72>
   __align__(16) float fragment_2[32];
   #pragma unroll
   for (int l = 0; l < 32; ++l) {
@@ -22,8 +24,8 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(tessel::bfloat16
   #pragma unroll
   for (int s = 0; s < 1; ++s) {
     if ((s < 3)) {
-      tessel::copy_global_to_shared<tessel::bfloat16_t, 64, 32, tessel::SwizzledLayout<64, 32, 2>, 128, false, tessel::TileExtent::Edge>(shared_0 + ((((long long)((s % 2))) * 64LL) * 32LL), A + ((((long long)((by * 64))) * 65LL) + ((long long)((s * 32)))), 65LL, (17 - (by * 64)), (65 - (s * 32)));
-      tessel::copy_global_to_shared<tessel::bfloat16_t, 32, 64, tessel::SwizzledLayout<32, 64, 2>, 128, false, tessel::TileExtent::Edge>(shared_1 + ((((long long)((s % 2))) * 32LL) * 64LL), B + ((((long long)((s * 32))) * 33LL) + ((long long)((bx * 64)))), 33LL, (65 - (s * 32)), (33 - (bx * 64)));
+      tessel::copy_words_to_shared<tessel::bfloat16_t, 64, 32, 128>(shared_0_words + (((long long)((s % 2))) * 2560LL), A + ((((long long)((by * 64))) * 65LL) + ((long long)((s * 32)))), 65LL, (17 - (by * 64)), (65 - (s * 32)));
+      tessel::copy_words_to_shared<tessel::bfloat16_t, 32, 64, 128>(shared_1_words + (((long long)((s % 2))) * 2304LL), B + ((((long long)((s * 32))) * 33LL) + ((long long)((bx * 64)))), 33LL, (65 - (s * 32)), (33 - (bx * 64)));
     }
     tessel::cp_async_commit();
   }
@@ -31,11 +33,14 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(tessel::bfloat16
     tessel::cp_async_wait<0>();
     __syncthreads();
     if (((ko + 1) < 3)) {
-      tessel::copy_global_to_shared<tessel::bfloat16_t, 64, 32, tessel::SwizzledLayout<64, 32, 2>, 128, false, tessel::TileExtent::Edge>(shared_0 + ((((long long)(((ko + 1) % 2))) * 64LL) * 32LL), A + ((((long long)((by * 64))) * 65LL) + ((long long)(((ko + 1) * 32)))), 65LL, (17 - (by * 64)), (65 - ((ko + 1) * 32)));
-      tessel::copy_global_to_shared<tessel::bfloat16_t, 32, 64, tessel::SwizzledLayout<32, 64, 2>, 128, false, tessel::TileExtent::Edge>(shared_1 + ((((long long)(((ko + 1) % 2))) * 32LL) * 64LL), B + ((((long long)(((ko + 1) * 32))) * 33LL) + ((long long)((bx * 64)))), 33LL, (65 - ((ko + 1) * 32)), (33 - (bx * 64)));
+      tessel::copy_words_to_shared<tessel::bfloat16_t, 64, 32, 128>(shared_0_words + (((long long)(((ko + 1) % 2))) * 2560LL), A + ((((long long)((by * 64))) * 65LL) + ((long long)(((ko + 1) * 32)))), 65LL, (17 - (by * 64)), (65 - ((ko + 1) * 32)));
+      tessel::copy_words_to_shared<tessel::bfloat16_t, 32, 64, 128>(shared_1_words + (((long long)(((ko + 1) % 2))) * 2304LL), B + ((((long long)(((ko + 1) * 32))) * 33LL) + ((long long)((bx * 64)))), 33LL, (65 - ((ko + 1) * 32)), (33 - (bx * 64)));
     }
     tessel::cp_async_commit();
-    tessel::BlockGemm<tessel::bfloat16_t, 64, 64, 32, 2, 2, false, false, tessel::SwizzledLayout<64, 32, 2>, tessel::SwizzledLayout<32, 64, 2>>::run(shared_0 + ((((long long)((ko % 2))) * 64LL) * 32LL), shared_1 + ((((long long)((ko % 2))) * 32LL) * 64LL), fragment_2);
+    tessel::realign_words_to_shared<tessel::bfloat16_t, 64, 32, tessel::SwizzledLayout<64, 32, 2>, 128>(shared_0, shared_0_words + (((long long)((ko % 2))) * 2560LL), A + ((((long long)((by * 64))) * 65LL) + ((long long)((ko * 32)))), 65LL);
+    tessel::realign_words_to_shared<tessel::bfloat16_t, 32, 64, tessel::SwizzledLayout<32, 64, 2>, 128>(shared_1, shared_1_words + (((long long)((ko % 2))) * 2304LL), B + ((((long long)((ko * 32))) * 33LL) + ((long long)((bx * 64)))), 33LL);
+    __syncthreads();
+    tessel::BlockGemm<tessel::bfloat16_t, 64, 64, 32, 2, 2, false, false, tessel::SwizzledLayout<64, 32, 2>, tessel::SwizzledLayout<32, 64, 2>>::run(shared_0, shared_1, fragment_2);
   }
   tessel::cp_async_wait<0>();
   __syncthreads();
