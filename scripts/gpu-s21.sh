@@ -653,13 +653,15 @@ elif [[ $steps == s35 ]]; then
   # (TESSEL_DISABLE=realigned_rings), beside the staged plan -- each its own process with cuBLAS.
   step "gpu tests (unaligned direct, chains, staging)" 200 "$build/tessel_tests_gpu" --gtest_brief=1 \
     --gtest_filter='MatmulUnalignedDirect.*:*AccumulatorChains*:MatmulStagingCopyGpu.*:*MatmulShapes*17x33x65*'
+  # TESSEL_S35_CONFIGS / TESSEL_S35_DTYPES narrow the run for a short call.
   skinny=1x50257x4096,16x50257x4096,64x50257x4096,1x4096x4097,16x4097x4096,1x15x4095
+  dtypes=${TESSEL_S35_DTYPES:-f16,bf16}
   step "bench gemm skinny unaligned (staged)" 60 "$build/tessel" bench gemm --repeats 10 --warmup 3 \
-    --dtype f16,bf16 --staging always --shapes "$skinny" --json "$out/$day-gemm-skinny-unaligned-always-$tag.json"
-  for cfg in 16x32x128:4:128 16x32x128:8:128 16x64x64:4:128 32x64x64:4:128; do
+    --dtype "$dtypes" --staging always --shapes "$skinny" --json "$out/$day-gemm-skinny-unaligned-always-$tag.json"
+  for cfg in ${TESSEL_S35_CONFIGS:-16x32x128:4:128 16x32x128:8:128 16x64x64:4:128 32x64x64:4:128}; do
     for e in rings chunks; do
       step "bench gemm skinny unaligned direct $cfg ($e)" 60 env TESSEL_DISABLE="$([[ $e == chunks ]] && echo realigned_rings)" \
-        "$build/tessel" bench gemm --repeats 10 --warmup 3 --dtype f16,bf16 --config "$cfg" --shapes "$skinny" \
+        "$build/tessel" bench gemm --repeats 10 --warmup 3 --dtype "$dtypes" --config "$cfg" --shapes "$skinny" \
         --json "$out/$day-gemm-skinny-unaligned-${cfg//:/-}-$e-$tag.json"
     done
   done
