@@ -159,7 +159,18 @@ class PipelinePlanner : public IRMutator {
     // rings (their stages hold raw words, the tile itself one stage) where shared memory allows.
     for (const Stmt& p : producers)
       if (std::optional<RawRing> r = realigned_ring(p.as<CopyStmt>(), producers, S)) raw[r->tile->id] = *r;
-    if (!raw.empty() && !raw_rings_fit(raw, S)) raw.clear();
+    if (!raw.empty()) {
+      const std::int64_t extra = raw_rings_extra_bytes(raw, S);
+      if (kernel_shared_bytes_ + extra +
+              1024 * (kernel_shared_buffers_ + static_cast<std::int64_t>(raw.size())) <=
+          ctx_.target.smem_cap) {
+        // A later loop of the same kernel counts these rings too.
+        kernel_shared_bytes_ += extra;
+        kernel_shared_buffers_ += static_cast<std::int64_t>(raw.size());
+      } else {
+        raw.clear();
+      }
+    }
     for (const auto& [id, r] : raw) {
       local.erase(id);
       staged.erase(id);
@@ -231,20 +242,20 @@ class PipelinePlanner : public IRMutator {
     ctx_.shared_layouts[r.raw->id] = SharedLayout::row_major(rows, raw_cols);
     return r;
   }
-  // Whether the kernel's shared memory still fits the target with these rings: every shared
-  // buffer the kernel declares (a tile a Pipelined loop of S stages fills counted S times, as
-  // plan_pipelines stages it), plus each ring's stages and its tile in place of the tile's S
-  // stages, plus plan_shared_memory's alignment (up to 1 KB a buffer) -- over the cap, the loop
-  // keeps its staged tiles and the synchronous realigned chunks, which fit wherever they did.
-  bool raw_rings_fit(const std::map<int, RawRing>& raw, int S) const {
-    std::int64_t bytes = kernel_shared_bytes_, buffers = kernel_shared_buffers_;
+  // The shared bytes these rings add to the kernel: each ring's stages and its single-stage tile
+  // in place of the tile's S stages. The loop takes them only if the kernel still fits the target
+  // with them -- every shared buffer the kernel declares (a tile a Pipelined loop of S stages
+  // fills counted S times, as plan_pipelines stages it; the rings of earlier loops), plus
+  // plan_shared_memory's alignment (up to 1 KB a buffer); over the cap it keeps its staged tiles
+  // and the synchronous realigned chunks, which fit wherever they did.
+  static std::int64_t raw_rings_extra_bytes(const std::map<int, RawRing>& raw, int S) {
+    std::int64_t bytes = 0;
     for (const auto& [id, r] : raw) {
       const std::int64_t e = dtype_bytes(r.tile->dtype);
       const std::int64_t raw_cols = *as_const_int(r.raw->shape[2]);
       bytes += e * (S * r.rows * raw_cols + r.rows * r.cols - S * r.rows * r.cols);
-      ++buffers;
     }
-    return bytes + 1024 * buffers <= ctx_.target.smem_cap;
+    return bytes;
   }
   // The element offset of `stage` in a raw ring.
   static Expr raw_stage_offset(const RawRing& r, const Expr& stage) {

@@ -192,6 +192,30 @@ TEST(Passes, UnalignedRowsGetARealignedRing) {
   }
 }
 
+// A realigned ring takes more shared memory than the staged tile it replaces (each stage's rows
+// 16 bytes wider, plus the tile): where that would pass the target's cap the loop keeps its
+// staged tiles and the synchronous chunks, and the kernel still compiles. sm_80 (163 KB): 128x64x64
+// tiles over 256 threads (the generic schedule) on 6 stages stage 144 KB; as rings they would take
+// 162 KB + 24 KB. On 4 stages the rings fit (132 KB).
+TEST(Passes, RealignedRingsOnlyWhereSharedMemoryFits) {
+  auto piped = [](int stages) {
+    auto f = tessel::kernels::matmul_program(64, 1023, 1025,
+                                             tessel::kernels::MatmulConfig{128, 64, 64, stages, 256});
+    auto lowered = tessel::lower(f.ir(), sm80(), true);
+    EXPECT_LE(lowered.ctx.smem_bytes, 166912);
+    for (const auto& [name, text] : lowered.stages)
+      if (name == "plan_pipelines") return text;
+    return std::string("<no plan_pipelines>");
+  };
+  const std::string full = piped(6);
+  EXPECT_EQ(full.find("_words"), std::string::npos) << full;
+  EXPECT_NE(full.find("shared shared_0: f16[6, 128, 64]"), std::string::npos) << full;
+  EXPECT_NE(full.find("copy(A["), std::string::npos) << full;
+  const std::string room = piped(4);
+  EXPECT_NE(room.find("shared shared_0_words: f16[4, 128, 72]"), std::string::npos) << room;
+  EXPECT_NE(room.find("shared shared_1_words: f16[4, 64, 72]"), std::string::npos) << room;
+}
+
 TEST(Passes, LoweredIrHasNoTileOps) {
   auto f = tessel::kernels::matmul_program(300, 200, 40, {});
   auto lowered = tessel::lower(f.ir(), sm80());
