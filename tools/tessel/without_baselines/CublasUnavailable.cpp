@@ -46,6 +46,12 @@ cublasStatus_t CUBLASWINAPI cublasDestroy_v2(cublasHandle_t) {
 cublasStatus_t CUBLASWINAPI cublasSetStream_v2(cublasHandle_t, cudaStream_t) {
   return unavailable();
 }
+cublasStatus_t CUBLASWINAPI cublasSetPointerMode_v2(cublasHandle_t, cublasPointerMode_t) {
+  return unavailable();
+}
+cublasStatus_t CUBLASWINAPI cublasSasum_v2(cublasHandle_t, int, const float*, int, float*) {
+  return unavailable();
+}
 cublasStatus_t CUBLASWINAPI cublasGemmEx(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int, int,
                                          const void*, const void*, cudaDataType, int, const void*,
                                          cudaDataType, int, const void*, void*, cudaDataType, int,
