@@ -14,7 +14,9 @@
 #include <memory>
 #include <optional>
 #include <sstream>
+#include <string_view>
 #include <thread>
+#include <vector>
 
 #include "tessel/kernels/attention/AttentionReference.hpp"
 #include "tessel/kernels/attention/FlashAttention.hpp"
@@ -23,6 +25,7 @@
 #include "tools/tessel/Commands.hpp"
 #include "tools/tessel/CudnnAttention.hpp"
 #include "tools/tessel/Output.hpp"
+#include "tools/tessel/Parse.hpp"
 #include "tools/tessel/System.hpp"
 #include "tools/tessel/Timing.hpp"
 
@@ -74,18 +77,26 @@ AttentionCase make_case(std::int64_t B, std::int64_t H, std::int64_t Hkv, std::i
   return c;
 }
 
-// "2x16x16x1024x1024x128" or "...:causal", nothing else (no trailing text, no other suffix).
+// "2x16x16x1024x1024x128" or "...:causal", nothing else: six integers from 1 to kMaxDimension
+// joined by 'x' (parse_integer: no sign, exponent or trailing text), then nothing or ":causal".
 AttentionCase parse_case(const std::string& text) {
-  long long n[6];
-  int used = 0;
-  const bool sizes = std::sscanf(text.c_str(), "%lldx%lldx%lldx%lldx%lldx%lld%n", &n[0], &n[1], &n[2], &n[3],
-                                 &n[4], &n[5], &used) == 6;
-  const std::string tail = sizes ? text.substr(static_cast<std::size_t>(used)) : "";
-  if (!sizes || (!tail.empty() && tail != ":causal"))
+  constexpr std::string_view kCausal = ":causal";
+  const bool causal = text.ends_with(kCausal);
+  const std::string_view body = std::string_view(text).substr(0, text.size() - (causal ? kCausal.size() : 0));
+  std::vector<long long> n;
+  for (std::size_t begin = 0; n.size() < 7;) {
+    const std::size_t end = body.find('x', begin);
+    const auto v = parse_integer(body.substr(begin, end == std::string_view::npos ? end : end - begin));
+    n.push_back(v && *v >= 1 && *v <= kMaxDimension ? *v : 0);
+    if (end == std::string_view::npos) break;
+    begin = end + 1;
+  }
+  if (n.size() != 6 || std::count(n.begin(), n.end(), 0LL) != 0)
     throw std::invalid_argument("--cases: '" + text + "' is not " + kCaseForm +
-                                " (batch x heads x K/V heads x query length x key length x head dim, e.g. "
-                                "2x16x16x1024x1024x128:causal)");
-  return make_case(n[0], n[1], n[2], n[3], n[4], n[5], tail == ":causal", "--cases", text);
+                                " (batch x heads x K/V heads x query length x key length x head dim, each "
+                                "an integer from 1 to " +
+                                std::to_string(kMaxDimension) + ", e.g. 2x16x16x1024x1024x128:causal)");
+  return make_case(n[0], n[1], n[2], n[3], n[4], n[5], causal, "--cases", text);
 }
 
 // The list: D 64 and 128; S = Sq = Sk 1024, 4096, 16384 with B = 2 * 16384 / S and
@@ -507,12 +518,23 @@ Command add_bench_attention_command(CLI::App& bench) {
     o->single_case_flags.push_back(opt);
     return opt;
   };
-  flag(app->add_option("--batch", o->batch, "One case: the batch size B")->capture_default_str());
-  flag(app->add_option("--heads", o->heads, "One case: query heads H")->capture_default_str());
-  flag(app->add_option("--kv-heads", o->kv_heads, "One case: K/V heads HKV, dividing H (default: H)"));
-  flag(app->add_option("--seqlen-q", o->seqlen_q, "One case: query length SQ")->capture_default_str());
-  flag(app->add_option("--seqlen-k", o->seqlen_k, "One case: key length SK (default: SQ)"));
-  flag(app->add_option("--dim", o->dim, "One case: head dim D")->capture_default_str());
+  // B and H are grid dimensions (at most 65535 each), D at most 256: as `tessel tune attention`.
+  flag(app->add_option("--batch", o->batch, "One case: the batch size B")
+           ->capture_default_str()
+           ->check(dimension(65535)));
+  flag(app->add_option("--heads", o->heads, "One case: query heads H")
+           ->capture_default_str()
+           ->check(dimension(65535)));
+  flag(app->add_option("--kv-heads", o->kv_heads, "One case: K/V heads HKV, dividing H (default: H)")
+           ->check(dimension(65535)));
+  flag(app->add_option("--seqlen-q", o->seqlen_q, "One case: query length SQ")
+           ->capture_default_str()
+           ->check(dimension()));
+  flag(app->add_option("--seqlen-k", o->seqlen_k, "One case: key length SK (default: SQ)")
+           ->check(dimension()));
+  flag(app->add_option("--dim", o->dim, "One case: head dim D (a multiple of 8 up to 256)")
+           ->capture_default_str()
+           ->check(dimension(256)));
   flag(app->add_flag("--causal", o->causal, "One case: the bottom-right causal mask"));
   app->add_option("--cases", o->cases, std::string("Cases ") + kCaseForm + ", comma-separated (see below)")
       ->delimiter(',')
@@ -537,14 +559,7 @@ Command add_bench_attention_command(CLI::App& bench) {
       ->type_name("CONFIG");
   app->add_option("--layout", o->layout, "Storage of Q, K and V: bshd ([B, S, H, D]) or bhsd ([B, H, S, D])")
       ->capture_default_str();
-  app->add_option("--repeats", o->repeats, "Timed runs of each side (median reported)")
-      ->capture_default_str()
-      ->check(CLI::PositiveNumber);
-  app->add_option("--warmup", o->warmup, "Untimed runs of each side first")->capture_default_str();
-  app->add_option("--seed", o->seed, "Seed of the random inputs")->capture_default_str();
-  app->add_option("--json", o->json_file,
-                  "Also write the results, with date, device, command and commit, to FILE")
-      ->type_name("FILE");
+  add_timing_options(*app, o->repeats, o->warmup, o->seed, o->json_file);
   return {app, [o] { return run_bench_attention(*o); }};
 }
 

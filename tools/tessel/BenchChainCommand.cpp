@@ -263,16 +263,7 @@ Command add_bench_chain_command(CLI::App& bench) {
          "BMxBN:tTHREADS[:sSTAGES]")
       ->delimiter(',')
       ->type_name("CONFIG");
-  app->add_option("--repeats", o->repeats, "Timed runs of each side (median reported)")
-      ->capture_default_str()
-      ->check(integer_in(1, kMaxRepeats));
-  app->add_option("--warmup", o->warmup, "Untimed runs of each side first")
-      ->capture_default_str()
-      ->check(integer_in(0, kMaxRepeats));
-  app->add_option("--seed", o->seed, "Seed of the random inputs")->capture_default_str()->check(seed());
-  app->add_option("--json", o->json_file,
-                  "Also write the results, with date, device, command and commit, to FILE")
-      ->type_name("FILE");
+  add_timing_options(*app, o->repeats, o->warmup, o->seed, o->json_file);
   return {app, [o] { return run_bench_chain(*o); }};
 }
 

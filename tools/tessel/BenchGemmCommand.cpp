@@ -474,16 +474,7 @@ Command add_bench_gemm_command(CLI::App& bench) {
       "f64; both kernels' paths under each row; template_* fields in the JSON. Not with split-K (--split-k "
       "N, or auto where it splits) nor gemm_from_passes in TESSEL_ENABLE or TESSEL_DISABLE. "
       "(--compare-passes: its name before the passes became the default)");
-  app->add_option("--repeats", o->repeats, "Timed runs of each side (median reported)")
-      ->capture_default_str()
-      ->check(integer_in(1, kMaxRepeats));
-  app->add_option("--warmup", o->warmup, "Untimed runs of each side first")
-      ->capture_default_str()
-      ->check(integer_in(0, kMaxRepeats));
-  app->add_option("--seed", o->seed, "Seed of the random inputs")->capture_default_str()->check(seed());
-  app->add_option("--json", o->json_file,
-                  "Also write the results, with date, device, command and commit, to FILE")
-      ->type_name("FILE");
+  add_timing_options(*app, o->repeats, o->warmup, o->seed, o->json_file);
   return {app, [o] { return run_bench_gemm(*o); }};
 }
 

@@ -128,4 +128,20 @@ CLI::Validator arch() {
   return CLI::Validator([](std::string& text) { return why_not_arch(text).value_or(""); }, "ARCH");
 }
 
+void add_timing_options(CLI::App& app, int& repeats, int& warmup, std::uint64_t& seed,
+                        std::string& json_file) {
+  app.add_option("--repeats", repeats, "Timed runs of each side (median reported)")
+      ->capture_default_str()
+      ->check(integer_in(1, kMaxRepeats));
+  app.add_option("--warmup", warmup, "Untimed runs of each side first")
+      ->capture_default_str()
+      ->check(integer_in(0, kMaxRepeats));
+  app.add_option("--seed", seed, "Seed of the random inputs")
+      ->capture_default_str()
+      ->check(tessel::cli::seed());
+  app.add_option("--json", json_file,
+                 "Also write the results, with date, device, command and commit, to FILE")
+      ->type_name("FILE");
+}
+
 }  // namespace tessel::cli

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <climits>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -57,5 +58,10 @@ CLI::Validator seed();
 CLI::Validator number_in(double min, double max);
 // An NVRTC target Tessel compiles for here (tessel_archs()).
 CLI::Validator arch();
+
+// The options every `tessel bench` command that times kernels takes, with the same names, help
+// and checks: --repeats (1 to kMaxRepeats), --warmup (0 to kMaxRepeats), --seed and --json.
+void add_timing_options(CLI::App& app, int& repeats, int& warmup, std::uint64_t& seed,
+                        std::string& json_file);
 
 }  // namespace tessel::cli

@@ -384,7 +384,17 @@ TEST_F(Cli, BenchAttentionRejectsMalformedArgumentsNamingTheFlag) {
             "--cases: '2x16x16x1024x1024x128:casual' is not BxHxHKVxSQxSKxD[:causal]"},
            {"bench attention --cases 2x16x16x1024x1024x128x7", "--cases: '2x16x16x1024x1024x128x7' is not"},
            {"bench attention --cases 2x16x0x1024x1024x128",
-            "--cases: '2x16x0x1024x1024x128' needs positive sizes"},
+            "--cases: '2x16x0x1024x1024x128' is not BxHxHKVxSQxSKxD[:causal] (batch x heads x K/V heads x "
+            "query "
+            "length x key length x head dim, each an integer from 1 to 2147483647, e.g. "
+            "2x16x16x1024x1024x128:causal)"},
+           {"bench attention --cases 2x+16x16x1024x1024x128", "--cases: '2x+16x16x1024x1024x128' is not"},
+           {"bench attention --cases 2x16x16x1024x4294967297x128",
+            "--cases: '2x16x16x1024x4294967297x128' is not"},
+           {"bench attention --cases 2x16x16x1024x99999999999999999999x128",
+            "x99999999999999999999x128' is not"},
+           {"bench attention --cases 2x16x16x1024x1024x128:causal:causal", "x128:causal:causal' is not"},
+           {"bench attention --cases :causal", "--cases: ':causal' is not"},
            {"bench attention --cases 2x16x5x1024x1024x128", "5 K/V heads do not divide 16 heads"},
            {"bench attention --heads 16 --kv-heads 3", "3 K/V heads do not divide 16 heads"},
            {"bench attention --causal --cases 1x1x1x64x64x64", "--cases and the single-case flags"},
@@ -453,6 +463,16 @@ TEST_F(Cli, NumbersAreCheckedStrictlyWithOneLineNamingTheFlag) {
             "--compile-time-limit: must be a number from 0 to 86400, not 'inf'"},
            {"tune gemm --model-keep 1.5", "--model-keep: must be a number from 0 to 1, not '1.5'"},
            {"tutorial --repeats 0", "--repeats: must be an integer from 1 to 1000000, not '0'"},
+           {"bench attention --repeats 1.5", "--repeats: must be an integer from 1 to 1000000, not '1.5'"},
+           {"bench attention --warmup -5", "--warmup: must be an integer from 0 to 1000000, not '-5'"},
+           {"bench attention --seed -1",
+            "--seed: must be an integer from 0 to 9223372036854775807, not '-1'"},
+           {"bench attention --batch 65536", "--batch: must be an integer from 1 to 65535, not '65536'"},
+           {"bench attention --heads 0", "--heads: must be an integer from 1 to 65535, not '0'"},
+           {"bench attention --kv-heads x", "--kv-heads: must be an integer from 1 to 65535, not 'x'"},
+           {"bench attention --seqlen-q 4294967297", "--seqlen-q: " + dim + "'4294967297'"},
+           {"bench attention --seqlen-k -1", "--seqlen-k: " + dim + "'-1'"},
+           {"bench attention --dim 1e3", "--dim: must be an integer from 1 to 256, not '1e3'"},
        }) {
     const CliRun r = run_tessel(args);
     EXPECT_EQ(r.exit_code, 2) << args << ": " << r.output;
