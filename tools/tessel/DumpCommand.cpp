@@ -438,7 +438,8 @@ Command add_dump_command(CLI::App& root) {
       ->check(dimension());
   attention->add_flag("--causal", o->causal, "The bottom-right causal mask (query i sees keys j <= i + Sk - Sq)");
   attention->add_option("--scale", o->scale, "The softmax scale, any finite value (default 0: 1/sqrt(D))")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(finite_number());
   attention->add_option("--layout", o->layout, "Storage of Q, K and V: bshd ([B, S, H, D]) or bhsd ([B, H, S, D])")
       ->capture_default_str();
   attention->add_option("--dtype", o->dtype, "f16 or bf16")->capture_default_str();

@@ -44,6 +44,16 @@ std::optional<std::string> shape_error(std::string_view text, int dims, const st
          std::to_string(max) + " joined by 'x', e.g. " + example + ")";
 }
 
+// A decimal number (from_chars' general form: a sign, digits, a fraction, an exponent) and
+// nothing after it, finite; nullopt otherwise (also for values past double's range).
+std::optional<double> parse_finite_number(std::string_view text) {
+  double v = 0;
+  const char* end = text.data() + text.size();
+  const auto [ptr, ec] = std::from_chars(text.data(), end, v);
+  if (text.empty() || ec != std::errc() || ptr != end || !std::isfinite(v)) return std::nullopt;
+  return v;
+}
+
 }  // namespace
 
 std::optional<long long> parse_integer(std::string_view text) {
@@ -100,13 +110,19 @@ CLI::Validator seed() {
 CLI::Validator number_in(double min, double max) {
   return CLI::Validator(
       [min, max](std::string& text) {
-        double v = 0;
-        const char* end = text.data() + text.size();
-        const auto [ptr, ec] = std::from_chars(text.data(), end, v);
-        if (text.empty() || ec != std::errc() || ptr != end || !std::isfinite(v) || v < min || v > max)
+        const std::optional<double> v = parse_finite_number(text);
+        if (!v || *v < min || *v > max)
           return "must be a number from " + number_text(min) + " to " + number_text(max) + ", not '" + text +
                  "'";
         return std::string();
+      },
+      "NUMBER");
+}
+
+CLI::Validator finite_number() {
+  return CLI::Validator(
+      [](std::string& text) {
+        return parse_finite_number(text) ? std::string() : "must be a finite number, not '" + text + "'";
       },
       "NUMBER");
 }

@@ -56,6 +56,8 @@ CLI::Validator seed();
 // A non-negative decimal number (seconds, fractions): no junk after it, not NaN or infinite, at
 // most `max`.
 CLI::Validator number_in(double min, double max);
+// Any finite decimal number (a sign and an exponent allowed; no NaN, infinity or junk after it).
+CLI::Validator finite_number();
 // An NVRTC target Tessel compiles for here (tessel_archs()).
 CLI::Validator arch();
 

@@ -253,9 +253,14 @@ TEST_F(Cli, DumpAttentionShowsTheLibraryKernel) {
   r = run_tessel("dump attention --layout bsdh");
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find("--layout must be bshd or bhsd"), std::string::npos) << r.output;
-  r = run_tessel("dump attention --ir --scale inf");
-  EXPECT_NE(r.exit_code, 0) << r.output;
-  EXPECT_NE(r.output.find("legal: a finite value"), std::string::npos) << r.output;
+  for (const char* scale : {"inf", "nan", "1e400", "abc", "0.5x"}) {
+    r = run_tessel(std::string("dump attention --ir --scale ") + scale);
+    EXPECT_EQ(r.exit_code, 2) << r.output;
+    EXPECT_EQ(r.output.substr(0, r.output.find('\n')),
+              std::string("--scale: must be a finite number, not '") + scale + "'");
+  }
+  r = run_tessel("dump attention --ir --scale -0.125e1");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
 }
 
 // tessel dump --sass: the kernel's SASS through nvdisasm (TESSEL_NVDISASM names it here); without

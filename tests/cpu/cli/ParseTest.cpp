@@ -99,6 +99,13 @@ TEST(CliParse, ValidatorsSayWhatIsLegal) {
     EXPECT_EQ(says(cli::number_in(0, 1), bad), "must be a number from 0 to 1, not '" + std::string(bad) + "'")
         << "'" << bad << "'";
   }
+  for (const char* good : {"0", "-0.125", "1e-3", "-2.5E+2", "340282346638528859811704183484516925440"}) {
+    EXPECT_EQ(says(cli::finite_number(), good), "") << good;
+  }
+  for (const char* bad : {"inf", "-inf", "nan", "1e400", "abc", "0.5x", "", " 1"}) {
+    EXPECT_EQ(says(cli::finite_number(), bad), "must be a finite number, not '" + std::string(bad) + "'")
+        << "'" << bad << "'";
+  }
   EXPECT_EQ(says(cli::arch(), "sm_90a"), "");
   EXPECT_EQ(says(cli::arch(), "sm_80"), "");
   EXPECT_NE(says(cli::arch(), "sm_75"), "");
