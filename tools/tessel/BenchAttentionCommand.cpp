@@ -83,20 +83,14 @@ AttentionCase parse_case(const std::string& text) {
   constexpr std::string_view kCausal = ":causal";
   const bool causal = text.ends_with(kCausal);
   const std::string_view body = std::string_view(text).substr(0, text.size() - (causal ? kCausal.size() : 0));
-  std::vector<long long> n;
-  for (std::size_t begin = 0; n.size() < 7;) {
-    const std::size_t end = body.find('x', begin);
-    const auto v = parse_integer(body.substr(begin, end == std::string_view::npos ? end : end - begin));
-    n.push_back(v && *v >= 1 && *v <= kMaxDimension ? *v : 0);
-    if (end == std::string_view::npos) break;
-    begin = end + 1;
-  }
-  if (n.size() != 6 || std::count(n.begin(), n.end(), 0LL) != 0)
+  const std::optional<std::vector<long long>> n = shape_values(body, 6);
+  if (!n)
     throw std::invalid_argument("--cases: '" + text + "' is not " + kCaseForm +
                                 " (batch x heads x K/V heads x query length x key length x head dim, each "
                                 "an integer from 1 to " +
                                 std::to_string(kMaxDimension) + ", e.g. 2x16x16x1024x1024x128:causal)");
-  return make_case(n[0], n[1], n[2], n[3], n[4], n[5], causal, "--cases", text);
+  const std::vector<long long>& v = *n;
+  return make_case(v[0], v[1], v[2], v[3], v[4], v[5], causal, "--cases", text);
 }
 
 // The list: D 64 and 128; S = Sq = Sk 1024, 4096, 16384 with B = 2 * 16384 / S and

@@ -28,18 +28,7 @@ std::string integer_error(std::string_view text, long long min, long long max) {
 
 std::optional<std::string> shape_error(std::string_view text, int dims, const std::string& form,
                                        const std::string& example, long long max) {
-  int count = 0;
-  bool ok = true;
-  std::size_t begin = 0;
-  while (ok) {
-    const std::size_t end = text.find('x', begin);
-    const auto v = parse_integer(text.substr(begin, end == std::string_view::npos ? end : end - begin));
-    ok = v && *v >= 1 && *v <= max;
-    ++count;
-    if (end == std::string_view::npos) break;
-    begin = end + 1;
-  }
-  if (ok && count == dims) return std::nullopt;
+  if (shape_values(text, dims, max)) return std::nullopt;
   return "'" + std::string(text) + "' is not " + form + " (" + std::to_string(dims) + " integers from 1 to " +
          std::to_string(max) + " joined by 'x', e.g. " + example + ")";
 }
@@ -71,17 +60,24 @@ long long parse_integer_in(std::string_view text, long long min, long long max, 
   return *v;
 }
 
+std::optional<std::vector<long long>> shape_values(std::string_view text, int dims, long long max) {
+  std::vector<long long> out;
+  for (std::size_t begin = 0;;) {
+    const std::size_t end = text.find('x', begin);
+    const auto v = parse_integer(text.substr(begin, end == std::string_view::npos ? end : end - begin));
+    if (!v || *v < 1 || *v > max || static_cast<int>(out.size()) == dims) return std::nullopt;
+    out.push_back(*v);
+    if (end == std::string_view::npos) break;
+    begin = end + 1;
+  }
+  if (static_cast<int>(out.size()) != dims) return std::nullopt;
+  return out;
+}
+
 std::vector<long long> parse_shape(std::string_view text, int dims, const std::string& flag,
                                    const std::string& form, const std::string& example, long long max) {
   if (auto why = shape_error(text, dims, form, example, max)) throw std::invalid_argument(flag + ": " + *why);
-  std::vector<long long> out;
-  std::size_t begin = 0;
-  for (int d = 0; d < dims; ++d) {
-    const std::size_t end = text.find('x', begin);
-    out.push_back(*parse_integer(text.substr(begin, end == std::string_view::npos ? end : end - begin)));
-    begin = end + 1;
-  }
-  return out;
+  return *shape_values(text, dims, max);
 }
 
 CLI::Validator integer_in(long long min, long long max) {

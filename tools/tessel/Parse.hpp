@@ -31,6 +31,10 @@ std::optional<long long> parse_integer(std::string_view text);
 // <min> to <max>, not '<text>'").
 long long parse_integer_in(std::string_view text, long long min, long long max, const std::string& flag);
 
+// Exactly `dims` integers from 1 to `max` joined by 'x' (parse_integer each), or nullopt.
+std::optional<std::vector<long long>> shape_values(std::string_view text, int dims,
+                                                   long long max = kMaxDimension);
+
 // "MxNxK" (dims = 3) or "MxN" (dims = 2): exactly `dims` integers from 1 to `max` joined by 'x'.
 // Throws std::invalid_argument("<flag>: '<text>' is not <form> ..., e.g. <example>").
 std::vector<long long> parse_shape(std::string_view text, int dims, const std::string& flag,

@@ -65,6 +65,12 @@ TEST(CliParse, ShapesAreExactlyDimsIntegersJoinedByX) {
               "--shapes: '" + std::string(bad) + "'" + mxn)
         << "'" << bad << "'";
   }
+  // The values alone, without a message (bench attention's --cases reads its six sizes so).
+  EXPECT_EQ(cli::shape_values("2x16x16x1024x1024x128", 6),
+            (std::vector<long long>{2, 16, 16, 1024, 1024, 128}));
+  EXPECT_EQ(cli::shape_values("2x16x16x1024x1024", 6), std::nullopt);
+  EXPECT_EQ(cli::shape_values("2x16x16x1024x1024x128x7", 6), std::nullopt);
+  EXPECT_EQ(cli::shape_values("5x3", 2, 4), std::nullopt);
   // A smaller bound of one's own.
   EXPECT_EQ(thrown([] { cli::parse_shape("4x5", 2, "--tile", "AxB", "2x2", 4); }),
             "--tile: '4x5' is not AxB (2 integers from 1 to 4 joined by 'x', e.g. 2x2)");
