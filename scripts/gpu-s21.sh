@@ -75,6 +75,8 @@
 #     direct (this build beside build-gpu/mid);
 #   TESSEL_S21_STEPS=s35: realigned rings on the skinny unaligned direct kernels: their gpu tests,
 #     then 16/32-row direct configs with the rings and without, beside the staged plan;
+#   TESSEL_S21_STEPS=s37: skinny unaligned shapes' defaults (direct on realigned rings): the
+#     library Matmul's gpu tests, then the defaults beside --staging always, twice;
 #   TESSEL_S21_STEPS=splitk: the split-K model's unsplit grid as split_k_clusters builds it
 #     (session 33): M = 64 shapes it now keeps in one kernel, unsplit / auto / the old share counts;
 #   TESSEL_S21_STEPS=uniform: JitOptions::uniform_roles beside the default (the passes' GEMM
@@ -665,6 +667,21 @@ elif [[ $steps == s35 ]]; then
         --json "$out/$day-gemm-skinny-unaligned-${cfg//:/-}-$e-$tag.json"
     done
   done
+elif [[ $steps == s37 ]]; then
+  # Session 37: skinny 16-bit shapes with an unaligned row run direct on realigned rings by default
+  # (default_matmul_config's small tiles, plan_matmul's ring model). The library's Matmul on them
+  # (and the unaligned direct kernels) against float64 / cuBLAS, then the defaults beside the staged
+  # plan, each its own process with cuBLAS, twice.
+  step "gpu tests (Matmul unaligned, direct rings)" 200 "$build/tessel_tests_gpu" --gtest_brief=1 \
+    --gtest_filter='MatmulUnalignedDirect.*:*MatmulStagingShapes*:MatmulStagingCopyGpu.*'
+  skinny=1x50257x4096,16x50257x4096,64x50257x4096,1x4096x4097,16x4097x4096,1x4095x4095,64x4097x4096,1x15x4095
+  for run in 1 2; do
+    for staging in auto always; do
+      step "bench gemm skinny unaligned --staging $staging (run $run)" 60 "$build/tessel" bench gemm --repeats 10 \
+        --warmup 3 --dtype f16,bf16 --staging "$staging" --shapes "$skinny" \
+        --json "$out/$day-gemm-skinny-unaligned-$staging-run$run-$tag.json"
+    done
+  done
 elif [[ $steps == s30u ]]; then
   # Session 30: JitOptions::uniform_roles again, now that WarpgroupGemm builds its descriptors once
   # a call (session 29): the broadcast warpgroup index costs one shuffle a call, not one a wgmma.
@@ -699,7 +716,7 @@ elif [[ $steps == tune ]]; then
     --shapes 4194304x127,4194304x129,524288x1023,65536x8191,32768x8193,10000x50257 \
     --json "$out/$day-softmax-issue17-tuned-$tag.json"
 else
-  echo "gpu-s21.sh: unknown step set '$steps' in TESSEL_S21_STEPS (legal: first, h200, s24, s25, s26, s27, s28, s28b, s29, s29b, s29d, s29e, s29f, s29h, s30, s30u, s31, s31b, s31c, s32, s33, s34, s35, lmhead, splitk, uniform, bench, softmax, ncu, tests, tune)" | tee -a "$log"
+  echo "gpu-s21.sh: unknown step set '$steps' in TESSEL_S21_STEPS (legal: first, h200, s24, s25, s26, s27, s28, s28b, s29, s29b, s29d, s29e, s29f, s29h, s30, s30u, s31, s31b, s31c, s32, s33, s34, s35, s37, lmhead, splitk, uniform, bench, softmax, ncu, tests, tune)" | tee -a "$log"
   status=1
 fi
 done

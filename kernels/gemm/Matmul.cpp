@@ -81,7 +81,23 @@ MatmulConfig default_matmul_config(long long M, long long N, long long K, DType 
     }
     return c;
   }
-  if (M * N >= 4096LL * 4096LL) {
+  if (arch.rfind("sm_90", 0) == 0 && M <= 64 && dtype_bytes(dtype) == 2) {
+    // Skinny with a row off 16 bytes (K or N not a multiple of 8): small tiles whose loop keeps
+    // plan_pipelines' generic cp.async schedule, where an unaligned operand's loads go through a
+    // realigned ring (session 35) and stay in flight across iterations. An H100 in session 36,
+    // each config in its own process with cuBLAS (bench/results/2026-12-07-gemm-skinny-
+    // unaligned-*-s36-h100.json, bf16): 32x64x64 s4 where N gives a wave of 64-column tiles --
+    // 1x50257x4096 1.51x cuBLAS (staged 0.57x), 16x50257x4096 2.06x, 64x50257x4096 1.22x (16x32
+    // tiles there 0.51x) -- and 16x32x128 s8 where it does not: 1x4096x4097 0.90x (32x64x64
+    // 0.42x, staged 0.46x), 16x4097x4096 1.01x (0.63x, staged 0.89x). plan_matmul's model still
+    // stages the shapes whose grid is a tile or two (1x15x4095). sm_80: not measured there.
+    c.block_K = 64, c.num_stages = 4, c.threads = 128;
+    if (tiles(32, 64) >= sm_count) {
+      c.block_M = 32, c.block_N = 64;
+    } else {
+      c.block_M = 16, c.block_N = 32, c.block_K = 128, c.num_stages = 8;
+    }
+  } else if (M * N >= 4096LL * 4096LL) {
     c.block_M = 128, c.block_N = 256, c.block_K = 32, c.num_stages = 3, c.threads = 256;
   } else {
     c.block_M = 128, c.block_N = 128, c.block_K = 32, c.num_stages = 3, c.threads = 128;

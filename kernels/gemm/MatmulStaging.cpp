@@ -32,6 +32,17 @@ constexpr double kDirectTflops = 80, kAlignedTflops = 600, kCopyBytesPerUs = 3e6
 // 0.42 ms), 1x4096x4097 at 0.21 (0.16 ms, staged 0.04) and 16x4097x4096 at 0.09 (0.37 ms,
 // staged 0.04), when the FLOP-only model had kept all three direct.
 constexpr double kDirectBytesPerUs = 0.6e6;
+// A direct kernel whose loop keeps plan_pipelines' generic cp.async schedule -- fewer than 64
+// accumulators a thread, as default_matmul_config's skinny unaligned tiles on sm_90 (32x64x64 s4,
+// 16x32x128 s8) -- loads unaligned rows through realigned rings, which stay in flight: it streams
+// at 2.6 TB/s (B read once per row of tiles) or takes one latency-bound K step after another,
+// kRingStepUs each, per wave of resident CTAs, whichever is longer. Fitted to an H100 in session 36
+// (bench/results/2026-12-07-gemm-skinny-unaligned-*-s36-h100.json, bf16): 1x50257x4096 on
+// 32x64x64 161 us (2.6 TB/s), 64x50257x4096 322 us (B twice: 2.6 TB/s), 1x4096x4097 on 16x32x128
+// s8 21 us for 33 K steps in one wave (0.64 us a step); 1x15x4095 took 45 us on that one CTA (1.4
+// us a step, where the staged plan took 27), so the step is a lower bound. To be refitted on the H200.
+constexpr double kRingBytesPerUs = 2.6e6, kRingStepUs = 0.64;
+constexpr long long kSmemPerSm = 227 * 1024;  // sm_90's shared memory for the CTAs of one SM
 
 long long round_up(long long x, long long m) {
   return (x + m - 1) / m * m;
@@ -47,6 +58,41 @@ constexpr long long kLineBytes = 128;
 long long staged_extent(long long x, long long elem_bytes) {
   const long long line = round_up(x, kLineBytes / elem_bytes);
   return (line - x) * 16 <= x ? line : round_up(x, 16 / elem_bytes);
+}
+
+// The direct kernel's time on the model above: the realigned rings' rate and latency when its
+// config keeps the generic schedule (PlanPipelines.cpp's gemm_mainloop takes 64 or more
+// accumulators a thread, on the synchronous chunks), else the element-wise rates.
+struct DirectEstimate {
+  double us = 0;
+  bool rings = false;
+};
+DirectEstimate estimate_direct(long long M, long long N, long long K, DType dtype, const std::string& arch,
+                               int sm_count) {
+  const double e = dtype_bytes(dtype);
+  const MatmulConfig d = default_matmul_config(M, N, K, dtype, arch, sm_count);
+  DirectEstimate r;
+  r.rings = 1LL * d.block_M * d.block_N < 64LL * d.threads;
+  const double flops = 2.0 * static_cast<double>(M) * static_cast<double>(N) * static_cast<double>(K);
+  const double a = e * static_cast<double>(M) * static_cast<double>(K);
+  const double b = e * static_cast<double>(K) * static_cast<double>(N);
+  const double c = e * static_cast<double>(M) * static_cast<double>(N);
+  if (!r.rings) {
+    r.us = std::max(flops / (kDirectTflops * 1e6), (a + b + c) / kDirectBytesPerUs) + kLaunchUs;
+    return r;
+  }
+  const long long row_tiles = (M + d.block_M - 1) / d.block_M;
+  const long long ctas = row_tiles * ((N + d.block_N - 1) / d.block_N);
+  const long long smem =
+      matmul_smem_bytes(d) + (1LL * d.block_M * d.block_K + 1LL * d.block_K * d.block_N) * dtype_bytes(dtype);
+  const long long resident = std::clamp<long long>(kSmemPerSm / smem, 1, 2048 / d.threads);
+  const long long per_wave = std::max<long long>(1, sm_count) * resident;
+  const double waves = static_cast<double>((ctas + per_wave - 1) / per_wave);
+  const double steps = static_cast<double>((K + d.block_K - 1) / d.block_K);
+  r.us =
+      std::max((a + static_cast<double>(row_tiles) * b + c) / kRingBytesPerUs, waves * steps * kRingStepUs) +
+      kLaunchUs;
+  return r;
 }
 
 std::string shape_text(const std::vector<std::int64_t>& shape) {
@@ -128,7 +174,7 @@ namespace {
 
 // plan_matmul's staging decision.
 MatmulPlan plan_staging(long long M, long long N, long long K, DType dtype, const std::string& arch,
-                        MatmulStaging staging) {
+                        MatmulStaging staging, int sm_count) {
   if (M <= 0 || N <= 0 || K <= 0)
     throw std::invalid_argument("plan_matmul: M, N and K must be positive, not " + std::to_string(M) + "x" +
                                 std::to_string(N) + "x" + std::to_string(K));
@@ -154,7 +200,8 @@ MatmulPlan plan_staging(long long M, long long N, long long K, DType dtype, cons
   const double stream = static_cast<double>(e) * (static_cast<double>(M) * static_cast<double>(K) +
                                                   static_cast<double>(K) * static_cast<double>(N) +
                                                   static_cast<double>(M) * static_cast<double>(N));
-  p.estimate_direct_us = std::max(flops / (kDirectTflops * 1e6), stream / kDirectBytesPerUs) + kLaunchUs;
+  const DirectEstimate direct = estimate_direct(M, N, K, dtype, arch, sm_count);
+  p.estimate_direct_us = direct.us;
   p.estimate_staged_us = std::max(flops / (kAlignedTflops * 1e6), stream / kCopyBytesPerUs) +
                          bytes / kCopyBytesPerUs + copies * kCopyUs + kLaunchUs;
   std::ostringstream why;
@@ -168,8 +215,8 @@ MatmulPlan plan_staging(long long M, long long N, long long K, DType dtype, cons
   }
   if (staging == MatmulStaging::automatic && !(p.estimate_staged_us < p.estimate_direct_us)) {
     why.precision(3);
-    why << rows << "; not staged: the model expects " << p.estimate_direct_us << " us direct against "
-        << p.estimate_staged_us << " us staged";
+    why << rows << "; not staged: the model expects " << p.estimate_direct_us << " us direct"
+        << (direct.rings ? " (realigned rings)" : "") << " against " << p.estimate_staged_us << " us staged";
     p.why = why.str();
     return p;
   }
@@ -200,7 +247,7 @@ MatmulPlan plan_staging(long long M, long long N, long long K, DType dtype, cons
 
 MatmulPlan plan_matmul(long long M, long long N, long long K, DType dtype, const std::string& arch,
                        MatmulStaging staging, int split_k, int sm_count) {
-  MatmulPlan p = plan_staging(M, N, K, dtype, arch, staging);
+  MatmulPlan p = plan_staging(M, N, K, dtype, arch, staging, sm_count);
   // Split-K runs on the kernel's shape, so after staging has decided it.
   plan_split_k(p, dtype, arch, split_k, sm_count);
   return p;
@@ -212,7 +259,7 @@ MatmulPlan plan_matmul_for_current_device(long long M, long long N, long long K,
   const std::string device_arch = gpu ? current_device().arch() : "sm_90a";
   const std::string target = arch.empty() ? device_arch : arch;
   const int sm_count = gpu ? current_device().sm_count : 132;
-  MatmulPlan p = plan_staging(M, N, K, dtype, target, staging);
+  MatmulPlan p = plan_staging(M, N, K, dtype, target, staging, sm_count);
   // A stored tune of the kernel's shape timed the split candidates on this GPU, where the model
   // only estimates; it holds for the arch it was measured on, and only a tune whose space held
   // split candidates compared a split with one kernel at all.

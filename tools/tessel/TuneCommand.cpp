@@ -232,13 +232,20 @@ int run_tune_gemm(const TuneOptions& o) {
   }
   const std::string arch = system_info().arch();
   // Rows that are not 16-byte aligned: the library's Matmul stages them and runs the kernel of
-  // the padded shape, whose tuning entry it looks up -- so that is the shape tuned.
+  // the padded shape, whose tuning entry it looks up -- so that is the shape tuned -- or, where
+  // its model says so (skinny shapes on sm_90), runs the exact shape's kernel.
+  const int sm_count = system_info().gpu ? system_info().device.sm_count : 132;
   const kernels::MatmulPlan plan = kernels::plan_matmul(
-      o.M, o.N, o.K, *dtype, arch, o.staging == "never" ? kernels::MatmulStaging::never : kernels::MatmulStaging::automatic);
+      o.M, o.N, o.K, *dtype, arch,
+      o.staging == "never" ? kernels::MatmulStaging::never : kernels::MatmulStaging::automatic, 0, sm_count);
+  const bool unaligned = o.N % 8 != 0 || o.K % 8 != 0;
   if (plan.staged())
     std::cout << command << ": " << o.M << "x" << o.N << "x" << o.K << " " << o.dtype << " -- " << plan.why
               << "\ntuning the kernel kernels::Matmul runs: " << o.M << "x" << plan.kernel_N << "x" << plan.kernel_K
               << " (--staging never tunes the exact shape)\n";
+  else if (unaligned && o.staging == "auto")
+    std::cout << command << ": " << o.M << "x" << o.N << "x" << o.K << " " << o.dtype << " -- " << plan.why
+              << "\ntuning the exact shape's kernel, which kernels::Matmul runs\n";
   const int M = static_cast<int>(o.M), N = static_cast<int>(plan.kernel_N), K = static_cast<int>(plan.kernel_K);
   JitOptions jo;
   jo.arch = arch;
@@ -462,9 +469,10 @@ Command add_tune_gemm_command(CLI::App& tune) {
   app->add_option("--n", o->N, "Columns of B and C")->capture_default_str()->check(dimension());
   app->add_option("--k", o->K, "Columns of A, rows of B")->capture_default_str()->check(dimension());
   app->add_option("--dtype", o->dtype, "f16 or bf16")->capture_default_str();
-  app->add_option("--staging", o->staging,
-                  "auto: when K or N is not a multiple of 8 and kernels::Matmul stages the shape, tune the padded "
-                  "shape it runs; never: the exact shape's kernel")
+  app->add_option(
+         "--staging", o->staging,
+         "auto: when K or N is not a multiple of 8 and kernels::Matmul stages the shape, tune the padded "
+         "shape it runs (else the exact shape, which it runs direct); never: the exact shape's kernel")
       ->capture_default_str();
   add_common_options(app, *o);
   return {app, [o] { return run_tune_gemm(*o); }};

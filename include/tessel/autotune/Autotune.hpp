@@ -294,8 +294,10 @@ Space gemm_space(const std::string& arch, DType dtype = DType::f16);
 // The same for one M x N x K kernel shape, with kernels::Matmul's split-K where it may apply
 // (kernels::split_k_candidates: sm_90, f16 or bf16, M <= 64, 16-byte rows, K of 8 tiles of 64 or
 // more): a point per share count n, the partial GEMM's tiles (kernels::split_k_config), panel 0
-// and split_k = n. The grid's points have no split_k knob: they are one kernel (split 1). Where
-// no split applies this is gemm_space(arch, dtype), description and tuning key included.
+// and split_k = n. The grid's points have no split_k knob: they are one kernel (split 1). Skinny
+// 16-bit shapes with a row off 16 bytes on sm_90 (M <= 64, N or K not a multiple of 8) add the
+// small realigned-ring tiles (32x64x64 s4, 16x32x128 s8, 16x64x64 s4; 128 threads). Where
+// neither applies this is gemm_space(arch, dtype), description and tuning key included.
 Space gemm_space(const std::string& arch, DType dtype, long long M, long long N, long long K);
 // Compiles a config of gemm_space (knobs absent keep MatmulConfig defaults): make_matmul, or for
 // split_k = n >= 2 the partial GEMM (kernels::matmul_split_k_program; parameters A, B, W [n, M, N]

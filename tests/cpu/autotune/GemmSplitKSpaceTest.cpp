@@ -4,7 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-
+#include <array>
 #include <vector>
 
 #include "tessel/autotune/Autotune.hpp"
@@ -80,7 +80,9 @@ TEST(AutotuneGemmSplitK, NoSplitWhereMatmulCannotSplitAndTheKeyStaysTheSame) {
                         Case{65, 4096, 4096, DType::f16, "sm_90a", "M > 64"},
                         Case{16, 4096, 4096, DType::f32, "sm_90a", "f32"},
                         Case{16, 4096, 4096, DType::f16, "sm_80", "not Hopper"},
-                        Case{16, 4095, 4096, DType::f16, "sm_90a", "rows not 16-byte aligned"},
+                        Case{65, 4095, 4096, DType::f16, "sm_90a", "unaligned, M > 64"},
+                        Case{16, 4095, 4096, DType::f16, "sm_80", "unaligned, not Hopper"},
+                        Case{16, 4095, 4096, DType::f32, "sm_90a", "unaligned f32"},
                         Case{16, 4096, 448, DType::f16, "sm_90a", "7 K tiles: no share of 4"}}) {
     SCOPED_TRACE(c.why);
     const at::Space s = at::gemm_space(c.arch, c.dtype, c.M, c.N, c.K);
@@ -93,6 +95,31 @@ TEST(AutotuneGemmSplitK, NoSplitWhereMatmulCannotSplitAndTheKeyStaysTheSame) {
             at::tuning_key(at::gemm_key_parts(4096, 4096, 4096, DType::f16, kH200Device)));
   EXPECT_NE(at::tuning_key(at::gemm_split_k_key_parts(16, 4096, 4096, DType::f16, kH200Device)),
             at::tuning_key(at::gemm_key_parts(16, 4096, 4096, DType::f16, kH200Device)));
+}
+
+// Skinny 16-bit shapes with a row off 16 bytes on Hopper run direct on the exact shape
+// (kernels::Matmul, session 37): no split (the kernel's rows are unaligned), but the small tiles
+// that load through realigned rings, each once, in a space (and so a key) of their own.
+TEST(AutotuneGemmSplitK, SkinnyUnalignedShapesOnHopperHaveRingTiles) {
+  for (const auto& [M, N, K] : {std::array{16LL, 4095LL, 4096LL}, std::array{1LL, 50257LL, 4096LL},
+                                std::array{64LL, 4096LL, 4097LL}}) {
+    for (DType t : {DType::f16, DType::bf16}) {
+      SCOPED_TRACE(std::to_string(M) + "x" + std::to_string(N) + "x" + std::to_string(K));
+      const at::Space s = at::gemm_space("sm_90a", t, M, N, K);
+      const auto e = s.enumerate(kH200);
+      EXPECT_TRUE(split_shares(s).empty());
+      EXPECT_NE(s.description(), at::gemm_space("sm_90a", t).description());
+      EXPECT_EQ(e.kept.size(), at::gemm_space("sm_90a", t).enumerate(kH200).kept.size() + 3);
+      for (const char* tile : {"32x64x64 s4 t128", "16x32x128 s8 t128", "16x64x64 s4 t128"})
+        EXPECT_EQ(
+            std::count_if(e.kept.begin(), e.kept.end(),
+                          [&](const at::Config& c) { return at::gemm_config(c, t).describe() == tile; }),
+            1)
+            << tile;
+    }
+  }
+  EXPECT_NE(at::tuning_key(at::gemm_split_k_key_parts(1, 50257, 4096, DType::bf16, kH200Device)),
+            at::tuning_key(at::gemm_key_parts(1, 50257, 4096, DType::bf16, kH200Device)));
 }
 
 TEST(AutotuneGemmSplitK, WhyNotInASpaceWhosePointsDifferInKnobs) {

@@ -868,8 +868,9 @@ TEST_F(Cli, TuneAttentionRejectsBadInputNamingTheFlag) {
   EXPECT_NE(r.output.find("--window"), std::string::npos) << r.output;
 }
 
-// An unaligned shape: tune gemm tunes the padded shape the library's Matmul runs (its tuning
-// entry is the one Matmul finds); --staging never keeps the exact shape.
+// An unaligned shape: tune gemm tunes the shape the library's Matmul runs (its tuning entry is
+// the one Matmul finds): the padded one where it stages, the exact one where it runs direct;
+// --staging never keeps the exact shape.
 TEST_F(Cli, TuneGemmTunesTheShapeTheLibraryRuns) {
   if (tessel::gpu_available()) GTEST_SKIP() << "a GPU is present: the command would tune";
   const CliRun r = run_tessel("tune gemm --m 4095 --n 4095 --k 4095");
@@ -881,6 +882,16 @@ TEST_F(Cli, TuneGemmTunesTheShapeTheLibraryRuns) {
   EXPECT_EQ(exact.output.find("tuning the kernel"), std::string::npos) << exact.output;
   EXPECT_NE(exact.output.find("tessel tune gemm 4095x4095x4095 f16 on sm_90a:"), std::string::npos)
       << exact.output;
+  // A skinny unaligned shape runs direct (realigned rings on sm_90): the exact shape is tuned,
+  // and the command says why.
+  const CliRun skinny = run_tessel("tune gemm --m 1 --n 50257 --k 4096 --dtype bf16");
+  EXPECT_EQ(skinny.exit_code, 3) << skinny.output;
+  EXPECT_NE(skinny.output.find("not staged: the model expects"), std::string::npos) << skinny.output;
+  EXPECT_NE(skinny.output.find("tuning the exact shape's kernel, which kernels::Matmul runs\n"),
+            std::string::npos)
+      << skinny.output;
+  EXPECT_NE(skinny.output.find("tessel tune gemm 1x50257x4096 bf16 on sm_90a:"), std::string::npos)
+      << skinny.output;
   const CliRun bad = run_tessel("tune gemm --staging sometimes");
   EXPECT_EQ(bad.exit_code, 2) << bad.output;
   EXPECT_NE(bad.output.find("--staging takes auto or never, not 'sometimes'"), std::string::npos)

@@ -91,7 +91,8 @@ TEST(MatmulPlan, BadArgumentsAreNamed) {
   EXPECT_STREQ(tessel::kernels::matmul_staging_name(MatmulStaging::automatic), "auto");
   // A dimension that padding would carry past what an int holds is refused, not wrapped: not
   // staged when automatic, an error when staging is demanded.
-  const auto huge = plan_matmul(64, 2147483647, 4096, DType::f16, "sm_90a");
+  // (M = 65: 128-row tiles, which the model stages; at M <= 64 the direct ring tiles win anyway.)
+  const auto huge = plan_matmul(65, 2147483647, 4096, DType::f16, "sm_90a");
   EXPECT_FALSE(huge.staged());
   EXPECT_EQ(huge.kernel_N, 2147483647LL);
   EXPECT_NE(huge.why.find("padding to 2147483648 columns and K = 4096 passes 2^31 - 1"), std::string::npos)
@@ -185,20 +186,58 @@ TEST(MatmulPlan, SkinnyShapesSplitK) {
             std::string::npos);
 }
 
-// Skinny shapes with an unaligned row are staged: the direct kernel streams B at 0.6 TB/s at
-// best (an H100 in session 34 measured 1x50257x4096, 1x4096x4097 and 16x4097x4096 1.7-9x slower
-// direct than staged), which the model counts beside its FLOP rate; a tiny B stays direct.
-TEST(MatmulPlan, SkinnyUnalignedShapesAreStaged) {
-  for (const auto& [M, N, K] :
-       {std::tuple{1LL, 50257LL, 4096LL}, std::tuple{16LL, 50257LL, 4096LL}, std::tuple{1LL, 4096LL, 4097LL},
-        std::tuple{16LL, 4097LL, 4096LL}, std::tuple{1LL, 4095LL, 4095LL}}) {
+// Skinny 16-bit shapes with an unaligned row run direct on sm_90: small tiles whose unaligned
+// loads go through realigned rings (an H100 in session 36: 1x50257x4096 1.5x cuBLAS direct on
+// 32x64x64 s4, 0.57x staged; 1x4096x4097 0.90x on 16x32x128 s8, 0.46x staged; 16x4097x4096
+// 1.01x against 0.89x). An output of a tile or two stays staged (1x15x4095: one CTA takes 32
+// latency-bound K steps, 45 us against 27 staged). 128-row tiles (M > 64, sm_80) keep the
+// synchronous chunks and the element-wise model: 4095^3 and 8192x50257x4096 are staged.
+TEST(MatmulPlan, SkinnyUnalignedShapesRunDirectOnRings) {
+  struct Want {
+    long long M, N, K;
+    const char* config;  // default_matmul_config's for the exact shape
+  };
+  for (const Want& w :
+       {Want{1, 50257, 4096, "32x64x64 s4 t128"}, Want{16, 50257, 4096, "32x64x64 s4 t128"},
+        Want{64, 50257, 4096, "32x64x64 s4 t128"}, Want{1, 4096, 4097, "16x32x128 s8 t128"},
+        Want{16, 4097, 4096, "16x32x128 s8 t128"}, Want{1, 4095, 4095, "16x32x128 s8 t128"},
+        Want{7, 4095, 4095, "16x32x128 s8 t128"}, Want{33, 1023, 1025, "16x32x128 s8 t128"}}) {
+    for (DType t : {DType::f16, DType::bf16}) {
+      SCOPED_TRACE(std::to_string(w.M) + "x" + std::to_string(w.N) + "x" + std::to_string(w.K));
+      const auto p = plan_matmul(w.M, w.N, w.K, t, "sm_90a");
+      EXPECT_FALSE(p.staged()) << p.why;
+      EXPECT_LT(p.estimate_direct_us, p.estimate_staged_us) << p.why;
+      EXPECT_NE(p.why.find("not staged: the model expects"), std::string::npos) << p.why;
+      EXPECT_NE(p.why.find("us direct (realigned rings) against"), std::string::npos) << p.why;
+      EXPECT_EQ(tessel::kernels::default_matmul_config(w.M, w.N, w.K, t, "sm_90a", 132).describe(), w.config);
+    }
+  }
+  // The model's direct figures where it was fitted (H100, bf16): 161 us, 322 us, 21 us measured.
+  EXPECT_NEAR(plan_matmul(1, 50257, 4096, DType::bf16, "sm_90a").estimate_direct_us, 161, 20);
+  EXPECT_NEAR(plan_matmul(64, 50257, 4096, DType::bf16, "sm_90a").estimate_direct_us, 322, 30);
+  EXPECT_NEAR(plan_matmul(1, 4096, 4097, DType::bf16, "sm_90a").estimate_direct_us, 21, 6);
+  const auto tiny = plan_matmul(1, 15, 4095, DType::bf16, "sm_90a");
+  EXPECT_TRUE(tiny.staged()) << tiny.why;
+  EXPECT_LT(tiny.estimate_staged_us, tiny.estimate_direct_us) << tiny.why;
+  // 64x4097x4096: 516 CTAs of 16x32 read B four times (two waves); the model stages it
+  // (unmeasured either way).
+  EXPECT_EQ(tessel::kernels::default_matmul_config(64, 4097, 4096, DType::f16, "sm_90a", 132).describe(),
+            "16x32x128 s8 t128");
+  EXPECT_TRUE(plan_matmul(64, 4097, 4096, DType::f16, "sm_90a").staged());
+  // The tiles follow sm_count: on 64 SMs the 65 tiles of 32x64 at N = 4097 are a wave.
+  EXPECT_EQ(tessel::kernels::default_matmul_config(16, 4097, 4096, DType::f16, "sm_90a", 64).describe(),
+            "32x64x64 s4 t128");
+  // Not these tiles: M > 64, f32, sm_80 (unmeasured there), aligned rows.
+  EXPECT_EQ(tessel::kernels::default_matmul_config(65, 50257, 4096, DType::f16, "sm_90a", 132).block_M, 128);
+  EXPECT_EQ(tessel::kernels::default_matmul_config(1, 50257, 4096, DType::f32, "sm_90a", 132).block_M, 128);
+  EXPECT_EQ(tessel::kernels::default_matmul_config(1, 50257, 4096, DType::f16, "sm_80", 108).block_M, 128);
+  EXPECT_EQ(tessel::kernels::default_matmul_config(1, 50256, 4096, DType::f16, "sm_90a", 132).block_K, 64);
+  for (const auto& [M, N, K] : {std::tuple{4095LL, 4095LL, 4095LL}, std::tuple{8192LL, 50257LL, 4096LL}}) {
     const auto p = plan_matmul(M, N, K, DType::bf16, "sm_90a");
     EXPECT_TRUE(p.staged()) << p.why;
-    EXPECT_LT(p.estimate_staged_us, p.estimate_direct_us) << p.why;
   }
-  const auto tiny = plan_matmul(1, 15, 4095, DType::bf16, "sm_90a");
-  EXPECT_FALSE(tiny.staged()) << tiny.why;
-  EXPECT_NE(tiny.why.find("not staged: the model expects"), std::string::npos) << tiny.why;
+  const auto sm80 = plan_matmul(1, 50257, 4096, DType::bf16, "sm_80", MatmulStaging::automatic, 0, 108);
+  EXPECT_TRUE(sm80.staged()) << sm80.why;
 }
 
 TEST(MatmulPlan, SplitKOnlyWhereTheModelSaysSo) {
@@ -215,7 +254,7 @@ TEST(MatmulPlan, SplitKOnlyWhereTheModelSaysSo) {
         Case{16, 4096, 512, DType::f16, "sm_90a", "not split: K has fewer than 16 tiles of 64"},
         Case{16, 4096, 4096, DType::f16, "sm_80", "not split: the model is the H200's (sm_90)"},
         Case{16, 4096, 4096, DType::f32, "sm_90a", "not split: split-K takes f16 or bf16"},
-        Case{1, 15, 4095, DType::f16, "sm_90a", "not split: the kernel's rows are not 16-byte"}}) {
+        Case{1, 50257, 4096, DType::f16, "sm_90a", "not split: the kernel's rows are not 16-byte"}}) {
     const auto p = plan_matmul(c.M, c.N, c.K, c.t, c.arch);
     EXPECT_EQ(p.split_k, 1) << p.why;
     EXPECT_EQ(p.workspace_bytes, 0);

@@ -85,6 +85,7 @@ TEST(MatmulCompile, OddShapesUseTheMaskedScalarPath) {
 TEST(MatmulCompile, UnalignedRowsCompileRealignedChunksWithoutSpills) {
   for (const std::string arch : {"sm_80", "sm_90a"})
     for (const MatmulConfig& c : {knob(128, 128, 32, 3, 128, false), knob(16, 32, 128, 8, 128, false),
+                                  knob(32, 64, 64, 4, 128, false, tessel::DType::bf16),
                                   knob(128, 256, 32, 3, 256, true, tessel::DType::bf16)})
       for (bool rings : {true, false}) {
         SCOPED_TRACE(arch + " " + c.describe() + (rings ? " realigned rings" : " realigned chunks"));
@@ -639,6 +640,37 @@ TEST(MatmulStaging, UnalignedRowsCompileTheAlignedKernel) {
   EXPECT_FALSE(direct.plan().staged());
   EXPECT_EQ(direct.kernel().info().path.find("TMA"), std::string::npos) << direct.kernel().info().path;
   EXPECT_THROW(tessel::kernels::Matmul(64, 64, 64, tessel::DType::f32), std::invalid_argument);
+}
+
+// Skinny 16-bit shapes with an unaligned row (M <= 64, sm_90a): the library's Matmul runs them
+// direct on the exact shape, on default_matmul_config's small tiles, whose unaligned operand
+// loads through a realigned ring (cp.async of raw words, the shift at the iteration's top), with
+// no workspace and no spills; an output of one tile is staged.
+TEST(MatmulStaging, SkinnyUnalignedShapesRunDirectOnRealignedRings) {
+  tessel::JitOptions o;
+  o.arch = "sm_90a";
+  struct Want {
+    int M, N, K;
+    const char* config;
+  };
+  for (const Want& w : {Want{1, 50257, 4096, "32x64x64 s4 t128"}, Want{16, 4097, 4096, "16x32x128 s8 t128"},
+                        Want{1, 4096, 4097, "16x32x128 s8 t128"}}) {
+    SCOPED_TRACE(std::to_string(w.M) + "x" + std::to_string(w.N) + "x" + std::to_string(w.K));
+    tessel::kernels::Matmul mm(w.M, w.N, w.K, tessel::DType::bf16, tessel::kernels::MatmulStaging::automatic,
+                               o);
+    EXPECT_FALSE(mm.plan().staged()) << mm.plan().why;
+    EXPECT_EQ(mm.workspace_bytes(), 0u);
+    EXPECT_EQ(mm.config().describe(), w.config);
+    const tessel::JitKernel& k = mm.kernel();
+    EXPECT_NE(k.source().find("tessel::copy_words_to_shared"), std::string::npos);
+    EXPECT_NE(k.source().find("tessel::realign_words_to_shared"), std::string::npos);
+    EXPECT_NE(k.ptx().find("cp.async.cg.shared.global"), std::string::npos);
+    EXPECT_EQ(k.ptx().find("ld.global.nc.v4"), std::string::npos);
+    EXPECT_EQ(k.resources().spill_store_bytes + k.resources().spill_load_bytes, 0) << k.compile_log();
+  }
+  tessel::kernels::Matmul tiny(1, 15, 4095, tessel::DType::bf16, tessel::kernels::MatmulStaging::automatic,
+                               o);
+  EXPECT_TRUE(tiny.plan().staged()) << tiny.plan().why;
 }
 
 // The scratch a caller provides instead of Matmul's own buffers: each staged buffer and split-K's

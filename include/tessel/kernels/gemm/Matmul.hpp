@@ -26,8 +26,11 @@ struct MatmulConfig {
 };
 
 // The built-in per-shape config (tuned entries take its place: choose_matmul_config). On sm_90a
-// it picks tiles the warp-specialized wgmma path takes (block_K 64, 128 or 256 threads); elsewhere
-// mma.sync tiles. `sm_count` sizes the tiles so that small problems still fill the GPU.
+// with 16-byte rows it picks tiles the warp-specialized wgmma path takes (block_K 64, 128 or 256
+// threads); for 16-bit rows off 16 bytes with M <= 64 on sm_90, small mma.sync tiles whose loads
+// go through realigned rings (32x64x64 s4 when N gives a wave of them, else 16x32x128 s8);
+// elsewhere 128-row mma.sync tiles. `sm_count` sizes the tiles so that small problems still fill
+// the GPU.
 MatmulConfig default_matmul_config(long long M, long long N, long long K, DType dtype,
                                    const std::string& arch, int sm_count);
 
@@ -143,12 +146,16 @@ struct MatmulPlan {
 // with `sm_count` SMs.
 //
 // Staging, automatic: staged when an unaligned row would take the GEMM off the 16-byte copy
-// paths and the model -- direct: 2MNK at 80 TFLOP/s (the element-wise kernel's rate on the
-// H200) or A, B and C streamed once at 0.6 TB/s (its best on skinny shapes, an H100), whichever
-// is longer; staged: 2MNK at 600 TFLOP/s or that stream at 3 TB/s, plus the staged bytes (read
-// and written) at 3 TB/s plus 3 us per copy -- says the staged run is faster. A staged dimension (K where A's
-// rows are unaligned, N where C's are) is padded to rows of whole 128-byte lines (64 16-bit elements) where
-// that adds at most 1/16 to it, else to 16 bytes: TMA moves tiles 128 bytes a row.
+// paths and the model says the staged run is faster. Direct, on default_matmul_config's tiles
+// for the exact shape: where they keep the generic cp.async schedule (fewer than 64 accumulators
+// a thread: the skinny tiles for M <= 64 on sm_90), whose unaligned loads go through realigned
+// rings, A and C once and B once per row of tiles at 2.6 TB/s, or 0.64 us per K step per wave of
+// resident CTAs, whichever is longer (an H100, session 36); elsewhere 2MNK at 80 TFLOP/s (the
+// element-wise kernel's rate on the H200) or A, B and C streamed once at 0.6 TB/s (the chunks'
+// best on skinny shapes, an H100), whichever is longer. Staged: 2MNK at 600 TFLOP/s or A, B and
+// C at 3 TB/s, plus the staged bytes (read and written) at 3 TB/s plus 3 us per copy. A staged dimension (K
+// where A's rows are unaligned, N where C's are) is padded to rows of whole 128-byte lines (64 16-bit
+// elements) where that adds at most 1/16 to it, else to 16 bytes: TMA moves tiles 128 bytes a row.
 //
 // Split-K, `split_k`: 0 automatic, 1 off, n >= 2 that many shares (at most the K tiles of 64).
 // Automatic, on sm_90 for M <= 64 whose kernel rows are 16-byte aligned (as given or staged):
