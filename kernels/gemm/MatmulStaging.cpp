@@ -35,13 +35,15 @@ constexpr double kDirectBytesPerUs = 0.6e6;
 // A direct kernel whose loop keeps plan_pipelines' generic cp.async schedule -- fewer than 64
 // accumulators a thread, as default_matmul_config's skinny unaligned tiles on sm_90 (32x64x64 s4,
 // 16x32x128 s8) -- loads unaligned rows through realigned rings, which stay in flight: it streams
-// at 2.6 TB/s (B read once per row of tiles) or takes one latency-bound K step after another,
-// kRingStepUs each, per wave of resident CTAs, whichever is longer. Fitted to an H100 in session 36
-// (bench/results/2026-12-07-gemm-skinny-unaligned-*-s36-h100.json, bf16): 1x50257x4096 on
-// 32x64x64 161 us (2.6 TB/s), 64x50257x4096 322 us (B twice: 2.6 TB/s), 1x4096x4097 on 16x32x128
-// s8 21 us for 33 K steps in one wave (0.64 us a step); 1x15x4095 took 45 us on that one CTA (1.4
-// us a step, where the staged plan took 27), so the step is a lower bound. To be refitted on the H200.
-constexpr double kRingBytesPerUs = 2.6e6, kRingStepUs = 0.64;
+// at 2.6 TB/s (B read once per row of tiles) or takes one latency-bound K step after another per
+// wave of resident CTAs, whichever is longer; a step costs kRingStepUs plus kRingRowUs for each
+// row it realigns (block_M of A's when K is unaligned, block_K of B's when N is). Fitted to an
+// H100 (sessions 36 and 37, bench/results/2026-12-0{7,8}-gemm-skinny-unaligned-*-s3{6,7}-h100.json,
+// with kLaunchUs): 1x50257x4096 on 32x64x64 161-163 us (2.6 TB/s), 64x50257x4096 322 us (B
+// twice: 2.6 TB/s); on 16x32x128 s8, one wave, 1x4096x4097 21 us for 33 steps of 16 rows (0.48
+// us a step), 16x4097x4096 37 us for 32 steps of 128 (1.0 us), 1x4095x4095 44 us for 32 of 144
+// (1.2 us; the model says 1.1). To be refitted on the H200.
+constexpr double kRingBytesPerUs = 2.6e6, kRingStepUs = 0.40, kRingRowUs = 0.005;
 constexpr long long kSmemPerSm = 227 * 1024;  // sm_90's shared memory for the CTAs of one SM
 
 long long round_up(long long x, long long m) {
@@ -89,9 +91,11 @@ DirectEstimate estimate_direct(long long M, long long N, long long K, DType dtyp
   const long long per_wave = std::max<long long>(1, sm_count) * resident;
   const double waves = static_cast<double>((ctas + per_wave - 1) / per_wave);
   const double steps = static_cast<double>((K + d.block_K - 1) / d.block_K);
-  r.us =
-      std::max((a + static_cast<double>(row_tiles) * b + c) / kRingBytesPerUs, waves * steps * kRingStepUs) +
-      kLaunchUs;
+  const long long align = 16 / dtype_bytes(dtype);
+  const double realigned_rows = (K % align != 0 ? d.block_M : 0) + (N % align != 0 ? d.block_K : 0);
+  const double step_us = kRingStepUs + kRingRowUs * realigned_rows;
+  r.us = std::max((a + static_cast<double>(row_tiles) * b + c) / kRingBytesPerUs, waves * steps * step_us) +
+         kLaunchUs;
   return r;
 }
 

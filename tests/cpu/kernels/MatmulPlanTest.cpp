@@ -212,10 +212,13 @@ TEST(MatmulPlan, SkinnyUnalignedShapesRunDirectOnRings) {
       EXPECT_EQ(tessel::kernels::default_matmul_config(w.M, w.N, w.K, t, "sm_90a", 132).describe(), w.config);
     }
   }
-  // The model's direct figures where it was fitted (H100, bf16): 161 us, 322 us, 21 us measured.
-  EXPECT_NEAR(plan_matmul(1, 50257, 4096, DType::bf16, "sm_90a").estimate_direct_us, 161, 20);
-  EXPECT_NEAR(plan_matmul(64, 50257, 4096, DType::bf16, "sm_90a").estimate_direct_us, 322, 30);
-  EXPECT_NEAR(plan_matmul(1, 4096, 4097, DType::bf16, "sm_90a").estimate_direct_us, 21, 6);
+  // The model's direct figures where it was fitted (H100, bf16, sessions 36-37): 161-163 us,
+  // 322 us, 21 us, 37 us and 44 us measured.
+  EXPECT_NEAR(plan_matmul(1, 50257, 4096, DType::bf16, "sm_90a").estimate_direct_us, 162, 16);
+  EXPECT_NEAR(plan_matmul(64, 50257, 4096, DType::bf16, "sm_90a").estimate_direct_us, 322, 32);
+  EXPECT_NEAR(plan_matmul(1, 4096, 4097, DType::bf16, "sm_90a").estimate_direct_us, 21, 4);
+  EXPECT_NEAR(plan_matmul(16, 4097, 4096, DType::bf16, "sm_90a").estimate_direct_us, 37, 6);
+  EXPECT_NEAR(plan_matmul(1, 4095, 4095, DType::bf16, "sm_90a").estimate_direct_us, 44, 8);
   const auto tiny = plan_matmul(1, 15, 4095, DType::bf16, "sm_90a");
   EXPECT_TRUE(tiny.staged()) << tiny.why;
   EXPECT_LT(tiny.estimate_staged_us, tiny.estimate_direct_us) << tiny.why;

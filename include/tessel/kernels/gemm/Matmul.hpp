@@ -149,8 +149,9 @@ struct MatmulPlan {
 // paths and the model says the staged run is faster. Direct, on default_matmul_config's tiles
 // for the exact shape: where they keep the generic cp.async schedule (fewer than 64 accumulators
 // a thread: the skinny tiles for M <= 64 on sm_90), whose unaligned loads go through realigned
-// rings, A and C once and B once per row of tiles at 2.6 TB/s, or 0.64 us per K step per wave of
-// resident CTAs, whichever is longer (an H100, session 36); elsewhere 2MNK at 80 TFLOP/s (the
+// rings, A and C once and B once per row of tiles at 2.6 TB/s, or per wave of resident CTAs
+// its K steps at 0.4 us plus 5 ns per row a step realigns, whichever is longer (an H100,
+// sessions 36-37); elsewhere 2MNK at 80 TFLOP/s (the
 // element-wise kernel's rate on the H200) or A, B and C streamed once at 0.6 TB/s (the chunks'
 // best on skinny shapes, an H100), whichever is longer. Staged: 2MNK at 600 TFLOP/s or A, B and
 // C at 3 TB/s, plus the staged bytes (read and written) at 3 TB/s plus 3 us per copy. A staged dimension (K
