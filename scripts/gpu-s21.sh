@@ -76,7 +76,8 @@
 #   TESSEL_S21_STEPS=s35: realigned rings on the skinny unaligned direct kernels: their gpu tests,
 #     then 16/32-row direct configs with the rings and without, beside the staged plan;
 #   TESSEL_S21_STEPS=s37: skinny unaligned shapes' defaults (direct on realigned rings): the
-#     library Matmul's gpu tests, then the defaults beside --staging always, twice;
+#     library Matmul's gpu tests, then the defaults beside --staging always, twice; s37b: split-K
+#     forced on the exact unaligned shapes (and the split-K gpu tests) beside the defaults;
 #   TESSEL_S21_STEPS=splitk: the split-K model's unsplit grid as split_k_clusters builds it
 #     (session 33): M = 64 shapes it now keeps in one kernel, unsplit / auto / the old share counts;
 #   TESSEL_S21_STEPS=uniform: JitOptions::uniform_roles beside the default (the passes' GEMM
@@ -682,6 +683,21 @@ elif [[ $steps == s37 ]]; then
         --json "$out/$day-gemm-skinny-unaligned-$staging-run$run-$tag.json"
     done
   done
+elif [[ $steps == s37b ]]; then
+  # Session 37: split-K on the exact shape of a skinny GEMM whose rows are unaligned (the partial
+  # GEMM's 16/32/64x256 tiles on realigned rings, then the reduction; forced, the model does not
+  # split unaligned rows yet) beside the direct default and the staged plan. First the split-K
+  # gpu tests, whose forced ragged cases now split the exact shape where Matmul runs it direct.
+  step "gpu tests (split-K shapes)" 200 "$build/tessel_tests_gpu" --gtest_brief=1 \
+    --gtest_filter='*MatmulSplitKShapes*'
+  skinny=1x4095x4095,7x4095x4095,1x4096x4097,16x4097x4096,1x15x4095,64x4097x4096
+  step "bench gemm skinny unaligned (default)" 60 "$build/tessel" bench gemm --repeats 10 --warmup 3 \
+    --dtype bf16 --shapes "$skinny" --json "$out/$day-gemm-skinny-unaligned-auto-$tag.json"
+  for split in 2 4 8; do
+    step "bench gemm skinny unaligned --staging never --split-k $split" 60 "$build/tessel" bench gemm --repeats 10 \
+      --warmup 3 --dtype bf16 --staging never --split-k "$split" --shapes "$skinny" \
+      --json "$out/$day-gemm-skinny-unaligned-never-split$split-$tag.json"
+  done
 elif [[ $steps == s30u ]]; then
   # Session 30: JitOptions::uniform_roles again, now that WarpgroupGemm builds its descriptors once
   # a call (session 29): the broadcast warpgroup index costs one shuffle a call, not one a wgmma.
@@ -716,7 +732,7 @@ elif [[ $steps == tune ]]; then
     --shapes 4194304x127,4194304x129,524288x1023,65536x8191,32768x8193,10000x50257 \
     --json "$out/$day-softmax-issue17-tuned-$tag.json"
 else
-  echo "gpu-s21.sh: unknown step set '$steps' in TESSEL_S21_STEPS (legal: first, h200, s24, s25, s26, s27, s28, s28b, s29, s29b, s29d, s29e, s29f, s29h, s30, s30u, s31, s31b, s31c, s32, s33, s34, s35, s37, lmhead, splitk, uniform, bench, softmax, ncu, tests, tune)" | tee -a "$log"
+  echo "gpu-s21.sh: unknown step set '$steps' in TESSEL_S21_STEPS (legal: first, h200, s24, s25, s26, s27, s28, s28b, s29, s29b, s29d, s29e, s29f, s29h, s30, s30u, s31, s31b, s31c, s32, s33, s34, s35, s37, s37b, lmhead, splitk, uniform, bench, softmax, ncu, tests, tune)" | tee -a "$log"
   status=1
 fi
 done
