@@ -162,10 +162,10 @@ MatmulConfig split_k_config(long long M, DType dtype) {
 std::vector<int> split_k_candidates(long long M, long long N, long long K, DType dtype,
                                     const std::string& arch) {
   const bool sixteen_bit = dtype == DType::f16 || dtype == DType::bf16;
-  // 16-byte rows: 8 elements of a 16-bit dtype.
-  if (!sixteen_bit || arch.rfind("sm_90", 0) != 0 || M < 1 || M > kMaxAutoM || N < 1 || K < 1 || N % 8 != 0 ||
-      K % 8 != 0)
-    return {};
+  if (!sixteen_bit || arch.rfind("sm_90", 0) != 0 || M < 1 || M > kMaxAutoM || N < 1 || K < 1) return {};
+  // 16-byte rows (8 elements of a 16-bit dtype), or rows off 16 bytes that the partial GEMM's
+  // tiles load through realigned rings (M <= 16), as plan_split_k takes them.
+  if ((N % 8 != 0 || K % 8 != 0) && !keeps_generic_schedule(split_k_config(M, dtype))) return {};
   std::vector<int> shares;
   const long long most = std::min<long long>(kMaxSplits, ceil_div(K, kSplitBlockK) / kMinTunedTilesPerShare);
   for (long long s = 2; s <= most; ++s) shares.push_back(static_cast<int>(s));
@@ -204,8 +204,11 @@ void plan_split_k(MatmulPlan& p, DType dtype, const std::string& arch, int split
   // R = 1: no split).
   const MatmulConfig whole = default_matmul_config(p.M, p.kernel_N, p.kernel_K, dtype, arch, sm_count);
   const long long whole_tiles = ceil_div(p.M, whole.block_M) * ceil_div(p.kernel_N, whole.block_N);
-  const int cluster_ranks =
-      arch.rfind("sm_90", 0) == 0 ? passes::split_k_cluster_ranks(whole_tiles, p.kernel_K, sm_count) : 1;
+  // (Rows off 16 bytes take no TMA, so no clusters: the direct kernel's tiles are its CTAs.)
+  const bool aligned = p.kernel_K % 8 == 0 && p.kernel_N % 8 == 0;
+  const int cluster_ranks = arch.rfind("sm_90", 0) == 0 && aligned
+                                ? passes::split_k_cluster_ranks(whole_tiles, p.kernel_K, sm_count)
+                                : 1;
   const long long whole_ctas = whole_tiles * cluster_ranks;
   const double cluster_rate = cluster_ranks >= 4                                   ? kWideClusterSplitRate
                               : cluster_ranks == 2 && p.M <= kClusterSplitRateMaxM ? kClusterSplitRate
@@ -222,36 +225,59 @@ void plan_split_k(MatmulPlan& p, DType dtype, const std::string& arch, int split
     return a_bytes * a_reads + e * static_cast<double>(p.kernel_K * p.kernel_N);
   };
   p.estimate_unsplit_us = stream_us(operand_bytes(whole.block_N), whole_ctas, sm_count) / cluster_rate;
+  // The kernel's rows off 16 bytes (not staged): both the direct kernel and the split's partial
+  // GEMM load them through realigned rings where their tiles keep the generic schedule (the
+  // partial GEMM's 16x256 tiles, M <= 16); the ring model prices both, the direct one as
+  // plan_staging did.
+  const bool ring_split = !aligned && keeps_generic_schedule(split);
+  if (ring_split) p.estimate_unsplit_us = p.estimate_direct_us;
   // Split s ways: the longest share sets the time; the partials are written and read back.
   const auto split_us = [&](long long s) {
+    const double partials = 2.0 * 4.0 * static_cast<double>(s * p.M * p.kernel_N) / kDramBytesPerUs;
+    if (ring_split)
+      return realigned_ring_us(p.M, p.kernel_N, p.kernel_K, dtype, split, s, sm_count) + kReduceUs + partials;
     const double longest = static_cast<double>(ceil_div(k_tiles, s) * s) / static_cast<double>(k_tiles);
     return stream_us(operand_bytes(split.block_N) * longest, split_tiles * s, sm_count) + kReduceUs +
-           2.0 * 4.0 * static_cast<double>(s * p.M * p.kernel_N) / kDramBytesPerUs;
+           partials;
   };
   std::ostringstream why;
   why.precision(3);
   int chosen = split_k;
   if (split_k == 0) {
-    const bool aligned = p.kernel_K % 8 == 0 && p.kernel_N % 8 == 0;
-    const char* not_here = !sixteen_bit                      ? "split-K takes f16 or bf16"
-                           : arch.rfind("sm_90", 0) != 0     ? "the model is the H200's (sm_90)"
-                           : p.M > kMaxAutoM                 ? "M > 64 fills the GPU with its own tiles"
-                           : !aligned                        ? "the kernel's rows are not 16-byte aligned"
+    const char* not_here = !sixteen_bit                  ? "split-K takes f16 or bf16"
+                           : arch.rfind("sm_90", 0) != 0 ? "the model is the H200's (sm_90)"
+                           : p.M > kMaxAutoM             ? "M > 64 fills the GPU with its own tiles"
+                           : !aligned && !ring_split
+                               ? "the kernel's rows are not 16-byte aligned and the split's "
+                                 "tiles would load them in synchronous chunks"
                            : k_tiles < 2 * kMinTilesPerShare ? "K has fewer than 16 tiles of 64"
                                                              : nullptr;
     if (not_here) {
       p.why += sep + "not split: " + not_here;
       return;
     }
-    // The fastest share count, the fewest among equals.
-    chosen = 2;
-    for (long long s = 3; s <= std::min<long long>(kMaxSplits, k_tiles / kMinTilesPerShare); ++s)
+    // The fastest share count, the fewest among equals. On realigned rings, only counts that put
+    // CTAs on half the SMs or more (where there are such): the ring model's DRAM rate was fitted on
+    // 64 CTAs and more, and fewer stream slower than it says -- 1x4096x4097 split 2 (32 CTAs) ran
+    // 25 us against 17 us for split 4 (64 CTAs) and 21 us direct, an H100 in session 37, where the
+    // model had them equal.
+    const long long most = std::min<long long>(kMaxSplits, k_tiles / kMinTilesPerShare);
+    long long first = 2;
+    if (ring_split)
+      first = std::clamp<long long>(ceil_div(std::max(1, sm_count / 2), split_tiles), 2,
+                                    std::max<long long>(2, most));
+    chosen = static_cast<int>(first);
+    for (long long s = first + 1; s <= most; ++s)
       if (split_us(s) < split_us(chosen)) chosen = static_cast<int>(s);
     p.estimate_split_us = split_us(chosen);
     if (!(p.estimate_split_us < p.estimate_unsplit_us)) {
-      why << sep << "not split: " << whole_ctas << " CTAs (" << whole_tiles << " tiles of " << whole.block_M
-          << "x" << whole.block_N << over_clusters << ") stream it in " << p.estimate_unsplit_us
-          << " us, split-K " << chosen << " in " << p.estimate_split_us << " us (model)";
+      if (ring_split)
+        why << sep << "not split: the direct kernel takes " << p.estimate_unsplit_us << " us, split-K "
+            << chosen << " on realigned rings " << p.estimate_split_us << " us (model)";
+      else
+        why << sep << "not split: " << whole_ctas << " CTAs (" << whole_tiles << " tiles of " << whole.block_M
+            << "x" << whole.block_N << over_clusters << ") stream it in " << p.estimate_unsplit_us
+            << " us, split-K " << chosen << " in " << p.estimate_split_us << " us (model)";
       p.why += why.str();
       return;
     }
@@ -269,10 +295,10 @@ void plan_split_k(MatmulPlan& p, DType dtype, const std::string& arch, int split
       << ": " << split_tiles << " tiles of " << split.block_M << "x" << split.block_N << " x " << chosen
       << " shares of " << k_tiles / chosen
       << (k_tiles % chosen ? "-" + std::to_string(k_tiles / chosen + 1) : "")
-      << " K tiles = " << split_tiles * chosen << " CTAs on " << sm_count
-      << " SMs (model: " << p.estimate_split_us << " us, against " << p.estimate_unsplit_us << " us for "
-      << whole_ctas << " CTAs of " << whole.block_M << "x" << whole.block_N << " tiles" << over_clusters
-      << "); f32 workspace " << p.workspace_bytes << " B";
+      << " K tiles = " << split_tiles * chosen << " CTAs on " << sm_count << " SMs"
+      << (ring_split ? ", realigned rings" : "") << " (model: " << p.estimate_split_us << " us, against "
+      << p.estimate_unsplit_us << " us for " << whole_ctas << " CTAs of " << whole.block_M << "x"
+      << whole.block_N << " tiles" << over_clusters << "); f32 workspace " << p.workspace_bytes << " B";
   p.why += why.str();
 }
 

@@ -32,18 +32,21 @@ constexpr double kDirectTflops = 80, kAlignedTflops = 600, kCopyBytesPerUs = 3e6
 // 0.42 ms), 1x4096x4097 at 0.21 (0.16 ms, staged 0.04) and 16x4097x4096 at 0.09 (0.37 ms,
 // staged 0.04), when the FLOP-only model had kept all three direct.
 constexpr double kDirectBytesPerUs = 0.6e6;
-// A direct kernel whose loop keeps plan_pipelines' generic cp.async schedule -- fewer than 64
-// accumulators a thread, as default_matmul_config's skinny unaligned tiles on sm_90 (32x64x64 s4,
-// 16x32x128 s8) -- loads unaligned rows through realigned rings, which stay in flight: it streams
-// at 2.6 TB/s (B read once per row of tiles) or takes one latency-bound K step after another per
-// wave of resident CTAs, whichever is longer; a step costs kRingStepUs plus kRingRowUs for each
-// row it realigns (block_M of A's when K is unaligned, block_K of B's when N is). Fitted to an
-// H100 (sessions 36 and 37, bench/results/2026-12-0{7,8}-gemm-skinny-unaligned-*-s3{6,7}-h100.json,
-// with kLaunchUs): 1x50257x4096 on 32x64x64 161-163 us (2.6 TB/s), 64x50257x4096 322 us (B
-// twice: 2.6 TB/s); on 16x32x128 s8, one wave, 1x4096x4097 21 us for 33 steps of 16 rows (0.48
-// us a step), 16x4097x4096 37 us for 32 steps of 128 (1.0 us), 1x4095x4095 44 us for 32 of 144
-// (1.2 us; the model says 1.1). To be refitted on the H200.
-constexpr double kRingBytesPerUs = 2.6e6, kRingStepUs = 0.40, kRingRowUs = 0.005;
+// A kernel whose loop keeps plan_pipelines' generic cp.async schedule -- fewer than 64
+// accumulators a thread: default_matmul_config's skinny unaligned tiles on sm_90 (32x64x64 s4,
+// 16x32x128 s8), split-K's 16x256x64 partial GEMM -- loads unaligned rows through realigned
+// rings, which stay in flight: it streams at 2.6 TB/s (B read once per row of tiles) or takes
+// one latency-bound K step after another per wave of resident CTAs, whichever is longer; a step
+// costs kRingStepUs, plus kRingRowUs a row and kRingElementUs an element it realigns (A's
+// block_M x block_K tile when K is unaligned, B's block_K x block_N when N is). Fitted to an
+// H100 (sessions 36-37, bench/results/2026-12-0{7,8}-gemm-skinny-unaligned-*-s3{6,7}*-h100.json;
+// launch 5 us, a split's reduction 2 us more): 1x50257x4096 on 32x64x64 161-163 us (2.6 TB/s),
+// 64x50257x4096 322 us (B twice); steps of 16x32x128 s8 0.49 us realigning A's 16 x 128
+// (1x4096x4097), 1.0 us B's 128 x 32 (16x4097x4096), 1.2 us both (1x4095x4095); of the 16x256x64
+// partial GEMM 2.25-2.4 us B's 64 x 256 (16x4097x4096 split 2 and 4), 2.3-2.5 us both
+// (1x4095x4095, 1x15x4095). The model says 0.49, 1.0, 1.28, 2.30 and 2.46 us. To be refitted on
+// the H200.
+constexpr double kRingBytesPerUs = 2.6e6, kRingStepUs = 0.21, kRingRowUs = 0.0024, kRingElementUs = 1.18e-4;
 constexpr long long kSmemPerSm = 227 * 1024;  // sm_90's shared memory for the CTAs of one SM
 
 long long round_up(long long x, long long m) {
@@ -62,40 +65,27 @@ long long staged_extent(long long x, long long elem_bytes) {
   return (line - x) * 16 <= x ? line : round_up(x, 16 / elem_bytes);
 }
 
-// The direct kernel's time on the model above: the realigned rings' rate and latency when its
-// config keeps the generic schedule (PlanPipelines.cpp's gemm_mainloop takes 64 or more
-// accumulators a thread, on the synchronous chunks), else the element-wise rates.
+// The direct kernel's time on the model above: the realigned rings' (realigned_ring_us) when
+// its config keeps the generic schedule, else the element-wise rates.
 struct DirectEstimate {
   double us = 0;
   bool rings = false;
 };
 DirectEstimate estimate_direct(long long M, long long N, long long K, DType dtype, const std::string& arch,
                                int sm_count) {
-  const double e = dtype_bytes(dtype);
   const MatmulConfig d = default_matmul_config(M, N, K, dtype, arch, sm_count);
   DirectEstimate r;
-  r.rings = 1LL * d.block_M * d.block_N < 64LL * d.threads;
-  const double flops = 2.0 * static_cast<double>(M) * static_cast<double>(N) * static_cast<double>(K);
-  const double a = e * static_cast<double>(M) * static_cast<double>(K);
-  const double b = e * static_cast<double>(K) * static_cast<double>(N);
-  const double c = e * static_cast<double>(M) * static_cast<double>(N);
-  if (!r.rings) {
-    r.us = std::max(flops / (kDirectTflops * 1e6), (a + b + c) / kDirectBytesPerUs) + kLaunchUs;
+  r.rings = keeps_generic_schedule(d);
+  if (r.rings) {
+    r.us = realigned_ring_us(M, N, K, dtype, d, 1, sm_count);
     return r;
   }
-  const long long row_tiles = (M + d.block_M - 1) / d.block_M;
-  const long long ctas = row_tiles * ((N + d.block_N - 1) / d.block_N);
-  const long long smem =
-      matmul_smem_bytes(d) + (1LL * d.block_M * d.block_K + 1LL * d.block_K * d.block_N) * dtype_bytes(dtype);
-  const long long resident = std::clamp<long long>(kSmemPerSm / smem, 1, 2048 / d.threads);
-  const long long per_wave = std::max<long long>(1, sm_count) * resident;
-  const double waves = static_cast<double>((ctas + per_wave - 1) / per_wave);
-  const double steps = static_cast<double>((K + d.block_K - 1) / d.block_K);
-  const long long align = 16 / dtype_bytes(dtype);
-  const double realigned_rows = (K % align != 0 ? d.block_M : 0) + (N % align != 0 ? d.block_K : 0);
-  const double step_us = kRingStepUs + kRingRowUs * realigned_rows;
-  r.us = std::max((a + static_cast<double>(row_tiles) * b + c) / kRingBytesPerUs, waves * steps * step_us) +
-         kLaunchUs;
+  const double e = dtype_bytes(dtype);
+  const double flops = 2.0 * static_cast<double>(M) * static_cast<double>(N) * static_cast<double>(K);
+  const double stream =
+      e * (static_cast<double>(M) * static_cast<double>(K) + static_cast<double>(K) * static_cast<double>(N) +
+           static_cast<double>(M) * static_cast<double>(N));
+  r.us = std::max(flops / (kDirectTflops * 1e6), stream / kDirectBytesPerUs) + kLaunchUs;
   return r;
 }
 
@@ -113,6 +103,36 @@ void check_operand(const char* name, const Tensor& t, std::vector<std::int64_t> 
 }
 
 }  // namespace
+
+bool keeps_generic_schedule(const MatmulConfig& c) {
+  return 1LL * c.block_M * c.block_N < 64LL * c.threads;
+}
+
+double realigned_ring_us(long long M, long long N, long long K, DType dtype, const MatmulConfig& c,
+                         long long shares, int sm_count) {
+  const double e = dtype_bytes(dtype);
+  const double a = e * static_cast<double>(M) * static_cast<double>(K);
+  const double b = e * static_cast<double>(K) * static_cast<double>(N);
+  const double out = shares > 1 ? 0.0 : e * static_cast<double>(M) * static_cast<double>(N);
+  const long long row_tiles = (M + c.block_M - 1) / c.block_M;
+  const long long ctas = row_tiles * ((N + c.block_N - 1) / c.block_N) * std::max<long long>(1, shares);
+  const long long smem =
+      matmul_smem_bytes(c) + (1LL * c.block_M * c.block_K + 1LL * c.block_K * c.block_N) * dtype_bytes(dtype);
+  const long long resident =
+      std::clamp<long long>(kSmemPerSm / std::max<long long>(1, smem), 1, 2048 / c.threads);
+  const long long per_wave = std::max<long long>(1, sm_count) * resident;
+  const double waves = static_cast<double>((ctas + per_wave - 1) / per_wave);
+  const long long k_steps = (K + c.block_K - 1) / c.block_K;
+  const double steps = static_cast<double>((k_steps + shares - 1) / std::max<long long>(1, shares));
+  const long long align = 16 / dtype_bytes(dtype);
+  const bool a_rows = K % align != 0, b_rows = N % align != 0;  // A's rows are K long, B's N
+  const double rows = (a_rows ? c.block_M : 0) + (b_rows ? c.block_K : 0);
+  const double elements =
+      (a_rows ? 1.0 * c.block_M * c.block_K : 0.0) + (b_rows ? 1.0 * c.block_K * c.block_N : 0.0);
+  const double step_us = kRingStepUs + kRingRowUs * rows + kRingElementUs * elements;
+  return std::max((a + static_cast<double>(row_tiles) * b + out) / kRingBytesPerUs, waves * steps * step_us) +
+         kLaunchUs;
+}
 
 PrimFunc matmul_staging_copy_program(int rows, int src_cols, int dst_cols, DType dtype,
                                      const MatmulStagingCopy& c) {

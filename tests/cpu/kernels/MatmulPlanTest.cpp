@@ -197,11 +197,10 @@ TEST(MatmulPlan, SkinnyUnalignedShapesRunDirectOnRings) {
     long long M, N, K;
     const char* config;  // default_matmul_config's for the exact shape
   };
-  for (const Want& w :
-       {Want{1, 50257, 4096, "32x64x64 s4 t128"}, Want{16, 50257, 4096, "32x64x64 s4 t128"},
-        Want{64, 50257, 4096, "32x64x64 s4 t128"}, Want{1, 4096, 4097, "16x32x128 s8 t128"},
-        Want{16, 4097, 4096, "16x32x128 s8 t128"}, Want{1, 4095, 4095, "16x32x128 s8 t128"},
-        Want{7, 4095, 4095, "16x32x128 s8 t128"}, Want{33, 1023, 1025, "16x32x128 s8 t128"}}) {
+  for (const Want& w : {Want{1, 50257, 4096, "32x64x64 s4 t128"}, Want{16, 50257, 4096, "32x64x64 s4 t128"},
+                        Want{64, 50257, 4096, "32x64x64 s4 t128"}, Want{1, 4096, 4097, "16x32x128 s8 t128"},
+                        Want{16, 4097, 4096, "16x32x128 s8 t128"}, Want{1, 4095, 4095, "16x32x128 s8 t128"},
+                        Want{7, 4095, 4095, "16x32x128 s8 t128"}}) {
     for (DType t : {DType::f16, DType::bf16}) {
       SCOPED_TRACE(std::to_string(w.M) + "x" + std::to_string(w.N) + "x" + std::to_string(w.K));
       const auto p = plan_matmul(w.M, w.N, w.K, t, "sm_90a");
@@ -213,12 +212,13 @@ TEST(MatmulPlan, SkinnyUnalignedShapesRunDirectOnRings) {
     }
   }
   // The model's direct figures where it was fitted (H100, bf16, sessions 36-37): 161-163 us,
-  // 322 us, 21 us, 37 us and 44 us measured.
+  // 322 us, 21 us, 37 us and 44 us measured; split-K on the rings: 1x4095x4095 split 8 30 us.
   EXPECT_NEAR(plan_matmul(1, 50257, 4096, DType::bf16, "sm_90a").estimate_direct_us, 162, 16);
   EXPECT_NEAR(plan_matmul(64, 50257, 4096, DType::bf16, "sm_90a").estimate_direct_us, 322, 32);
   EXPECT_NEAR(plan_matmul(1, 4096, 4097, DType::bf16, "sm_90a").estimate_direct_us, 21, 4);
   EXPECT_NEAR(plan_matmul(16, 4097, 4096, DType::bf16, "sm_90a").estimate_direct_us, 37, 6);
   EXPECT_NEAR(plan_matmul(1, 4095, 4095, DType::bf16, "sm_90a").estimate_direct_us, 44, 8);
+  EXPECT_NEAR(plan_matmul(1, 4095, 4095, DType::bf16, "sm_90a").estimate_split_us, 30, 5);
   const auto tiny = plan_matmul(1, 15, 4095, DType::bf16, "sm_90a");
   EXPECT_TRUE(tiny.staged()) << tiny.why;
   EXPECT_LT(tiny.estimate_staged_us, tiny.estimate_direct_us) << tiny.why;
@@ -243,6 +243,52 @@ TEST(MatmulPlan, SkinnyUnalignedShapesRunDirectOnRings) {
   EXPECT_TRUE(sm80.staged()) << sm80.why;
 }
 
+// Split-K on the exact shape of a skinny GEMM whose rows are off 16 bytes (M <= 16, sm_90): the
+// partial GEMM's 16x256 tiles load through realigned rings, and the ring model prices it beside
+// the direct kernel. An H100 in session 37 (forced splits, bf16): 1x4095x4095 44 us direct, 30 us
+// split 8; 1x4096x4097 21 us direct, 17 us split 4 and 8, 25 us split 2 (32 CTAs: counts that
+// leave more than half the SMs idle are not taken); the model splits 16x4097x4096 7 ways (119
+// CTAs, one wave; split 4 ran 45 us, 2 waves of split 8 49 us, direct 37 us). Bandwidth-bound
+// shapes (N = 50257) gain nothing and stay direct; M > 16 (32x256 tiles, gemm_mainloop's
+// synchronous chunks) is not split.
+TEST(MatmulPlan, SkinnyUnalignedShapesSplitOnRings) {
+  struct Want {
+    long long M, N, K;
+    int split;
+  };
+  for (const Want& w :
+       {Want{1, 4095, 4095, 8}, Want{7, 4095, 4095, 8}, Want{1, 4096, 4097, 5}, Want{16, 4097, 4096, 7},
+        Want{1, 50257, 4096, 1}, Want{16, 50257, 4096, 1}, Want{32, 4095, 4095, 1}}) {
+    for (DType t : {DType::f16, DType::bf16}) {
+      SCOPED_TRACE(std::to_string(w.M) + "x" + std::to_string(w.N) + "x" + std::to_string(w.K));
+      const auto p = plan_matmul(w.M, w.N, w.K, t, "sm_90a");
+      EXPECT_FALSE(p.staged()) << p.why;
+      EXPECT_EQ(p.split_k, w.split) << p.why;
+      if (w.split > 1) {
+        EXPECT_EQ(p.estimate_unsplit_us, p.estimate_direct_us) << p.why;
+        EXPECT_EQ(p.split_config.describe(), "16x256x64 s4 t128");
+        EXPECT_LT(p.estimate_split_us, p.estimate_direct_us);
+        EXPECT_GE(((w.N + 255) / 256) * w.split, 66) << "half the SMs or more";
+        EXPECT_NE(p.why.find("CTAs on 132 SMs, realigned rings (model: "), std::string::npos) << p.why;
+        EXPECT_EQ(p.workspace_bytes, 4LL * w.split * w.M * w.N);
+      } else if (w.M <= 16) {
+        EXPECT_EQ(p.estimate_unsplit_us, p.estimate_direct_us) << p.why;
+        EXPECT_NE(p.why.find("not split: the direct kernel takes"), std::string::npos) << p.why;
+      } else {
+        EXPECT_NE(
+            p.why.find("not split: the kernel's rows are not 16-byte aligned and the split's tiles would "
+                       "load them in synchronous chunks"),
+            std::string::npos)
+            << p.why;
+      }
+    }
+  }
+  // The tuner may time the splits the model may choose: unaligned rows where M <= 16.
+  EXPECT_FALSE(tessel::kernels::split_k_candidates(1, 4095, 4095, DType::bf16, "sm_90a").empty());
+  EXPECT_TRUE(tessel::kernels::split_k_candidates(32, 4095, 4095, DType::bf16, "sm_90a").empty());
+  EXPECT_TRUE(tessel::kernels::split_k_candidates(1, 4095, 4095, DType::bf16, "sm_80").empty());
+}
+
 TEST(MatmulPlan, SplitKOnlyWhereTheModelSaysSo) {
   // Grids that fill the GPU, short K, other GPUs, f32 and M > 64 stay one kernel, and say why.
   struct Case {
@@ -257,7 +303,8 @@ TEST(MatmulPlan, SplitKOnlyWhereTheModelSaysSo) {
         Case{16, 4096, 512, DType::f16, "sm_90a", "not split: K has fewer than 16 tiles of 64"},
         Case{16, 4096, 4096, DType::f16, "sm_80", "not split: the model is the H200's (sm_90)"},
         Case{16, 4096, 4096, DType::f32, "sm_90a", "not split: split-K takes f16 or bf16"},
-        Case{1, 50257, 4096, DType::f16, "sm_90a", "not split: the kernel's rows are not 16-byte"}}) {
+        Case{1, 50257, 4096, DType::f16, "sm_90a", "not split: the direct kernel takes"},
+        Case{64, 50257, 4096, DType::f16, "sm_90a", "not split: the kernel's rows are not 16-byte"}}) {
     const auto p = plan_matmul(c.M, c.N, c.K, c.t, c.arch);
     EXPECT_EQ(p.split_k, 1) << p.why;
     EXPECT_EQ(p.workspace_bytes, 0);
@@ -381,9 +428,12 @@ TEST(MatmulPlan, SplitKCandidatesAreWhereTheAutomaticSplitMayApply) {
                                          std::tuple{65LL, 4096LL, 4096LL, DType::f16, "sm_90a"},
                                          std::tuple{16LL, 4096LL, 4096LL, DType::f32, "sm_90a"},
                                          std::tuple{16LL, 4096LL, 4096LL, DType::f16, "sm_80"},
-                                         std::tuple{16LL, 4095LL, 4096LL, DType::f16, "sm_90a"},
-                                         std::tuple{16LL, 4096LL, 4092LL, DType::f16, "sm_90a"}})
+                                         std::tuple{17LL, 4095LL, 4096LL, DType::f16, "sm_90a"},
+                                         std::tuple{32LL, 4096LL, 4092LL, DType::f16, "sm_90a"}})
     EXPECT_TRUE(split_k_candidates(M, N, K, t, arch).empty()) << M << "x" << N << "x" << K << " " << arch;
+  // Rows off 16 bytes: where the partial GEMM's tiles load them through realigned rings (M <= 16).
+  EXPECT_EQ(split_k_candidates(16, 4095, 4096, DType::f16, "sm_90a"), range(2, 16));
+  EXPECT_EQ(split_k_candidates(1, 4096, 4001, DType::bf16, "sm_90a"), range(2, 15)) << "63 tiles of 64";
   // The tiles of each share count are the partial GEMM's, split_k_config's.
   EXPECT_EQ(
       tessel::kernels::split_k_config(16, DType::f16).describe(),

@@ -743,9 +743,9 @@ std::vector<StagingCase> staging_cases() {
   // elsewhere as the model says; an output of one tile is staged.
   for (const auto& [m, n, k] :
        {std::array{1, 50257, 4096}, std::array{16, 50257, 4096}, std::array{64, 50257, 4096},
-        std::array{1, 4096, 4097}, std::array{16, 4097, 4096}, std::array{7, 4095, 4095},
-        std::array{33, 1023, 1025}})
+        std::array{1, 4096, 4097}, std::array{16, 4097, 4096}, std::array{7, 4095, 4095}})
     out.push_back({m, n, k, S::automatic, 0, true});
+  out.push_back({33, 1023, 1025, S::automatic});  // near the model's tie: either
   out.push_back({1, 15, 4095, S::automatic, 1, true});
   // Rows longer than a staging copy's block (8192 elements): B and C copied in pieces, then A.
   out.push_back({257, 50257, 72, S::always});
@@ -840,6 +840,7 @@ struct SplitKCase {
   bool from_passes = false;
   bool plain_order = false;  // JitOptions::disable_programmatic_launch: the pair in plain stream order
                              // (by default Matmul launches it as programmatic dependents)
+  bool sm90_132 = false;     // expect_split is the model's for an sm_90 GPU of 132 SMs
 };
 
 class MatmulSplitKShapes : public ::testing::TestWithParam<std::tuple<SplitKCase, DType>> {};
@@ -849,6 +850,9 @@ TEST_P(MatmulSplitKShapes, MatchesFloat64) {
   const auto [c, dtype] = GetParam();
   if (c.from_passes && tessel::current_device().arch() != "sm_90a")
     GTEST_SKIP() << "SKIPPED: not an sm_90a GPU";
+  if (c.sm90_132 &&
+      (tessel::current_device().arch().rfind("sm_90", 0) != 0 || tessel::current_device().sm_count != 132))
+    GTEST_SKIP() << "SKIPPED: the expected split is the model's for an sm_90 GPU of 132 SMs";
   tessel::JitOptions o;
   o.gemm_from_passes = c.from_passes;
   o.disable_programmatic_launch = c.plain_order;
@@ -909,6 +913,11 @@ std::vector<SplitKCase> split_k_cases() {
         out.push_back({m, n, k, std::min(3, tiles), std::min(3, tiles)});
       }
   out.push_back({9, 1000, 200, 3, 3});  // aligned, 4 K tiles in shares of 1, 1, 2, the last one 8 wide
+  // Rows off 16 bytes, not staged, split automatically on realigned rings (M <= 16, session 37;
+  // MatmulPlan.SkinnyUnalignedShapesSplitOnRings says why these counts, for 132 SMs).
+  for (const auto& [m, n, k, s] : {std::array{1, 4095, 4095, 8}, std::array{7, 4095, 4095, 8},
+                                   std::array{1, 4096, 4097, 5}, std::array{16, 4097, 4096, 7}})
+    out.push_back({m, n, k, 0, s, false, false, true});
   // The partial GEMM from the generic passes: 64-row tiles on the ring, a ragged M.
   out.push_back({64, 4096, 4096, 5, 5, true});
   out.push_back({61, 1000, 3000, 3, 3, true});

@@ -643,23 +643,28 @@ TEST(MatmulStaging, UnalignedRowsCompileTheAlignedKernel) {
 }
 
 // Skinny 16-bit shapes with an unaligned row (M <= 64, sm_90a): the library's Matmul runs them
-// direct on the exact shape, on default_matmul_config's small tiles, whose unaligned operand
-// loads through a realigned ring (cp.async of raw words, the shift at the iteration's top), with
-// no workspace and no spills; an output of one tile is staged.
-TEST(MatmulStaging, SkinnyUnalignedShapesRunDirectOnRealignedRings) {
+// on the exact shape -- direct on default_matmul_config's small tiles, or split-K's 16x256 partial
+// GEMM where the ring model says so (M <= 16) -- whose unaligned operand loads through a
+// realigned ring (cp.async of raw words, the shift at the iteration's top), with no spills; an
+// output of one tile is staged.
+TEST(MatmulStaging, SkinnyUnalignedShapesRunOnRealignedRings) {
   tessel::JitOptions o;
   o.arch = "sm_90a";
   struct Want {
     int M, N, K;
     const char* config;
+    int split;
   };
-  for (const Want& w : {Want{1, 50257, 4096, "32x64x64 s4 t128"}, Want{16, 4097, 4096, "16x32x128 s8 t128"},
-                        Want{1, 4096, 4097, "16x32x128 s8 t128"}}) {
+  for (const Want& w :
+       {Want{1, 50257, 4096, "32x64x64 s4 t128", 1}, Want{64, 50257, 4096, "32x64x64 s4 t128", 1},
+        Want{16, 4097, 4096, "16x256x64 s4 t128", 7}, Want{1, 4095, 4095, "16x256x64 s4 t128", 8}}) {
     SCOPED_TRACE(std::to_string(w.M) + "x" + std::to_string(w.N) + "x" + std::to_string(w.K));
     tessel::kernels::Matmul mm(w.M, w.N, w.K, tessel::DType::bf16, tessel::kernels::MatmulStaging::automatic,
                                o);
     EXPECT_FALSE(mm.plan().staged()) << mm.plan().why;
-    EXPECT_EQ(mm.workspace_bytes(), 0u);
+    EXPECT_EQ(mm.plan().split_k, w.split) << mm.plan().why;
+    EXPECT_EQ(mm.workspace_bytes(),
+              w.split > 1 ? static_cast<std::size_t>((4LL * w.split * w.M * w.N + 255) / 256 * 256) : 0u);
     EXPECT_EQ(mm.config().describe(), w.config);
     const tessel::JitKernel& k = mm.kernel();
     EXPECT_NE(k.source().find("tessel::copy_words_to_shared"), std::string::npos);

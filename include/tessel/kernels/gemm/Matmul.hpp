@@ -88,7 +88,8 @@ MatmulStagingCopy default_staging_copy(long long cols, DType dtype);
 MatmulConfig split_k_config(long long M, DType dtype);
 // The share counts `tessel tune gemm` times for an M x N x K kernel shape (the autotuner's
 // split_k knob): where the automatic split may apply -- sm_90, f16 or bf16, M <= 64, rows
-// 16-byte aligned -- 2 to min(16, K's tiles of 64 / 4). Shares of at least 4 K tiles, half the
+// 16-byte aligned, or M <= 16 with rows off 16 bytes (the partial GEMM's 16x256 tiles load them
+// through realigned rings) -- 2 to min(16, K's tiles of 64 / 4). Shares of at least 4 K tiles, half the
 // model's minimum, so that the tuner also times the splits the model rules out. Empty elsewhere
 // (and where K has fewer than 8 tiles).
 std::vector<int> split_k_candidates(long long M, long long N, long long K, DType dtype,
@@ -150,8 +151,8 @@ struct MatmulPlan {
 // for the exact shape: where they keep the generic cp.async schedule (fewer than 64 accumulators
 // a thread: the skinny tiles for M <= 64 on sm_90), whose unaligned loads go through realigned
 // rings, A and C once and B once per row of tiles at 2.6 TB/s, or per wave of resident CTAs
-// its K steps at 0.4 us plus 5 ns per row a step realigns, whichever is longer (an H100,
-// sessions 36-37); elsewhere 2MNK at 80 TFLOP/s (the
+// its K steps at 0.21 us plus 2.4 ns a row and 0.12 ns an element a step realigns, whichever
+// is longer (an H100, sessions 36-37); elsewhere 2MNK at 80 TFLOP/s (the
 // element-wise kernel's rate on the H200) or A, B and C streamed once at 0.6 TB/s (the chunks'
 // best on skinny shapes, an H100), whichever is longer. Staged: 2MNK at 600 TFLOP/s or A, B and
 // C at 3 TB/s, plus the staged bytes (read and written) at 3 TB/s plus 3 us per copy. A staged dimension (K
@@ -168,7 +169,11 @@ struct MatmulPlan {
 // H200) or 0.90 (R >= 4: one shape on an H100); split s ways, s times the 16x256 / 32x256 / 64x256 tiles (by
 // M), each share at least 8 K tiles, the longest share setting the time, plus 2 us for the reduction and the
 // f32 partials written and read back. Split when the fastest share count (the fewest among equals) beats the
-// unsplit estimate. Split-K combines with staging: it runs on the staged (aligned) shape.
+// unsplit estimate. Split-K combines with staging: it runs on the staged (aligned) shape. Rows
+// off 16 bytes that are not staged (M <= 16, sm_90): the split's 16x256 partial GEMM loads them
+// through realigned rings too, and the ring model prices both it (s times the tiles, each share's
+// K steps) and the direct kernel; split when it is faster (1x4095x4095 split 8: 30 us against 44
+// direct on an H100, session 37).
 //
 // Throws std::invalid_argument for a non-positive dimension, another dtype, or an illegal
 // split_k (naming the legal range).
