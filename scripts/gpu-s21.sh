@@ -77,7 +77,8 @@
 #     then 16/32-row direct configs with the rings and without, beside the staged plan;
 #   TESSEL_S21_STEPS=s37: skinny unaligned shapes' defaults (direct on realigned rings): the
 #     library Matmul's gpu tests, then the defaults beside --staging always, twice; s37b: split-K
-#     forced on the exact unaligned shapes (and the split-K gpu tests) beside the defaults;
+#     forced on the exact unaligned shapes (and the split-K gpu tests) beside the defaults; s37c:
+#     the automatic splits on rings, their gpu tests and timings beside --split-k 1;
 #   TESSEL_S21_STEPS=splitk: the split-K model's unsplit grid as split_k_clusters builds it
 #     (session 33): M = 64 shapes it now keeps in one kernel, unsplit / auto / the old share counts;
 #   TESSEL_S21_STEPS=uniform: JitOptions::uniform_roles beside the default (the passes' GEMM
@@ -698,6 +699,17 @@ elif [[ $steps == s37b ]]; then
       --warmup 3 --dtype bf16 --staging never --split-k "$split" --shapes "$skinny" \
       --json "$out/$day-gemm-skinny-unaligned-never-split$split-$tag.json"
   done
+elif [[ $steps == s37c ]]; then
+  # Session 37, a short call: the automatic splits on realigned rings (1x4095x4095 and 7x4095x4095
+  # split 8, 1x4096x4097 split 5, 16x4097x4096 split 7 -- the last unmeasured) against float64 and
+  # timed beside cuBLAS, with the direct kernel (--split-k 1) in its own process.
+  step "gpu tests (automatic splits on rings, skinny unaligned defaults)" 120 "$build/tessel_tests_gpu" --gtest_brief=1 \
+    --gtest_filter='*MatmulSplitKShapes*splitauto*:*MatmulStagingShapes*auto*'
+  skinny=1x4095x4095,7x4095x4095,1x4096x4097,16x4097x4096,1x50257x4096,16x50257x4096
+  for split in auto 1; do
+    step "bench gemm skinny unaligned --split-k $split" 60 "$build/tessel" bench gemm --repeats 10 --warmup 3 \
+      --dtype f16,bf16 --split-k "$split" --shapes "$skinny" --json "$out/$day-gemm-skinny-unaligned-split-$split-$tag.json"
+  done
 elif [[ $steps == s30u ]]; then
   # Session 30: JitOptions::uniform_roles again, now that WarpgroupGemm builds its descriptors once
   # a call (session 29): the broadcast warpgroup index costs one shuffle a call, not one a wgmma.
@@ -732,7 +744,7 @@ elif [[ $steps == tune ]]; then
     --shapes 4194304x127,4194304x129,524288x1023,65536x8191,32768x8193,10000x50257 \
     --json "$out/$day-softmax-issue17-tuned-$tag.json"
 else
-  echo "gpu-s21.sh: unknown step set '$steps' in TESSEL_S21_STEPS (legal: first, h200, s24, s25, s26, s27, s28, s28b, s29, s29b, s29d, s29e, s29f, s29h, s30, s30u, s31, s31b, s31c, s32, s33, s34, s35, s37, s37b, lmhead, splitk, uniform, bench, softmax, ncu, tests, tune)" | tee -a "$log"
+  echo "gpu-s21.sh: unknown step set '$steps' in TESSEL_S21_STEPS (legal: first, h200, s24, s25, s26, s27, s28, s28b, s29, s29b, s29d, s29e, s29f, s29h, s30, s30u, s31, s31b, s31c, s32, s33, s34, s35, s37, s37b, s37c, lmhead, splitk, uniform, bench, softmax, ncu, tests, tune)" | tee -a "$log"
   status=1
 fi
 done
