@@ -78,7 +78,8 @@
 #   TESSEL_S21_STEPS=s37: skinny unaligned shapes' defaults (direct on realigned rings): the
 #     library Matmul's gpu tests, then the defaults beside --staging always, twice; s37b: split-K
 #     forced on the exact unaligned shapes (and the split-K gpu tests) beside the defaults; s37c:
-#     the automatic splits on rings, their gpu tests and timings beside --split-k 1;
+#     the automatic splits on rings, their gpu tests and timings beside --split-k 1; h200a: issue
+#     15's bar alone (attention defaults and issue 5's shapes), for a call of under four minutes;
 #   TESSEL_S21_STEPS=splitk: the split-K model's unsplit grid as split_k_clusters builds it
 #     (session 33): M = 64 shapes it now keeps in one kernel, unsplit / auto / the old share counts;
 #   TESSEL_S21_STEPS=uniform: JitOptions::uniform_roles beside the default (the passes' GEMM
@@ -699,6 +700,14 @@ elif [[ $steps == s37b ]]; then
       --warmup 3 --dtype bf16 --staging never --split-k "$split" --shapes "$skinny" \
       --json "$out/$day-gemm-skinny-unaligned-never-split$split-$tag.json"
   done
+elif [[ $steps == h200a ]]; then
+  # Session 37, a call of under four minutes: issue 15's bar alone -- the attention defaults
+  # beside cuDNN and issue 5's GEMM shapes beside cuBLAS, in one run.
+  step "bench attention (default, f16 and bf16)" 110 "$build/tessel" bench attention --dtype f16,bf16 --repeats 10 \
+    --json "$out/$day-attention-default-$tag.json"
+  step "bench gemm 5" 90 "$build/tessel" bench gemm --repeats 20 --warmup 5 --dtype f16,bf16 \
+    --shapes 2048x2048x2048,4096x4096x4096,8192x8192x8192,8192x28672x8192,16384x4096x1024,128x8192x8192,1024x1024x1024 \
+    --json "$out/$day-gemm-issue5-$tag.json"
 elif [[ $steps == s37c ]]; then
   # Session 37, a short call: the automatic splits on realigned rings (1x4095x4095 and 7x4095x4095
   # split 8, 1x4096x4097 split 5, 16x4097x4096 split 7 -- the last unmeasured) against float64 and
@@ -744,7 +753,7 @@ elif [[ $steps == tune ]]; then
     --shapes 4194304x127,4194304x129,524288x1023,65536x8191,32768x8193,10000x50257 \
     --json "$out/$day-softmax-issue17-tuned-$tag.json"
 else
-  echo "gpu-s21.sh: unknown step set '$steps' in TESSEL_S21_STEPS (legal: first, h200, s24, s25, s26, s27, s28, s28b, s29, s29b, s29d, s29e, s29f, s29h, s30, s30u, s31, s31b, s31c, s32, s33, s34, s35, s37, s37b, s37c, lmhead, splitk, uniform, bench, softmax, ncu, tests, tune)" | tee -a "$log"
+  echo "gpu-s21.sh: unknown step set '$steps' in TESSEL_S21_STEPS (legal: first, h200, s24, s25, s26, s27, s28, s28b, s29, s29b, s29d, s29e, s29f, s29h, s30, s30u, s31, s31b, s31c, s32, s33, s34, s35, s37, s37b, s37c, h200a, lmhead, splitk, uniform, bench, softmax, ncu, tests, tune)" | tee -a "$log"
   status=1
 fi
 done
