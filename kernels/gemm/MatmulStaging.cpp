@@ -8,6 +8,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "Lower.hpp"
 #include "MatmulSplitK.hpp"
 #include "tessel/autotune/Autotune.hpp"
 #include "tessel/kernels/gemm/Matmul.hpp"
@@ -226,6 +227,7 @@ MatmulPlan plan_staging(long long M, long long N, long long K, DType dtype, cons
                                                   static_cast<double>(M) * static_cast<double>(N));
   const DirectEstimate direct = estimate_direct(M, N, K, dtype, arch, sm_count);
   p.estimate_direct_us = direct.us;
+  p.direct_rings = direct.rings;
   p.estimate_staged_us = std::max(flops / (kAlignedTflops * 1e6), stream / kCopyBytesPerUs) +
                          bytes / kCopyBytesPerUs + copies * kCopyUs + kLaunchUs;
   std::ostringstream why;
@@ -321,6 +323,22 @@ Matmul::Matmul(int M, int N, int K, DType dtype, MatmulStaging staging, const Ji
   Impl& m = *impl_;
   m.M = M, m.N = N, m.K = K, m.dtype = dtype;
   m.plan = plan_matmul_for_current_device(M, N, K, dtype, staging, split_k, options.arch);
+  if (staging == MatmulStaging::automatic && !m.plan.staged() && m.plan.direct_rings &&
+      !jit_switches(options).allow_realigned_rings) {
+    // The model ran the exact shape on realigned rings, which these options turn off: its kernel
+    // would load the unaligned rows in synchronous chunks (2-9x slower on an H100, session 34),
+    // so the shape is staged.
+    // (Unless padding would carry a dimension past what a kernel takes: then the chunks it is.)
+    const std::string off =
+        "realigned rings off (JitOptions::disable_realigned_rings or TESSEL_DISABLE=realigned_rings)";
+    try {
+      const std::string why = m.plan.why;
+      m.plan = plan_matmul_for_current_device(M, N, K, dtype, MatmulStaging::always, split_k, options.arch);
+      m.plan.why = off + ", where the model would run the exact shape (" + why + "): staged: " + m.plan.why;
+    } catch (const std::invalid_argument&) {
+      m.plan.why = off + "; not staged either (the padded shape is too large): " + m.plan.why;
+    }
+  }
   const int kn = static_cast<int>(m.plan.kernel_N), kk = static_cast<int>(m.plan.kernel_K);
   {
     JitOptions o = options;

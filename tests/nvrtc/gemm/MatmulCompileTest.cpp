@@ -676,6 +676,25 @@ TEST(MatmulStaging, SkinnyUnalignedShapesRunOnRealignedRings) {
   tessel::kernels::Matmul tiny(1, 15, 4095, tessel::DType::bf16, tessel::kernels::MatmulStaging::automatic,
                                o);
   EXPECT_TRUE(tiny.plan().staged()) << tiny.plan().why;
+  // With the realigned rings turned off (the option, or TESSEL_DISABLE), the exact shape's kernel
+  // would load in synchronous chunks: the shape is staged instead, and the plan says why.
+  for (bool by_env : {false, true}) {
+    SCOPED_TRACE(by_env ? "TESSEL_DISABLE=realigned_rings" : "JitOptions::disable_realigned_rings");
+    tessel::JitOptions off = o;
+    off.disable_realigned_rings = !by_env;
+    tessel::test::ScopedEnv env("TESSEL_DISABLE",
+                                by_env ? std::optional<std::string>("realigned_rings") : std::nullopt);
+    tessel::kernels::Matmul mm(1, 50257, 4096, tessel::DType::bf16, tessel::kernels::MatmulStaging::automatic,
+                               off);
+    EXPECT_TRUE(mm.plan().staged()) << mm.plan().why;
+    EXPECT_EQ(
+        mm.plan().why.rfind("realigned rings off (JitOptions::disable_realigned_rings or "
+                            "TESSEL_DISABLE=realigned_rings), where the model would run the exact shape (",
+                            0),
+        0u)
+        << mm.plan().why;
+    EXPECT_EQ(mm.kernel().source().find("tessel::copy_words_to_shared"), std::string::npos);
+  }
 }
 
 // The scratch a caller provides instead of Matmul's own buffers: each staged buffer and split-K's

@@ -138,6 +138,9 @@ struct MatmulPlan {
   // split_k (1 or n) is the tuning cache's, which timed it, not the model's
   // (plan_matmul_for_current_device).
   bool split_tuned = false;
+  // The model priced the direct kernel (the exact shape's) on realigned rings -- its tiles keep
+  // the generic cp.async schedule -- rather than on the synchronous chunks.
+  bool direct_rings = false;
   std::string why;  // what is staged and why (or why not); then what split-K does and why
   bool staged() const { return stage_a || stage_b || stage_c; }
   bool split() const { return split_k > 1; }
@@ -203,7 +206,9 @@ inline constexpr int kMatmulDefaultSplitK = 0;
 // needs them, are allocated on the first call and reused. Calls on one object are not
 // thread-safe (they share those buffers). `split_k` as plan_matmul takes it (0 automatic, 1 off,
 // n that many shares; default kMatmulDefaultSplitK, automatic); the plan is
-// plan_matmul_for_current_device's (automatic split-K takes a tuned split first).
+// plan_matmul_for_current_device's (automatic split-K takes a tuned split first) -- staged
+// after all where automatic staging would run the exact shape on realigned rings that `options`
+// (disable_realigned_rings) or TESSEL_DISABLE=realigned_rings turn off.
 class Matmul {
  public:
   Matmul(int M, int N, int K, DType dtype, MatmulStaging staging = MatmulStaging::automatic,
