@@ -15,8 +15,8 @@ namespace tessel::kernels {
 void plan_split_k(MatmulPlan& p, DType dtype, const std::string& arch, int split_k, int sm_count);
 
 // Whether a GEMM kernel of config c keeps plan_pipelines' generic cp.async schedule, where rows
-// off 16 bytes load through realigned rings: fewer than 64 accumulators a thread (more become
-// gemm_mainloop, on the synchronous realigned chunks).
+// off 16 bytes load through realigned rings: fewer than passes::kGemmMainloopMinAccumulators
+// (64) accumulators a thread (more become gemm_mainloop, on the synchronous realigned chunks).
 bool keeps_generic_schedule(const MatmulConfig& c);
 
 // The realigned rings' model (MatmulStaging.cpp says its constants and what they were fitted to):

@@ -10,6 +10,7 @@
 
 #include "Lower.hpp"
 #include "MatmulSplitK.hpp"
+#include "passes/Passes.hpp"
 #include "tessel/autotune/Autotune.hpp"
 #include "tessel/kernels/gemm/Matmul.hpp"
 #include "tessel/runtime/Driver.hpp"
@@ -66,30 +67,6 @@ long long staged_extent(long long x, long long elem_bytes) {
   return (line - x) * 16 <= x ? line : round_up(x, 16 / elem_bytes);
 }
 
-// The direct kernel's time on the model above: the realigned rings' (realigned_ring_us) when
-// its config keeps the generic schedule, else the element-wise rates.
-struct DirectEstimate {
-  double us = 0;
-  bool rings = false;
-};
-DirectEstimate estimate_direct(long long M, long long N, long long K, DType dtype, const std::string& arch,
-                               int sm_count) {
-  const MatmulConfig d = default_matmul_config(M, N, K, dtype, arch, sm_count);
-  DirectEstimate r;
-  r.rings = keeps_generic_schedule(d);
-  if (r.rings) {
-    r.us = realigned_ring_us(M, N, K, dtype, d, 1, sm_count);
-    return r;
-  }
-  const double e = dtype_bytes(dtype);
-  const double flops = 2.0 * static_cast<double>(M) * static_cast<double>(N) * static_cast<double>(K);
-  const double stream =
-      e * (static_cast<double>(M) * static_cast<double>(K) + static_cast<double>(K) * static_cast<double>(N) +
-           static_cast<double>(M) * static_cast<double>(N));
-  r.us = std::max(flops / (kDirectTflops * 1e6), stream / kDirectBytesPerUs) + kLaunchUs;
-  return r;
-}
-
 std::string shape_text(const std::vector<std::int64_t>& shape) {
   std::string s = "[";
   for (std::size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
@@ -106,7 +83,7 @@ void check_operand(const char* name, const Tensor& t, std::vector<std::int64_t> 
 }  // namespace
 
 bool keeps_generic_schedule(const MatmulConfig& c) {
-  return 1LL * c.block_M * c.block_N < 64LL * c.threads;
+  return 1LL * c.block_M * c.block_N < 1LL * passes::kGemmMainloopMinAccumulators * c.threads;
 }
 
 double realigned_ring_us(long long M, long long N, long long K, DType dtype, const MatmulConfig& c,
@@ -225,9 +202,13 @@ MatmulPlan plan_staging(long long M, long long N, long long K, DType dtype, cons
   const double stream = static_cast<double>(e) * (static_cast<double>(M) * static_cast<double>(K) +
                                                   static_cast<double>(K) * static_cast<double>(N) +
                                                   static_cast<double>(M) * static_cast<double>(N));
-  const DirectEstimate direct = estimate_direct(M, N, K, dtype, arch, sm_count);
-  p.estimate_direct_us = direct.us;
-  p.direct_rings = direct.rings;
+  // The direct kernel: default_matmul_config's tiles for the exact shape, on the realigned rings'
+  // model where they keep the generic schedule, else at the element-wise rates.
+  const MatmulConfig direct = default_matmul_config(M, N, K, dtype, arch, sm_count);
+  p.direct_rings = keeps_generic_schedule(direct);
+  p.estimate_direct_us =
+      p.direct_rings ? realigned_ring_us(M, N, K, dtype, direct, 1, sm_count)
+                     : std::max(flops / (kDirectTflops * 1e6), stream / kDirectBytesPerUs) + kLaunchUs;
   p.estimate_staged_us = std::max(flops / (kAlignedTflops * 1e6), stream / kCopyBytesPerUs) +
                          bytes / kCopyBytesPerUs + copies * kCopyUs + kLaunchUs;
   std::ostringstream why;
@@ -242,7 +223,8 @@ MatmulPlan plan_staging(long long M, long long N, long long K, DType dtype, cons
   if (staging == MatmulStaging::automatic && !(p.estimate_staged_us < p.estimate_direct_us)) {
     why.precision(3);
     why << rows << "; not staged: the model expects " << p.estimate_direct_us << " us direct"
-        << (direct.rings ? " (realigned rings)" : "") << " against " << p.estimate_staged_us << " us staged";
+        << (p.direct_rings ? " (realigned rings)" : "") << " against " << p.estimate_staged_us
+        << " us staged";
     p.why = why.str();
     return p;
   }

@@ -36,6 +36,11 @@ inline constexpr int kMaxRegistersPerThread = 255;
 inline constexpr int kRegisterBudget = 2 * kMaxRegistersPerThread;
 ir::Stmt check_register_budget(const ir::Stmt& body, PassContext& ctx);
 ir::Stmt order_shared_writes(const ir::Stmt& body, PassContext& ctx);
+// plan_pipelines makes a cp.async loop whose only compute is one mma.sync gemm into
+// tessel::gemm_mainloop when the gemm's accumulator holds this many values a thread or more;
+// smaller warp tiles keep the generic schedule (where rows off 16 bytes load through realigned
+// rings). kernels::plan_matmul's model reads the same bound.
+inline constexpr int kGemmMainloopMinAccumulators = 64;
 ir::Stmt plan_pipelines(const ir::Stmt& body, PassContext& ctx);
 ir::Stmt insert_proxy_fences(const ir::Stmt& body, PassContext& ctx);
 ir::Stmt specialize_warps(const ir::Stmt& body, PassContext& ctx);

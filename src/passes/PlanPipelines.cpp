@@ -305,7 +305,7 @@ class PipelinePlanner : public IRMutator {
     if (layout->second.wgmma) return Stmt();
     // Small warp tiles gain nothing from carrying fragments across tiles (and ptxas spilled
     // the 32x32-per-warp case on sm_80); they keep the generic schedule.
-    if (layout->second.per_thread < 64) return Stmt();
+    if (layout->second.per_thread < kGemmMainloopMinAccumulators) return Stmt();
     const Buffer& a = local.at(g->A.buffer->id);
     const Buffer& b = local.at(g->B.buffer->id);
     Var tile("k_tile"), stage("stage");
